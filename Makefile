@@ -1,0 +1,41 @@
+# The course's single entry point. `make lab` to learn, `make test` to check everything.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.qlesson-installed
+export PYTHONHASHSEED := 0
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: setup lab test lint bench execute clean
+
+setup: $(STAMP)
+
+$(STAMP): requirements/requirements.txt requirements/lock.txt pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	# torch first and exactly: a looser spec pulls a multi-GB CUDA build
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -r requirements/requirements.txt -c requirements/lock.txt
+	$(PY) -m pip install --quiet --no-deps -e .
+	touch $(STAMP)
+
+lab: $(STAMP)
+	$(VENV)/bin/jupyter lab notebooks/00_start_here.ipynb
+
+test: $(STAMP)
+	$(PY) -m pytest -n 2 --dist loadfile --nbval
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check qlesson tests
+
+bench: $(STAMP)
+	$(PY) -m qlesson.bench quantize
+
+# Re-execute every lesson notebook in place (the only way stored outputs are made).
+execute: $(STAMP)
+	$(PY) -m qlesson.notebook_tools execute notebooks/*.ipynb
+
+clean:
+	rm -rf $(VENV)

@@ -1,0 +1,108 @@
+"""Input checks shared by every public function.
+
+Each check raises ``ValueError`` whose message names the bad value and says what
+would work instead, so a learner never meets a ``ZeroDivisionError`` or a silent NaN.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+ArrayLike = torch.Tensor | np.ndarray | Sequence
+
+MIN_BITS, MAX_BITS = 2, 16
+
+
+def as_float_tensor(x: ArrayLike, name: str = "x", *, check_finite: bool = True) -> torch.Tensor:
+    """Return ``x`` as a finite, non-empty floating torch tensor.
+
+    float16 and bfloat16 are widened to float32; float32 and float64 are kept.
+
+    >>> as_float_tensor([[1.0, 2.0]]).dtype
+    torch.float32
+    >>> as_float_tensor([1, 2])
+    Traceback (most recent call last):
+    ...
+    ValueError: x has integer dtype torch.int64; quantize a floating tensor instead, e.g. x.float() or [1.0, 2.0]
+    """
+    if isinstance(x, torch.Tensor):
+        t = x.detach()
+    elif isinstance(x, np.ndarray):
+        if x.dtype.kind not in "biufc":
+            raise ValueError(f"{name} has numpy dtype {x.dtype}; pass floating-point numbers")
+        t = torch.from_numpy(np.ascontiguousarray(x))
+    else:
+        try:
+            t = torch.tensor(x)
+        except (TypeError, ValueError, RuntimeError) as err:
+            raise ValueError(
+                f"{name} could not be read as a tensor of numbers ({err}); "
+                "pass a torch tensor, a numpy array or a nested list of floats with equal-length rows"
+            ) from None
+    if t.is_complex():
+        raise ValueError(f"{name} has complex dtype {t.dtype}; quantize the real and imaginary parts separately")
+    if not t.is_floating_point():
+        raise ValueError(
+            f"{name} has integer dtype {t.dtype}; quantize a floating tensor instead, e.g. x.float() or [1.0, 2.0]"
+        )
+    if t.numel() == 0:
+        raise ValueError(f"{name} is empty (shape {tuple(t.shape)}); pass at least one value")
+    if t.dtype in (torch.float16, torch.bfloat16):
+        t = t.float()
+    if check_finite and not bool(torch.isfinite(t).all()):
+        raise_not_finite(t, name)
+    return t
+
+
+def raise_not_finite(t: torch.Tensor, name: str = "x") -> None:
+    """Raise the ValueError for a tensor holding NaN or inf, with counts of each."""
+    n_nan = int(torch.isnan(t).sum())
+    n_inf = int(torch.isinf(t).sum())
+    raise ValueError(
+        f"{name} contains {n_nan} NaN and {n_inf} inf values; quantization needs finite numbers: "
+        "clean them first (e.g. torch.nan_to_num) or find where they came from"
+    )
+
+
+def check_bits(bits: int) -> int:
+    """Return ``bits`` if it is a whole number from 2 to 16, else raise.
+
+    >>> check_bits(4)
+    4
+    >>> check_bits(1)
+    Traceback (most recent call last):
+    ...
+    ValueError: bits=1 is not supported; use a whole number from 2 to 16 (4 and 8 are the common choices)
+    """
+    if isinstance(bits, bool) or not isinstance(bits, (int, np.integer)) or not MIN_BITS <= bits <= MAX_BITS:
+        raise ValueError(
+            f"bits={bits!r} is not supported; use a whole number from {MIN_BITS} to {MAX_BITS} "
+            "(4 and 8 are the common choices)"
+        )
+    return int(bits)
+
+
+def normalize_axis(axis: int, ndim: int, what: str) -> int:
+    """Turn a possibly negative ``axis`` into an index into a tensor with ``ndim`` dims.
+
+    >>> normalize_axis(-1, 2, "PerGroup")
+    1
+    >>> normalize_axis(2, 2, "PerChannel")
+    Traceback (most recent call last):
+    ...
+    ValueError: PerChannel(axis=2) is out of range for a 2-d tensor; use an axis from -2 to 1
+    """
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+        raise ValueError(f"{what}(axis={axis!r}) must be an integer axis")
+    if ndim == 0:
+        raise ValueError(
+            f"{what} needs a tensor with at least one dimension, got a 0-d scalar; use PerTensor() for a single value"
+        )
+    if not -ndim <= axis < ndim:
+        raise ValueError(
+            f"{what}(axis={axis}) is out of range for a {ndim}-d tensor; use an axis from {-ndim} to {ndim - 1}"
+        )
+    return int(axis) % ndim

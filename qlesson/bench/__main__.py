@@ -1,0 +1,25 @@
+"""Command line: ``python -m qlesson.bench {quantize} [--quick] [--threads N]``."""
+
+from __future__ import annotations
+
+import argparse
+
+import torch
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m qlesson.bench", description=__doc__)
+    parser.add_argument("which", choices=["quantize"], help="which benchmark to run")
+    parser.add_argument("--quick", action="store_true", help="smaller sizes (seconds, for CI and notebooks)")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
+    args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    from .quantize import main as run_quantize
+
+    run_quantize(quick=args.quick)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
