@@ -14,7 +14,6 @@ setup: $(STAMP)
 
 $(STAMP): requirements/requirements.txt requirements/lock.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
 	# torch first and exactly: a looser spec pulls a multi-GB CUDA build
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -r requirements/requirements.txt -c requirements/lock.txt

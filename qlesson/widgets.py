@@ -1,0 +1,206 @@
+"""Sliders for the lessons (ipywidgets 8). Each widget is a function returning the widget.
+
+The maths behind every widget is a plain function (``*_state``) that tests call without a
+browser. A widget keeps one matplotlib figure and one image, and redraws both in place on
+each change: no pile-up of figures, and it works the same in JupyterLab and Voila.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from .examples import ROW_A, ROW_B
+from .footprint import footprint
+from .granularity import PerChannel, PerGroup, PerTensor
+from .metrics import channel_errors, errors
+from .quantize import quantize
+
+
+def two_rows_state(
+    a_scale: float = 1.0, b_scale: float = 1.0, bits: int = 4, *, symmetric: bool = True, per_channel: bool = False
+) -> dict[str, Any]:
+    """Lesson 02's 2x4 weight with Row A and Row B multiplied by ``a_scale`` and ``b_scale``.
+
+    >>> s = two_rows_state(bits=4)
+    >>> s["q"][0], round(s["mae"][0], 4)
+    ([0, 0, 0, 0], 0.1)
+    >>> two_rows_state(bits=4, per_channel=True)["q"][0]
+    [2, -4, 6, -7]
+    """
+    x = torch.tensor([[v * a_scale for v in ROW_A], [v * b_scale for v in ROW_B]])
+    g = PerChannel(0) if per_channel else PerTensor()
+    qt = quantize(x, bits, granularity=g, symmetric=symmetric)
+    x_hat = qt.dequantize()
+    return {
+        "x": x.tolist(),
+        "q": qt.q.tolist(),
+        "x_hat": x_hat.tolist(),
+        "scale": [float(v) for v in qt.scale.flatten()],
+        "zero_point": [int(v) for v in qt.zero_point.flatten()],
+        "mae": channel_errors(x, x_hat).mae.tolist(),
+    }
+
+
+def group_state(w: torch.Tensor, group_size: int, bits: int) -> dict[str, Any]:
+    """Error and storage of ``w`` ``[N, K]`` at one group size (``K`` means per-channel).
+
+    >>> s = group_state(torch.ones(4, 64), 32, 4)
+    >>> s["n_scales"], s["metadata_bytes"], s["bits_per_weight"]
+    (8, 16, 4.5)
+    """
+    g = PerGroup(group_size)
+    qt = quantize(w, bits, granularity=g)
+    e = errors(w, qt.dequantize())
+    fp = footprint(tuple(w.shape), bits, g)
+    rms = float(w.double().square().mean().sqrt())
+    return {
+        "group_size": group_size,
+        "bits": bits,
+        "rmse": e.rmse,
+        "rmse / rms": e.rmse / rms if rms > 0 else 0.0,
+        "sqnr_db": e.sqnr_db,
+        "n_scales": fp.n_scales,
+        "metadata_bytes": fp.metadata_bytes,
+        "total_bytes": fp.total_bytes,
+        "bits_per_weight": fp.bits_per_weight,
+    }
+
+
+def divisors(n: int, smallest: int = 16) -> list[int]:
+    """Group sizes that divide ``n``, from ``smallest`` up to ``n`` itself.
+
+    >>> divisors(384)
+    [16, 24, 32, 48, 64, 96, 128, 192, 384]
+    """
+    return [d for d in range(smallest, n + 1) if n % d == 0]
+
+
+def _png(fig: Any) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=80)
+    return buf.getvalue()
+
+
+def _panel(controls: list[Any], update: Callable[[], tuple[str, Any]]) -> Any:
+    """Controls on top, a text summary and one image below; ``update`` returns (html, figure)."""
+    import ipywidgets as W
+
+    summary = W.HTML()
+    image = W.Image(format="png")
+
+    def refresh(_change: Any = None) -> None:
+        html, fig = update()
+        summary.value = html
+        image.value = _png(fig)
+
+    for c in controls:
+        c.observe(refresh, names="value")
+    refresh()
+    box = W.VBox([W.HBox(controls), summary, image])
+    box.refresh = refresh  # tests and the benchmark call it directly
+    return box
+
+
+def _fig(size: tuple[float, float]) -> Any:
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=size, layout="constrained")
+
+
+def ruler_explorer(values: tuple[float, ...] = (-0.62, -0.1, 0.0, 0.23, 0.5, 0.91)) -> Any:
+    """Lesson 01: a value slider and a bit-width slider on a symmetric ruler fitted to ``values``."""
+    import ipywidgets as W
+
+    from .plots import ruler
+    from .ruler import ruler_for, steps
+
+    value = W.FloatSlider(value=0.23, min=-1.5, max=1.5, step=0.01, description="value")
+    bits = W.IntSlider(value=3, min=2, max=8, description="bits")
+    fig = _fig((8, 2.6))
+
+    def update() -> tuple[str, Any]:
+        scale, _ = ruler_for(values, bits.value)
+        row = steps([value.value], bits.value, scale=scale)[0]
+        ruler([*values, value.value], bits.value, scale=scale, fig=fig)
+        clip = " <b>clipped</b>: outside the ruler" if row["note"] else ""
+        html = (
+            f"x = {row['x']:+.4f} -> q = {row['q']} -> x_hat = {row['x_hat']:+.4f}; "
+            f"error {row['error']:+.4f} (half a tick is {scale / 2:.4f}){clip}"
+        )
+        return html, fig
+
+    return _panel([value, bits], update)
+
+
+def two_rows_explorer() -> Any:
+    """Lesson 02: Row A's and Row B's magnitudes, bits, symmetric/asymmetric, per-tensor/per-channel."""
+    import ipywidgets as W
+
+    from .plots import rows_reconstruction
+
+    a = W.FloatLogSlider(value=1.0, base=10, min=-1, max=1, description="Row A x")
+    b = W.FloatLogSlider(value=1.0, base=10, min=-1, max=1, description="Row B x")
+    bits = W.IntSlider(value=4, min=2, max=8, description="bits")
+    sym = W.ToggleButtons(options=["symmetric", "asymmetric"], value="symmetric")
+    gran = W.ToggleButtons(options=["per-tensor", "per-channel"], value="per-tensor")
+    fig = _fig((8, 2.8))
+
+    def update() -> tuple[str, Any]:
+        st = two_rows_state(
+            a.value, b.value, bits.value, symmetric=sym.value == "symmetric", per_channel=gran.value == "per-channel"
+        )
+        g = PerChannel(0) if gran.value == "per-channel" else PerTensor()
+        rows_reconstruction(torch.tensor(st["x"]), bits.value, (g,), symmetric=sym.value == "symmetric", fig=fig)
+        scales = ", ".join(f"{s:.4f}" for s in st["scale"])
+        html = "<br>".join(
+            [f"scale(s): {scales}; zero point(s): {st['zero_point']}"]
+            + [
+                f"Row {'AB'[r]}: q {st['q'][r]}, x_hat [{', '.join(f'{v:+.3f}' for v in st['x_hat'][r])}], "
+                f"<span class='ql-mae' data-row='{r}'>MAE {st['mae'][r]:.4f}</span>"
+                for r in range(2)
+            ]
+        )
+        return html, fig
+
+    return _panel([a, b, bits, sym, gran], update)
+
+
+def group_explorer(w: torch.Tensor, name: str = "layer", points: list[dict[str, Any]] | None = None) -> Any:
+    """Lesson 04: group size and bits on one real layer, with the point on the error/bits curve."""
+    import ipywidgets as W
+
+    from .plots import pareto
+
+    sizes = divisors(w.shape[1])
+    size = W.SelectionSlider(
+        options=sizes, value=128 if 128 in sizes else sizes[0], description="group", continuous_update=False
+    )
+    bits = W.IntSlider(value=4, min=2, max=8, description="bits", continuous_update=False)
+    fig = _fig((7, 3.4))
+    curve = points or [
+        {"method": "per-group" if g < w.shape[1] else "per-channel", **_point(group_state(w, g, b))}
+        for b in (8, 4, 3)
+        for g in (32, w.shape[1])
+        if w.shape[1] % g == 0
+    ]
+
+    def update() -> tuple[str, Any]:
+        st = group_state(w, size.value, bits.value)
+        pareto(curve, highlight=_point(st), fig=fig)
+        html = (
+            f"{name}: group {st['group_size']} x int{st['bits']}: {st['n_scales']} scales, "
+            f"{st['metadata_bytes']} metadata bytes of {st['total_bytes']}, "
+            f"{st['bits_per_weight']:.3f} bits per weight, relative RMSE {st['rmse / rms']:.4f}, "
+            f"SQNR {st['sqnr_db']:.1f} dB"
+        )
+        return html, fig
+
+    return _panel([size, bits], update)
+
+
+def _point(st: dict[str, Any]) -> dict[str, Any]:
+    return {"bits per weight": st["bits_per_weight"], "rmse / rms": st["rmse / rms"]}
