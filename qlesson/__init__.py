@@ -8,7 +8,7 @@ Importing qlesson runs nothing heavy: no seeding, no model loading, no backend c
 """
 
 from .env import show_environment, versions
-from .footprint import Footprint, footprint
+from .footprint import Footprint, footprint, total_footprint
 from .granularity import Granularity, PerChannel, PerGroup, PerTensor, block_size, scale_shape
 from .metrics import ChannelErrors, Errors, channel_errors, errors
 from .quantize import QTensor, fake_quantize, qrange, quantize
@@ -33,5 +33,6 @@ __all__ = [
     "quantize",
     "scale_shape",
     "show_environment",
+    "total_footprint",
     "versions",
 ]

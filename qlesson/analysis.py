@@ -127,3 +127,32 @@ def zero_point_table(channels: torch.Tensor, bits: int = 8) -> list[dict[str, An
             }
         )
     return rows
+
+
+def channel_ranges(x: torch.Tensor) -> list[dict[str, Any]]:
+    """The calculator's example table, recomputed: each channel's min, max and range."""
+    return [
+        {
+            "channel": c,
+            "values": x[c].tolist(),
+            "min": float(x[c].min()),
+            "max": float(x[c].max()),
+            "range": float(x[c].max() - x[c].min()),
+            "contains 0": bool(x[c].min() <= 0 <= x[c].max()),
+        }
+        for c in range(x.shape[0])
+    ]
+
+
+def mode_grid(x: torch.Tensor, bits: int) -> list[dict[str, Any]]:
+    """MAE of every channel under symmetric/asymmetric x per-tensor/per-channel."""
+    rows = []
+    for symmetric in (True, False):
+        for g in (PerTensor(), PerChannel(0)):
+            x_hat = quantize(x, bits, granularity=g, symmetric=symmetric).dequantize()
+            mae = channel_errors(x, x_hat).mae
+            row: dict[str, Any] = {"method": f"{'symmetric' if symmetric else 'asymmetric'} {_name(g)}"}
+            row.update({f"ch {c} MAE": float(m) for c, m in enumerate(mae)})
+            row["mean MAE"] = float(mae.mean())
+            rows.append(row)
+    return rows

@@ -55,3 +55,16 @@ def calculator_channels() -> torch.Tensor:
 def outlier_rows() -> torch.Tensor:
     """4 channels of 8 weights; channel 0 holds the outlier 8.1."""
     return torch.tensor(OUTLIER_ROWS)
+
+
+# LLaMA-7B's Linear weights per decoder layer, [out_features, in_features] (32 layers).
+LLAMA_7B_LAYERS = 32
+LLAMA_7B_LINEARS = {
+    "q_proj": (4096, 4096),
+    "k_proj": (4096, 4096),
+    "v_proj": (4096, 4096),
+    "o_proj": (4096, 4096),
+    "gate_proj": (11008, 4096),
+    "up_proj": (11008, 4096),
+    "down_proj": (4096, 11008),
+}

@@ -14,6 +14,7 @@ whole bytes; the metadata is one scale (``scale_bytes``, 2 for fp16) plus one ze
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ._checks import check_bits
@@ -41,6 +42,30 @@ class Footprint:
     def metadata_fraction(self) -> float:
         """Share of the total bytes spent on scales and zero points."""
         return self.metadata_bytes / self.total_bytes
+
+
+def total_footprint(
+    shapes: Sequence[tuple[int, ...]],
+    bits: int,
+    granularity: Granularity = PerTensor(),
+    *,
+    scale_bytes: int = 2,
+    zero_point_bytes: int = 0,
+) -> Footprint:
+    """:func:`footprint` summed over many tensors (a whole model's Linear weights).
+
+    >>> total_footprint([(4, 64), (8, 64)], 4, PerChannel(0)).n_scales
+    12
+    """
+    parts = [
+        footprint(s, bits, granularity, scale_bytes=scale_bytes, zero_point_bytes=zero_point_bytes) for s in shapes
+    ]
+    return Footprint(
+        numel=sum(p.numel for p in parts),
+        payload_bytes=sum(p.payload_bytes for p in parts),
+        metadata_bytes=sum(p.metadata_bytes for p in parts),
+        n_scales=sum(p.n_scales for p in parts),
+    )
 
 
 def footprint(

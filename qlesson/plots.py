@@ -116,7 +116,12 @@ def rows_reconstruction(
         for k, (name, rec) in enumerate(recons.items(), start=1):
             ax.bar(idx + k * width, rec[r].numpy(), width, color=COLORS[name.split(" ")[0]], label=name)
         ax.axhline(0, color="0.7", lw=0.8)
-        ax.set(title=f"row {r} ({bits}-bit)", xlabel="column", ylabel="weight value (unitless)", xticks=idx + width * len(recons) / 2)
+        ax.set(
+            title=f"row {r} ({bits}-bit)",
+            xlabel="column",
+            ylabel="weight value (unitless)",
+            xticks=idx + width * len(recons) / 2,
+        )
         ax.set_xticklabels([str(i) for i in idx])
     fig.axes[0].legend(fontsize=8, frameon=False)
     return fig

@@ -1,0 +1,115 @@
+"""The stored lesson notebooks are trustworthy: executed in order, clean, not stripped.
+
+nbval (``pytest --nbval`` in ``make test``) re-runs them and compares outputs; these tests
+guard what nbval cannot see, e.g. a notebook stored without outputs would pass nbval vacuously.
+"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from qlesson.grading import diff_lines
+from qlesson.notebook_tools import hygiene
+
+ROOT = Path(__file__).resolve().parents[1]
+LESSONS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+EXPECTED = [
+    "00_start_here",
+    "01_the_ruler",
+    "02_one_ruler_or_many",
+    "03_per_channel_on_real_weights",
+    "04_groups_and_formats",
+    "05_zero_points_and_activations",
+]
+
+
+def test_the_lessons_are_there_in_order():
+    assert [p.stem for p in LESSONS][: len(EXPECTED)] == EXPECTED
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+def test_hygiene(path):
+    assert hygiene(path) == []
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+def test_not_stripped_and_mostly_compared(path):
+    nb = nbformat.read(str(path), as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code" and c.source.strip()]
+    compared = [c for c in code if "nbval-ignore-output" not in c.metadata.get("tags", [])]
+    with_output = [c for c in compared if c.outputs]
+    assert code, "no code cells"
+    # every compared cell stores output, so nbval has something to check in each
+    assert len(with_output) == len(compared), [c.source[:40] for c in compared if not c.outputs]
+    # ignored cells are the few that cannot be stable: the environment printout and widgets
+    ignored = [c for c in code if c not in compared]
+    assert all("show_environment" in c.source or "widgets." in c.source for c in ignored)
+    assert len(ignored) <= 2
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+def test_structure(path):
+    nb = nbformat.read(str(path), as_version=4)
+    first_code = next(c for c in nb.cells if c.cell_type == "code")
+    assert "show_environment()" in first_code.source
+    text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    if path.stem != "00_start_here":
+        assert "**What you will learn**" in text and "**What you need**" in text
+        assert "## Summary" in text and "## Pause and recall" in text and "**Exercise**" in text
+
+
+@pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
+def test_no_long_helpers_defined_in_cells(path):
+    nb = nbformat.read(str(path), as_version=4)
+    for c in nb.cells:
+        if c.cell_type == "code":
+            assert "def " not in c.source and "class " not in c.source, c.source[:60]
+            assert len(c.source.splitlines()) <= 15, c.source[:60]
+
+
+@pytest.mark.parametrize("path", [p for p in LESSONS if p.stem != "00_start_here"], ids=lambda p: p.stem)
+def test_widget_cells_have_a_static_figure(path):
+    nb = nbformat.read(str(path), as_version=4)
+    widget_cells = [c for c in nb.cells if c.cell_type == "code" and "widgets." in c.source]
+    figures = [
+        c for c in nb.cells if c.cell_type == "code" and any("image/png" in o.get("data", {}) for o in c.outputs)
+    ]
+    assert figures, "a lesson needs at least one static figure"
+    if widget_cells:
+        assert len(figures) >= len(widget_cells)
+
+
+def test_nbval_diff_reads_plus_as_stored(tmp_path):
+    """What lesson 00 teaches about nbval's diff is what nbval really prints."""
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell(
+                'print("ran now")',
+                execution_count=1,
+                outputs=[nbformat.v4.new_output("stream", name="stdout", text="stored expected\n")],
+            )
+        ]
+    )
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    path = tmp_path / "t.ipynb"
+    nbformat.write(nb, str(path))
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "--nbval", str(path), "-p", "no:cacheprovider", "--color=no", "-q"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert out.returncode != 0
+    lines = [line.strip() for line in out.stdout.splitlines()]
+    for expected in diff_lines("stored expected\n", "ran now\n"):
+        assert expected in lines, out.stdout[-2000:]
+
+
+def test_stored_outputs_are_small():
+    for path in LESSONS:
+        assert path.stat().st_size < 3_000_000, path
+        json.loads(path.read_text())
