@@ -245,6 +245,44 @@ def activation_features(acts: torch.Tensor, name: str, *, fig: Figure | None = N
     return fig
 
 
+def gemm_times(rows: Sequence[Any], *, fig: Figure | None = None) -> Figure:
+    """Median time against M for a few key methods (log-log)."""
+    fig = _figure(fig, ncols=2, size=(12, 3.8))
+    ax, ax2 = fig.axes
+    keys = {
+        "fp32 F.linear": COLORS["original"],
+        "naive: dequant per-channel": COLORS["per-tensor"],
+        "same, preallocated buffer": "#e07a5f",
+        "fused int8 weight-only per-channel, bf16": COLORS["per-channel"],
+        "fused int4 weight-only group 128": COLORS["per-group"],
+        "W8A8": COLORS["per-token"],
+    }
+    for prefix, color in keys.items():
+        pts = sorted((r.m, r.median_ms) for r in rows if r.method.startswith(prefix) and r.median_ms == r.median_ms)
+        if pts:
+            ax.plot(*zip(*pts, strict=True), "o-", color=color, label=prefix)
+    ax.set(xscale="log", yscale="log", xlabel="batch M (tokens)", ylabel="median time (ms)")
+    ax.set_title("Time of one [M, K] x [K, N] product")
+    ax.legend(fontsize=7, frameon=False)
+    m1 = [r for r in rows if r.m == 1 and r.median_ms == r.median_ms and r.gb_per_s > 0]
+    ax2.barh(range(len(m1)), [r.gb_per_s for r in m1], color="#9fb3c8")
+    ax2.set_yticks(range(len(m1)))
+    ax2.set_yticklabels([r.method[:44] for r in m1], fontsize=6)
+    ax2.invert_yaxis()
+    ax2.set(xlabel="stored weight bytes consumed per second (GB/s)")
+    ax2.set_title("M = 1: how fast each method eats its weight bytes")
+    return fig
+
+
+def bandwidth_lines(fig: Figure, copy_gb_s: float, read_gb_s: float) -> Figure:
+    """Add the measured memory bandwidth (the roofline at M = 1) to :func:`gemm_times`' right panel."""
+    ax = fig.axes[1]
+    ax.axvline(read_gb_s, color=COLORS["per-tensor"], ls="--", label=f"read-only bandwidth {read_gb_s:.0f} GB/s")
+    ax.axvline(copy_gb_s, color=COLORS["per-tensor"], ls=":", label=f"copy bandwidth {copy_gb_s:.0f} GB/s")
+    ax.legend(fontsize=7, frameon=False, loc="lower right")
+    return fig
+
+
 __all__ = [
     "COLORS",
     "LAYER_COLORS",
@@ -252,7 +290,9 @@ __all__ = [
     "activation_features",
     "block_bytes",
     "channel_error_profile",
+    "bandwidth_lines",
     "channel_spread",
+    "gemm_times",
     "method_name",
     "pareto",
     "rows_reconstruction",

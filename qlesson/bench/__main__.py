@@ -1,4 +1,4 @@
-"""Command line: ``python -m qlesson.bench {quantize} [--quick] [--threads N]``."""
+"""Command line: ``python -m qlesson.bench {quantize,gemm} [--quick] [--threads N] [--csv FILE]``."""
 
 from __future__ import annotations
 
@@ -9,15 +9,21 @@ import torch
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m qlesson.bench", description=__doc__)
-    parser.add_argument("which", choices=["quantize"], help="which benchmark to run")
+    parser.add_argument("which", choices=["quantize", "gemm"], help="which benchmark to run")
     parser.add_argument("--quick", action="store_true", help="smaller sizes (seconds, for CI and notebooks)")
+    parser.add_argument("--csv", default=None, help="gemm: also write the rows to this CSV file")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    from .quantize import main as run_quantize
+    if args.which == "quantize":
+        from .quantize import main as run_quantize
 
-    run_quantize(quick=args.quick)
+        run_quantize(quick=args.quick)
+    else:
+        from .gemm import main as run_gemm
+
+        run_gemm(quick=args.quick, csv_path=args.csv)
     return 0
 
 

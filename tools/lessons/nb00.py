@@ -36,9 +36,9 @@ CELLS = [
         | `03_per_channel_on_real_weights` | How unequal are the output channels of a real transformer, and what does that do to its embeddings? |
         | `04_groups_and_formats` | What do groups cost in metadata, what do they buy in error, and what exactly does llama.cpp store? |
         | `05_zero_points_and_activations` | When does an asymmetric range help, and why are activations harder than weights? |
+        | `06_dequant_in_gemm` | Where can the scales go inside a matrix multiply, and what does dequantizing cost on CPU (and GPU)? |
 
-        Later notebooks (in progress): the cost of dequantizing inside a matrix multiply, and an
-        interactive calculator.
+        A later notebook (in progress): an interactive calculator.
 
         ## How to move through it
 

@@ -1,0 +1,109 @@
+"""Every benchmarked GEMM path computes x @ W.T correctly (small shapes; no timing here)."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from qlesson import gemm
+from qlesson.bench import gemm as bench
+
+GEN = torch.Generator().manual_seed(0)
+
+
+def _case(m=8, k=256, n=128):
+    w = torch.randn(n, k, generator=GEN) * torch.rand(n, 1, generator=GEN) * 0.05
+    x = torch.randn(m, k, generator=GEN)
+    return x, w
+
+
+def _tolerance(name: str) -> float:
+    if name.startswith("fp32"):
+        return 1e-6
+    if "int4" in name:
+        return 0.2  # 4-bit weights: error of the quantization itself
+    if "bfloat16" in name or "float16" in name:
+        return 1e-2
+    return 3e-2  # int8 weights (and bf16 activations on the fused path)
+
+
+@pytest.mark.parametrize("m", [1, 8, 32])
+def test_every_benchmarked_method_matches_fp32(m):
+    x, w = _case(m=m)
+    ref = F.linear(x, w)
+    ops = bench.methods(x, w, "cpu")
+    assert len(ops) >= 14
+    for name, op, nbytes, note in ops:
+        y = op().float()
+        assert y.shape == ref.shape, name
+        assert nbytes > 0
+        if note == bench.UNSCALED:
+            continue
+        assert bench.reference_error(y, ref) < _tolerance(name), name
+
+
+def test_scale_after_gemm_equals_dequantize_first():
+    x, w = _case()
+    s = w.abs().amax(1) / 127
+    q = torch.round(w / s[:, None]).clamp(-127, 127).to(torch.int8)
+    assert torch.allclose(gemm.scale_after_gemm(x, q, s), gemm.dequant_then_gemm(x, q, s), rtol=1e-5, atol=1e-6)
+
+
+def test_group_scales_cannot_be_pulled_out_but_partial_sums_work():
+    x, w = _case()
+    g = 32
+    s = w.reshape(w.shape[0], -1, g).abs().amax(-1) / 127
+    q = torch.round(w.reshape(w.shape[0], -1, g) / s[..., None]).clamp(-127, 127).to(torch.int8).reshape(w.shape)
+    deq = (q.float().reshape(w.shape[0], -1, g) * s[..., None]).reshape(w.shape)
+    assert torch.allclose(gemm.group_scaled_gemm(x, q, s, g), x @ deq.T, rtol=1e-4, atol=1e-5)
+    # one scale per row (the mean of its groups) applied after the product is not the same thing
+    assert not torch.allclose(gemm.scale_after_gemm(x, q, s.mean(1)), x @ deq.T, rtol=1e-3, atol=1e-4)
+
+
+def test_w8a8_is_a_rank_one_rescale_of_the_int32_accumulator():
+    x, w = _case()
+    s_w = w.abs().amax(1) / 127
+    q = torch.round(w / s_w[:, None]).clamp(-127, 127).to(torch.int8)
+    y, acc = gemm.w8a8(x, q, s_w)
+    assert acc.dtype == torch.int32
+    s_x = x.abs().amax(1) / 127
+    assert torch.allclose(y, acc.float() * s_x[:, None] * s_w[None, :])
+    assert bench.reference_error(y, F.linear(x, w)) < 3e-2
+
+
+@pytest.mark.parametrize("group", [32, 64, 128, 256])
+def test_int4_pack_round_trip_through_the_fused_kernel(group):
+    _, w = _case(k=256, n=64)
+    q4, sz, deq = bench._pack_int4(w, group)
+    assert q4.min() >= 0 and q4.max() <= 15
+    packed = torch.ops.aten._convert_weight_to_int4pack_for_cpu(q4, 2)
+    eye = torch.eye(w.shape[1], dtype=torch.bfloat16)
+    recovered = torch.ops.aten._weight_int4pack_mm_for_cpu(eye, packed, group, sz.to(torch.bfloat16)).float().T
+    assert torch.allclose(recovered, deq, rtol=1e-2, atol=2e-3)
+
+
+def test_bandwidth_and_run_quick():
+    bw = bench.measure_bandwidth(mbytes=8, min_run_time=0.01)
+    assert bw.copy_gb_s > 0 and bw.read_gb_s > 0
+    rows = bench.run(ms=(1, 32), k=256, n=128, min_run_time=0.005, progress=False)
+    assert {r.m for r in rows} == {1, 32}
+    base = [r for r in rows if r.method.startswith("fp32")]
+    assert all(r.x_fp32 == 1.0 for r in base)
+    assert all(r.median_ms > 0 for r in rows if not r.note.startswith("unsupported"))
+    assert "fp32 F.linear" in bench.format_table(rows, bw)
+
+
+def test_flops_and_bytes():
+    fb = gemm.flops_and_bytes(256, 4096, 4096, 8)
+    assert fb["FLOPs"] == 2 * 256 * 4096 * 4096
+    assert fb["FLOPs per weight byte"] == 512
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU: GPU paths are checked on a GPU machine")
+def test_cuda_methods_match_fp32():
+    x, w = _case(m=32)
+    x, w = x.cuda(), w.cuda()
+    ref = F.linear(x, w)
+    for name, op, _, note in bench.methods(x, w, "cuda"):
+        if note == bench.UNSCALED:
+            continue
+        assert bench.reference_error(op().float(), ref) < _tolerance(name), name
