@@ -8,7 +8,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup lab test lint bench execute clean
+.PHONY: setup lab test grade lint bench execute clean
 
 setup: $(STAMP)
 
@@ -25,6 +25,10 @@ lab: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -n 2 --dist loadfile --nbval
+
+# Grade your exercises: a score table, exit code 0 only when every task passes.
+grade: $(STAMP)
+	$(PY) -m qlesson.grade
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check qlesson tests

@@ -87,6 +87,18 @@ CELLS = [
     ),
     md(
         """
+        **Exercises.** Each lesson has an exercise notebook in `exercises/` with 3 to 6 tasks and a
+        few recall questions. Write your code in the cells marked as yours, run the check cell below
+        each, and grade everything with one command from the repo root:
+
+        ```bash
+        make grade                               # every exercise, a score table, exit code 0 only if all pass
+        .venv/bin/python -m qlesson.grade 02     # one exercise
+        ```
+
+        Grading runs nbval and never modifies your notebooks. Worked solutions are in
+        `exercises/solutions/` (spoilers: try first).
+
         Cells whose output cannot be identical from run to run (sliders, timings, the
         environment printout above) carry the tag `nbval-ignore-output`: they must still run
         without error, but their output is not compared.

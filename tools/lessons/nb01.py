@@ -166,7 +166,7 @@ CELLS = [
         * Inside the range the error is at most half a tick; outside it, clipping error grows
           without bound. Choosing the range trades one for the other.
 
-        **Exercise**: `exercises/01_the_ruler.ipynb` (coming with the exercises).
+        **Exercise**: `exercises/01_the_ruler.ipynb`.
 
         ## Pause and recall
 
@@ -188,4 +188,14 @@ CELLS = [
         </details>
         """
     ),
+    md("Check yourself: the lesson's recall questions, with feedback on every option."),
+    code(
+        """
+        from qlesson import recall
+
+        recall.quiz("01")
+        """,
+        "nbval-ignore-output",
+    ),
+    code('print(recall.text("01"))'),
 ]

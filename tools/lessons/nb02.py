@@ -198,7 +198,7 @@ CELLS = [
         * Recompute printed numbers: the int8 note has two slips (115 should be 114; channel 2's
           codes used a rounded scale).
 
-        **Exercise**: `exercises/02_one_ruler_or_many.ipynb` (coming with the exercises): two rows
+        **Exercise**: `exercises/02_one_ruler_or_many.ipynb`: two rows
         of your own, one shared int4 scale against one per row.
 
         ## Pause and recall
@@ -221,4 +221,14 @@ CELLS = [
         </details>
         """
     ),
+    md("Check yourself: the lesson's recall questions, with feedback on every option."),
+    code(
+        """
+        from qlesson import recall
+
+        recall.quiz("02")
+        """,
+        "nbval-ignore-output",
+    ),
+    code('print(recall.text("02"))'),
 ]

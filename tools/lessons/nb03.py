@@ -209,7 +209,7 @@ CELLS = [
         * Model-level: per-channel int8 is close to FP32 on this model; per-tensor int4 is not
           usable.
 
-        **Exercise**: `exercises/03_per_channel_on_real_weights.ipynb` (coming with the exercises):
+        **Exercise**: `exercises/03_per_channel_on_real_weights.ipynb`:
         find the outlier channel of a real MiniLM layer.
 
         ## Pause and recall
@@ -234,4 +234,14 @@ CELLS = [
         </details>
         """
     ),
+    md("Check yourself: the lesson's recall questions, with feedback on every option."),
+    code(
+        """
+        from qlesson import recall
+
+        recall.quiz("03")
+        """,
+        "nbval-ignore-output",
+    ),
+    code('print(recall.text("03"))'),
 ]

@@ -265,7 +265,7 @@ CELLS = [
         * llama.cpp Q8_0 / Q4_0 are per-group with g = 32 and fp16 scales: 8.5 and 4.5 bits per
           weight; qlesson reproduces their bytes exactly.
 
-        **Exercise**: `exercises/04_groups_and_formats.ipynb` (coming with the exercises): per-group
+        **Exercise**: `exercises/04_groups_and_formats.ipynb`: per-group
         quantization and its metadata bytes; predict Q4_0's bits per weight.
 
         ## Pause and recall
@@ -289,4 +289,14 @@ CELLS = [
         </details>
         """
     ),
+    md("Check yourself: the lesson's recall questions, with feedback on every option."),
+    code(
+        """
+        from qlesson import recall
+
+        recall.quiz("04")
+        """,
+        "nbval-ignore-output",
+    ),
+    code('print(recall.text("04"))'),
 ]

@@ -211,7 +211,7 @@ CELLS = [
           factors out of the GEMM.
         * SmoothQuant migrates activation outliers into the weights; measure it per layer.
 
-        **Exercise**: `exercises/05_zero_points_and_activations.ipynb` (coming with the exercises):
+        **Exercise**: `exercises/05_zero_points_and_activations.ipynb`:
         the asymmetric zero point of a negative-only channel.
 
         ## Pause and recall
@@ -234,4 +234,14 @@ CELLS = [
         </details>
         """
     ),
+    md("Check yourself: the lesson's recall questions, with feedback on every option."),
+    code(
+        """
+        from qlesson import recall
+
+        recall.quiz("05")
+        """,
+        "nbval-ignore-output",
+    ),
+    code('print(recall.text("05"))'),
 ]

@@ -218,7 +218,7 @@ CELLS = [
         * "Per-channel adds under 5%" holds for scales applied after a GEMM, not for a dequantize
           pass in front of it.
 
-        **Exercise**: `exercises/06_dequant_in_gemm.ipynb` (coming with the exercises).
+        **Exercise**: `exercises/06_dequant_in_gemm.ipynb`.
 
         ## Pause and recall
 
@@ -240,4 +240,14 @@ CELLS = [
         </details>
         """
     ),
+    md("Check yourself: the lesson's recall questions, with feedback on every option."),
+    code(
+        """
+        from qlesson import recall
+
+        recall.quiz("06")
+        """,
+        "nbval-ignore-output",
+    ),
+    code('print(recall.text("06"))'),
 ]
