@@ -204,3 +204,76 @@ def group_explorer(w: torch.Tensor, name: str = "layer", points: list[dict[str, 
 
 def _point(st: dict[str, Any]) -> dict[str, Any]:
     return {"bits per weight": st["bits_per_weight"], "rmse / rms": st["rmse / rms"]}
+
+
+def _html_table(rows: list[dict[str, Any]], formats: dict[str, str]) -> str:
+    from .report import fmt_value
+
+    head = "".join(f"<th>{k}</th>" for k in rows[0])
+    body = "".join(
+        "<tr>" + "".join(f"<td>{fmt_value(v, formats.get(k, ''))}</td>" for k, v in row.items()) + "</tr>"
+        for row in rows
+    )
+    return f"<table class='ql-table'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def calculator_view(result: Any) -> str:
+    """The calculator's HTML summary: per-channel table, overall errors, memory estimate, downloads."""
+    from . import calculator as calc
+
+    fmt = {k: ".5g" for k in result.channels[0] if isinstance(result.channels[0][k], float)}
+    overall = [{"method": m, **v} for m, v in result.overall.items()]
+    memory = ", ".join(f"{k}: {v}" for k, v in result.memory.items())
+    links = " · ".join(
+        [
+            calc.data_link(calc.summary_csv(result).encode(), "quantization_summary.csv", "text/csv", "Download CSV"),
+            calc.data_link(calc.pdf_bytes(result), "quantization_report.pdf", "application/pdf", "Download PDF"),
+        ]
+    )
+    return (
+        _html_table(result.channels, fmt)
+        + "<h4>Overall</h4>"
+        + _html_table(overall, {"MAE": ".5g", "RMSE": ".5g", "max error": ".5g"})
+        + f"<p class='ql-memory'>Memory estimate (bytes): {memory}</p><p>{links}</p>"
+    )
+
+
+def calculator(text: str | None = None) -> Any:
+    """Lesson 07: paste channels, choose bits / signed / symmetric, press Compare.
+
+    Bad text shows a message and keeps the last good result; nothing raises into the page.
+    """
+    import ipywidgets as W
+
+    from . import calculator as calc
+
+    box = W.Textarea(
+        value=calc.EXAMPLE if text is None else text, rows=6, layout=W.Layout(width="520px"), description="channels"
+    )
+    bits = W.IntSlider(value=8, min=2, max=16, description="bits")
+    signed = W.ToggleButtons(options=["signed", "unsigned"], value="signed")
+    sym = W.ToggleButtons(options=["symmetric", "asymmetric"], value="asymmetric")
+    button = W.Button(description="Compare", button_style="primary")
+    message = W.HTML()
+    summary = W.HTML()
+    image = W.Image(format="png")
+    fig = _fig((10, 2.8))
+
+    def run(_b: Any = None) -> None:
+        try:
+            chans = calc.parse_channels(box.value)
+            result = calc.compare(
+                chans, bits.value, signed=signed.value == "signed", symmetric=sym.value == "symmetric"
+            )
+        except ValueError as err:
+            message.value = f"<p class='ql-error' style='color:#b00020'>Cannot compare: {err}</p>"
+            return
+        message.value = "<p class='ql-ok'>Compared.</p>"
+        summary.value = calculator_view(result)
+        image.value = _png(calc.plot(result, fig))
+
+    button.on_click(run)
+    run()
+    ui = W.VBox([box, W.HBox([bits, signed, sym]), button, message, summary, image])
+    ui.run = run
+    return ui

@@ -1,0 +1,244 @@
+"""End-to-end: the widgets in JupyterLab and the calculator in Voila, driven in headless Chromium.
+
+Chromium comes from Debian's packages (never downloaded by Playwright). Without it these
+tests skip with the command that installs it. Servers run on free localhost ports over a
+temporary copy of the notebooks, and are stopped with their kernels afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = Path("/usr/bin/chromium")
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+ARTIFACTS = ROOT / "artifacts"
+INSTALL = "sudo apt-get update && sudo apt-get install -y chromium"
+
+pytestmark = [
+    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"Chromium is not installed; to run browser tests: {INSTALL}"),
+    pytest.mark.browser,
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_http(url: str, proc: subprocess.Popen, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited early with code {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=5) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.3)
+    raise TimeoutError(f"{url} did not answer within {timeout} s")
+
+
+def _start(cmd: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Popen:
+    log = open(cwd / "server.log", "w")  # noqa: SIM115 (closed with the process)
+    return subprocess.Popen(cmd, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)  # the server and the kernels it started
+        proc.wait(timeout=20)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("served")
+    for nb in (ROOT / "notebooks").glob("*.ipynb"):
+        shutil.copy(nb, root / nb.name)
+    return root
+
+
+@pytest.fixture(scope="module")
+def browser():
+    pytest.importorskip("playwright", reason="pip install playwright (no browser download needed)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        yield b
+        b.close()
+
+
+def _env(tmp: Path) -> dict[str, str]:
+    return {**os.environ, "PYTHONHASHSEED": "0", "HF_HUB_OFFLINE": "1", "JUPYTER_RUNTIME_DIR": str(tmp / "runtime")}
+
+
+@pytest.fixture(scope="module")
+def voila_url(served: Path):
+    port = _free_port()
+    cmd = [
+        str(Path(sys.executable).parent / "voila"),
+        "07_calculator.ipynb",
+        "--no-browser",
+        f"--port={port}",
+        "--Voila.ip=127.0.0.1",
+    ]
+    proc = _start(cmd, served, _env(served))
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        _wait_http(url, proc)
+        yield url
+    finally:
+        _stop(proc)
+
+
+@pytest.fixture(scope="module")
+def lab_url(served: Path):
+    port, token = _free_port(), "qlesson-test-token"
+    settings = served / "lab-settings" / "@jupyterlab" / "notebook-extension"
+    settings.mkdir(parents=True)
+    # render every cell (no virtual scrolling) so the test can see all of them
+    (settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
+    env = {**_env(served), "JUPYTERLAB_SETTINGS_DIR": str(served / "lab-settings")}
+    cmd = [
+        str(Path(sys.executable).parent / "jupyter"),
+        "lab",
+        "--no-browser",
+        "--allow-root",
+        f"--port={port}",
+        "--ServerApp.ip=127.0.0.1",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={served}",
+        "--LabApp.news_url=None",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        "--LabApp.expose_app_in_browser=True",
+    ]
+    proc = _start(cmd, served, env)
+    try:
+        _wait_http(f"http://127.0.0.1:{port}/api/status?token={token}", proc)
+        yield f"http://127.0.0.1:{port}", token
+    finally:
+        _stop(proc)
+
+
+def _wait_or_shoot(page, js: str, name: str, timeout: int = 120_000) -> None:
+    """Wait for a JS condition; on timeout save a screenshot to artifacts/ and say where."""
+    try:
+        page.wait_for_function(js, timeout=timeout)
+    except Exception:
+        ARTIFACTS.mkdir(exist_ok=True)
+        shot = ARTIFACTS / f"timeout-{name}.png"
+        page.screenshot(path=str(shot))
+        print(f"screenshot of the timeout: {shot}")
+        raise
+
+
+def test_calculator_page_in_voila(browser, voila_url, tmp_path):
+    from qlesson import calculator as calc
+
+    page = browser.new_page(viewport={"width": 1300, "height": 1000})
+    page.goto(voila_url, timeout=90_000)
+    box = page.locator("textarea")
+    box.wait_for(timeout=90_000)
+    page.locator("table.ql-table").first.wait_for(timeout=90_000)
+    assert page.locator("pre, .jp-InputArea").filter(has_text="widgets.calculator()").count() == 0  # no code shown
+
+    text = "0.5, -1.0, 0.25; 2.0 4.0 -8.0"
+    expected = calc.compare(calc.parse_channels(text), 8, signed=True, symmetric=False)
+    box.fill(text)
+    page.get_by_role("button", name="Compare").click()
+    want = f"{expected.channels[1]['per-channel scale']:.5g}"
+    page.locator("table.ql-table").first.filter(has_text=want).wait_for(timeout=30_000)
+    table = page.locator("table.ql-table").first.inner_text()
+    for row in expected.channels:
+        assert f"{row['per-channel scale']:.5g}" in table and f"{row['per-tensor MAE']:.5g}" in table
+
+    box.fill("1, abc")
+    page.get_by_role("button", name="Compare").click()
+    err = page.locator(".ql-error")
+    err.wait_for(timeout=30_000)
+    assert "'abc' is not a number" in err.inner_text()
+    assert want in page.locator("table.ql-table").first.inner_text()  # the last good result stays
+
+    with page.expect_download(timeout=30_000) as download:
+        page.get_by_text("Download CSV").click()
+    saved = tmp_path / "summary.csv"
+    download.value.save_as(saved)
+    assert saved.read_text() == calc.summary_csv(expected)
+
+    box.fill("0.1 0.2")  # the page still works after bad input
+    page.get_by_role("button", name="Compare").click()
+    page.locator(".ql-ok").wait_for(timeout=30_000)
+    page.close()
+
+
+def test_two_rows_explorer_in_jupyterlab(browser, lab_url):
+    from qlesson.widgets import two_rows_state
+
+    base, token = lab_url
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(f"{base}/lab/tree/02_one_ruler_or_many.ipynb?token={token}", timeout=120_000)
+    page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=120_000)
+    # wait for the notebook's kernel to be ready, then run every cell through JupyterLab's own command
+    _wait_or_shoot(
+        page,
+        """() => {
+            const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+            const k = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
+            return !!(w && w.context && w.context.isReady && k && k.status === 'idle');
+        }""",
+        "kernel-ready",
+    )
+    page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+    # every code cell has run: a number in each prompt, no [*] left
+    _wait_or_shoot(
+        page,
+        """() => {
+            const p = [...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')].map(e => e.textContent);
+            return p.length > 0 && p.every(t => /\\[\\d+\\]/.test(t));
+        }""",
+        "all-cells-ran",
+        timeout=180_000,
+    )
+    mae = page.locator(".ql-mae[data-row='0']")
+    mae.wait_for(timeout=60_000)
+    before = two_rows_state(bits=4)["mae"][0]
+    assert mae.inner_text() == f"MAE {before:.4f}"
+
+    slider = page.locator(".widget-slider", has=page.locator("label", has_text="bits")).locator(".noUi-handle")
+    slider.focus()
+    page.keyboard.press("ArrowRight")
+    after = two_rows_state(bits=5)["mae"][0]
+    page.locator(".ql-mae[data-row='0']", has_text=f"MAE {after:.4f}").wait_for(timeout=30_000)
+    assert after != before
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / "jupyterlab_lesson02.png"
+    page.locator(".ql-mae[data-row='0']").scroll_into_view_if_needed()
+    page.screenshot(path=str(shot))
+    print(f"screenshot: {shot}")
+    page.close()
