@@ -8,7 +8,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup lab test grade lint bench execute clean
+.PHONY: setup lab app test grade lint bench execute clean
 
 setup: $(STAMP)
 
@@ -20,8 +20,16 @@ $(STAMP): requirements/requirements.txt requirements/lock.txt pyproject.toml
 	$(PY) -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
+
 lab: $(STAMP)
-	$(VENV)/bin/jupyter lab notebooks/00_start_here.ipynb
+	$(VENV)/bin/jupyter lab $(ROOT_FLAG) notebooks/00_start_here.ipynb
+
+# The calculator as a standalone page (no code shown), served by Voila on localhost.
+APP_PORT ?= 8866
+app: $(STAMP)
+	@echo "qlesson calculator: open http://127.0.0.1:$(APP_PORT)/ (Ctrl-C to stop)"
+	$(VENV)/bin/voila notebooks/07_calculator.ipynb --no-browser --port=$(APP_PORT) --Voila.ip=127.0.0.1
 
 test: $(STAMP)
 	$(PY) -m pytest -n 2 --dist loadfile --nbval

@@ -41,7 +41,7 @@ METADATA_BYTES_PER_SCALE = 8  # fp32 scale + int32 zero point, as in the source 
 
 def parse_channels(text: str) -> list[torch.Tensor]:
     """Channels from text; a ValueError says exactly what is wrong and how to fix it."""
-    if text is None or not str(text).strip():
+    if text is None or not re.sub(r"[;\s,]", "", str(text)):
         raise ValueError("the box is empty: paste at least two values, one channel per line (or separated by ';')")
     lines = [part.strip() for part in re.split(r"[;\n]", str(text)) if part.strip()]
     channels = []

@@ -106,9 +106,12 @@ def _panel(controls: list[Any], update: Callable[[], tuple[str, Any]]) -> Any:
 
 
 def _fig(size: tuple[float, float]) -> Any:
+    """A figure for a widget: a fixed layout (a constrained layout would be re-solved on every redraw)."""
     from matplotlib.figure import Figure
 
-    return Figure(figsize=size, layout="constrained")
+    fig = Figure(figsize=size)
+    fig.subplots_adjust(left=0.09, right=0.97, bottom=0.18, top=0.88, wspace=0.3)
+    return fig
 
 
 def ruler_explorer(values: tuple[float, ...] = (-0.62, -0.1, 0.0, 0.23, 0.5, 0.91)) -> Any:
@@ -136,37 +139,78 @@ def ruler_explorer(values: tuple[float, ...] = (-0.62, -0.1, 0.0, 0.23, 0.5, 0.9
     return _panel([value, bits], update)
 
 
+def rows_svg(x: list[list[float]], x_hat: list[list[float]], color: str, label: str) -> str:
+    """A small inline SVG bar chart: each row's original and reconstructed values (fast to redraw).
+
+    >>> rows_svg([[1.0, -1.0]], [[1.0, 0.0]], "#d1495b", "per-tensor").startswith("<svg")
+    True
+    """
+    from .plots import COLORS
+
+    w, h, pad = 330, 170, 24
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w * len(x)}" height="{h}" class="ql-rows">']
+    for r, (row, rec) in enumerate(zip(x, x_hat, strict=True)):
+        ox = r * w
+        top = max(max(abs(v) for v in row + rec), 1e-12)
+        mid = h / 2 + 6
+        unit = (h / 2 - pad) / top
+        slot = (w - 2 * pad) / len(row)
+        parts.append(
+            f'<text x="{ox + pad}" y="14" font-size="12">Row {"AB"[r] if len(x) == 2 else r} '
+            f"(axis to &#177;{top:.3g})</text>"
+        )
+        parts.append(f'<line x1="{ox + pad}" x2="{ox + w - pad}" y1="{mid}" y2="{mid}" stroke="#999"/>')
+        for i, (v, q) in enumerate(zip(row, rec, strict=True)):
+            for k, (val, col) in enumerate(((v, COLORS["original"]), (q, color))):
+                bx = ox + pad + i * slot + 4 + k * (slot / 2 - 2)
+                y, hh = (mid - val * unit, val * unit) if val >= 0 else (mid, -val * unit)
+                parts.append(
+                    f'<rect x="{bx:.1f}" y="{y:.1f}" width="{slot / 2 - 6:.1f}" height="{hh:.1f}" fill="{col}"/>'
+                )
+    parts.append(f'<text x="{pad}" y="{h - 4}" font-size="11" fill="{COLORS["original"]}">&#9632; original</text>')
+    parts.append(f'<text x="{pad + 90}" y="{h - 4}" font-size="11" fill="{color}">&#9632; {label}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
 def two_rows_explorer() -> Any:
-    """Lesson 02: Row A's and Row B's magnitudes, bits, symmetric/asymmetric, per-tensor/per-channel."""
+    """Lesson 02: Row A's and Row B's magnitudes, bits, symmetric/asymmetric, per-tensor/per-channel.
+
+    The chart is inline SVG, so one update (maths and redraw) takes milliseconds.
+    """
     import ipywidgets as W
 
-    from .plots import rows_reconstruction
+    from .plots import COLORS
 
     a = W.FloatLogSlider(value=1.0, base=10, min=-1, max=1, description="Row A x")
     b = W.FloatLogSlider(value=1.0, base=10, min=-1, max=1, description="Row B x")
     bits = W.IntSlider(value=4, min=2, max=8, description="bits")
     sym = W.ToggleButtons(options=["symmetric", "asymmetric"], value="symmetric")
     gran = W.ToggleButtons(options=["per-tensor", "per-channel"], value="per-tensor")
-    fig = _fig((8, 2.8))
+    summary, chart = W.HTML(), W.HTML()
 
-    def update() -> tuple[str, Any]:
+    def refresh(_change: Any = None) -> None:
         st = two_rows_state(
             a.value, b.value, bits.value, symmetric=sym.value == "symmetric", per_channel=gran.value == "per-channel"
         )
-        g = PerChannel(0) if gran.value == "per-channel" else PerTensor()
-        rows_reconstruction(torch.tensor(st["x"]), bits.value, (g,), symmetric=sym.value == "symmetric", fig=fig)
         scales = ", ".join(f"{s:.4f}" for s in st["scale"])
-        html = "<br>".join(
-            [f"scale(s): {scales}; zero point(s): {st['zero_point']}"]
+        summary.value = "<br>".join(
+            [f"int{bits.value} {sym.value} {gran.value}: scale(s) {scales}; zero point(s) {st['zero_point']}"]
             + [
                 f"Row {'AB'[r]}: q {st['q'][r]}, x_hat [{', '.join(f'{v:+.3f}' for v in st['x_hat'][r])}], "
                 f"<span class='ql-mae' data-row='{r}'>MAE {st['mae'][r]:.4f}</span>"
                 for r in range(2)
             ]
         )
-        return html, fig
+        chart.value = rows_svg(st["x"], st["x_hat"], COLORS[gran.value], f"{gran.value} int{bits.value}")
 
-    return _panel([a, b, bits, sym, gran], update)
+    controls = [a, b, bits, sym, gran]
+    for c in controls:
+        c.observe(refresh, names="value")
+    refresh()
+    box = W.VBox([W.HBox(controls[:3]), W.HBox(controls[3:]), summary, chart])
+    box.refresh = refresh
+    return box
 
 
 def group_explorer(w: torch.Tensor, name: str = "layer", points: list[dict[str, Any]] | None = None) -> Any:

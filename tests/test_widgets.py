@@ -1,0 +1,114 @@
+"""Widgets without a browser: their maths, their updates, their error handling."""
+
+import matplotlib.pyplot as plt
+import pytest
+import torch
+
+import qlesson as ql
+from qlesson import calculator as calc
+from qlesson import widgets
+
+
+def test_two_rows_state_is_qlesson_maths():
+    st = widgets.two_rows_state(1.0, 1.0, 4)
+    assert st["q"][0] == [0, 0, 0, 0]
+    pc = widgets.two_rows_state(2.0, 0.5, 6, per_channel=True, symmetric=False)
+    x = torch.tensor(pc["x"])
+    qt = ql.quantize(x, 6, granularity=ql.PerChannel(0), symmetric=False)
+    assert pc["q"] == qt.q.tolist()
+    assert pc["mae"] == pytest.approx(ql.channel_errors(x, qt.dequantize()).mae.tolist())
+
+
+def test_two_rows_explorer_updates_in_place():
+    ui = widgets.two_rows_explorer()
+    bits = ui.children[0].children[2]
+    summary = ui.children[2]
+    figs = plt.get_fignums()
+    for b in (5, 3, 8):
+        bits.value = b
+        mae = widgets.two_rows_state(bits=b)["mae"][0]
+        assert f"data-row='0'>MAE {mae:.4f}</span>" in summary.value
+        assert f"int{b}" in ui.children[3].value
+    assert plt.get_fignums() == figs  # no figure pile-up
+
+
+def test_group_state_and_explorer():
+    w = torch.randn(64, 128, generator=torch.Generator().manual_seed(0))
+    st = widgets.group_state(w, 32, 4)
+    fp = ql.footprint((64, 128), 4, ql.PerGroup(32))
+    assert (st["n_scales"], st["metadata_bytes"], st["bits_per_weight"]) == (
+        fp.n_scales,
+        fp.metadata_bytes,
+        fp.bits_per_weight,
+    )
+    ui = widgets.group_explorer(w, "toy")
+    size, bits = ui.children[0].children
+    assert list(size.options) == widgets.divisors(128)
+    figs = plt.get_fignums()
+    size.value, bits.value = 64, 3
+    assert f"{widgets.group_state(w, 64, 3)['rmse / rms']:.4f}" in ui.children[1].value
+    assert ui.children[2].value[:4] == b"\x89PNG"
+    assert plt.get_fignums() == figs
+
+
+def test_ruler_explorer_reports_clipping():
+    ui = widgets.ruler_explorer((-0.5, 0.5))
+    value, bits = ui.children[0].children
+    value.value = 1.4
+    assert "clipped" in ui.children[1].value
+    value.value = 0.2
+    assert "clipped" not in ui.children[1].value
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "the box is empty"),
+        ("   \n ; ", "the box is empty"),
+        ("1, 2\n3, x", "channel 2: 'x' is not a number"),
+        ("1, nan", "not a finite number"),
+        ("0.5", "only one value"),
+    ],
+)
+def test_calculator_rejects_bad_text(text, message):
+    with pytest.raises(ValueError, match=message):
+        calc.parse_channels(text)
+
+
+def test_calculator_example_and_ragged_channels():
+    r = calc.compare(calc.parse_channels(calc.EXAMPLE), 8, symmetric=False)
+    assert len(r.channels) == 4
+    assert r.memory == {"payload bytes": 20, "per-tensor total bytes": 28, "per-channel total bytes": 52}
+    neg = r.channels[2]
+    assert neg["per-channel zero point"] == 127  # signed asymmetric: 0.0 sits at the top of the codes
+    ragged = calc.compare(calc.parse_channels("1 2 3; -4 5"), 4)
+    assert [row["values"] for row in ragged.channels] == [3, 2]
+    assert ragged.memory["payload bytes"] == 3  # 5 values * 4 bits, rounded up
+
+
+def test_calculator_exports():
+    r = calc.compare(calc.parse_channels("0.1 0.2 -0.3; 1 2 3"), 8)
+    text = calc.summary_csv(r)
+    assert text.splitlines()[0].startswith("channel,values,min,max,per-tensor scale")
+    assert "per-channel total bytes,22" in text
+    assert calc.pdf_bytes(r)[:4] == b"%PDF"
+
+
+def test_calculator_widget_keeps_last_good_result():
+    ui = widgets.calculator()
+    box, message, summary = ui.children[0], ui.children[3], ui.children[4]
+    good = summary.value
+    assert "ql-ok" in message.value and "Download CSV" in good
+    box.value = "1, abc"
+    ui.run()
+    assert "'abc' is not a number" in message.value and summary.value == good
+    box.value = "1 2 3"
+    ui.run()
+    assert "ql-ok" in message.value and summary.value != good
+
+
+def test_widget_benchmark_runs():
+    from qlesson.bench.widgets import FLOORS_MS, bench_widgets
+
+    result = bench_widgets(repeats=1)
+    assert set(result) == set(FLOORS_MS) and all(v > 0 for v in result.values())
