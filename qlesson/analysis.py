@@ -12,17 +12,9 @@ from typing import Any
 
 import torch
 
-from .granularity import Granularity, PerChannel, PerGroup, PerTensor, to_blocks
+from .granularity import Granularity, PerChannel, PerGroup, PerTensor, method_name, to_blocks
 from .metrics import channel_errors
 from .quantize import qrange, quantize
-
-
-def _name(g: Granularity) -> str:
-    if isinstance(g, PerTensor):
-        return "per-tensor"
-    if isinstance(g, PerChannel):
-        return "per-channel"
-    return f"per-group {g.group_size}"
 
 
 def method_table(
@@ -38,7 +30,7 @@ def method_table(
         qt = quantize(x, bits, granularity=g, symmetric=symmetric)
         x_hat = qt.dequantize()
         mae = channel_errors(x, x_hat).mae
-        row: dict[str, Any] = {"method": _name(g), "scale": [round(v, 4) for v in qt.scale.flatten().tolist()]}
+        row: dict[str, Any] = {"method": method_name(g), "scale": [round(v, 4) for v in qt.scale.flatten().tolist()]}
         for r in range(x.shape[0]):
             row[f"row {r} q"] = qt.q[r].tolist()
             row[f"row {r} x_hat"] = x_hat[r].tolist()
@@ -55,8 +47,8 @@ def range_usage(x: torch.Tensor, bits: int, granularities: Sequence[Granularity]
         row: dict[str, Any] = {"row": r, "absmax": float(x[r].abs().max())}
         for g in granularities:
             q = quantize(x, bits, granularity=g).q[r].int()
-            row[f"{_name(g)} max|q|"] = int(q.abs().max())
-            row[f"{_name(g)} range used"] = f"{100 * int(q.abs().max()) / qmax:.0f}%"
+            row[f"{method_name(g)} max|q|"] = int(q.abs().max())
+            row[f"{method_name(g)} range used"] = f"{100 * int(q.abs().max()) / qmax:.0f}%"
         out.append(row)
     return out
 
@@ -151,7 +143,7 @@ def mode_grid(x: torch.Tensor, bits: int) -> list[dict[str, Any]]:
         for g in (PerTensor(), PerChannel(0)):
             x_hat = quantize(x, bits, granularity=g, symmetric=symmetric).dequantize()
             mae = channel_errors(x, x_hat).mae
-            row: dict[str, Any] = {"method": f"{'symmetric' if symmetric else 'asymmetric'} {_name(g)}"}
+            row: dict[str, Any] = {"method": f"{'symmetric' if symmetric else 'asymmetric'} {method_name(g)}"}
             row.update({f"ch {c} MAE": float(m) for c, m in enumerate(mae)})
             row["mean MAE"] = float(mae.mean())
             rows.append(row)

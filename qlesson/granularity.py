@@ -110,6 +110,19 @@ def block_size(granularity: Granularity, shape: tuple[int, ...] | torch.Size) ->
     )
 
 
+def method_name(granularity: Granularity) -> str:
+    """A short label: ``PerTensor()`` -> "per-tensor", ``PerGroup(32)`` -> "per-group 32".
+
+    >>> method_name(PerChannel(0)), method_name(PerGroup(32))
+    ('per-channel', 'per-group 32')
+    """
+    if isinstance(granularity, PerTensor):
+        return "per-tensor"
+    if isinstance(granularity, PerChannel):
+        return "per-channel"
+    return f"per-group {granularity.group_size}"
+
+
 def grid_shape(granularity: Granularity, shape: tuple[int, ...] | torch.Size) -> tuple[int, ...]:
     """How many blocks lie along each dimension (``shape // block_size``).
 

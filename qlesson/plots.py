@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from matplotlib.figure import Figure
 
-from .granularity import Granularity, PerChannel, PerGroup, PerTensor
+from .granularity import Granularity, PerChannel, PerGroup, PerTensor, method_name
 from .metrics import channel_errors
 from .quantize import fake_quantize, qrange
 from .ruler import ruler_for
@@ -35,15 +35,6 @@ LAYER_COLORS = dict(
         strict=True,
     )
 )
-
-
-def method_name(granularity: Granularity) -> str:
-    """``PerTensor()`` -> "per-tensor", ``PerGroup(32)`` -> "per-group 32"."""
-    if isinstance(granularity, PerTensor):
-        return "per-tensor"
-    if isinstance(granularity, PerChannel):
-        return "per-channel"
-    return f"per-group {granularity.group_size}"
 
 
 def method_color(granularity: Granularity) -> str:

@@ -11,10 +11,9 @@ from typing import Any
 import torch
 
 from .footprint import footprint
-from .granularity import Granularity, PerChannel, PerGroup, PerTensor
+from .granularity import Granularity, PerChannel, PerGroup, PerTensor, method_name
 from .metrics import errors
 from .models import embed, layer_type_of_short, quantized_weights
-from .plots import method_name
 from .quantize import fake_quantize
 
 

@@ -121,8 +121,9 @@ def ruler_explorer(values: tuple[float, ...] = (-0.62, -0.1, 0.0, 0.23, 0.5, 0.9
     from .plots import ruler
     from .ruler import ruler_for, steps
 
-    value = W.FloatSlider(value=0.23, min=-1.5, max=1.5, step=0.01, description="value")
-    bits = W.IntSlider(value=3, min=2, max=8, description="bits")
+    # matplotlib redraws take ~0.1 s: update when the slider is released
+    value = W.FloatSlider(value=0.23, min=-1.5, max=1.5, step=0.01, description="value", continuous_update=False)
+    bits = W.IntSlider(value=3, min=2, max=8, description="bits", continuous_update=False)
     fig = _fig((8, 2.6))
 
     def update() -> tuple[str, Any]:
