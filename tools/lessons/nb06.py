@@ -166,9 +166,9 @@ CELLS = [
         """
         **How to read it** (the numbers above are this machine's, measured just now):
 
-        * At **M = 1** the fused kernels that read int8 or int4 codes (bf16 activations) beat fp32
-          by roughly the ratio of bytes, because they stream compact weights at close to the
-          memory bandwidth. Dequantize-then-matmul is many times *slower* than fp32: it writes and
+        * At **M = 1** the fused kernels that read int8 or int4 codes (bf16 activations) are several
+          times faster than fp32: they stream compact weights, at a rate you can compare with the
+          measured bandwidth in the GB/s column. Dequantize-then-matmul is many times *slower* than fp32: it writes and
           rereads a full fp32 copy. Part of that is allocation: the preallocated-buffer row
           separates the page-fault cost of a fresh `q.float()` from the arithmetic.
         * The fused int8 kernel with **fp32** activations falls back to slow scalar code on CPU;
