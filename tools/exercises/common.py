@@ -24,8 +24,10 @@ def header(number: str, title: str, lesson: str, learn: str) -> list:
             **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
             check cell right below it. Write your code, run your cell, then run the check. A pass
             prints one `✓` line per test case; a failure shows the first failing input, what came
-            back, what was expected and a hint. When you are done, grade everything from the repo
-            root with `make grade` (or `python -m qlesson.grade {number}`).
+            back, what was expected and a hint. The check cells already show the `✓` lines a correct
+            answer prints: that stored output is what grading compares against, not a sign that
+            you have passed. When you are done, grade everything from the repo root with
+            `make grade` (or `python -m qlesson.grade {number}`); it never changes your notebooks.
             """
         ),
         code(

@@ -79,7 +79,8 @@ CELLS = [
         """
         The attention projections are fairly even (the loudest channel a few times the quietest).
         The FFN `output` layers (`[384, 1536]`, writing back into the residual stream) are not:
-        one channel is tens of times louder than the median. Per-tensor int4 on those layers has an
+        in the first layers one channel is tens of times louder than the median (see the
+        `max/median` column). Per-tensor int4 on those layers has an
         SQNR near 0 dB: the noise is as large as the signal.
 
         ## 3. The outlier channels

@@ -60,7 +60,7 @@ CELLS = [
     ),
     md(
         """
-        Per-channel helps the tiny-range channel 3 most: its own ruler is about ten times finer.
+        Per-channel helps the tiny-range channel 3 most: its own ruler is more than ten times finer.
         Asymmetric *per-channel* helps the one-sided channels 1 and 2 at int4: their ruler covers
         `[min(x, 0), max(x, 0)]` with all 16 codes instead of spending half of them on the side of 0
         the data never visits. Asymmetric *per-tensor* gains nothing here: the tensor as a whole
