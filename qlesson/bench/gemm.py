@@ -10,6 +10,7 @@ measured in the same run, so every M = 1 row can be read as a fraction of it (th
 from __future__ import annotations
 
 import csv
+import itertools
 import platform
 import sys
 from collections.abc import Callable, Sequence
@@ -201,6 +202,12 @@ def reference_error(y: torch.Tensor, ref: torch.Tensor) -> float:
     return float((y.float() - ref).norm() / ref.norm())
 
 
+def _rotating(ops: Sequence[Op]) -> Op:
+    """Call the next of several equivalent ops each time: their weights together exceed the CPU cache."""
+    cycle = itertools.cycle(ops)
+    return lambda: next(cycle)()
+
+
 def run(
     ms: Sequence[int] = (1, 16, 256),
     k: int = 4096,
@@ -209,36 +216,41 @@ def run(
     min_run_time: float = 0.2,
     progress: bool = True,
     quick: bool = False,
+    copies_at_m1: int = 4,
 ) -> list[GemmRow]:
-    """Time every method for every M on ``device``; returns rows (also usable as a table)."""
+    """Time every method for every M on ``device``; returns rows (also usable as a table).
+
+    At M = 1 each method cycles through ``copies_at_m1`` copies of its weight, so that a compact
+    weight cannot sit in the last-level cache between calls and the rows measure memory traffic.
+    """
     from tqdm import tqdm
 
     g = torch.Generator().manual_seed(0)
     w = (torch.randn(n, k, generator=g) * torch.rand(n, 1, generator=g) * 0.05).to(device)
     rows: list[GemmRow] = []
     bar = tqdm(
-        total=sum(len(methods(w[:m], w, device, quick)) for m in ms),
-        desc=f"gemm on {device}",
-        file=sys.stderr,
-        disable=not progress,
-        leave=False,
+        total=len(ms), desc=f"gemm on {device} (one step per M)", file=sys.stderr, disable=not progress, leave=False
     )
     for m in ms:
         x = torch.randn(m, k, generator=torch.Generator().manual_seed(m)).to(device)
         ref = F.linear(x, w)
         base = None
-        for name, op, nbytes, note in methods(x, w, device, quick):
-            bar.update()
+        copies = [w] + [w.clone() for _ in range(copies_at_m1 - 1 if m == 1 else 0)]
+        per_copy = [methods(x, wc, device, quick) for wc in copies]
+        for j, (name, op, nbytes, note) in enumerate(per_copy[0]):
+            timed = _rotating([lst[j][1] for lst in per_copy]) if len(per_copy) > 1 else op
             try:
                 y = op()
                 err = float("nan") if note == UNSCALED else reference_error(y, ref)
-                t = _time_cuda(op) if device == "cuda" else _time_cpu(op, min_run_time)
+                t = _time_cuda(timed) if device == "cuda" else _time_cpu(timed, min_run_time)
             except (RuntimeError, NotImplementedError) as exc:  # an op this build or device lacks
                 nan = float("nan")
                 rows.append(GemmRow(device, m, name, nan, nan, nbytes, 0.0, nan, f"unsupported: {exc}"[:80]))
                 continue
             base = base or t
             rows.append(GemmRow(device, m, name, t * 1e3, t / base, nbytes, nbytes / t / 1e9, err, note))
+        del per_copy, copies
+        bar.update()
     bar.close()
     return rows
 

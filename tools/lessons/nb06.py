@@ -175,9 +175,9 @@ CELLS = [
           with bf16 activations and scales it takes the vectorized path. Same op, different dtype.
         * At **M = 256** the product is compute bound; the low-precision arithmetic units (bf16,
           int8 `_int_mm`) decide, and the weight-only kernels lose most of their edge.
-        * Rows above 100% of the read bandwidth are reading a weight that fits in this CPU's
-          last-level cache (an int8 `[4096, 4096]` is 16.8 MB); a real model streams many layers
-          from DRAM.
+        * At M = 1 every method cycles through four copies of its weight, so a compact weight
+          (an int8 `[4096, 4096]` is 16.8 MB, smaller than many CPUs' last-level cache) cannot
+          be served from cache between calls: real decoding streams many layers from DRAM.
         * **The "under 5%" claim** (interview note): applying per-channel scales after a GEMM
           costs N multiplies per output row; the verdict lines time that multiply alone against
           the GEMM on the codes. It does **not** hold for dequantize-then-matmul, which costs a
