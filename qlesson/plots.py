@@ -46,8 +46,9 @@ def _figure(fig: Figure | None, ncols: int = 1, nrows: int = 1, size: tuple[floa
         import matplotlib.pyplot as plt
 
         fig = plt.figure(figsize=size, layout="constrained")
-    else:
+    else:  # a widget's figure, redrawn in place: fixed margins (a constrained layout is slow to re-solve)
         fig.clear()
+        fig.subplots_adjust(left=0.1, right=0.97, bottom=0.22, top=0.88, wspace=0.3)
     fig.subplots(nrows, ncols, squeeze=False)
     return fig
 
@@ -167,23 +168,22 @@ def pareto(
     fig = _figure(fig, size=(8, 4))
     ax = fig.axes[0]
     methods = list(dict.fromkeys(p["method"] for p in points))
-    shades = dict(zip(methods, np.linspace(0.35, 1.0, len(methods)), strict=True))
+    groups = [m for m in methods if m.startswith("per-group")]
+    shades = dict(zip(groups, np.linspace(1.0, 0.45, max(len(groups), 1)), strict=False))
+    markers = dict(zip(groups, "osD^v<>", strict=False))
     for method in methods:
         pts = sorted((p for p in points if p["method"] == method), key=lambda p: p["bits per weight"])
-        base = COLORS[method.split(" ")[0]]
-        alpha = shades[method] if method.startswith("per-group") else 1.0
         ax.plot(
             [p["bits per weight"] for p in pts],
             [p["rmse / rms"] for p in pts],
-            "o-",
-            color=base,
-            alpha=alpha,
+            f"{markers.get(method, 'o')}-",
+            color=COLORS[method.split(" ")[0]],
+            alpha=shades.get(method, 1.0),
             label=method,
         )
     if highlight:
         ax.plot(highlight["bits per weight"], highlight["rmse / rms"], "*", ms=16, color="black", label="you are here")
     ax.set(
-        xscale="log",
         yscale="log",
         xlabel="bits per weight (payload + fp16 scales)",
         ylabel="relative RMSE (rmse / rms of weights)",

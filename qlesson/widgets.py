@@ -106,12 +106,10 @@ def _panel(controls: list[Any], update: Callable[[], tuple[str, Any]]) -> Any:
 
 
 def _fig(size: tuple[float, float]) -> Any:
-    """A figure for a widget: a fixed layout (a constrained layout would be re-solved on every redraw)."""
+    """A figure for a widget (no layout engine: plots give widget figures fixed margins)."""
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=size)
-    fig.subplots_adjust(left=0.09, right=0.97, bottom=0.18, top=0.88, wspace=0.3)
-    return fig
+    return Figure(figsize=size)
 
 
 def ruler_explorer(values: tuple[float, ...] = (-0.62, -0.1, 0.0, 0.23, 0.5, 0.91)) -> Any:
@@ -227,7 +225,7 @@ def group_explorer(w: torch.Tensor, name: str = "layer", points: list[dict[str, 
     bits = W.IntSlider(value=4, min=2, max=8, description="bits", continuous_update=False)
     fig = _fig((7, 3.4))
     curve = points or [
-        {"method": "per-group" if g < w.shape[1] else "per-channel", **_point(group_state(w, g, b))}
+        {"method": "per-group 32" if g < w.shape[1] else "per-channel", **_point(group_state(w, g, b))}
         for b in (8, 4, 3)
         for g in (32, w.shape[1])
         if w.shape[1] % g == 0
