@@ -39,7 +39,9 @@ def method_table(
     return out
 
 
-def range_usage(x: torch.Tensor, bits: int, granularities: Sequence[Granularity] = (PerTensor(), PerChannel(0))):
+def range_usage(
+    x: torch.Tensor, bits: int, granularities: Sequence[Granularity] = (PerTensor(), PerChannel(0))
+) -> list[dict[str, Any]]:
     """How much of the integer range each row uses: ``max |q| / qmax`` and distinct codes."""
     qmax = qrange(bits)[1]
     out = []
