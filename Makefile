@@ -8,7 +8,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup lab app test grade lint bench execute clean
+.PHONY: setup lab app test grade lint bench lessons execute exercises clean
 
 setup: $(STAMP)
 
@@ -21,9 +21,9 @@ $(STAMP): requirements/requirements.txt requirements/lock.txt pyproject.toml
 	touch $(STAMP)
 
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
-
+# Your own copies of the notebooks live in workspace/ (git ignores it): edit them freely.
 lab: $(STAMP)
-	$(VENV)/bin/jupyter lab $(ROOT_FLAG) notebooks/00_start_here.ipynb
+	$(PY) -m qlesson lab
 
 # The calculator as a standalone page (no code shown), served by Voila on localhost.
 APP_PORT ?= 8866
@@ -36,17 +36,25 @@ test: $(STAMP)
 
 # Grade your exercises: a score table, exit code 0 only when every task passes.
 grade: $(STAMP)
-	$(PY) -m qlesson.grade
+	$(PY) -m qlesson grade
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check qlesson tests
+	$(VENV)/bin/ruff check qlesson tests notebooks exercises
+	$(VENV)/bin/ruff format --check qlesson tests notebooks exercises
 
 bench: $(STAMP)
 	$(PY) -m qlesson.bench quantize
 
-# Re-execute every lesson notebook in place (the only way stored outputs are made).
-execute: $(STAMP)
-	$(PY) -m qlesson.notebook_tools execute notebooks/*.ipynb
+# Authors: lessons are written as notebooks/NN_*.py (jupytext); this writes each notebook from
+# its source and executes it in place, the only way stored outputs are made. N=03 for one.
+lessons: $(STAMP)
+	$(PY) -m qlesson.course.notebooks build $(N)
+
+execute: lessons
+
+# Authors: exercise sources exercises/solutions/NN_*.py -> executed solutions -> learner notebooks.
+exercises: $(STAMP)
+	$(PY) -m qlesson.course.exercises build $(N)
 
 clean:
 	rm -rf $(VENV)

@@ -1,5 +1,13 @@
 """qlesson: a hands-on course on quantization granularity.
 
+Three parts, one folder each:
+
+- :mod:`qlesson.quant`: the quantization library (granularities, quantize, errors, bytes,
+  llama.cpp block formats, GEMM helpers); its public names are re-exported here;
+- :mod:`qlesson.teach`: what the lessons use to show it (examples, real weights, plots, widgets);
+- :mod:`qlesson.course`: authoring, checking, grading, recall and the learner's workspace,
+  with each lesson's tasks and recall questions in :mod:`qlesson.lessons`.
+
 Importing qlesson runs nothing heavy: no seeding, no model loading, no backend changes.
 
 >>> import qlesson as ql
@@ -7,13 +15,34 @@ Importing qlesson runs nothing heavy: no seeding, no model loading, no backend c
 [0, 0, 0, 0]
 """
 
-from .env import show_environment, versions
-from .footprint import Footprint, footprint, total_footprint
-from .granularity import Granularity, PerChannel, PerGroup, PerTensor, block_size, scale_shape
-from .metrics import ChannelErrors, Errors, channel_errors, errors
-from .quantize import QTensor, fake_quantize, qrange, quantize
+import importlib
+from typing import Any
+
+from qlesson.course.env import show_environment, versions
+from qlesson.quant import formats
+from qlesson.quant.footprint import Footprint, footprint, total_footprint
+from qlesson.quant.granularity import Granularity, PerChannel, PerGroup, PerTensor, block_size, scale_shape
+from qlesson.quant.metrics import ChannelErrors, Errors, channel_errors, errors
+from qlesson.quant.quantize import QTensor, fake_quantize, qrange, quantize
 
 __version__ = "0.1.0"
+
+# v1 kept every module at the top level; `from qlesson import plots` still works, lazily
+_MOVED = {
+    **dict.fromkeys(("gemm", "granularity", "metrics"), "qlesson.quant"),
+    **dict.fromkeys(
+        ("analysis", "calculator", "claims", "examples", "models", "plots", "report", "ruler", "studies", "widgets"),
+        "qlesson.teach",
+    ),
+    **dict.fromkeys(("checking", "grade", "grading", "recall", "tasks"), "qlesson.course"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        return importlib.import_module(f"{_MOVED[name]}.{name}")
+    raise AttributeError(f"module 'qlesson' has no attribute {name!r}")
+
 
 __all__ = [
     "ChannelErrors",
@@ -29,6 +58,7 @@ __all__ = [
     "errors",
     "fake_quantize",
     "footprint",
+    "formats",
     "qrange",
     "quantize",
     "scale_shape",

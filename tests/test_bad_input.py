@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import qlesson as ql
-from qlesson import formats
+from qlesson.quant import formats
 
 
 @pytest.mark.parametrize(

@@ -162,7 +162,7 @@ def _wait_or_shoot(page, js: str, name: str, timeout: int = 120_000) -> None:
 
 
 def test_calculator_page_in_voila(browser, voila_url, tmp_path):
-    from qlesson import calculator as calc
+    from qlesson.teach import calculator as calc
 
     page = browser.new_page(viewport={"width": 1300, "height": 1000})
     page.goto(voila_url, timeout=90_000)
@@ -201,7 +201,7 @@ def test_calculator_page_in_voila(browser, voila_url, tmp_path):
 
 
 def test_two_rows_explorer_in_jupyterlab(browser, lab_url):
-    from qlesson.widgets import two_rows_state
+    from qlesson.teach.widgets import two_rows_state
 
     base, token = lab_url
     page = browser.new_page(viewport={"width": 1400, "height": 1000})

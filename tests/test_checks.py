@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from qlesson.checking import CheckFailed, NotAttempted
-from qlesson.tasks import check, tasks
+from qlesson.course.checking import CheckFailed, NotAttempted
+from qlesson.course.tasks import check, tasks
 
 
 # Wrong answers written the way learners write them (not the checker's own mistake functions).

@@ -8,9 +8,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from qlesson import grade
-from qlesson.exercise_tools import learner_path, learner_version
-from qlesson.recall import BANK, Choice
+from qlesson.course import grade
+from qlesson.course.exercises import learner_path, learner_version
+from qlesson.course.recall import Choice, bank
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = sorted((ROOT / "exercises" / "solutions").glob("[0-9][0-9]_*.ipynb"))
@@ -28,7 +28,7 @@ def test_learner_version_is_generated_from_the_solution(sol):
     expected = learner_version(nbformat.read(str(sol), as_version=4))
     committed = nbformat.read(str(learner_path(sol)), as_version=4)
     assert json.dumps(committed, sort_keys=True) == json.dumps(expected, sort_keys=True), (
-        "run `.venv/bin/python -m qlesson.exercise_tools build` after changing a solution notebook"
+        "edit exercises/solutions/NN_*.py and run `make exercises N=NN`"
     )
 
 
@@ -91,14 +91,14 @@ def test_grade_cli_exit_codes(tmp_path, capsys):
 
 
 def test_recall_bank():
-    for lesson, qs in BANK.items():
+    for lesson, qs in bank().items():
         assert len(qs) >= 5, lesson
         for q in qs:
             if isinstance(q, Choice):
                 assert sum(o.correct for o in q.options) == 1, q.prompt
                 assert all(o.why for o in q.options)
     assert any(
-        "Common wrong answer" in o.why for qs in BANK.values() for q in qs if isinstance(q, Choice) for o in q.options
+        "Common wrong answer" in o.why for qs in bank().values() for q in qs if isinstance(q, Choice) for o in q.options
     )
 
 
@@ -106,7 +106,8 @@ def test_recall_numeric_answers_are_computed_facts():
     import torch
 
     import qlesson as ql
-    from qlesson import formats, recall
+    from qlesson.course import recall
+    from qlesson.quant import formats
 
     facts = {
         ("01", 1): 127 * 0.01,
@@ -119,8 +120,8 @@ def test_recall_numeric_answers_are_computed_facts():
         ("05", 2): int(ql.quantize(torch.tensor([-1.70, -0.94]), 8, symmetric=False, signed=False).zero_point),
         ("06", 2): 256 * 4096,
     }
-    numeric = {(lesson, i + 1) for lesson, qs in BANK.items() for i, q in enumerate(qs) if not isinstance(q, Choice)}
+    numeric = {(lesson, i + 1) for lesson, qs in bank().items() for i, q in enumerate(qs) if not isinstance(q, Choice)}
     assert numeric == set(facts)
     for (lesson, n), value in facts.items():
-        ok, why = recall.feedback(BANK[lesson][n - 1], value)
+        ok, why = recall.feedback(bank()[lesson][n - 1], value)
         assert ok, (lesson, n, value, why)

@@ -1,4 +1,4 @@
-"""qlesson.formats writes the same bytes as the gguf package (llama.cpp's numpy reference)."""
+"""qlesson.quant.formats writes the same bytes as the gguf package (llama.cpp's numpy reference)."""
 
 import numpy as np
 import pytest
@@ -6,7 +6,7 @@ from gguf import GGMLQuantizationType
 from gguf import quants as gq
 
 import qlesson as ql
-from qlesson import formats
+from qlesson.quant import formats
 
 GGML = {"Q8_0": GGMLQuantizationType.Q8_0, "Q4_0": GGMLQuantizationType.Q4_0, "Q4_1": GGMLQuantizationType.Q4_1}
 

@@ -4,8 +4,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from qlesson import gemm
 from qlesson.bench import gemm as bench
+from qlesson.quant import gemm
 
 GEN = torch.Generator().manual_seed(0)
 

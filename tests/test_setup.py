@@ -59,7 +59,8 @@ def test_show_environment_prints_versions_and_gpu(capsys):
 
 
 def test_ruff_clean():
-    out = subprocess.run(
-        [sys.executable, "-m", "ruff", "check", "qlesson", "tests"], capture_output=True, text=True, cwd=ROOT
-    )
-    assert out.returncode == 0, out.stdout + out.stderr
+    """The package, the tests and the lesson and exercise sources are linted and formatted alike."""
+    paths = ["qlesson", "tests", "notebooks", "exercises"]
+    for cmd in (["check", *paths], ["format", "--check", *paths]):
+        out = subprocess.run([sys.executable, "-m", "ruff", *cmd], capture_output=True, text=True, cwd=ROOT)
+        assert out.returncode == 0, out.stdout + out.stderr

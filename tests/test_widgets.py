@@ -5,8 +5,8 @@ import pytest
 import torch
 
 import qlesson as ql
-from qlesson import calculator as calc
-from qlesson import widgets
+from qlesson.teach import calculator as calc
+from qlesson.teach import widgets
 
 
 def test_two_rows_state_is_qlesson_maths():

@@ -156,6 +156,18 @@ def methods(x: torch.Tensor, w: torch.Tensor, device: str, quick: bool = False) 
         ("GEMM on pre-converted codes: F.linear(x, q_fp32)", lambda: F.linear(x, qf), fp32_bytes, UNSCALED),
         ("per-channel scale alone: y_codes * s (the epilogue)", lambda: y_codes * s, 4 * n, EPILOGUE),
     ]
+    return ops + _kernel_ops(x, w, q, s, device, quick)
+
+
+def _kernel_ops(
+    x: torch.Tensor, w: torch.Tensor, q: torch.Tensor, s: torch.Tensor, device: str, quick: bool
+) -> list[tuple[str, Op, int, str]]:
+    """The rows that use PyTorch's fused weight-only kernels and its int8 GEMM."""
+    n, k = w.shape
+    low = torch.bfloat16 if device == "cpu" else torch.float16
+    x_low = x.to(low)
+    int8_bytes = n * k
+    ops: list[tuple[str, Op, int, str]] = []
     if device == "cpu" and not (quick and x.shape[0] > 1):
         ops += [
             (
@@ -256,7 +268,7 @@ def run(
 
 
 def format_table(rows: Sequence[GemmRow], bandwidth: Bandwidth | None = None) -> str:
-    from ..report import table
+    from qlesson.teach.report import table
 
     out = []
     for r in rows:
@@ -330,6 +342,14 @@ def verdict(rows: Sequence[GemmRow]) -> list[str]:
                 f"(the under-5% claim {holds} here)"
             )
     return lines
+
+
+RESULTS = Path(__file__).resolve().parents[2] / "notebooks" / "results"
+
+
+def stored_results(folder: Path = RESULTS) -> list[Path]:
+    """GEMM runs stored with the course (``notebooks/results/gemm_<device>.csv``), by name."""
+    return sorted(folder.glob("gemm_*.csv"))
 
 
 def read_csv(path: str | Path) -> list[GemmRow]:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from ..granularity import PerChannel, PerGroup, PerTensor
-from ..quantize import fake_quantize, quantize
+from qlesson.quant.granularity import PerChannel, PerGroup, PerTensor
+from qlesson.quant.quantize import fake_quantize, quantize
+
 from .timing import Row, median_time, print_header
 
 

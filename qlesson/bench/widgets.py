@@ -11,7 +11,7 @@ FLOORS_MS = {"two-rows explorer (2x4)": 50.0, "group explorer ([1536, 384] layer
 
 def _layer() -> tuple[torch.Tensor, str]:
     try:
-        from ..models import linear_weights, load_minilm
+        from qlesson.teach.models import linear_weights, load_minilm
 
         return linear_weights(load_minilm())["L0.intermediate"], "MiniLM L0.intermediate"
     except ImportError:
@@ -20,7 +20,7 @@ def _layer() -> tuple[torch.Tensor, str]:
 
 def bench_widgets(repeats: int = 7) -> dict[str, float]:
     """Median milliseconds of one update callback (the maths, the redraw and the PNG)."""
-    from .. import widgets
+    from qlesson.teach import widgets
 
     two = widgets.two_rows_explorer()
     w, _ = _layer()

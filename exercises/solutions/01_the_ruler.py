@@ -1,0 +1,140 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     notebook_metadata_filter: kernelspec,jupytext,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown] tags=["solutions-only"]
+# > **SPOILERS.** This is the solution notebook.
+# > The exercise is `exercises/01_the_ruler.ipynb`; try it first.
+
+# %% [markdown]
+# # Exercise 01 · The ruler (SOLUTIONS: spoilers)
+#
+# Practice for lesson `notebooks/01_the_ruler.ipynb`.
+# Scale, rounding, clamping and the asymmetric zero point, by hand with torch.
+#
+# **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
+# check cell right below it. Write your code, run your cell, then run the check. A pass
+# prints one `✓` line per test case; a failure shows the first failing input, what came
+# back, what was expected and a hint. The check cells already show the `✓` lines a correct
+# answer prints: that stored output is what grading compares against, not a sign that
+# you have passed. When you are done, grade everything from the repo root with
+# `make grade` (or `python -m qlesson grade 01`); it never changes your notebooks.
+
+# %%
+import torch
+
+from qlesson.course import recall
+from qlesson.course.tasks import check
+
+# %% [markdown]
+# ## Task 1 · The scale of a symmetric signed ruler (warm-up)
+#
+# Write `symmetric_scale(x, bits)`: the scale that puts the largest magnitude of `x` exactly on
+# the last tick of a symmetric signed `bits`-bit ruler (restricted range).
+
+
+# %% tags=["solution"]
+def symmetric_scale(x, bits):
+    ...  # STUB
+    # BEGIN SOLUTION
+    return x.abs().max() / (2 ** (bits - 1) - 1)
+    # END SOLUTION
+
+
+# %% qlesson={"task": "01.symmetric_scale"} tags=["check"]
+check("01.symmetric_scale", symmetric_scale)
+
+
+# %% [markdown]
+# ## Task 2 · Round and clamp
+#
+# Write `quantize_symmetric(x, scale, bits)`: integer codes (as a float tensor) with
+# `torch.round`, clamped to `[-(2**(bits-1) - 1), 2**(bits-1) - 1]`. The check includes values
+# beyond the ruler and exact ties.
+
+
+# %% tags=["solution"]
+def quantize_symmetric(x, scale, bits):
+    ...  # STUB
+    # BEGIN SOLUTION
+    qmax = 2 ** (bits - 1) - 1
+    return torch.clamp(torch.round(x / scale), -qmax, qmax)
+    # END SOLUTION
+
+
+# %% qlesson={"task": "01.quantize_symmetric"} tags=["check"]
+check("01.quantize_symmetric", quantize_symmetric)
+
+
+# %% [markdown]
+# ## Task 3 · Asymmetric unsigned scale and zero point
+#
+# Write `asymmetric_qparams(x, bits)` returning `(scale, zero_point)` for unsigned codes
+# `0 .. 2**bits - 1`. Widen the range to include 0 first, and make the zero point an integer
+# code.
+
+
+# %% tags=["solution"]
+def asymmetric_qparams(x, bits):
+    ...  # STUB
+    # BEGIN SOLUTION
+    rmin = torch.clamp(x.min(), max=0.0)
+    rmax = torch.clamp(x.max(), min=0.0)
+    scale = (rmax - rmin) / (2**bits - 1)
+    zero_point = torch.clamp(torch.round(-rmin / scale), 0, 2**bits - 1)
+    return scale, zero_point
+    # END SOLUTION
+
+
+# %% qlesson={"task": "01.asymmetric_qparams"} tags=["check"]
+check("01.asymmetric_qparams", asymmetric_qparams)
+
+# %% [markdown]
+# ## Recall
+
+# %% [markdown]
+# ### Recall 01.1
+#
+# An int8 symmetric ruler has scale 0.01. What is the largest value it can store?
+#
+# Answer with the option letter or a number.
+
+# %% tags=["solution"]
+recall_1 = ...  # STUB
+# BEGIN SOLUTION
+recall_1 = 1.27
+# END SOLUTION
+
+# %% qlesson={"task": "recall 01.1"} tags=["check"]
+recall.answer("01", 1, recall_1)
+
+# %% [markdown]
+# ### Recall 01.4
+#
+# A value falls beyond the last tick of a fixed ruler. What happens?
+#
+# - **a)** It is clamped to qmax and its error can exceed half a tick
+# - **b)** It rounds to the nearest tick with error at most half a tick
+# - **c)** It wraps around to the negative end
+#
+# Answer with the option letter or a number.
+
+# %% tags=["solution"]
+recall_4 = ...  # STUB
+# BEGIN SOLUTION
+recall_4 = "a"
+# END SOLUTION
+
+# %% qlesson={"task": "recall 01.4"} tags=["check"]
+recall.answer("01", 4, recall_4)

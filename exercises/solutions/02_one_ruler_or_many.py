@@ -1,0 +1,183 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     notebook_metadata_filter: kernelspec,jupytext,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown] tags=["solutions-only"]
+# > **SPOILERS.** This is the solution notebook.
+# > The exercise is `exercises/02_one_ruler_or_many.ipynb`; try it first.
+
+# %% [markdown]
+# # Exercise 02 · One ruler or many (SOLUTIONS: spoilers)
+#
+# Practice for lesson `notebooks/02_one_ruler_or_many.ipynb`.
+# Per-tensor and per-channel int4 scales by hand, then the apply-now exercise.
+#
+# **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
+# check cell right below it. Write your code, run your cell, then run the check. A pass
+# prints one `✓` line per test case; a failure shows the first failing input, what came
+# back, what was expected and a hint. The check cells already show the `✓` lines a correct
+# answer prints: that stored output is what grading compares against, not a sign that
+# you have passed. When you are done, grade everything from the repo root with
+# `make grade` (or `python -m qlesson grade 02`); it never changes your notebooks.
+
+# %%
+import torch
+
+import qlesson as ql
+from qlesson.course import recall
+from qlesson.course.tasks import check
+
+# %% [markdown]
+# ## Task 1 · One int4 scale for the whole tensor
+#
+# Write `per_tensor_scale(w, bits)`: one number for the whole weight.
+
+
+# %% tags=["solution"]
+def per_tensor_scale(w, bits):
+    ...  # STUB
+    # BEGIN SOLUTION
+    return w.abs().max() / (2 ** (bits - 1) - 1)
+    # END SOLUTION
+
+
+# %% qlesson={"task": "02.per_tensor_scale"} tags=["check"]
+check("02.per_tensor_scale", per_tensor_scale)
+
+
+# %% [markdown]
+# ## Task 2 · One int4 scale per output channel
+#
+# Write `per_channel_scale(w, bits)` for a weight `[out_features, in_features]`: a tensor of
+# shape `[out_features]`.
+
+
+# %% tags=["solution"]
+def per_channel_scale(w, bits):
+    ...  # STUB
+    # BEGIN SOLUTION
+    return w.abs().amax(dim=1) / (2 ** (bits - 1) - 1)
+    # END SOLUTION
+
+
+# %% qlesson={"task": "02.per_channel_scale"} tags=["check"]
+check("02.per_channel_scale", per_channel_scale)
+
+
+# %% [markdown]
+# ## Task 3 · Symmetric per-channel quantization of `[N, K]`
+#
+# Write `quantize_per_channel(w, bits)` returning `(q, scale)`: codes `[N, K]` (float tensor of
+# integers, clamped to the restricted range) and the scales `[N]`.
+
+
+# %% tags=["solution"]
+def quantize_per_channel(w, bits):
+    ...  # STUB
+    # BEGIN SOLUTION
+    qmax = 2 ** (bits - 1) - 1
+    scale = w.abs().amax(dim=1) / qmax
+    q = torch.clamp(torch.round(w / scale[:, None]), -qmax, qmax)
+    return q, scale
+    # END SOLUTION
+
+
+# %% qlesson={"task": "02.quantize_per_channel"} tags=["check"]
+check("02.quantize_per_channel", quantize_per_channel)
+
+
+# %% [markdown]
+# ## Task 4 · Apply now: two rows, one ruler or two
+#
+# Take two rows of very different magnitude. Write `row_maes(w, bits)` returning
+# `(shared, own)`: each row's mean absolute error after fake-quantizing with one shared
+# (per-tensor) scale, and with one scale per row. Then compare the reconstructions by eye in
+# the cell after the check.
+
+
+# %% tags=["solution"]
+def row_maes(w, bits):
+    ...  # STUB
+    # BEGIN SOLUTION
+    shared = ql.fake_quantize(w, bits)
+    own = ql.fake_quantize(w, bits, granularity=ql.PerChannel(0))
+    return (shared - w).abs().mean(dim=1), (own - w).abs().mean(dim=1)
+    # END SOLUTION
+
+
+# %% qlesson={"task": "02.row_maes"} tags=["check"]
+check("02.row_maes", row_maes)
+
+# %% [markdown]
+# By eye: the shared scale erases the quiet row; its own scale keeps it. (Sketch from memory:
+# *one tensor scale → small row collapses; one channel scale → small row survives.*)
+
+# %% [markdown]
+# ## Recall
+
+# %% [markdown]
+# ### Recall 02.2
+#
+# Why did Row A collapse to zeros under the shared int4 scale?
+#
+# - **a)** Its largest magnitude, 0.15, is below half a shared tick (0.4429 / 2)
+# - **b)** Row A had too many values
+# - **c)** int4 cannot represent negative numbers
+#
+# Answer with the option letter or a number.
+
+# %% tags=["solution"]
+recall_2 = ...  # STUB
+# BEGIN SOLUTION
+recall_2 = "a"
+# END SOLUTION
+
+# %% qlesson={"task": "recall 02.2"} tags=["check"]
+recall.answer("02", 2, recall_2)
+
+# %% [markdown]
+# ### Recall 02.4
+#
+# Interview: why prefer per-channel over per-tensor for many weight matrices?
+#
+# - **a)** Channels live at different magnitudes; one shared scale erases the quiet ones
+# - **b)** Because per-channel removes quantization error entirely
+# - **c)** Because per-channel needs no scale metadata
+#
+# Answer with the option letter or a number.
+
+# %% tags=["solution"]
+recall_4 = ...  # STUB
+# BEGIN SOLUTION
+recall_4 = "a"
+# END SOLUTION
+
+# %% qlesson={"task": "recall 02.4"} tags=["check"]
+recall.answer("02", 4, recall_4)
+
+# %% [markdown]
+# ### Recall 02.6
+#
+# In the 3x4 int8 note example, what code does 1.8 get under the shared scale 2.0 / 127?
+#
+# Answer with the option letter or a number.
+
+# %% tags=["solution"]
+recall_6 = ...  # STUB
+# BEGIN SOLUTION
+recall_6 = 114
+# END SOLUTION
+
+# %% qlesson={"task": "recall 02.6"} tags=["check"]
+recall.answer("02", 6, recall_6)

@@ -1,0 +1,133 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     notebook_metadata_filter: kernelspec,jupytext,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown] tags=["solutions-only"]
+# > **SPOILERS.** This is the solution notebook.
+# > The exercise is `exercises/06_dequant_in_gemm.ipynb`; try it first.
+
+# %% [markdown]
+# # Exercise 06 · Dequantization in a GEMM (SOLUTIONS: spoilers)
+#
+# Practice for lesson `notebooks/06_dequant_in_gemm.ipynb`.
+# Where the scales go in `y = x @ W.T`.
+#
+# **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
+# check cell right below it. Write your code, run your cell, then run the check. A pass
+# prints one `✓` line per test case; a failure shows the first failing input, what came
+# back, what was expected and a hint. The check cells already show the `✓` lines a correct
+# answer prints: that stored output is what grading compares against, not a sign that
+# you have passed. When you are done, grade everything from the repo root with
+# `make grade` (or `python -m qlesson grade 06`); it never changes your notebooks.
+
+# %%
+import torch
+
+from qlesson.course import recall
+from qlesson.course.tasks import check
+
+# %% [markdown]
+# ## Task 1 · Scales after the product
+#
+# Write `scale_after_gemm(x, q, s)`: `x [M, K]`, integer codes `q [N, K]` (float tensor), per
+# output channel scales `s [N]`; return `y [M, N]` without dequantizing the weight.
+
+
+# %% tags=["solution"]
+def scale_after_gemm(x, q, s):
+    ...  # STUB
+    # BEGIN SOLUTION
+    return (x @ q.T) * s
+    # END SOLUTION
+
+
+# %% qlesson={"task": "06.scale_after_gemm"} tags=["check"]
+check("06.scale_after_gemm", scale_after_gemm)
+
+
+# %% [markdown]
+# ## Task 2 · Per-group scales
+#
+# Write `group_gemm(x, q, s, group_size)` with `s [N, K // group_size]`. The scales change along
+# K, so they cannot simply multiply the output.
+
+
+# %% tags=["solution"]
+def group_gemm(x, q, s, group_size):
+    ...  # STUB
+    # BEGIN SOLUTION
+    return x @ (q * s.repeat_interleave(group_size, dim=1)).T
+    # END SOLUTION
+
+
+# %% qlesson={"task": "06.group_gemm"} tags=["check"]
+check("06.group_gemm", group_gemm)
+
+
+# %% [markdown]
+# ## Task 3 · The W8A8 rescale
+#
+# Write `w8a8_rescale(acc, s_x, s_w)`: the int32 accumulator `acc [M, N]` (as floats), per-token
+# scales `s_x [M]`, per-channel scales `s_w [N]`.
+
+
+# %% tags=["solution"]
+def w8a8_rescale(acc, s_x, s_w):
+    ...  # STUB
+    # BEGIN SOLUTION
+    return acc * torch.outer(s_x, s_w)
+    # END SOLUTION
+
+
+# %% qlesson={"task": "06.w8a8_rescale"} tags=["check"]
+check("06.w8a8_rescale", w8a8_rescale)
+
+# %% [markdown]
+# ## Recall
+
+# %% [markdown]
+# ### Recall 06.2
+#
+# Applying per-channel scales to a [256, 4096] output: how many multiplies?
+#
+# Answer with the option letter or a number.
+
+# %% tags=["solution"]
+recall_2 = ...  # STUB
+# BEGIN SOLUTION
+recall_2 = 256 * 4096
+# END SOLUTION
+
+# %% qlesson={"task": "recall 06.2"} tags=["check"]
+recall.answer("06", 2, recall_2)
+
+# %% [markdown]
+# ### Recall 06.5
+#
+# The note claims per-channel dequantization adds under 5% to a GEMM. When does that hold?
+#
+# - **a)** When the scales are applied after an integer or fused GEMM
+# - **b)** Always
+# - **c)** Never
+#
+# Answer with the option letter or a number.
+
+# %% tags=["solution"]
+recall_5 = ...  # STUB
+# BEGIN SOLUTION
+recall_5 = "a"
+# END SOLUTION
+
+# %% qlesson={"task": "recall 06.5"} tags=["check"]
+recall.answer("06", 5, recall_5)

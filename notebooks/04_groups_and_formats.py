@@ -1,0 +1,301 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     notebook_metadata_filter: kernelspec,jupytext,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 04 · Groups: the compromise, and what llama.cpp really stores
+#
+# **What you will learn**
+# * per-group quantization: one scale per run of `g` weights along `in_features`;
+# * how an outlier spoils only its own group;
+# * what scales cost: metadata bytes and bits per weight, from a 2x4 toy to LLaMA-7B
+#   (correcting an interview note's count);
+# * the error-vs-storage trade-off on real MiniLM weights, as a Pareto plot;
+# * llama.cpp's Q8_0 and Q4_0 blocks, byte by byte, checked against the `gguf` package.
+#
+# **What you need**: notebooks 02 and 03. About 15 minutes.
+
+# %% tags=["nbval-ignore-output"]
+import qlesson as ql
+from qlesson.teach.report import print_table
+
+ql.show_environment()
+
+# %% [markdown]
+# ## 1. One outlier, three granularities
+#
+# Four channels of eight weights; channel 0 holds an outlier, 8.1. Per-tensor lets 8.1 set
+# everyone's ruler; per-channel confines the damage to channel 0; per-group (groups of 2
+# here, to see it; real groups are 32 to 128) confines it to the one group holding 8.1.
+
+# %%
+import numpy as np
+
+from qlesson.teach import analysis, examples, models, plots, studies, widgets
+
+X = examples.outlier_rows()
+rows = []
+for g in (ql.PerTensor(), ql.PerChannel(0), ql.PerGroup(4), ql.PerGroup(2)):
+    qt = ql.quantize(X, 4, granularity=g)
+    rows.append(
+        {
+            "method": plots.method_name(g),
+            "scales": qt.n_scales,
+            "MAE": ql.errors(X, qt.dequantize()).mae,
+            "channel 2 MAE": float(ql.channel_errors(X, qt.dequantize()).mae[2]),
+        }
+    )
+print_table(rows, {"MAE": ".4f", "channel 2 MAE": ".4f"})
+
+# %%
+print_table(
+    analysis.group_table(X[:1], bits=4, group_size=2),
+    {
+        "per-channel scale": ".4f",
+        "per-channel max err": ".4f",
+        "per-group scale": ".4f",
+        "per-group max err": ".4f",
+        "values": "+.2f",
+    },
+)
+
+# %% [markdown]
+# Inside channel 0, only group 1 (the one holding 8.1) keeps the coarse scale; the other
+# groups get rulers fifteen to twenty times finer (compare the two scale columns).
+#
+# ## 2. Shapes and counts
+#
+# For a weight `[N, K]` (`[out_features, in_features]`), `PerGroup(g)` cuts every row into
+# `K / g` contiguous groups along `in_features`, so the scales have shape `[N, K / g]`.
+# The course page's example: `in_features = 1024`, group size 128.
+
+# %%
+shape = (4, 1024)
+print(
+    f"block {ql.block_size(ql.PerGroup(128), shape)}, scales {ql.scale_shape(ql.PerGroup(128), shape)}: "
+    f"{shape[1] // 128} groups per channel, {ql.footprint(shape, 4, ql.PerGroup(128)).n_scales} scales"
+)
+rows = []
+for g in (ql.PerTensor(), ql.PerChannel(0), ql.PerGroup(128), ql.PerGroup(32)):
+    fp = ql.footprint((4096, 4096), 4, g)
+    rows.append(
+        {
+            "[4096, 4096] int4": plots.method_name(g),
+            "scales": fp.n_scales,
+            "payload B": fp.payload_bytes,
+            "metadata B": fp.metadata_bytes,
+            "bits/weight": fp.bits_per_weight,
+            "metadata share": f"{100 * fp.metadata_fraction:.2f}%",
+        }
+    )
+print_table(rows, {"bits/weight": ".4f"})
+
+# %% [markdown]
+# With fp16 scales, a group of `g` weights adds `16 / g` bits per weight: 0.125 at g = 128,
+# 0.5 at g = 32. Per-channel adds `16 / K`: almost nothing.
+#
+# **Which axis?** The interview note's group-quantization code groups *output channels*
+# (128 rows share a scale). That is a valid scheme, but coarser than per-channel; the
+# `group_size=128` of GPTQ, AWQ and llama.cpp groups along `in_features`, finer than
+# per-channel. On a real layer:
+
+# %%
+model = models.load_minilm()
+W = models.linear_weights(model)
+w = W["L0.intermediate"]
+rows = []
+row_blocks = ql.fake_quantize(w.reshape(-1, 128 * w.shape[1]), 4, granularity=ql.PerChannel(0)).reshape(w.shape)
+for label, w_hat, scales in (
+    ("per-tensor", ql.fake_quantize(w, 4), 1),
+    ("128 rows share a scale (note)", row_blocks, w.shape[0] // 128),
+    ("per-channel", ql.fake_quantize(w, 4, granularity=ql.PerChannel(0)), w.shape[0]),
+    ("128 inputs share a scale (GPTQ)", ql.fake_quantize(w, 4, granularity=ql.PerGroup(128)), w.numel() // 128),
+):
+    rows.append({"L0.intermediate int4": label, "scales": scales, "SQNR dB": ql.errors(w, w_hat).sqnr_db})
+print_table(rows, {"SQNR dB": ".2f"})
+
+# %% [markdown]
+# ## 3. Metadata at model scale: LLaMA-7B, recounted
+#
+# The interview note counts LLaMA-7B's per-channel scales as "6 Linear layers x 4096 scales
+# x 32 layers = 786,432 scales, 3.1 MB". LLaMA has **7** Linear weights per decoder layer
+# (q, k, v, o, gate, up, down) and the gate and up projections have 11,008 output channels,
+# not 4,096. Recomputed from the shapes:
+
+# %%
+shapes = list(examples.LLAMA_7B_LINEARS.values()) * examples.LLAMA_7B_LAYERS
+per_layer = sum(s[0] for s in examples.LLAMA_7B_LINEARS.values())
+print(f"per-channel scales per decoder layer: {per_layer:,} (the note: {6 * 4096:,})")
+rows = []
+for g, sb in ((ql.PerChannel(0), 4), (ql.PerChannel(0), 2), (ql.PerGroup(128), 2)):
+    for bits in (8, 4):
+        fp = ql.total_footprint(shapes, bits, g, scale_bytes=sb)
+        rows.append(
+            {
+                "scheme": f"int{bits} {plots.method_name(g)}, fp{8 * sb} scales",
+                "scales": fp.n_scales,
+                "metadata MB": fp.metadata_bytes / 1e6,
+                "share of total": f"{100 * fp.metadata_fraction:.3f}%",
+            }
+        )
+print_table(rows, {"metadata MB": ".2f"})
+
+# %% [markdown]
+# The corrected per-channel count is about 1.36 million scales, 5.4 MB in fp32: the note's
+# number is off by 1.7x, but its conclusion survives: per-channel metadata is under a tenth
+# of a percent. Groups of 128 are a different story at int4: about 3% of the bytes.
+#
+# ## 4. The trade-off on real weights
+#
+# Error (relative RMSE over the layers) against bits per weight (payload plus fp16 scales),
+# for per-tensor, per-channel and group sizes 256 to 32 at 8, 4 and 3 bits. First on the six
+# FFN output layers (`[384, 1536]`, the ones with outlier channels, where every group size
+# divides 1536):
+
+# %%
+ffn_out = {n: w for n, w in W.items() if models.layer_type_of_short(n) == "output"}
+points = studies.pareto_points(ffn_out)
+print_table(points, {"bits per weight": ".3f", "rmse / rms": ".4f"})
+
+# %%
+_ = plots.pareto(points)
+
+# %% [markdown]
+# Read the plot as a menu. Per-tensor is far above everything at every bit width. At int4,
+# each halving of the group size buys a smaller error for 16/g more bits per weight (compare
+# the `rmse / rms` column), and int3 with groups of 32 (3.5 bits per weight) comes close to
+# int4 per-channel (about 4.01) at fewer bits.
+# Over all 37 layers, with the group sizes that divide 384:
+
+# %%
+grans = (ql.PerTensor(), ql.PerChannel(0), ql.PerGroup(128), ql.PerGroup(64), ql.PerGroup(32))
+print_table(studies.pareto_points(W, (4,), grans), {"bits per weight": ".3f", "rmse / rms": ".4f"})
+
+# %% [markdown]
+# ## 5. llama.cpp's block formats, byte by byte
+#
+# llama.cpp stores weights in blocks of 32 along each row: per-group with g = 32, the scale
+# stored in front of its codes.
+#
+# * **Q8_0**: fp16 `d`, then 32 int8 codes: 34 bytes = 8.5 bits per weight.
+# * **Q4_0**: fp16 `d`, then 16 bytes holding 32 4-bit codes: 18 bytes = 4.5 bits per weight.
+# * **Q4_1**: fp16 `d` and fp16 minimum `m`, then 16 bytes of codes: 5.0 bits per weight.
+#
+# `qlesson.quant.formats` writes these bytes with qlesson's block machinery; here it is checked
+# against the `gguf` package (llama.cpp's own Python reference) on a real layer.
+
+# %%
+from gguf import GGMLQuantizationType, quants
+
+from qlesson.quant import formats
+
+w_np = W["L0.output"].numpy()
+for fmt in ("Q8_0", "Q4_0", "Q4_1"):
+    raw = formats.quantize(w_np, fmt)
+    ref = quants.quantize(w_np, getattr(GGMLQuantizationType, fmt))
+    back = formats.dequantize(raw, fmt)
+    print(
+        f"{fmt}: {raw.shape[1]} bytes per row of {w_np.shape[1]} = {formats.bits_per_weight(fmt)} bits/weight; "
+        f"identical to gguf: {np.array_equal(raw, ref)}; SQNR {ql.errors(w_np, back).sqnr_db:.2f} dB"
+    )
+
+# %%
+raw = formats.quantize(w_np[:1, :32], "Q4_0")
+d, q = formats.codes(raw, "Q4_0")
+print(f"block 0 of row 0: d = {float(d[0]):.6f} (fp16), codes {q[0].tolist()}")
+print("bytes:", " ".join(f"{b:02x}" for b in raw[0]))
+_ = plots.block_bytes(raw[0], "Q4_0")
+
+# %%
+_ = plots.block_bytes(formats.quantize(w_np[:1, :32], "Q8_0")[0], "Q8_0")
+
+# %% [markdown]
+# **Where these formats round differently from `ql.quantize`** (same block, different ruler):
+#
+# * Q8_0 divides by 127 like `ql.quantize(bits=8)` but rounds half *away from zero* and
+#   multiplies by the reciprocal `1/d`; the stored `d` is fp16.
+# * Q4_0 uses all 16 codes [-8, 7]: `d = m / -8` where `m` is the signed value of largest
+#   magnitude, so that value lands exactly on -8 (the other side reaches only +7).
+# * Q4_1 stores a float minimum instead of an integer zero point, so 0.0 is not exact.
+#
+# Compared on the same layer with `ql.quantize(..., PerGroup(32))`:
+
+# %%
+rows = []
+for label, x_hat in (
+    ("Q8_0", formats.dequantize(formats.quantize(w_np, "Q8_0"), "Q8_0")),
+    ("ql int8 PerGroup(32) symmetric", ql.fake_quantize(w_np, 8, granularity=ql.PerGroup(32))),
+    ("Q4_0", formats.dequantize(formats.quantize(w_np, "Q4_0"), "Q4_0")),
+    ("ql int4 PerGroup(32) symmetric", ql.fake_quantize(w_np, 4, granularity=ql.PerGroup(32))),
+    ("Q4_1", formats.dequantize(formats.quantize(w_np, "Q4_1"), "Q4_1")),
+    ("ql int4 PerGroup(32) asymmetric", ql.fake_quantize(w_np, 4, granularity=ql.PerGroup(32), symmetric=False)),
+):
+    rows.append({"L0.output": label, "SQNR dB": ql.errors(w_np, x_hat).sqnr_db})
+print_table(rows, {"SQNR dB": ".2f"})
+
+# %% [markdown]
+# Q4_0's trick of putting the largest magnitude on -8 uses one more code than the
+# restricted [-7, 7] ruler, which shows up as a better SQNR at the same storage.
+#
+# ## 6. Try it: group size and bits on a real layer
+#
+# The star is the current setting on the error-vs-bits curve of this layer; the readout gives
+# the bytes spent on scales. Group sizes run from 16 up to the whole row (per-channel).
+
+# %% tags=["nbval-ignore-output"]
+widgets.group_explorer(W["L0.output"], "L0.output")
+
+# %% [markdown]
+# ## Summary
+#
+# * Per-group: one scale per `g` weights along `in_features`; scales `[N, K/g]`; an outlier
+#   spoils only its own group.
+# * Each fp16 scale costs `16 / g` bits per weight: cheap at 8 bits, a few percent at 4.
+# * On MiniLM's FFN output layers, small groups buy a large error cut at 4 bits.
+# * llama.cpp Q8_0 / Q4_0 are per-group with g = 32 and fp16 scales: 8.5 and 4.5 bits per
+#   weight; qlesson reproduces their bytes exactly.
+#
+# **Exercise**: `exercises/04_groups_and_formats.ipynb`: per-group
+# quantization and its metadata bytes; predict Q4_0's bits per weight.
+#
+# ## Pause and recall
+#
+# 1. What trade-off does group-wise quantization balance?
+# 2. A `[4096, 11008]` weight at int4 with groups of 128 and fp16 scales: how many scales,
+#    and how many bits per weight?
+# 3. Why does Q4_0 put the largest-magnitude value on -8 rather than on +7?
+# 4. Interview: "Why use group-wise instead of per-channel everywhere?" Which answer should you
+#    avoid?
+#
+# <details><summary>Answers</summary>
+#
+# 1. Local fit (less error) against metadata bytes and kernel simplicity.
+# 2. 4096 * 11008 / 128 = 352,256 scales; 4 + 16/128 = 4.125 bits per weight.
+# 3. -8 is the one code without a positive partner; mapping the extreme value there uses all
+#    16 codes, so the ticks are 8/7 finer than with [-7, 7].
+# 4. Group-wise goes *finer* than per-channel at low bits, keeping accuracy for a small
+#    metadata cost and regular kernels. Avoid "groups are mathematically exact and channels
+#    are not": both round.
+# </details>
+
+# %% [markdown]
+# Check yourself: the lesson's recall questions, with feedback on every option.
+
+# %% tags=["nbval-ignore-output"]
+from qlesson.course import recall
+
+recall.quiz("04")
+
+# %%
+print(recall.text("04"))

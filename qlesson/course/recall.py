@@ -1,0 +1,142 @@
+"""Recall questions for every lesson: multiple choice with an explanation for every option,
+and short numeric questions checked with a tolerance.
+
+In a notebook :func:`quiz` renders a lesson's questions as widgets (options, a Check button,
+feedback). Without widgets, :func:`answer` checks one response and prints the feedback, so
+an exercise notebook graded by nbval can use it:
+
+>>> answer("04", 3, 4.125)
+✓ correct: 4 bits of code plus 16 bits of fp16 scale shared by 128 weights: 4 + 16/128.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from qlesson.course.checking import CheckFailed, NotAttempted
+
+
+@dataclass(frozen=True)
+class Option:
+    text: str
+    correct: bool
+    why: str
+
+
+@dataclass(frozen=True)
+class Choice:
+    prompt: str
+    options: tuple[Option, ...]
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Numeric:
+    prompt: str
+    answer: float
+    why: str
+    rel_tol: float = 0.01
+    source: str = ""
+
+
+Question = Choice | Numeric
+
+
+def choice(prompt: str, *options: tuple[str, bool, str], source: str = "") -> Choice:
+    return Choice(prompt, tuple(Option(*o) for o in options), source)
+
+
+LESSON = "lesson (source: Pause and recall)"
+INTERVIEW = "interview question (common wrong answer included)"
+
+
+def bank() -> dict[str, tuple[Question, ...]]:
+    """Every lesson's recall questions, by lesson number (each lesson module's ``RECALL``)."""
+    from qlesson import lessons
+
+    out = {}
+    for number in lessons.numbers():
+        qs = getattr(lessons.module(number), "RECALL", ())
+        if qs:
+            out[number] = tuple(qs)
+    return out
+
+
+def questions(lesson: str) -> tuple[Question, ...]:
+    """The questions of ``lesson`` ("01", "02", ...)."""
+    every = bank()
+    if lesson not in every:
+        raise ValueError(f"no recall questions for lesson {lesson!r}; use one of {', '.join(every)}")
+    return every[lesson]
+
+
+def feedback(q: Question, response: Any) -> tuple[bool, str]:
+    """(correct?, explanation) for a response: an option letter ("a", "b", ...) or a number."""
+    if isinstance(q, Numeric):
+        try:
+            value = float(response)
+        except (TypeError, ValueError):
+            return False, f"{response!r} is not a number; answer with a number such as 0.5"
+        ok = math.isclose(value, q.answer, rel_tol=q.rel_tol, abs_tol=1e-12)
+        return ok, q.why if ok else f"{value:g} is not it. {q.why}"
+    letters = "abcdefgh"[: len(q.options)]
+    key = str(response).strip().lower()
+    if key not in letters:
+        return False, f"{response!r} is not an option; answer with one of {', '.join(letters)}"
+    opt = q.options[letters.index(key)]
+    return opt.correct, opt.why
+
+
+def answer(lesson: str, number: int, response: Any) -> None:
+    """Check one response (question ``number`` counts from 1); prints feedback, raises if wrong."""
+    qs = questions(lesson)
+    if not 1 <= number <= len(qs):
+        raise ValueError(f"lesson {lesson} has questions 1 to {len(qs)}, not {number}")
+    if response is None or response is Ellipsis:
+        raise NotAttempted(f"recall {lesson}.{number}: not attempted yet")
+    ok, why = feedback(qs[number - 1], response)
+    if not ok:
+        print(f"✗ {why}")
+        raise CheckFailed(f"recall {lesson}.{number}: {why}")
+    print(f"✓ correct: {why}")
+
+
+def text(lesson: str) -> str:
+    """The questions as plain text, with lettered options (for a page without widgets)."""
+    lines = []
+    for i, q in enumerate(questions(lesson), start=1):
+        lines.append(f"{i}. {q.prompt}")
+        if isinstance(q, Choice):
+            lines += [f"   {'abcdefgh'[j]}) {o.text}" for j, o in enumerate(q.options)]
+    return "\n".join(lines)
+
+
+def quiz(lesson: str) -> Any:
+    """A widget with every question of ``lesson``: options or a number box, Check, and feedback."""
+    import ipywidgets as W
+
+    boxes = []
+    for i, q in enumerate(questions(lesson), start=1):
+        if isinstance(q, Choice):
+            pick = W.RadioButtons(
+                options=[(o.text, "abcdefgh"[j]) for j, o in enumerate(q.options)],
+                value=None,
+                layout=W.Layout(width="auto"),
+            )
+        else:
+            pick = W.FloatText(value=None, description="answer")
+        button = W.Button(description="Check")
+        out = W.HTML()
+
+        def on_click(_b: Any, q: Question = q, pick: Any = pick, out: Any = out) -> None:
+            if pick.value is None:
+                out.value = "Pick an answer first."
+                return
+            ok, why = feedback(q, pick.value)
+            out.value = f"{'✓ correct' if ok else '✗ not quite'}: {why}"
+
+        button.on_click(on_click)
+        boxes.append(W.VBox([W.HTML(f"<b>{i}. {q.prompt}</b>"), pick, W.HBox([button, out])]))
+    return W.VBox(boxes)

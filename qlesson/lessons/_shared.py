@@ -1,0 +1,31 @@
+"""Small tensors and helpers that several lessons' tasks share."""
+
+from __future__ import annotations
+
+import torch
+
+TWO = torch.tensor([[0.05, -0.08, 0.12, -0.15], [2.0, -3.1, 1.7, -2.6]])  # lesson 02's 2x4 example
+NEG = torch.tensor([-1.70, -1.22, -0.94, -1.43, -1.11])  # a negative-only channel
+POS = torch.tensor([1.20, 0.95, 1.44, 1.10, 0.88])  # a positive-only channel
+MIXED = torch.tensor([0.12, -0.33, 0.48, -0.05, 0.91])
+
+
+def qmax(bits: int) -> int:
+    """The largest code of a restricted symmetric signed ruler.
+
+    >>> qmax(4), qmax(8)
+    (7, 127)
+    """
+    return 2 ** (bits - 1) - 1
+
+
+def weights(gen: torch.Generator, *shape: int, spread: bool = True) -> torch.Tensor:
+    """Random weights; with ``spread`` the rows span 1.5 decades of scale, like real layers.
+
+    >>> weights(torch.Generator().manual_seed(0), 3, 4).shape
+    torch.Size([3, 4])
+    """
+    w = torch.randn(*shape, generator=gen)
+    if spread and len(shape) >= 2:
+        w = w * torch.logspace(-1.5, 0.5, shape[0]).reshape(-1, *[1] * (len(shape) - 1))
+    return w

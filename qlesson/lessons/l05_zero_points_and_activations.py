@@ -1,0 +1,142 @@
+"""Lesson 05 · Zero points and activations: the exercise tasks and the recall questions.
+
+Sources: ``notebooks/05_zero_points_and_activations.py`` (the lesson) and
+``exercises/solutions/05_zero_points_and_activations.py`` (the exercise, with solutions).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from qlesson.course.checking import Case, Mistake, Task
+from qlesson.course.recall import Numeric, Question, choice
+from qlesson.lessons._shared import MIXED, NEG, POS, qmax, weights
+from qlesson.lessons.l01_the_ruler import _asym_qparams
+
+_G = torch.Generator().manual_seed(1234 + 5)
+
+
+def _w(*shape: int, spread: bool = True) -> torch.Tensor:
+    return weights(_G, *shape, spread=spread)
+
+
+def _asym_zero_point(x: torch.Tensor, bits: int) -> torch.Tensor:
+    return _asym_qparams(x, bits)[1]
+
+
+def _per_token_scales(x: torch.Tensor, bits: int) -> torch.Tensor:
+    return x.abs().amax(dim=1) / qmax(bits)
+
+
+def _smooth_factors(x: torch.Tensor, w: torch.Tensor, alpha: float) -> torch.Tensor:
+    return x.abs().amax(0) ** alpha / w.abs().amax(0) ** (1 - alpha)
+
+
+ACTS = _w(12, 16, spread=False)
+ACTS[:, 5] *= 20  # an outlier feature
+
+
+TASKS: list[Task] = [
+    Task(
+        "05.asymmetric_zero_point",
+        "uint zero point with the range widened to 0",
+        _asym_zero_point,
+        [
+            Case((NEG, 8), "negative-only channel"),
+            Case((POS, 8), "positive-only channel"),
+            Case((MIXED, 4), "MIXED, int4"),
+        ],
+        "rmin = min(x.min(), 0), rmax = max(x.max(), 0); scale = (rmax - rmin) / (2**bits - 1); "
+        "zero_point = clamp(round(-rmin / scale), 0, 2**bits - 1)",
+        [
+            Mistake("zero point has the wrong sign", lambda x, b: -_asym_zero_point(x, b)),
+            Mistake(
+                "did not widen the range to include 0 (the zero point falls outside the codes)",
+                lambda x, b: torch.round(-x.min() / ((x.max() - x.min()) / (2**b - 1))),
+            ),
+        ],
+    ),
+    Task(
+        "05.per_token_scales",
+        "per-token activation scales",
+        _per_token_scales,
+        [
+            Case((ACTS, 8), "[12 tokens, 16 features] with an outlier feature"),
+            Case((_w(3, 5, spread=False), 4), "int4"),
+        ],
+        "one scale per token (row of [tokens, features]): x.abs().amax(dim=1) / (2**(bits-1) - 1)",
+        [
+            Mistake(
+                "computed one scale per feature (column) instead of per token",
+                lambda x, b: x.abs().amax(0) / qmax(b),
+            ),
+            Mistake(
+                "used one scale for everything (per-tensor)",
+                lambda x, b: x.abs().max() / qmax(b) * torch.ones(x.shape[0]),
+            ),
+        ],
+    ),
+    Task(
+        "05.smooth_factors",
+        "SmoothQuant's per-feature factors",
+        _smooth_factors,
+        [Case((ACTS, _w(6, 16), 0.5), "alpha 0.5"), Case((ACTS, _w(6, 16), 0.75), "alpha 0.75")],
+        "s_j = max|x[:, j]| ** alpha / max|w[:, j]| ** (1 - alpha): columns of both x [T, K] and w [N, K]",
+        [
+            Mistake("swapped alpha and 1 - alpha", lambda x, w, a: _smooth_factors(x, w, 1 - a)),
+            Mistake(
+                "used the rows of w instead of its columns (input features)",
+                lambda x, w, a: x.abs().amax(0) ** a / w.abs().amax(1).mean() ** (1 - a),
+            ),
+        ],
+    ),
+]
+
+RECALL: tuple[Question, ...] = (
+    choice(
+        "Why must the zero point be an integer inside [qmin, qmax]?",
+        (
+            "So 0.0 maps exactly to a stored code, in the same integer type",
+            True,
+            "Padding and ReLU zeros must come back exactly 0.",
+        ),
+        ("Because floats cannot be added to integers", False, "They can; the point is exactness of 0.0."),
+        ("To make the scale smaller", False, "The zero point does not change the scale."),
+    ),
+    Numeric(
+        "A uint8 channel spans [-1.70, -0.94]. After widening to include 0, what is its zero point?",
+        255,
+        "rmin = -1.70, rmax = 0: scale = 1.70 / 255, zero point = round(1.70 / scale) = 255.",
+        rel_tol=0,
+    ),
+    choice(
+        "Why are per-token activation scales usable in an int8 GEMM, but per-feature scales are not?",
+        (
+            "A per-token scale is constant along the reduction axis; a per-feature one changes inside the sum",
+            True,
+            "Per-token factors out of the product like per-channel weight scales.",
+        ),
+        ("Per-feature scales need more bits", False, "Bits are not the issue; the algebra is."),
+        ("Per-token scales are always larger", False, "Size is irrelevant; position in the sum matters."),
+    ),
+    choice(
+        "What does SmoothQuant change, and what stays the same?",
+        (
+            "Activation features are divided and weight columns multiplied by s_j; the float product is unchanged",
+            True,
+            "Only what gets rounded changes.",
+        ),
+        ("It quantizes activations per feature", False, "It keeps per-tensor or per-token activation scales."),
+        ("It removes the need to quantize weights", False, "Weights are still quantized, now with the outliers."),
+    ),
+    choice(
+        "Per-tensor or per-channel for activations in mainstream serving?",
+        (
+            "Per-tensor or per-token; per-feature does not fit an integer GEMM",
+            True,
+            "Hardware and kernels want scales constant along K.",
+        ),
+        ("Per-feature, because it is most accurate", False, "Most accurate, but it cannot leave the sum."),
+        ("No activation quantization is ever used", False, "W8A8 quantizes activations."),
+    ),
+)

@@ -1,0 +1,136 @@
+"""Lesson 06 · Dequantization inside a GEMM: the exercise tasks and the recall questions.
+
+Sources: ``notebooks/06_dequant_in_gemm.py`` (the lesson) and
+``exercises/solutions/06_dequant_in_gemm.py`` (the exercise, with solutions).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from qlesson.course.checking import Case, Mistake, Task
+from qlesson.course.recall import Numeric, Question, choice
+from qlesson.lessons._shared import weights
+
+_G = torch.Generator().manual_seed(1234 + 6)
+
+
+def _w(*shape: int, spread: bool = True) -> torch.Tensor:
+    return weights(_G, *shape, spread=spread)
+
+
+def _scale_after(x: torch.Tensor, q: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
+    return (x @ q.T) * s
+
+
+def _group_gemm(x: torch.Tensor, q: torch.Tensor, s: torch.Tensor, g: int) -> torch.Tensor:
+    n, k = q.shape
+    deq = (q.reshape(n, k // g, g) * s[..., None]).reshape(n, k)
+    return x @ deq.T
+
+
+def _w8a8_rescale(acc: torch.Tensor, s_x: torch.Tensor, s_w: torch.Tensor) -> torch.Tensor:
+    return acc * s_x[:, None] * s_w[None, :]
+
+
+TASKS: list[Task] = [
+    Task(
+        "06.scale_after_gemm",
+        "apply per-channel scales after the product",
+        _scale_after,
+        [
+            Case(
+                (_w(3, 8), torch.randint(-7, 8, (5, 8), generator=_G).float(), torch.rand(5, generator=_G)),
+                "M=3, K=8, N=5",
+            )
+        ],
+        "y = (x @ q.T) * s: s has one entry per output column",
+        [
+            Mistake("divided by the scales instead of multiplying", lambda x, q, s: (x @ q.T) / s),
+            Mistake("forgot the scales", lambda x, q, s: x @ q.T),
+        ],
+    ),
+    Task(
+        "06.group_gemm",
+        "a GEMM with per-group weight scales",
+        _group_gemm,
+        [
+            Case(
+                (_w(2, 8), torch.randint(-7, 8, (3, 8), generator=_G).float(), torch.rand(3, 2, generator=_G), 4),
+                "K=8, g=4",
+            )
+        ],
+        "the scales change along K: dequantize each group (or scale each group's partial sum) before summing",
+        [
+            Mistake(
+                "applied one scale per row after the product (only valid for per-channel)",
+                lambda x, q, s, g: (x @ q.T) * s.mean(1),
+            ),
+            Mistake(
+                "expanded the group scales with repeat instead of repeat_interleave (groups are contiguous)",
+                lambda x, q, s, g: x @ (q * s.repeat(1, g)).T,
+            ),
+        ],
+    ),
+    Task(
+        "06.w8a8_rescale",
+        "rescale an int32 accumulator",
+        _w8a8_rescale,
+        [
+            Case(
+                (
+                    torch.randint(-9000, 9000, (3, 4), generator=_G).float(),
+                    torch.rand(3, generator=_G),
+                    torch.rand(4, generator=_G),
+                ),
+                "M=3, N=4",
+            )
+        ],
+        "y[m, n] = acc[m, n] * s_x[m] * s_w[n]: the outer product of the TWO scale vectors",
+        [
+            Mistake("used only the weight scales", lambda a, sx, sw: a * sw[None, :]),
+            Mistake("used only the activation scales", lambda a, sx, sw: a * sx[:, None]),
+        ],
+    ),
+]
+
+RECALL: tuple[Question, ...] = (
+    choice(
+        "Why can a per-output-channel scale be applied after the GEMM?",
+        ("It is constant along K, so it factors out of the sum", True, "y[:, n] = s[n] * (x @ q[n, :])."),
+        ("Because the GEMM is linear in x", False, "Linearity in x is not what lets s[n] move."),
+        ("It cannot; it must be applied to the weight first", False, "Lesson 06 shows both orders agree."),
+    ),
+    Numeric(
+        "Applying per-channel scales to a [256, 4096] output: how many multiplies?",
+        256 * 4096,
+        "One per output element: M x N.",
+        rel_tol=0,
+    ),
+    choice(
+        "At M = 1, why is dequantize-then-matmul slower than fp32?",
+        (
+            "It writes and re-reads a full fp32 copy of the weight: more bytes than fp32 alone",
+            True,
+            "Batch-1 GEMMs are memory bound.",
+        ),
+        ("int8 arithmetic is slower than fp32", False, "No int8 arithmetic happens in that path."),
+        ("Because of rounding", False, "Rounding happened offline."),
+    ),
+    choice(
+        "In W8A8 with per-token and per-channel scales, the rescale of the int32 accumulator is...",
+        ("An [M, N] rank-1 matrix: the outer product of the TWO scale vectors", True, "s_x s_w^T."),
+        ("A scalar", False, "Only for per-tensor activations and weights."),
+        ("A full-rank [M, N] matrix", False, "It is an outer product: rank 1."),
+    ),
+    choice(
+        "The note claims per-channel dequantization adds under 5% to a GEMM. When does that hold?",
+        (
+            "When the scales are applied after an integer or fused GEMM",
+            True,
+            "N multiplies per output row is tiny next to the product.",
+        ),
+        ("Always", False, "Not for dequantize-then-matmul, which costs a multiple of the GEMM at small M."),
+        ("Never", False, "The epilogue multiply is measured well under 5%."),
+    ),
+)

@@ -1,0 +1,34 @@
+"""The quantization library: granularities, quantize/dequantize, errors, bytes, block formats.
+
+Nothing here knows about lessons or grading; everything here is what a quantization
+library would ship. ``import qlesson as ql`` re-exports the public names.
+
+>>> from qlesson.quant import PerGroup, quantize
+>>> quantize([[1.0, -2.0, 0.5, 0.25]], bits=4, granularity=PerGroup(2)).scale.tolist()
+[[0.2857142984867096, 0.0714285746216774]]
+"""
+
+from qlesson.quant.footprint import Footprint, footprint, total_footprint
+from qlesson.quant.granularity import Granularity, PerChannel, PerGroup, PerTensor, block_size, scale_shape
+from qlesson.quant.metrics import ChannelErrors, Errors, channel_errors, errors
+from qlesson.quant.quantize import QTensor, fake_quantize, qrange, quantize
+
+__all__ = [
+    "ChannelErrors",
+    "Errors",
+    "Footprint",
+    "Granularity",
+    "PerChannel",
+    "PerGroup",
+    "PerTensor",
+    "QTensor",
+    "block_size",
+    "channel_errors",
+    "errors",
+    "fake_quantize",
+    "footprint",
+    "qrange",
+    "quantize",
+    "scale_shape",
+    "total_footprint",
+]

@@ -1,0 +1,89 @@
+"""Error metrics between a tensor and its reconstruction.
+
+Introduced in lesson 02. ``sqnr_db`` is the signal-to-quantization-noise ratio,
+``10 * log10(sum(x**2) / sum((x - x_hat)**2))``: every 6 dB is about one more bit.
+A perfect reconstruction has ``sqnr_db = inf``.
+
+>>> e = errors([1.0, -2.0, 3.0, 4.0], [1.0, -2.0, 3.5, 4.0])
+>>> e.mae, e.rmse, e.max_abs, round(e.sqnr_db, 2)
+(0.125, 0.25, 0.5, 20.79)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from qlesson.quant._checks import ArrayLike, as_float_tensor, normalize_axis
+
+
+@dataclass(frozen=True)
+class Errors:
+    """Whole-tensor reconstruction errors (plain floats)."""
+
+    mae: float
+    rmse: float
+    max_abs: float
+    sqnr_db: float
+
+
+@dataclass(frozen=True)
+class ChannelErrors:
+    """Errors for each index along one axis (1-D float64 tensors, one entry per channel)."""
+
+    axis: int
+    mae: torch.Tensor
+    rmse: torch.Tensor
+    max_abs: torch.Tensor
+    sqnr_db: torch.Tensor
+
+
+def _pair(x: ArrayLike, x_hat: ArrayLike) -> tuple[torch.Tensor, torch.Tensor]:
+    a = as_float_tensor(x, "x").double()
+    b = as_float_tensor(x_hat, "x_hat").double()
+    if a.shape != b.shape:
+        raise ValueError(
+            f"x has shape {tuple(a.shape)} but x_hat has shape {tuple(b.shape)}; "
+            "compare a tensor with its own reconstruction"
+        )
+    return a, b
+
+
+def _sqnr_db(signal: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+    # noise 0 -> +inf (perfect); signal 0 with noise -> -inf. Never NaN.
+    ratio = torch.where(noise > 0, signal / noise.clamp_min(1e-300), torch.full_like(signal, math.inf))
+    return 10 * torch.log10(ratio)
+
+
+def errors(x: ArrayLike, x_hat: ArrayLike) -> Errors:
+    """MAE, RMSE, max absolute error and SQNR over the whole tensor."""
+    a, b = _pair(x, x_hat)
+    d = (a - b).abs()
+    return Errors(
+        mae=float(d.mean()),
+        rmse=float(d.square().mean().sqrt()),
+        max_abs=float(d.max()),
+        sqnr_db=float(_sqnr_db(a.square().sum(), d.square().sum())),
+    )
+
+
+def channel_errors(x: ArrayLike, x_hat: ArrayLike, axis: int = 0) -> ChannelErrors:
+    """The same metrics for each index along ``axis`` (each output channel by default).
+
+    >>> ce = channel_errors([[0.0, 1.0], [2.0, 2.0]], [[0.0, 0.5], [2.0, 2.0]])
+    >>> ce.mae.tolist(), ce.max_abs.tolist()
+    ([0.25, 0.0], [0.5, 0.0])
+    """
+    a, b = _pair(x, x_hat)
+    ax = normalize_axis(axis, a.ndim, "channel_errors")
+    d = (a - b).abs().movedim(ax, 0).reshape(a.shape[ax], -1)
+    s = a.movedim(ax, 0).reshape(a.shape[ax], -1)
+    return ChannelErrors(
+        axis=ax,
+        mae=d.mean(1),
+        rmse=d.square().mean(1).sqrt(),
+        max_abs=d.amax(1),
+        sqnr_db=_sqnr_db(s.square().sum(1), d.square().sum(1)),
+    )

@@ -1,0 +1,152 @@
+"""Tables for the small worked examples (lessons 02, 04 and 05).
+
+>>> rows = method_table(torch.tensor([[0.05, -0.08, 0.12, -0.15], [2.0, -3.1, 1.7, -2.6]]), 4)
+>>> [r["row 0 q"] for r in rows]
+[[0, 0, 0, 0], [2, -4, 6, -7]]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from qlesson.quant.granularity import Granularity, PerChannel, PerGroup, PerTensor, method_name, to_blocks
+from qlesson.quant.metrics import channel_errors
+from qlesson.quant.quantize import qrange, quantize
+
+
+def method_table(
+    x: torch.Tensor,
+    bits: int,
+    granularities: Sequence[Granularity] = (PerTensor(), PerChannel(0)),
+    *,
+    symmetric: bool = True,
+) -> list[dict[str, Any]]:
+    """One row per method: its scale(s), and each row's codes, reconstruction and MAE."""
+    out = []
+    for g in granularities:
+        qt = quantize(x, bits, granularity=g, symmetric=symmetric)
+        x_hat = qt.dequantize()
+        mae = channel_errors(x, x_hat).mae
+        row: dict[str, Any] = {"method": method_name(g), "scale": [round(v, 4) for v in qt.scale.flatten().tolist()]}
+        for r in range(x.shape[0]):
+            row[f"row {r} q"] = qt.q[r].tolist()
+            row[f"row {r} x_hat"] = x_hat[r].tolist()
+            row[f"row {r} MAE"] = float(mae[r])
+        out.append(row)
+    return out
+
+
+def range_usage(
+    x: torch.Tensor, bits: int, granularities: Sequence[Granularity] = (PerTensor(), PerChannel(0))
+) -> list[dict[str, Any]]:
+    """How much of the integer range each row uses: ``max |q| / qmax`` and distinct codes."""
+    qmax = qrange(bits)[1]
+    out = []
+    for r in range(x.shape[0]):
+        row: dict[str, Any] = {"row": r, "absmax": float(x[r].abs().max())}
+        for g in granularities:
+            q = quantize(x, bits, granularity=g).q[r].int()
+            row[f"{method_name(g)} max|q|"] = int(q.abs().max())
+            row[f"{method_name(g)} range used"] = f"{100 * int(q.abs().max()) / qmax:.0f}%"
+        out.append(row)
+    return out
+
+
+def compare_printed(computed: torch.Tensor, printed: Sequence[Sequence[int]], label: str) -> list[dict[str, Any]]:
+    """Entries where a source text's printed integers differ from what qlesson computes."""
+    diffs = []
+    for r, row in enumerate(printed):
+        for c, p in enumerate(row):
+            got = int(computed[r, c])
+            if got != p:
+                diffs.append({"method": label, "row": r, "col": c, "printed": p, "computed": got})
+    return diffs
+
+
+def group_table(x: torch.Tensor, bits: int, group_size: int) -> list[dict[str, Any]]:
+    """Per group of row 0..N: scale and max error under per-channel and per-group.
+
+    >>> t = group_table(torch.tensor([[8.1, 0.1, 0.2, -0.3]]), 4, 2)
+    >>> [(r["group"], round(r["per-group scale"], 4)) for r in t]
+    [(0, 1.1571), (1, 0.0429)]
+    """
+    pc = quantize(x, bits, granularity=PerChannel(0))
+    pg = quantize(x, bits, granularity=PerGroup(group_size))
+    err_pc = to_blocks((pc.dequantize() - x).abs(), PerGroup(group_size)).amax((1, 3))
+    err_pg = to_blocks((pg.dequantize() - x).abs(), PerGroup(group_size)).amax((1, 3))
+    rows = []
+    for r in range(x.shape[0]):
+        for gi in range(x.shape[1] // group_size):
+            rows.append(
+                {
+                    "row": r,
+                    "group": gi,
+                    "values": x[r, gi * group_size : (gi + 1) * group_size].tolist(),
+                    "per-channel scale": float(pc.scale[r]),
+                    "per-channel max err": float(err_pc[r, gi]),
+                    "per-group scale": float(pg.scale[r, gi]),
+                    "per-group max err": float(err_pg[r, gi]),
+                }
+            )
+    return rows
+
+
+def zero_point_table(channels: torch.Tensor, bits: int = 8) -> list[dict[str, Any]]:
+    """Per channel: the calculator's zero point (range not widened to 0) against qlesson's.
+
+    The calculator computes ``round(qmin - rmin / scale)`` from the channel's own min and
+    max; for a channel that does not contain 0 that integer falls outside the code range.
+    """
+    qmin, qmax = qrange(bits, symmetric=False, signed=False)
+    rows = []
+    for c in range(channels.shape[0]):
+        x = channels[c]
+        rmin, rmax = float(x.min()), float(x.max())
+        s_raw = (rmax - rmin) / (qmax - qmin)
+        zp_raw = round(qmin - rmin / s_raw)
+        qt = quantize(x, bits, symmetric=False, signed=False)
+        rows.append(
+            {
+                "channel": c,
+                "min": rmin,
+                "max": rmax,
+                "scale (own min..max)": s_raw,
+                "zero point (own min..max)": zp_raw,
+                "fits 0..255": "yes" if qmin <= zp_raw <= qmax else "NO",
+                "scale (range with 0)": float(qt.scale),
+                "zero point (range with 0)": int(qt.zero_point),
+            }
+        )
+    return rows
+
+
+def channel_ranges(x: torch.Tensor) -> list[dict[str, Any]]:
+    """The calculator's example table, recomputed: each channel's min, max and range."""
+    return [
+        {
+            "channel": c,
+            "values": x[c].tolist(),
+            "min": float(x[c].min()),
+            "max": float(x[c].max()),
+            "range": float(x[c].max() - x[c].min()),
+            "contains 0": bool(x[c].min() <= 0 <= x[c].max()),
+        }
+        for c in range(x.shape[0])
+    ]
+
+
+def mode_grid(x: torch.Tensor, bits: int) -> list[dict[str, Any]]:
+    """MAE of every channel under symmetric/asymmetric x per-tensor/per-channel."""
+    rows = []
+    for symmetric in (True, False):
+        for g in (PerTensor(), PerChannel(0)):
+            x_hat = quantize(x, bits, granularity=g, symmetric=symmetric).dequantize()
+            mae = channel_errors(x, x_hat).mae
+            row: dict[str, Any] = {"method": f"{'symmetric' if symmetric else 'asymmetric'} {method_name(g)}"}
+            row.update({f"ch {c} MAE": float(m) for c, m in enumerate(mae)})
+            row["mean MAE"] = float(mae.mean())
+            rows.append(row)
+    return rows

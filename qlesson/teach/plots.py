@@ -1,0 +1,291 @@
+"""Figures for the lessons. One colour per method everywhere in the course.
+
+Every function returns a matplotlib ``Figure``. Pass ``fig=`` to redraw an existing figure
+in place (the widgets do); without it a new pyplot figure is made, which Jupyter shows.
+Importing this module imports matplotlib; ``import qlesson`` alone does not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import matplotlib
+import numpy as np
+import torch
+from matplotlib.figure import Figure
+
+from qlesson.quant.granularity import Granularity, PerChannel, PerGroup, PerTensor, method_name
+from qlesson.quant.metrics import channel_errors
+from qlesson.quant.quantize import fake_quantize, qrange
+from qlesson.teach.ruler import ruler_for
+
+COLORS = {
+    "original": "#30343f",
+    "per-tensor": "#d1495b",
+    "per-channel": "#00798c",
+    "per-group": "#edae49",
+    "per-token": "#66a182",
+    "smoothed": "#8d5a97",
+}
+LAYER_COLORS = dict(
+    zip(
+        ("query", "key", "value", "attention output", "intermediate", "output", "pooler"),
+        ("#4e79a7", "#76b7b2", "#59a14f", "#b07aa1", "#f28e2b", "#e15759", "#9c9c9c"),
+        strict=True,
+    )
+)
+
+
+def method_color(granularity: Granularity) -> str:
+    return COLORS[method_name(granularity).split(" ")[0]]
+
+
+def _figure(fig: Figure | None, ncols: int = 1, nrows: int = 1, size: tuple[float, float] = (8, 3.2)) -> Figure:
+    if fig is None:
+        import matplotlib.pyplot as plt
+
+        fig = plt.figure(figsize=size, layout="constrained")
+    else:  # a widget's figure, redrawn in place: fixed margins (a constrained layout is slow to re-solve)
+        fig.clear()
+        fig.subplots_adjust(left=0.1, right=0.97, bottom=0.22, top=0.88, wspace=0.3)
+    fig.subplots(nrows, ncols, squeeze=False)
+    return fig
+
+
+def ruler(
+    values: Sequence[float] | torch.Tensor,
+    bits: int,
+    *,
+    symmetric: bool = True,
+    signed: bool = True,
+    scale: float | None = None,
+    zero_point: int | None = None,
+    fig: Figure | None = None,
+) -> Figure:
+    """Values above a number line, the ruler's ticks on it, an arrow to the tick each rounds to."""
+    fig = _figure(fig, size=(8, 2.6))
+    ax = fig.axes[0]
+    x = torch.as_tensor(values, dtype=torch.float64).flatten()
+    s, zp = ruler_for(x.float(), bits, symmetric=symmetric, signed=signed, scale=scale, zero_point=zero_point)
+    qmin, qmax = qrange(bits, symmetric=symmetric, signed=signed)
+    lo, hi = (qmin - zp) * s, (qmax - zp) * s
+    span = max(hi - lo, float(x.max() - x.min()), 1e-12)
+    left, right = min(lo, float(x.min())) - 0.05 * span, max(hi, float(x.max())) + 0.05 * span
+    ax.axhline(0, color="0.6", lw=1)
+    if qmax - qmin <= 64:
+        ticks = (np.arange(qmin, qmax + 1) - zp) * s
+        ax.vlines(ticks, -0.15, 0.15, color=COLORS["per-channel"], lw=1)
+    ax.axvspan(left, lo, color=COLORS["per-tensor"], alpha=0.08)
+    ax.axvspan(hi, right, color=COLORS["per-tensor"], alpha=0.08, label="outside the range: clipped")
+    q = torch.clamp(torch.round(x / s) + zp, qmin, qmax)
+    x_hat = (q - zp) * s
+    for v, r in zip(x.tolist(), x_hat.tolist(), strict=True):
+        ax.annotate("", xy=(r, 0.12), xytext=(v, 0.8), arrowprops={"arrowstyle": "->", "color": "0.45"})
+    ax.plot(x, np.full(len(x), 0.85), "o", color=COLORS["original"], label="value x")
+    ax.plot(x_hat, np.zeros(len(x)), "D", color=COLORS["per-channel"], label="x_hat on a tick")
+    ax.set(xlim=(left, right), ylim=(-0.4, 1.2), yticks=[], xlabel="value (weight units)")
+    ax.set_title(f"{bits}-bit ruler: {qmax - qmin + 1} ticks, scale {s:.4f}, zero point {zp}")
+    ax.legend(loc="upper left", fontsize=8, ncol=3, frameon=False)
+    return fig
+
+
+def rows_reconstruction(
+    x: torch.Tensor,
+    bits: int,
+    granularities: Sequence[Granularity] = (PerTensor(), PerChannel(0)),
+    *,
+    symmetric: bool = True,
+    fig: Figure | None = None,
+) -> Figure:
+    """One panel per row: original values and each method's reconstruction."""
+    fig = _figure(fig, ncols=x.shape[0], size=(4 * x.shape[0], 3))
+    recons = {method_name(g): fake_quantize(x, bits, granularity=g, symmetric=symmetric) for g in granularities}
+    idx = np.arange(x.shape[1])
+    width = 0.8 / (len(recons) + 1)
+    for r, ax in enumerate(fig.axes):
+        ax.bar(idx, x[r].numpy(), width, color=COLORS["original"], label="original")
+        for k, (name, rec) in enumerate(recons.items(), start=1):
+            ax.bar(idx + k * width, rec[r].numpy(), width, color=COLORS[name.split(" ")[0]], label=name)
+        ax.axhline(0, color="0.7", lw=0.8)
+        ax.set(
+            title=f"row {r} ({bits}-bit)",
+            xlabel="column",
+            ylabel="weight value (unitless)",
+            xticks=idx + width * len(recons) / 2,
+        )
+        ax.set_xticklabels([str(i) for i in idx])
+    fig.axes[0].legend(fontsize=8, frameon=False)
+    return fig
+
+
+def channel_spread(weights: Mapping[str, torch.Tensor], *, fig: Figure | None = None) -> Figure:
+    """Left: max/min channel absmax per layer, coloured by layer type. Right: worst layer's channels."""
+    from qlesson.teach.models import layer_type_of_short
+
+    fig = _figure(fig, ncols=2, size=(11, 3.6))
+    ax, ax2 = fig.axes
+    names = list(weights)
+    ratios = []
+    for name in names:
+        a = weights[name].abs().amax(1)
+        ratios.append(float(a.max() / a.min()))
+    kinds = [layer_type_of_short(n) for n in names]
+    ax.bar(range(len(names)), ratios, color=[LAYER_COLORS[k] for k in kinds])
+    for kind, color in LAYER_COLORS.items():
+        if kind in kinds:
+            ax.bar([0], [0], color=color, label=kind)
+    ax.set(yscale="log", xlabel="Linear layer (model order)", ylabel="max / min channel absmax (ratio)")
+    ax.set_title("How unequal are the output channels?")
+    ax.legend(fontsize=7, ncol=2, frameon=False)
+    worst = names[int(np.argmax(ratios))]
+    a = weights[worst].abs().amax(1).sort(descending=True).values
+    ax2.plot(a.numpy(), color=LAYER_COLORS[layer_type_of_short(worst)], label=worst)
+    ax2.axhline(float(a.max()), color=COLORS["per-tensor"], ls="--", label="the one per-tensor absmax")
+    ax2.set(xlabel="output channel (sorted)", ylabel="channel absmax (weight units)", yscale="log")
+    ax2.set_title(f"{worst}: channel absmax, sorted")
+    ax2.legend(fontsize=8, frameon=False)
+    return fig
+
+
+def channel_error_profile(w: torch.Tensor, bits: int, name: str = "", *, fig: Figure | None = None) -> Figure:
+    """Per-output-channel MAE under per-tensor and per-channel quantization."""
+    fig = _figure(fig, size=(9, 3.4))
+    ax = fig.axes[0]
+    for g in (PerTensor(), PerChannel(0)):
+        mae = channel_errors(w, fake_quantize(w, bits, granularity=g)).mae
+        ax.plot(mae.numpy(), lw=0.9, color=method_color(g), label=f"{method_name(g)} (mean {float(mae.mean()):.4f})")
+    ax.set(yscale="log", xlabel="output channel", ylabel="MAE (weight units)")
+    ax.set_title(f"{name} int{bits}: error of every output channel")
+    ax.legend(fontsize=8, frameon=False)
+    return fig
+
+
+def pareto(
+    points: Sequence[Mapping[str, Any]], *, highlight: Mapping[str, Any] | None = None, fig: Figure | None = None
+) -> Figure:
+    """Error against bits per weight; one marker per (method, bits), lines join one method."""
+    fig = _figure(fig, size=(8, 4))
+    ax = fig.axes[0]
+    methods = list(dict.fromkeys(p["method"] for p in points))
+    groups = [m for m in methods if m.startswith("per-group")]
+    shades = dict(zip(groups, np.linspace(1.0, 0.45, max(len(groups), 1)), strict=False))
+    markers = dict(zip(groups, "osD^v<>", strict=False))
+    for method in methods:
+        pts = sorted((p for p in points if p["method"] == method), key=lambda p: p["bits per weight"])
+        ax.plot(
+            [p["bits per weight"] for p in pts],
+            [p["rmse / rms"] for p in pts],
+            f"{markers.get(method, 'o')}-",
+            color=COLORS[method.split(" ")[0]],
+            alpha=shades.get(method, 1.0),
+            label=method,
+        )
+    if highlight:
+        ax.plot(highlight["bits per weight"], highlight["rmse / rms"], "*", ms=16, color="black", label="you are here")
+    ax.set(
+        yscale="log",
+        xlabel="bits per weight (payload + fp16 scales)",
+        ylabel="relative RMSE (rmse / rms of weights)",
+    )
+    ax.set_title("Error against storage: lower left is better")
+    ax.legend(fontsize=7, ncol=2, frameon=False)
+    return fig
+
+
+def block_bytes(raw_block: np.ndarray, fmt: str, *, fig: Figure | None = None) -> Figure:
+    """One llama.cpp block drawn byte by byte: the fp16 scale(s), then the packed codes."""
+    from qlesson.quant import formats
+
+    fig = _figure(fig, size=(11, 1.9))
+    ax = fig.axes[0]
+    raw = np.asarray(raw_block, dtype=np.uint8).reshape(-1)
+    header = 2 if fmt in ("Q8_0", "Q4_0") else 4
+    _, codes = formats.codes(raw, fmt)
+    for i, byte in enumerate(raw.tolist()):
+        is_head = i < header
+        color = COLORS["per-group"] if is_head else "#dfe7ec"
+        ax.add_patch(matplotlib.patches.Rectangle((i, 0), 0.95, 1, color=color))
+        if is_head:
+            label = "d" if i < 2 else "m"
+        elif fmt == "Q8_0":
+            label = f"{int(codes[0, i - header])}"
+        else:
+            j = i - header
+            label = f"{int(codes[0, j])}\n{int(codes[0, j + 16])}"
+        ax.text(i + 0.47, 0.5, label, ha="center", va="center", fontsize=6 if fmt == "Q8_0" else 7)
+        ax.text(i + 0.47, -0.25, f"{byte:02x}", ha="center", va="center", fontsize=6, family="monospace")
+    ax.set(xlim=(0, len(raw)), ylim=(-0.5, 1.05), yticks=[], xlabel="byte offset in the block")
+    what = "int8 code per byte" if fmt == "Q8_0" else "low nibble = code j, high nibble = code j+16"
+    ax.set_title(f"{fmt}: {len(raw)} bytes for 32 weights ({what}); hex below")
+    return fig
+
+
+def activation_features(acts: torch.Tensor, name: str, *, fig: Figure | None = None) -> Figure:
+    """Absmax of every input feature over all tokens: the outlier features stand out."""
+    fig = _figure(fig, size=(9, 3.2))
+    ax = fig.axes[0]
+    absmax = acts.abs().amax(0)
+    ax.plot(absmax.numpy(), lw=0.8, color=COLORS["original"])
+    top = absmax.topk(3).indices.tolist()
+    ax.plot(top, absmax[top].numpy(), "o", color=COLORS["per-tensor"], label=f"largest features {top}")
+    ax.axhline(float(absmax.median()), color=COLORS["per-channel"], ls="--", label="median feature")
+    ax.set(xlabel="input feature (channel)", ylabel="absmax over tokens")
+    ax.set_title(f"{name}: activation magnitude per feature ({acts.shape[0]} tokens)")
+    ax.legend(fontsize=8, frameon=False)
+    return fig
+
+
+def gemm_times(rows: Sequence[Any], *, fig: Figure | None = None) -> Figure:
+    """Median time against M for a few key methods (log-log)."""
+    fig = _figure(fig, ncols=2, size=(12, 3.8))
+    ax, ax2 = fig.axes
+    keys = {
+        "fp32 F.linear": COLORS["original"],
+        "naive: dequant per-channel": COLORS["per-tensor"],
+        "same, preallocated buffer": "#e07a5f",
+        "fused int8 weight-only per-channel, bf16": COLORS["per-channel"],
+        "fused int4 weight-only group 128": COLORS["per-group"],
+        "W8A8": COLORS["per-token"],
+    }
+    for prefix, color in keys.items():
+        pts = sorted((r.m, r.median_ms) for r in rows if r.method.startswith(prefix) and r.median_ms == r.median_ms)
+        if pts:
+            ax.plot(*zip(*pts, strict=True), "o-", color=color, label=prefix)
+    ax.set(xscale="log", yscale="log", xlabel="batch M (tokens)", ylabel="median time (ms)")
+    ax.set_title("Time of one [M, K] x [K, N] product")
+    ax.legend(fontsize=7, frameon=False)
+    m1 = [r for r in rows if r.m == 1 and r.median_ms == r.median_ms and r.gb_per_s > 0]
+    ax2.barh(range(len(m1)), [r.gb_per_s for r in m1], color="#9fb3c8")
+    ax2.set_yticks(range(len(m1)))
+    ax2.set_yticklabels([r.method[:44] for r in m1], fontsize=6)
+    ax2.invert_yaxis()
+    ax2.set(xlabel="stored weight bytes consumed per second (GB/s)")
+    ax2.set_title("M = 1: how fast each method eats its weight bytes")
+    return fig
+
+
+def bandwidth_lines(fig: Figure, copy_gb_s: float, read_gb_s: float) -> Figure:
+    """Add the measured memory bandwidth (the roofline at M = 1) to :func:`gemm_times`' right panel."""
+    ax = fig.axes[1]
+    ax.axvline(read_gb_s, color=COLORS["per-tensor"], ls="--", label=f"read-only bandwidth {read_gb_s:.0f} GB/s")
+    ax.axvline(copy_gb_s, color=COLORS["per-tensor"], ls=":", label=f"copy bandwidth {copy_gb_s:.0f} GB/s")
+    ax.legend(fontsize=7, frameon=False, loc="lower right")
+    return fig
+
+
+__all__ = [
+    "COLORS",
+    "LAYER_COLORS",
+    "PerGroup",
+    "activation_features",
+    "block_bytes",
+    "channel_error_profile",
+    "bandwidth_lines",
+    "channel_spread",
+    "gemm_times",
+    "method_name",
+    "pareto",
+    "rows_reconstruction",
+    "ruler",
+]

@@ -1,0 +1,193 @@
+"""Measurements on real MiniLM weights and activations (lessons 03 to 05).
+
+Each function takes tensors (or the model) and returns rows for :func:`qlesson.teach.report.print_table`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+
+from qlesson.quant.footprint import footprint
+from qlesson.quant.granularity import Granularity, PerChannel, PerGroup, PerTensor, method_name
+from qlesson.quant.metrics import errors
+from qlesson.quant.quantize import fake_quantize
+from qlesson.teach.models import embed, layer_type_of_short, quantized_weights
+
+
+def channel_spread_rows(weights: Mapping[str, torch.Tensor]) -> list[dict[str, Any]]:
+    """Per layer: shape and the spread of its output channels' absmax."""
+    rows = []
+    for name, w in weights.items():
+        a = w.abs().amax(1)
+        rows.append(
+            {
+                "layer": name,
+                "shape": "x".join(str(s) for s in w.shape),
+                "min": float(a.min()),
+                "median": float(a.median()),
+                "max": float(a.max()),
+                "max/min": float(a.max() / a.min()),
+                "max/median": float(a.max() / a.median()),
+            }
+        )
+    return rows
+
+
+def spread_by_type(weights: Mapping[str, torch.Tensor]) -> list[dict[str, Any]]:
+    """Per layer type: median and worst max/min ratio, and int4 SQNR per-tensor vs per-channel."""
+    groups: dict[str, list[str]] = {}
+    for name in weights:
+        groups.setdefault(layer_type_of_short(name), []).append(name)
+    rows = []
+    for kind, names in groups.items():
+        ratios = torch.tensor([float(weights[n].abs().amax(1).max() / weights[n].abs().amax(1).min()) for n in names])
+        sq_t = [errors(weights[n], fake_quantize(weights[n], 4)).sqnr_db for n in names]
+        sq_c = [errors(weights[n], fake_quantize(weights[n], 4, granularity=PerChannel(0))).sqnr_db for n in names]
+        rows.append(
+            {
+                "type": kind,
+                "layers": len(names),
+                "median max/min": float(ratios.median()),
+                "worst max/min": float(ratios.max()),
+                "int4 SQNR per-tensor dB": sum(sq_t) / len(sq_t),
+                "int4 SQNR per-channel dB": sum(sq_c) / len(sq_c),
+            }
+        )
+    return rows
+
+
+def error_reduction(weights: Mapping[str, torch.Tensor], bits: int) -> float:
+    """Fraction by which per-channel lowers the summed absolute error versus per-tensor, over all layers."""
+    t = sum(float((fake_quantize(w, bits) - w).abs().sum()) for w in weights.values())
+    c = sum(float((fake_quantize(w, bits, granularity=PerChannel(0)) - w).abs().sum()) for w in weights.values())
+    return 1 - c / t
+
+
+def outlier_channels(weights: Mapping[str, torch.Tensor], top: int = 5, k: int = 3) -> list[dict[str, Any]]:
+    """The ``top`` layers with the loudest single channel relative to their median channel."""
+    rows = []
+    for name, w in weights.items():
+        a = w.abs().amax(1)
+        vals, idx = a.topk(k)
+        rows.append(
+            {
+                "layer": name,
+                "loudest channels": idx.tolist(),
+                "their absmax": [round(v, 3) for v in vals.tolist()],
+                "median absmax": float(a.median()),
+                "loudest / median": float(vals[0] / a.median()),
+            }
+        )
+    return sorted(rows, key=lambda r: -r["loudest / median"])[:top]
+
+
+def _pairwise(e: torch.Tensor) -> torch.Tensor:
+    i, j = torch.triu_indices(len(e), len(e), 1)
+    return (e @ e.T)[i, j]
+
+
+def _spearman(a: torch.Tensor, b: torch.Tensor) -> float:
+    from scipy.stats import spearmanr
+
+    return float(spearmanr(a.numpy(), b.numpy()).statistic)
+
+
+def embedding_quality(
+    model: Any, settings: Sequence[tuple[int, Granularity]], sentences: Sequence[str] | None = None
+) -> list[dict[str, Any]]:
+    """Quantize every Linear weight and compare sentence embeddings with FP32.
+
+    ``cosine`` is each sentence's embedding against its FP32 embedding; ``rank corr`` is
+    Spearman's correlation of all pairwise sentence similarities, FP32 against quantized.
+    """
+    kwargs = {} if sentences is None else {"sentences": list(sentences)}
+    ref = embed(model, **kwargs)
+    ref_pairs = _pairwise(ref)
+    rows = []
+    for bits, g in settings:
+        with quantized_weights(model, bits, g):
+            e = embed(model, **kwargs)
+        cos = (e * ref).sum(1)
+        rows.append(
+            {
+                "weights": f"int{bits} {method_name(g)}",
+                "mean cosine": float(cos.mean()),
+                "worst cosine": float(cos.min()),
+                "rank corr": _spearman(ref_pairs, _pairwise(e)),
+            }
+        )
+    return rows
+
+
+def pareto_points(
+    weights: Mapping[str, torch.Tensor],
+    bits_list: Sequence[int] = (8, 4, 3),
+    granularities: Sequence[Granularity] = (
+        PerTensor(),
+        PerChannel(0),
+        PerGroup(256),
+        PerGroup(128),
+        PerGroup(64),
+        PerGroup(32),
+    ),
+) -> list[dict[str, Any]]:
+    """Relative RMSE over all of ``weights`` against bits per weight with fp16 scales.
+
+    Every group size must divide every layer's ``in_features`` (a ValueError says which does not).
+    """
+    rows = []
+    total_sq = sum(float(w.double().square().sum()) for w in weights.values())
+    numel = sum(w.numel() for w in weights.values())
+    for g in granularities:
+        for bits in bits_list:
+            err_sq = sum(
+                float((fake_quantize(w, bits, granularity=g) - w).double().square().sum()) for w in weights.values()
+            )
+            total_bytes = sum(footprint(tuple(w.shape), bits, g).total_bytes for w in weights.values())
+            rows.append(
+                {
+                    "method": method_name(g),
+                    "bits": bits,
+                    "bits per weight": total_bytes * 8 / numel,
+                    "rmse / rms": (err_sq / total_sq) ** 0.5,
+                }
+            )
+    return rows
+
+
+def activation_quant_rows(acts: torch.Tensor, bits: int = 8) -> list[dict[str, Any]]:
+    """Per-tensor, per-token (one scale per row) and per-feature quantization of ``[tokens, features]``."""
+    rows = []
+    for label, g in (("per-tensor", PerTensor()), ("per-token", PerChannel(0)), ("per-feature", PerChannel(1))):
+        e = errors(acts, fake_quantize(acts, bits, granularity=g))
+        rows.append({"activation scales": label, "rmse": e.rmse, "SQNR dB": e.sqnr_db})
+    return rows
+
+
+def smoothquant_rows(x: torch.Tensor, w: torch.Tensor, alpha: float = 0.5, bits: int = 8) -> list[dict[str, Any]]:
+    """W8A8 output error of ``x @ w.T`` without and with SmoothQuant's per-feature migration.
+
+    ``s_j = max|x_j|**alpha / max|w_j|**(1 - alpha)``; ``x / s`` and ``w * s`` give the same
+    product in exact arithmetic, but the activation outliers are tamed before quantizing.
+    Activations get one scale per token, weights one per output channel.
+    """
+    if not 0.0 <= alpha <= 1.0:
+        raise ValueError(f"alpha={alpha!r} must be between 0 and 1 (0.5 is SmoothQuant's default)")
+    y = x @ w.T
+    s = (x.abs().amax(0).clamp_min(1e-5) ** alpha) / (w.abs().amax(0).clamp_min(1e-5) ** (1 - alpha))
+    rows = []
+    for label, xs, ws in (("plain", x, w), (f"smoothed (alpha {alpha})", x / s, w * s)):
+        for act_label, g in (("per-tensor", PerTensor()), ("per-token", PerChannel(0))):
+            y_hat = fake_quantize(xs, bits, granularity=g) @ fake_quantize(ws, bits, granularity=PerChannel(0)).T
+            rows.append(
+                {
+                    "variant": label,
+                    "activation scales": act_label,
+                    "act max/median feature": float(xs.abs().amax(0).max() / xs.abs().amax(0).median()),
+                    "output SQNR dB": errors(y, y_hat).sqnr_db,
+                }
+            )
+    return rows

@@ -1,0 +1,322 @@
+"""Sliders for the lessons (ipywidgets 8). Each widget is a function returning the widget.
+
+The maths behind every widget is a plain function (``*_state``) that tests call without a
+browser. A widget keeps one matplotlib figure and one image, and redraws both in place on
+each change: no pile-up of figures, and it works the same in JupyterLab and Voila.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from qlesson.quant.footprint import footprint
+from qlesson.quant.granularity import PerChannel, PerGroup, PerTensor
+from qlesson.quant.metrics import channel_errors, errors
+from qlesson.quant.quantize import quantize
+from qlesson.teach.examples import ROW_A, ROW_B
+
+
+def two_rows_state(
+    a_scale: float = 1.0, b_scale: float = 1.0, bits: int = 4, *, symmetric: bool = True, per_channel: bool = False
+) -> dict[str, Any]:
+    """Lesson 02's 2x4 weight with Row A and Row B multiplied by ``a_scale`` and ``b_scale``.
+
+    >>> s = two_rows_state(bits=4)
+    >>> s["q"][0], round(s["mae"][0], 4)
+    ([0, 0, 0, 0], 0.1)
+    >>> two_rows_state(bits=4, per_channel=True)["q"][0]
+    [2, -4, 6, -7]
+    """
+    x = torch.tensor([[v * a_scale for v in ROW_A], [v * b_scale for v in ROW_B]])
+    g = PerChannel(0) if per_channel else PerTensor()
+    qt = quantize(x, bits, granularity=g, symmetric=symmetric)
+    x_hat = qt.dequantize()
+    return {
+        "x": x.tolist(),
+        "q": qt.q.tolist(),
+        "x_hat": x_hat.tolist(),
+        "scale": [float(v) for v in qt.scale.flatten()],
+        "zero_point": [int(v) for v in qt.zero_point.flatten()],
+        "mae": channel_errors(x, x_hat).mae.tolist(),
+    }
+
+
+def group_state(w: torch.Tensor, group_size: int, bits: int) -> dict[str, Any]:
+    """Error and storage of ``w`` ``[N, K]`` at one group size (``K`` means per-channel).
+
+    >>> s = group_state(torch.ones(4, 64), 32, 4)
+    >>> s["n_scales"], s["metadata_bytes"], s["bits_per_weight"]
+    (8, 16, 4.5)
+    """
+    g = PerGroup(group_size)
+    qt = quantize(w, bits, granularity=g)
+    e = errors(w, qt.dequantize())
+    fp = footprint(tuple(w.shape), bits, g)
+    rms = float(w.double().square().mean().sqrt())
+    return {
+        "group_size": group_size,
+        "bits": bits,
+        "rmse": e.rmse,
+        "rmse / rms": e.rmse / rms if rms > 0 else 0.0,
+        "sqnr_db": e.sqnr_db,
+        "n_scales": fp.n_scales,
+        "metadata_bytes": fp.metadata_bytes,
+        "total_bytes": fp.total_bytes,
+        "bits_per_weight": fp.bits_per_weight,
+    }
+
+
+def divisors(n: int, smallest: int = 16) -> list[int]:
+    """Group sizes that divide ``n``, from ``smallest`` up to ``n`` itself.
+
+    >>> divisors(384)
+    [16, 24, 32, 48, 64, 96, 128, 192, 384]
+    """
+    return [d for d in range(smallest, n + 1) if n % d == 0]
+
+
+def _png(fig: Any) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=80)
+    return buf.getvalue()
+
+
+def _panel(controls: list[Any], update: Callable[[], tuple[str, Any]]) -> Any:
+    """Controls on top, a text summary and one image below; ``update`` returns (html, figure)."""
+    import ipywidgets as W
+
+    summary = W.HTML()
+    image = W.Image(format="png")
+
+    def refresh(_change: Any = None) -> None:
+        html, fig = update()
+        summary.value = html
+        image.value = _png(fig)
+
+    for c in controls:
+        c.observe(refresh, names="value")
+    refresh()
+    box = W.VBox([W.HBox(controls), summary, image])
+    box.refresh = refresh  # tests and the benchmark call it directly
+    return box
+
+
+def _fig(size: tuple[float, float]) -> Any:
+    """A figure for a widget (no layout engine: plots give widget figures fixed margins)."""
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=size)
+
+
+def ruler_explorer(values: tuple[float, ...] = (-0.62, -0.1, 0.0, 0.23, 0.5, 0.91)) -> Any:
+    """Lesson 01: a value slider and a bit-width slider on a symmetric ruler fitted to ``values``."""
+    import ipywidgets as W
+
+    from qlesson.teach.plots import ruler
+    from qlesson.teach.ruler import ruler_for, steps
+
+    # matplotlib redraws take ~0.1 s: update when the slider is released
+    value = W.FloatSlider(value=0.23, min=-1.5, max=1.5, step=0.01, description="value", continuous_update=False)
+    bits = W.IntSlider(value=3, min=2, max=8, description="bits", continuous_update=False)
+    fig = _fig((8, 2.6))
+
+    def update() -> tuple[str, Any]:
+        scale, _ = ruler_for(values, bits.value)
+        row = steps([value.value], bits.value, scale=scale)[0]
+        ruler([*values, value.value], bits.value, scale=scale, fig=fig)
+        clip = " <b>clipped</b>: outside the ruler" if row["note"] else ""
+        html = (
+            f"x = {row['x']:+.4f} -> q = {row['q']} -> x_hat = {row['x_hat']:+.4f}; "
+            f"error {row['error']:+.4f} (half a tick is {scale / 2:.4f}){clip}"
+        )
+        return html, fig
+
+    return _panel([value, bits], update)
+
+
+def rows_svg(x: list[list[float]], x_hat: list[list[float]], color: str, label: str) -> str:
+    """A small inline SVG bar chart: each row's original and reconstructed values (fast to redraw).
+
+    >>> rows_svg([[1.0, -1.0]], [[1.0, 0.0]], "#d1495b", "per-tensor").startswith("<svg")
+    True
+    """
+    from qlesson.teach.plots import COLORS
+
+    w, h, pad = 330, 170, 24
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w * len(x)}" height="{h}" class="ql-rows">']
+    for r, (row, rec) in enumerate(zip(x, x_hat, strict=True)):
+        ox = r * w
+        top = max(max(abs(v) for v in row + rec), 1e-12)
+        mid = h / 2 + 6
+        unit = (h / 2 - pad) / top
+        slot = (w - 2 * pad) / len(row)
+        parts.append(
+            f'<text x="{ox + pad}" y="14" font-size="12">Row {"AB"[r] if len(x) == 2 else r} '
+            f"(axis to &#177;{top:.3g})</text>"
+        )
+        parts.append(f'<line x1="{ox + pad}" x2="{ox + w - pad}" y1="{mid}" y2="{mid}" stroke="#999"/>')
+        for i, (v, q) in enumerate(zip(row, rec, strict=True)):
+            for k, (val, col) in enumerate(((v, COLORS["original"]), (q, color))):
+                bx = ox + pad + i * slot + 4 + k * (slot / 2 - 2)
+                y, hh = (mid - val * unit, val * unit) if val >= 0 else (mid, -val * unit)
+                parts.append(
+                    f'<rect x="{bx:.1f}" y="{y:.1f}" width="{slot / 2 - 6:.1f}" height="{hh:.1f}" fill="{col}"/>'
+                )
+    parts.append(f'<text x="{pad}" y="{h - 4}" font-size="11" fill="{COLORS["original"]}">&#9632; original</text>')
+    parts.append(f'<text x="{pad + 90}" y="{h - 4}" font-size="11" fill="{color}">&#9632; {label}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def two_rows_explorer() -> Any:
+    """Lesson 02: Row A's and Row B's magnitudes, bits, symmetric/asymmetric, per-tensor/per-channel.
+
+    The chart is inline SVG, so one update (maths and redraw) takes milliseconds.
+    """
+    import ipywidgets as W
+
+    from qlesson.teach.plots import COLORS
+
+    a = W.FloatLogSlider(value=1.0, base=10, min=-1, max=1, description="Row A x")
+    b = W.FloatLogSlider(value=1.0, base=10, min=-1, max=1, description="Row B x")
+    bits = W.IntSlider(value=4, min=2, max=8, description="bits")
+    sym = W.ToggleButtons(options=["symmetric", "asymmetric"], value="symmetric")
+    gran = W.ToggleButtons(options=["per-tensor", "per-channel"], value="per-tensor")
+    summary, chart = W.HTML(), W.HTML()
+
+    def refresh(_change: Any = None) -> None:
+        st = two_rows_state(
+            a.value, b.value, bits.value, symmetric=sym.value == "symmetric", per_channel=gran.value == "per-channel"
+        )
+        scales = ", ".join(f"{s:.4f}" for s in st["scale"])
+        summary.value = "<br>".join(
+            [f"int{bits.value} {sym.value} {gran.value}: scale(s) {scales}; zero point(s) {st['zero_point']}"]
+            + [
+                f"Row {'AB'[r]}: q {st['q'][r]}, x_hat [{', '.join(f'{v:+.3f}' for v in st['x_hat'][r])}], "
+                f"<span class='ql-mae' data-row='{r}'>MAE {st['mae'][r]:.4f}</span>"
+                for r in range(2)
+            ]
+        )
+        chart.value = rows_svg(st["x"], st["x_hat"], COLORS[gran.value], f"{gran.value} int{bits.value}")
+
+    controls = [a, b, bits, sym, gran]
+    for c in controls:
+        c.observe(refresh, names="value")
+    refresh()
+    box = W.VBox([W.HBox(controls[:3]), W.HBox(controls[3:]), summary, chart])
+    box.refresh = refresh
+    return box
+
+
+def group_explorer(w: torch.Tensor, name: str = "layer", points: list[dict[str, Any]] | None = None) -> Any:
+    """Lesson 04: group size and bits on one real layer, with the point on the error/bits curve."""
+    import ipywidgets as W
+
+    from qlesson.teach.plots import pareto
+
+    sizes = divisors(w.shape[1])
+    size = W.SelectionSlider(
+        options=sizes, value=128 if 128 in sizes else sizes[0], description="group", continuous_update=False
+    )
+    bits = W.IntSlider(value=4, min=2, max=8, description="bits", continuous_update=False)
+    fig = _fig((7, 3.4))
+    curve = points or [
+        {"method": "per-group 32" if g < w.shape[1] else "per-channel", **_point(group_state(w, g, b))}
+        for b in (8, 4, 3)
+        for g in (32, w.shape[1])
+        if w.shape[1] % g == 0
+    ]
+
+    def update() -> tuple[str, Any]:
+        st = group_state(w, size.value, bits.value)
+        pareto(curve, highlight=_point(st), fig=fig)
+        html = (
+            f"{name}: group {st['group_size']} x int{st['bits']}: {st['n_scales']} scales, "
+            f"{st['metadata_bytes']} metadata bytes of {st['total_bytes']}, "
+            f"{st['bits_per_weight']:.3f} bits per weight, relative RMSE {st['rmse / rms']:.4f}, "
+            f"SQNR {st['sqnr_db']:.1f} dB"
+        )
+        return html, fig
+
+    return _panel([size, bits], update)
+
+
+def _point(st: dict[str, Any]) -> dict[str, Any]:
+    return {"bits per weight": st["bits_per_weight"], "rmse / rms": st["rmse / rms"]}
+
+
+def _html_table(rows: list[dict[str, Any]], formats: dict[str, str]) -> str:
+    from qlesson.teach.report import fmt_value
+
+    head = "".join(f"<th>{k}</th>" for k in rows[0])
+    body = "".join(
+        "<tr>" + "".join(f"<td>{fmt_value(v, formats.get(k, ''))}</td>" for k, v in row.items()) + "</tr>"
+        for row in rows
+    )
+    return f"<table class='ql-table'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def calculator_view(result: Any) -> str:
+    """The calculator's HTML summary: per-channel table, overall errors, memory estimate, downloads."""
+    from qlesson.teach import calculator as calc
+
+    fmt = {k: ".5g" for k in result.channels[0] if isinstance(result.channels[0][k], float)}
+    overall = [{"method": m, **v} for m, v in result.overall.items()]
+    memory = ", ".join(f"{k}: {v}" for k, v in result.memory.items())
+    links = " · ".join(
+        [
+            calc.data_link(calc.summary_csv(result).encode(), "quantization_summary.csv", "text/csv", "Download CSV"),
+            calc.data_link(calc.pdf_bytes(result), "quantization_report.pdf", "application/pdf", "Download PDF"),
+        ]
+    )
+    return (
+        _html_table(result.channels, fmt)
+        + "<h4>Overall</h4>"
+        + _html_table(overall, {"MAE": ".5g", "RMSE": ".5g", "max error": ".5g"})
+        + f"<p class='ql-memory'>Memory estimate (bytes): {memory}</p><p>{links}</p>"
+    )
+
+
+def calculator(text: str | None = None) -> Any:
+    """Lesson 07: paste channels, choose bits / signed / symmetric, press Compare.
+
+    Bad text shows a message and keeps the last good result; nothing raises into the page.
+    """
+    import ipywidgets as W
+
+    from qlesson.teach import calculator as calc
+
+    box = W.Textarea(
+        value=calc.EXAMPLE if text is None else text, rows=6, layout=W.Layout(width="520px"), description="channels"
+    )
+    bits = W.IntSlider(value=8, min=2, max=16, description="bits")
+    signed = W.ToggleButtons(options=["signed", "unsigned"], value="signed")
+    sym = W.ToggleButtons(options=["symmetric", "asymmetric"], value="asymmetric")
+    button = W.Button(description="Compare", button_style="primary")
+    message = W.HTML()
+    summary = W.HTML()
+    image = W.Image(format="png")
+    fig = _fig((10, 2.8))
+
+    def run(_b: Any = None) -> None:
+        try:
+            chans = calc.parse_channels(box.value)
+            result = calc.compare(
+                chans, bits.value, signed=signed.value == "signed", symmetric=sym.value == "symmetric"
+            )
+        except ValueError as err:
+            message.value = f"<p class='ql-error' style='color:#b00020'>Cannot compare: {err}</p>"
+            return
+        message.value = "<p class='ql-ok'>Compared.</p>"
+        summary.value = calculator_view(result)
+        image.value = _png(calc.plot(result, fig))
+
+    button.on_click(run)
+    run()
+    ui = W.VBox([box, W.HBox([bits, signed, sym]), button, message, summary, image])
+    ui.run = run
+    return ui

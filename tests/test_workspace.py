@@ -1,0 +1,124 @@
+"""The learner's workspace: edits are private, updates never overwrite them."""
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from qlesson.course import grade, workspace
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def course(tmp_path):
+    """A copy of the course's notebooks that a test can 'update'."""
+    for folder in workspace.FOLDERS:
+        (tmp_path / "course" / folder).mkdir(parents=True)
+        for path in sorted((ROOT / folder).glob("0[0-2]_*.ipynb")):
+            shutil.copy(path, tmp_path / "course" / folder / path.name)
+    return tmp_path / "course"
+
+
+def _edit(path: Path, index: int, source: str) -> None:
+    nb = nbformat.read(str(path), as_version=4)
+    nb.cells[index].source = source
+    nbformat.write(nb, str(path))
+
+
+def _first_code(path: Path) -> int:
+    nb = nbformat.read(str(path), as_version=4)
+    return next(i for i, c in enumerate(nb.cells) if c.cell_type == "code")
+
+
+def test_first_run_copies_every_lesson_and_exercise(tmp_path, course):
+    ws = tmp_path / "ws"
+    messages = workspace.prepare(ws, course)
+    expected = set(workspace.course_notebooks(course))
+    assert messages == [f"workspace ready: {len(expected)} notebooks copied"]
+    assert {p.relative_to(ws).as_posix() for p in ws.rglob("*.ipynb")} == expected
+    copy = nbformat.read(str(ws / "notebooks" / "01_the_ruler.ipynb"), as_version=4)
+    assert "jupytext" not in copy.metadata  # the learner's copy is not paired with a source
+    assert workspace.prepare(ws, course) == []  # nothing changed, nothing said
+
+
+def test_an_update_replaces_untouched_copies_and_never_edited_ones(tmp_path, course):
+    ws = tmp_path / "ws"
+    workspace.prepare(ws, course)
+    mine = ws / "exercises" / "01_the_ruler.ipynb"
+    _edit(mine, _first_code(mine), "my_answer = 42")
+    before = mine.read_bytes()
+    for rel in ("exercises/01_the_ruler.ipynb", "notebooks/01_the_ruler.ipynb"):
+        _edit(course / rel, _first_code(course / rel), "print('course v2')")
+    messages = workspace.prepare(ws, course)
+    assert mine.read_bytes() == before
+    new = ws / "exercises" / "01_the_ruler.new.ipynb"
+    assert "print('course v2')" in new.read_text()
+    assert any(m.startswith("exercises/01_the_ruler.ipynb: the course changed it") for m in messages)
+    assert "updated: notebooks/01_the_ruler.ipynb (you had not edited it)" in messages
+    assert "print('course v2')" in (ws / "notebooks" / "01_the_ruler.ipynb").read_text()
+    assert len(messages) == 2
+    assert workspace.prepare(ws, course) == []  # told once
+
+
+def test_running_cells_is_not_an_edit(tmp_path, course):
+    ws = tmp_path / "ws"
+    workspace.prepare(ws, course)
+    path = ws / "notebooks" / "02_one_ruler_or_many.ipynb"
+    nb = nbformat.read(str(path), as_version=4)
+    for c in nb.cells:
+        if c.cell_type == "code":
+            c.outputs, c.execution_count = [], None
+    nbformat.write(nb, str(path))
+    rel = "notebooks/02_one_ruler_or_many.ipynb"
+    _edit(course / rel, _first_code(course / rel), "print('v2')")
+    assert workspace.prepare(ws, course) == [f"updated: {rel} (you had not edited it)"]
+
+
+def test_new_course_notebooks_arrive(tmp_path, course):
+    ws = tmp_path / "ws"
+    workspace.prepare(ws, course)
+    shutil.copy(ROOT / "notebooks" / "03_per_channel_on_real_weights.ipynb", course / "notebooks")
+    assert workspace.prepare(ws, course) == ["new: notebooks/03_per_channel_on_real_weights.ipynb"]
+
+
+def test_reset_keeps_a_backup(tmp_path, course):
+    ws = tmp_path / "ws"
+    workspace.prepare(ws, course)
+    mine = ws / "exercises" / "02_one_ruler_or_many.ipynb"
+    _edit(mine, _first_code(mine), "broken(")
+    workspace.reset("exercises/02_one_ruler_or_many.ipynb", ws, course)
+    assert "broken(" in (ws / "exercises" / "02_one_ruler_or_many.ipynb.bak").read_text()
+    assert "broken(" not in mine.read_text()
+    with pytest.raises(ValueError, match="not a course notebook"):
+        workspace.reset("exercises/99_nope.ipynb", ws, course)
+
+
+def test_grading_skips_new_versions(tmp_path):
+    for name in ("01_the_ruler.ipynb", "01_the_ruler.new.ipynb"):
+        shutil.copy(ROOT / "exercises" / "01_the_ruler.ipynb", tmp_path / name)
+    assert [p.name for p in grade.exercise_paths([], tmp_path)] == ["01_the_ruler.ipynb"]
+
+
+def test_git_and_the_test_suite_never_see_the_workspace():
+    out = subprocess.run(
+        ["git", "check-ignore", "-q", "workspace/exercises/01_the_ruler.ipynb"], cwd=ROOT, capture_output=True
+    )
+    if out.returncode == 128:
+        pytest.skip("not a git checkout")
+    assert out.returncode == 0, "workspace/ must be git-ignored"
+    import tomllib
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert not any("workspace" in p for p in config["tool"]["pytest"]["ini_options"]["testpaths"])
+    assert "workspace" in config["tool"]["ruff"]["extend-exclude"]
+
+
+def test_manifest_is_readable_json(tmp_path, course):
+    ws = tmp_path / "ws"
+    workspace.prepare(ws, course)
+    manifest = json.loads((ws / workspace.MANIFEST).read_text())
+    assert set(manifest) == set(workspace.course_notebooks(course))
