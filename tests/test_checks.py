@@ -3,7 +3,8 @@
 import pytest
 import torch
 
-from qlesson.course.checking import CheckFailed, NotAttempted
+from qlesson.course.checking import CheckFailed, NotAttempted, evaluate
+from qlesson.course.recall import LETTERS, Choice, Numeric, bank, feedback
 from qlesson.course.tasks import check, tasks
 
 
@@ -19,7 +20,15 @@ WRONG = {
     ],
     "01.quantize_symmetric": [
         (lambda x, scale, bits: (x / scale).round(), "forgot to clamp"),
-        (lambda x, scale, bits: (x / scale).int().float().clamp(-7, 7), "truncated toward zero"),
+        (
+            lambda x, scale, bits: (x / scale).int().float().clamp(-(2 ** (bits - 1) - 1), 2 ** (bits - 1) - 1),
+            "truncated toward zero",
+        ),
+        (lambda x, scale, bits: (x / scale).round().clamp(-7, 7), "int4 hard-coded"),
+        (
+            lambda x, scale, bits: torch.floor(x / scale + 0.5).clamp(-(2 ** (bits - 1) - 1), 2 ** (bits - 1) - 1),
+            "rounded halves up",
+        ),
     ],
     "01.asymmetric_qparams": [
         (
@@ -36,27 +45,47 @@ WRONG = {
             ),
             "did not widen",
         ),
+        (
+            lambda x, bits: (
+                (max(x.max(), 0) - min(x.min(), 0)) / 255,
+                torch.round(-min(x.min(), 0) / ((max(x.max(), 0) - min(x.min(), 0)) / 255)),
+            ),
+            "None",
+        ),
     ],
     "02.per_tensor_scale": [
-        (lambda w, bits: w.abs().amax(1) / 7, "per-channel"),
-        (lambda w, bits: w.abs().max() / 8, "2**(bits-1) instead"),
+        (lambda w, bits: w.abs().amax(1) / (2 ** (bits - 1) - 1), "per-channel"),
+        (lambda w, bits: w.abs().max() / 2 ** (bits - 1), "2**(bits-1) instead"),
+        (lambda w, bits: w.abs().max() / 7, "int4 hard-coded"),
     ],
     "02.per_channel_scale": [
         (per_tensor_scale_for_channels, "per-tensor"),
         (lambda w, bits: w.abs().max(dim=0).values / (2 ** (bits - 1) - 1), "wrong axis"),
         (lambda w, bits: w.abs().amax(1) / 2 ** (bits - 1), "2**(bits-1) instead"),
+        (lambda w, bits: w.abs().amax(1) / 7, "int4 hard-coded"),
     ],
     "02.quantize_per_channel": [
         (
             lambda w, bits: (
-                (w / (w.abs().max() / 7)).round().clamp(-7, 7),
-                w.abs().max() / 7 * torch.ones(w.shape[0]),
+                (w / (w.abs().max() / (2 ** (bits - 1) - 1)))
+                .round()
+                .clamp(-(2 ** (bits - 1) - 1), 2 ** (bits - 1) - 1),
+                w.abs().max() / (2 ** (bits - 1) - 1) * torch.ones(w.shape[0]),
             ),
             "per-tensor",
         ),
         (
             lambda w, bits: (
-                (w / (w.abs().amax(1, keepdim=True) / 2 ** (bits - 1)))
+                (w / (w.abs().amax(1, keepdim=True) / (2 ** (bits - 1) - 1)))
+                .round()
+                .clamp(-(2 ** (bits - 1) - 1), 2 ** (bits - 1) - 1),
+                w.abs().amax(1) / (2 ** (bits - 1) - 1),
+            ),
+            "divided by a zero scale",
+        ),
+        (
+            lambda w, bits: (
+                torch.nan_to_num(w / (w.abs().amax(1, keepdim=True) / 2 ** (bits - 1)))  # zero rows handled
                 .round()
                 .clamp(-(2 ** (bits - 1) - 1), 2 ** (bits - 1) - 1),
                 w.abs().amax(1) / 2 ** (bits - 1),
@@ -70,6 +99,7 @@ WRONG = {
             lambda w, bits: tuple(torch.full((w.shape[0],), float(m.mean())) for m in _good("02.row_maes")(w, bits)),
             "whole tensor",
         ),
+        (lambda w, bits: _good("02.row_maes")(w, 4), "4 hard-coded"),
     ],
     "03.channel_absmax": [
         (lambda w: w.abs().max(0).values, "wrong axis"),
@@ -78,10 +108,12 @@ WRONG = {
     "03.outlier_channel": [
         (lambda w: int(w.abs().max(0).values.argmax()), "input axis"),
         (lambda w: int(w.max(1).values.argmax()), "forgot abs"),
+        (lambda w: int(torch.argmax(w.abs().amax(1))) + 1, "counted channels from 1"),
     ],
     "03.conv_scales": [
         (lambda w, bits: torch.ones(w.shape[0]) * w.abs().max() / (2 ** (bits - 1) - 1), "per-tensor"),
         (lambda w, bits: w.abs().amax(dim=(0, 2, 3)) / (2 ** (bits - 1) - 1), "wrong axis"),
+        (lambda w, bits: w.abs().amax(dim=(1, 2, 3)) / 127, "int8 hard-coded"),
     ],
     "04.quantize_per_group": [
         (
@@ -95,27 +127,34 @@ WRONG = {
             lambda w, bits, g: tuple(t.T for t in _good("04.quantize_per_group")(w.T.contiguous(), bits, g)),
             "wrong axis",
         ),
+        (lambda w, bits, g: _good("04.quantize_per_group")(w, bits, 8), "None"),
     ],
     "04.metadata_bytes": [
         (lambda n, k, g, sb: n * sb, "per-channel"),
         (lambda n, k, g, sb: k // g * sb, "forgot the N rows"),
+        (lambda n, k, g, sb: n * k // 128 * 2, "None"),
     ],
     "04.bits_per_weight": [
         (lambda bits, g, sb: bits, "left out the scale"),
         (lambda bits, g, sb: bits + (sb // 8) / g, "bytes, not bits"),
+        (lambda bits, g, sb: bits + 16 / g, "None"),
     ],
     "04.q4_0_bits_per_weight": [(4.0, "left out the fp16 scale"), (4.125, "group of 128")],
-    "05.asymmetric_zero_point": [
-        (lambda x, bits: -_good("05.asymmetric_zero_point")(x, bits), "wrong sign"),
-        (lambda x, bits: torch.round(-x.min() * (2**bits - 1) / (x.max() - x.min())), "did not widen"),
+    "05.asymmetric_roundtrip": [
+        (lambda x, bits: _roundtrip(x, bits, x.min(), x.max()), "did not widen"),
+        (lambda x, bits: _roundtrip(x, bits, min(x.min(), 0), max(x.max(), 0), sign=+1), "wrong sign"),
+        (lambda x, bits: _symmetric_roundtrip(x, bits), "symmetric signed ruler"),
+        (lambda x, bits: _roundtrip(x, 8, min(x.min(), 0), max(x.max(), 0)), "None"),
     ],
     "05.per_token_scales": [
         (lambda x, bits: x.abs().amax(0) / (2 ** (bits - 1) - 1), "per feature"),
         (lambda x, bits: x.abs().max().repeat(x.shape[0]) / (2 ** (bits - 1) - 1), "per-tensor"),
+        (lambda x, bits: x.abs().amax(1) / 127, "int8 hard-coded"),
     ],
     "05.smooth_factors": [
         (lambda x, w, a: x.abs().amax(0) ** (1 - a) / w.abs().amax(0) ** a, "swapped alpha"),
         (lambda x, w, a: x.abs().amax(0) ** a / w.abs().amax(1).mean() ** (1 - a), "rows of w"),
+        (lambda x, w, a: x.abs().amax(0) ** 0.5 / w.abs().amax(0) ** 0.5, "alpha 0.5 whatever"),
     ],
     "06.scale_after_gemm": [
         (lambda x, q, s: x @ q.T / s, "divided"),
@@ -124,12 +163,28 @@ WRONG = {
     "06.group_gemm": [
         (lambda x, q, s, g: (x @ q.T) * s.mean(dim=1), "one scale per row"),
         (lambda x, q, s, g: x @ (q * s.repeat(1, g)).T, "repeat instead of repeat_interleave"),
+        (lambda x, q, s, g: x @ (q * s.repeat_interleave(4, dim=1)).T, "None"),
     ],
     "06.w8a8_rescale": [
         (lambda acc, s_x, s_w: acc * s_w, "only the weight scales"),
         (lambda acc, s_x, s_w: acc * s_x.unsqueeze(1), "only the activation scales"),
     ],
 }
+
+
+def _roundtrip(x, bits, lo, hi, sign=-1):
+    """An independently written asymmetric round trip with a chosen range (for wrong answers)."""
+    scale = (hi - lo) / (2**bits - 1)
+    zp = torch.round(sign * lo / scale)
+    if sign > 0:
+        zp = zp.clamp(0, 2**bits - 1)
+    q = torch.clamp(torch.round(x / scale) + zp, 0, 2**bits - 1)
+    return (q - zp) * scale
+
+
+def _symmetric_roundtrip(x, bits):
+    scale = x.abs().max() / (2 ** (bits - 1) - 1)
+    return torch.zeros_like(x) if scale == 0 else torch.round(x / scale) * scale
 
 
 def _good(task_id):
@@ -139,6 +194,110 @@ def _good(task_id):
 def test_every_task_has_at_least_two_wrong_answers():
     assert set(WRONG) == set(tasks())
     assert all(len(v) >= 2 for v in WRONG.values())
+
+
+FUNCTION_TASKS = sorted(k for k, t in tasks().items() if not t.is_value)
+
+
+def _fingerprint(value):
+    if isinstance(value, torch.Tensor):
+        return (tuple(value.shape), tuple(value.flatten()[:16].tolist()))
+    return value
+
+
+@pytest.mark.parametrize("task_id", FUNCTION_TASKS)
+def test_cases_vary_every_argument(task_id):
+    """At least three cases, and no argument (bits, group size, shape...) is the same in all of them,
+    so a constant hard-coded from one case fails another."""
+    t = tasks()[task_id]
+    inputs = [c.resolve() for c in t.cases]
+    assert len(inputs) >= 3
+    for i in range(len(inputs[0])):
+        assert len({repr(_fingerprint(args[i])) for args in inputs}) >= 2, f"argument {i} never varies"
+
+
+@pytest.mark.parametrize(("task_id", "k"), [(t, k) for t in sorted(tasks()) for k in range(len(tasks()[t].mistakes))])
+def test_each_named_mistake_fires_on_its_own_mistake_only(task_id, k):
+    t = tasks()[task_id]
+    m = t.mistakes[k]
+    v = evaluate(t, m.fn() if t.is_value else m.fn)
+    assert v.status == "fail" and v.mistake == m.description, (v.status, v.mistake)
+
+
+@pytest.mark.parametrize("task_id", FUNCTION_TASKS)
+def test_computing_in_float64_is_not_a_false_failure(task_id):
+    """The tie cases are exact halves in any precision, so an answer computed in float64 passes."""
+    t = tasks()[task_id]
+
+    def in_float64(*args):
+        out = t.reference(*[a.double() if isinstance(a, torch.Tensor) else a for a in args])
+        return tuple(o.float() for o in out) if isinstance(out, tuple) else out
+
+    assert evaluate(t, in_float64).passed
+
+
+@pytest.mark.parametrize("task_id", FUNCTION_TASKS)
+def test_plain_lists_are_accepted(task_id):
+    t = tasks()[task_id]
+
+    def as_lists(*args):
+        out = t.reference(*args)
+        if isinstance(out, tuple):
+            return tuple(o.tolist() if isinstance(o, torch.Tensor) else o for o in out)
+        return out.tolist() if isinstance(out, torch.Tensor) else out
+
+    assert evaluate(t, as_lists).passed
+
+
+def test_a_mistake_is_not_named_for_an_answer_that_matches_it_once():
+    """A 1-based index agrees with 'forgot abs()' on no case; an answer wrong in two ways names neither."""
+    t = tasks()["03.outlier_channel"]
+    v = evaluate(t, lambda w: int(w.amax(1).argmax()) + 1)  # forgot abs AND counted from 1
+    assert v.status == "fail" and v.mistake is None
+
+
+# ---- recall -----------------------------------------------------------------------------------
+
+CHOICES = [(lesson, q) for lesson, qs in bank().items() for q in qs if isinstance(q, Choice)]
+NUMERICS = [(lesson, q) for lesson, qs in bank().items() for q in qs if isinstance(q, Numeric)]
+
+
+def test_the_correct_letter_varies():
+    letters = [q.correct_letter() for _, q in CHOICES]
+    assert len(letters) >= 20
+    for letter in "abc":
+        assert letters.count(letter) <= len(letters) / 2, letters
+        assert letter in letters
+    for lesson in bank():
+        mine = [q.correct_letter() for le, q in CHOICES if le == lesson]
+        assert len(mine) < 2 or len(set(mine)) >= 2, (lesson, mine)
+
+
+def test_answering_a_everywhere_fails_most_questions():
+    right = sum(feedback(q, "a")[0] for _, q in CHOICES)
+    assert right <= len(CHOICES) / 2
+
+
+@pytest.mark.parametrize(("lesson", "q"), NUMERICS, ids=lambda v: v if isinstance(v, str) else v.prompt[:30])
+def test_numeric_tolerance_rejects_every_named_mistake(lesson, q):
+    assert q.mistakes, "name the wrong values the lesson warns about"
+    assert feedback(q, q.answer)[0]
+    for value, why in q.mistakes:
+        ok, said = feedback(q, value)
+        assert not ok and why in said
+
+
+def test_a_numeric_mistake_inside_the_tolerance_is_refused():
+    with pytest.raises(ValueError, match="lies within tol"):
+        Numeric("?", 1.27, "", tol=0.02, mistakes=((1.28, "128 x 0.01"),))
+
+
+@pytest.mark.parametrize(("lesson", "q"), CHOICES[:1])
+def test_letters_follow_the_shown_order(lesson, q):
+    shown = q.shown()
+    for j, option in enumerate(shown):
+        ok, why = feedback(q, LETTERS[j])
+        assert ok == option.correct and why == option.why
 
 
 @pytest.mark.parametrize("task_id", sorted(WRONG))
@@ -155,8 +314,11 @@ def test_wrong_answer_fails_and_names_the_mistake(task_id, k, capsys):
     with pytest.raises(CheckFailed) as err:
         check(task_id, answer)
     message = str(err.value)
-    assert "mistake:" in message and words in message, message
     out = capsys.readouterr().out
+    if words == "None":  # a wrong answer no known mistake explains: it fails without a (wrong) name
+        assert "mistake:" not in out, out
+    else:
+        assert "mistake:" in out and words in message, message
     assert "came back:" in out and "expected:" in out and "hint:" in out
 
 
@@ -183,4 +345,69 @@ def test_friendly_errors_render_without_traceback():
     with pytest.raises(CheckFailed) as err:
         check("04.q4_0_bits_per_weight", 4.0)
     rendered = err.value._render_traceback_()
-    assert rendered[0].startswith("CheckFailed: 04.q4_0_bits_per_weight case 1 failed")
+    assert rendered[0].startswith("CheckFailed: 04.q4_0_bits_per_weight left out the fp16 scale [case 1")
+
+
+# ---- plausible shortcuts: each must fail on at least one case (named or not) ----------------------
+
+
+def _qm(bits):
+    return 2 ** (bits - 1) - 1
+
+
+def _away(v):  # round half away from zero, the other common rounding rule
+    return torch.sign(v) * torch.floor(v.abs() + 0.5)
+
+
+SHORTCUTS = {
+    "01.symmetric_scale": [
+        lambda x, b: x.abs().mean() / _qm(b),  # another norm
+        lambda x, b: (x.max() - x.min()) / (2**b - 1),  # the asymmetric range
+        lambda x, b: x.abs().max() / (2 ** (b - 1) + 1),
+    ],
+    "01.quantize_symmetric": [
+        lambda x, s, b: torch.clamp(_away(x / s), -_qm(b), _qm(b)),
+        lambda x, s, b: torch.clamp(torch.floor(x / s), -_qm(b), _qm(b)),
+        lambda x, s, b: torch.clamp(torch.round(x * (1 / s)).double(), -_qm(b), _qm(b)),  # fine: must pass? no
+        lambda x, s, b: torch.clamp(torch.round(x / s), 0, 2**b - 1),  # unsigned codes
+    ],
+    "01.asymmetric_qparams": [
+        lambda x, b: ((x.max() - x.min()) / (2**b - 1), torch.round(-x.min() / ((x.max() - x.min()) / (2**b - 1)))),
+        lambda x, b: ((max(x.max(), 0) - min(x.min(), 0)) / 2**b, torch.round(-min(x.min(), 0) / 1.0)),
+    ],
+    "02.per_channel_scale": [
+        lambda w, b: w.norm(dim=1) / _qm(b),
+        lambda w, b: w.abs().amax(1) / (2**b - 1),
+    ],
+    "02.quantize_per_channel": [
+        lambda w, b: (torch.nan_to_num(_away(w / (w.abs().amax(1, keepdim=True) / _qm(b)))), w.abs().amax(1) / _qm(b)),
+    ],
+    "03.outlier_channel": [
+        lambda w: int(w.norm(dim=1).argmax()),  # loudest by L2 norm, not by absmax
+        lambda w: int(w.abs().argmax()) // w.shape[1] + 1,
+    ],
+    "04.quantize_per_group": [
+        lambda w, b, g: _rows_as_groups(w, b, g),
+    ],
+    "04.bits_per_weight": [lambda b, g, sb: b + sb / 128, lambda b, g, sb: b * (1 + 1 / g)],
+    "05.asymmetric_roundtrip": [
+        lambda x, b: _roundtrip(x, b, min(x.min(), 0), max(x.max(), 0)).clamp(min=x.min().item()),
+        lambda x, b: _roundtrip(x, b, min(x.min(), 0), max(x.max(), 0), sign=-1) * (2**b - 1) / 2**b,
+    ],
+    "05.per_token_scales": [lambda x, b: x.abs().mean(1) / _qm(b), lambda x, b: x.norm(dim=1) / _qm(b)],
+    "06.group_gemm": [lambda x, q, s, g: x @ (q * s.mean(1, keepdim=True)).T],
+}
+# computing 1/s once and multiplying can flip exact ties, so that variant is not a shortcut to reject
+SHORTCUTS["01.quantize_symmetric"].pop(2)
+
+
+def _rows_as_groups(w, b, g):
+    n, k = w.shape
+    s = w.abs().amax(1, keepdim=True) / _qm(b)
+    q = torch.nan_to_num(torch.round(w / s)).clamp(-_qm(b), _qm(b))
+    return q, s.expand(n, k // g)
+
+
+@pytest.mark.parametrize(("task_id", "k"), [(t, k) for t, v in sorted(SHORTCUTS.items()) for k in range(len(v))])
+def test_plausible_shortcuts_fail(task_id, k):
+    assert not evaluate(tasks()[task_id], SHORTCUTS[task_id][k]).passed

@@ -24,12 +24,15 @@
 # Scale, rounding, clamping and the asymmetric zero point, by hand with torch.
 #
 # **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
-# check cell right below it. Write your code, run your cell, then run the check. A pass
-# prints one `✓` line per test case; a failure shows the first failing input, what came
-# back, what was expected and a hint. The check cells already show the `✓` lines a correct
-# answer prints: that stored output is what grading compares against, not a sign that
-# you have passed. When you are done, grade everything from the repo root with
-# `make grade` (or `python -m qlesson grade 01`); it never changes your notebooks.
+# check cell right below it. Write your code, run your cell, then run the check: a pass prints
+# one `✓` line per test case; a failure shows the first failing case, what came back, what
+# was expected and a hint (naming the mistake when it is a known one). The cases vary every
+# argument (bit widths, group sizes, shapes) and include edge cases, so hard-coding a number
+# that works for one case fails another. When you are done, save the notebook and grade it
+# from the repo root with `make grade` (or `python -m qlesson grade 01`): grading runs your
+# functions in a fresh process against the course's own cases and ignores what the check
+# cells printed, so a print or a warning in your code is fine. Leave the check cells as they
+# are: an edited or deleted check cell is reported, never counted as a pass.
 
 # %%
 import torch
@@ -108,7 +111,7 @@ check("01.asymmetric_qparams", asymmetric_qparams)
 #
 # An int8 symmetric ruler has scale 0.01. What is the largest value it can store?
 #
-# Answer with the option letter or a number.
+# Answer with a number.
 
 # %% tags=["solution"]
 recall_1 = ...  # STUB
@@ -124,16 +127,16 @@ recall.answer("01", 1, recall_1)
 #
 # A value falls beyond the last tick of a fixed ruler. What happens?
 #
-# - **a)** It is clamped to qmax and its error can exceed half a tick
+# - **a)** It wraps around to the negative end
 # - **b)** It rounds to the nearest tick with error at most half a tick
-# - **c)** It wraps around to the negative end
+# - **c)** It is clamped to qmax and its error can exceed half a tick
 #
-# Answer with the option letter or a number.
+# Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
 recall_4 = ...  # STUB
 # BEGIN SOLUTION
-recall_4 = "a"
+recall_4 = "c"
 # END SOLUTION
 
 # %% qlesson={"task": "recall 01.4"} tags=["check"]

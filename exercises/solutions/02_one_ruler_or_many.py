@@ -21,15 +21,18 @@
 # # Exercise 02 · One ruler or many (SOLUTIONS: spoilers)
 #
 # Practice for lesson `notebooks/02_one_ruler_or_many.ipynb`.
-# Per-tensor and per-channel int4 scales by hand, then the apply-now exercise.
+# Per-tensor and per-channel scales by hand, then the apply-now exercise.
 #
 # **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
-# check cell right below it. Write your code, run your cell, then run the check. A pass
-# prints one `✓` line per test case; a failure shows the first failing input, what came
-# back, what was expected and a hint. The check cells already show the `✓` lines a correct
-# answer prints: that stored output is what grading compares against, not a sign that
-# you have passed. When you are done, grade everything from the repo root with
-# `make grade` (or `python -m qlesson grade 02`); it never changes your notebooks.
+# check cell right below it. Write your code, run your cell, then run the check: a pass prints
+# one `✓` line per test case; a failure shows the first failing case, what came back, what
+# was expected and a hint (naming the mistake when it is a known one). The cases vary every
+# argument (bit widths, group sizes, shapes) and include edge cases, so hard-coding a number
+# that works for one case fails another. When you are done, save the notebook and grade it
+# from the repo root with `make grade` (or `python -m qlesson grade 02`): grading runs your
+# functions in a fresh process against the course's own cases and ignores what the check
+# cells printed, so a print or a warning in your code is fine. Leave the check cells as they
+# are: an edited or deleted check cell is reported, never counted as a pass.
 
 # %%
 import torch
@@ -39,9 +42,10 @@ from qlesson.course import recall
 from qlesson.course.tasks import check
 
 # %% [markdown]
-# ## Task 1 · One int4 scale for the whole tensor
+# ## Task 1 · One scale for the whole tensor
 #
-# Write `per_tensor_scale(w, bits)`: one number for the whole weight.
+# Write `per_tensor_scale(w, bits)`: one symmetric scale (restricted signed range) for the
+# whole weight, for any bit width.
 
 
 # %% tags=["solution"]
@@ -57,7 +61,7 @@ check("02.per_tensor_scale", per_tensor_scale)
 
 
 # %% [markdown]
-# ## Task 2 · One int4 scale per output channel
+# ## Task 2 · One scale per output channel
 #
 # Write `per_channel_scale(w, bits)` for a weight `[out_features, in_features]`: a tensor of
 # shape `[out_features]`.
@@ -79,7 +83,8 @@ check("02.per_channel_scale", per_channel_scale)
 # ## Task 3 · Symmetric per-channel quantization of `[N, K]`
 #
 # Write `quantize_per_channel(w, bits)` returning `(q, scale)`: codes `[N, K]` (float tensor of
-# integers, clamped to the restricted range) and the scales `[N]`.
+# integers, clamped to the restricted range) and the scales `[N]`. A row of zeros has scale 0:
+# give it codes 0 (not the NaN that `0 / 0` makes).
 
 
 # %% tags=["solution"]
@@ -88,7 +93,8 @@ def quantize_per_channel(w, bits):
     # BEGIN SOLUTION
     qmax = 2 ** (bits - 1) - 1
     scale = w.abs().amax(dim=1) / qmax
-    q = torch.clamp(torch.round(w / scale[:, None]), -qmax, qmax)
+    safe = torch.where(scale == 0, 1.0, scale)  # an all-zero row: 0 / 1 = code 0
+    q = torch.clamp(torch.round(w / safe[:, None]), -qmax, qmax)
     return q, scale
     # END SOLUTION
 
@@ -132,10 +138,10 @@ check("02.row_maes", row_maes)
 # Why did Row A collapse to zeros under the shared int4 scale?
 #
 # - **a)** Its largest magnitude, 0.15, is below half a shared tick (0.4429 / 2)
-# - **b)** Row A had too many values
-# - **c)** int4 cannot represent negative numbers
+# - **b)** int4 cannot represent negative numbers
+# - **c)** Row A had too many values
 #
-# Answer with the option letter or a number.
+# Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
 recall_2 = ...  # STUB
@@ -151,16 +157,16 @@ recall.answer("02", 2, recall_2)
 #
 # Interview: why prefer per-channel over per-tensor for many weight matrices?
 #
-# - **a)** Channels live at different magnitudes; one shared scale erases the quiet ones
+# - **a)** Because per-channel needs no scale metadata
 # - **b)** Because per-channel removes quantization error entirely
-# - **c)** Because per-channel needs no scale metadata
+# - **c)** Channels live at different magnitudes; one shared scale erases the quiet ones
 #
-# Answer with the option letter or a number.
+# Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
 recall_4 = ...  # STUB
 # BEGIN SOLUTION
-recall_4 = "a"
+recall_4 = "c"
 # END SOLUTION
 
 # %% qlesson={"task": "recall 02.4"} tags=["check"]
@@ -171,7 +177,7 @@ recall.answer("02", 4, recall_4)
 #
 # In the 3x4 int8 note example, what code does 1.8 get under the shared scale 2.0 / 127?
 #
-# Answer with the option letter or a number.
+# Answer with a number.
 
 # %% tags=["solution"]
 recall_6 = ...  # STUB

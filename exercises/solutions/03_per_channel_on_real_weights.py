@@ -24,12 +24,15 @@
 # Channel statistics on real MiniLM weights and conv weights.
 #
 # **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
-# check cell right below it. Write your code, run your cell, then run the check. A pass
-# prints one `✓` line per test case; a failure shows the first failing input, what came
-# back, what was expected and a hint. The check cells already show the `✓` lines a correct
-# answer prints: that stored output is what grading compares against, not a sign that
-# you have passed. When you are done, grade everything from the repo root with
-# `make grade` (or `python -m qlesson grade 03`); it never changes your notebooks.
+# check cell right below it. Write your code, run your cell, then run the check: a pass prints
+# one `✓` line per test case; a failure shows the first failing case, what came back, what
+# was expected and a hint (naming the mistake when it is a known one). The cases vary every
+# argument (bit widths, group sizes, shapes) and include edge cases, so hard-coding a number
+# that works for one case fails another. When you are done, save the notebook and grade it
+# from the repo root with `make grade` (or `python -m qlesson grade 03`): grading runs your
+# functions in a fresh process against the course's own cases and ignores what the check
+# cells printed, so a print or a warning in your code is fine. Leave the check cells as they
+# are: an edited or deleted check cell is reported, never counted as a pass.
 
 # %%
 
@@ -99,7 +102,7 @@ check("03.conv_scales", conv_scales)
 #
 # A Conv2d weight is [64, 3, 3, 3]. How many per-output-channel scales does it have?
 #
-# Answer with the option letter or a number.
+# Answer with a number.
 
 # %% tags=["solution"]
 recall_1 = ...  # STUB
@@ -119,7 +122,7 @@ recall.answer("03", 1, recall_1)
 # - **b)** Output channels have more weights
 # - **c)** PyTorch stores weights column-major
 #
-# Answer with the option letter or a number.
+# Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
 recall_2 = ...  # STUB

@@ -24,12 +24,15 @@
 # Per-group quantization, its metadata, and llama.cpp's Q4_0.
 #
 # **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
-# check cell right below it. Write your code, run your cell, then run the check. A pass
-# prints one `✓` line per test case; a failure shows the first failing input, what came
-# back, what was expected and a hint. The check cells already show the `✓` lines a correct
-# answer prints: that stored output is what grading compares against, not a sign that
-# you have passed. When you are done, grade everything from the repo root with
-# `make grade` (or `python -m qlesson grade 04`); it never changes your notebooks.
+# check cell right below it. Write your code, run your cell, then run the check: a pass prints
+# one `✓` line per test case; a failure shows the first failing case, what came back, what
+# was expected and a hint (naming the mistake when it is a known one). The cases vary every
+# argument (bit widths, group sizes, shapes) and include edge cases, so hard-coding a number
+# that works for one case fails another. When you are done, save the notebook and grade it
+# from the repo root with `make grade` (or `python -m qlesson grade 04`): grading runs your
+# functions in a fresh process against the course's own cases and ignores what the check
+# cells printed, so a print or a warning in your code is fine. Leave the check cells as they
+# are: an edited or deleted check cell is reported, never counted as a pass.
 
 # %%
 import torch
@@ -41,7 +44,8 @@ from qlesson.course.tasks import check
 # ## Task 1 · Per-group quantization along `in_features`
 #
 # Write `quantize_per_group(w, bits, group_size)` for `w [N, K]`: symmetric codes `[N, K]` and
-# scales `[N, K // group_size]`, groups being contiguous runs along K.
+# scales `[N, K // group_size]`, groups being contiguous runs along K. A group of zeros has
+# scale 0: give it codes 0.
 
 
 # %% tags=["solution"]
@@ -52,7 +56,8 @@ def quantize_per_group(w, bits, group_size):
     qmax = 2 ** (bits - 1) - 1
     groups = w.reshape(n, k // group_size, group_size)
     scale = groups.abs().amax(dim=-1) / qmax
-    q = torch.clamp(torch.round(groups / scale[..., None]), -qmax, qmax)
+    safe = torch.where(scale == 0, 1.0, scale)  # an all-zero group: codes 0
+    q = torch.clamp(torch.round(groups / safe[..., None]), -qmax, qmax)
     return q.reshape(n, k), scale
     # END SOLUTION
 
@@ -120,16 +125,16 @@ check("04.q4_0_bits_per_weight", q4_0_bits)
 #
 # Interview: why use group-wise instead of pure per-channel everywhere?
 #
-# - **a)** At low bits it keeps much more accuracy for a small metadata cost, with regular kernels
-# - **b)** Because groups are mathematically exact and channels are not
-# - **c)** Because per-channel is not supported by any hardware
+# - **a)** Because groups are mathematically exact and channels are not
+# - **b)** Because per-channel is not supported by any hardware
+# - **c)** At low bits it keeps much more accuracy for a small metadata cost, with regular kernels
 #
-# Answer with the option letter or a number.
+# Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
 recall_2 = ...  # STUB
 # BEGIN SOLUTION
-recall_2 = "a"
+recall_2 = "c"
 # END SOLUTION
 
 # %% qlesson={"task": "recall 04.2"} tags=["check"]
@@ -140,7 +145,7 @@ recall.answer("04", 2, recall_2)
 #
 # A [4, 1024] weight with group size 128: how many scales?
 #
-# Answer with the option letter or a number.
+# Answer with a number.
 
 # %% tags=["solution"]
 recall_6 = ...  # STUB

@@ -21,15 +21,18 @@
 # # Exercise 05 · Zero points and activations (SOLUTIONS: spoilers)
 #
 # Practice for lesson `notebooks/05_zero_points_and_activations.ipynb`.
-# Zero points of shifted channels, per-token scales, SmoothQuant.
+# Asymmetric rulers for shifted channels, per-token scales, SmoothQuant.
 #
 # **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
-# check cell right below it. Write your code, run your cell, then run the check. A pass
-# prints one `✓` line per test case; a failure shows the first failing input, what came
-# back, what was expected and a hint. The check cells already show the `✓` lines a correct
-# answer prints: that stored output is what grading compares against, not a sign that
-# you have passed. When you are done, grade everything from the repo root with
-# `make grade` (or `python -m qlesson grade 05`); it never changes your notebooks.
+# check cell right below it. Write your code, run your cell, then run the check: a pass prints
+# one `✓` line per test case; a failure shows the first failing case, what came back, what
+# was expected and a hint (naming the mistake when it is a known one). The cases vary every
+# argument (bit widths, group sizes, shapes) and include edge cases, so hard-coding a number
+# that works for one case fails another. When you are done, save the notebook and grade it
+# from the repo root with `make grade` (or `python -m qlesson grade 05`): grading runs your
+# functions in a fresh process against the course's own cases and ignores what the check
+# cells printed, so a print or a warning in your code is fine. Leave the check cells as they
+# are: an edited or deleted check cell is reported, never counted as a pass.
 
 # %%
 import torch
@@ -38,25 +41,31 @@ from qlesson.course import recall
 from qlesson.course.tasks import check
 
 # %% [markdown]
-# ## Task 1 · The zero point of a negative-only channel
+# ## Task 1 · A round trip through an asymmetric ruler
 #
-# Write `asymmetric_zero_point(x, bits)`: the unsigned zero point after widening the range to
-# include 0 (an integer code in `0 .. 2**bits - 1`).
+# Write `asymmetric_roundtrip(x, bits)`: quantize `x` to unsigned codes `0 .. 2**bits - 1` with a
+# scale and an integer zero point, after widening the range to include 0, and return the
+# reconstruction `(q - zero_point) * scale`. Exact zeros in `x` must come back as exactly 0.0;
+# an all-zero `x` (scale 0) comes back as zeros.
 
 
 # %% tags=["solution"]
-def asymmetric_zero_point(x, bits):
+def asymmetric_roundtrip(x, bits):
     ...  # STUB
     # BEGIN SOLUTION
     rmin = torch.clamp(x.min(), max=0.0)
     rmax = torch.clamp(x.max(), min=0.0)
     scale = (rmax - rmin) / (2**bits - 1)
-    return torch.clamp(torch.round(-rmin / scale), 0, 2**bits - 1)
+    if scale == 0:
+        return torch.zeros_like(x)
+    zero_point = torch.round(-rmin / scale)
+    q = torch.clamp(torch.round(x / scale) + zero_point, 0, 2**bits - 1)
+    return (q - zero_point) * scale
     # END SOLUTION
 
 
-# %% qlesson={"task": "05.asymmetric_zero_point"} tags=["check"]
-check("05.asymmetric_zero_point", asymmetric_zero_point)
+# %% qlesson={"task": "05.asymmetric_roundtrip"} tags=["check"]
+check("05.asymmetric_roundtrip", asymmetric_roundtrip)
 
 
 # %% [markdown]
@@ -104,7 +113,7 @@ check("05.smooth_factors", smooth_factors)
 #
 # A uint8 channel spans [-1.70, -0.94]. After widening to include 0, what is its zero point?
 #
-# Answer with the option letter or a number.
+# Answer with a number.
 
 # %% tags=["solution"]
 recall_2 = ...  # STUB
@@ -121,10 +130,10 @@ recall.answer("05", 2, recall_2)
 # Why are per-token activation scales usable in an int8 GEMM, but per-feature scales are not?
 #
 # - **a)** A per-token scale is constant along the reduction axis; a per-feature one changes inside the sum
-# - **b)** Per-feature scales need more bits
-# - **c)** Per-token scales are always larger
+# - **b)** Per-token scales are always larger
+# - **c)** Per-feature scales need more bits
 #
-# Answer with the option letter or a number.
+# Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
 recall_3 = ...  # STUB

@@ -24,12 +24,15 @@
 # Where the scales go in `y = x @ W.T`.
 #
 # **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
-# check cell right below it. Write your code, run your cell, then run the check. A pass
-# prints one `✓` line per test case; a failure shows the first failing input, what came
-# back, what was expected and a hint. The check cells already show the `✓` lines a correct
-# answer prints: that stored output is what grading compares against, not a sign that
-# you have passed. When you are done, grade everything from the repo root with
-# `make grade` (or `python -m qlesson grade 06`); it never changes your notebooks.
+# check cell right below it. Write your code, run your cell, then run the check: a pass prints
+# one `✓` line per test case; a failure shows the first failing case, what came back, what
+# was expected and a hint (naming the mistake when it is a known one). The cases vary every
+# argument (bit widths, group sizes, shapes) and include edge cases, so hard-coding a number
+# that works for one case fails another. When you are done, save the notebook and grade it
+# from the repo root with `make grade` (or `python -m qlesson grade 06`): grading runs your
+# functions in a fresh process against the course's own cases and ignores what the check
+# cells printed, so a print or a warning in your code is fine. Leave the check cells as they
+# are: an edited or deleted check cell is reported, never counted as a pass.
 
 # %%
 import torch
@@ -41,7 +44,9 @@ from qlesson.course.tasks import check
 # ## Task 1 · Scales after the product
 #
 # Write `scale_after_gemm(x, q, s)`: `x [M, K]`, integer codes `q [N, K]` (float tensor), per
-# output channel scales `s [N]`; return `y [M, N]` without dequantizing the weight.
+# output channel scales `s [N]`; return `y [M, N]`. Multiply the codes first and apply the
+# scales to the product: that is where a per-output-channel scale can live in a real kernel
+# (the result equals dequantizing first, so the check cannot tell the two apart).
 
 
 # %% tags=["solution"]
@@ -101,7 +106,7 @@ check("06.w8a8_rescale", w8a8_rescale)
 #
 # Applying per-channel scales to a [256, 4096] output: how many multiplies?
 #
-# Answer with the option letter or a number.
+# Answer with a number.
 
 # %% tags=["solution"]
 recall_2 = ...  # STUB
@@ -121,7 +126,7 @@ recall.answer("06", 2, recall_2)
 # - **b)** Always
 # - **c)** Never
 #
-# Answer with the option letter or a number.
+# Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
 recall_5 = ...  # STUB

@@ -1,23 +1,35 @@
-"""The checker engine behind every exercise: data-driven cases, friendly failures.
+"""The checker engine behind every exercise: data-driven cases, named mistakes, one verdict.
 
-A task is a list of cases (inputs and the expected answer) plus a list of typical
-mistakes, each a small wrong implementation with a description. ``run_task`` calls the
-learner's function (passed in explicitly) on every case:
+A task is a list of cases (inputs), a reference implementation and a list of typical
+mistakes, each a small wrong implementation with a description. :func:`evaluate` calls the
+learner's function (passed in explicitly) on every case and returns a :class:`Verdict`:
 
-* pass: one ``✓`` line per case;
-* a stub (``...``, ``pass``, ``None``, ``NotImplementedError``): ``NotAttempted``;
-* a wrong answer: the first failing input, what came back, what was expected, the named
-  mistake if the answer matches a known one, and a hint; then ``CheckFailed`` is raised,
-  so the check fails even if a wrong output was saved into the notebook.
+* ``pass``: every case agrees with the reference;
+* ``not attempted``: a stub (``...``, ``pass``, ``None``, ``NotImplementedError``);
+* ``fail``: the first failing case, what came back, what was expected, the named mistake
+  (only when the answer agrees with that mistake on *every* case, so a mistake is never
+  named for an answer that merely coincides with it once) and a hint;
+* ``error``: the function raised.
 
-Both exceptions render in Jupyter as their message alone, without a traceback.
+:func:`run_task` is what a check cell calls: it prints one ``✓`` line per case, or the
+failure, and raises so a wrong answer never looks green. ``python -m qlesson grade`` uses
+:func:`evaluate` directly, in its own process (see :mod:`qlesson.course.grade`).
+
+>>> t = Task("demo.double", "double it", lambda x: 2 * x, [Case((1.0,), "one"), Case((3.0,), "three")],
+...          "multiply by 2", [Mistake("added 2 instead of doubling", lambda x: x + 2)])
+>>> evaluate(t, lambda x: x + x).status
+'pass'
+>>> evaluate(t, lambda x: x + 2).mistake
+'added 2 instead of doubling'
+>>> evaluate(t, lambda x: 4.0 if x == 3.0 else 2 * x).mistake is None  # agrees with x + 2 on one case only
+True
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -68,21 +80,50 @@ class Task:
     is_value: bool = False  # the learner gives a value, not a function
 
 
+Status = Literal["pass", "fail", "not attempted", "error"]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the checker decided: ``status``, one sentence for a table, and the full detail."""
+
+    task_id: str
+    status: Status
+    summary: str
+    detail: str = ""
+    mistake: str | None = None
+    passed_cases: tuple[str, ...] = ()
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "pass"
+
+
 def _as_tensor(v: Any) -> torch.Tensor | None:
     if isinstance(v, torch.Tensor):
         return v.detach().double().cpu()
-    if isinstance(v, np.ndarray):
+    if isinstance(v, np.ndarray) and v.dtype.kind in "fiub":
         return torch.from_numpy(np.asarray(v, dtype=np.float64))
     if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool):
         return torch.tensor(float(v), dtype=torch.float64)
+    if isinstance(v, list) and v and all(isinstance(x, (int, float, list)) and not isinstance(x, bool) for x in v):
+        try:  # a plain list of numbers (or of lists) is as good as a tensor
+            return torch.tensor(v, dtype=torch.float64)
+        except (TypeError, ValueError):
+            return None
     return None
 
 
 def same(got: Any, expected: Any, rtol: float, atol: float, broadcast: bool = False) -> bool:
-    """Numbers, tensors and tuples of them, compared with a tolerance and by shape.
+    """Numbers, tensors, arrays, lists and tuples of them, compared with a tolerance and by shape.
 
     ``broadcast`` (used to recognise mistakes) also accepts shapes that broadcast together,
     so a per-tensor scalar matches a per-channel vector filled with that scalar.
+
+    >>> same([1.0, 2.0], torch.tensor([1.0, 2.0]), 1e-5, 1e-6)
+    True
+    >>> same(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.0, 3.0]), 1e-5, 1e-6)
+    False
     """
     if isinstance(expected, tuple):
         return (
@@ -92,7 +133,7 @@ def same(got: Any, expected: Any, rtol: float, atol: float, broadcast: bool = Fa
         )
     g, e = _as_tensor(got), _as_tensor(expected)
     if e is None:
-        return got == expected
+        return type(got) is type(expected) and got == expected
     if g is None:
         return False
     if broadcast and g.shape != e.shape:
@@ -102,15 +143,21 @@ def same(got: Any, expected: Any, rtol: float, atol: float, broadcast: bool = Fa
             return False
     if g.shape != e.shape:
         return g.numel() == 1 and e.numel() == 1 and bool(torch.isclose(g.flatten(), e.flatten(), rtol, atol).all())
-    return bool(torch.allclose(g, e, rtol=rtol, atol=atol))
+    return bool(torch.equal(g.isnan(), e.isnan()) and torch.allclose(g, e, rtol=rtol, atol=atol, equal_nan=True))
 
 
-def _show(v: Any) -> str:
+def show(v: Any) -> str:
+    """A short, readable rendering of a value for a failure message.
+
+    >>> show((torch.tensor([1.0, 2.5]), 3))
+    '(shape (2,): [1, 2.5], 3)'
+    """
     if isinstance(v, tuple):
-        return "(" + ", ".join(_show(x) for x in v) + ")"
+        return "(" + ", ".join(show(x) for x in v) + ")"
     t = _as_tensor(v)
     if t is None:
-        return repr(v)
+        text = repr(v)
+        return text if len(text) <= 80 else text[:77] + "..."
     if t.ndim == 0:
         return f"{float(t):.6g}"
     flat = ", ".join(f"{x:.4g}" for x in t.flatten()[:8].tolist())
@@ -122,47 +169,76 @@ def _is_stub(value: Any) -> bool:
     return value is None or value is Ellipsis
 
 
-def run_task(task: Task, answer: Any) -> None:
-    """Check ``answer`` (a function, or a value for value tasks) against every case of ``task``."""
+class _Raised:
+    def __init__(self, err: BaseException) -> None:
+        self.text = f"{type(err).__name__}: {err}"
+
+
+def _outputs(task: Task, answer: Any, inputs: list[tuple]) -> list[Any]:
+    """The learner's result for every case (a value task gives the same value each time)."""
+    if task.is_value:
+        return [answer for _ in inputs]
+    out = []
+    for args in inputs:
+        try:
+            out.append(answer(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args]))
+        except NotImplementedError:
+            out.append(Ellipsis)
+        except Exception as err:  # the learner's code failed: reported, never a pass
+            out.append(_Raised(err))
+    return out
+
+
+def named_mistake(task: Task, inputs: list[tuple], got: list[Any]) -> str | None:
+    """The first known mistake that the answer agrees with on every case it answered."""
+    answered = [(args, g) for args, g in zip(inputs, got, strict=True) if not isinstance(g, _Raised)]
+    if not answered:
+        return None
+    for m in task.mistakes:
+        try:
+            if all(same(g, m.fn(*args), task.rtol, task.atol, broadcast=True) for args, g in answered):
+                return m.description
+        except Exception:  # a mistake that cannot run on some case is not the one made
+            continue
+    return None
+
+
+def evaluate(task: Task, answer: Any) -> Verdict:
+    """Decide ``answer`` (a function, or a value for value tasks) against every case of ``task``."""
+    head = f"{task.task_id} ({task.title})"
     if _is_stub(answer):
-        raise NotAttempted(
-            f"{task.task_id} ({task.title}): not attempted yet. Fill in the cell above, run it, then this one."
-        )
-    for i, case in enumerate(task.cases, start=1):
-        args = case.resolve()
+        return Verdict(task.task_id, "not attempted", "not attempted yet: fill in your cell and run it")
+    inputs = [case.resolve() for case in task.cases]
+    got = _outputs(task, answer, inputs)
+    if any(_is_stub(g) for g in got):
+        return Verdict(task.task_id, "not attempted", "not attempted yet: your function still returns the stub")
+    for i, (case, args, g) in enumerate(zip(task.cases, inputs, got, strict=True), start=1):
         expected = task.reference(*args)
-        if task.is_value:
-            got = answer
-        else:
-            try:
-                got = answer(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])
-            except NotImplementedError:
-                raise NotAttempted(f"{task.task_id} ({task.title}): not attempted yet (NotImplementedError).") from None
-            if _is_stub(got):
-                raise NotAttempted(
-                    f"{task.task_id} ({task.title}): not attempted yet (your function returned {got!r})."
-                )
-        if not same(got, expected, task.rtol, task.atol):
-            named = [m.description for m in task.mistakes if _matches(m, args, got, task)]
-            lines = [
-                f"{task.task_id} ({task.title}): case {i} failed: {case.label}",
-                f"  came back: {_show(got)}",
-                f"  expected:  {_show(expected)}",
-            ]
-            if named:
-                lines.append(f"  mistake: {named[0]}")
-            lines.append(f"  hint: {task.hint}")
-            print("\n".join(lines))
-            summary = f"{task.task_id} case {i} failed"
-            if named:
-                summary += f"; mistake: {named[0]}"
-            raise CheckFailed(f"{summary}; hint: {task.hint}")
-        print(f"✓ {task.task_id} case {i}: {case.label}")
+        if isinstance(g, _Raised):
+            lines = [f"{head}: case {i} failed: {case.label}", f"  came back: raised {g.text}"]
+            lines += [f"  expected:  {show(expected)}", f"  hint: {task.hint}"]
+            return Verdict(task.task_id, "error", f"case {i} ({case.label}) raised {g.text}", "\n".join(lines))
+        if same(g, expected, task.rtol, task.atol):
+            continue
+        mistake = named_mistake(task, inputs, got)
+        lines = [f"{head}: case {i} failed: {case.label}", f"  came back: {show(g)}", f"  expected:  {show(expected)}"]
+        if mistake:
+            lines.append(f"  mistake: {mistake}")
+        lines.append(f"  hint: {task.hint}")
+        summary = f"{mistake} [case {i}: {case.label}]" if mistake else f"case {i} ({case.label}) is wrong: {task.hint}"
+        return Verdict(task.task_id, "fail", summary, "\n".join(lines), mistake)
+    labels = tuple(c.label for c in task.cases)
+    return Verdict(task.task_id, "pass", f"all {len(labels)} cases pass", passed_cases=labels)
 
 
-def _matches(m: Mistake, args: tuple, got: Any, task: Task) -> bool:
-    try:
-        wrong = m.fn(*args)
-    except Exception:  # a mistake that cannot even run on this case cannot be the one made
-        return False
-    return same(got, wrong, task.rtol, task.atol, broadcast=True)
+def run_task(task: Task, answer: Any) -> None:
+    """A check cell: ``✓`` lines on success; otherwise print the failure and raise."""
+    v = evaluate(task, answer)
+    if v.status == "not attempted":
+        raise NotAttempted(f"{task.task_id} ({task.title}): {v.summary}")
+    if v.status == "pass":
+        for i, label in enumerate(v.passed_cases, start=1):
+            print(f"✓ {task.task_id} case {i}: {label}")
+        return
+    print(v.detail)
+    raise CheckFailed(f"{task.task_id} {v.summary}")

@@ -5,7 +5,7 @@ script ``exercises/solutions/NN_*.py`` beside it, as for lessons) marks its answ
 with the tag ``solution``. Inside them, lines between ``# BEGIN SOLUTION`` and
 ``# END SOLUTION`` are the answer, and a line ending in ``# STUB`` is what the learner sees
 instead. :func:`learner_version` removes the answers, keeps the stubs, clears the answer
-cells' outputs and keeps every check cell's stored output (the expected ✓ lines).
+cells' and the check cells' outputs (a stored ✓ would look like the learner's own pass).
 
     python -m qlesson.course.exercises build [NN ...]   # sources -> executed solutions -> learner versions
 """
@@ -56,10 +56,31 @@ def learner_version(solution: nbformat.NotebookNode) -> nbformat.NotebookNode:
             cell.outputs = []
             cell.execution_count = None
             cell.metadata["tags"] = [t for t in tags if t != "solution"] + ["your-answer", "nbval-ignore-output"]
+        elif cell.cell_type == "code" and "check" in tags:
+            cell.outputs = []  # a stored pass would look like the learner's own; they run the check
+            cell.execution_count = None
         elif cell.cell_type == "markdown":
             cell.source = cell.source.replace("(SOLUTIONS: spoilers)", "")
     nb.cells = [c for c in nb.cells if "solutions-only" not in c.metadata.get("tags", [])]
     return nb
+
+
+def recall_markdown(lesson: str, number: int) -> str:
+    """The markdown an exercise shows above recall question ``lesson.number`` (options as learners see them).
+
+    >>> print(recall_markdown("04", 3).splitlines()[0])
+    ### Recall 04.3
+    """
+    from qlesson.course.recall import LETTERS, Choice, questions
+
+    q = questions(lesson)[number - 1]
+    lines = [f"### Recall {lesson}.{number}", "", q.prompt]
+    if isinstance(q, Choice):
+        lines += ["", *[f"- **{LETTERS[j]})** {o.text}" for j, o in enumerate(q.shown())]]
+        lines += ["", "Answer with the option's letter as a string (in quotes)."]
+    else:
+        lines += ["", "Answer with a number."]
+    return "\n".join(lines)
 
 
 def learner_path(solution_path: Path) -> Path:

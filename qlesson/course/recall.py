@@ -11,8 +11,8 @@ an exercise notebook graded by nbval can use it:
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
+import hashlib
+from dataclasses import dataclass, replace
 from typing import Any
 
 from qlesson.course.checking import CheckFailed, NotAttempted
@@ -25,26 +25,67 @@ class Option:
     why: str
 
 
+LETTERS = "abcdefgh"
+
+
 @dataclass(frozen=True)
 class Choice:
+    """A multiple-choice question, written with its correct option anywhere.
+
+    Learners see the options in :meth:`shown` order: the correct one at ``position`` (which
+    :func:`bank` assigns so that, within a lesson, the correct letter cycles through a, b, c,
+    ...) and the others in a fixed order derived from their text; stable from run to run.
+    """
+
     prompt: str
     options: tuple[Option, ...]
     source: str = ""
+    position: int = 0
+
+    def __post_init__(self) -> None:
+        if sum(o.correct for o in self.options) != 1 or not 2 <= len(self.options) <= len(LETTERS):
+            raise ValueError(f"{self.prompt!r}: a choice needs 2 to 8 options, exactly one correct")
+
+    def shown(self) -> tuple[Option, ...]:
+        """The options in the order learners see them: the correct one at ``position``."""
+        wrong = sorted(
+            (o for o in self.options if not o.correct),
+            key=lambda o: hashlib.sha256(f"{self.prompt}|{o.text}".encode()).hexdigest(),
+        )
+        right = next(o for o in self.options if o.correct)
+        at = self.position % len(self.options)
+        return (*wrong[:at], right, *wrong[at:])
+
+    def correct_letter(self) -> str:
+        return LETTERS[[o.correct for o in self.shown()].index(True)]
 
 
 @dataclass(frozen=True)
 class Numeric:
+    """A question answered with a number, accepted within ``tol`` (absolute) of ``answer``.
+
+    ``mistakes`` are (value, why) pairs for the wrong numbers the lesson warns about; each
+    must lie outside the tolerance, so a named mistake can never pass.
+    """
+
     prompt: str
     answer: float
     why: str
-    rel_tol: float = 0.01
+    tol: float = 0.0
+    mistakes: tuple[tuple[float, str], ...] = ()
     source: str = ""
+
+    def __post_init__(self) -> None:
+        for value, why in self.mistakes:
+            if abs(value - self.answer) <= self.tol:
+                raise ValueError(f"{self.prompt!r}: mistake {value} ({why}) lies within tol {self.tol} of the answer")
 
 
 Question = Choice | Numeric
 
 
 def choice(prompt: str, *options: tuple[str, bool, str], source: str = "") -> Choice:
+    """A :class:`Choice` from ``(text, correct, why)`` tuples."""
     return Choice(prompt, tuple(Option(*o) for o in options), source)
 
 
@@ -58,7 +99,12 @@ def bank() -> dict[str, tuple[Question, ...]]:
 
     out = {}
     for number in lessons.numbers():
-        qs = getattr(lessons.module(number), "RECALL", ())
+        qs = list(getattr(lessons.module(number), "RECALL", ()))
+        k = 0
+        for i, q in enumerate(qs):
+            if isinstance(q, Choice):  # the correct letter cycles, starting at a lesson-dependent one
+                qs[i] = replace(q, position=(k + int(number)) % len(q.options))
+                k += 1
         if qs:
             out[number] = tuple(qs)
     return out
@@ -79,13 +125,20 @@ def feedback(q: Question, response: Any) -> tuple[bool, str]:
             value = float(response)
         except (TypeError, ValueError):
             return False, f"{response!r} is not a number; answer with a number such as 0.5"
-        ok = math.isclose(value, q.answer, rel_tol=q.rel_tol, abs_tol=1e-12)
-        return ok, q.why if ok else f"{value:g} is not it. {q.why}"
-    letters = "abcdefgh"[: len(q.options)]
-    key = str(response).strip().lower()
+        if value != value:
+            return False, "that is NaN; answer with a number such as 0.5"
+        if abs(value - q.answer) <= q.tol:
+            return True, q.why
+        for wrong, why in q.mistakes:
+            if abs(value - wrong) <= q.tol:
+                return False, f"{value:g}: {why}"
+        return False, f"{value:g} is not it. {q.why}"
+    shown = q.shown()
+    letters = LETTERS[: len(shown)]
+    key = str(response).strip().lower().rstrip(")")
     if key not in letters:
         return False, f"{response!r} is not an option; answer with one of {', '.join(letters)}"
-    opt = q.options[letters.index(key)]
+    opt = shown[letters.index(key)]
     return opt.correct, opt.why
 
 
@@ -109,7 +162,7 @@ def text(lesson: str) -> str:
     for i, q in enumerate(questions(lesson), start=1):
         lines.append(f"{i}. {q.prompt}")
         if isinstance(q, Choice):
-            lines += [f"   {'abcdefgh'[j]}) {o.text}" for j, o in enumerate(q.options)]
+            lines += [f"   {LETTERS[j]}) {o.text}" for j, o in enumerate(q.shown())]
     return "\n".join(lines)
 
 
@@ -121,7 +174,7 @@ def quiz(lesson: str) -> Any:
     for i, q in enumerate(questions(lesson), start=1):
         if isinstance(q, Choice):
             pick = W.RadioButtons(
-                options=[(o.text, "abcdefgh"[j]) for j, o in enumerate(q.options)],
+                options=[(o.text, LETTERS[j]) for j, o in enumerate(q.shown())],
                 value=None,
                 layout=W.Layout(width="auto"),
             )

@@ -29,3 +29,20 @@ def weights(gen: torch.Generator, *shape: int, spread: bool = True) -> torch.Ten
     if spread and len(shape) >= 2:
         w = w * torch.logspace(-1.5, 0.5, shape[0]).reshape(-1, *[1] * (len(shape) - 1))
     return w
+
+
+def codes(x: torch.Tensor, scale: torch.Tensor | float) -> torch.Tensor:
+    """``x / scale``, with 0 where the scale is 0 (an all-zero row or group: codes 0, as in ``ql.quantize``).
+
+    >>> codes(torch.tensor([[1.0, -2.0], [0.0, 0.0]]), torch.tensor([[0.5], [0.0]])).tolist()
+    [[2.0, -4.0], [0.0, 0.0]]
+    """
+    scale = torch.as_tensor(scale, dtype=x.dtype)
+    return torch.where(scale == 0, torch.zeros_like(x), x / torch.where(scale == 0, 1, scale))
+
+
+def with_zero_row(w: torch.Tensor, row: int = 1) -> torch.Tensor:
+    """A copy of ``w`` whose ``row`` is all zeros (a dead channel: an edge case every checker needs)."""
+    w = w.clone()
+    w[row] = 0
+    return w

@@ -27,24 +27,36 @@ def _quantize_sym(x: torch.Tensor, scale: float, bits: int) -> torch.Tensor:
     return torch.clamp(torch.round(x / scale), -qmax(bits), qmax(bits))
 
 
-def _asym_qparams(x: torch.Tensor, bits: int) -> tuple[torch.Tensor, torch.Tensor]:
+def _asym_qparams_steps(x: torch.Tensor, bits: int, steps: int) -> tuple[torch.Tensor, torch.Tensor]:
     rmin, rmax = torch.clamp(x.min(), max=0), torch.clamp(x.max(), min=0)
-    scale = (rmax - rmin) / (2**bits - 1)
+    scale = (rmax - rmin) / steps
     zp = torch.clamp(0 - torch.round(rmin / scale), 0, 2**bits - 1)
     return scale, zp
 
+
+def _asym_qparams(x: torch.Tensor, bits: int) -> tuple[torch.Tensor, torch.Tensor]:
+    return _asym_qparams_steps(x, bits, 2**bits - 1)
+
+
+_TIES = torch.tensor([0.5, 1.5, 2.5, -2.5, -3.5, 9.0])  # exact halves in any precision; 9.0 lies beyond int3
 
 TASKS: list[Task] = [
     Task(
         "01.symmetric_scale",
         "scale of a symmetric signed ruler",
         _sym_scale,
-        [Case((MIXED, 8), "int8, absmax 0.91"), Case((NEG, 4), "int4, negative-only"), Case((TWO, 3), "int3")],
+        [
+            Case((MIXED, 8), "int8, absmax 0.91"),
+            Case((NEG, 4), "int4, negative-only: the absmax is the most negative value"),
+            Case((TWO, 3), "int3, the 2x4 example"),
+            Case((torch.tensor([0.0, 0.25, -0.2]), 2), "int2: one code each side"),
+        ],
         "scale = absmax / (2**(bits-1) - 1): the largest magnitude lands on the last tick",
         [
             Mistake("divided by 2**(bits-1) instead of 2**(bits-1) - 1", lambda x, b: x.abs().max() / 2 ** (b - 1)),
             Mistake("divided by 2**bits - 1 (the unsigned count of steps)", lambda x, b: x.abs().max() / (2**b - 1)),
             Mistake("used x.max() instead of the absolute maximum", lambda x, b: x.max() / qmax(b)),
+            Mistake("divided by 7 whatever the bits (int4 hard-coded)", lambda x, b: x.abs().max() / 7),
         ],
     ),
     Task(
@@ -53,10 +65,11 @@ TASKS: list[Task] = [
         _quantize_sym,
         [
             Case((MIXED, 0.91 / 7, 4), "int4, fitted scale"),
-            Case((MIXED * 3, 0.91 / 7, 4), "values beyond the ruler"),
-            Case((torch.tensor([0.5, 1.5, 2.5, -2.5]), 1.0, 4), "ties round half to even"),
+            Case((MIXED * 3, 0.91 / 127, 8), "int8, values beyond the ruler"),
+            Case((_TIES, 1.0, 3), "int3, scale 1: ties round half to even, -3.5 and 9.0 clamp"),
+            Case((NEG, 0.25, 2), "int2, negative-only"),
         ],
-        "q = clamp(round(x / scale), -(2**(bits-1) - 1), 2**(bits-1) - 1), with torch.round",
+        "q = clamp(round(x / scale), -(2**(bits-1) - 1), 2**(bits-1) - 1), with torch.round (half to even)",
         [
             Mistake("forgot to clamp to the code range", lambda x, s, b: torch.round(x / s)),
             Mistake(
@@ -64,8 +77,16 @@ TASKS: list[Task] = [
                 lambda x, s, b: torch.clamp(torch.trunc(x / s), -qmax(b), qmax(b)),
             ),
             Mistake(
+                "rounded halves up (floor(x + 0.5)) instead of to even",
+                lambda x, s, b: torch.clamp(torch.floor(x / s + 0.5), -qmax(b), qmax(b)),
+            ),
+            Mistake(
                 "clamped to [-2**(bits-1), 2**(bits-1) - 1] (the unrestricted range)",
                 lambda x, s, b: torch.clamp(torch.round(x / s), -(2 ** (b - 1)), qmax(b)),
+            ),
+            Mistake(
+                "clamped to [-7, 7] whatever the bits (int4 hard-coded)",
+                lambda x, s, b: torch.clamp(torch.round(x / s), -7, 7),
             ),
         ],
     ),
@@ -73,7 +94,12 @@ TASKS: list[Task] = [
         "01.asymmetric_qparams",
         "asymmetric unsigned scale and zero point",
         _asym_qparams,
-        [Case((MIXED, 8), "MIXED signs"), Case((POS, 8), "positive only"), Case((NEG, 4), "negative only")],
+        [
+            Case((MIXED, 8), "uint8, mixed signs"),
+            Case((POS, 8), "uint8, positive only"),
+            Case((NEG, 4), "uint4, negative only"),
+            Case((torch.tensor([-1.0, 0.5, 3.0]), 2), "uint2, lopsided"),
+        ],
         "widen to include 0: rmin = min(x.min(), 0), rmax = max(x.max(), 0); "
         "scale = (rmax - rmin) / (2**bits - 1); zero_point = round(-rmin / scale) clamped to [0, 2**bits - 1]",
         [
@@ -91,20 +117,36 @@ TASKS: list[Task] = [
                     torch.round(-x.min() / ((x.max() - x.min()) / (2**b - 1))),
                 ),
             ),
+            Mistake(
+                "did not round the zero point to an integer code",
+                lambda x, b: (_asym_qparams(x, b)[0], -torch.clamp(x.min(), max=0) / _asym_qparams(x, b)[0]),
+            ),
+            Mistake(
+                "divided by 2**bits (the number of codes) instead of 2**bits - 1 (the steps between them)",
+                lambda x, b: _asym_qparams_steps(x, b, 2**b),
+            ),
         ],
     ),
 ]
+
 
 RECALL: tuple[Question, ...] = (
     Numeric(
         "An int8 symmetric ruler has scale 0.01. What is the largest value it can store?",
         1.27,
         "The last tick is 127, and 127 * 0.01 = 1.27.",
+        tol=0.004,
+        mistakes=(
+            (1.28, "that is 128 x 0.01; the restricted symmetric int8 ruler ends at 127"),
+            (2.55, "that is 255 x 0.01, the unsigned count; a signed ruler spends half its codes on negatives"),
+        ),
     ),
     Numeric(
         "Same ruler (scale 0.01): the worst rounding error inside the range?",
         0.005,
         "Rounding moves a value by at most half a tick: 0.01 / 2.",
+        tol=0.0004,
+        mistakes=((0.01, "that is a whole tick; rounding to the nearest tick moves a value at most half a tick"),),
     ),
     choice(
         "Why does symmetric signed int4 use [-7, 7] and not [-8, 7]?",

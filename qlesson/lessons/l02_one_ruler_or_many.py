@@ -10,7 +10,7 @@ import torch
 
 from qlesson.course.checking import Case, Mistake, Task
 from qlesson.course.recall import INTERVIEW, LESSON, Numeric, Question, choice
-from qlesson.lessons._shared import TWO, qmax, weights
+from qlesson.lessons._shared import TWO, codes, qmax, weights, with_zero_row
 
 _G = torch.Generator().manual_seed(1234 + 2)
 
@@ -25,34 +25,50 @@ def _per_channel_scale(w: torch.Tensor, bits: int) -> torch.Tensor:
 
 def _quantize_per_channel(w: torch.Tensor, bits: int) -> tuple[torch.Tensor, torch.Tensor]:
     s = _per_channel_scale(w, bits)
-    return torch.clamp(torch.round(w / s[:, None]), -qmax(bits), qmax(bits)), s
+    return torch.clamp(torch.round(codes(w, s[:, None])), -qmax(bits), qmax(bits)), s
+
+
+def _per_tensor(w: torch.Tensor, bits: int, divisor: float | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    s = w.abs().max() / (divisor or qmax(bits))
+    return torch.clamp(torch.round(codes(w, s)), -qmax(bits), qmax(bits)), s
 
 
 def _row_maes(w: torch.Tensor, bits: int) -> tuple[torch.Tensor, torch.Tensor]:
-    s_t = w.abs().max() / qmax(bits)
-    shared = torch.clamp(torch.round(w / s_t), -qmax(bits), qmax(bits)) * s_t
+    q_t, s_t = _per_tensor(w, bits)
     q, s = _quantize_per_channel(w, bits)
-    own = q * s[:, None]
-    return (shared - w).abs().mean(1), (own - w).abs().mean(1)
+    return (q_t * s_t - w).abs().mean(1), (q * s[:, None] - w).abs().mean(1)
 
+
+_NEG_W = -_w(4, 3).abs()  # a negative-only weight
+_TIES_AND_ZERO = torch.cat([torch.tensor([[3.0, 0.5, 1.5, -2.5, 0.25]]), torch.zeros(1, 5), _w(2, 5)])
 
 TASKS: list[Task] = [
     Task(
         "02.per_tensor_scale",
-        "one int4 scale for the whole tensor",
+        "one scale for the whole tensor",
         lambda w, b: w.abs().max() / qmax(b),
-        [Case((TWO, 4), "the 2x4 example"), Case((_w(5, 7), 4), "5x7 weight")],
+        [
+            Case((TWO, 4), "int4, the 2x4 example"),
+            Case((_w(5, 7), 8), "int8, 5x7 weight"),
+            Case((_NEG_W, 3), "int3, negative-only weight"),
+        ],
         "one number: the absmax of the whole tensor over 2**(bits-1) - 1",
         [
             Mistake("computed one scale per row (per-channel) where per-tensor was asked", _per_channel_scale),
             Mistake("divided by 2**(bits-1) instead of 2**(bits-1) - 1", lambda w, b: w.abs().max() / 2 ** (b - 1)),
+            Mistake("used w.max() instead of the absolute maximum", lambda w, b: w.max() / qmax(b)),
+            Mistake("divided by 7 whatever the bits (int4 hard-coded)", lambda w, b: w.abs().max() / 7),
         ],
     ),
     Task(
         "02.per_channel_scale",
-        "one int4 scale per output channel",
+        "one scale per output channel",
         _per_channel_scale,
-        [Case((TWO, 4), "the 2x4 example"), Case((_w(5, 7), 4), "5x7 weight"), Case((_w(3, 3), 8), "3x3 int8")],
+        [
+            Case((TWO, 4), "int4, the 2x4 example"),
+            Case((_w(5, 7), 3), "int3, 5x7 weight"),
+            Case((with_zero_row(_w(3, 6)), 8), "int8, row 1 is all zeros (its scale is 0)"),
+        ],
         "reduce over the input axis: w.abs().amax(dim=1), one scale per row of [out, in]",
         [
             Mistake(
@@ -64,57 +80,67 @@ TASKS: list[Task] = [
                 lambda w, b: w.abs().amax(dim=0) / qmax(b),
             ),
             Mistake("divided by 2**(bits-1) instead of 2**(bits-1) - 1", lambda w, b: w.abs().amax(1) / 2 ** (b - 1)),
+            Mistake("divided by 7 whatever the bits (int4 hard-coded)", lambda w, b: w.abs().amax(1) / 7),
         ],
     ),
     Task(
         "02.quantize_per_channel",
         "symmetric per-channel quantization of [N, K]",
         _quantize_per_channel,
-        [Case((TWO, 4), "the 2x4 example"), Case((_w(6, 9), 4), "6x9 weight"), Case((_w(4, 5), 8), "int8")],
-        "return (q, scale): scale [N] from each row's absmax, q = clamp(round(w / scale[:, None]), -qmax, qmax)",
+        [
+            Case((TWO, 4), "int4, the 2x4 example"),
+            Case((_w(6, 9), 8), "int8, 6x9 weight"),
+            Case((_TIES_AND_ZERO, 3), "int3, row 0 has exact ties (0.5, 1.5, -2.5 at scale 1), row 1 is all zeros"),
+        ],
+        "return (q, scale): scale [N] from each row's absmax, q = clamp(round(w / scale[:, None]), -qmax, qmax); "
+        "an all-zero row has scale 0 and codes 0",
         [
             Mistake(
                 "used per-tensor quantization where per-channel was asked",
-                lambda w, b: (
-                    torch.clamp(torch.round(w / (w.abs().max() / qmax(b))), -qmax(b), qmax(b)),
-                    w.abs().max() / qmax(b) * torch.ones(w.shape[0]),
-                ),
+                lambda w, b: (lambda q, s: (q, s * torch.ones(w.shape[0])))(*_per_tensor(w, b)),
             ),
             Mistake(
                 "used per-tensor quantization where per-channel was asked",
-                lambda w, b: (
-                    torch.clamp(torch.round(w / (w.abs().max() / qmax(b))), -qmax(b), qmax(b)),
-                    w.abs().max() / qmax(b),
-                ),
+                lambda w, b: _per_tensor(w, b),
             ),
             Mistake(
                 "divided by 2**(bits-1) instead of 2**(bits-1) - 1",
                 lambda w, b: (
-                    torch.clamp(torch.round(w / (w.abs().amax(1, keepdim=True) / 2 ** (b - 1))), -qmax(b), qmax(b)),
+                    torch.clamp(torch.round(codes(w, w.abs().amax(1, keepdim=True) / 2 ** (b - 1))), -qmax(b), qmax(b)),
                     w.abs().amax(1) / 2 ** (b - 1),
+                ),
+            ),
+            Mistake(
+                "divided by a zero scale: an all-zero row gives NaN codes (0 / 0); give it codes 0",
+                lambda w, b: (
+                    torch.clamp(torch.round(w / _per_channel_scale(w, b)[:, None]), -qmax(b), qmax(b)),
+                    _per_channel_scale(w, b),
                 ),
             ),
         ],
     ),
     Task(
         "02.row_maes",
-        "apply now: shared int4 scale against one per row",
+        "apply now: a shared scale against one per row",
         _row_maes,
         [
-            Case((TWO, 4), "quiet and loud rows"),
-            Case((torch.tensor([[0.01, -0.02, 0.03], [5.0, -4.0, 2.0]]), 4), "your own pair"),
+            Case((TWO, 4), "int4, quiet and loud rows"),
+            Case((torch.tensor([[0.01, -0.02, 0.03], [5.0, -4.0, 2.0]]), 8), "int8, your own pair"),
+            Case((_w(5, 6), 3), "int3, 5x6 weight"),
         ],
         "return (MAE per row under the shared scale, MAE per row under per-row scales); "
         "fake-quantize, then mean |error| per row",
         [
-            Mistake("returned the TWO results in the wrong order (per-row first)", lambda w, b: _row_maes(w, b)[::-1]),
+            Mistake("returned the two results in the wrong order (per-row first)", lambda w, b: _row_maes(w, b)[::-1]),
             Mistake(
                 "took the mean over the whole tensor instead of per row",
                 lambda w, b: tuple(m.mean() * torch.ones(w.shape[0]) for m in _row_maes(w, b)),
             ),
+            Mistake("used int4 whatever the bits (4 hard-coded)", lambda w, b: _row_maes(w, 4)),
         ],
     ),
 ]
+
 
 RECALL: tuple[Question, ...] = (
     choice(
@@ -188,6 +214,10 @@ RECALL: tuple[Question, ...] = (
         "In the 3x4 int8 note example, what code does 1.8 get under the shared scale 2.0 / 127?",
         114,
         "1.8 / (2.0 / 127) = 114.3, which rounds to 114 (the note prints 115).",
-        rel_tol=0,
+        tol=0.01,
+        mistakes=(
+            (115, "the interview note's value; 1.8 / (2.0 / 127) = 114.3 rounds to 114"),
+            (114.3, "that is 1.8 / scale before rounding; a code is an integer"),
+        ),
     ),
 )

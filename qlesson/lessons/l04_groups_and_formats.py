@@ -10,7 +10,7 @@ import torch
 
 from qlesson.course.checking import Case, Mistake, Task
 from qlesson.course.recall import INTERVIEW, LESSON, Numeric, Question, choice
-from qlesson.lessons._shared import qmax, weights
+from qlesson.lessons._shared import codes, qmax, weights
 from qlesson.lessons.l02_one_ruler_or_many import _per_channel_scale, _quantize_per_channel
 
 _G = torch.Generator().manual_seed(1234 + 4)
@@ -26,8 +26,15 @@ def _quantize_per_group(
     n, k = w.shape
     wg = w.reshape(n, k // g, g)
     s = wg.abs().amax(-1) / (divisor or qmax(bits))
-    q = torch.clamp(torch.round(wg / s[..., None]), -qmax(bits), qmax(bits))
+    q = torch.clamp(torch.round(codes(wg, s[..., None])), -qmax(bits), qmax(bits))
     return q.reshape(n, k), s
+
+
+def _naive_per_group(w: torch.Tensor, bits: int, g: int) -> tuple[torch.Tensor, torch.Tensor]:
+    n, k = w.shape
+    wg = w.reshape(n, k // g, g)
+    s = wg.abs().amax(-1) / qmax(bits)
+    return torch.clamp(torch.round(wg / s[..., None]), -qmax(bits), qmax(bits)).reshape(n, k), s
 
 
 def _metadata_bytes(n: int, k: int, g: int, scale_bytes: int) -> int:
@@ -38,17 +45,22 @@ def _bits_per_weight(bits: int, g: int, scale_bits: int) -> float:
     return bits + scale_bits / g
 
 
+_ZERO_GROUP = _w(3, 6)
+_ZERO_GROUP[1, 2:4] = 0.0
+
 TASKS: list[Task] = [
     Task(
         "04.quantize_per_group",
         "per-group quantization along in_features",
         _quantize_per_group,
         [
-            Case((_w(8, 16), 4, 8), "[8, 16], groups of 8"),
-            Case((_w(12, 12), 4, 4), "[12, 12], groups of 4"),
-            Case((_w(2, 8), 8, 8), "group = whole row"),
+            Case((_w(8, 16), 4, 8), "int4, [8, 16], groups of 8"),
+            Case((_w(12, 12), 3, 4), "int3, [12, 12], groups of 4"),
+            Case((_w(2, 8), 8, 8), "int8, group = whole row"),
+            Case((_ZERO_GROUP, 4, 2), "int4, [3, 6], groups of 2, one all-zero group (codes 0)"),
         ],
-        "reshape to [N, K // g, g], absmax over the last axis: scales [N, K // g]; return (q [N, K], scales)",
+        "reshape to [N, K // g, g], absmax over the last axis: scales [N, K // g]; return (q [N, K], scales); "
+        "an all-zero group has scale 0 and codes 0",
         [
             Mistake(
                 "formed groups along the wrong axis (down the columns)",
@@ -65,6 +77,11 @@ TASKS: list[Task] = [
                 "divided by 2**(bits-1) instead of 2**(bits-1) - 1",
                 lambda w, b, g: _quantize_per_group(w, b, g, divisor=2 ** (b - 1)),
             ),
+            Mistake(
+                "divided by a zero scale: an all-zero group gives NaN codes (0 / 0); give it codes 0",
+                lambda w, b, g: _naive_per_group(w, b, g),
+            ),
+            Mistake("used int4 whatever the bits (4 hard-coded)", lambda w, b, g: _quantize_per_group(w, 4, g)),
         ],
     ),
     Task(
@@ -74,11 +91,14 @@ TASKS: list[Task] = [
         [
             Case((4096, 4096, 128, 2), "[4096, 4096], g=128, fp16"),
             Case((384, 1536, 32, 4), "[384, 1536], g=32, fp32"),
+            Case((64, 256, 64, 1), "[64, 256], g=64, one-byte (fp8) scales"),
         ],
         "one scale per group: N * (K // g) scales, times scale_bytes",
         [
             Mistake("counted one scale per channel (per-channel) instead of per group", lambda n, k, g, sb: n * sb),
             Mistake("forgot the N rows: counted groups of one row only", lambda n, k, g, sb: (k // g) * sb),
+            Mistake("multiplied by the group size instead of the number of groups", lambda n, k, g, sb: n * g * sb),
+            Mistake("counted bits, not bytes (8 bits per byte)", lambda n, k, g, sb: n * (k // g) * sb * 8),
         ],
     ),
     Task(
@@ -141,11 +161,23 @@ RECALL: tuple[Question, ...] = (
         "Bits per weight of int4 with groups of 128 and fp16 scales?",
         4.125,
         "4 bits of code plus 16 bits of fp16 scale shared by 128 weights: 4 + 16/128.",
+        tol=0.001,
+        mistakes=(
+            (4.0, "the scales are stored too: 16 bits shared by 128 weights"),
+            (4.5, "that is groups of 32 (Q4_0); here 128 weights share one scale"),
+            (4.015625, "that adds 2 bytes per 128 weights; count the scale in bits: 16 / 128"),
+        ),
     ),
     Numeric(
         "Bits per weight of llama.cpp's Q4_0 (32 weights per block)?",
         4.5,
         "An 18-byte block (2-byte fp16 scale + 16 bytes of codes) for 32 weights: 18 * 8 / 32.",
+        tol=0.001,
+        mistakes=(
+            (4.0, "the fp16 scale is stored in every block too: 16 bits per 32 weights"),
+            (4.125, "that is a group of 128; a Q4_0 block holds 32 weights"),
+            (4.0625, "that adds 2 bytes per 32 weights; count the scale in bits: 16 / 32"),
+        ),
     ),
     choice(
         "Interview: 'scale metadata is wasted memory'. What is the better view?",
@@ -158,6 +190,11 @@ RECALL: tuple[Question, ...] = (
         "A [4, 1024] weight with group size 128: how many scales?",
         32,
         "1024 / 128 = 8 groups per channel, times 4 channels.",
-        rel_tol=0,
+        tol=0.01,
+        mistakes=(
+            (8, "that is one channel's groups; each of the 4 channels has 8"),
+            (4, "that is one scale per channel; groups split each channel into 8"),
+            (128, "that is the group size, the number of weights per scale"),
+        ),
     ),
 )

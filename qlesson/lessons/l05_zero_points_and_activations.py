@@ -10,7 +10,7 @@ import torch
 
 from qlesson.course.checking import Case, Mistake, Task
 from qlesson.course.recall import Numeric, Question, choice
-from qlesson.lessons._shared import MIXED, NEG, POS, qmax, weights
+from qlesson.lessons._shared import MIXED, NEG, POS, codes, qmax, weights
 from qlesson.lessons.l01_the_ruler import _asym_qparams
 
 _G = torch.Generator().manual_seed(1234 + 5)
@@ -20,8 +20,35 @@ def _w(*shape: int, spread: bool = True) -> torch.Tensor:
     return weights(_G, *shape, spread=spread)
 
 
-def _asym_zero_point(x: torch.Tensor, bits: int) -> torch.Tensor:
-    return _asym_qparams(x, bits)[1]
+def _roundtrip(x: torch.Tensor, scale: torch.Tensor, zp: torch.Tensor, bits: int) -> torch.Tensor:
+    q = torch.clamp(torch.round(codes(x, scale)) + zp, 0, 2**bits - 1)
+    return (q - zp) * scale
+
+
+def _asym_roundtrip(x: torch.Tensor, bits: int) -> torch.Tensor:
+    scale, zp = _asym_qparams(x, bits)
+    return _roundtrip(x, scale, torch.nan_to_num(zp), bits)
+
+
+def _not_widened(x: torch.Tensor, bits: int) -> torch.Tensor:
+    scale = (x.max() - x.min()) / (2**bits - 1)
+    return _roundtrip(x, scale, torch.round(-x.min() / scale), bits)
+
+
+def _wrong_sign(x: torch.Tensor, bits: int) -> torch.Tensor:
+    scale, _ = _asym_qparams(x, bits)
+    zp = torch.clamp(torch.round(torch.clamp(x.min(), max=0) / scale), 0, 2**bits - 1)
+    return _roundtrip(x, scale, zp, bits)
+
+
+def _symmetric(x: torch.Tensor, bits: int) -> torch.Tensor:
+    s = x.abs().max() / qmax(bits)
+    return torch.clamp(torch.round(codes(x, s)), -qmax(bits), qmax(bits)) * s
+
+
+def _codes_only(x: torch.Tensor, bits: int) -> torch.Tensor:
+    scale, zp = _asym_qparams(x, bits)
+    return torch.clamp(torch.round(codes(x, scale)) + zp, 0, 2**bits - 1)
 
 
 def _per_token_scales(x: torch.Tensor, bits: int) -> torch.Tensor:
@@ -34,26 +61,29 @@ def _smooth_factors(x: torch.Tensor, w: torch.Tensor, alpha: float) -> torch.Ten
 
 ACTS = _w(12, 16, spread=False)
 ACTS[:, 5] *= 20  # an outlier feature
+_ZERO_TOKEN = _w(4, 6, spread=False)
+_ZERO_TOKEN[2] = 0.0
 
 
 TASKS: list[Task] = [
     Task(
-        "05.asymmetric_zero_point",
-        "uint zero point with the range widened to 0",
-        _asym_zero_point,
+        "05.asymmetric_roundtrip",
+        "asymmetric fake quantization with the range widened to 0",
+        _asym_roundtrip,
         [
-            Case((NEG, 8), "negative-only channel"),
-            Case((POS, 8), "positive-only channel"),
-            Case((MIXED, 4), "MIXED, int4"),
+            Case((NEG, 8), "uint8, negative-only channel"),
+            Case((POS, 4), "uint4, positive-only channel"),
+            Case((MIXED, 3), "uint3, mixed signs"),
+            Case((torch.tensor([0.0, -1.2, -0.3, 0.0]), 2), "uint2, exact zeros must come back as 0.0"),
+            Case((torch.zeros(4), 8), "uint8, all zeros (scale 0: return zeros)"),
         ],
         "rmin = min(x.min(), 0), rmax = max(x.max(), 0); scale = (rmax - rmin) / (2**bits - 1); "
-        "zero_point = clamp(round(-rmin / scale), 0, 2**bits - 1)",
+        "zp = round(-rmin / scale); q = clamp(round(x / scale) + zp, 0, 2**bits - 1); return (q - zp) * scale",
         [
-            Mistake("zero point has the wrong sign", lambda x, b: -_asym_zero_point(x, b)),
-            Mistake(
-                "did not widen the range to include 0 (the zero point falls outside the codes)",
-                lambda x, b: torch.round(-x.min() / ((x.max() - x.min()) / (2**b - 1))),
-            ),
+            Mistake("did not widen the range to include 0 (used [x.min(), x.max()])", _not_widened),
+            Mistake("zero point has the wrong sign (+rmin / scale)", _wrong_sign),
+            Mistake("returned the codes q, not the reconstruction (q - zp) * scale", lambda x, b: _codes_only(x, b)),
+            Mistake("used the symmetric signed ruler instead of an asymmetric one", _symmetric),
         ],
     ),
     Task(
@@ -62,7 +92,8 @@ TASKS: list[Task] = [
         _per_token_scales,
         [
             Case((ACTS, 8), "[12 tokens, 16 features] with an outlier feature"),
-            Case((_w(3, 5, spread=False), 4), "int4"),
+            Case((_w(3, 5, spread=False), 4), "int4, [3, 5]"),
+            Case((_ZERO_TOKEN, 3), "int3, token 2 is all zeros (its scale is 0)"),
         ],
         "one scale per token (row of [tokens, features]): x.abs().amax(dim=1) / (2**(bits-1) - 1)",
         [
@@ -74,13 +105,18 @@ TASKS: list[Task] = [
                 "used one scale for everything (per-tensor)",
                 lambda x, b: x.abs().max() / qmax(b) * torch.ones(x.shape[0]),
             ),
+            Mistake("divided by 127 whatever the bits (int8 hard-coded)", lambda x, b: x.abs().amax(dim=1) / 127),
         ],
     ),
     Task(
         "05.smooth_factors",
         "SmoothQuant's per-feature factors",
         _smooth_factors,
-        [Case((ACTS, _w(6, 16), 0.5), "alpha 0.5"), Case((ACTS, _w(6, 16), 0.75), "alpha 0.75")],
+        [
+            Case((ACTS, _w(6, 16), 0.5), "alpha 0.5, x [12, 16], w [6, 16]"),
+            Case((ACTS, _w(6, 16), 0.75), "alpha 0.75"),
+            Case((_w(5, 4, spread=False), _w(3, 4), 0.25), "alpha 0.25, x [5, 4], w [3, 4]"),
+        ],
         "s_j = max|x[:, j]| ** alpha / max|w[:, j]| ** (1 - alpha): columns of both x [T, K] and w [N, K]",
         [
             Mistake("swapped alpha and 1 - alpha", lambda x, w, a: _smooth_factors(x, w, 1 - a)),
@@ -88,6 +124,7 @@ TASKS: list[Task] = [
                 "used the rows of w instead of its columns (input features)",
                 lambda x, w, a: x.abs().amax(0) ** a / w.abs().amax(1).mean() ** (1 - a),
             ),
+            Mistake("used alpha 0.5 whatever alpha is (hard-coded)", lambda x, w, a: _smooth_factors(x, w, 0.5)),
         ],
     ),
 ]
@@ -107,7 +144,11 @@ RECALL: tuple[Question, ...] = (
         "A uint8 channel spans [-1.70, -0.94]. After widening to include 0, what is its zero point?",
         255,
         "rmin = -1.70, rmax = 0: scale = 1.70 / 255, zero point = round(1.70 / scale) = 255.",
-        rel_tol=0,
+        tol=0.01,
+        mistakes=(
+            (570, "that keeps the range [-1.70, -0.94] without 0: the zero point falls outside 0..255"),
+            (-255, "wrong sign: zero_point = round(-rmin / scale) = round(1.70 / scale)"),
+        ),
     ),
     choice(
         "Why are per-token activation scales usable in an int8 GEMM, but per-feature scales are not?",

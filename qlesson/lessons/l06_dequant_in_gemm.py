@@ -33,17 +33,29 @@ def _w8a8_rescale(acc: torch.Tensor, s_x: torch.Tensor, s_w: torch.Tensor) -> to
     return acc * s_x[:, None] * s_w[None, :]
 
 
+def _codes(n: int, k: int, bits: int = 4) -> torch.Tensor:
+    return torch.randint(-(2 ** (bits - 1) - 1), 2 ** (bits - 1), (n, k), generator=_G).float()
+
+
+def _gemm_case(m: int, k: int, n: int) -> Case:
+    return Case((_w(m, k), _codes(n, k), torch.rand(n, generator=_G) + 0.05), f"M={m}, K={k}, N={n}")
+
+
+def _group_case(m: int, k: int, n: int, g: int) -> Case:
+    return Case((_w(m, k), _codes(n, k), torch.rand(n, k // g, generator=_G) + 0.05, g), f"M={m}, K={k}, N={n}, g={g}")
+
+
+def _acc_case(m: int, n: int) -> Case:
+    acc = torch.randint(-9000, 9000, (m, n), generator=_G).float()
+    return Case((acc, torch.rand(m, generator=_G) + 0.05, torch.rand(n, generator=_G) + 0.05), f"M={m}, N={n}")
+
+
 TASKS: list[Task] = [
     Task(
         "06.scale_after_gemm",
         "apply per-channel scales after the product",
         _scale_after,
-        [
-            Case(
-                (_w(3, 8), torch.randint(-7, 8, (5, 8), generator=_G).float(), torch.rand(5, generator=_G)),
-                "M=3, K=8, N=5",
-            )
-        ],
+        [_gemm_case(3, 8, 5), _gemm_case(1, 4, 2), _gemm_case(6, 16, 3)],
         "y = (x @ q.T) * s: s has one entry per output column",
         [
             Mistake("divided by the scales instead of multiplying", lambda x, q, s: (x @ q.T) / s),
@@ -54,12 +66,7 @@ TASKS: list[Task] = [
         "06.group_gemm",
         "a GEMM with per-group weight scales",
         _group_gemm,
-        [
-            Case(
-                (_w(2, 8), torch.randint(-7, 8, (3, 8), generator=_G).float(), torch.rand(3, 2, generator=_G), 4),
-                "K=8, g=4",
-            )
-        ],
+        [_group_case(2, 8, 3, 4), _group_case(1, 12, 2, 3), _group_case(4, 16, 5, 8)],
         "the scales change along K: dequantize each group (or scale each group's partial sum) before summing",
         [
             Mistake(
@@ -70,29 +77,23 @@ TASKS: list[Task] = [
                 "expanded the group scales with repeat instead of repeat_interleave (groups are contiguous)",
                 lambda x, q, s, g: x @ (q * s.repeat(1, g)).T,
             ),
+            Mistake("forgot the scales", lambda x, q, s, g: x @ q.T),
         ],
     ),
     Task(
         "06.w8a8_rescale",
         "rescale an int32 accumulator",
         _w8a8_rescale,
-        [
-            Case(
-                (
-                    torch.randint(-9000, 9000, (3, 4), generator=_G).float(),
-                    torch.rand(3, generator=_G),
-                    torch.rand(4, generator=_G),
-                ),
-                "M=3, N=4",
-            )
-        ],
-        "y[m, n] = acc[m, n] * s_x[m] * s_w[n]: the outer product of the TWO scale vectors",
+        [_acc_case(3, 4), _acc_case(1, 2), _acc_case(5, 3)],
+        "y[m, n] = acc[m, n] * s_x[m] * s_w[n]: the outer product of the two scale vectors",
         [
             Mistake("used only the weight scales", lambda a, sx, sw: a * sw[None, :]),
             Mistake("used only the activation scales", lambda a, sx, sw: a * sx[:, None]),
+            Mistake("divided by the scales instead of multiplying", lambda a, sx, sw: a / sx[:, None] / sw[None, :]),
         ],
     ),
 ]
+
 
 RECALL: tuple[Question, ...] = (
     choice(
@@ -105,7 +106,11 @@ RECALL: tuple[Question, ...] = (
         "Applying per-channel scales to a [256, 4096] output: how many multiplies?",
         256 * 4096,
         "One per output element: M x N.",
-        rel_tol=0,
+        tol=0.01,
+        mistakes=(
+            (4096, "that is one per output channel; each of the 256 rows of the output is scaled"),
+            (256 * 4096 * 4096, "that counts the GEMM's multiplies; the scales touch each output once"),
+        ),
     ),
     choice(
         "At M = 1, why is dequantize-then-matmul slower than fp32?",
