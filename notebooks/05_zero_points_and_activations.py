@@ -21,10 +21,13 @@
 #   positive-only and negative-only channels;
 # * why the zero point must be an integer inside the code range, and what that forces on a
 #   channel that never crosses 0;
-# * why activations are harder than weights: outlier *features*, captured from MiniLM with
-#   forward hooks;
-# * per-tensor vs per-token activation scales, and SmoothQuant's idea (move scale from the
-#   activations into the weights), measured on one layer.
+# * which schemes need an integer zero point, and which store a float minimum instead;
+# * why activations are harder than weights: an outlier *token* and outlier *features*,
+#   captured from MiniLM with forward hooks, told apart on a token x feature map;
+# * per-tensor, per-token and per-feature activation scales, static (calibrated once) or
+#   dynamic (per batch), judged on sentences the calibration never saw;
+# * SmoothQuant from its formula: which features stay loud, where `1/s` is folded, and why
+#   the FFN down-projection is left alone.
 #
 # **What you need**: notebooks 01 to 03. About 15 minutes.
 
@@ -43,7 +46,7 @@ ql.show_environment()
 # %%
 import torch
 
-from qlesson.teach import analysis, examples, models, plots, studies
+from qlesson.teach import analysis, examples, models, plots
 
 C = examples.calculator_channels()
 print_table(analysis.channel_ranges(C), {"values": "+.2f", "min": "+.2f", "max": "+.2f", "range": ".2f"})
@@ -106,7 +109,27 @@ print(
 # On a tensor this small the metadata is larger than the payload; on a real layer it is a
 # rounding error (lesson 04).
 #
-# ## 4. Activations: outlier features
+# **Who needs an integer zero point?** Schemes whose codes meet the data inside an *integer*
+# GEMM: uint8 activations in PyTorch's and ONNX Runtime's quantized kernels, for example.
+# There 0.0 must be a code (zero padding, ReLU zeros) and the zero-point correction must stay
+# in integer arithmetic (lesson 06 shows that correction). Weight-only formats that turn the
+# codes back into floats before the multiply need neither: llama.cpp's Q4_1 stores a float
+# minimum `m` beside the scale (`x = d * q + m`), and its K-quants store 6-bit minimums under
+# a super-scale. A float minimum need not widen the range to include 0, so a negative-only
+# channel keeps its fine scale; the price is that 0.0 is no longer exact. On the
+# negative-only channel at 4 bits:
+
+# %%
+lo, hi = float(neg.min()), float(neg.max())
+d = (hi - lo) / 15  # a Q4_1-style ruler: float minimum, 16 codes across [min, max]
+float_min = torch.round((neg - lo) / d) * d + lo
+int_zp = ql.fake_quantize(neg, 4, symmetric=False, signed=False)  # integer zero point, range widened to 0
+int_scale = float(ql.quantize(neg, 4, symmetric=False, signed=False).scale)
+print(f"float minimum:      scale {d:.4f}, MAE {float((float_min - neg).abs().mean()):.4f}")
+print(f"integer zero point: scale {int_scale:.4f}, MAE {float((int_zp - neg).abs().mean()):.4f}")
+
+# %% [markdown]
+# ## 4. Activations: an outlier token and outlier features
 #
 # Weights are fixed, so their scales can be computed offline. Activations change with every
 # input and must be quantized on the fly. Capture the input of every Linear layer of MiniLM
@@ -135,90 +158,189 @@ print_table(rows, {"median feature absmax": ".2f"})
 _ = plots.activation_features(acts["L0.intermediate"], "L0.intermediate input")
 
 # %% [markdown]
-# A few **features** (columns) are far larger than the rest, on every token. Feature 99 is
-# the same residual-stream dimension that had the loudest *weight* channel in the FFN output
-# layers of lesson 03: the network writes a large value there and reads it back.
+# The absmax over tokens hides *where* each outlier sits. Look at every token and feature of
+# the first three sentences, and at each loud feature on the `[CLS]` token against all other
+# tokens:
+
+# %%
+from qlesson.teach import activations
+
+labels = models.token_labels(model)
+_ = plots.token_feature_map(acts["L0.intermediate"], labels, "L0.intermediate input")
+
+# %%
+profile = activations.feature_profile(acts["L0.intermediate"], labels, [99, 63, 267, 303])
+print_table(profile, {k: ".2f" for k in profile[0] if k != "feature"})
+
+# %% [markdown]
+# Two different things make a feature loud:
+#
+# * **Feature 99 is a token outlier.** It reaches about 28 on the `[CLS]` token of every
+#   sentence and stays near 0.5 everywhere else: one token in about twelve. It is not loud
+#   on every token; it is loud on one. Lesson 03 found output channel 99 of the FFN
+#   down-projections to be the loudest weight row; here is why it matters: a single
+#   weight, `L0.output[99, 856]`, carries hidden unit 856 (which fires only on `[CLS]`) into
+#   residual dimension 99:
+
+# %%
+w_out, x_out = W["L0.output"], acts["L0.output"]
+cls = activations.cls_mask(labels)
+top_row = int(w_out[:, 856].abs().argmax())
+print(f"largest |weight| in column 856 of L0.output: row {top_row}, value {float(w_out[top_row, 856]):.2f}")
+print(f"hidden unit 856: median {float(x_out[cls, 856].median()):.1f} on [CLS], at most ", end="")
+print(f"{float(x_out[~cls, 856].abs().max()):.2f} on the other {int((~cls).sum())} tokens")
+
+# %% [markdown]
+# * **Features 63 and 267 are outlier features.** Their largest values sit on ordinary
+#   tokens, and their median over the non-`[CLS]` tokens is several times the typical
+#   feature's (last row of the table): loud everywhere, not on one token.
+#
+# The two kinds need different cures: one scale per *token* isolates the `[CLS]` spike; only
+# one scale per *feature* (or moving the feature's range into the weights) handles a feature
+# that is loud everywhere.
 #
 # ## 5. Per-tensor, per-token or per-feature activation scales
 #
 # An activation `[tokens, features]` can get one scale for everything (per-tensor), one per
-# token (a row), or one per feature (a column):
+# token (a row), or one per feature (a column). Measured with and without the `[CLS]` rows:
 
 # %%
 for name in ("L0.intermediate", "L5.query"):
     print(name)
-    print_table(studies.activation_quant_rows(acts[name], bits=8), {"rmse": ".4f", "SQNR dB": ".1f"})
+    print_table(
+        activations.granularity_rows(acts[name], labels), {"all tokens SQNR dB": ".1f", "without [CLS] SQNR dB": ".1f"}
+    )
 
 # %% [markdown]
-# Per-feature is the most accurate but the least usable: in `y = x @ W.T` the features are
-# the reduction axis K, so a per-feature activation scale changes inside the sum and cannot be
-# applied after an integer GEMM (lesson 06 makes this precise). Per-token scales are
-# constant along K, so they factor out like per-channel weight scales: that is why W8A8
-# systems use per-token activations with per-channel weights.
+# On `L0.intermediate`, per-token scales gain about 9 dB over per-tensor. Most of that is the
+# `[CLS]` token: drop its rows (one token in twelve) and per-tensor alone gains about 7 dB,
+# because the spike of 28 no longer sets everyone's scale. Per-token scales are the cure for
+# a token outlier, and they are cheap in a GEMM: constant along the reduction axis K, they
+# factor out of the sum like per-channel weight scales (W8A8 uses exactly that pair).
 #
-# ## 6. SmoothQuant: move the outliers into the weights
+# Per-feature scales gain another 8 dB or more, and they barely care about `[CLS]`: they
+# answer the *outlier features*. But a per-feature scale varies along K, so it cannot multiply
+# the int32 accumulator after an integer GEMM. It can be moved out of the activations
+# altogether, into the weights, before the model runs: that is SmoothQuant (section 7).
 #
-# SmoothQuant divides each activation feature `j` by `s_j` and multiplies the matching
-# weight column by `s_j`. The product is unchanged in exact arithmetic, but the activation
-# outliers shrink, and the weights (quantized per output channel) absorb them:
-# `s_j = max|x_j|^alpha / max|w_j|^(1 - alpha)`. Measured on MiniLM's `L0.intermediate`
-# (W8A8, per-channel weights):
+# ## 6. Static or dynamic scales, judged on new text
+#
+# A per-token scale is **dynamic**: the kernel finds each row's absmax at run time. A
+# per-tensor activation scale is usually **static**: an observer picks it once from
+# calibration data, and the deployed model uses it on text it has never seen. The tables in
+# section 5 computed every scale on the very tokens they measured, which flatters per-tensor.
+# Calibrate instead on 24 other sentences, evaluate on the lesson's, and compare three
+# observers: the calibration min/max, the 99.99th percentile of |x|, and the clip with the
+# least squared error on the calibration set:
 
 # %%
-x, w = acts["L0.intermediate"], W["L0.intermediate"]
-y = x @ w.T
-s = (x.abs().amax(0) ** 0.5) / (w.abs().amax(0) ** 0.5)
-print(f"exact identity (x / s) @ (w * s).T == x @ w.T: {torch.allclose((x / s) @ (w * s).T, y, rtol=1e-4, atol=1e-4)}")
-print_table(studies.smoothquant_rows(x, w, alpha=0.5), {"act max/median feature": ".1f", "output SQNR dB": ".2f"})
-
-# %% [markdown]
-# Smoothing flattens the activation's features and raises the output SQNR for both
-# activation schemes on this layer. It is not free everywhere: on a layer whose outliers sit
-# in the weights rather than the activations, the same migration can hurt. `alpha` sets how
-# much difficulty moves into the weights:
-
-# %%
-rows = []
+calib = models.capture_linear_inputs(model, activations.CALIBRATION_SENTENCES)
+print(f"calibration: {calib['L0.query'].shape[0]} tokens; evaluation: {acts['L0.query'].shape[0]} tokens")
 for name in ("L0.intermediate", "L0.output"):
-    for alpha in (None, 0.0, 0.25, 0.5, 0.75):
-        r = studies.smoothquant_rows(acts[name], W[name], alpha=alpha or 0.0)[0 if alpha is None else 2]
-        rows.append(
-            {
-                "layer": name,
-                "alpha": "no smoothing" if alpha is None else f"{alpha:.2f}",
-                "act max/median feature": r["act max/median feature"],
-                "output SQNR dB (per-tensor acts)": r["output SQNR dB"],
-            }
-        )
-print_table(rows, {"act max/median feature": ".1f", "output SQNR dB (per-tensor acts)": ".2f"})
+    print(name)
+    fmt = {"clip": ".2f", "share of eval values clipped": ".5f", "eval SQNR dB": ".1f"}
+    print_table(activations.static_scale_rows(calib[name], acts[name]), fmt)
 
 # %% [markdown]
-# The best alpha differs by layer. On `L0.intermediate`, alpha 0.5 and 0.75 help while alpha 0
-# (the weights alone set `s`) hurts. On
-# `L0.output`, alpha 0.5 is *worse* than no smoothing at all, because weight columns with tiny
-# ranges get small `s_j` and blow their activation features up, while 0.75 helps a lot. This
-# is why SmoothQuant picks alpha per model from calibration data, and why a measurement beats
-# a rule of thumb.
+# Calibrated min/max transfers almost exactly here, because MiniLM's outliers are systematic:
+# every sentence has a `[CLS]` token and hidden unit 856 fires on each one. The popular
+# percentile observer is the trap: the `[CLS]` spike of `L0.output`'s input is 24 values out
+# of more than 400,000, far beyond the 99.99th percentile, so the percentile clips it and the
+# layer loses more than half its SQNR in dB. The MSE-optimal clip trims a little off the top
+# and gains about a dB on that layer. Outliers that carry meaning must survive calibration.
+#
+# ## 7. SmoothQuant: move the outlier features into the weights
+#
+# SmoothQuant divides activation feature `j` by `s_j` and multiplies weight column `j` by
+# `s_j`; in exact arithmetic `(x / s) @ (w * s).T == x @ w.T`. With
+#
+# ```
+# s_j = max|x_j|^alpha / max|w_j|^(1 - alpha)
+# ```
+#
+# the smoothed feature's absmax is `max|x_j| / s_j = (max|x_j| * max|w_j|)^(1 - alpha)`: a
+# feature stays loud after smoothing when its activation *and* its weight column are large.
+# On `L0.output` (alpha 0.5) the loudest smoothed features and the two maxima that set them:
+
+# %%
+fmt = {k: ".2f" for k in ("max|x_j|", "max|w_j|", "s_j", "max|x_j / s_j|", "(max|x_j| max|w_j|)^(1-alpha)")}
+print_table(activations.smoothed_features(acts["L0.output"], W["L0.output"], alpha=0.5), fmt)
+s05 = activations.smoothing_factors(acts["L0.output"], W["L0.output"], alpha=0.5)
+q1, q3 = torch.quantile(s05, torch.tensor([0.25, 0.75])).tolist()
+print(f"s_j over all {s05.numel()} features: median {float(s05.median()):.2f}, middle half {q1:.2f} to {q3:.2f}")
+print(f"largest |weight| of the whole layer: {float(W['L0.output'].abs().max()):.2f}")
+
+# %% [markdown]
+# Feature 856 shrinks from about 25 to about 14, but only by `s = 1.77`, because its weight
+# column holds the layer's largest weight (the 7.9 of section 4). Typical features, whose
+# activations are several times their weights, are divided by 2 to 3. The outlier is now
+# *relatively louder* than before: that is why alpha 0.5 hurts this layer below.
+#
+# **Where does `1/s` go?** The division must not cost a pass over the activations at run
+# time, so SmoothQuant folds it into the operation that produced them. In a BERT or LLaMA
+# block the inputs of the query/key/value projections and of the first FFN layer come
+# straight out of a LayerNorm, whose affine weight and bias can absorb `1/s` exactly; the
+# matching `s` goes into the Linear's weight columns (one `s` shared by query, key and value,
+# which read the same input). Folded on MiniLM's first FFN layer:
+
+# %%
+layer0 = model[0].auto_model.encoder.layer[0]
+norm, fc1 = layer0.attention.output.LayerNorm, layer0.intermediate.dense
+s = activations.smoothing_factors(acts["L0.intermediate"], W["L0.intermediate"], alpha=0.5)
+norm_s, (fc1_s,) = activations.fold_into_layernorm(norm, [fc1], s)
+h = torch.randn(5, 384, generator=torch.Generator().manual_seed(0))
+with torch.no_grad():
+    same_norm = float((norm_s(h) - norm(h) / s).abs().max())
+    same_out = float((fc1_s(norm_s(h)) - fc1(norm(h))).abs().max() / fc1(norm(h)).abs().max())
+print(f"folded LayerNorm == LayerNorm / s: max difference {same_norm:.1e}")
+print(f"FFN input layer output, folded vs original: max relative difference {same_out:.1e} (float rounding)")
+
+# %% [markdown]
+# `L0.output`, the FFN down-projection, is different: its input comes out of GELU, and
+# `GELU(z) / s` is not `GELU(z / s)`, so there is nothing linear to fold `1/s` into.
+# SmoothQuant smooths the QKV and FC1 inputs and leaves the down-projection alone. Measured
+# W8A8 (activations per-tensor or per-token, weights per output channel) on the two foldable
+# inputs of layer 0, with `L0.output` last as the cautionary case:
+
+# %%
+qkv = torch.cat([W["L0.query"], W["L0.key"], W["L0.value"]])
+cases = [("L0 QKV", acts["L0.query"], qkv), ("L0.intermediate", acts["L0.intermediate"], W["L0.intermediate"])]
+cases.append(("L0.output (not foldable)", acts["L0.output"], W["L0.output"]))
+print_table(activations.alpha_rows(cases, alphas=(0.25, 0.5, 0.75)), {"act max/median feature": ".1f"})
+
+# %% [markdown]
+# On both foldable inputs smoothing helps, most with per-tensor activation scales, where
+# alpha 0.75 does best; with per-token scales 0.5 and 0.75 are within a few tenths of a dB.
+# On `L0.output` alpha 0.5 raises the activations' max/median ratio instead of lowering it
+# (feature 856, above) and loses several dB; alpha 0.75 moves enough of the range into the
+# weights to win with per-tensor scales and to tie with per-token ones. The best alpha is a property of the layer,
+# which is why SmoothQuant picks it from calibration data.
 #
 # ## Summary
 #
-# * Asymmetric ranges fit shifted data; the zero point is an integer code, so the range is
-#   widened to include 0 and 0.0 stays exact.
-# * A channel that never crosses 0 pays for exact zeros with a coarser scale.
-# * Activations have outlier features; per-token scales are the accurate choice that still
-#   factors out of the GEMM.
-# * SmoothQuant migrates activation outliers into the weights; measure it per layer.
+# * Asymmetric ranges fit shifted data. Where codes enter an integer GEMM the zero point is an
+#   integer code, so the range is widened to include 0 and 0.0 stays exact; weight-only
+#   formats such as Q4_1 store a float minimum instead and keep the finer scale.
+# * Activations have an outlier *token* (`[CLS]`, feature 99) and outlier *features* (63,
+#   267). Per-token scales isolate the token; only per-feature treatment handles the features.
+# * Static scales must be judged on text the calibration did not see; a percentile observer
+#   can clip the one spike that matters.
+# * SmoothQuant divides feature `j` by `s_j`; what stays loud is `(max|x_j| max|w_j|)^(1-alpha)`.
+#   `1/s` folds into the LayerNorm before QKV and FC1; the down-projection has nothing to
+#   fold into. Measure alpha per layer.
 #
 # **Exercise**: `exercises/05_zero_points_and_activations.ipynb`:
-# the asymmetric zero point of a negative-only channel.
+# an asymmetric round trip, per-token scales and SmoothQuant's factors.
 #
 # ## Pause and recall
 #
 # 1. Why must the zero point be an integer inside `[qmin, qmax]`?
 # 2. A uint8 channel has min -1.70 and max -0.94. What are its scale and zero point after
 #    widening the range to include 0?
-# 3. Why are per-token activation scales usable in an int8 GEMM while per-feature scales are not?
-# 4. What does SmoothQuant change, and what stays exactly the same?
+# 3. Why can per-token activation scales be applied after an int8 GEMM while per-feature
+#    scales cannot, and where do per-feature scales go instead?
+# 4. What does SmoothQuant change, what stays exactly the same, and which features stay loud?
+# 5. Why does a 99.99th-percentile observer hurt `L0.output`?
 #
 # <details><summary>Answers</summary>
 #
@@ -226,9 +348,13 @@ print_table(rows, {"act max/median feature": ".1f", "output SQNR dB (per-tensor 
 #    integer type and subtracted in integer arithmetic.
 # 2. Range [-1.70, 0]: scale 1.70 / 255 = 0.00667, zero point 0 - round(-1.70 / 0.00667) = 255.
 # 3. A per-token scale is constant along the reduction axis, so it multiplies the int32 result
-#    once per row; a per-feature scale varies along the reduction axis.
+#    once per row; a per-feature scale varies along the reduction axis. It is folded offline:
+#    `1/s` into the previous LayerNorm (or Linear), `s` into the weight columns.
 # 4. It rescales activation features down and weight columns up by the same `s_j`; the float
-#    product `x @ W.T` is unchanged, only what gets rounded changes.
+#    product `x @ W.T` is unchanged, only what gets rounded changes. A feature stays loud when
+#    `max|x_j| * max|w_j|` is large.
+# 5. Its outlier, the `[CLS]` spike of hidden unit 856, is 24 values in 400,000: beyond the
+#    percentile, so it is clipped, and it carries meaning.
 # </details>
 
 # %% [markdown]

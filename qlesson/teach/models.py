@@ -138,7 +138,8 @@ def embed(model: Any, sentences: tuple[str, ...] | list[str] = SENTENCES, batch_
 def capture_linear_inputs(model: Any, sentences: tuple[str, ...] | list[str] = SENTENCES) -> dict[str, torch.Tensor]:
     """Inputs to every Linear layer (activations ``[tokens, in_features]``) via forward hooks.
 
-    Sentences run one at a time, so no padding token pollutes the statistics.
+    Sentences run one at a time and in the order given (so no padding token pollutes the
+    statistics, and row ``i`` is the token :func:`token_labels` names at ``i``).
     """
     captured: dict[str, list[torch.Tensor]] = {}
     hooks = []
@@ -151,8 +152,18 @@ def capture_linear_inputs(model: Any, sentences: tuple[str, ...] | list[str] = S
 
             hooks.append(m.register_forward_hook(hook))
     try:
-        embed(model, sentences, batch_size=1)
+        for sentence in sentences:  # one call each: encode() would reorder a list by length
+            embed(model, [sentence], batch_size=1)
     finally:
         for h in hooks:
             h.remove()
     return {k: torch.cat(v) for k, v in captured.items()}
+
+
+def token_labels(model: Any, sentences: tuple[str, ...] | list[str] = SENTENCES) -> list[tuple[int, int, str]]:
+    """(sentence index, position, token) for every row of :func:`capture_linear_inputs`."""
+    out = []
+    for i, sentence in enumerate(sentences):
+        ids = model.tokenizer(sentence, truncation=True, max_length=model.max_seq_length)["input_ids"]
+        out += [(i, p, tok) for p, tok in enumerate(model.tokenizer.convert_ids_to_tokens(ids))]
+    return out

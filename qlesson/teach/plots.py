@@ -236,6 +236,31 @@ def activation_features(acts: torch.Tensor, name: str, *, fig: Figure | None = N
     return fig
 
 
+def token_feature_map(
+    acts: torch.Tensor,
+    labels: Sequence[tuple[int, int, str]],
+    name: str,
+    sentences: int = 3,
+    *,
+    fig: Figure | None = None,
+) -> Figure:
+    """|x| of every feature on every token of the first ``sentences`` sentences (log colour scale).
+
+    A token outlier is a bright column at one token; an outlier feature is a bright row across
+    many tokens.
+    """
+    from matplotlib.colors import LogNorm
+
+    rows = [i for i, (s, _, _) in enumerate(labels) if s < sentences]
+    fig = _figure(fig, size=(10, 3.6))
+    ax = fig.axes[0]
+    image = ax.imshow(acts[rows].abs().T.numpy() + 1e-3, aspect="auto", cmap="magma", norm=LogNorm(1e-2, 30))
+    ax.set_xticks(range(len(rows)), [labels[i][2] for i in rows], rotation=90, fontsize=7)
+    ax.set(ylabel="feature", title=f"{name}: |x| per token and feature (first {sentences} sentences)")
+    fig.colorbar(image, ax=ax, label="|x| (log scale)", pad=0.01)
+    return fig
+
+
 def gemm_times(rows: Sequence[Any], *, fig: Figure | None = None) -> Figure:
     """Median time against M for a few key methods (log-log)."""
     fig = _figure(fig, ncols=2, size=(12, 3.8))

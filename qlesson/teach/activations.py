@@ -1,0 +1,195 @@
+"""Lesson 05's activation studies: outlier tokens and features, static scales, SmoothQuant folding.
+
+Every function takes captured activations ``[tokens, features]`` (from
+:func:`qlesson.teach.models.capture_linear_inputs`) and returns rows for a table.
+
+>>> x = torch.tensor([[10.0, 0.1], [0.2, 0.1], [0.1, 3.0]])
+>>> [r["feature"] for r in feature_profile(x, [(0, 0, "[CLS]"), (0, 1, "a"), (0, 2, "b")], [0, 1])]
+['0', '1', 'typical']
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from qlesson.quant.granularity import PerChannel, PerTensor
+from qlesson.quant.metrics import errors
+from qlesson.quant.quantize import fake_quantize
+
+# Written for this course, on other topics than models.SENTENCES: scales are calibrated on
+# these and evaluated on those, as a deployed model is calibrated once and then serves new text.
+CALIBRATION_SENTENCES = (
+    "The library closes early on Sundays during the summer.",
+    "A gust of wind scattered the papers across the courtyard.",
+    "Quantized models trade a little accuracy for a lot of memory.",
+    "The ferry crossed the harbour twice before noon.",
+    "Our neighbour grows tomatoes and basil on the balcony.",
+    "The referee stopped the match because of the lightning.",
+    "Each weight is stored as a small integer and a shared scale.",
+    "The museum added a new wing for modern sculpture.",
+    "Snow covered the village roads for most of the week.",
+    "He practised the piano for an hour every evening.",
+    "The recipe calls for two eggs and a cup of flour.",
+    "Satellites relay signals between distant continents.",
+    "The students argued about the answer to the last question.",
+    "A lighthouse guided the fishing boats back to shore.",
+    "The server logs showed a spike in traffic after midnight.",
+    "Grandmother knitted a scarf in three shades of blue.",
+    "The river flooded the lower fields after the storm.",
+    "Engineers measured the bridge for signs of fatigue.",
+    "The bakery ran out of croissants before eight.",
+    "Migrating geese flew south in a long uneven line.",
+    "The contract must be signed by both parties by Friday.",
+    "She photographed the eclipse through a filtered lens.",
+    "The orchestra's new conductor favours slower tempos.",
+    "Tourists queued for hours to see the famous painting.",
+)
+
+
+def cls_mask(labels: Sequence[tuple[int, int, str]]) -> torch.Tensor:
+    """True on the rows that are a sentence's ``[CLS]`` token."""
+    return torch.tensor([tok == "[CLS]" for _, _, tok in labels])
+
+
+def feature_profile(x: torch.Tensor, labels: Sequence[tuple[int, int, str]], features: Sequence[int]) -> list[dict]:
+    """For each feature: its |x| on the [CLS] tokens and on every other token (max and median),
+    then the same four numbers for the typical feature (the median over all features)."""
+    if len(labels) != x.shape[0]:
+        raise ValueError(f"{len(labels)} token labels for {x.shape[0]} rows of activations; capture both together")
+    cls = cls_mask(labels)
+    a = x.abs()
+    stats = {
+        "[CLS] max": a[cls].amax(0),
+        "[CLS] median": a[cls].median(0).values,
+        "other tokens max": a[~cls].amax(0),
+        "other tokens median": a[~cls].median(0).values,
+    }
+    rows: list[dict] = [{"feature": str(f), **{k: float(v[f]) for k, v in stats.items()}} for f in features]
+    rows.append({"feature": "typical", **{k: float(v.median()) for k, v in stats.items()}})
+    return rows
+
+
+def granularity_rows(x: torch.Tensor, labels: Sequence[tuple[int, int, str]], bits: int = 8) -> list[dict[str, Any]]:
+    """SQNR of per-tensor, per-token and per-feature scales, with and without the [CLS] rows."""
+    keep = ~cls_mask(labels)
+    rows = []
+    for label, g in (("per-tensor", PerTensor()), ("per-token", PerChannel(0)), ("per-feature", PerChannel(1))):
+        every = errors(x, fake_quantize(x, bits, granularity=g)).sqnr_db
+        rest = errors(x[keep], fake_quantize(x[keep], bits, granularity=g)).sqnr_db
+        rows.append({"activation scales": label, "all tokens SQNR dB": every, "without [CLS] SQNR dB": rest})
+    return rows
+
+
+def _clip_quant(x: torch.Tensor, clip: float, bits: int) -> torch.Tensor:
+    qmax = 2 ** (bits - 1) - 1
+    scale = clip / qmax
+    return torch.clamp(torch.round(x / scale), -qmax, qmax) * scale
+
+
+def mse_clip(x: torch.Tensor, bits: int = 8, steps: int = 100) -> float:
+    """The clipping threshold (a fraction of absmax, on a grid) with the least squared error on ``x``."""
+    top = float(x.abs().max())
+    grid = [top * (i + 1) / steps for i in range(steps)]
+    return min(grid, key=lambda c: float(((_clip_quant(x, c, bits) - x) ** 2).sum()))
+
+
+def static_scale_rows(calib: torch.Tensor, evals: torch.Tensor, bits: int = 8) -> list[dict[str, Any]]:
+    """Per-tensor scales calibrated on ``calib`` (three observers) and used on ``evals``, beside dynamic ones."""
+    absmax = float(calib.abs().max())
+    observers = {
+        "static, min/max of calibration": absmax,
+        "static, 99.99th percentile of |x|": float(torch.quantile(calib.abs().flatten()[:1_000_000], 0.9999)),
+        "static, MSE-optimal clip": mse_clip(calib, bits),
+    }
+    rows = [
+        {
+            "per-tensor scale": name,
+            "clip": clip,
+            "share of eval values clipped": float((evals.abs() > clip).float().mean()),
+            "eval SQNR dB": errors(evals, _clip_quant(evals, clip, bits)).sqnr_db,
+        }
+        for name, clip in observers.items()
+    ]
+    dyn = float(evals.abs().max())
+    rows.append(
+        {
+            "per-tensor scale": "dynamic (absmax of the eval batch itself)",
+            "clip": dyn,
+            "share of eval values clipped": 0.0,
+            "eval SQNR dB": errors(evals, _clip_quant(evals, dyn, bits)).sqnr_db,
+        }
+    )
+    return rows
+
+
+def smoothing_factors(x: torch.Tensor, w: torch.Tensor, alpha: float) -> torch.Tensor:
+    """SmoothQuant's ``s_j = max|x_j|**alpha / max|w_j|**(1 - alpha)`` (columns of ``x [T, K]``, ``w [N, K]``)."""
+    if not 0.0 <= alpha <= 1.0:
+        raise ValueError(f"alpha={alpha!r} must be between 0 and 1 (0.5 is SmoothQuant's default)")
+    return x.abs().amax(0).clamp_min(1e-5) ** alpha / w.abs().amax(0).clamp_min(1e-5) ** (1 - alpha)
+
+
+def smoothed_features(x: torch.Tensor, w: torch.Tensor, alpha: float = 0.5, top: int = 5) -> list[dict[str, Any]]:
+    """The loudest features after smoothing, with the two maxima that the formula combines.
+
+    After dividing by ``s_j`` a feature's absmax is ``(max|x_j| * max|w_j|) ** (1 - alpha)``.
+    """
+    s = smoothing_factors(x, w, alpha)
+    after = (x / s).abs().amax(0)
+    xm, wm = x.abs().amax(0), w.abs().amax(0)
+    return [
+        {
+            "feature": int(j),
+            "max|x_j|": float(xm[j]),
+            "max|w_j|": float(wm[j]),
+            "s_j": float(s[j]),
+            "max|x_j / s_j|": float(after[j]),
+            "(max|x_j| max|w_j|)^(1-alpha)": float((xm[j] * wm[j]) ** (1 - alpha)),
+        }
+        for j in after.topk(top).indices
+    ]
+
+
+def fold_into_layernorm(
+    norm: torch.nn.LayerNorm, linears: Sequence[torch.nn.Linear], s: torch.Tensor
+) -> tuple[torch.nn.LayerNorm, list[torch.nn.Linear]]:
+    """Copies of ``norm`` and the ``linears`` it feeds, with ``1/s`` folded into the norm's affine
+    parameters and ``s`` into the linears' input columns: the float output is unchanged."""
+    if norm.weight is None or s.shape != norm.weight.shape:
+        raise ValueError(f"s has shape {tuple(s.shape)}; it needs one factor per feature {tuple(norm.weight.shape)}")
+    new_norm = copy.deepcopy(norm)
+    new_linears = [copy.deepcopy(m) for m in linears]
+    with torch.no_grad():
+        new_norm.weight /= s
+        new_norm.bias /= s
+        for m in new_linears:
+            m.weight *= s
+    return new_norm, new_linears
+
+
+def alpha_rows(cases: Sequence[tuple[str, torch.Tensor, torch.Tensor]], alphas: Sequence[float]) -> list[dict]:
+    """W8A8 output SQNR of each ``(name, x, w)`` without smoothing and for each alpha.
+
+    Activations per-tensor or per-token, weights per output channel; the max/median ratio of
+    the (smoothed) activation's feature absmaxes shows whether the outliers really shrank.
+    """
+    from qlesson.teach.studies import smoothquant_rows
+
+    rows = []
+    for name, x, w in cases:
+        for alpha in (None, *alphas):
+            got = smoothquant_rows(x, w, alpha=alpha or 0.0)[:2] if alpha is None else smoothquant_rows(x, w, alpha)[2:]
+            rows.append(
+                {
+                    "input": name,
+                    "alpha": "none" if alpha is None else f"{alpha:.2f}",
+                    "act max/median feature": got[0]["act max/median feature"],
+                    "SQNR dB, per-tensor acts": f"{got[0]['output SQNR dB']:.2f}",
+                    "SQNR dB, per-token acts": f"{got[1]['output SQNR dB']:.2f}",
+                }
+            )
+    return rows
