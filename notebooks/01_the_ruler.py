@@ -138,6 +138,34 @@ print_table(ruler.compare_modes(relu_like, bits=4), {"scale": ".4f", "mae": ".4f
 # twice as coarse and the error is larger. Lesson 05 returns to asymmetric ranges for
 # activations, where this matters most.
 #
+# ### Three conventions for signed codes
+#
+# The restricted range `[-7, 7]` is this course's choice, not the only one. PyTorch's
+# `per_channel_symmetric` observer uses all 16 codes `[-8, 7]` with `scale = absmax / 7.5` (at
+# 8 bits: `[-128, 127]` and `absmax / 127.5`). llama.cpp's Q4_0 takes the value of largest
+# magnitude *with its sign*, `d = value / -8`, so that value lands exactly on code -8 and the
+# other side stops at +7. The calculator this course draws on divides by 8 (by 128 at 8 bits)
+# and clamps to `[-8, 7]`. One row of 32 values whose largest magnitude, 1.3, is positive,
+# then the same row with -1.3:
+
+# %%
+from qlesson.teach import conventions
+
+row = torch.randn(32, generator=torch.Generator().manual_seed(3)) * 0.5
+fmt = {"scale": ".4f", "MAE": ".4f", "max error": ".4f", "error at the largest value": ".4f"}
+for extreme in (1.3, -1.3):
+    row[7] = extreme
+    print(f"largest value {extreme:+.1f}")
+    print_table(conventions.convention_rows(row), fmt)
+
+# %% [markdown]
+# The restricted ruler keeps the largest value exact on either side and pays with the
+# coarsest scale (the highest MAE). PyTorch's observer puts the largest value half a tick
+# from the last code, on either side. Q4_0 spends all 16 codes on the side of its largest
+# value and gets the finest scale, the lowest MAE here; a large value of the opposite sign
+# would clip at +7. Dividing by 8 and clamping to `[-8, 7]` clips a positive maximum by a
+# whole tick: the calculator source's formula loses its own largest value.
+#
 # ## 6. Try it: a value and a bit width
 #
 # Move the value past the last tick to see clipping, or lower the bits to see the ticks

@@ -41,6 +41,7 @@ ql.show_environment()
 
 # %%
 import numpy as np
+import torch
 
 from qlesson.teach import analysis, examples, models, plots, studies, widgets
 
@@ -74,6 +75,23 @@ print_table(
 # Inside channel 0, only group 1 (the one holding 8.1) keeps the coarse scale; the other
 # groups get rulers fifteen to twenty times finer (compare the two scale columns).
 #
+# Finer rulers bound the error more tightly (half a finer tick), but they do not promise a
+# smaller error on every channel: in the first table, channel 2's MAE is larger with groups
+# of 4 than with its own per-channel scale. Its values happen to sit farther from the ticks
+# of its two group rulers than from the ticks of its one channel ruler; the bound still holds.
+#
+# Per-group quantization is three lines of torch: cut each row into groups, give each group
+# its own absmax scale, round and clamp. Here they are, against the helper the lessons use:
+
+# %%
+n, k, g, qmax = *X.shape, 4, 7
+groups = X.reshape(n, k // g, g)  # [N, K/g, g]: contiguous runs along in_features
+scale = groups.abs().amax(dim=-1, keepdim=True) / qmax  # one scale per group
+x_hat = (torch.clamp(torch.round(groups / scale), -qmax, qmax) * scale).reshape(n, k)
+same = torch.equal(x_hat, ql.fake_quantize(X, 4, granularity=ql.PerGroup(4)))
+print(f"scales {tuple(scale.shape[:2])}; identical to ql.fake_quantize(X, 4, granularity=ql.PerGroup(4)): {same}")
+
+# %% [markdown]
 # ## 2. Shapes and counts
 #
 # For a weight `[N, K]` (`[out_features, in_features]`), `PerGroup(g)` cuts every row into
@@ -105,10 +123,27 @@ print_table(rows, {"bits/weight": ".4f"})
 # With fp16 scales, a group of `g` weights adds `16 / g` bits per weight: 0.125 at g = 128,
 # 0.5 at g = 32. Per-channel adds `16 / K`: almost nothing.
 #
+# **Zero points are metadata too.** Those rows are symmetric: one fp16 scale per group.
+# Asymmetric group schemes store a zero point (or a float minimum) beside every scale. GPTQ
+# and AWQ checkpoints pack a 4-bit zero per group of 128 next to an fp16 scale; llama.cpp's
+# Q4_1 stores an fp16 scale and an fp16 minimum per block of 32:
+
+# %%
+from qlesson.quant import formats
+
+fp_zp = ql.footprint((4096, 4096), 4, ql.PerGroup(32), zero_point_bytes=2)
+print(f"int4 g128, fp16 scale + 4-bit zero (GPTQ/AWQ checkpoints): {4 + (16 + 4) / 128:.4f} bits/weight")
+print(f"int4 g32, fp16 scale + fp16 zero point: {fp_zp.bits_per_weight:.4f} bits/weight")
+print(f"llama.cpp Q4_1 (blocks of 32, fp16 scale + fp16 minimum): {formats.bits_per_weight('Q4_1'):.4f} bits/weight")
+
+# %% [markdown]
 # **Which axis?** The interview note's group-quantization code groups *output channels*
 # (128 rows share a scale). That is a valid scheme, but coarser than per-channel; the
-# `group_size=128` of GPTQ, AWQ and llama.cpp groups along `in_features`, finer than
-# per-channel. On a real layer:
+# `group_size=128` of GPTQ and AWQ checkpoints groups along `in_features`, finer than
+# per-channel. llama.cpp groups along `in_features` too, in blocks of 32 (its K-quants nest
+# sub-blocks of 16 or 32 inside super-blocks of 256). On a real layer, all with
+# round-to-nearest (GPTQ and AWQ choose the codes more cleverly on the same grouping; that is
+# a later lesson):
 
 # %%
 model = models.load_minilm()
@@ -120,7 +155,11 @@ for label, w_hat, scales in (
     ("per-tensor", ql.fake_quantize(w, 4), 1),
     ("128 rows share a scale (note)", row_blocks, w.shape[0] // 128),
     ("per-channel", ql.fake_quantize(w, 4, granularity=ql.PerChannel(0)), w.shape[0]),
-    ("128 inputs share a scale (GPTQ)", ql.fake_quantize(w, 4, granularity=ql.PerGroup(128)), w.numel() // 128),
+    (
+        "128 inputs share a scale (GPTQ/AWQ layout)",
+        ql.fake_quantize(w, 4, granularity=ql.PerGroup(128)),
+        w.numel() // 128,
+    ),
 ):
     rows.append({"L0.intermediate int4": label, "scales": scales, "SQNR dB": ql.errors(w, w_hat).sqnr_db})
 print_table(rows, {"SQNR dB": ".2f"})
@@ -180,9 +219,15 @@ _ = plots.pareto(points)
 
 # %%
 grans = (ql.PerTensor(), ql.PerChannel(0), ql.PerGroup(128), ql.PerGroup(64), ql.PerGroup(32))
-print_table(studies.pareto_points(W, (4,), grans), {"bits per weight": ".3f", "rmse / rms": ".4f"})
+every = studies.pareto_points(W, (4,), grans)
+every += studies.pareto_points(W, (4,), (ql.PerGroup(128), ql.PerGroup(32)), symmetric=False)
+print_table(every, {"bits per weight": ".3f", "rmse / rms": ".4f"})
 
 # %% [markdown]
+# The `asym` rows pay for an fp16 zero point beside every scale. Asymmetric g128 costs the
+# same bits per weight as symmetric g64 and lands lower: on these weights a zero point per
+# group buys more than halving the group. Counting only the scales would hide that price.
+#
 # ## 5. llama.cpp's block formats, byte by byte
 #
 # llama.cpp stores weights in blocks of 32 along each row: per-group with g = 32, the scale

@@ -133,9 +133,13 @@ def pareto_points(
         PerGroup(64),
         PerGroup(32),
     ),
+    *,
+    symmetric: bool = True,
 ) -> list[dict[str, Any]]:
     """Relative RMSE over all of ``weights`` against bits per weight with fp16 scales.
 
+    ``symmetric=False`` quantizes asymmetrically and counts an fp16 zero point (or minimum, as
+    Q4_1 stores) beside every scale; those methods are named with an ``asym`` suffix.
     Every group size must divide every layer's ``in_features`` (a ValueError says which does not).
     """
     rows = []
@@ -144,12 +148,16 @@ def pareto_points(
     for g in granularities:
         for bits in bits_list:
             err_sq = sum(
-                float((fake_quantize(w, bits, granularity=g) - w).double().square().sum()) for w in weights.values()
+                float((fake_quantize(w, bits, granularity=g, symmetric=symmetric) - w).double().square().sum())
+                for w in weights.values()
             )
-            total_bytes = sum(footprint(tuple(w.shape), bits, g).total_bytes for w in weights.values())
+            zp = 0 if symmetric else 2
+            total_bytes = sum(
+                footprint(tuple(w.shape), bits, g, zero_point_bytes=zp).total_bytes for w in weights.values()
+            )
             rows.append(
                 {
-                    "method": method_name(g),
+                    "method": method_name(g) + ("" if symmetric else " asym"),
                     "bits": bits,
                     "bits per weight": total_bytes * 8 / numel,
                     "rmse / rms": (err_sq / total_sq) ** 0.5,
