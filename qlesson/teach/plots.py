@@ -31,10 +31,21 @@ COLORS = {
 LAYER_COLORS = dict(
     zip(
         ("query", "key", "value", "attention output", "intermediate", "output", "pooler"),
-        ("#4e79a7", "#76b7b2", "#59a14f", "#b07aa1", "#f28e2b", "#e15759", "#9c9c9c"),
+        # blues, purples and browns: never the red, teal, yellow or green that mean a method
+        ("#4e79a7", "#a0cbe8", "#b07aa1", "#d4a6c8", "#9d7660", "#5f4b3a", "#bab0ac"),
         strict=True,
     )
 )
+
+
+def plain_log_ticks(ax: Any, axis: str = "y") -> None:
+    """Label a log axis 0.01, 0.1, 1, 10, 60 rather than 10^-2 or 6x10^1."""
+    from matplotlib.ticker import FuncFormatter
+
+    target = ax.yaxis if axis == "y" else ax.xaxis
+    target.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    # minor ticks: label 2x and 5x a power of ten, so a range inside one decade still reads
+    target.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if f"{v:.0e}"[0] in "25" else ""))
 
 
 def method_color(granularity: Granularity) -> str:
@@ -136,6 +147,7 @@ def channel_spread(weights: Mapping[str, torch.Tensor], *, fig: Figure | None = 
         if kind in kinds:
             ax.bar([0], [0], color=color, label=kind)
     ax.set(yscale="log", xlabel="Linear layer (model order)", ylabel="max / min channel absmax (ratio)")
+    plain_log_ticks(ax)
     ax.set_title("How unequal are the output channels?")
     ax.legend(fontsize=7, ncol=2, frameon=False)
     worst = names[int(np.argmax(ratios))]
@@ -143,6 +155,7 @@ def channel_spread(weights: Mapping[str, torch.Tensor], *, fig: Figure | None = 
     ax2.plot(a.numpy(), color=LAYER_COLORS[layer_type_of_short(worst)], label=worst)
     ax2.axhline(float(a.max()), color=COLORS["per-tensor"], ls="--", label="the one per-tensor absmax")
     ax2.set(xlabel="output channel (sorted)", ylabel="channel absmax (weight units)", yscale="log")
+    plain_log_ticks(ax2)
     ax2.set_title(f"{worst}: channel absmax, sorted")
     ax2.legend(fontsize=8, frameon=False)
     return fig
@@ -156,6 +169,7 @@ def channel_error_profile(w: torch.Tensor, bits: int, name: str = "", *, fig: Fi
         mae = channel_errors(w, fake_quantize(w, bits, granularity=g)).mae
         ax.plot(mae.numpy(), lw=0.9, color=method_color(g), label=f"{method_name(g)} (mean {float(mae.mean()):.4f})")
     ax.set(yscale="log", xlabel="output channel", ylabel="MAE (weight units)")
+    plain_log_ticks(ax)
     ax.set_title(f"{name} int{bits}: error of every output channel")
     ax.legend(fontsize=8, frameon=False)
     return fig
@@ -188,6 +202,7 @@ def pareto(
         xlabel="bits per weight (payload + fp16 scales)",
         ylabel="relative RMSE (rmse / rms of weights)",
     )
+    plain_log_ticks(ax)
     ax.set_title("Error against storage: lower left is better")
     ax.legend(fontsize=7, ncol=2, frameon=False)
     return fig
