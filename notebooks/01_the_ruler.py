@@ -194,8 +194,22 @@ widgets.ruler_explorer(tuple(values))
 # 3. A value lands outside the ruler. Which step decides what is stored, and is its error
 #    bounded by half a tick?
 # 4. When does an asymmetric ruler beat a symmetric one with the same bits?
-#
-# <details><summary>Answers</summary>
+
+# %% [markdown]
+# Answer the questions above in your head first. Then check yourself on the lesson's recall
+# questions, with feedback on every option (in a page without widgets, the list below the
+# quiz folds each answer under **Answer**):
+
+# %% tags=["nbval-ignore-output"]
+from qlesson.course import recall
+
+recall.quiz("01")
+
+# %%
+recall.show("01")
+
+# %% [markdown]
+# <details><summary>Answers to the questions above</summary>
 #
 # 1. `127 * 0.01 = 1.27`; half a tick, 0.005.
 # 2. So that +x and -x round to mirror images and the scale is `absmax / 7` on both sides;
@@ -204,14 +218,3 @@ widgets.ruler_explorer(tuple(values))
 # 4. When the data is shifted away from 0 (all positive, all negative, or lopsided): the
 #    symmetric ruler wastes the half that the data never visits.
 # </details>
-
-# %% [markdown]
-# Check yourself: the lesson's recall questions, with feedback on every option.
-
-# %% tags=["nbval-ignore-output"]
-from qlesson.course import recall
-
-recall.quiz("01")
-
-# %%
-print(recall.text("01"))

@@ -207,8 +207,22 @@ print(f"Row A x10: MAE per-tensor {float(mae_t):.4f}, per-channel {float(mae_c):
 # 3. Why did per-channel rescue Row A without changing Row B?
 # 4. Interview: "Why prefer per-channel over per-tensor for weights?" What common wrong answer
 #    should you avoid?
-#
-# <details><summary>Answers</summary>
+
+# %% [markdown]
+# Answer the questions above in your head first. Then check yourself on the lesson's recall
+# questions, with feedback on every option (in a page without widgets, the list below the
+# quiz folds each answer under **Answer**):
+
+# %% tags=["nbval-ignore-output"]
+from qlesson.course import recall
+
+recall.quiz("02")
+
+# %%
+recall.show("02")
+
+# %% [markdown]
+# <details><summary>Answers to the questions above</summary>
 #
 # 1. Per-tensor uses one scale (and zero point) for all elements; per-channel computes one
 #    per channel (row), from that channel's own range.
@@ -218,14 +232,3 @@ print(f"Row A x10: MAE per-tensor {float(mae_t):.4f}, per-channel {float(mae_c):
 # 4. Because channels live at different magnitudes and one scale erases the quiet ones. Avoid
 #    "per-channel removes quantization error": it only fits each ruler to its own row.
 # </details>
-
-# %% [markdown]
-# Check yourself: the lesson's recall questions, with feedback on every option.
-
-# %% tags=["nbval-ignore-output"]
-from qlesson.course import recall
-
-recall.quiz("02")
-
-# %%
-print(recall.text("02"))

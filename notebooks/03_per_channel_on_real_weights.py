@@ -292,8 +292,22 @@ for claim, verdict in JUDGED:
 #    per-tensor int4 scale?
 # 4. Interview: "All channels should have similar magnitudes in a well-trained model." Why is
 #    this wrong?
-#
-# <details><summary>Answers</summary>
+
+# %% [markdown]
+# Answer the questions above in your head first. Then check yourself on the lesson's recall
+# questions, with feedback on every option (in a page without widgets, the list below the
+# quiz folds each answer under **Answer**):
+
+# %% tags=["nbval-ignore-output"]
+from qlesson.course import recall
+
+recall.quiz("03")
+
+# %%
+recall.show("03")
+
+# %% [markdown]
+# <details><summary>Answers to the questions above</summary>
 #
 # 1. 64 scales, each covering 3 * 3 * 3 = 27 weights.
 # 2. A per-output-channel scale is constant along the reduction axis, so it can be applied
@@ -303,14 +317,3 @@ for claim, verdict in JUDGED:
 # 4. Learned channels represent features of very different strength; training does not
 #    equalise them, and a few outlier dimensions are common in transformers.
 # </details>
-
-# %% [markdown]
-# Check yourself: the lesson's recall questions, with feedback on every option.
-
-# %% tags=["nbval-ignore-output"]
-from qlesson.course import recall
-
-recall.quiz("03")
-
-# %%
-print(recall.text("03"))

@@ -322,8 +322,22 @@ widgets.group_explorer(W["L0.output"], "L0.output")
 # 3. Why does Q4_0 put the largest-magnitude value on -8 rather than on +7?
 # 4. Interview: "Why use group-wise instead of per-channel everywhere?" Which answer should you
 #    avoid?
-#
-# <details><summary>Answers</summary>
+
+# %% [markdown]
+# Answer the questions above in your head first. Then check yourself on the lesson's recall
+# questions, with feedback on every option (in a page without widgets, the list below the
+# quiz folds each answer under **Answer**):
+
+# %% tags=["nbval-ignore-output"]
+from qlesson.course import recall
+
+recall.quiz("04")
+
+# %%
+recall.show("04")
+
+# %% [markdown]
+# <details><summary>Answers to the questions above</summary>
 #
 # 1. Local fit (less error) against metadata bytes and kernel simplicity.
 # 2. 4096 * 11008 / 128 = 352,256 scales; 4 + 16/128 = 4.125 bits per weight.
@@ -333,14 +347,3 @@ widgets.group_explorer(W["L0.output"], "L0.output")
 #    metadata cost and regular kernels. Avoid "groups are mathematically exact and channels
 #    are not": both round.
 # </details>
-
-# %% [markdown]
-# Check yourself: the lesson's recall questions, with feedback on every option.
-
-# %% tags=["nbval-ignore-output"]
-from qlesson.course import recall
-
-recall.quiz("04")
-
-# %%
-print(recall.text("04"))

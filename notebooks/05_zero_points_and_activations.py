@@ -341,8 +341,22 @@ print_table(activations.alpha_rows(cases, alphas=(0.25, 0.5, 0.75)), {"act max/m
 #    scales cannot, and where do per-feature scales go instead?
 # 4. What does SmoothQuant change, what stays exactly the same, and which features stay loud?
 # 5. Why does a 99.99th-percentile observer hurt `L0.output`?
-#
-# <details><summary>Answers</summary>
+
+# %% [markdown]
+# Answer the questions above in your head first. Then check yourself on the lesson's recall
+# questions, with feedback on every option (in a page without widgets, the list below the
+# quiz folds each answer under **Answer**):
+
+# %% tags=["nbval-ignore-output"]
+from qlesson.course import recall
+
+recall.quiz("05")
+
+# %%
+recall.show("05")
+
+# %% [markdown]
+# <details><summary>Answers to the questions above</summary>
 #
 # 1. So that 0.0 maps to a stored code exactly, and the zero point can be stored in the same
 #    integer type and subtracted in integer arithmetic.
@@ -356,14 +370,3 @@ print_table(activations.alpha_rows(cases, alphas=(0.25, 0.5, 0.75)), {"act max/m
 # 5. Its outlier, the `[CLS]` spike of hidden unit 856, is 24 values in 400,000: beyond the
 #    percentile, so it is clipped, and it carries meaning.
 # </details>
-
-# %% [markdown]
-# Check yourself: the lesson's recall questions, with feedback on every option.
-
-# %% tags=["nbval-ignore-output"]
-from qlesson.course import recall
-
-recall.quiz("05")
-
-# %%
-print(recall.text("05"))

@@ -217,8 +217,22 @@ for path in stored:
 # 3. At M = 1, why is dequantize-then-matmul slower than the fp32 GEMM it replaces?
 # 4. In W8A8 with per-token and per-channel scales, what is the shape and rank of the
 #    rescale matrix?
-#
-# <details><summary>Answers</summary>
+
+# %% [markdown]
+# Answer the questions above in your head first. Then check yourself on the lesson's recall
+# questions, with feedback on every option (in a page without widgets, the list below the
+# quiz folds each answer under **Answer**):
+
+# %% tags=["nbval-ignore-output"]
+from qlesson.course import recall
+
+recall.quiz("06")
+
+# %%
+recall.show("06")
+
+# %% [markdown]
+# <details><summary>Answers to the questions above</summary>
 #
 # 1. The per-channel scale is constant along the reduction axis K and factors out of the sum;
 #    a group scale changes with k inside the sum.
@@ -227,14 +241,3 @@ for path in stored:
 #    bytes than the fp32 GEMM alone, which is memory bound at M = 1.
 # 4. `[M, N]`, rank 1: the outer product of the per-token and per-channel scales.
 # </details>
-
-# %% [markdown]
-# Check yourself: the lesson's recall questions, with feedback on every option.
-
-# %% tags=["nbval-ignore-output"]
-from qlesson.course import recall
-
-recall.quiz("06")
-
-# %%
-print(recall.text("06"))

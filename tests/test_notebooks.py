@@ -81,7 +81,7 @@ def test_widget_cells_have_a_static_figure(path):
     nb = nbformat.read(str(path), as_version=4)
     widget_cells = [c for c in nb.cells if c.cell_type == "code" and "widgets." in c.source]
     if path in WITH_RECALL:
-        assert any("recall.text(" in c.source and c.outputs for c in nb.cells if c.cell_type == "code")
+        assert any("recall.show(" in c.source and c.outputs for c in nb.cells if c.cell_type == "code")
     figures = [
         c for c in nb.cells if c.cell_type == "code" and any("image/png" in o.get("data", {}) for o in c.outputs)
     ]

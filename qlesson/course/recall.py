@@ -166,6 +166,48 @@ def text(lesson: str) -> str:
     return "\n".join(lines)
 
 
+class Sheet:
+    """A lesson's recall questions for a page without widgets.
+
+    Its plain-text form (what nbval compares) lists the questions; its HTML form (a notebook or
+    a static site) adds each answer and its explanation, folded in a ``<details>`` block.
+    """
+
+    def __init__(self, lesson: str) -> None:
+        self.lesson = lesson
+        self.questions = questions(lesson)
+
+    def __repr__(self) -> str:
+        return text(self.lesson)
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        parts = []
+        for i, q in enumerate(self.questions, start=1):
+            body = f"<p><b>{i}. {escape(q.prompt)}</b></p>"
+            if isinstance(q, Choice):
+                shown = q.shown()
+                body += "<ol type='a'>" + "".join(f"<li>{escape(o.text)}</li>" for o in shown) + "</ol>"
+                right = next(o for o in shown if o.correct)
+                answer = f"{q.correct_letter()}) {escape(right.text)}: {escape(right.why)}"
+            else:
+                answer = f"{q.answer:g}: {escape(q.why)}"
+            parts.append(f"{body}<details><summary>Answer</summary><p>{answer}</p></details>")
+        return "<div class='ql-recall'>" + "".join(parts) + "</div>"
+
+
+def show(lesson: str) -> Sheet:
+    """The questions as text, with the answers folded in the HTML view (static pages).
+
+    >>> print(repr(show("04")).splitlines()[0])
+    1. What trade-off does group-wise quantization balance?
+    >>> "<details>" in show("04")._repr_html_()
+    True
+    """
+    return Sheet(lesson)
+
+
 def quiz(lesson: str) -> Any:
     """A widget with every question of ``lesson``: options or a number box, Check, and feedback."""
     import ipywidgets as W
