@@ -91,10 +91,24 @@ _ = calc.plot(result)
 # 1. Which channel of the example gains the most from its own scale, and why?
 # 2. Why is the per-channel memory estimate larger than the per-tensor one here, and why does
 #    that not matter for a real layer?
+
+# %% [markdown]
+# Then check yourself on the lesson's recall questions (in a page without widgets, the list
+# below the quiz folds each answer under **Answer**):
+
+# %% tags=["nbval-ignore-output"]
+from qlesson.course import recall
+
+recall.quiz("07")
+
+# %%
+recall.show("07")
+
+# %% [markdown]
+# <details><summary>Answers to the questions above</summary>
 #
-# <details><summary>Answers</summary>
-#
-# 1. The tiny-range channel 4: a shared range set by the others makes its ticks far too coarse.
+# 1. The tiny-range channel (the last one): a shared range set by the others makes its ticks
+#    far too coarse.
 # 2. 8 bytes of metadata per channel against 20 bytes of codes; a real layer has hundreds of
 #    values per channel, so the same 8 bytes are a fraction of a percent.
 # </details>
