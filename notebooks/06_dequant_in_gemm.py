@@ -17,12 +17,14 @@
 # # 06 · What dequantization costs inside a matrix multiply
 #
 # **What you will learn**
-# * why a per-output-channel scale can be applied *after* the GEMM (N multiplies per row of
-#   output, not N x K), and why per-group scales cannot;
+# * the three places a weight scale can live: per output channel after the GEMM (N
+#   multiplies per row of output), per input channel folded into the activations, per group
+#   inside the reduction;
 # * W8A8: per-token activation scales and per-channel weight scales as a rank-1 rescale of
 #   the int32 accumulator;
-# * why batch-1 decoding is memory bound, and why fewer bits only pay off when the
-#   dequantization happens inside a fused kernel;
+# * what zero points cost inside an integer GEMM (cross terms, an int32 bias);
+# * the roofline: the ridge point from this machine's measured peak and bandwidth, why
+#   batch-1 decoding is memory bound, and why fewer bits only pay off inside a fused kernel;
 # * how to measure all this side by side, and when the "per-channel adds under 5%" claim
 #   holds.
 #
@@ -49,8 +51,8 @@ ql.show_environment()
 # N x K for dequantizing the weight. Per-tensor is the special case of one multiply.
 #
 # With per-group scales `s[n, k // g]` the scale changes *along k*; it cannot leave the sum.
-# The kernel must scale each group's partial sum (or dequantize the weight first). The same
-# is true of per-input-channel scales. A tiny worked example:
+# The kernel must scale each group's partial sum (or dequantize the weight first). A tiny
+# worked example:
 
 # %%
 import torch
@@ -71,6 +73,20 @@ deq = (q.float().reshape(2, 2, 2) * s_group[..., None]).reshape(2, 4)
 print("per-group, partial sums scaled    =", gemm.group_scaled_gemm(x, q, s_group, 2).tolist())
 print("per-group, dequantize first       =", (x @ deq.T).tolist())
 print("wrong: one scale per row after it =", gemm.scale_after_gemm(x, q, s_group.mean(1)).tolist())
+
+# %% [markdown]
+# A scale per *input* channel, `W[n, k] = s_in[k] * q[n, k]`, also varies along k, yet it has a
+# place outside the weight: it multiplies feature k of every token, so it can be moved onto
+# the activations, `x @ (q * s_in).T == (x * s_in) @ q.T`, or folded offline into the
+# operation that produced `x` (a LayerNorm or the previous Linear, as lesson 05 folded
+# SmoothQuant's factors). That is how AWQ and SmoothQuant apply their scales. So a scale
+# lives in one of three places: **after** the GEMM (output channel), **before** it on the
+# activations (input channel), or **inside** the reduction (group).
+
+# %%
+s_in = torch.tensor([0.5, 2.0, 1.0, 4.0])
+print("weight scaled per input channel =", (x @ (q.float() * s_in).T).tolist())
+print("activations scaled instead      =", gemm.fold_input_scale(x, q, s_in).tolist())
 
 # %% [markdown]
 # The same check on a real-sized random layer (both orders agree to float rounding):
@@ -135,8 +151,39 @@ print_table(rows, {"GFLOP": ".3f", "weight MB": ".1f", "FLOPs per weight byte": 
 # and the GEMM reads those 4 again: more traffic than the fp32 weight alone. The fused kernels
 # read the compact codes and dequantize in registers.
 #
-# As M grows, the same weight bytes serve more FLOPs; around a few hundred tokens the GEMM
-# becomes compute bound and the weight format matters less than the arithmetic unit.
+# As M grows, the same weight bytes serve more FLOPs. The product turns compute bound where
+# its FLOPs per byte reach the machine's **ridge point**: peak FLOP rate divided by memory
+# bandwidth. Both are measured in section 4; on a CPU the ridge is a few FLOPs per byte, so
+# even fp32 weights are compute bound from a handful of tokens on. A data-centre GPU has a
+# ridge in the hundreds (section 5 computes it from a stored H100 measurement), because its
+# tensor cores outgrow its HBM far more than a CPU's vector units outgrow its DRAM; that is
+# where "memory bound until a few hundred tokens" comes from.
+#
+# ## 3b. Zero points inside an integer GEMM
+#
+# With asymmetric codes, `x = s_x (q_x - z_x)` and `w = s_w (q_w - z_w)`, the int32 sum
+# expands into the GEMM on the raw codes plus three corrections:
+#
+# ```
+# sum_k (q_x - z_x)(q_w - z_w) = q_x @ q_w.T - z_w * rowsum(q_x) - z_x * colsum(q_w) + K z_x z_w
+# ```
+#
+# `colsum(q_w)` is computed once offline; `rowsum(q_x)` costs M x K adds per call; the rest is
+# M x N. A float bias joins the int32 accumulator too, quantized at scale `s_x * s_w`. Exact:
+
+# %%
+g8 = torch.Generator().manual_seed(1)
+qx8 = torch.randint(0, 256, (3, 64), generator=g8)  # uint8 activation codes, zero point 128
+qw8 = torch.randint(-8, 8, (5, 64), generator=g8)  # int4 weight codes, a zero point per channel
+zw8 = torch.randint(-3, 4, (5,), generator=g8)
+direct = (qx8 - 128) @ (qw8 - zw8[:, None]).T
+print(f"corrections == direct: {torch.equal(gemm.int_gemm_zero_points(qx8, 128, qw8, zw8), direct)}")
+sx, sw, bias = 0.02, torch.full((5,), 0.01), torch.tensor([0.5, -1.0, 0.25, 0.0, 2.0])
+bias_q = torch.round(bias / (sx * sw)).long()  # int32 bias at scale s_x * s_w
+y = (direct + bias_q) * sx * sw
+err = float((y - (direct * sx * sw + bias)).abs().max())
+print(f"bias in int32: {bias_q.tolist()}; max |error| vs the float bias {err:.1e}")
+
 #
 # ## 4. Measure it: the benchmark, live
 #
@@ -149,34 +196,63 @@ print_table(rows, {"GFLOP": ".3f", "weight MB": ".1f", "FLOPs per weight byte": 
 # %% tags=["nbval-ignore-output"]
 from qlesson.bench import gemm as bench_gemm
 
-result, bw = bench_gemm.main(quick=True)
+result, bw = bench_gemm.main(quick=True, full=False)  # the key rows; the full table is below
+print()
+for line in bench_gemm.verdict(result):
+    print(line)
 
 # %%
 _ = plots.bandwidth_lines(plots.gemm_times(result), bw.copy_gb_s, bw.read_gb_s)
 
 # %% tags=["nbval-ignore-output"]
-for line in bench_gemm.verdict(result):
-    print(line)
+gflops = bench_gemm.peak_gflops()
+print(f"peak fp32 GEMM {gflops:.0f} GFLOP/s, read bandwidth {bw.read_gb_s:.1f} GB/s")
+print(f"ridge point: {gflops / bw.read_gb_s:.1f} FLOPs per byte of weight")
+print_table(
+    bench_gemm.ridge_rows(gflops, bw.read_gb_s), {"FLOPs per byte at M = 1": ".2f", "compute bound from M =": ".1f"}
+)
+zp = bench_gemm.zero_point_cost()
+print(f"int8 GEMM [16, 2048] x [2048, 2048]: {zp['symmetric ms']:.2f} ms symmetric, ")
+print(f"{zp['with zero points ms']:.2f} ms with the zero-point corrections ({zp['ratio']:.2f}x, exact: {zp['exact']})")
+print(bench_gemm.format_table(result, bw))
 
 # %% [markdown]
-# **How to read it** (the numbers above are this machine's, measured just now):
+# **How to read it** (the numbers above are this machine's, measured just now; the first
+# table holds the rows that carry the argument, the full one closes the cell above):
 #
-# * At **M = 1** the fused kernels that read int8 or int4 codes (bf16 activations) are several
-#   times faster than fp32: they stream compact weights, at a rate you can compare with the
-#   measured bandwidth in the GB/s column. Dequantize-then-matmul is many times *slower* than fp32: it writes and
-#   rereads a full fp32 copy. Part of that is allocation: the preallocated-buffer row
-#   separates the page-fault cost of a fresh `q.float()` from the arithmetic.
+# * At **M = 1** the fused kernels that read int8 or int4 codes run with bf16 activations, so
+#   compare them with the **bf16** `F.linear` (`x half`) as well as with fp32 (`x fp32`): a
+#   ratio against fp32 mixes two changes (narrower weights and narrower arithmetic). On a CPU
+#   with fast bf16 units the bf16 baseline beats fp32 and the fused kernels' lead shrinks
+#   against it; on one without them bf16 is the slower baseline. The verdict lines give both ratios for
+#   this run. Their `of read BW` column is the share
+#   of the measured read bandwidth their weight bytes stream at. A share near or above 100%
+#   means part of the weight came from cache rather than DRAM; every M = 1 row cycles through
+#   four weight copies to prevent that, and a share still above 100% on a large-cache machine
+#   says the copies were not enough.
+# * Dequantize-then-matmul is many times *slower* than fp32: `q.float() * s` materializes
+#   two full fp32 temporaries, each written and read again. How much of the cost of a fresh
+#   copy is allocation (page faults) rather than traffic depends on the machine and on M; the
+#   verdict line measures how much of it a preallocated buffer removes in this run.
+# * The per-input-channel scale folded into `x` costs M x K multiplies on top of the GEMM on
+#   the converted codes; the per-group row scales every group's partial sum without a fused
+#   kernel and shows why group scales need one.
 # * The fused int8 kernel with **fp32** activations falls back to slow scalar code on CPU;
 #   with bf16 activations and scales it takes the vectorized path. Same op, different dtype.
-# * At **M = 256** the product is compute bound; the low-precision arithmetic units (bf16,
-#   int8 `_int_mm`) decide, and the weight-only kernels lose most of their edge.
+# * At **M = 256** the product is compute bound, and the arithmetic unit each kernel uses
+#   decides. Where bf16 and int8 units are fast (a GPU's tensor cores, see the stored run
+#   below, or a CPU with AMX), the compact formats keep an edge; on a CPU whose fastest path is
+#   fp32 (check the bf16 and W8A8 rows above), they fall behind the fp32 GEMM.
 # * At M = 1 every method cycles through four copies of its weight, so a compact weight
 #   (an int8 `[4096, 4096]` is 16.8 MB, smaller than many CPUs' last-level cache) cannot
 #   be served from cache between calls: real decoding streams many layers from DRAM.
 # * **The "under 5%" claim** (interview note): applying per-channel scales after a GEMM
 #   costs N multiplies per output row; the verdict lines time that multiply alone against
-#   the GEMM on the codes. It does **not** hold for dequantize-then-matmul, which costs a
-#   multiple of the GEMM at small M.
+#   the GEMM on the codes (it reads no weight, so it has no bandwidth share). It does **not**
+#   hold for dequantize-then-matmul, which costs a multiple of the GEMM at small M.
+# * The roofline cell measures this machine's peak and ridge point, and the zero-point
+#   corrections beside a plain int8 GEMM: a few percent or less, since they are M x K and
+#   M x N work next to M x N x K.
 #
 # ## 5. A stored GPU run
 #
@@ -193,14 +269,33 @@ if not stored:
 for path in stored:
     rows = bench_gemm.read_csv(path)
     print(f"{path.name}: measured on {rows[0].device}")
-    print(bench_gemm.format_table(rows))
+    print(bench_gemm.key_table(rows))
+for gpu in bench_gemm.stored_rooflines():
+    ridge = gpu["bf16 GEMM GFLOP/s"] / gpu["read GB/s"]
+    print(f"{gpu['device']}: bf16 GEMM {gpu['bf16 GEMM GFLOP/s'] / 1e3:.0f} TFLOP/s, read {gpu['read GB/s']:.0f} GB/s")
+    print(f"  ridge {ridge:.0f} FLOPs per byte: bf16 weights turn compute bound from M = {ridge:.0f}")
+
+# %% [markdown]
+# Read the stored H100 run against the CPU one above. fp16 `F.linear` runs on tensor cores and
+# is the baseline to beat at every M. At M = 1 the int4 kernel (tinygemm) beats it, streaming
+# a quarter of the bytes; by M = 16 it no longer does, and at M = 256 it is far behind: the
+# ridge point of 280 FLOPs per byte says an fp16 product is memory bound until about 280
+# tokens, and a kernel that dequantizes in registers spends compute the fp16 path does not.
+# PyTorch's CUDA int8 weight-only op is not a serving kernel (slower than fp32 at every M);
+# serving stacks use dedicated mixed-precision kernels. Where the scale sits costs the same
+# on the GPU: after the GEMM almost nothing, folded into `x` a few percent, per group
+# without a fused kernel a multiple.
 
 # %% [markdown]
 # ## Summary
 #
 # * A per-output-channel (or per-tensor) scale is constant along K: apply it after the GEMM,
-#   N multiplies per output row. Per-group and per-input-channel scales change along K and
-#   must be applied inside the reduction.
+#   N multiplies per output row. A per-input-channel scale moves onto the activations (or
+#   into the op that made them). A per-group scale must be applied inside the reduction.
+# * Asymmetric codes in an integer GEMM cost cross terms (row sums, offline column sums) and
+#   keep the bias in int32 at scale `s_x * s_w`.
+# * The ridge point (peak FLOPs / bandwidth) says when a product turns compute bound: a few
+#   FLOPs per byte on a CPU, hundreds on a data-centre GPU.
 # * W8A8 rescales the int32 accumulator by the rank-1 matrix `s_x s_w^T`.
 # * Batch-1 decoding is memory bound; compact weights help only when a fused kernel
 #   dequantizes them in registers. Dequantize-then-matmul is slower than fp32.

@@ -4,6 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+import qlesson as ql
 from qlesson.bench import gemm as bench
 from qlesson.quant import gemm
 
@@ -36,9 +37,24 @@ def test_every_benchmarked_method_matches_fp32(m):
         y = op().float()
         assert y.shape == ref.shape, name
         assert nbytes > 0
-        if note == bench.UNSCALED:
+        if note in (bench.UNSCALED, bench.FOLDED):  # other products by design, checked below
             continue
         assert bench.reference_error(y, ref) < _tolerance(name), name
+
+
+def test_input_channel_scale_folds_into_the_activations():
+    from qlesson.quant import gemm
+
+    x, w = _case(m=4)
+    qt = ql.quantize(w, 8, granularity=ql.PerChannel(0))
+    s_in = torch.linspace(0.5, 2.0, w.shape[1])
+    folded = gemm.fold_input_scale(x, qt.q, s_in)
+    assert torch.allclose(folded, x @ (qt.q.float() * s_in).T, rtol=1e-5, atol=1e-3)
+
+
+def test_zero_point_corrections_are_exact_and_cheap_to_state():
+    row = bench.zero_point_cost(m=4, k=64, n=32, repeats=0.01)
+    assert row["exact"] is True
 
 
 def test_scale_after_gemm_equals_dequantize_first():

@@ -20,9 +20,13 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
+from qlesson.quant.gemm import group_scaled_gemm, int_gemm_zero_points
+
 Op = Callable[[], torch.Tensor]
 UNSCALED = "codes only: no error vs fp32"
 EPILOGUE = "cost of the 5% claim"
+FOLDED = "input-channel scale on x: exact, M x K multiplies"
+NO_WEIGHT_READ = (EPILOGUE,)
 
 
 @dataclass
@@ -152,9 +156,22 @@ def methods(x: torch.Tensor, w: torch.Tensor, device: str, quick: bool = False) 
     ]
     qf = q.float()
     y_codes = F.linear(x, qf)
+    s_in = torch.linspace(0.5, 2.0, k, device=device)
     ops += [
         ("GEMM on pre-converted codes: F.linear(x, q_fp32)", lambda: F.linear(x, qf), fp32_bytes, UNSCALED),
         ("per-channel scale alone: y_codes * s (the epilogue)", lambda: y_codes * s, 4 * n, EPILOGUE),
+        (
+            "input-channel scale folded into x: F.linear(x * s_in, q_fp32)",
+            lambda: F.linear(x * s_in, qf),
+            fp32_bytes,
+            FOLDED,
+        ),
+        (
+            "per-group 128 scales inside the reduction, unfused",
+            lambda: group_scaled_gemm(x, q_g, s_g, g),
+            int8_bytes + 4 * n * k // g,
+            "partial sums per group, scaled, summed",
+        ),
     ]
     return ops + _kernel_ops(x, w, q, s, device, quick)
 
@@ -253,7 +270,7 @@ def run(
             timed = _rotating([lst[j][1] for lst in per_copy]) if len(per_copy) > 1 else op
             try:
                 y = op()
-                err = float("nan") if note == UNSCALED else reference_error(y, ref)
+                err = float("nan") if note in (UNSCALED, FOLDED) else reference_error(y, ref)
                 t = _time_cuda(timed) if device == "cuda" else _time_cpu(timed, min_run_time)
             except (RuntimeError, NotImplementedError) as exc:  # an op this build or device lacks
                 nan = float("nan")
@@ -281,8 +298,9 @@ def format_table(rows: Sequence[GemmRow], bandwidth: Bandwidth | None = None) ->
             "GB/s": f"{r.gb_per_s:.1f}",
             "rel err": "" if r.rel_error != r.rel_error else f"{r.rel_error:.1e}",
         }
-        if bandwidth is not None:
-            d["of read BW"] = f"{100 * r.gb_per_s / bandwidth.read_gb_s:.0f}%" if r.m == 1 else ""
+        if bandwidth is not None:  # only where the row streams its weight bytes
+            share = r.m == 1 and r.note not in NO_WEIGHT_READ
+            d["of read BW"] = f"{100 * r.gb_per_s / bandwidth.read_gb_s:.0f}%" if share else ""
         d["note"] = r.note
         out.append(d)
     return table(out)
@@ -295,8 +313,11 @@ def write_csv(rows: Sequence[GemmRow], path: str | Path) -> None:
         writer.writerows(asdict(r) for r in rows)
 
 
-def main(quick: bool = False, csv_path: str | None = None, size: int = 4096) -> tuple[list[GemmRow], Bandwidth]:
-    """Print the machine, its bandwidth and the table; ``quick`` uses short timings (seconds, not minutes)."""
+def main(
+    quick: bool = False, csv_path: str | None = None, size: int = 4096, full: bool = True
+) -> tuple[list[GemmRow], Bandwidth]:
+    """Print the machine, its bandwidth and the table (``full=False``: the key rows only);
+    ``quick`` uses short timings (seconds, not minutes)."""
     print(
         f"GEMM y = x @ W.T, K = N = {size}, M in (1, 16, 256); {platform.machine()}, torch {torch.__version__}, "
         f"{torch.get_num_threads()} threads"
@@ -304,7 +325,7 @@ def main(quick: bool = False, csv_path: str | None = None, size: int = 4096) -> 
     bw = measure_bandwidth(128 if quick else 256, min_run_time=0.1 if quick else 0.3)
     print(f"CPU memory bandwidth: copy {bw.copy_gb_s:.1f} GB/s, read-only reduction {bw.read_gb_s:.1f} GB/s")
     rows = run(k=size, n=size, min_run_time=0.02 if quick else 0.2, quick=quick)
-    print(format_table(rows, bw))
+    print(format_table(rows, bw) if full else key_table(rows, bw))
     if torch.cuda.is_available():
         gbw = measure_bandwidth(1024, device="cuda")
         print(f"\nGPU {torch.cuda.get_device_name(0)}: copy {gbw.copy_gb_s:.0f} GB/s, read {gbw.read_gb_s:.0f} GB/s")
@@ -319,6 +340,104 @@ def main(quick: bool = False, csv_path: str | None = None, size: int = 4096) -> 
     return rows, bw
 
 
+KEY_ROWS = (
+    "fp32 F.linear",
+    "bfloat16 F.linear",
+    "float16 F.linear",
+    "naive: dequant per-channel",
+    "per-channel scale after GEMM",
+    "same, preallocated buffer",
+    "input-channel scale folded",
+    "per-group 128 scales inside",
+    "fused int8 weight-only per-channel, bf16",
+    "fused int8 weight-only per-channel, fp16",
+    "fused int4 weight-only group 128",
+    "W8A8",
+)
+
+
+def key_table(rows: Sequence[GemmRow], bandwidth: Bandwidth | None = None) -> str:
+    """The rows that carry the lesson's argument, with ratios to both fp32 and the half-width baseline.
+
+    The fused kernels take bf16 (CPU) or fp16 (GPU) activations, so ``x half`` is their fair
+    comparison; ``x fp32`` is what switching from an fp32 model buys.
+    """
+    from qlesson.teach.report import table
+
+    out = []
+    for m in sorted({r.m for r in rows}):
+        half = next((r for r in rows if r.m == m and r.method.split()[0] in ("bfloat16", "float16")), None)
+        for prefix in KEY_ROWS:
+            r = _row(rows, m, prefix)
+            if r is None or r.median_ms != r.median_ms:
+                continue
+            d = {
+                "M": m,
+                "method": r.method[:62],
+                "ms": f"{r.median_ms:.3f}",
+                "x fp32": f"{r.x_fp32:.2f}",
+                "x half": f"{r.median_ms / half.median_ms:.2f}" if half else "",
+            }
+            if bandwidth is not None:
+                share = m == 1 and r.note not in NO_WEIGHT_READ + (FOLDED,)
+                d["of read BW"] = f"{100 * r.gb_per_s / bandwidth.read_gb_s:.0f}%" if share else ""
+            out.append(d)
+    return table(out)
+
+
+def peak_gflops(size: int = 2048, device: str = "cpu", dtype: torch.dtype = torch.float32) -> float:
+    """Measured rate of one large square matrix product (a practical peak for the roofline)."""
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(size, size, generator=g).to(device, dtype)
+    b = torch.randn(size, size, generator=g).to(device, dtype)
+    t = _time_cuda(lambda: a @ b) if device == "cuda" else _time_cpu(lambda: a @ b, 0.3)
+    return 2 * size**3 / t / 1e9
+
+
+def ridge_rows(gflops: float, read_gb_s: float) -> list[dict[str, object]]:
+    """The roofline's ridge point and the batch M at which each weight format reaches it.
+
+    A ``[M, K] x [K, N]`` product does ``2 M K N`` FLOPs and reads ``K N * bytes`` of weight, so its
+    intensity is ``2 M / bytes`` FLOPs per weight byte; it turns compute bound at
+    ``M = ridge * bytes / 2``.
+
+    >>> ridge_rows(100.0, 50.0)[0]["compute bound from M ="]
+    4.0
+    """
+    ridge = gflops / read_gb_s
+    return [
+        {
+            "weights": label,
+            "bytes per weight": b,
+            "FLOPs per byte at M = 1": 2 / b,
+            "compute bound from M =": ridge * b / 2,
+        }
+        for label, b in (("fp32", 4.0), ("bf16", 2.0), ("int8", 1.0), ("int4 + g128 fp16 scales", 4.125 / 8))
+    ]
+
+
+def zero_point_cost(m: int = 16, k: int = 2048, n: int = 2048, repeats: float = 0.3) -> dict[str, float]:
+    """Time an int8 GEMM on symmetric codes against the same GEMM plus the zero-point corrections.
+
+    Both use ``torch._int_mm`` (int8 x int8 -> int32); the asymmetric one adds a per-token row sum
+    of the activation codes and the per-channel terms (``int_gemm_zero_points``' algebra).
+    """
+    g = torch.Generator().manual_seed(0)
+    qx = torch.randint(-128, 128, (m, k), generator=g, dtype=torch.int8)
+    qw = torch.randint(-128, 128, (n, k), generator=g, dtype=torch.int8)
+    zx, zw = 3, torch.randint(-8, 8, (n,), generator=g, dtype=torch.int32)
+    col = qw.int().sum(1)  # offline, once per weight
+
+    def asymmetric() -> torch.Tensor:
+        acc = torch._int_mm(qx, qw.T)
+        return acc - zw[None, :] * qx.int().sum(1, keepdim=True) - zx * col[None, :] + k * zx * zw[None, :]
+
+    exact = bool(torch.equal(asymmetric().long(), int_gemm_zero_points(qx, zx, qw, zw.long())))
+    sym = _time_cpu(lambda: torch._int_mm(qx, qw.T), repeats)
+    asym = _time_cpu(asymmetric, repeats)
+    return {"symmetric ms": sym * 1e3, "with zero points ms": asym * 1e3, "ratio": asym / sym, "exact": exact}
+
+
 def _row(rows: Sequence[GemmRow], m: int, prefix: str) -> GemmRow | None:
     return next((r for r in rows if r.m == m and r.method.strip().startswith(prefix)), None)
 
@@ -330,9 +449,22 @@ def verdict(rows: Sequence[GemmRow]) -> list[str]:
         timed = [r for r in rows if r.m == m and r.median_ms == r.median_ms and r.note not in (UNSCALED, EPILOGUE)]
         best = min(timed, key=lambda r: r.median_ms)
         lines.append(f"M = {m}: fastest is '{best.method}' at {best.x_fp32:.2f}x the fp32 time")
+        fused, half = _row(rows, m, "fused int8 weight-only per-channel, bf16"), _row(rows, m, "bfloat16 F.linear")
+        if fused and half and fused.median_ms == fused.median_ms:
+            lines.append(
+                f"M = {m}: fused int8 (bf16 x) takes {fused.x_fp32:.2f}x the fp32 time and "
+                f"{fused.median_ms / half.median_ms:.2f}x the bf16 time"
+            )
         naive = _row(rows, m, "naive: dequant per-channel")
         if naive:
             lines.append(f"M = {m}: dequantize-then-matmul (per-channel) takes {naive.x_fp32:.2f}x the fp32 time")
+        fresh, kept = _row(rows, m, "per-channel scale after GEMM"), _row(rows, m, "same, preallocated")
+        if fresh and kept and fresh.x_fp32 > 1:
+            share = 100 * (fresh.median_ms - kept.median_ms) / (fresh.median_ms - _row(rows, m, "fp32").median_ms)
+            lines.append(
+                f"M = {m}: a preallocated buffer removes {share:.0f}% of the extra time of a fresh q.float() copy "
+                "(allocation and page faults, not arithmetic)"
+            )
         codes, scaled = _row(rows, m, "GEMM on pre-converted"), _row(rows, m, "per-channel scale alone")
         if codes and scaled:
             extra = 100 * scaled.median_ms / codes.median_ms
@@ -350,6 +482,13 @@ RESULTS = Path(__file__).resolve().parents[2] / "notebooks" / "results"
 def stored_results(folder: Path = RESULTS) -> list[Path]:
     """GEMM runs stored with the course (``notebooks/results/gemm_<device>.csv``), by name."""
     return sorted(folder.glob("gemm_*.csv"))
+
+
+def stored_rooflines(folder: Path = RESULTS) -> list[dict[str, object]]:
+    """Peak GEMM rate and bandwidth measured on other machines (``roofline_<device>.json``)."""
+    import json
+
+    return [json.loads(p.read_text()) for p in sorted(folder.glob("roofline_*.json"))]
 
 
 def read_csv(path: str | Path) -> list[GemmRow]:

@@ -41,6 +41,37 @@ def group_scaled_gemm(x: torch.Tensor, q: torch.Tensor, s: torch.Tensor, group_s
     return (partial * s[None]).sum(-1)
 
 
+def fold_input_scale(x: torch.Tensor, q: torch.Tensor, s_in: torch.Tensor) -> torch.Tensor:
+    """A per-*input*-channel scale ``s_in [K]`` moved onto the activations: ``(x * s_in) @ q.T``.
+
+    Equal to ``x @ (q * s_in).T``: the scale multiplies column k of the weight, which is the same
+    as multiplying feature k of every token. That is how AWQ and SmoothQuant apply their scales.
+
+    >>> x = torch.tensor([[1.0, 2.0]]); q = torch.tensor([[3, -1]], dtype=torch.int8); s = torch.tensor([0.5, 4.0])
+    >>> fold_input_scale(x, q, s), x @ (q.float() * s).T
+    (tensor([[-6.5000]]), tensor([[-6.5000]]))
+    """
+    return (x * s_in) @ q.float().T
+
+
+def int_gemm_zero_points(qx: torch.Tensor, zx: int, qw: torch.Tensor, zw: torch.Tensor) -> torch.Tensor:
+    """``sum_k (qx - zx)(qw - zw)`` from the product of the raw codes and three correction terms.
+
+    ``= qx @ qw.T - zw * rowsum(qx) - zx * colsum(qw) + K * zx * zw``: the integer GEMM runs on
+    the stored codes; a per-token row sum of the activation codes times each channel's weight
+    zero point, and a per-channel sum of the weight codes (computed offline) times the
+    activation zero point, fix the result. All in int32 (int64 here, to show it is exact).
+
+    >>> qx = torch.tensor([[3, 0, 5]]); qw = torch.tensor([[1, 2, 3], [0, 4, 1]])
+    >>> int_gemm_zero_points(qx, 2, qw, torch.tensor([1, 2])), (qx - 2) @ (qw - torch.tensor([[1], [2]])).T
+    (tensor([[ 4, -9]]), tensor([[ 4, -9]]))
+    """
+    qx, qw = qx.long(), qw.long()
+    k = qx.shape[1]
+    acc = qx @ qw.T
+    return acc - zw[None, :] * qx.sum(1, keepdim=True) - zx * qw.sum(1)[None, :] + k * zx * zw[None, :]
+
+
 def w8a8(x: torch.Tensor, q: torch.Tensor, s_w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Per-token int8 activations times per-channel int8 weights; returns (y, int32 accumulator).
 

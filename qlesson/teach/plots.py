@@ -278,7 +278,7 @@ def token_feature_map(
 
 def gemm_times(rows: Sequence[Any], *, fig: Figure | None = None) -> Figure:
     """Median time against M for a few key methods (log-log)."""
-    fig = _figure(fig, ncols=2, size=(12, 3.8))
+    fig = _figure(fig, ncols=2, size=(14, 5.5))
     ax, ax2 = fig.axes
     keys = {
         "fp32 F.linear": COLORS["original"],
@@ -298,7 +298,7 @@ def gemm_times(rows: Sequence[Any], *, fig: Figure | None = None) -> Figure:
     m1 = [r for r in rows if r.m == 1 and r.median_ms == r.median_ms and r.gb_per_s > 0]
     ax2.barh(range(len(m1)), [r.gb_per_s for r in m1], color="#9fb3c8")
     ax2.set_yticks(range(len(m1)))
-    ax2.set_yticklabels([r.method[:44] for r in m1], fontsize=6)
+    ax2.set_yticklabels([r.method.split(":")[0][:48] for r in m1], fontsize=8)
     ax2.invert_yaxis()
     ax2.set(xlabel="stored weight bytes consumed per second (GB/s)")
     ax2.set_title("M = 1: how fast each method eats its weight bytes")
