@@ -107,7 +107,7 @@ recall.show("07")
 # %% [markdown]
 # <details><summary>Answers to the questions above</summary>
 #
-# 1. The tiny-range channel (the last one): a shared range set by the others makes its ticks
+# 1. The tiny-range channel 3: a shared range set by the others makes its ticks
 #    far too coarse.
 # 2. 8 bytes of metadata per channel against 20 bytes of codes; a real layer has hundreds of
 #    values per channel, so the same 8 bytes are a fraction of a percent.

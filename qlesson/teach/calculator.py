@@ -90,11 +90,11 @@ def compare(channels: list[torch.Tensor], bits: int = 8, *, signed: bool = True,
     pt_scale, pt_zp = float(pt.scale), int(pt.zero_point)
     pt_hat = torch.split(pt.dequantize(), [c.numel() for c in channels])
     rows, pc_hats = [], []
-    for i, x in enumerate(channels, start=1):
+    for i, x in enumerate(channels):  # channels count from 0, as in every lesson
         pc = quantize(x, bits, symmetric=symmetric, signed=signed)
         pc_hat = pc.dequantize()
         pc_hats.append(pc_hat)
-        e_t, e_c = errors(x, pt_hat[i - 1]), errors(x, pc_hat)
+        e_t, e_c = errors(x, pt_hat[i]), errors(x, pc_hat)
         rows.append(
             {
                 "channel": i,
@@ -161,24 +161,50 @@ def summary_csv(r: Result) -> str:
     return buf.getvalue()
 
 
-def plot(r: Result, fig: Any = None) -> Any:
-    """Original and reconstructed values, one panel per channel."""
+def plot(r: Result, fig: Any = None, max_panels: int = 8) -> Any:
+    """The error ``x_hat - x`` of every value, per-tensor against per-channel, one panel per channel.
+
+    Errors rather than values: at 8 bits both reconstructions sit on top of the original and
+    would hide each other. With more than ``max_panels`` channels, the panels show those with
+    the largest per-tensor MAE (the title says so), so a pasted layer stays readable and fast.
+    """
     from qlesson.teach.plots import COLORS
 
     n = len(r.originals)
+    shown = (
+        sorted(range(n), key=lambda i: -r.channels[i]["per-tensor MAE"])[:max_panels] if n > max_panels else range(n)
+    )
+    shown = list(shown)
     if fig is None:  # a pyplot figure, so Jupyter shows it; widgets pass their own Figure
         import matplotlib.pyplot as plt
 
-        fig = plt.figure(figsize=(3.2 * n, 2.8), layout="constrained")
+        fig = plt.figure(figsize=(3.2 * len(shown), 2.8), layout="constrained")
     fig.clear()
-    axes = fig.subplots(1, n, squeeze=False)[0]
-    for i, ax in enumerate(axes):
-        idx = range(len(r.originals[i]))
-        ax.plot(idx, r.originals[i], "o", color=COLORS["original"], label="original")
-        ax.plot(idx, r.per_tensor[i], "x", ms=8, color=COLORS["per-tensor"], label="per-tensor")
-        ax.plot(idx, r.per_channel[i], "+", ms=10, color=COLORS["per-channel"], label="per-channel")
-        ax.set(title=f"channel {i + 1}", xlabel="value index", ylabel="value")
+    axes = fig.subplots(1, len(shown), squeeze=False)[0]
+    for ax, i in zip(axes, shown, strict=True):
+        x = r.originals[i]
+        idx = range(len(x))
+        ax.axhline(0.0, color=COLORS["original"], lw=0.8)
+        ax.plot(
+            idx,
+            [h - v for h, v in zip(r.per_tensor[i], x, strict=True)],
+            "x",
+            ms=7,
+            color=COLORS["per-tensor"],
+            label="per-tensor",
+        )
+        ax.plot(
+            idx,
+            [h - v for h, v in zip(r.per_channel[i], x, strict=True)],
+            "+",
+            ms=9,
+            color=COLORS["per-channel"],
+            label="per-channel",
+        )
+        ax.set(title=f"channel {i}", xlabel="value index", ylabel="error x_hat - x")
     axes[0].legend(fontsize=7, frameon=False)
+    if n > max_panels:
+        fig.suptitle(f"the {max_panels} channels with the largest per-tensor MAE, of {n}", fontsize=9)
     return fig
 
 
