@@ -65,14 +65,27 @@ def test_ruler_explorer_reports_clipping():
     [
         ("", "the box is empty"),
         ("   \n ; ", "the box is empty"),
-        ("1, 2\n3, x", "channel 2: 'x' is not a number"),
+        ("1, 2\n3, x", "channel 1: 'x' is not a number"),
         ("1, nan", "not a finite number"),
         ("0.5", "only one value"),
+        ("0,5; 1,5", "'0,5' has a comma between digits; write decimals with a dot"),
+        ("1e39, 2", "'1e39' is beyond float32"),
     ],
 )
 def test_calculator_rejects_bad_text(text, message):
     with pytest.raises(ValueError, match=message):
         calc.parse_channels(text)
+
+
+def test_calculator_line_ends():
+    for sep in ("\n", "\r\n", "\r", ";"):
+        assert [c.tolist() for c in calc.parse_channels(f"1, 2{sep}3 4")] == [[1.0, 2.0], [3.0, 4.0]], repr(sep)
+
+
+def test_calculator_message_escapes_typed_markup():
+    ui = widgets.calculator("<img src=x onerror=alert(1)>, 2")
+    message = ui.children[3].value
+    assert "<img" not in message and "&lt;img" in message
 
 
 def test_calculator_example_and_ragged_channels():

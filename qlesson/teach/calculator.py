@@ -39,13 +39,30 @@ EXAMPLE = "\n".join(
 METADATA_BYTES_PER_SCALE = 8  # fp32 scale + int32 zero point, as in the source calculator
 
 
+FLOAT32_MAX = float(torch.finfo(torch.float32).max)
+
+
 def parse_channels(text: str) -> list[torch.Tensor]:
-    """Channels from text; a ValueError says exactly what is wrong and how to fix it."""
+    """Channels from text; a ValueError says exactly what is wrong and how to fix it.
+
+    Channels are separated by line ends (``\\n``, ``\\r\\n`` or a lone ``\\r``) or ``;``; values by
+    commas or spaces. A comma between two digits (``0,5``) is refused rather than guessed:
+    it may be a decimal comma.
+
+    >>> [c.tolist() for c in parse_channels("1, 2\\r-3 4")]
+    [[1.0, 2.0], [-3.0, 4.0]]
+    """
     if text is None or not re.sub(r"[;\s,]", "", str(text)):
         raise ValueError("the box is empty: paste at least two values, one channel per line (or separated by ';')")
-    lines = [part.strip() for part in re.split(r"[;\n]", str(text)) if part.strip()]
+    lines = [part.strip() for part in re.split(r"[;\r\n]", str(text)) if part.strip()]
     channels = []
-    for i, line in enumerate(lines, start=1):
+    for i, line in enumerate(lines):  # channels count from 0, as in every lesson
+        for word in line.split():
+            if re.search(r"\d,\d", word):
+                raise ValueError(
+                    f"channel {i}: {word!r} has a comma between digits; write decimals with a dot (0.5) and "
+                    "separate values with ', ' or spaces"
+                )
         tokens = [t for t in re.split(r"[,\s]+", line) if t]
         values = []
         for tok in tokens:
@@ -55,6 +72,10 @@ def parse_channels(text: str) -> list[torch.Tensor]:
                 raise ValueError(f"channel {i}: {tok!r} is not a number; use digits like -0.25 or 1e-3") from None
             if v != v or v in (float("inf"), float("-inf")):
                 raise ValueError(f"channel {i}: {tok!r} is not a finite number; remove NaN and inf values")
+            if abs(v) > FLOAT32_MAX:
+                raise ValueError(
+                    f"channel {i}: {tok!r} is beyond float32 (largest {FLOAT32_MAX:.3g}); use smaller values"
+                )
             values.append(v)
         if not values:
             raise ValueError(f"channel {i} has no values; remove the empty channel")

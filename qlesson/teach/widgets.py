@@ -7,6 +7,7 @@ each change: no pile-up of figures, and it works the same in JupyterLab and Voil
 
 from __future__ import annotations
 
+import html
 import io
 from collections.abc import Callable
 from typing import Any
@@ -309,7 +310,9 @@ def calculator(text: str | None = None) -> Any:
                 chans, bits.value, signed=signed.value == "signed", symmetric=sym.value == "symmetric"
             )
         except ValueError as err:
-            message.value = f"<p class='ql-error' style='color:#b00020'>Cannot compare: {err}</p>"
+            message.value = (
+                f"<p class='ql-error' style='color:#b00020'>Cannot compare: {html.escape(str(err), quote=False)}</p>"
+            )
             return
         message.value = "<p class='ql-ok'>Compared.</p>"
         summary.value = calculator_view(result)
