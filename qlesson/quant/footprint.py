@@ -17,6 +17,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from qlesson.quant._checks import check_bits
 from qlesson.quant.granularity import Granularity, PerChannel, PerGroup, PerTensor, n_blocks  # noqa: F401 (doctests)
 
@@ -57,6 +59,9 @@ def total_footprint(
     >>> total_footprint([(4, 64), (8, 64)], 4, PerChannel(0)).n_scales
     12
     """
+    shapes = list(shapes)
+    if not shapes:
+        raise ValueError("shapes is empty; pass the shape of at least one tensor, e.g. [(4096, 4096)]")
     parts = [
         footprint(s, bits, granularity, scale_bytes=scale_bytes, zero_point_bytes=zero_point_bytes) for s in shapes
     ]
@@ -82,6 +87,8 @@ def footprint(
     8
     """
     bits = check_bits(bits)
+    if isinstance(shape, int) or not all(isinstance(s, (int, np.integer)) and not isinstance(s, bool) for s in shape):
+        raise ValueError(f"shape {shape!r} must be a tuple of whole numbers, e.g. (4096, 4096)")
     shape = tuple(int(s) for s in shape)
     if any(s < 1 for s in shape):
         raise ValueError(f"shape {shape} has an empty dimension; every dimension needs at least one element")

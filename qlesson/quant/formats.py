@@ -93,10 +93,37 @@ def _round_half_away(v: np.ndarray) -> np.ndarray:
     return np.sign(v) * (whole + (a - whole >= np.float32(0.5)))
 
 
+F16_MAX = 65504.0
+# the largest |value| each format's fp16 fields can carry: d = amax / 127, d = max / -8, and for
+# Q4_1 a range (max - min) / 15 and a minimum that must both fit in fp16
+LIMITS = {"Q8_0": F16_MAX * 127, "Q4_0": F16_MAX * 8, "Q4_1": F16_MAX}
+
+
+def _check_fp16_range(blocks: np.ndarray, fmt: str) -> None:
+    """A ValueError when a block's scale (or minimum) would overflow fp16 (gguf's own reference
+    then stores inf and dequantizes to inf/NaN)."""
+    if fmt == "Q4_1":
+        lo, span = blocks.min(axis=1), (blocks.max(axis=1) - blocks.min(axis=1)) / np.float32(15)
+        bad = np.nonzero((lo < -F16_MAX) | (span > F16_MAX))[0]
+        what = "a minimum below -65504 or a range above 65504 * 15"
+    else:
+        bad = np.nonzero(np.abs(blocks).max(axis=1) > LIMITS[fmt])[0]
+        what = f"a magnitude above {LIMITS[fmt]:.6g}"
+    if bad.size:
+        raise ValueError(
+            f"block {int(bad[0])} of {fmt} has {what}: its fp16 scale would overflow (gguf stores inf there); "
+            "scale the tensor down first"
+        )
+
+
 def quantize(x: np.ndarray | torch.Tensor, fmt: str) -> np.ndarray:
-    """The bytes llama.cpp stores for ``x``: shape ``x.shape[:-1] + (K // 32 * block_bytes,)``."""
+    """The bytes llama.cpp stores for ``x``: shape ``x.shape[:-1] + (K // 32 * block_bytes,)``.
+
+    A block whose fp16 scale would overflow raises a ``ValueError`` (``LIMITS`` per format).
+    """
     fmt = _check_format(fmt)
     blocks, lead = _as_blocks(x)
+    _check_fp16_range(blocks, fmt)
     if fmt == "Q8_0":
         d = (np.abs(blocks).max(axis=1, keepdims=True) / np.float32(127)).astype(np.float32)
         q = _round_half_away(blocks * _reciprocal(d)).astype(np.int8).view(np.uint8)
