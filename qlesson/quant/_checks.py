@@ -35,13 +35,7 @@ def as_float_tensor(x: ArrayLike, name: str = "x", *, check_finite: bool = True)
             raise ValueError(f"{name} has numpy dtype {x.dtype}; pass floating-point numbers")
         t = torch.from_numpy(np.ascontiguousarray(x))
     else:
-        try:
-            t = torch.tensor(x)
-        except (TypeError, ValueError, RuntimeError) as err:
-            raise ValueError(
-                f"{name} could not be read as a tensor of numbers ({err}); "
-                "pass a torch tensor, a numpy array or a nested list of floats with equal-length rows"
-            ) from None
+        t = _from_sequence(x, name)
     if t.is_complex():
         raise ValueError(f"{name} has complex dtype {t.dtype}; quantize the real and imaginary parts separately")
     if not t.is_floating_point():
@@ -55,6 +49,56 @@ def as_float_tensor(x: ArrayLike, name: str = "x", *, check_finite: bool = True)
     if check_finite and not bool(torch.isfinite(t).all()):
         raise_not_finite(t, name)
     return t
+
+
+def _from_sequence(x: ArrayLike, name: str) -> torch.Tensor:
+    """A nested list read as torch does (floats become float32), naming a number float32 cannot hold."""
+    try:
+        t = torch.tensor(x)
+    except (TypeError, ValueError, RuntimeError) as err:
+        raise ValueError(
+            f"{name} could not be read as a tensor of numbers ({err}); "
+            "pass a torch tensor, a numpy array or a nested list of floats with equal-length rows"
+        ) from None
+    if t.dtype == torch.float32 and not bool(torch.isfinite(t).all()):
+        wide = torch.tensor(x, dtype=torch.float64)
+        big = wide[torch.isfinite(wide) & ~torch.isfinite(t)]
+        if big.numel():
+            raise ValueError(
+                f"{name} holds {float(big[0]):.6g}, beyond float32's largest {torch.finfo(torch.float32).max:.6g}, "
+                "and a list of floats is read as float32; pass np.array(x, dtype=np.float64) or scale the values down"
+            )
+    return t
+
+
+def check_magnitude(lo: torch.Tensor, hi: torch.Tensor, dtype: torch.dtype, name: str = "x") -> None:
+    """Raise if a block minimum ``lo`` or maximum ``hi`` lies beyond :func:`magnitude_limit`.
+
+    >>> check_magnitude(torch.tensor([-1.0]), torch.tensor([2e38]), torch.float32)
+    Traceback (most recent call last):
+    ...
+    ValueError: x holds 2e+38, beyond 1.70141e+38, the largest magnitude quantize accepts in torch.float32 ...
+    """
+    limit = magnitude_limit(dtype)
+    worst = hi.max() if hi.max() >= -lo.min() else lo.min()
+    if abs(float(worst)) > limit:
+        wider = " or pass float64" if dtype != torch.float64 else ""
+        raise ValueError(
+            f"{name} holds {float(worst):.6g}, beyond {limit:.6g}, the largest magnitude quantize accepts in {dtype} "
+            "(half the dtype's maximum, so that max - min and every reconstruction stay finite); "
+            f"scale the tensor down first (e.g. x / 1e30){wider}"
+        )
+
+
+def magnitude_limit(dtype: torch.dtype) -> float:
+    """The largest ``|x|`` quantization accepts: half the largest float of ``dtype``.
+
+    Half, so that an asymmetric range ``max - min`` and every reconstruction stay finite.
+
+    >>> magnitude_limit(torch.float32), magnitude_limit(torch.float64)
+    (1.7014117331926443e+38, 8.988465674311579e+307)
+    """
+    return torch.finfo(dtype).max / 2
 
 
 def raise_not_finite(t: torch.Tensor, name: str = "x") -> None:
