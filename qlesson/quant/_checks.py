@@ -129,6 +129,41 @@ def check_bits(bits: int) -> int:
     return int(bits)
 
 
+def check_whole(value: object, name: str, minimum: int, hint: str) -> int:
+    """``value`` as an int if it is a whole number (Python or numpy integer) >= ``minimum``, else raise.
+
+    >>> check_whole(np.int64(32), "group_size", 1, "such as 32")
+    32
+    >>> check_whole(2.0, "scale_bytes", 0, "2 for fp16")
+    Traceback (most recent call last):
+    ...
+    ValueError: scale_bytes=2.0 must be a whole number >= 0 (2 for fp16)
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{name}={value!r} must be a whole number >= {minimum} ({hint})")
+    return int(value)
+
+
+def check_shape(shape: object, name: str = "shape") -> tuple[int, ...]:
+    """A shape as a tuple of ints >= 1: a tuple, list or torch.Size of whole numbers.
+
+    >>> check_shape([np.int64(4), 8])
+    (4, 8)
+    >>> check_shape((4.0, 8))
+    Traceback (most recent call last):
+    ...
+    ValueError: shape=(4.0, 8) must hold whole numbers, one per dimension, e.g. (4096, 4096)
+    """
+    if not isinstance(shape, (tuple, list, torch.Size)) or not all(
+        isinstance(s, (int, np.integer)) and not isinstance(s, bool) for s in shape
+    ):
+        raise ValueError(f"{name}={shape!r} must hold whole numbers, one per dimension, e.g. (4096, 4096)")
+    out = tuple(int(s) for s in shape)
+    if any(s < 1 for s in out):
+        raise ValueError(f"{name} {out} has an empty dimension; every dimension needs at least one element")
+    return out
+
+
 def normalize_axis(axis: int, ndim: int, what: str) -> int:
     """Turn a possibly negative ``axis`` into an index into a tensor with ``ndim`` dims.
 

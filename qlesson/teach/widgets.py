@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable
+from html import escape
 from typing import Any
 
 import torch
@@ -218,7 +219,8 @@ def group_explorer(w: torch.Tensor, name: str = "layer", points: list[dict[str, 
 
     from qlesson.teach.plots import pareto
 
-    sizes = divisors(w.shape[1])
+    w = _weight_2d(w)
+    sizes = divisors(w.shape[1]) or divisors(w.shape[1], 1)
     size = W.SelectionSlider(
         options=sizes, value=128 if 128 in sizes else sizes[0], description="group", continuous_update=False
     )
@@ -235,7 +237,7 @@ def group_explorer(w: torch.Tensor, name: str = "layer", points: list[dict[str, 
         st = group_state(w, size.value, bits.value)
         pareto(curve, highlight=_point(st), fig=fig)
         html = (
-            f"{name}: group {st['group_size']} x int{st['bits']}: {st['n_scales']} scales, "
+            f"{escape(str(name))}: group {st['group_size']} x int{st['bits']}: {st['n_scales']} scales, "
             f"{st['metadata_bytes']} metadata bytes of {st['total_bytes']}, "
             f"{st['bits_per_weight']:.3f} bits per weight, relative RMSE {st['rmse / rms']:.4f}, "
             f"SQNR {st['sqnr_db']:.1f} dB"
@@ -243,6 +245,19 @@ def group_explorer(w: torch.Tensor, name: str = "layer", points: list[dict[str, 
         return html, fig
 
     return _panel([size, bits], update)
+
+
+def _weight_2d(w: Any) -> torch.Tensor:
+    """A finite 2-D float weight ``[out_features, in_features]``, or a ValueError saying what works."""
+    from qlesson.quant._checks import as_float_tensor
+
+    t = as_float_tensor(w, "w")
+    if t.ndim != 2:
+        raise ValueError(
+            f"w has shape {tuple(t.shape)}; the group explorer needs a 2-D weight [out_features, in_features], "
+            "e.g. a Linear layer's weight, or w.reshape(1, -1) for a single row"
+        )
+    return t
 
 
 def _point(st: dict[str, Any]) -> dict[str, Any]:
