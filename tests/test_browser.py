@@ -188,6 +188,15 @@ def test_calculator_page_in_voila(browser, voila_url, tmp_path):
     assert "'abc' is not a number" in err.inner_text()
     assert want in page.locator("table.ql-table").first.inner_text()  # the last good result stays
 
+    markup = "<img/src='x'/onerror=window.__xss=1>"  # an image whose error handler runs if parsed as HTML
+    box.fill(f"{markup} 1")
+    page.get_by_role("button", name="Compare").click()
+    page.locator(".ql-error").filter(has_not_text="abc").wait_for(timeout=30_000)  # the new message
+    assert markup in page.locator(".ql-error").inner_text()  # shown as the text that was typed
+    assert page.locator(".ql-error img").count() == 0
+    page.wait_for_timeout(500)  # time for a (wrongly) parsed image to fail loading
+    assert page.evaluate("window.__xss") is None
+
     with page.expect_download(timeout=30_000) as download:
         page.get_by_text("Download CSV").click()
     saved = tmp_path / "summary.csv"

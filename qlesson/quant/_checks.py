@@ -35,13 +35,7 @@ def as_float_tensor(x: ArrayLike, name: str = "x", *, check_finite: bool = True)
             raise ValueError(f"{name} has numpy dtype {x.dtype}; pass floating-point numbers")
         t = torch.from_numpy(np.ascontiguousarray(x))
     else:
-        try:
-            t = torch.tensor(x)
-        except (TypeError, ValueError, RuntimeError) as err:
-            raise ValueError(
-                f"{name} could not be read as a tensor of numbers ({err}); "
-                "pass a torch tensor, a numpy array or a nested list of floats with equal-length rows"
-            ) from None
+        t = _from_sequence(x, name)
     if t.is_complex():
         raise ValueError(f"{name} has complex dtype {t.dtype}; quantize the real and imaginary parts separately")
     if not t.is_floating_point():
@@ -55,6 +49,56 @@ def as_float_tensor(x: ArrayLike, name: str = "x", *, check_finite: bool = True)
     if check_finite and not bool(torch.isfinite(t).all()):
         raise_not_finite(t, name)
     return t
+
+
+def _from_sequence(x: ArrayLike, name: str) -> torch.Tensor:
+    """A nested list read as torch does (floats become float32), naming a number float32 cannot hold."""
+    try:
+        t = torch.tensor(x)
+    except (TypeError, ValueError, RuntimeError) as err:
+        raise ValueError(
+            f"{name} could not be read as a tensor of numbers ({err}); "
+            "pass a torch tensor, a numpy array or a nested list of floats with equal-length rows"
+        ) from None
+    if t.dtype == torch.float32 and not bool(torch.isfinite(t).all()):
+        wide = torch.tensor(x, dtype=torch.float64)
+        big = wide[torch.isfinite(wide) & ~torch.isfinite(t)]
+        if big.numel():
+            raise ValueError(
+                f"{name} holds {float(big[0]):.6g}, beyond float32's largest {torch.finfo(torch.float32).max:.6g}, "
+                "and a list of floats is read as float32; pass np.array(x, dtype=np.float64) or scale the values down"
+            )
+    return t
+
+
+def check_magnitude(lo: torch.Tensor, hi: torch.Tensor, dtype: torch.dtype, name: str = "x") -> None:
+    """Raise if a block minimum ``lo`` or maximum ``hi`` lies beyond :func:`magnitude_limit`.
+
+    >>> check_magnitude(torch.tensor([-1.0]), torch.tensor([2e38]), torch.float32)
+    Traceback (most recent call last):
+    ...
+    ValueError: x holds 2e+38, beyond 1.70141e+38, the largest magnitude quantize accepts in torch.float32 ...
+    """
+    limit = magnitude_limit(dtype)
+    worst = hi.max() if hi.max() >= -lo.min() else lo.min()
+    if abs(float(worst)) > limit:
+        wider = " or pass float64" if dtype != torch.float64 else ""
+        raise ValueError(
+            f"{name} holds {float(worst):.6g}, beyond {limit:.6g}, the largest magnitude quantize accepts in {dtype} "
+            "(half the dtype's maximum, so that max - min and every reconstruction stay finite); "
+            f"scale the tensor down first (e.g. x / 1e30){wider}"
+        )
+
+
+def magnitude_limit(dtype: torch.dtype) -> float:
+    """The largest ``|x|`` quantization accepts: half the largest float of ``dtype``.
+
+    Half, so that an asymmetric range ``max - min`` and every reconstruction stay finite.
+
+    >>> magnitude_limit(torch.float32), magnitude_limit(torch.float64)
+    (1.7014117331926443e+38, 8.988465674311579e+307)
+    """
+    return torch.finfo(dtype).max / 2
 
 
 def raise_not_finite(t: torch.Tensor, name: str = "x") -> None:
@@ -83,6 +127,41 @@ def check_bits(bits: int) -> int:
             "(4 and 8 are the common choices)"
         )
     return int(bits)
+
+
+def check_whole(value: object, name: str, minimum: int, hint: str) -> int:
+    """``value`` as an int if it is a whole number (Python or numpy integer) >= ``minimum``, else raise.
+
+    >>> check_whole(np.int64(32), "group_size", 1, "such as 32")
+    32
+    >>> check_whole(2.0, "scale_bytes", 0, "2 for fp16")
+    Traceback (most recent call last):
+    ...
+    ValueError: scale_bytes=2.0 must be a whole number >= 0 (2 for fp16)
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{name}={value!r} must be a whole number >= {minimum} ({hint})")
+    return int(value)
+
+
+def check_shape(shape: object, name: str = "shape") -> tuple[int, ...]:
+    """A shape as a tuple of ints >= 1: a tuple, list or torch.Size of whole numbers.
+
+    >>> check_shape([np.int64(4), 8])
+    (4, 8)
+    >>> check_shape((4.0, 8))
+    Traceback (most recent call last):
+    ...
+    ValueError: shape=(4.0, 8) must hold whole numbers, one per dimension, e.g. (4096, 4096)
+    """
+    if not isinstance(shape, (tuple, list, torch.Size)) or not all(
+        isinstance(s, (int, np.integer)) and not isinstance(s, bool) for s in shape
+    ):
+        raise ValueError(f"{name}={shape!r} must hold whole numbers, one per dimension, e.g. (4096, 4096)")
+    out = tuple(int(s) for s in shape)
+    if any(s < 1 for s in out):
+        raise ValueError(f"{name} {out} has an empty dimension; every dimension needs at least one element")
+    return out
 
 
 def normalize_axis(axis: int, ndim: int, what: str) -> int:

@@ -17,9 +17,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
-from qlesson.quant._checks import check_bits
+from qlesson.quant._checks import check_bits, check_shape, check_whole
 from qlesson.quant.granularity import Granularity, PerChannel, PerGroup, PerTensor, n_blocks  # noqa: F401 (doctests)
 
 
@@ -59,9 +57,10 @@ def total_footprint(
     >>> total_footprint([(4, 64), (8, 64)], 4, PerChannel(0)).n_scales
     12
     """
-    shapes = list(shapes)
-    if not shapes:
-        raise ValueError("shapes is empty; pass the shape of at least one tensor, e.g. [(4096, 4096)]")
+    if isinstance(shapes, (str, bytes)) or not isinstance(shapes, Sequence) or not shapes:
+        raise ValueError(
+            f"shapes={shapes!r} must be a non-empty list of shapes, one per tensor, e.g. [(384, 384), (1536, 384)]"
+        )
     parts = [
         footprint(s, bits, granularity, scale_bytes=scale_bytes, zero_point_bytes=zero_point_bytes) for s in shapes
     ]
@@ -87,14 +86,9 @@ def footprint(
     8
     """
     bits = check_bits(bits)
-    if isinstance(shape, int) or not all(isinstance(s, (int, np.integer)) and not isinstance(s, bool) for s in shape):
-        raise ValueError(f"shape {shape!r} must be a tuple of whole numbers, e.g. (4096, 4096)")
-    shape = tuple(int(s) for s in shape)
-    if any(s < 1 for s in shape):
-        raise ValueError(f"shape {shape} has an empty dimension; every dimension needs at least one element")
-    for name, value in (("scale_bytes", scale_bytes), ("zero_point_bytes", zero_point_bytes)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ValueError(f"{name}={value!r} must be a whole number of bytes >= 0 (2 for fp16, 4 for fp32)")
+    shape = check_shape(shape)
+    scale_bytes = check_whole(scale_bytes, "scale_bytes", 0, "bytes per scale: 2 for fp16, 4 for fp32")
+    zero_point_bytes = check_whole(zero_point_bytes, "zero_point_bytes", 0, "bytes per zero point: 0 if symmetric")
     numel = math.prod(shape)
     scales = n_blocks(granularity, shape)
     return Footprint(

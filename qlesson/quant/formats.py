@@ -24,6 +24,21 @@ Where they differ from :func:`qlesson.quant.quantize` (same block, different rul
 
 Low nibbles hold the first 16 codes of a block, high nibbles the last 16.
 
+**Limits of the fp16 scale** (the same bytes as ``gguf``, except where ``gguf`` overflows):
+
+* *Huge blocks*: the scale ``d`` (and Q4_1's minimum ``m``) must fit in fp16, whose largest
+  value is 65504. Q8_0 carries magnitudes up to 127 x 65504 (about 8.3e6), Q4_0 up to
+  8 x 65504 (about 5.2e5); Q4_1 needs the block minimum within +-65504 and ``max - min``
+  within 15 x 65504 (about 9.8e5). Beyond that :func:`quantize` raises a ``ValueError``
+  naming the block, the value and the limit. ``gguf`` itself stores an infinite scale
+  there, and its dequantized values are inf or NaN.
+* *Tiny blocks*: a scale below fp16's smallest subnormal (about 3e-8) is stored as 0, so
+  such a block dequantizes to zeros (Q4_1: to ``m``), in ``gguf`` and here alike. Where
+  the float32 reciprocal ``1 / d`` overflows (``|d|`` below about 2.9e-39), ``gguf`` casts
+  inf or NaN to integers, which numpy leaves undefined; qlesson writes the codes of an
+  all-zero block there (Q8_0 0, Q4_0 8, Q4_1 0). The stored ``d`` is 0 either way, so the
+  dequantized values are the same as ``gguf``'s.
+
 >>> raw = quantize(np.linspace(-1, 1, 32, dtype=np.float32), "Q4_0")
 >>> raw.shape, raw.dtype, BLOCK_BYTES["Q4_0"]
 ((18,), dtype('uint8'), 18)
@@ -53,20 +68,53 @@ def bits_per_weight(fmt: str) -> float:
 
 
 def _check_format(fmt: str) -> str:
-    if fmt not in BLOCK_BYTES:
+    if not isinstance(fmt, str) or fmt not in BLOCK_BYTES:
         raise ValueError(f"format {fmt!r} is not implemented; use one of {', '.join(FORMATS)}")
     return fmt
 
 
-def _as_blocks(x: np.ndarray | torch.Tensor) -> tuple[np.ndarray, tuple[int, ...]]:
-    """float32 array -> (n_blocks, 32) plus the leading shape, via qlesson's PerGroup(32)."""
+def _as_blocks(x: np.ndarray | torch.Tensor) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
+    """(n_blocks, 32) float32 blocks, the same in the input's own precision, and the leading shape."""
     from qlesson.quant._checks import as_float_tensor
 
-    t = as_float_tensor(x).to(torch.float32)
+    t = as_float_tensor(x)
     if t.ndim == 0:
         raise ValueError("a block format needs at least one axis of 32 values; got a 0-d scalar")
     block_size(PerGroup(BLOCK), t.shape)  # raises if the last axis is not a multiple of 32
-    return t.numpy().reshape(-1, BLOCK), tuple(t.shape[:-1])
+    exact = t.double().numpy().reshape(-1, BLOCK)
+    with np.errstate(over="ignore"):  # float64 beyond float32 becomes inf: _check_fp16 names it
+        blocks = exact.astype(np.float32)
+    return blocks, exact, tuple(t.shape[:-1])
+
+
+# The largest magnitude each format's fp16 header can carry, and what it constrains.
+FP16_MAX = float(np.finfo(np.float16).max)
+LIMITS = {
+    "Q8_0": (127 * FP16_MAX, "largest magnitude", "127 x 65504"),
+    "Q4_0": (8 * FP16_MAX, "largest magnitude", "8 x 65504"),
+    "Q4_1": (15 * FP16_MAX, "range max - min", "15 x 65504, with the block minimum within +-65504"),
+}
+
+
+def _check_fp16(fmt: str, exact: np.ndarray, *headers: np.ndarray) -> None:
+    """Raise if a block's fp16 scale (or minimum) overflows, naming the block, its value and the limit."""
+    with np.errstate(over="ignore"):
+        ok = np.all([np.isfinite(h.astype(np.float16)).reshape(-1) for h in headers], axis=0)
+    if ok.all():
+        return
+    i = int(np.flatnonzero(~ok)[0])
+    block = exact[i]
+    limit, what, why = LIMITS[fmt]
+    value = float(block.max() - block.min()) if fmt == "Q4_1" else float(block[np.abs(block).argmax()])
+    if fmt == "Q4_1" and abs(float(block.min())) > FP16_MAX:
+        what, value = "minimum", float(block.min())
+    raise ValueError(
+        f"{fmt} cannot store block {i} (elements {i * BLOCK} to {i * BLOCK + BLOCK - 1} of the flattened tensor): "
+        f"its {what} {value:.6g} needs an fp16 header beyond fp16's largest 65504; {fmt} carries up to "
+        f"{limit:.6g} ({why}). Scale the tensor down first (and the dequantized values back up), or use "
+        "ql.quantize, whose scales are float32. (gguf's own quantize stores an infinite scale here, "
+        "and its dequantize returns inf or NaN.)"
+    )
 
 
 def _f16_bytes(d: np.ndarray) -> np.ndarray:
@@ -82,8 +130,10 @@ def _unpack_nibbles(packed: np.ndarray) -> np.ndarray:
 
 
 def _reciprocal(d: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore"):
-        return np.where(d == 0, np.float32(0), np.float32(1) / d).astype(np.float32)
+    """``1 / d``, or 0 where ``d`` is 0 or so tiny that ``1 / d`` overflows (its fp16 ``d`` is 0 anyway)."""
+    with np.errstate(divide="ignore", over="ignore"):
+        inv = np.float32(1) / d
+    return np.where(np.isfinite(inv), inv, np.float32(0)).astype(np.float32)
 
 
 def _round_half_away(v: np.ndarray) -> np.ndarray:
@@ -93,66 +143,60 @@ def _round_half_away(v: np.ndarray) -> np.ndarray:
     return np.sign(v) * (whole + (a - whole >= np.float32(0.5)))
 
 
-F16_MAX = 65504.0
-# the largest |value| each format's fp16 fields can carry: d = amax / 127, d = max / -8, and for
-# Q4_1 a range (max - min) / 15 and a minimum that must both fit in fp16
-LIMITS = {"Q8_0": F16_MAX * 127, "Q4_0": F16_MAX * 8, "Q4_1": F16_MAX}
-
-
-def _check_fp16_range(blocks: np.ndarray, fmt: str) -> None:
-    """A ValueError when a block's scale (or minimum) would overflow fp16 (gguf's own reference
-    then stores inf and dequantizes to inf/NaN)."""
-    if fmt == "Q4_1":
-        lo, span = blocks.min(axis=1), (blocks.max(axis=1) - blocks.min(axis=1)) / np.float32(15)
-        bad = np.nonzero((lo < -F16_MAX) | (span > F16_MAX))[0]
-        what = "a minimum below -65504 or a range above 65504 * 15"
-    else:
-        bad = np.nonzero(np.abs(blocks).max(axis=1) > LIMITS[fmt])[0]
-        what = f"a magnitude above {LIMITS[fmt]:.6g}"
-    if bad.size:
-        raise ValueError(
-            f"block {int(bad[0])} of {fmt} has {what}: its fp16 scale would overflow (gguf stores inf there); "
-            "scale the tensor down first"
-        )
-
-
 def quantize(x: np.ndarray | torch.Tensor, fmt: str) -> np.ndarray:
-    """The bytes llama.cpp stores for ``x``: shape ``x.shape[:-1] + (K // 32 * block_bytes,)``.
-
-    A block whose fp16 scale would overflow raises a ``ValueError`` (``LIMITS`` per format).
-    """
+    """The bytes llama.cpp stores for ``x``: shape ``x.shape[:-1] + (K // 32 * block_bytes,)``."""
     fmt = _check_format(fmt)
-    blocks, lead = _as_blocks(x)
-    _check_fp16_range(blocks, fmt)
+    blocks, exact, lead = _as_blocks(x)
     if fmt == "Q8_0":
         d = (np.abs(blocks).max(axis=1, keepdims=True) / np.float32(127)).astype(np.float32)
+        _check_fp16(fmt, exact, d)
         q = _round_half_away(blocks * _reciprocal(d)).astype(np.int8).view(np.uint8)
         out = np.concatenate([_f16_bytes(d), q], axis=1)
     elif fmt == "Q4_0":
         idx = np.abs(blocks).argmax(axis=1)[:, None]
         d = (np.take_along_axis(blocks, idx, axis=1) / np.float32(-8)).astype(np.float32)
+        _check_fp16(fmt, exact, d)
         q = np.trunc(blocks * _reciprocal(d) + np.float32(8.5)).clip(0, 15).astype(np.uint8)
         out = np.concatenate([_f16_bytes(d), _pack_nibbles(q)], axis=1)
     else:  # Q4_1
         lo = blocks.min(axis=1, keepdims=True)
-        d = ((blocks.max(axis=1, keepdims=True) - lo) / np.float32(15)).astype(np.float32)
+        with np.errstate(over="ignore", invalid="ignore"):  # an overflowing range is named by _check_fp16
+            d = ((blocks.max(axis=1, keepdims=True) - lo) / np.float32(15)).astype(np.float32)
+        _check_fp16(fmt, exact, d, lo)
         q = np.trunc((blocks - lo) * _reciprocal(d) + np.float32(0.5)).clip(0, 15).astype(np.uint8)
         out = np.concatenate([_f16_bytes(d), _f16_bytes(lo), _pack_nibbles(q)], axis=1)
     return out.reshape(*lead, -1)
 
 
+def _raw_blocks(raw: np.ndarray, fmt: str) -> tuple[np.ndarray, np.ndarray]:
+    """``raw`` as a uint8 array and as ``(n_blocks, block_bytes)``, or a ValueError saying what fits."""
+    nb = BLOCK_BYTES[_check_format(fmt)]
+    arr = np.asarray(raw)
+    if arr.dtype != np.uint8 or arr.ndim == 0 or arr.size == 0 or arr.shape[-1] % nb:
+        raise ValueError(
+            f"raw has dtype {arr.dtype} and shape {arr.shape}; {fmt} needs non-empty uint8 rows whose length "
+            f"is a multiple of {nb} bytes, as returned by formats.quantize (bytes read from a file: "
+            "np.frombuffer(data, dtype=np.uint8))"
+        )
+    return arr, arr.reshape(-1, nb)
+
+
+def _check_headers(fmt: str, d: np.ndarray, m: np.ndarray) -> None:
+    bad = ~(np.isfinite(d) & np.isfinite(m)).reshape(-1)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            f"{fmt} block {i} stores a non-finite fp16 header (d = {float(d.reshape(-1)[i])}, "
+            f"m = {float(m.reshape(-1)[i])}), so its values cannot be read back; gguf writes such blocks when a "
+            "block's scale overflows fp16: quantize from values within the format's range (see formats.LIMITS)"
+        )
+
+
 def dequantize(raw: np.ndarray, fmt: str) -> np.ndarray:
     """float32 values from llama.cpp bytes; the last axis shrinks back to ``K``."""
-    fmt = _check_format(fmt)
-    raw = np.asarray(raw)
-    nb = BLOCK_BYTES[fmt]
-    if raw.dtype != np.uint8 or raw.ndim == 0 or raw.shape[-1] % nb:
-        raise ValueError(
-            f"raw has dtype {raw.dtype} and shape {raw.shape}; {fmt} needs uint8 rows whose length "
-            f"is a multiple of {nb} bytes, as returned by formats.quantize"
-        )
-    blocks = raw.reshape(-1, nb)
+    raw, blocks = _raw_blocks(raw, fmt)
     d = blocks[:, :2].copy().view(np.float16).astype(np.float32)
+    _check_headers(fmt, d, blocks[:, 2:4].copy().view(np.float16).astype(np.float32) if fmt == "Q4_1" else d)
     if fmt == "Q8_0":
         x = d * blocks[:, 2:].view(np.int8).astype(np.float32)
     elif fmt == "Q4_0":
@@ -165,8 +209,7 @@ def dequantize(raw: np.ndarray, fmt: str) -> np.ndarray:
 
 def codes(raw: np.ndarray, fmt: str) -> tuple[np.ndarray, np.ndarray]:
     """Per-block fp16 scales ``(n_blocks,)`` and integer codes ``(n_blocks, 32)`` (Q4 codes offset by -8)."""
-    fmt = _check_format(fmt)
-    blocks = np.asarray(raw).reshape(-1, BLOCK_BYTES[fmt])
+    _, blocks = _raw_blocks(raw, fmt)
     d = blocks[:, :2].copy().view(np.float16)[:, 0]
     if fmt == "Q8_0":
         return d, blocks[:, 2:].view(np.int8).astype(np.int16)

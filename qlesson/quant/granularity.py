@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from qlesson.quant._checks import normalize_axis
@@ -92,8 +93,9 @@ def block_size(granularity: Granularity, shape: tuple[int, ...] | torch.Size) ->
         return tuple(1 if d == axis else s for d, s in enumerate(shape))
     if isinstance(granularity, PerGroup):
         g = granularity.group_size
-        if isinstance(g, bool) or not isinstance(g, int) or g < 1:
+        if isinstance(g, bool) or not isinstance(g, (int, np.integer)) or g < 1:
             raise ValueError(f"PerGroup(group_size={g!r}) must be a positive whole number, such as 32, 64 or 128")
+        g = int(g)
         axis = normalize_axis(granularity.axis, ndim, "PerGroup")
         n = shape[axis]
         if n % g:

@@ -57,16 +57,42 @@ def _sqnr_db(signal: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
     return 10 * torch.log10(ratio)
 
 
+def _unit(a: torch.Tensor, d: torch.Tensor, dim: int | None = None) -> torch.Tensor:
+    """A positive factor (the largest magnitude) dividing ``a`` and ``d`` into [-1, 1].
+
+    Squares and sums of values near float64's maximum overflow and those of tiny values
+    underflow; metrics are computed on ``a / unit`` and ``d / unit`` and scaled back.
+    """
+    if dim is None:
+        big = torch.maximum(a.abs().max(), d.max())
+    else:
+        big = torch.maximum(a.abs().amax(dim), d.amax(dim))
+    return torch.where(big > 0, big, torch.ones_like(big))
+
+
 def errors(x: ArrayLike, x_hat: ArrayLike) -> Errors:
     """MAE, RMSE, max absolute error and SQNR over the whole tensor."""
     a, b = _pair(x, x_hat)
-    d = (a - b).abs()
+    d = _difference(a, b)
+    unit = _unit(a, d)
+    a, du = a / unit, d / unit
     return Errors(
-        mae=float(d.mean()),
-        rmse=float(d.square().mean().sqrt()),
+        mae=float(du.mean() * unit),
+        rmse=float(du.square().mean().sqrt() * unit),
         max_abs=float(d.max()),
-        sqnr_db=float(_sqnr_db(a.square().sum(), d.square().sum())),
+        sqnr_db=float(_sqnr_db(a.square().sum(), du.square().sum())),
     )
+
+
+def _difference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``|a - b|``, raising (not returning inf) when the difference overflows float64."""
+    d = (a - b).abs()
+    if not bool(torch.isfinite(d).all()):
+        raise ValueError(
+            "x - x_hat overflows float64 (the values are near 1.8e308 with opposite signs); "
+            "scale both tensors down before comparing them"
+        )
+    return d
 
 
 def channel_errors(x: ArrayLike, x_hat: ArrayLike, axis: int = 0) -> ChannelErrors:
@@ -78,12 +104,14 @@ def channel_errors(x: ArrayLike, x_hat: ArrayLike, axis: int = 0) -> ChannelErro
     """
     a, b = _pair(x, x_hat)
     ax = normalize_axis(axis, a.ndim, "channel_errors")
-    d = (a - b).abs().movedim(ax, 0).reshape(a.shape[ax], -1)
+    d = _difference(a, b).movedim(ax, 0).reshape(a.shape[ax], -1)
     s = a.movedim(ax, 0).reshape(a.shape[ax], -1)
+    unit = _unit(s, d, dim=1)
+    s, du = s / unit[:, None], d / unit[:, None]
     return ChannelErrors(
         axis=ax,
-        mae=d.mean(1),
-        rmse=d.square().mean(1).sqrt(),
+        mae=du.mean(1) * unit,
+        rmse=du.square().mean(1).sqrt() * unit,
         max_abs=d.amax(1),
-        sqnr_db=_sqnr_db(s.square().sum(1), d.square().sum(1)),
+        sqnr_db=_sqnr_db(s.square().sum(1), du.square().sum(1)),
     )

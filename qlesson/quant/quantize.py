@@ -17,7 +17,21 @@ Introduced in lesson 01. Conventions (the places learners trip):
   ``x_hat = (q - zero_point) * scale``. Rounding is **half to even** (torch's
   ``torch.round``): 2.5 -> 2, 3.5 -> 4.
 * A block that is all zeros gets scale 1.0 and reconstructs to exact zeros.
+* **Tiny blocks**: a scale is never subnormal. A block whose ``absmax / qmax`` (or range)
+  is below the dtype's smallest normal number (``torch.finfo(dtype).tiny``, 1.2e-38 for
+  float32) gets exactly that scale: it uses fewer codes, and every value still lies
+  within half a tick of its reconstruction. (A subnormal scale has few significant bits,
+  and ``x / scale`` then misses by tens of ticks.)
+* **Huge values**: ``|x|`` may be at most half the dtype's maximum (1.7e38 for float32,
+  float16 and bfloat16 are widened to float32 first), so that ``max - min`` and every
+  reconstruction stay finite; beyond it a ``ValueError`` names the value and the limit.
 * Arithmetic runs in float32 (float64 inputs stay float64).
+* **Ties and PyTorch**: ``round(x / scale)`` *divides* by the scale (the textbook formula).
+  PyTorch's ``quantize_per_tensor`` / ``quantize_per_channel`` and its observers' fake
+  quantization multiply by ``1 / scale`` instead; the two products differ in the last bit
+  for some values, so where ``x / scale`` is an exact tie (k + 0.5) about one tie in ten
+  rounds to the neighbouring code in one of them. Away from exact ties the codes agree;
+  ``tests/test_reference_torch.py`` allows those one-tick tie flips and nothing else.
 
 >>> qt = quantize([[0.05, -0.08, 0.12, -0.15], [2.0, -3.1, 1.7, -2.6]], bits=4)
 >>> qt.q.tolist()
@@ -33,7 +47,7 @@ from dataclasses import dataclass
 
 import torch
 
-from qlesson.quant._checks import ArrayLike, as_float_tensor, check_bits, raise_not_finite
+from qlesson.quant._checks import ArrayLike, as_float_tensor, check_bits, check_magnitude, raise_not_finite
 from qlesson.quant.granularity import (
     Granularity,
     PerChannel,  # noqa: F401 (used in doctests)
@@ -147,6 +161,7 @@ def compute_qparams(
     lo, hi = torch.aminmax(blocks.permute(*outer, *inner).reshape(*grid, -1), dim=-1)
     if not (bool(torch.isfinite(lo).all()) and bool(torch.isfinite(hi).all())):
         raise_not_finite(x)  # NaN and inf reach the block min/max, so checking them is enough
+    check_magnitude(lo, hi, x.dtype)
     if symmetric:
         absmax = torch.maximum(-lo, hi)
         half = 2 ** (bits - 1) - 1
@@ -156,10 +171,10 @@ def compute_qparams(
         rmin = torch.clamp(lo, max=0.0)
         rmax = torch.clamp(hi, min=0.0)
         scale = (rmax - rmin) / (qmax - qmin)
-        safe = torch.where(scale > 0, scale, torch.ones_like(scale))
+        safe = torch.where(scale > 0, scale.clamp_min(torch.finfo(scale.dtype).tiny), torch.ones_like(scale))
         zero_point = (qmin - torch.round(rmin / safe)).clamp(qmin, qmax).to(torch.int32)
-    scale = torch.where(scale > 0, scale, torch.ones_like(scale))
-    return scale, zero_point
+    tiny = torch.finfo(scale.dtype).tiny  # never a subnormal scale: x / scale would lose its precision
+    return torch.where(scale > 0, scale.clamp_min(tiny), torch.ones_like(scale)), zero_point
 
 
 def _float_codes(

@@ -19,13 +19,18 @@ from __future__ import annotations
 
 import base64
 import io
+import math
 import re
+import string
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import torch
 
-from qlesson.quant.metrics import errors
+from qlesson.quant._checks import magnitude_limit
+from qlesson.quant.granularity import PerChannel
+from qlesson.quant.metrics import channel_errors
 from qlesson.quant.quantize import qrange, quantize
 
 EXAMPLE = "\n".join(
@@ -39,50 +44,72 @@ EXAMPLE = "\n".join(
 METADATA_BYTES_PER_SCALE = 8  # fp32 scale + int32 zero point, as in the source calculator
 
 
-FLOAT32_MAX = float(torch.finfo(torch.float32).max)
+LIMIT = magnitude_limit(torch.float32)  # values are float32: half its maximum keeps max - min finite
+# "0,5" or "-1,25" between spaces: a decimal comma, or two values without a space? Not guessed.
+_COMMA_DIGIT = re.compile(r",[0-9]")  # a cheap first look (a literal comma is fast to find): most text has ", "
+_DECIMAL_COMMA = re.compile(r"(?<![^\s;])([+-]?\d+),(\d+)(?=,?(?:\s|;|$))")
 
 
 def parse_channels(text: str) -> list[torch.Tensor]:
     """Channels from text; a ValueError says exactly what is wrong and how to fix it.
 
-    Channels are separated by line ends (``\\n``, ``\\r\\n`` or a lone ``\\r``) or ``;``; values by
-    commas or spaces. A comma between two digits (``0,5``) is refused rather than guessed:
-    it may be a decimal comma.
+    Channels are separated by line ends (``\\n``, ``\\r\\n`` or a lone ``\\r``) or ``;``,
+    values by commas or white space. A number written with a decimal comma is refused:
 
-    >>> [c.tolist() for c in parse_channels("1, 2\\r-3 4")]
-    [[1.0, 2.0], [-3.0, 4.0]]
+    >>> parse_channels("0,5; 1,5")
+    Traceback (most recent call last):
+    ...
+    ValueError: channel 0: '0,5' could be the decimal number 0.5 or the two values 0 and 5; ...
     """
-    if text is None or not re.sub(r"[;\s,]", "", str(text)):
+    if text is None or not str(text).strip(string.whitespace + ";,"):
         raise ValueError("the box is empty: paste at least two values, one channel per line (or separated by ';')")
     lines = [part.strip() for part in re.split(r"[;\r\n]", str(text)) if part.strip()]
-    channels = []
-    for i, line in enumerate(lines):  # channels count from 0, as in every lesson
-        for word in line.split():
-            if re.search(r"\d,\d", word):
-                raise ValueError(
-                    f"channel {i}: {word!r} has a comma between digits; write decimals with a dot (0.5) and "
-                    "separate values with ', ' or spaces"
-                )
-        tokens = [t for t in re.split(r"[,\s]+", line) if t]
-        values = []
-        for tok in tokens:
-            try:
-                v = float(tok)
-            except ValueError:
-                raise ValueError(f"channel {i}: {tok!r} is not a number; use digits like -0.25 or 1e-3") from None
-            if v != v or v in (float("inf"), float("-inf")):
-                raise ValueError(f"channel {i}: {tok!r} is not a finite number; remove NaN and inf values")
-            if abs(v) > FLOAT32_MAX:
-                raise ValueError(
-                    f"channel {i}: {tok!r} is beyond float32 (largest {FLOAT32_MAX:.3g}); use smaller values"
-                )
-            values.append(v)
-        if not values:
-            raise ValueError(f"channel {i} has no values; remove the empty channel")
-        channels.append(torch.tensor(values, dtype=torch.float32))
+    channels = [_parse_line(i, line) for i, line in enumerate(lines)]  # from 0, as in every lesson
     if sum(c.numel() for c in channels) < 2:
         raise ValueError("only one value: paste at least two values to compare a shared scale with per-channel ones")
     return channels
+
+
+def _parse_line(i: int, line: str) -> torch.Tensor:
+    """One channel's float32 values, or a ValueError naming the token that is wrong."""
+    m = _DECIMAL_COMMA.search(line) if _COMMA_DIGIT.search(line) else None
+    if m:
+        a, b = m.groups()
+        raise ValueError(
+            f"channel {i}: {m.group(0)!r} could be the decimal number {a}.{b} or the two values {a} and {b}; "
+            f"write decimals with a point ({a}.{b}) and separate values with a comma and a space, or with spaces"
+        )
+    tokens = line.replace(",", " ").split()
+    if not tokens:
+        raise ValueError(f"channel {i} has no values; remove the empty channel")
+    try:
+        values = torch.from_numpy(np.fromiter(map(float, tokens), dtype=np.float64, count=len(tokens)))
+    except ValueError:
+        bad = next(t for t in tokens if not _is_number(t))
+        raise ValueError(f"channel {i}: {_shown(bad)} is not a number; use digits like -0.25 or 1e-3") from None
+    wrong = ~torch.isfinite(values) | (values.abs() > LIMIT)
+    if bool(wrong.any()):
+        tok = tokens[int(wrong.nonzero()[0])]
+        if tok.lower().lstrip("+-") in ("nan", "inf", "infinity"):
+            raise ValueError(f"channel {i}: {_shown(tok)} is not a finite number; remove NaN and inf values")
+        raise ValueError(
+            f"channel {i}: {_shown(tok)} is beyond +-{LIMIT:.4g}, the largest magnitude the calculator handles "
+            "(it computes in float32, and max - min must stay finite); scale your values down"
+        )
+    return values.to(torch.float32)
+
+
+def _is_number(token: str) -> bool:
+    try:
+        float(token)
+    except ValueError:
+        return False
+    return True
+
+
+def _shown(token: str, width: int = 40) -> str:
+    """A token for a message: quoted, and cut short if someone pasted a novel."""
+    return repr(token if len(token) <= width else token[:width] + "...")
 
 
 @dataclass
@@ -93,74 +120,100 @@ class Result:
     channels: list[dict[str, Any]]
     overall: dict[str, dict[str, float]]
     memory: dict[str, int]
-    originals: list[list[float]] = field(repr=False, default_factory=list)
-    per_tensor: list[list[float]] = field(repr=False, default_factory=list)
-    per_channel: list[list[float]] = field(repr=False, default_factory=list)
+    originals: list[torch.Tensor] = field(repr=False, default_factory=list)
+    per_tensor: list[torch.Tensor] = field(repr=False, default_factory=list)
+    per_channel: list[torch.Tensor] = field(repr=False, default_factory=list)
 
 
-def _clipped(x: torch.Tensor, scale: float, zp: int, qmin: int, qmax: int) -> int:
+def _clipped(x: torch.Tensor, scale: torch.Tensor, zp: torch.Tensor, qmin: int, qmax: int) -> torch.Tensor:
+    """How many values of each row of ``x`` fall outside the codes before clamping."""
     raw = torch.round(x / scale) + zp
-    return int(((raw < qmin) | (raw > qmax)).sum())
+    return ((raw < qmin) | (raw > qmax)).sum(1)
+
+
+def _by_length(channels: list[torch.Tensor]) -> list[list[int]]:
+    """Channel indices grouped by length: each group stacks into one ``[n, length]`` tensor."""
+    groups: dict[int, list[int]] = {}
+    for i, c in enumerate(channels):
+        groups.setdefault(c.numel(), []).append(i)
+    return list(groups.values())
+
+
+def _method_rows(
+    method: str, channels: list[torch.Tensor], hats: list[torch.Tensor], qparams: list[tuple[float, int, int]]
+) -> list[dict[str, Any]]:
+    """One dict per channel: scale, zero point, clipped count and errors under ``method``."""
+    rows: list[dict[str, Any]] = [{}] * len(channels)
+    for idx in _by_length(channels):
+        ce = channel_errors(torch.stack([channels[i] for i in idx]), torch.stack([hats[i] for i in idx]))
+        for r, i in enumerate(idx):
+            scale, zp, clipped = qparams[i]
+            rows[i] = {
+                f"{method} scale": scale,
+                f"{method} zero point": zp,
+                f"{method} clipped": clipped,
+                f"{method} MAE": float(ce.mae[r]),
+                f"{method} RMSE": float(ce.rmse[r]),
+                f"{method} max error": float(ce.max_abs[r]),
+            }
+    return rows
+
+
+def _quantize_channels(
+    channels: list[torch.Tensor], bits: int, symmetric: bool, signed: bool
+) -> tuple[list[torch.Tensor], list[tuple[float, int, int]]]:
+    """Each channel on its own ruler (channels of one length in one call): reconstructions and qparams."""
+    qmin, qmax = qrange(bits, symmetric=symmetric, signed=signed)
+    hats: list[torch.Tensor] = [torch.empty(0)] * len(channels)
+    qparams: list[tuple[float, int, int]] = [(0.0, 0, 0)] * len(channels)
+    for idx in _by_length(channels):
+        x = torch.stack([channels[i] for i in idx])
+        qt = quantize(x, bits, granularity=PerChannel(0), symmetric=symmetric, signed=signed)
+        x_hat = qt.dequantize()
+        clipped = _clipped(x, qt.scale[:, None], qt.zero_point[:, None], qmin, qmax).tolist()
+        for r, i in enumerate(idx):
+            hats[i] = x_hat[r]
+            qparams[i] = (float(qt.scale[r]), int(qt.zero_point[r]), clipped[r])
+    return hats, qparams
+
+
+def _overall(rows: list[dict[str, Any]], method: str) -> dict[str, float]:
+    """Whole-tensor errors from the channels' own: MAE and mean square weighted by channel length."""
+    n = [row["values"] for row in rows]
+    total = sum(n)
+    return {
+        "MAE": sum(k * row[f"{method} MAE"] for k, row in zip(n, rows, strict=True)) / total,
+        "RMSE": math.sqrt(sum(k * row[f"{method} RMSE"] ** 2 for k, row in zip(n, rows, strict=True)) / total),
+        "max error": max(row[f"{method} max error"] for row in rows),
+    }
 
 
 def compare(channels: list[torch.Tensor], bits: int = 8, *, signed: bool = True, symmetric: bool = True) -> Result:
-    """Per-tensor against per-channel quantization of ``channels``: scales, zero points, errors, bytes."""
+    """Per-tensor against per-channel quantization of ``channels``: scales, zero points, errors, bytes.
+
+    Overall errors are those of the pooled values, the same as ``errors(pooled, pooled_hat)``.
+    """
     qmin, qmax = qrange(bits, symmetric=symmetric, signed=signed)
     pooled = torch.cat(channels)
     pt = quantize(pooled, bits, symmetric=symmetric, signed=signed)
-    pt_scale, pt_zp = float(pt.scale), int(pt.zero_point)
-    pt_hat = torch.split(pt.dequantize(), [c.numel() for c in channels])
-    rows, pc_hats = [], []
-    for i, x in enumerate(channels):  # channels count from 0, as in every lesson
-        pc = quantize(x, bits, symmetric=symmetric, signed=signed)
-        pc_hat = pc.dequantize()
-        pc_hats.append(pc_hat)
-        e_t, e_c = errors(x, pt_hat[i]), errors(x, pc_hat)
-        rows.append(
-            {
-                "channel": i,
-                "values": x.numel(),
-                "min": float(x.min()),
-                "max": float(x.max()),
-                "per-tensor scale": pt_scale,
-                "per-tensor zero point": pt_zp,
-                "per-tensor clipped": _clipped(x, pt_scale, pt_zp, qmin, qmax),
-                "per-tensor MAE": e_t.mae,
-                "per-tensor RMSE": e_t.rmse,
-                "per-tensor max error": e_t.max_abs,
-                "per-channel scale": float(pc.scale),
-                "per-channel zero point": int(pc.zero_point),
-                "per-channel clipped": _clipped(x, float(pc.scale), int(pc.zero_point), qmin, qmax),
-                "per-channel MAE": e_c.mae,
-                "per-channel RMSE": e_c.rmse,
-                "per-channel max error": e_c.max_abs,
-            }
-        )
-    overall = {
-        "per-tensor": _as_dict(errors(pooled, torch.cat(pt_hat))),
-        "per-channel": _as_dict(errors(pooled, torch.cat(pc_hats))),
-    }
+    pt_hat = list(torch.split(pt.dequantize(), [c.numel() for c in channels]))
+    pt_clipped = [int(_clipped(c[None], pt.scale, pt.zero_point, qmin, qmax)[0]) for c in channels]
+    pt_params = [(float(pt.scale), int(pt.zero_point), k) for k in pt_clipped]
+    pc_hats, pc_params = _quantize_channels(channels, bits, symmetric, signed)
+    per_tensor = _method_rows("per-tensor", channels, pt_hat, pt_params)
+    per_channel = _method_rows("per-channel", channels, pc_hats, pc_params)
+    rows = [
+        {"channel": i, "values": x.numel(), "min": float(x.min()), "max": float(x.max()), **t, **c}
+        for i, (x, t, c) in enumerate(zip(channels, per_tensor, per_channel, strict=True))
+    ]
+    overall = {"per-tensor": _overall(rows, "per-tensor"), "per-channel": _overall(rows, "per-channel")}
     payload = (pooled.numel() * bits + 7) // 8
     memory = {
         "payload bytes": payload,
         "per-tensor total bytes": payload + METADATA_BYTES_PER_SCALE,
         "per-channel total bytes": payload + METADATA_BYTES_PER_SCALE * len(channels),
     }
-    return Result(
-        bits,
-        signed,
-        symmetric,
-        rows,
-        overall,
-        memory,
-        [c.tolist() for c in channels],
-        [t.tolist() for t in pt_hat],
-        [t.tolist() for t in pc_hats],
-    )
-
-
-def _as_dict(e: Any) -> dict[str, float]:
-    return {"MAE": e.mae, "RMSE": e.rmse, "max error": e.max_abs}
+    return Result(bits, signed, symmetric, rows, overall, memory, list(channels), pt_hat, pc_hats)
 
 
 def summary_csv(r: Result) -> str:
@@ -182,77 +235,105 @@ def summary_csv(r: Result) -> str:
     return buf.getvalue()
 
 
-def plot(r: Result, fig: Any = None, max_panels: int = 8) -> Any:
-    """The error ``x_hat - x`` of every value, per-tensor against per-channel, one panel per channel.
+MAX_PANELS = 6  # up to this many channels: one panel each; more: a summary of every channel
+DETAIL = 3  # channels drawn value by value in the summary
+ROWS_PER_PAGE = 60
+
+
+def worst_channels(r: Result, k: int = DETAIL) -> list[int]:
+    """Indices of the ``k`` channels per-tensor hurts most: largest per-tensor MAE relative to the channel's absmax.
+
+    >>> worst_channels(compare(parse_channels("1 -1; 0.01 0.02; 0.5 0.2"), 4), 2)
+    [1, 2]
+    """
+    rel = [row["per-tensor MAE"] / max(abs(row["min"]), abs(row["max"]), 1e-300) for row in r.channels]
+    return sorted(range(len(rel)), key=lambda i: -rel[i])[:k]
+
+
+def plot(r: Result, fig: Any = None) -> Any:
+    """The error ``x_hat - x`` of every value, per-tensor against per-channel: one panel per
+    channel, or for many channels a summary.
 
     Errors rather than values: at 8 bits both reconstructions sit on top of the original and
-    would hide each other. With more than ``max_panels`` channels, the panels show those with
-    the largest per-tensor MAE (the title says so), so a pasted layer stays readable and fast.
+    would hide each other.
+    The summary shows every channel's MAE under both methods, then the channels per-tensor
+    hurts most value by value, so hundreds of channels draw as fast as four.
     """
     from qlesson.teach.plots import COLORS
 
     n = len(r.originals)
-    shown = (
-        sorted(range(n), key=lambda i: -r.channels[i]["per-tensor MAE"])[:max_panels] if n > max_panels else range(n)
-    )
-    shown = list(shown)
+    shown = list(range(n)) if n <= MAX_PANELS else worst_channels(r)
     if fig is None:  # a pyplot figure, so Jupyter shows it; widgets pass their own Figure
         import matplotlib.pyplot as plt
 
-        fig = plt.figure(figsize=(3.2 * len(shown), 2.8), layout="constrained")
+        fig = plt.figure(figsize=plot_size(n), layout="constrained")
     fig.clear()
-    axes = fig.subplots(1, len(shown), squeeze=False)[0]
-    for ax, i in zip(axes, shown, strict=True):
+    axes = list(fig.subplots(1, len(shown) + (n > MAX_PANELS), squeeze=False)[0])
+    if n > MAX_PANELS:
+        _mae_panel(axes.pop(0), r, shown, COLORS)
+    for i, ax in zip(shown, axes, strict=True):
         x = r.originals[i]
         idx = range(len(x))
+        style = {"ms": 3, "rasterized": True} if len(idx) > 64 else {}  # rasterized: a PDF with no 1000s of marks
         ax.axhline(0.0, color=COLORS["original"], lw=0.8)
-        ax.plot(
-            idx,
-            [h - v for h, v in zip(r.per_tensor[i], x, strict=True)],
-            "x",
-            ms=7,
-            color=COLORS["per-tensor"],
-            label="per-tensor",
-        )
-        ax.plot(
-            idx,
-            [h - v for h, v in zip(r.per_channel[i], x, strict=True)],
-            "+",
-            ms=9,
-            color=COLORS["per-channel"],
-            label="per-channel",
-        )
+        for method, hat, mark, ms in (("per-tensor", r.per_tensor, "x", 7), ("per-channel", r.per_channel, "+", 9)):
+            ax.plot(idx, hat[i] - x, mark, color=COLORS[method], label=method, **(style or {"ms": ms}))
         ax.set(title=f"channel {i}", xlabel="value index", ylabel="error x_hat - x")
     axes[0].legend(fontsize=7, frameon=False)
-    if n > max_panels:
-        fig.suptitle(f"the {max_panels} channels with the largest per-tensor MAE, of {n}", fontsize=9)
     return fig
 
 
-def pdf_bytes(r: Result) -> bytes:
-    """A two-page PDF: the plot, then the table as text."""
+def plot_size(n_channels: int) -> tuple[float, float]:
+    """Figure size for :func:`plot`: 3.2 inches per panel, at most ``MAX_PANELS`` panels wide."""
+    return (3.2 * min(n_channels, MAX_PANELS) if n_channels <= MAX_PANELS else 3.2 * (DETAIL + 1.5), 2.8)
+
+
+def _mae_panel(ax: Any, r: Result, shown: list[int], colors: dict[str, str]) -> None:
+    """Every channel's MAE under both methods, the detailed channels marked."""
+    idx = range(len(r.channels))
+    for method in ("per-tensor", "per-channel"):
+        mae = [max(row[f"{method} MAE"], 1e-300) for row in r.channels]
+        ax.plot(idx, mae, ".", ms=3, color=colors[method], label=f"{method} MAE", rasterized=len(idx) > 64)
+    for i in shown:
+        ax.axvline(i, color="0.6", lw=0.8, ls=":")
+    ax.set(yscale="log", xlabel="channel", ylabel="MAE", title=f"all {len(r.channels)} channels (dotted: shown)")
+
+
+def pdf_bytes(r: Result, progress: Any = None) -> bytes:
+    """A PDF: the plot, then the table as text, ``ROWS_PER_PAGE`` channels a page.
+
+    ``progress(done, total)`` is called after each page, for a progress bar.
+    """
+    import matplotlib
     from matplotlib.backends.backend_pdf import PdfPages
     from matplotlib.figure import Figure
 
     from qlesson.teach.report import table
 
+    cols = [
+        "channel",
+        "per-tensor scale",
+        "per-tensor zero point",
+        "per-tensor MAE",
+        "per-channel scale",
+        "per-channel zero point",
+        "per-channel MAE",
+    ]
+    rows = [{c: row[c] for c in cols} for row in r.channels]
+    pages = [rows[k : k + ROWS_PER_PAGE] for k in range(0, len(rows), ROWS_PER_PAGE)]
     buf = io.BytesIO()
     with PdfPages(buf) as pdf:
-        pdf.savefig(plot(r, Figure(figsize=(3.2 * len(r.originals), 2.8), layout="constrained")))
-        page = Figure(figsize=(11, 8.5))
-        cols = [
-            "channel",
-            "per-tensor scale",
-            "per-tensor zero point",
-            "per-tensor MAE",
-            "per-channel scale",
-            "per-channel zero point",
-            "per-channel MAE",
-        ]
-        text = table([{c: row[c] for c in cols} for row in r.channels], {c: ".5g" for c in cols})
-        text += "\n\n" + "\n".join(f"{k}: {v}" for k, v in r.memory.items())
-        page.text(0.02, 0.98, text, family="monospace", fontsize=7, va="top")
-        pdf.savefig(page)
+        pdf.savefig(plot(r, Figure(figsize=plot_size(len(rows)), layout="constrained")))
+        for k, chunk in enumerate(pages, start=1):
+            page = Figure(figsize=(11, 8.5))
+            text = table(chunk, {c: ".5g" for c in cols})
+            if k == len(pages):
+                text += "\n\n" + "\n".join(f"{key}: {v}" for key, v in r.memory.items())
+            page.text(0.02, 0.98, text, family="monospace", fontsize=7, va="top")
+            with matplotlib.rc_context({"pdf.use14corefonts": True}):  # Courier: no glyphs to embed, 10x faster
+                pdf.savefig(page)
+            if progress is not None:
+                progress(k, len(pages))
     return buf.getvalue()
 
 

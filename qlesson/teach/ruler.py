@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 
 from qlesson.quant._checks import ArrayLike, as_float_tensor, check_bits
@@ -35,9 +36,40 @@ def ruler_for(
     if scale is None:
         qt = quantize(values, bits, symmetric=symmetric, signed=signed)
         return float(qt.scale), int(qt.zero_point)
-    if not scale > 0:
-        raise ValueError(f"scale={scale!r} must be a positive number (the distance between two ticks)")
-    return float(scale), 0 if zero_point is None else int(zero_point)
+    return _check_scale(scale), _check_zero_point(zero_point, bits, symmetric=symmetric, signed=signed)
+
+
+SMALLEST_SCALE = float(torch.finfo(torch.float32).tiny)
+LARGEST_SCALE = float(torch.finfo(torch.float32).max)
+
+
+def _check_scale(scale: object) -> float:
+    """A fixed ruler's scale: a finite number from float32's smallest normal to its largest.
+
+    >>> _check_scale(float("inf"))
+    Traceback (most recent call last):
+    ...
+    ValueError: scale=inf must be a finite number from 1.17549e-38 to 3.40282e+38 (the distance between two ticks)...
+    """
+    try:
+        value = float("nan") if isinstance(scale, (str, bytes)) else float(scale)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        value = float("nan")
+    if not SMALLEST_SCALE <= value <= LARGEST_SCALE:
+        raise ValueError(
+            f"scale={scale!r} must be a finite number from {SMALLEST_SCALE:.6g} to {LARGEST_SCALE:.6g} "
+            "(the distance between two ticks); a subnormal or infinite scale cannot divide the values exactly"
+        )
+    return value
+
+
+def _check_zero_point(zero_point: object, bits: int, *, symmetric: bool, signed: bool) -> int:
+    if zero_point is None:
+        return 0
+    qmin, qmax = qrange(bits, symmetric=symmetric, signed=signed)
+    if isinstance(zero_point, bool) or not isinstance(zero_point, (int, np.integer)) or not qmin <= zero_point <= qmax:
+        raise ValueError(f"zero_point={zero_point!r} must be a whole number from {qmin} to {qmax}, a code of the ruler")
+    return int(zero_point)
 
 
 def steps(values: ArrayLike, bits: int, *, symmetric: bool = True, signed: bool = True, **ruler: Any) -> list[dict]:
@@ -82,6 +114,8 @@ def print_steps(values: ArrayLike, bits: int, *, symmetric: bool = True, signed:
 
 def bits_table(absmax: float, bits: range | list[int] = range(2, 9)) -> list[dict[str, Any]]:
     """What each bit width buys on a symmetric signed ruler reaching ``absmax``."""
+    if not 0 < float(absmax) <= LARGEST_SCALE:
+        raise ValueError(f"absmax={absmax!r} must be a positive finite number (the largest |x| the ruler reaches)")
     rows = []
     for b in bits:
         qmin, qmax = qrange(check_bits(b))

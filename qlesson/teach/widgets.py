@@ -7,9 +7,9 @@ each change: no pile-up of figures, and it works the same in JupyterLab and Voil
 
 from __future__ import annotations
 
-import html
 import io
 from collections.abc import Callable
+from html import escape
 from typing import Any
 
 import torch
@@ -219,7 +219,8 @@ def group_explorer(w: torch.Tensor, name: str = "layer", points: list[dict[str, 
 
     from qlesson.teach.plots import pareto
 
-    sizes = divisors(w.shape[1])
+    w = _weight_2d(w)
+    sizes = divisors(w.shape[1]) or divisors(w.shape[1], 1)
     size = W.SelectionSlider(
         options=sizes, value=128 if 128 in sizes else sizes[0], description="group", continuous_update=False
     )
@@ -236,7 +237,7 @@ def group_explorer(w: torch.Tensor, name: str = "layer", points: list[dict[str, 
         st = group_state(w, size.value, bits.value)
         pareto(curve, highlight=_point(st), fig=fig)
         html = (
-            f"{name}: group {st['group_size']} x int{st['bits']}: {st['n_scales']} scales, "
+            f"{escape(str(name), quote=False)}: group {st['group_size']} x int{st['bits']}: {st['n_scales']} scales, "
             f"{st['metadata_bytes']} metadata bytes of {st['total_bytes']}, "
             f"{st['bits_per_weight']:.3f} bits per weight, relative RMSE {st['rmse / rms']:.4f}, "
             f"SQNR {st['sqnr_db']:.1f} dB"
@@ -246,39 +247,60 @@ def group_explorer(w: torch.Tensor, name: str = "layer", points: list[dict[str, 
     return _panel([size, bits], update)
 
 
+def _weight_2d(w: Any) -> torch.Tensor:
+    """A finite 2-D float weight ``[out_features, in_features]``, or a ValueError saying what works."""
+    from qlesson.quant._checks import as_float_tensor
+
+    t = as_float_tensor(w, "w")
+    if t.ndim != 2:
+        raise ValueError(
+            f"w has shape {tuple(t.shape)}; the group explorer needs a 2-D weight [out_features, in_features], "
+            "e.g. a Linear layer's weight, or w.reshape(1, -1) for a single row"
+        )
+    return t
+
+
 def _point(st: dict[str, Any]) -> dict[str, Any]:
     return {"bits per weight": st["bits_per_weight"], "rmse / rms": st["rmse / rms"]}
 
 
 def _html_table(rows: list[dict[str, Any]], formats: dict[str, str]) -> str:
+    """An HTML table; every header and cell is escaped, so text is shown as text, never as markup."""
     from qlesson.teach.report import fmt_value
 
-    head = "".join(f"<th>{k}</th>" for k in rows[0])
+    head = "".join(f"<th>{escape(str(k), quote=False)}</th>" for k in rows[0])
     body = "".join(
-        "<tr>" + "".join(f"<td>{fmt_value(v, formats.get(k, ''))}</td>" for k, v in row.items()) + "</tr>"
+        "<tr>"
+        + "".join(f"<td>{escape(fmt_value(v, formats.get(k, '')), quote=False)}</td>" for k, v in row.items())
+        + "</tr>"
         for row in rows
     )
     return f"<table class='ql-table'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def calculator_view(result: Any) -> str:
-    """The calculator's HTML summary: per-channel table, overall errors, memory estimate, downloads."""
+    """The calculator's HTML summary: per-channel table, overall errors, memory estimate, CSV download.
+
+    The PDF is made on request (:func:`calculator`'s "Make PDF" button): it takes longer.
+    """
     from qlesson.teach import calculator as calc
 
     fmt = {k: ".5g" for k in result.channels[0] if isinstance(result.channels[0][k], float)}
     overall = [{"method": m, **v} for m, v in result.overall.items()]
-    memory = ", ".join(f"{k}: {v}" for k, v in result.memory.items())
-    links = " · ".join(
-        [
-            calc.data_link(calc.summary_csv(result).encode(), "quantization_summary.csv", "text/csv", "Download CSV"),
-            calc.data_link(calc.pdf_bytes(result), "quantization_report.pdf", "application/pdf", "Download PDF"),
-        ]
-    )
+    memory = escape(", ".join(f"{k}: {v}" for k, v in result.memory.items()), quote=False)
+    link = calc.data_link(calc.summary_csv(result).encode(), "quantization_summary.csv", "text/csv", "Download CSV")
     return (
         _html_table(result.channels, fmt)
         + "<h4>Overall</h4>"
         + _html_table(overall, {"MAE": ".5g", "RMSE": ".5g", "max error": ".5g"})
-        + f"<p class='ql-memory'>Memory estimate (bytes): {memory}</p><p>{links}</p>"
+        + f"<p class='ql-memory'>Memory estimate (bytes): {memory}</p><p>{link}</p>"
+    )
+
+
+def _error_html(prefix: str, err: Exception) -> str:
+    """An error message for the page: the text the user typed comes back escaped, shown as text."""
+    return (
+        f"<p class='ql-error' style='color:#b00020'>{escape(prefix, quote=False)}: {escape(str(err), quote=False)}</p>"
     )
 
 
@@ -286,6 +308,8 @@ def calculator(text: str | None = None) -> Any:
     """Lesson 07: paste channels, choose bits / signed / symmetric, press Compare.
 
     Bad text shows a message and keeps the last good result; nothing raises into the page.
+    A real layer (hundreds of channels) is summarised in the plot; "Make PDF" builds the
+    report on request, with a progress bar.
     """
     import ipywidgets as W
 
@@ -298,10 +322,12 @@ def calculator(text: str | None = None) -> Any:
     signed = W.ToggleButtons(options=["signed", "unsigned"], value="signed")
     sym = W.ToggleButtons(options=["symmetric", "asymmetric"], value="asymmetric")
     button = W.Button(description="Compare", button_style="primary")
-    message = W.HTML()
-    summary = W.HTML()
-    image = W.Image(format="png")
+    message, summary, image = W.HTML(), W.HTML(), W.Image(format="png")
+    pdf_button = W.Button(description="Make PDF")
+    progress = W.IntProgress(value=0, min=0, max=1, description="PDF", layout=W.Layout(visibility="hidden"))
+    pdf_link = W.HTML()
     fig = _fig((10, 2.8))
+    state: dict[str, Any] = {}
 
     def run(_b: Any = None) -> None:
         try:
@@ -310,16 +336,30 @@ def calculator(text: str | None = None) -> Any:
                 chans, bits.value, signed=signed.value == "signed", symmetric=sym.value == "symmetric"
             )
         except ValueError as err:
-            message.value = (
-                f"<p class='ql-error' style='color:#b00020'>Cannot compare: {html.escape(str(err), quote=False)}</p>"
-            )
+            message.value = _error_html("Cannot compare", err)
             return
+        state["result"] = result
         message.value = "<p class='ql-ok'>Compared.</p>"
         summary.value = calculator_view(result)
+        pdf_link.value = ""
         image.value = _png(calc.plot(result, fig))
 
+    def make_pdf(_b: Any = None) -> None:
+        def step(done: int, total: int) -> None:
+            progress.max, progress.value = total, done
+            pdf_link.value = f"<span class='ql-progress'>Building the PDF: page {done} of {total}...</span>"
+
+        progress.layout.visibility = "visible"
+        try:
+            data = calc.pdf_bytes(state["result"], progress=step)
+        finally:
+            progress.layout.visibility = "hidden"
+        pdf_link.value = calc.data_link(data, "quantization_report.pdf", "application/pdf", "Download PDF")
+
     button.on_click(run)
+    pdf_button.on_click(make_pdf)
     run()
-    ui = W.VBox([box, W.HBox([bits, signed, sym]), button, message, summary, image])
-    ui.run = run
+    pdf_row = W.HBox([pdf_button, progress, pdf_link])
+    ui = W.VBox([box, W.HBox([bits, signed, sym]), button, message, summary, pdf_row, image])
+    ui.run, ui.make_pdf = run, make_pdf
     return ui
