@@ -12,7 +12,7 @@ On Windows type ``py`` for ``python``. The Makefile calls this script for ``make
 
 torch comes from PyTorch's CPU-only wheel index (small, no CUDA libraries). The environment
 variable TORCH_INDEX picks another index: TORCH_INDEX=pypi takes PyPI's build (the CUDA build
-on Linux, for the GPU rows of lesson 06). If the index does not answer within a few seconds,
+on Linux, for the GPU rows of lesson 06). If the index does not answer within 5 seconds,
 torch comes from PyPI instead, with a one-line message.
 """
 
@@ -85,7 +85,7 @@ def install_torch(python: Path, spec: str = TORCH_PIN) -> None:
     index = torch_index()
     reachable = index == "pypi" or index_answers(index)
     if not reachable:
-        print(f"torch: {index} did not answer within {PROBE_SECONDS:g} s; installing {TORCH_PIN} from PyPI instead")
+        print(f"torch: {index} is not reachable; installing {TORCH_PIN} from PyPI instead")
     commands = torch_commands(python, spec, index, reachable)
     for i, cmd in enumerate(commands):
         if subprocess.call(cmd) == 0:
