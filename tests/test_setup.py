@@ -136,3 +136,37 @@ def test_ruff_clean():
     for cmd in (["check", *paths], ["format", "--check", *paths]):
         out = subprocess.run([sys.executable, "-m", "ruff", *cmd], capture_output=True, text=True, cwd=ROOT)
         assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_test_latest_upgrades_every_direct_dependency_and_keeps_torch_cpu(monkeypatch, tmp_path):
+    course = _course()
+    assert "$(PYTHON) course.py latest" in (ROOT / "Makefile").read_text()
+    venv = tmp_path / "latest"
+    course.venv_python(venv).parent.mkdir(parents=True)
+    course.venv_python(venv).touch()
+    monkeypatch.delenv("TORCH_INDEX", raising=False)
+    for reachable, torch_cmd in ((True, ["--index-url", course.CPU_INDEX]), (False, [])):
+        calls = []
+        monkeypatch.setattr(course.subprocess, "call", lambda cmd, calls=calls, **kw: calls.append(cmd) or 0)
+        monkeypatch.setattr(course, "index_answers", lambda index, seconds=5, r=reachable: r)
+        assert course.latest(venv) == 0
+        torch = calls[0]
+        assert torch[-1] == ("torch" if reachable else "torch==2.13.0")  # newest only as a CPU build
+        assert all(a in torch for a in torch_cmd)
+        upgrade = calls[1]
+        assert "--upgrade" in upgrade and "-c" not in upgrade and "torch" not in upgrade
+        assert set(course.direct_names()) - {"torch"} <= set(upgrade)
+        assert calls[-1][1:] == ["-m", "pytest", "-n", "2", "--dist", "loadfile", "--nbval"]
+
+
+def test_course_commands_run_in_the_venv_after_setup(monkeypatch):
+    course = _course()
+    calls = []
+    monkeypatch.setattr(course.subprocess, "call", lambda cmd, **kw: calls.append((cmd, kw)) or 0)
+    monkeypatch.setattr(course, "needs_setup", lambda venv=None: False)
+    for command, module in (("lab", "qlesson"), ("test", "pytest"), ("site", "qlesson.course.site")):
+        assert course.main([command]) == 0
+        cmd, kw = calls[-1]
+        assert cmd[:3] == [str(course.venv_python()), "-m", module] and kw["cwd"] == ROOT
+        assert kw["env"]["PYTHONHASHSEED"] == "0"
+    assert course.main(["no-such-command"]) == 2
