@@ -1,24 +1,25 @@
 # The course's single entry point. `make lab` to learn, `make test` to check everything.
+# Without make (Windows): `py course.py lab`, `py course.py test` do the same (see course.py).
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.qlesson-installed
+# Where torch comes from: PyTorch's CPU-only wheels (no CUDA libraries). With an NVIDIA GPU:
+# `make clean && make setup TORCH_INDEX=pypi` takes PyPI's (CUDA) build. Unreachable: PyPI's, with a message.
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+export TORCH_INDEX
 export PYTHONHASHSEED := 0
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup lab app test grade lint bench lessons execute exercises clean
+.PHONY: setup lab app test test-latest doctor site grade lint bench lessons execute exercises clean
 
 setup: $(STAMP)
 
-$(STAMP): requirements/requirements.txt requirements/lock.txt pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	# torch first and exactly: a looser spec pulls a multi-GB CUDA build
-	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -r requirements/requirements.txt -c requirements/lock.txt
-	$(PY) -m pip install --quiet --no-deps -e .
-	touch $(STAMP)
+# torch first, alone, from $(TORCH_INDEX); then the pins under the lock; then qlesson (course.py)
+$(STAMP): requirements/requirements.txt requirements/lock.txt pyproject.toml course.py
+	$(PYTHON) course.py setup
 
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 # Your own copies of the notebooks live in workspace/ (git ignores it): edit them freely.
@@ -34,13 +35,26 @@ app: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -n 2 --dist loadfile --nbval
 
+# Is the set-up sound? One line per check (Python, venv, each pin, kernel, Chromium, disk), a fix per FAIL.
+doctor:
+	@$(PYTHON) course.py doctor
+
+# The lessons as static HTML with their stored outputs (no execution): site/index.html, for any static host.
+SITE ?= site
+site: $(STAMP)
+	$(PY) -m qlesson.course.site $(SITE)
+
+# The suite against the newest releases of the direct dependencies, in .venv-latest (not in CI).
+test-latest:
+	$(PYTHON) course.py latest
+
 # Grade your exercises: a score table, exit code 0 only when every task passes.
 grade: $(STAMP)
 	$(PY) -m qlesson grade
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check qlesson tests notebooks exercises
-	$(VENV)/bin/ruff format --check qlesson tests notebooks exercises
+	$(VENV)/bin/ruff check course.py qlesson tests notebooks exercises
+	$(VENV)/bin/ruff format --check course.py qlesson tests notebooks exercises
 
 bench: $(STAMP)
 	$(PY) -m qlesson.bench quantize
@@ -57,4 +71,4 @@ exercises: $(STAMP)
 	$(PY) -m qlesson.course.exercises build $(N)
 
 clean:
-	rm -rf $(VENV)
+	rm -rf $(VENV) .venv-latest

@@ -29,6 +29,44 @@ def versions() -> dict[str, str]:
     return out
 
 
+def matches_pin(installed: str, pinned: str) -> bool:
+    """Does an installed version satisfy ``==pinned``? A local label (``+cpu``) is accepted, as pip does.
+
+    >>> matches_pin("2.13.0+cpu", "2.13.0"), matches_pin("2.13.0", "2.13.0"), matches_pin("2.13.1", "2.13.0")
+    (True, True, False)
+    >>> matches_pin("2.13.0+cpu", "2.13.0+cu128")
+    False
+    """
+    if "+" in pinned:
+        return installed == pinned
+    return installed.split("+", 1)[0] == pinned
+
+
+def pins(pins_file: Path = PINS) -> dict[str, str]:
+    """The ``name==version`` pins of a requirements file, in file order.
+
+    >>> import tempfile
+    >>> f = Path(tempfile.mkdtemp()) / "req.txt"
+    >>> _ = f.write_text("# a comment\\ntorch==2.13.0  # why\\nnumpy==2.4.6\\n")
+    >>> pins(f)
+    {'torch': '2.13.0', 'numpy': '2.4.6'}
+    """
+    out = {}
+    for line in pins_file.read_text().splitlines():
+        m = re.match(r"^\s*([A-Za-z0-9_.\-]+)==([^\s#;]+)", line)
+        if m:
+            out[m.group(1)] = m.group(2)
+    return out
+
+
+def installed_version(name: str) -> str:
+    """The installed version of ``name``, or "not installed"."""
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
 def pin_mismatches(pins_file: Path = PINS) -> dict[str, tuple[str, str]] | None:
     """Pinned packages whose installed version differs: name -> (installed, pinned).
 
@@ -39,20 +77,17 @@ def pin_mismatches(pins_file: Path = PINS) -> dict[str, tuple[str, str]] | None:
     >>> _ = f.write_text("torch==0.0.1  # a pin that cannot match\\nnot-a-real-package-xyz==1.0\\n")
     >>> sorted(pin_mismatches(f))
     ['not-a-real-package-xyz', 'torch']
+    >>> _ = f.write_text("torch==" + installed_version("torch").split("+")[0] + "\\n")
+    >>> pin_mismatches(f)  # a local label such as +cpu matches its pin
+    {}
     """
     if not pins_file.exists():
         return None
     out = {}
-    for line in pins_file.read_text().splitlines():
-        m = re.match(r"^\s*([A-Za-z0-9_.\-]+)==([^\s#;]+)", line)
-        if not m:
-            continue
-        try:
-            installed = metadata.version(m.group(1))
-        except metadata.PackageNotFoundError:
-            installed = "not installed"
-        if installed != m.group(2):
-            out[m.group(1)] = (installed, m.group(2))
+    for name, pinned in pins(pins_file).items():
+        installed = installed_version(name)
+        if not matches_pin(installed, pinned):
+            out[name] = (installed, pinned)
     return out
 
 

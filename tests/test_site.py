@@ -1,0 +1,146 @@
+"""`make site`: every lesson as a static page from its stored outputs, with an index and navigation.
+
+The site is built once (nothing is executed, about ten seconds); the browser test serves it over
+HTTP from localhost, as a static host would, and follows the index to every lesson.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import re
+import threading
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from qlesson.course import recall, site
+
+ROOT = Path(__file__).resolve().parents[1]
+WIDGET_REPR = re.compile(r"\b(VBox|HBox|Tab|Output)\(children=|\b(Float|Int)(Range)?Slider\(")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("site")
+    site.build(out)
+    return out
+
+
+def _png_outputs(nb) -> int:
+    return sum("image/png" in o.get("data", {}) for c in nb.cells if c.cell_type == "code" for o in c.outputs)
+
+
+def test_index_links_to_every_lesson_and_pages_link_each_other(built):
+    names = [p.with_suffix(".html").name for p in site.lessons()]
+    assert len(names) == 8
+    index = (built / "index.html").read_text()
+    assert re.findall(r'href="(\d\d_\w+\.html)"', index) == names
+    second = (built / names[1]).read_text()
+    assert f'href="{names[0]}" rel="prev"' in second and f'href="{names[2]}" rel="next"' in second
+    assert "<script src=" not in second  # nothing loaded from elsewhere: any static host, offline too
+
+
+def test_pages_keep_figures_and_show_no_widget_repr(built):
+    for path in site.lessons():
+        nb = nbformat.read(str(path), as_version=4)
+        page = (built / path.with_suffix(".html").name).read_text()
+        assert not WIDGET_REPR.search(page), path.name
+        assert page.count('src="data:image/png;base64,') == _png_outputs(nb), path.name
+    assert any(WIDGET_REPR.search(str(c.get("outputs"))) for c in nb.cells)  # the notebooks do store reprs
+
+
+def test_quiz_answers_are_folded(built):
+    page = (built / "01_the_ruler.html").read_text()
+    folds = re.findall(r"<details>(.*?)</details>", page, re.S)
+    for q in recall.questions("01"):
+        why = q.why if isinstance(q, recall.Numeric) else next(o.why for o in q.options if o.correct)
+        escaped = why.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
+        assert any(escaped in f for f in folds), why  # every answer is on the page, inside a fold
+        assert page.count(escaped) == sum(f.count(escaped) for f in folds)  # and nowhere else
+    assert "recall.quiz(" not in page  # the widget cell is gone; recall.show's folded answers stay
+
+
+def test_for_the_web_drops_widgets_and_makes_the_quiz_static():
+    widget = nbformat.v4.new_output(
+        "display_data", data={site.WIDGET: {"model_id": "x"}, "text/plain": "VBox(children=(IntSlider(value=1),))"}
+    )
+    figure = nbformat.v4.new_output("display_data", data={"image/png": "iVBORw0KGgo="})
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_markdown_cell("See [lesson 2](02_one_ruler_or_many.ipynb)."),
+            nbformat.v4.new_code_cell("widgets.ruler_explorer()", outputs=[widget, figure]),
+            nbformat.v4.new_code_cell('recall.quiz("01")', outputs=[widget]),
+            nbformat.v4.new_code_cell('recall.show("01")', outputs=[]),
+        ]
+    )
+    web = site.for_the_web(nb)
+    assert [c.cell_type for c in web.cells] == ["markdown", "code", "code"]
+    assert web.cells[0].source == "See [lesson 2](02_one_ruler_or_many.html)."
+    assert web.cells[1].outputs == [figure]
+    assert web.cells[2].outputs[0]["data"]["text/html"] == site.quiz_html("01")
+    assert nb.cells[1].outputs == [widget, figure]  # the notebook itself is not touched
+
+
+def test_site_command_writes_into_the_folder_given(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(site, "lessons", lambda folder=None: [ROOT / "notebooks" / "00_start_here.ipynb"])
+    assert site.main([str(tmp_path / "out")]) == 0
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["00_start_here.html", "index.html"]
+    assert "2 pages" in capsys.readouterr().out
+    assert "site: $(STAMP)" in (ROOT / "Makefile").read_text()
+
+
+@pytest.fixture(scope="module")
+def served_site(built):
+    handler = functools.partial(_QuietHandler, directory=str(built))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args) -> None:
+        pass
+
+
+_PAGE_STATE = """() => ({
+    images: document.images.length,
+    broken: [...document.images].filter(i => !(i.complete && i.naturalWidth > 0)).length,
+    text: document.body.innerText,
+    folded: document.querySelectorAll('details:not([open])').length,
+})"""
+
+
+@pytest.mark.browser
+def test_site_in_a_browser(served_site, built):
+    from test_browser import ARGS, CHROMIUM, INSTALL, REQUIRED
+
+    if not CHROMIUM.exists() and not REQUIRED:
+        pytest.skip(f"Chromium is not installed; to run browser tests: {INSTALL}")
+    pytest.importorskip("playwright", reason="pip install playwright (no browser download needed)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        page = browser.new_page()
+        page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(served_site) else r.abort())
+        page.goto(f"{served_site}/index.html")
+        links = page.locator(".jp-RenderedMarkdown a[href$='.html']").all_inner_texts()
+        assert len(links) == len(site.lessons())
+        for text, path in zip(links, site.lessons(), strict=True):
+            page.goto(f"{served_site}/index.html")
+            page.get_by_role("link", name=text, exact=True).first.click()
+            page.wait_for_load_state("load")
+            assert page.url.endswith(path.with_suffix(".html").name)
+            state = page.evaluate(_PAGE_STATE)
+            assert state["broken"] == 0 and state["images"] == _png_outputs(nbformat.read(str(path), as_version=4))
+            assert not WIDGET_REPR.search(state["text"]), path.name
+            assert state["folded"] >= (1 if path.name != "00_start_here.ipynb" else 0)
+        page.get_by_role("link", name="All lessons").first.click()
+        page.wait_for_load_state("load")
+        assert page.url.endswith("/index.html")
+        browser.close()
