@@ -206,3 +206,14 @@ def test_huge_values_name_the_value_and_the_limit():
         ql.quantize(torch.tensor([1.0, -3.4e38]), 8, symmetric=False)
     with pytest.raises(ValueError, match=r"holds 1e\+308, beyond 8\.98847e\+307.*float64"):
         ql.quantize(np.array([1e308, -1e308]), 8)
+
+
+def test_a_tiny_error_beside_large_values_keeps_its_rmse_and_sqnr():
+    # found by hypothesis: squares of 1e-200 / 1.0 underflow, so the RMSE came out 0 below the MAE
+    x = torch.tensor([1.0, 0.0], dtype=torch.float64)
+    x_hat = torch.tensor([1.0, 1e-200], dtype=torch.float64)
+    e = ql.errors(x, x_hat)
+    assert e.mae == pytest.approx(0.5e-200) and e.rmse == pytest.approx(math.sqrt(0.5) * 1e-200)
+    assert e.sqnr_db == pytest.approx(4000.0)  # 10 log10(1 / (1e-200)^2): finite, not inf
+    ce = ql.channel_errors(x[None], x_hat[None], 0)
+    assert float(ce.rmse[0]) == pytest.approx(e.rmse) and float(ce.sqnr_db[0]) == pytest.approx(e.sqnr_db)

@@ -51,22 +51,23 @@ def _pair(x: ArrayLike, x_hat: ArrayLike) -> tuple[torch.Tensor, torch.Tensor]:
     return a, b
 
 
-def _sqnr_db(signal: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
-    # noise 0 -> +inf (perfect); signal 0 with noise -> -inf. Never NaN.
-    ratio = torch.where(noise > 0, signal / noise.clamp_min(1e-300), torch.full_like(signal, math.inf))
-    return 10 * torch.log10(ratio)
+def _sqnr_db(signal: torch.Tensor, noise: torch.Tensor, s_unit: torch.Tensor, n_unit: torch.Tensor) -> torch.Tensor:
+    """SQNR in dB from sums of squares of ``x / s_unit`` (signal) and ``|x - x_hat| / n_unit`` (noise).
+
+    noise 0 -> +inf (perfect); signal 0 with noise -> -inf. Never NaN.
+    """
+    scaled = 10 * torch.log10(signal / noise.clamp_min(1e-300)) + 20 * torch.log10(s_unit / n_unit)
+    return torch.where(noise > 0, scaled, torch.full_like(scaled, math.inf))
 
 
-def _unit(a: torch.Tensor, d: torch.Tensor, dim: int | None = None) -> torch.Tensor:
-    """A positive factor (the largest magnitude) dividing ``a`` and ``d`` into [-1, 1].
+def _unit(t: torch.Tensor, dim: int | None = None) -> torch.Tensor:
+    """A positive factor (the largest magnitude of ``t``) dividing ``t`` into [-1, 1].
 
     Squares and sums of values near float64's maximum overflow and those of tiny values
-    underflow; metrics are computed on ``a / unit`` and ``d / unit`` and scaled back.
+    underflow; metrics are computed on ``x / unit`` and ``|x - x_hat| / unit`` (each with its
+    own unit, so a tiny error beside large values keeps its RMSE) and scaled back.
     """
-    if dim is None:
-        big = torch.maximum(a.abs().max(), d.max())
-    else:
-        big = torch.maximum(a.abs().amax(dim), d.amax(dim))
+    big = t.abs().max() if dim is None else t.abs().amax(dim)
     return torch.where(big > 0, big, torch.ones_like(big))
 
 
@@ -74,13 +75,13 @@ def errors(x: ArrayLike, x_hat: ArrayLike) -> Errors:
     """MAE, RMSE, max absolute error and SQNR over the whole tensor."""
     a, b = _pair(x, x_hat)
     d = _difference(a, b)
-    unit = _unit(a, d)
-    a, du = a / unit, d / unit
+    ua, ud = _unit(a), _unit(d)
+    an, dn = a / ua, d / ud
     return Errors(
-        mae=float(du.mean() * unit),
-        rmse=float(du.square().mean().sqrt() * unit),
+        mae=float(dn.mean() * ud),
+        rmse=float(dn.square().mean().sqrt() * ud),
         max_abs=float(d.max()),
-        sqnr_db=float(_sqnr_db(a.square().sum(), du.square().sum())),
+        sqnr_db=float(_sqnr_db(an.square().sum(), dn.square().sum(), ua, ud)),
     )
 
 
@@ -106,12 +107,12 @@ def channel_errors(x: ArrayLike, x_hat: ArrayLike, axis: int = 0) -> ChannelErro
     ax = normalize_axis(axis, a.ndim, "channel_errors")
     d = _difference(a, b).movedim(ax, 0).reshape(a.shape[ax], -1)
     s = a.movedim(ax, 0).reshape(a.shape[ax], -1)
-    unit = _unit(s, d, dim=1)
-    s, du = s / unit[:, None], d / unit[:, None]
+    us, ud = _unit(s, dim=1), _unit(d, dim=1)
+    sn, dn = s / us[:, None], d / ud[:, None]
     return ChannelErrors(
         axis=ax,
-        mae=du.mean(1) * unit,
-        rmse=du.square().mean(1).sqrt() * unit,
+        mae=dn.mean(1) * ud,
+        rmse=dn.square().mean(1).sqrt() * ud,
         max_abs=d.amax(1),
-        sqnr_db=_sqnr_db(s.square().sum(1), du.square().sum(1)),
+        sqnr_db=_sqnr_db(sn.square().sum(1), dn.square().sum(1), us, ud),
     )
