@@ -190,7 +190,7 @@ widgets.ruler_explorer(tuple(values))
 #
 # 1. Your int8 symmetric ruler has scale 0.01. What is the largest value it can store, and
 #    the worst rounding error inside the range?
-# 2. Why does symmetric signed int4 use [-7, 7] rather than [-8, 7]?
+# 2. Why does this course's symmetric signed int4 ruler use [-7, 7] rather than [-8, 7]?
 # 3. A value lands outside the ruler. Which step decides what is stored, and is its error
 #    bounded by half a tick?
 # 4. When does an asymmetric ruler beat a symmetric one with the same bits?
@@ -213,7 +213,8 @@ recall.show("01")
 #
 # 1. `127 * 0.01 = 1.27`; half a tick, 0.005.
 # 2. So that +x and -x round to mirror images and the scale is `absmax / 7` on both sides;
-#    -8 would have no positive partner.
+#    -8 would have no positive partner. It is a convention (TensorRT's too), not a law: PyTorch's
+#    observers and llama.cpp's Q4_0 use all 16 codes (the three conventions above).
 # 3. The clamp; its error is its distance beyond the last tick, not bounded by half a tick.
 # 4. When the data is shifted away from 0 (all positive, all negative, or lopsided): the
 #    symmetric ruler wastes the half that the data never visits.

@@ -102,7 +102,7 @@ print_table(studies.outlier_channels(W), {"median absmax": ".3f", "loudest / med
 # %% [markdown]
 # The same output channel index appears in several layers' top lists: it is one dimension of
 # the residual stream that the network writes large values into, layer after layer
-# (lesson 05 finds the same dimension among the *activations*). One such channel is enough
+# (lesson 05 follows the same dimension into the *activations*). One such channel is enough
 # to set a per-tensor scale for all 384 rows.
 #
 # ## 4. Error of every channel, per-tensor against per-channel
@@ -124,8 +124,8 @@ print(f"channels whose per-tensor int4 codes are all in [-1, 1]: {collapsed} of 
 
 # %% [markdown]
 # The FFN down-projection of the first layer shows the 2x4 example of lesson 02 at full size.
-# Its output channel 99 holds a weight of 7.9 (lesson 05 finds out why); every other row is
-# a "quiet row" under that shared scale:
+# Its output channel 99 holds a weight of 7.9 (lesson 05 shows what it carries); every other
+# row is a "quiet row" under that shared scale:
 
 # %%
 w0 = W["L0.output"]
@@ -154,7 +154,10 @@ print(f"MAE {mae0:.5f}; mean |w| {float(w0.abs().mean()):.5f}: the error is the 
 # If row `n` is `s[n] * q[n, :]`, the scale factors out of the dot product:
 # `y[:, n] = s[n] * (x @ q[n, :])`. The integer (or low-precision) product runs first and
 # one multiply per output fixes the scale. A scale per *input* channel changes along the
-# sum and cannot be pulled out (lesson 06 measures what that costs).
+# sum and cannot be pulled out after it. It can only act before the product, on the
+# activations: `x @ (s * q).T = (x * s) @ q.T`, which is what SmoothQuant and AWQ do when they
+# fold such a factor into the layer before (lesson 05). Lesson 06 measures what applying
+# scales inside the sum costs.
 
 # %%
 conv = torch.randn(64, 3, 3, 3, generator=torch.Generator().manual_seed(0))
@@ -177,7 +180,9 @@ print(
 #
 # Not every framework stores `[out, in]`. GPT-2's `Conv1D` computes `x @ W + b` with `W`
 # stored `[in, out]`; `ConvTranspose2d` stores `[in, out, kh, kw]`; an embedding table
-# `[vocab, dim]` is "per row" = one scale per token. `axes.output_axis` reads the axis from
+# `[vocab, dim]` has no matrix multiply to pull a scale out of: a lookup reads whole rows, so
+# one scale per row (per token) is the usual convention, a choice rather than a consequence of
+# the algebra. `axes.output_axis` reads the axis from
 # the module type, and `axes.touches_one_output` checks it by experiment: doubling one slice
 # along the axis must change exactly one output channel.
 
@@ -216,11 +221,28 @@ print_table(quality, {"mean cosine": ".4f", "worst cosine": ".4f", "rank corr": 
 # Per-channel int8 is close to FP32. Per-tensor int8 already loses noticeably, and
 # per-tensor int4 breaks the model; per-channel int4 keeps most of the ordering but is
 # clearly lossy. Groups along the input dimension buy more, and the finer the group the more
-# they buy. At int4, g128 (three groups in most of MiniLM's 384-wide rows) is barely finer
-# than a whole row: the rank correlation does not move. g32 lifts both the mean cosine and
-# the rank correlation clearly. At int3 the choice decides the model: per-channel falls to a
-# mean cosine near 0.66, g32 holds about 0.84, for half a bit per weight of fp16 scales
-# (last column). Lesson 04 weighs those scale bytes.
+# they buy. How much of g32's gain over per-channel does each group size already get?
+
+# %%
+by_name = {row["weights"]: row for row in quality}
+for bits in (4, 3):
+    base = by_name[f"int{bits} per-channel"]
+    for metric in ("mean cosine", "rank corr"):
+        full = by_name[f"int{bits} per-group 32"][metric] - base[metric]
+        share = {g: (by_name[f"int{bits} per-group {g}"][metric] - base[metric]) / full for g in (128, 64)}
+        print(
+            f"int{bits} {metric:<11}: g32 gains {full:+.4f} over per-channel; "
+            f"share of that gain: g128 {100 * share[128]:.0f}%, g64 {100 * share[64]:.0f}%"
+        )
+
+# %% [markdown]
+# At int4, g128 (three groups in most of MiniLM's 384-wide rows) is barely finer than a whole
+# row: it leaves the rank correlation where per-channel has it, and takes a bit under half of
+# g32's gain in mean cosine. At int3 the same g128 takes about 60% of g32's gain in both: when
+# the ruler is coarse, even three rulers per row matter. At int3 the choice decides the model:
+# per-channel falls to a mean cosine near 0.66, g32 holds about 0.84, for half a bit per
+# weight of fp16 scales (last column of the table above). Lesson 04
+# weighs those scale bytes.
 #
 # ## 7. Claims quoted in the sources, next to what we measured
 #
@@ -247,17 +269,20 @@ for bits in (8, 4):
 
 # %% [markdown]
 # The note makes other claims that can be judged rather than quoted. "A channel that uses 14%
-# of the range loses 86% of its precision": the channel's step relative to its own range is
-# `1 / 0.14 = 7.1` times coarser, which costs `log2(7.1) = 2.8` of its 8 bits; what it keeps
-# is 5.2 bits, not 14% of the precision. "Per-tensor LLaMA-7B has 96 scales": count its
-# Linear weights:
+# of the range loses 86% of its precision" is right if precision is counted in *levels*: the
+# channel reaches 14% of the codes, 86% fewer. Counted in *bits*, the same fact sounds much
+# milder: its step relative to its own range is `1 / 0.14 = 7.1` times coarser, which costs
+# `log2(7.1) = 2.8` of its 8 bits and leaves it 5.2. Two units for one loss; say which you
+# mean. "Per-tensor LLaMA-7B has 96 scales": count its Linear weights:
 
 # %%
 from qlesson.teach import examples
 from qlesson.teach.claims import JUDGED
 
 used = 0.14
-print(f"14% of the range: step {1 / used:.1f}x coarser, {torch.log2(torch.tensor(1 / used)).item():.1f} of 8 bits lost")
+lost_bits = torch.log2(torch.tensor(1 / used)).item()
+print(f"14% of the range: {used * 256:.0f} of 256 levels ({100 * (1 - used):.0f}% fewer), step {1 / used:.1f}x coarser")
+print(f"  in bits: {lost_bits:.1f} of 8 lost, {8 - lost_bits:.1f} kept")
 n_linear = examples.LLAMA_7B_LAYERS * len(examples.LLAMA_7B_LINEARS)
 layers, per_layer = examples.LLAMA_7B_LAYERS, len(examples.LLAMA_7B_LINEARS)
 print(f"LLaMA-7B: {layers} layers x {per_layer} Linear weights = {n_linear} tensors")
@@ -274,7 +299,8 @@ for claim, verdict in JUDGED:
 #   wipes out most channels of such a layer.
 # * The output axis is the channel because its scale factors out of the matrix multiply.
 # * Model-level: per-channel int8 is close to FP32 on this model; per-tensor int4 is not
-#   usable; at 3 and 4 bits, groups of 32 recover much of what per-channel loses, g128 little.
+#   usable; groups of 32 recover much of what per-channel loses. g128 leaves int4's rank
+#   correlation unchanged; at int3 it recovers about 60% of what g32 gains.
 # * Per-tensor int4 erases MiniLM's `L0.output`: 378 of 384 rows become zeros, the quiet row
 #   of lesson 02 at full size.
 # * Find the output axis from the module: `[in, out]` layouts (GPT-2 `Conv1D`,

@@ -189,11 +189,14 @@ for g, sb in ((ql.PerChannel(0), 4), (ql.PerChannel(0), 2), (ql.PerGroup(128), 2
             }
         )
 print_table(rows, {"metadata MB": ".2f"})
+worst = max(float(r["share of total"].rstrip("%")) for r in rows if "per-channel" in r["scheme"])
+print(f"largest per-channel metadata share: {worst:.3f}%")
 
 # %% [markdown]
 # The corrected per-channel count is about 1.36 million scales, 5.4 MB in fp32: the note's
-# number is off by 1.7x, but its conclusion survives: per-channel metadata is under a tenth
-# of a percent. Groups of 128 are a different story at int4: about 3% of the bytes.
+# number is off by 1.7x, but its conclusion survives: per-channel metadata stays under 0.2%
+# of the bytes even with fp32 scales at int4. Groups of 128 are a different story at int4:
+# about 3% of the bytes.
 #
 # ## 4. The trade-off on real weights
 #
@@ -220,13 +223,24 @@ _ = plots.pareto(points)
 # %%
 grans = (ql.PerTensor(), ql.PerChannel(0), ql.PerGroup(128), ql.PerGroup(64), ql.PerGroup(32))
 every = studies.pareto_points(W, (4,), grans)
+every += studies.pareto_points(W, (4,), grans[1:], full_range=True)
 every += studies.pareto_points(W, (4,), (ql.PerGroup(128), ql.PerGroup(32)), symmetric=False)
 print_table(every, {"bits per weight": ".3f", "rmse / rms": ".4f"})
+err = {r["method"]: r["rmse / rms"] for r in every}
+print(
+    f"at 4.25 bits per weight: per-group 64 {err['per-group 64']:.4f}, per-group 128 asym "
+    f"{err['per-group 128 asym']:.4f}, per-group 64 full {err['per-group 64 full']:.4f}"
+)
 
 # %% [markdown]
-# The `asym` rows pay for an fp16 zero point beside every scale. Asymmetric g128 costs the
-# same bits per weight as symmetric g64 and lands lower: on these weights a zero point per
-# group buys more than halving the group. Counting only the scales would hide that price.
+# The `asym` rows pay for an fp16 zero point beside every scale: asymmetric g128 costs the
+# same 4.25 bits per weight as symmetric g64, and lands lower. Is that the zero point at
+# work? Mostly not. The plain symmetric rows use this course's restricted ruler `[-7, 7]`,
+# 15 codes, while the asymmetric ruler uses all 16. The `full` rows are symmetric with all 16
+# codes, as llama.cpp's Q4_0 does it (the largest magnitude lands on -8, section 5): full
+# g64 beats asymmetric g128 at the same bits, and full g128 beats restricted g64 with fewer.
+# On these weights, which are centred on 0, the 16th code is worth more than a zero point per
+# group. Compare rulers with the same number of codes, and count every byte of metadata.
 #
 # ## 5. llama.cpp's block formats, byte by byte
 #

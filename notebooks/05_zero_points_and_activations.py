@@ -71,6 +71,21 @@ for bits in (8, 4):
 # the data never visits. Asymmetric *per-tensor* gains nothing here: the tensor as a whole
 # spans both signs, so its range is close to symmetric already.
 #
+# Channel 3's MAE of exactly 0 with an asymmetric int8 ruler is a coincidence of the numbers: its
+# values are multiples of 0.01 and its step is 0.17 / 255 = 1/1500, so every value divided by
+# the step is a whole number and lands on a tick; the cell below checks it.
+
+# %%
+ch3 = ql.quantize(C[3], 8, symmetric=False, signed=False)
+steps = C[3].double() / float(ch3.scale)
+on_grid = [round(v, 4) for v in steps.tolist()]
+print(f"channel 3: step {float(ch3.scale):.7f} = 1/{1 / float(ch3.scale):.1f}; values / step = {on_grid}")
+print(f"all on ticks: {bool(((steps - steps.round()).abs() < 1e-3).all())}; ", end="")
+nudged = C[3] + torch.tensor([0.0, 0.0, 0.0004, 0.0, 0.0])
+nudged_mae = float((ql.fake_quantize(nudged, 8, symmetric=False, signed=False) - nudged).abs().mean())
+print(f"nudge one value by 0.0004 and the MAE is {nudged_mae:.6f}")
+
+# %% [markdown]
 # ## 3. The zero point must be an integer inside the code range
 #
 # The calculator computes `zero_point = round(q_min - r_min / scale)` from each channel's own
@@ -109,15 +124,17 @@ print(
 # On a tensor this small the metadata is larger than the payload; on a real layer it is a
 # rounding error (lesson 04).
 #
-# **Who needs an integer zero point?** Schemes whose codes meet the data inside an *integer*
-# GEMM: uint8 activations in PyTorch's and ONNX Runtime's quantized kernels, for example.
-# There 0.0 must be a code (zero padding, ReLU zeros) and the zero-point correction must stay
-# in integer arithmetic (lesson 06 shows that correction). Weight-only formats that turn the
-# codes back into floats before the multiply need neither: llama.cpp's Q4_1 stores a float
-# minimum `m` beside the scale (`x = d * q + m`), and its K-quants store 6-bit minimums under
-# a super-scale. A float minimum need not widen the range to include 0, so a negative-only
-# channel keeps its fine scale; the price is that 0.0 is no longer exact. On the
-# negative-only channel at 4 bits:
+# **Who needs an integer zero point?** Schemes in which 0.0 must be a code: uint8
+# activations in PyTorch's and ONNX Runtime's quantized kernels, for example, where zero
+# padding and ReLU zeros must come back exactly 0 and the zero-point correction stays in
+# integer arithmetic (lesson 06 shows that correction). An *offset* by itself does not need an
+# integer. llama.cpp's Q4_1 stores a float minimum `m` beside the scale (`x = d * q + m`), and
+# its dot product still runs on integers: the activations are quantized to 8 bits in blocks of
+# 32 (the Q8_1 format, which stores each block's sum beside its scale), the codes are
+# multiplied and summed as integers, and the minimum adds `m` times that stored sum. Among the
+# K-quants, Q4_K and Q5_K store 6-bit minimums under a super-scale (Q2_K 4-bit ones). A float
+# minimum need not widen the range to include 0, so a negative-only channel keeps its fine
+# scale; the price is that 0.0 is no longer exact. On the negative-only channel at 4 bits:
 
 # %%
 lo, hi = float(neg.min()), float(neg.max())
@@ -177,14 +194,27 @@ print_table(profile, {k: ".2f" for k in profile[0] if k != "feature"})
 #
 # * **Feature 99 is a token outlier.** It reaches about 28 on the `[CLS]` token of every
 #   sentence and stays near 0.5 everywhere else: one token in about twelve. It is not loud
-#   on every token; it is loud on one. Lesson 03 found output channel 99 of the FFN
-#   down-projections to be the loudest weight row; here is why it matters: a single
-#   weight, `L0.output[99, 856]`, carries hidden unit 856 (which fires only on `[CLS]`) into
-#   residual dimension 99:
+#   on every token; it is loud on one. It is there from the start: the embeddings already
+#   give `[CLS]` a clear spike in dimension 99 (the input of `L0.query`), and layer 0's
+#   attention block raises it further before the FFN runs (the input of `L0.intermediate`).
+#   Each layer's input, the `[CLS]` median of feature 99 against the largest |value| on any
+#   other token:
+
+# %%
+cls = activations.cls_mask(labels)
+for name in ("L0.query", "L0.intermediate", "L1.query", "L1.intermediate", "L5.query"):
+    x99 = acts[name][:, 99]
+    on_cls, others = float(x99[cls].median()), float(x99[~cls].abs().max())
+    print(f"{name + ' input':<22} [CLS] median {on_cls:6.2f}, others at most {others:.2f}")
+
+# %% [markdown]
+#   The FFN then writes the spike back into the residual stream in every layer. Lesson 03
+#   found output channel 99 of the FFN down-projections to be the loudest weight row: in
+#   layer 0 a single weight, `L0.output[99, 856]`, carries hidden unit 856 (which fires only
+#   on `[CLS]`) into residual dimension 99:
 
 # %%
 w_out, x_out = W["L0.output"], acts["L0.output"]
-cls = activations.cls_mask(labels)
 top_row = int(w_out[:, 856].abs().argmax())
 print(f"largest |weight| in column 856 of L0.output: row {top_row}, value {float(w_out[top_row, 856]):.2f}")
 print(f"hidden unit 856: median {float(x_out[cls, 856].median()):.1f} on [CLS], at most ", end="")
@@ -226,7 +256,7 @@ for name in ("L0.intermediate", "L5.query"):
 # ## 6. Static or dynamic scales, judged on new text
 #
 # A per-token scale is **dynamic**: the kernel finds each row's absmax at run time. A
-# per-tensor activation scale is usually **static**: an observer picks it once from
+# per-tensor activation scale is often **static**: an observer picks it once from
 # calibration data, and the deployed model uses it on text it has never seen. The tables in
 # section 5 computed every scale on the very tokens they measured, which flatters per-tensor.
 # Calibrate instead on 24 other sentences, evaluate on the lesson's, and compare three
@@ -279,9 +309,9 @@ print(f"largest |weight| of the whole layer: {float(W['L0.output'].abs().max()):
 # **Where does `1/s` go?** The division must not cost a pass over the activations at run
 # time, so SmoothQuant folds it into the operation that produced them. In a BERT or LLaMA
 # block the inputs of the query/key/value projections and of the first FFN layer come
-# straight out of a LayerNorm, whose affine weight and bias can absorb `1/s` exactly; the
-# matching `s` goes into the Linear's weight columns (one `s` shared by query, key and value,
-# which read the same input). Folded on MiniLM's first FFN layer:
+# straight out of a LayerNorm, whose affine weight and bias can absorb `1/s`; the matching
+# `s` goes into the Linear's weight columns (one `s` shared by query, key and value, which
+# read the same input). Folded on MiniLM's first FFN layer:
 
 # %%
 layer0 = model[0].auto_model.encoder.layer[0]
@@ -294,6 +324,18 @@ with torch.no_grad():
     same_out = float((fc1_s(norm_s(h)) - fc1(norm(h))).abs().max() / fc1(norm(h)).abs().max())
 print(f"folded LayerNorm == LayerNorm / s: max difference {same_norm:.1e}")
 print(f"FFN input layer output, folded vs original: max relative difference {same_out:.1e} (float rounding)")
+cosine = activations.folded_model_cosine(model, s)
+print(f"whole model, 24 sentence embeddings, folded vs original: mean cosine {cosine:.4f}")
+
+# %% [markdown]
+# FC1 sees exactly what it saw before, yet the model changed. MiniLM is a *post-LN* BERT:
+# the output of that LayerNorm also feeds the residual connection around the FFN
+# (`LayerNorm(FFN(h) + h)`), and the residual now receives `h / s`. The fold is exact for the
+# whole model only where the norm feeds nothing but the Linears: in *pre-LN* models such as
+# LLaMA and OPT (the models SmoothQuant was made for), the residual stream bypasses the norm.
+# In a post-LN model the residual path needs its own `* s`, an extra pass over the
+# activations, which is what folding was meant to avoid. The SQNR measurements below treat
+# each layer on its own, as if the fold were free.
 
 # %% [markdown]
 # `L0.output`, the FFN down-projection, is different: its input comes out of GELU, and
@@ -310,7 +352,7 @@ print_table(activations.alpha_rows(cases, alphas=(0.25, 0.5, 0.75)), {"act max/m
 
 # %% [markdown]
 # On both foldable inputs smoothing helps, most with per-tensor activation scales, where
-# alpha 0.75 does best; with per-token scales 0.5 and 0.75 are within a few tenths of a dB.
+# alpha 0.75 does best; with per-token scales 0.5 and 0.75 are within about a dB of each other.
 # On `L0.output` alpha 0.5 raises the activations' max/median ratio instead of lowering it
 # (feature 856, above) and loses several dB; alpha 0.75 moves enough of the range into the
 # weights to win with per-tensor scales and to tie with per-token ones. The best alpha is a property of the layer,
@@ -326,15 +368,16 @@ print_table(activations.alpha_rows(cases, alphas=(0.25, 0.5, 0.75)), {"act max/m
 # * Static scales must be judged on text the calibration did not see; a percentile observer
 #   can clip the one spike that matters.
 # * SmoothQuant divides feature `j` by `s_j`; what stays loud is `(max|x_j| max|w_j|)^(1-alpha)`.
-#   `1/s` folds into the LayerNorm before QKV and FC1; the down-projection has nothing to
-#   fold into. Measure alpha per layer.
+#   `1/s` folds into the LayerNorm before QKV and FC1, exactly in a pre-LN model; in a post-LN
+#   BERT that LayerNorm also feeds the residual. The down-projection has nothing to fold
+#   into. Measure alpha per layer.
 #
 # **Exercise**: `exercises/05_zero_points_and_activations.ipynb`:
 # an asymmetric round trip, per-token scales and SmoothQuant's factors.
 #
 # ## Pause and recall
 #
-# 1. Why must the zero point be an integer inside `[qmin, qmax]`?
+# 1. When must the zero point be an integer inside `[qmin, qmax]`, and what does Q4_1 do instead?
 # 2. A uint8 channel has min -1.70 and max -0.94. What are its scale and zero point after
 #    widening the range to include 0?
 # 3. Why can per-token activation scales be applied after an int8 GEMM while per-feature
@@ -358,12 +401,16 @@ recall.show("05")
 # %% [markdown]
 # <details><summary>Answers to the questions above</summary>
 #
-# 1. So that 0.0 maps to a stored code exactly, and the zero point can be stored in the same
-#    integer type and subtracted in integer arithmetic.
+# 1. When 0.0 must map to a stored code exactly (zero padding, ReLU zeros in uint8 activations):
+#    then the zero point is a code of the same integer type. Q4_1 stores a float minimum and
+#    gives up an exact 0.0; its integer dot product adds the minimum times the activation
+#    block's stored sum.
 # 2. Range [-1.70, 0]: scale 1.70 / 255 = 0.00667, zero point 0 - round(-1.70 / 0.00667) = 255.
 # 3. A per-token scale is constant along the reduction axis, so it multiplies the int32 result
 #    once per row; a per-feature scale varies along the reduction axis. It is folded offline:
-#    `1/s` into the previous LayerNorm (or Linear), `s` into the weight columns.
+#    `1/s` into the previous LayerNorm (or Linear), `s` into the weight columns. That is exact
+#    when the LayerNorm feeds only Linears (pre-LN models); in a post-LN BERT it also feeds the
+#    residual, which then needs its own correction.
 # 4. It rescales activation features down and weight columns up by the same `s_j`; the float
 #    product `x @ W.T` is unchanged, only what gets rounded changes. A feature stays loud when
 #    `max|x_j| * max|w_j|` is large.

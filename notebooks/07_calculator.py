@@ -107,8 +107,11 @@ recall.show("07")
 # %% [markdown]
 # <details><summary>Answers to the questions above</summary>
 #
-# 1. The tiny-range channel 3: a shared range set by the others makes its ticks
-#    far too coarse.
-# 2. 8 bytes of metadata per channel against 20 bytes of codes; a real layer has hundreds of
-#    values per channel, so the same 8 bytes are a fraction of a percent.
+# 1. The tiny-range channel 3: its own range is more than ten times narrower than the
+#    tensor's, so a shared ruler set by the others is that much too coarse for it. (Its
+#    per-channel MAE of 0 at 8 bits is a coincidence: its values fall exactly on its ticks,
+#    lesson 05 section 2.)
+# 2. Per-channel stores 8 bytes of metadata per channel (an fp32 scale and an int32 zero point)
+#    against 5 bytes of int8 codes: 32 bytes against 20 for the four channels. A real layer has
+#    hundreds of values per channel, so the same 8 bytes are a fraction of a percent.
 # </details>

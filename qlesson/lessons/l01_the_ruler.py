@@ -149,11 +149,12 @@ RECALL: tuple[Question, ...] = (
         mistakes=((0.01, "that is a whole tick; rounding to the nearest tick moves a value at most half a tick"),),
     ),
     choice(
-        "Why does symmetric signed int4 use [-7, 7] and not [-8, 7]?",
+        "This course's symmetric signed int4 ruler uses [-7, 7], not all of [-8, 7]. Why?",
         (
             "So +x and -x round to mirror images with one scale absmax / 7",
             True,
-            "-8 has no positive partner; the restricted range keeps the ruler symmetric.",
+            "-8 has no positive partner; the restricted range keeps the ruler symmetric. It is a choice "
+            "(TensorRT makes it too): PyTorch's observers and llama.cpp's Q4_0 use the full range.",
         ),
         ("Because -8 cannot be stored in 4 bits", False, "Two's complement 4-bit does hold -8 (Q4_0 uses it)."),
         ("To leave room for the zero point", False, "The symmetric zero point is 0, which is already a code."),

@@ -181,7 +181,11 @@ RECALL: tuple[Question, ...] = (
     ),
     choice(
         "Interview: 'scale metadata is wasted memory'. What is the better view?",
-        ("A little metadata can protect a lot of model quality", True, "Per-channel costs under 0.1% here."),
+        (
+            "A little metadata can protect a lot of model quality",
+            True,
+            "Per-channel scales cost under 0.2% of LLaMA-7B's bytes, even in fp32 at int4.",
+        ),
         ("Scale metadata is always wasted memory", False, "Common wrong answer to avoid."),
         ("Metadata is free because it is not stored", False, "Scales are stored next to the codes."),
         source=INTERVIEW,

@@ -131,14 +131,23 @@ TASKS: list[Task] = [
 
 RECALL: tuple[Question, ...] = (
     choice(
-        "Why must the zero point be an integer inside [qmin, qmax]?",
+        "When must the zero point be an integer code inside [qmin, qmax]?",
         (
-            "So 0.0 maps exactly to a stored code, in the same integer type",
+            "When 0.0 must be stored exactly, as for uint8 activations in an integer GEMM",
             True,
-            "Padding and ReLU zeros must come back exactly 0.",
+            "Padding and ReLU zeros must come back exactly 0, so 0.0 must be one of the codes.",
         ),
-        ("Because floats cannot be added to integers", False, "They can; the point is exactness of 0.0."),
-        ("To make the scale smaller", False, "The zero point does not change the scale."),
+        (
+            "Always: a float offset cannot be used in an integer dot product",
+            False,
+            "llama.cpp's Q4_1 does: the integer dot product runs on the codes, and the float minimum "
+            "times the activation block's stored sum is added afterwards. What it gives up is an exact 0.0.",
+        ),
+        (
+            "To make the scale smaller",
+            False,
+            "The zero point does not change the scale; widening to 0 can only grow it.",
+        ),
     ),
     Numeric(
         "A uint8 channel spans [-1.70, -0.94]. After widening to include 0, what is its zero point?",
@@ -165,7 +174,8 @@ RECALL: tuple[Question, ...] = (
         (
             "Activation features are divided and weight columns multiplied by s_j; the float product is unchanged",
             True,
-            "Only what gets rounded changes.",
+            "Only what gets rounded changes. Folding 1/s into the previous LayerNorm keeps the whole model "
+            "exact in a pre-LN model; in a post-LN BERT that LayerNorm also feeds the residual.",
         ),
         ("It quantizes activations per feature", False, "It keeps per-tensor or per-token activation scales."),
         ("It removes the need to quantize weights", False, "Weights are still quantized, now with the outliers."),

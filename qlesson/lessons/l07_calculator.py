@@ -13,7 +13,8 @@ RECALL: tuple[Question, ...] = (
         (
             "The tiny-range channel",
             True,
-            "Under the shared range its values fall inside a tick or two; its own ruler is far finer.",
+            "Its own range is more than ten times narrower than the tensor's, so its own ruler is that much "
+            "finer (at 4 bits the shared ruler has less than one tick across the whole channel).",
         ),
         ("The moderate channel", False, "Its range is close to the tensor's, so its own scale barely changes."),
         (
@@ -56,14 +57,18 @@ RECALL: tuple[Question, ...] = (
         ),
     ),
     choice(
-        "A channel's MAE is about the same per-tensor and per-channel. What does that tell you?",
+        "With symmetric rulers, one channel's per-channel scale equals the per-tensor scale. Why?",
         (
-            "Its own range is close to the whole tensor's range",
+            "It holds the tensor's largest |value|, so its own absmax is the tensor's",
             True,
-            "Then its own scale is close to the shared one and nothing changes.",
+            "The shared scale is set by that channel; its codes and error are the same either way.",
         ),
-        ("Per-channel is broken for that channel", False, "Both rulers simply coincide."),
-        ("The channel is all zeros", False, "An all-zero channel has zero error under both."),
+        ("It is the quietest channel", False, "The quietest channel gets the finest scale of all."),
+        (
+            "Per-channel scales are always equal to the per-tensor scale",
+            False,
+            "Each channel's scale is its own absmax / qmax; only the loudest channel's equals the shared one.",
+        ),
         source=LESSON,
     ),
 )

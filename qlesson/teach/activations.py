@@ -171,6 +171,36 @@ def fold_into_layernorm(
     return new_norm, new_linears
 
 
+def folded_model_cosine(model: Any, s: torch.Tensor, sentences: Sequence[str] | None = None) -> float:
+    """Mean cosine between MiniLM's sentence embeddings before and after folding ``1/s`` into
+    layer 0's attention-output LayerNorm and ``s`` into FC1 (``L0.intermediate``), in place and
+    undone afterwards.
+
+    FC1's output is unchanged by the fold, but in BERT (post-LN) that LayerNorm's output also
+    feeds the residual connection around the FFN, which now receives ``x / s``: the model is
+    not the same. In a pre-LN model (LLaMA, OPT) the norm feeds only the Linears and the fold
+    is exact.
+    """
+    from qlesson.teach.models import SENTENCES, embed
+
+    layer0 = model[0].auto_model.encoder.layer[0]
+    norm, fc1 = layer0.attention.output.LayerNorm, layer0.intermediate.dense
+    sentences = list(sentences or SENTENCES)
+    before = embed(model, sentences)
+    saved = [t.detach().clone() for t in (norm.weight, norm.bias, fc1.weight)]
+    try:
+        with torch.no_grad():
+            norm.weight /= s
+            norm.bias /= s
+            fc1.weight *= s
+        after = embed(model, sentences)
+    finally:
+        with torch.no_grad():
+            for t, v in zip((norm.weight, norm.bias, fc1.weight), saved, strict=True):
+                t.copy_(v)
+    return float((before * after).sum(-1).mean())
+
+
 def alpha_rows(cases: Sequence[tuple[str, torch.Tensor, torch.Tensor]], alphas: Sequence[float]) -> list[dict]:
     """W8A8 output SQNR of each ``(name, x, w)`` without smoothing and for each alpha.
 

@@ -13,13 +13,16 @@ QUOTED = (
 JUDGED = (
     (
         "GPTQ and AWQ default to per-channel scales",
-        "partly: the GPTQ paper's script defaults to one scale per row (--groupsize -1), but the "
-        "tools that ship checkpoints (AutoGPTQ/GPTQModel group_size=128, llm-awq q_group_size=128) "
-        "default to groups of 128 along the input dimension, with a zero point per group",
+        "it depends on the tool: one scale per output row is the default of the GPTQ paper's script "
+        "(--groupsize -1), of AutoGPTQ (group_size=-1, sym=True) and of llm-awq (--q_group_size -1); "
+        "GPTQModel (group_size=128) and AutoAWQ (q_group_size=128, zero_point=True) default to groups "
+        "of 128 along the input dimension, and AutoAWQ adds a zero point per group",
     ),
     (
         "WMMA supports per-channel scales",
-        "misleading: WMMA and mma instructions only multiply and accumulate tiles; a per-output-channel "
-        "scale is applied by the kernel after the K loop (the epilogue), a per-group scale inside it",
+        "misleading: WMMA and mma instructions (through Hopper) only multiply and accumulate tiles; a "
+        "per-output-channel scale is applied by the kernel after the K loop (the epilogue), a per-group "
+        "scale inside it. Blackwell's block-scaled MMA applies scales in hardware, but per block of "
+        "16 or 32 values along K (MXFP4, NVFP4), not per channel",
     ),
 )

@@ -122,6 +122,35 @@ def embedding_quality(
     return rows
 
 
+def fake_quantize_full_range(w: torch.Tensor, bits: int, granularity: PerChannel | PerGroup) -> torch.Tensor:
+    """Symmetric quantization of a weight ``[N, K]`` with all ``2**bits`` codes, as llama.cpp's Q4_0 does.
+
+    Each block's value of largest magnitude lands exactly on ``-2**(bits-1)`` (``d = m / -8`` at
+    4 bits); the other side reaches ``2**(bits-1) - 1``. The restricted ruler of
+    :func:`qlesson.quant.quantize` uses ``2**bits - 1`` codes instead. Scales stay float32.
+
+    >>> fake_quantize_full_range(torch.tensor([[1.0, -0.5, 0.25, 0.0]]), 4, PerChannel(0)).tolist()
+    [[1.0, -0.5, 0.25, 0.0]]
+    """
+    if w.ndim != 2 or not isinstance(granularity, (PerChannel, PerGroup)) or granularity.axis not in (0, -1, 1):
+        raise ValueError(f"a weight [N, K] with PerChannel(0) or PerGroup(g) along K is needed; got {granularity!r}")
+    n, k = w.shape
+    size = k if isinstance(granularity, PerChannel) else granularity.group_size
+    if k % size:
+        raise ValueError(f"group size {size} does not divide in_features {k}")
+    blocks = w.reshape(n, k // size, size)
+    lo = -(2 ** (bits - 1))
+    d = blocks.gather(-1, blocks.abs().argmax(-1, keepdim=True)) / lo
+    d = torch.where(d == 0, torch.ones_like(d), d)  # an all-zero block: codes 0
+    return (torch.clamp(torch.round(blocks / d), lo, -lo - 1) * d).reshape(n, k)
+
+
+def _fake(w: torch.Tensor, bits: int, g: Granularity, symmetric: bool, full_range: bool) -> torch.Tensor:
+    if full_range:
+        return fake_quantize_full_range(w, bits, g)  # type: ignore[arg-type]
+    return fake_quantize(w, bits, granularity=g, symmetric=symmetric)
+
+
 def pareto_points(
     weights: Mapping[str, torch.Tensor],
     bits_list: Sequence[int] = (8, 4, 3),
@@ -135,21 +164,25 @@ def pareto_points(
     ),
     *,
     symmetric: bool = True,
+    full_range: bool = False,
 ) -> list[dict[str, Any]]:
     """Relative RMSE over all of ``weights`` against bits per weight with fp16 scales.
 
     ``symmetric=False`` quantizes asymmetrically and counts an fp16 zero point (or minimum, as
     Q4_1 stores) beside every scale; those methods are named with an ``asym`` suffix.
-    Every group size must divide every layer's ``in_features`` (a ValueError says which does not).
+    ``full_range=True`` uses the symmetric ruler with all ``2**bits`` codes of
+    :func:`fake_quantize_full_range` (suffix ``full``). Every group size must divide every
+    layer's ``in_features`` (a ValueError says which does not).
     """
+    if full_range and not symmetric:
+        raise ValueError("full_range=True is a symmetric ruler; leave symmetric=True")
     rows = []
     total_sq = sum(float(w.double().square().sum()) for w in weights.values())
     numel = sum(w.numel() for w in weights.values())
     for g in granularities:
         for bits in bits_list:
             err_sq = sum(
-                float((fake_quantize(w, bits, granularity=g, symmetric=symmetric) - w).double().square().sum())
-                for w in weights.values()
+                float((_fake(w, bits, g, symmetric, full_range) - w).double().square().sum()) for w in weights.values()
             )
             zp = 0 if symmetric else 2
             total_bytes = sum(
@@ -157,7 +190,7 @@ def pareto_points(
             )
             rows.append(
                 {
-                    "method": method_name(g) + ("" if symmetric else " asym"),
+                    "method": method_name(g) + ("" if symmetric else " asym") + (" full" if full_range else ""),
                     "bits": bits,
                     "bits per weight": total_bytes * 8 / numel,
                     "rmse / rms": (err_sq / total_sq) ** 0.5,
