@@ -25,7 +25,15 @@ import numpy as np
 import torch
 
 from qlesson.quant._checks import ArrayLike, as_float_tensor
-from qlesson.quant.granularity import Granularity, PerBlock, block_dims, grid_shape, scale_shape, to_blocks
+from qlesson.quant.granularity import (  # noqa: F401 (PerTensor in doctests)
+    Granularity,
+    PerBlock,
+    PerTensor,
+    block_dims,
+    grid_shape,
+    scale_shape,
+    to_blocks,
+)
 from qlesson.quant.minifloat import round_to
 
 E4M3_MAX = 448.0

@@ -20,6 +20,13 @@ block's largest magnitude ``amax``:
 * ``rceil``: ``2**ceil(log2(amax / 6))``, the smallest power of two with ``amax / scale <= 6``
   (NVIDIA's cuBLAS rule); it multiplies by ``1 / scale``.
 
+The rules that round the scale up (ceil, even, rceil) can round a block near float32's
+largest value (3.4e38) up to ``4 x 2**126 = 2**128``, which float32 cannot hold: torchao
+returns inf there, :func:`quantize_mx` raises a ``ValueError``. For blocks whose exponent is
+the smallest, 0 (``amax`` below about 2**-124), torchao quantizes with the scale 2**-126 but
+decodes with 2**-127 (and rceil with a scale of 1), so its values are off there; qlesson
+uses 2**-127 both ways.
+
 Elements are rounded to the nearest E2M1 value, ties to even, saturating at 6 (as torchao).
 
 **gguf's MXFP4 bytes** (:func:`quantize_gguf`, ``formats.quantize(x, "MXFP4")``): one byte
@@ -111,6 +118,20 @@ class MXFP4Tensor:
         return 4 + 8 / MX_BLOCK
 
 
+def _check_float32(top: np.ndarray, blocks: np.ndarray, rule: str) -> None:
+    """Raise if a block's largest stored value (float64 ``top``) is beyond float32 (torchao returns inf there)."""
+    bad = top > np.finfo(np.float32).max
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            f"MXFP4 with rule={rule!r} cannot store block {i} (elements {i * 32} to {i * 32 + 31}): its largest "
+            f"magnitude {float(np.abs(blocks[i]).max()):.6g} rounds up to {float(top[i]):.6g}, beyond float32's "
+            "largest "
+            f"{float(np.finfo(np.float32).max):.6g}; use rule='floor' (it saturates at 6 x scale instead) or scale the "
+            "tensor down first"
+        )
+
+
 def quantize_mx(x: np.ndarray | torch.Tensor, rule: Rule = "floor") -> MXFP4Tensor:
     """MXFP4 of ``x`` with the scale ``rule`` (torchao's ``to_mx(x, float4_e2m1fn_x2, 32, rule)``)."""
     mx_exponent(np.zeros(1, dtype=np.float32), rule)  # validates the rule before the work
@@ -119,6 +140,7 @@ def quantize_mx(x: np.ndarray | torch.Tensor, rule: Rule = "floor") -> MXFP4Tens
     scale = np.ldexp(1.0, e.astype(np.int64) - E8M0_BIAS)[:, None]
     v = blocks.astype(np.float64) / scale  # exact: a power of two (rceil's x * (1 / scale) is the same)
     codes = e2m1_code(round_to(v, "E2M1"))
+    _check_float32(np.abs(e2m1_value(codes)).max(axis=1) * scale[:, 0], blocks, rule)
     shape = (*lead, -1)
     return MXFP4Tensor(codes=codes.reshape(*lead, -1), exponents=e.reshape(shape), rule=rule)
 
