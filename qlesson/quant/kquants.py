@@ -40,7 +40,11 @@ K-quant that llama.cpp (and ``gguf``) reads back exactly as :func:`dequantize` d
 **Limits of the fp16 super-scales**: Q4_K needs a sub-block range ``hi - lo`` of at most
 15 x 63 x 65504 (about 6.2e7) and a sub-block minimum of at least -63 x 65504; Q6_K
 magnitudes up to 32 x 127 x 65504 (about 2.7e8). Beyond that :func:`quantize` raises a
-``ValueError`` naming the super-block, the value and the limit.
+``ValueError`` naming the super-block, the value and the limit. *Tiny super-blocks*: a
+super-scale below fp16's smallest subnormal (2**-24, stored as 0 below 2**-25) makes the whole
+super-block read back as zeros (sub-block ranges below about 15 x 63 x 2**-25 = 2.8e-5 in
+Q4_K, magnitudes below 32 x 127 x 2**-25 = 1.2e-4 in Q6_K), in llama.cpp too; just above, the
+super-scale has few significant bits.
 
 >>> x = np.linspace(-1, 1, 256, dtype=np.float32)
 >>> raw = quantize(x, "Q4_K")

@@ -41,7 +41,9 @@ exponent would be negative (``amax < 2**-125``) gguf's byte wraps around; qlesso
 ``amax / (448 x 6)`` (so the largest block scale is E4M3's 448); each block's scale
 ``amax_block / 6 / tensor_scale`` is rounded to E4M3 and clamped to [2**-6, 448]; elements
 are multiplied by ``(1 / tensor_scale) / block_scale``, clamped to +-6 and rounded to E2M1.
-The bytes follow gguf's NVFP4 layout: super-blocks of 64 = four E4M3 scale bytes then 4 x 8
+Where the float32 reciprocal overflows (tensors whose ``amax`` is below about 1e-35, so the
+tensor scale is float32's smallest normal number) qlesson computes it in float64; torchao
+returns NaN there. The bytes follow gguf's NVFP4 layout: super-blocks of 64 = four E4M3 scale bytes then 4 x 8
 bytes of codes (low nibbles elements 0-7 of a block, high nibbles 8-15).
 
 >>> mx = quantize_mx(  # amax 5: scale 2**(2 - 2) = 1; ties 0.75 and 5 go to the even 1.0 and 4.0
@@ -230,8 +232,9 @@ def quantize_nvfp4(x: np.ndarray | torch.Tensor, tensor_scale: float | None = No
     ts = _check_tensor_scale(nvfp4_tensor_scale(x) if tensor_scale is None else tensor_scale)
     with np.errstate(over="ignore"):
         scaled = ((_amax(blocks) / np.float32(E2M1_MAX)) / ts).astype(np.float32)
-    if not (scaled <= E4M3_MAX).all():
-        i = int(np.flatnonzero(~(scaled <= E4M3_MAX))[0])
+    over = ~(scaled <= E4M3_MAX * (1 + 2.0**-20))  # float32 rounding of amax / 2688 may land a hair above 448
+    if over.any():
+        i = int(np.flatnonzero(over)[0])
         raise ValueError(
             f"NVFP4 cannot store block {i} (elements {i * 16} to {i * 16 + 15}): its largest magnitude "
             f"{float(np.abs(exact[i]).max()):.6g} needs the E4M3 block scale {float(scaled[i]):.6g} under "
@@ -239,8 +242,13 @@ def quantize_nvfp4(x: np.ndarray | torch.Tensor, tensor_scale: float | None = No
             f"= {float(E4M3_MAX * E2M1_MAX * ts):.6g}. Use tensor_scale=nvfp4_tensor_scale(x)."
         )
     s8 = round_to(scaled.clip(E4M3_TINY, E4M3_MAX), "E4M3").astype(np.float32)
-    recip = ((np.float32(1) / ts) / s8).astype(np.float32)
-    v = (blocks * recip[:, None]).astype(np.float32).clip(-E2M1_MAX, E2M1_MAX)
+    with np.errstate(over="ignore"):
+        recip = ((np.float32(1) / ts) / s8).astype(np.float32)
+    with np.errstate(invalid="ignore"):  # 0 x inf in the rows replaced just below
+        v = (blocks * recip[:, None]).astype(np.float32)
+    wide = ~np.isfinite(recip)  # tensor scales near float32's smallest normal: torchao gets inf x 0 = NaN here
+    v[wide] = blocks[wide].astype(np.float64) * (1.0 / float(ts) / s8[wide, None].astype(np.float64))
+    v = v.clip(-E2M1_MAX, E2M1_MAX)
     codes = e2m1_code(round_to(v, "E2M1"))
     return NVFP4Tensor(
         codes=codes.reshape(*lead, -1), scale_bytes=e4m3_byte(s8).reshape(*lead, -1), tensor_scale=float(ts)
