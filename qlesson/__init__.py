@@ -20,8 +20,18 @@ from typing import Any
 
 from qlesson.course.env import show_environment, versions
 from qlesson.quant import formats
+from qlesson.quant.double import DoubleQuant, double_quantize
 from qlesson.quant.footprint import Footprint, footprint, total_footprint
-from qlesson.quant.granularity import Granularity, PerChannel, PerGroup, PerTensor, block_size, scale_shape
+from qlesson.quant.fp8 import FP8Tensor, quantize_fp8
+from qlesson.quant.granularity import (
+    Granularity,
+    PerBlock,
+    PerChannel,
+    PerGroup,
+    PerTensor,
+    block_size,
+    scale_shape,
+)
 from qlesson.quant.metrics import ChannelErrors, Errors, channel_errors, errors
 from qlesson.quant.quantize import QTensor, fake_quantize, qrange, quantize
 
@@ -46,20 +56,25 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "ChannelErrors",
+    "DoubleQuant",
+    "FP8Tensor",
     "Errors",
     "Footprint",
     "Granularity",
+    "PerBlock",
     "PerChannel",
     "PerGroup",
     "PerTensor",
     "QTensor",
     "block_size",
     "channel_errors",
+    "double_quantize",
     "errors",
     "fake_quantize",
     "footprint",
     "formats",
     "qrange",
+    "quantize_fp8",
     "quantize",
     "scale_shape",
     "show_environment",

@@ -8,26 +8,41 @@ library would ship. ``import qlesson as ql`` re-exports the public names.
 [[0.2857142984867096, 0.0714285746216774]]
 """
 
+from qlesson.quant.double import DoubleQuant, double_quantize
 from qlesson.quant.footprint import Footprint, footprint, total_footprint
-from qlesson.quant.granularity import Granularity, PerChannel, PerGroup, PerTensor, block_size, scale_shape
+from qlesson.quant.fp8 import FP8Tensor, quantize_fp8
+from qlesson.quant.granularity import (
+    Granularity,
+    PerBlock,
+    PerChannel,
+    PerGroup,
+    PerTensor,
+    block_size,
+    scale_shape,
+)
 from qlesson.quant.metrics import ChannelErrors, Errors, channel_errors, errors
 from qlesson.quant.quantize import QTensor, fake_quantize, qrange, quantize
 
 __all__ = [
     "ChannelErrors",
+    "DoubleQuant",
+    "FP8Tensor",
     "Errors",
     "Footprint",
     "Granularity",
+    "PerBlock",
     "PerChannel",
     "PerGroup",
     "PerTensor",
     "QTensor",
     "block_size",
     "channel_errors",
+    "double_quantize",
     "errors",
     "fake_quantize",
     "footprint",
     "qrange",
+    "quantize_fp8",
     "quantize",
     "scale_shape",
     "total_footprint",

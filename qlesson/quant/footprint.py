@@ -74,7 +74,7 @@ def total_footprint(
 
 def footprint(
     shape: tuple[int, ...],
-    bits: int,
+    bits: int | str,
     granularity: Granularity = PerTensor(),
     *,
     scale_bytes: int = 2,
@@ -82,9 +82,18 @@ def footprint(
 ) -> Footprint:
     """Payload and metadata bytes of a ``shape`` tensor at ``bits`` bits, no tensor needed.
 
+    ``bits`` may also name a block format of :mod:`qlesson.quant.formats` ("Q4_K", "MXFP4",
+    "NVFP4", ...), whose every scale, minimum and tensor scale is counted from its layout.
+
     >>> footprint((2, 4), 4, PerChannel(0)).total_bytes
     8
+    >>> footprint((4096, 4096), "Q4_K").bits_per_weight, footprint((4096, 4096), "MXFP4").bits_per_weight
+    (4.5, 4.25)
     """
+    if isinstance(bits, str):
+        from qlesson.quant import formats
+
+        return formats.footprint(shape, bits)
     bits = check_bits(bits)
     shape = check_shape(shape)
     scale_bytes = check_whole(scale_bytes, "scale_bytes", 0, "bytes per scale: 2 for fp16, 4 for fp32")

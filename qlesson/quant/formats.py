@@ -1,6 +1,24 @@
-"""llama.cpp's block formats Q8_0, Q4_0 and Q4_1, byte for byte.
+"""llama.cpp's block formats, byte for byte: Q8_0, Q4_0, Q4_1 here, and by name Q4_K, Q6_K, MXFP4, NVFP4.
 
-Introduced in lesson 04. Each format is per-group quantization with groups of 32 along
+Introduced in lesson 04 (Q8_0, Q4_0, Q4_1) and lesson 08 (the others). :func:`quantize`,
+:func:`dequantize` and :func:`bits_per_weight` take any name of :data:`ALL_FORMATS` and hand
+the two-level formats to :mod:`qlesson.quant.kquants` (Q4_K, Q6_K) and
+:mod:`qlesson.quant.microscaling` (MXFP4, NVFP4); FP8 with 2-D blocks is
+:mod:`qlesson.quant.fp8`, double-quantized scales :mod:`qlesson.quant.double`.
+
+======  ==============  =====  ====================================
+format  elements/block  bytes  bits per weight
+======  ==============  =====  ====================================
+Q8_0    32              34     8.5
+Q4_0    32              18     4.5
+Q4_1    32              20     5.0
+Q4_K    256             144    4.5
+Q6_K    256             210    6.5625
+MXFP4   32              17     4.25
+NVFP4   64 (4 x 16)     36     4.5, plus one float32 per tensor
+======  ==============  =====  ====================================
+
+The legacy formats in detail. Each format is per-group quantization with groups of 32 along
 the last axis (``PerGroup(32)``) and an fp16 scale stored in front of each block's codes.
 
 ======  ===========================================  =====  ===============
@@ -51,25 +69,75 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from qlesson.quant import kquants, microscaling
+from qlesson.quant._blocks import as_blocks
+from qlesson.quant.footprint import Footprint
 from qlesson.quant.granularity import PerGroup, block_size
 
 BLOCK = 32
 BLOCK_BYTES = {"Q8_0": 2 + BLOCK, "Q4_0": 2 + BLOCK // 2, "Q4_1": 2 + 2 + BLOCK // 2}
-FORMATS = tuple(BLOCK_BYTES)
+FORMATS = tuple(BLOCK_BYTES)  # the legacy formats of lesson 04
+# every format: (elements per block, bytes per block, bytes per tensor), as stored by gguf
+LAYOUTS = {
+    **{f: (BLOCK, b, 0) for f, b in BLOCK_BYTES.items()},
+    **{f: (kquants.SUPER, b, 0) for f, b in kquants.SUPER_BYTES.items()},
+    "MXFP4": (microscaling.MX_BLOCK, 1 + microscaling.MX_BLOCK // 2, 0),
+    "NVFP4": (microscaling.NV_SUPER, 4 + microscaling.NV_SUPER // 2, 4),
+}
+ALL_FORMATS = tuple(LAYOUTS)
+PAYLOAD_BITS = {"Q8_0": 8, "Q4_0": 4, "Q4_1": 4, "Q4_K": 4, "Q6_K": 6, "MXFP4": 4, "NVFP4": 4}
 
 
 def bits_per_weight(fmt: str) -> float:
-    """Storage cost of ``fmt`` in bits per weight, from its block layout.
+    """Storage cost of ``fmt`` in bits per weight, from its block layout (NVFP4: without its fp32 per tensor).
 
-    >>> [bits_per_weight(f) for f in FORMATS]
-    [8.5, 4.5, 5.0]
+    >>> [bits_per_weight(f) for f in ALL_FORMATS]
+    [8.5, 4.5, 5.0, 4.5, 6.5625, 4.25, 4.5]
     """
-    return BLOCK_BYTES[_check_format(fmt)] * 8 / BLOCK
+    elems, nbytes, _ = LAYOUTS[_check_format(fmt)]
+    return nbytes * 8 / elems
 
 
-def _check_format(fmt: str) -> str:
-    if not isinstance(fmt, str) or fmt not in BLOCK_BYTES:
-        raise ValueError(f"format {fmt!r} is not implemented; use one of {', '.join(FORMATS)}")
+def footprint(shape: tuple[int, ...], fmt: str) -> Footprint:
+    """Bytes of a ``shape`` tensor in ``fmt``: codes (payload) and every scale, minimum and tensor scale.
+
+    >>> fp = footprint((384, 1536), "NVFP4")
+    >>> fp.bits_per_weight == 4.5 + 32 / (384 * 1536), fp.n_scales
+    (True, 36865)
+    >>> footprint((256, 256), "Q4_K").metadata_bytes  # d, dmin and 12 bytes of sub-scales per 256
+    4096
+    """
+    from qlesson.quant._checks import check_shape
+
+    shape = check_shape(shape)
+    elems, nbytes, per_tensor = LAYOUTS[_check_format(fmt)]
+    if shape[-1] % elems:
+        raise ValueError(f"{fmt} needs the last axis to be a multiple of {elems}; shape {shape} has {shape[-1]}")
+    numel = int(np.prod(shape))
+    blocks = numel // elems
+    payload = numel * PAYLOAD_BITS[fmt] // 8
+    subs = {"Q4_K": 8, "Q6_K": 16, "NVFP4": 4}.get(fmt, 1)
+    return Footprint(
+        numel=numel,
+        payload_bytes=payload,
+        metadata_bytes=blocks * nbytes - payload + per_tensor,
+        n_scales=blocks * subs + (1 if per_tensor else 0),
+    )
+
+
+def size_table() -> list[tuple[str, int, int, float]]:
+    """One row per format: name, elements per block, bytes per block, bits per weight.
+
+    >>> size_table()[3]
+    ('Q4_K', 256, 144, 4.5)
+    """
+    return [(f, e, b, bits_per_weight(f)) for f, (e, b, _) in LAYOUTS.items()]
+
+
+def _check_format(fmt: str, legacy: bool = False) -> str:
+    names = FORMATS if legacy else ALL_FORMATS
+    if not isinstance(fmt, str) or fmt not in names:
+        raise ValueError(f"format {fmt!r} is not implemented; use one of {', '.join(names)}")
     return fmt
 
 
@@ -93,6 +161,7 @@ LIMITS = {
     "Q8_0": (127 * FP16_MAX, "largest magnitude", "127 x 65504"),
     "Q4_0": (8 * FP16_MAX, "largest magnitude", "8 x 65504"),
     "Q4_1": (15 * FP16_MAX, "range max - min", "15 x 65504, with the block minimum within +-65504"),
+    **kquants.LIMITS,
 }
 
 
@@ -143,9 +212,27 @@ def _round_half_away(v: np.ndarray) -> np.ndarray:
     return np.sign(v) * (whole + (a - whole >= np.float32(0.5)))
 
 
-def quantize(x: np.ndarray | torch.Tensor, fmt: str) -> np.ndarray:
-    """The bytes llama.cpp stores for ``x``: shape ``x.shape[:-1] + (K // 32 * block_bytes,)``."""
+def quantize(x: np.ndarray | torch.Tensor, fmt: str, *, tensor_scale: float | None = None) -> np.ndarray:
+    """The bytes llama.cpp stores for ``x``: shape ``x.shape[:-1] + (K // block * block_bytes,)``.
+
+    ``tensor_scale`` is NVFP4's float32 per-tensor scale (default
+    ``microscaling.nvfp4_tensor_scale(x)``); gguf stores it apart from the blocks, so
+    :func:`dequantize` needs it back.
+    """
     fmt = _check_format(fmt)
+    if tensor_scale is not None and fmt != "NVFP4":
+        raise ValueError(f"tensor_scale is NVFP4's per-tensor scale; {fmt} has none: leave it out")
+    if fmt in kquants.SUPER_BYTES:
+        return kquants.quantize(x, fmt)
+    if fmt == "MXFP4":
+        return microscaling.quantize_gguf(x)
+    if fmt == "NVFP4":
+        as_blocks(x, microscaling.NV_SUPER, "NVFP4 (gguf's super-blocks of 4 x 16)")
+        return microscaling.quantize_nvfp4(x, tensor_scale).to_gguf()
+    return _quantize_legacy(x, fmt)
+
+
+def _quantize_legacy(x: np.ndarray | torch.Tensor, fmt: str) -> np.ndarray:
     blocks, exact, lead = _as_blocks(x)
     if fmt == "Q8_0":
         d = (np.abs(blocks).max(axis=1, keepdims=True) / np.float32(127)).astype(np.float32)
@@ -170,7 +257,7 @@ def quantize(x: np.ndarray | torch.Tensor, fmt: str) -> np.ndarray:
 
 def _raw_blocks(raw: np.ndarray, fmt: str) -> tuple[np.ndarray, np.ndarray]:
     """``raw`` as a uint8 array and as ``(n_blocks, block_bytes)``, or a ValueError saying what fits."""
-    nb = BLOCK_BYTES[_check_format(fmt)]
+    nb = BLOCK_BYTES[_check_format(fmt, legacy=True)]
     arr = np.asarray(raw)
     if arr.dtype != np.uint8 or arr.ndim == 0 or arr.size == 0 or arr.shape[-1] % nb:
         raise ValueError(
@@ -192,8 +279,23 @@ def _check_headers(fmt: str, d: np.ndarray, m: np.ndarray) -> None:
         )
 
 
-def dequantize(raw: np.ndarray, fmt: str) -> np.ndarray:
-    """float32 values from llama.cpp bytes; the last axis shrinks back to ``K``."""
+def dequantize(raw: np.ndarray, fmt: str, *, tensor_scale: float | None = None) -> np.ndarray:
+    """float32 values from llama.cpp bytes; the last axis shrinks back to ``K``.
+
+    NVFP4 needs the ``tensor_scale`` it was quantized with (1.0 reads the bytes as gguf does).
+    """
+    fmt = _check_format(fmt)
+    if (tensor_scale is None) != (fmt != "NVFP4"):
+        raise ValueError(
+            f"tensor_scale={tensor_scale!r}: NVFP4 bytes need the float32 per-tensor scale they were quantized with "
+            "(microscaling.nvfp4_tensor_scale(x)), and the other formats take none"
+        )
+    if fmt in kquants.SUPER_BYTES:
+        return kquants.dequantize(raw, fmt)
+    if fmt == "MXFP4":
+        return microscaling.dequantize_gguf(raw)
+    if fmt == "NVFP4":
+        return microscaling.nvfp4_from_gguf(raw, tensor_scale).values()
     raw, blocks = _raw_blocks(raw, fmt)
     d = blocks[:, :2].copy().view(np.float16).astype(np.float32)
     _check_headers(fmt, d, blocks[:, 2:4].copy().view(np.float16).astype(np.float32) if fmt == "Q4_1" else d)

@@ -13,11 +13,14 @@ granularity                 block size on [N, K]   scale shape      scales on [4
 ``PerChannel(axis=0)``      (1, K)                 (N,)             4
 ``PerChannel(axis=1)``      (N, 1)                 (K,)             8
 ``PerGroup(g)`` (axis -1)   (1, g)                 (N, K // g)      4 * 8 // g
+``PerBlock((bn, bk))``      (bn, bk)               (N // bn, K//bk) 4 * 8 // (bn * bk)
 ==========================  =====================  ===============  ==================
 
 ``PerChannel(axis)`` names the axis that is **kept**: one scale per index along it.
 ``PerGroup(g, axis)`` names the axis that is **cut** into contiguous groups of ``g``;
 every other axis is kept, so each row of a weight ``[N, K]`` gets ``K // g`` scales.
+``PerBlock(shape)`` (lesson 08) tiles the *last* ``len(shape)`` axes with boxes of ``shape``,
+e.g. DeepSeek-V3's 128 x 128 weight blocks; ``PerBlock((1, 128))`` is ``PerGroup(128)``.
 
 >>> block_size(PerGroup(128), (4, 1024))
 (1, 128)
@@ -65,7 +68,37 @@ class PerGroup:
     axis: int = -1
 
 
-Granularity = PerTensor | PerChannel | PerGroup
+@dataclass(frozen=True)
+class PerBlock:
+    """One scale per tile of ``block_shape`` over the last ``len(block_shape)`` axes.
+
+    A weight ``[N, K]`` with ``PerBlock((128, 128))`` has scales of shape ``[N // 128, K // 128]``.
+    """
+
+    block_shape: tuple[int, ...]
+
+
+Granularity = PerTensor | PerChannel | PerGroup | PerBlock
+
+
+def _per_block(granularity: PerBlock, shape: tuple[int, ...]) -> tuple[int, ...]:
+    bs = granularity.block_shape
+    if (
+        not isinstance(bs, (tuple, list))
+        or not bs
+        or not all(isinstance(b, (int, np.integer)) and not isinstance(b, bool) and b >= 1 for b in bs)
+    ):
+        raise ValueError(f"PerBlock(block_shape={bs!r}) must be a tuple of positive whole numbers, such as (128, 128)")
+    if len(bs) > len(shape):
+        raise ValueError(f"PerBlock(block_shape={tuple(bs)}) has {len(bs)} axes, but the tensor has shape {shape}")
+    lead = len(shape) - len(bs)
+    for axis, (n, b) in enumerate(zip(shape[lead:], bs, strict=True), start=lead):
+        if n % b:
+            raise ValueError(
+                f"PerBlock(block_shape={tuple(int(v) for v in bs)}) does not divide axis {axis} of length {n}; "
+                f"pick block sides that divide the shape {shape}, or pad the tensor"
+            )
+    return (1,) * lead + tuple(int(b) for b in bs)
 
 
 def block_size(granularity: Granularity, shape: tuple[int, ...] | torch.Size) -> tuple[int, ...]:
@@ -106,22 +139,26 @@ def block_size(granularity: Granularity, shape: tuple[int, ...] | torch.Size) ->
                 f"pick a group size that divides {n}, e.g. {hint}"
             )
         return tuple(g if d == axis else 1 for d, s in enumerate(shape))
+    if isinstance(granularity, PerBlock):
+        return _per_block(granularity, shape)
     raise ValueError(
-        f"granularity={granularity!r} is not a granularity; use ql.PerTensor(), ql.PerChannel(axis) "
-        "or ql.PerGroup(group_size, axis)"
+        f"granularity={granularity!r} is not a granularity; use ql.PerTensor(), ql.PerChannel(axis), "
+        "ql.PerGroup(group_size, axis) or ql.PerBlock((128, 128))"
     )
 
 
 def method_name(granularity: Granularity) -> str:
     """A short label: ``PerTensor()`` -> "per-tensor", ``PerGroup(32)`` -> "per-group 32".
 
-    >>> method_name(PerChannel(0)), method_name(PerGroup(32))
-    ('per-channel', 'per-group 32')
+    >>> method_name(PerChannel(0)), method_name(PerGroup(32)), method_name(PerBlock((128, 128)))
+    ('per-channel', 'per-group 32', 'per-block 128x128')
     """
     if isinstance(granularity, PerTensor):
         return "per-tensor"
     if isinstance(granularity, PerChannel):
         return "per-channel"
+    if isinstance(granularity, PerBlock):
+        return "per-block " + "x".join(str(int(b)) for b in granularity.block_shape)
     return f"per-group {granularity.group_size}"
 
 
@@ -137,11 +174,13 @@ def grid_shape(granularity: Granularity, shape: tuple[int, ...] | torch.Size) ->
 def scale_shape(granularity: Granularity, shape: tuple[int, ...] | torch.Size) -> tuple[int, ...]:
     """The compact shape of ``scale`` and ``zero_point``.
 
-    ``()`` for per-tensor, ``(shape[axis],)`` for per-channel, and for per-group the
-    tensor's shape with the grouped axis divided by the group size.
+    ``()`` for per-tensor, ``(shape[axis],)`` for per-channel, and for per-group and per-block
+    the tensor's shape divided by the block size (the grid of blocks).
 
     >>> scale_shape(PerTensor(), (2, 4)), scale_shape(PerChannel(1), (2, 4)), scale_shape(PerGroup(2, 0), (2, 4))
     ((), (4,), (1, 4))
+    >>> scale_shape(PerBlock((128, 128)), (384, 1536))
+    (3, 12)
     """
     grid = grid_shape(granularity, shape)
     if isinstance(granularity, PerTensor):
