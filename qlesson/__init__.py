@@ -20,7 +20,9 @@ from typing import Any
 
 from qlesson.course.env import show_environment, versions
 from qlesson.quant import formats
+from qlesson.quant.awq import awq_scales
 from qlesson.quant.footprint import Footprint, footprint, total_footprint
+from qlesson.quant.gptq import gptq
 from qlesson.quant.granularity import Granularity, PerChannel, PerGroup, PerTensor, block_size, scale_shape
 from qlesson.quant.metrics import ChannelErrors, Errors, channel_errors, errors
 from qlesson.quant.quantize import QTensor, fake_quantize, qrange, quantize
@@ -53,12 +55,14 @@ __all__ = [
     "PerGroup",
     "PerTensor",
     "QTensor",
+    "awq_scales",
     "block_size",
     "channel_errors",
     "errors",
     "fake_quantize",
     "footprint",
     "formats",
+    "gptq",
     "qrange",
     "quantize",
     "scale_shape",

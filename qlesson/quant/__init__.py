@@ -8,7 +8,9 @@ library would ship. ``import qlesson as ql`` re-exports the public names.
 [[0.2857142984867096, 0.0714285746216774]]
 """
 
+from qlesson.quant.awq import awq_scales
 from qlesson.quant.footprint import Footprint, footprint, total_footprint
+from qlesson.quant.gptq import gptq
 from qlesson.quant.granularity import Granularity, PerChannel, PerGroup, PerTensor, block_size, scale_shape
 from qlesson.quant.metrics import ChannelErrors, Errors, channel_errors, errors
 from qlesson.quant.quantize import QTensor, fake_quantize, qrange, quantize
@@ -22,11 +24,13 @@ __all__ = [
     "PerGroup",
     "PerTensor",
     "QTensor",
+    "awq_scales",
     "block_size",
     "channel_errors",
     "errors",
     "fake_quantize",
     "footprint",
+    "gptq",
     "qrange",
     "quantize",
     "scale_shape",
