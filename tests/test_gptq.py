@@ -240,3 +240,14 @@ def test_on_every_minilm_layer_gptq_and_awq_beat_round_to_nearest(minilm_layers,
         assert _out_err(x, w, ql.gptq(w, x, bits, granularity=g).dequantize()) <= rtn, name
         s = ql.awq_scales(w, x, bits, granularity=g)
         assert _out_err(x, w, ql.fake_quantize(w * s, bits, granularity=g) / s) <= rtn * (1 + 1e-5), name
+
+
+def test_bench_rows_on_small_layers():
+    from qlesson.bench.gptq import bench_gptq
+
+    w, x = _problem(40, n=16, k=64, tokens=300)
+    weights, inputs = {"a": w.float(), "b": w.float().flip(0)}, {"a": x.float(), "b": x.float()}
+    rows = bench_gptq(weights, inputs, ((4, ql.PerGroup(16)),), progress=False)
+    assert [r.method for r in rows] == ["RTN int4 per-group 16", "GPTQ int4 per-group 16", "AWQ int4 per-group 16"]
+    rtn, gptq, awq = (r.rel_output_err for r in rows)
+    assert gptq < rtn and awq <= rtn and all(r.layers == 2 and r.seconds > 0 for r in rows)
