@@ -127,23 +127,28 @@ def _inverse_cholesky(h: torch.Tensor) -> torch.Tensor:
 def _round_columns(
     w: torch.Tensor, u: torch.Tensor, scale: torch.Tensor, zero: torch.Tensor, qrng: tuple[int, int], block: int
 ) -> torch.Tensor:
-    """GPTQ's loop: round each column with its fixed scale, spread the error over the later columns."""
+    """GPTQ's loop: round each column with its fixed scale, spread the error over the later columns.
+
+    Works on transposed copies (``wt[j]`` is column ``j`` of ``w``), so that every step reads
+    and writes contiguous rows.
+    """
     qmin, qmax = qrng
-    n, k = w.shape
-    codes = torch.empty_like(w)
+    wt, st, zt = w.T.contiguous(), scale.T.contiguous(), zero.T.contiguous()
+    codes = torch.empty_like(wt)
+    k = wt.shape[0]
     for i1 in range(0, k, block):
         i2 = min(i1 + block, k)
-        w1, u1 = w[:, i1:i2].clone(), u[i1:i2, i1:i2]
+        w1, u1 = wt[i1:i2], u[i1:i2, i1:i2]  # w1 is a view: the updates land in wt
         err1 = torch.empty_like(w1)
         for i in range(i2 - i1):
-            s, z = scale[:, i1 + i], zero[:, i1 + i]
-            q = torch.clamp(torch.round(w1[:, i] / s) + z, qmin, qmax)
-            codes[:, i1 + i] = q
-            err = (w1[:, i] - (q - z) * s) / u1[i, i]
-            w1[:, i:].sub_(err[:, None] * u1[i, i:][None, :])  # within the block: one column at a time
-            err1[:, i] = err
-        w[:, i2:].sub_(err1 @ u[i1:i2, i2:])  # the rest of the matrix: the whole block's errors at once
-    return codes
+            j = i1 + i
+            q = torch.round(w1[i] / st[j]).add_(zt[j]).clamp_(qmin, qmax)
+            codes[j] = q
+            err = (w1[i] - (q - zt[j]) * st[j]).div_(u1[i, i])
+            w1[i:].addr_(u1[i, i:], err, alpha=-1)  # within the block: one column at a time
+            err1[i] = err
+        wt[i2:].addmm_(u[i1:i2, i2:].T, err1, alpha=-1)  # the rest: the whole block's errors at once
+    return codes.T
 
 
 def gptq(
