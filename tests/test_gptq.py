@@ -251,3 +251,30 @@ def test_bench_rows_on_small_layers():
     assert [r.method for r in rows] == ["RTN int4 per-group 16", "GPTQ int4 per-group 16", "AWQ int4 per-group 16"]
     rtn, gptq, awq = (r.rel_output_err for r in rows)
     assert gptq < rtn and awq <= rtn and all(r.layers == 2 and r.seconds > 0 for r in rows)
+
+
+def test_lesson_helpers_agree_with_the_library():
+    from qlesson.teach import smarter
+
+    w = torch.tensor([[0.05, -0.08, 0.12, -0.15], [2.0, -3.1, 1.7, -2.6]])
+    x = smarter.toy_inputs()
+    for row in (0, 1):
+        trace = smarter.gptq_trace(w, x, 4, row=row)
+        assert [r["code"] for r in trace] == ql.gptq(w, x, 4, damp=0.0).q[row].tolist()
+        assert [r["RTN code"] for r in trace] == ql.quantize(w, 4, granularity=ql.PerChannel(0)).q[row].tolist()
+    w, x = _problem(50, n=16, k=32, tokens=300)
+    w_hat = ql.fake_quantize(w, 3, granularity=ql.PerGroup(8))
+    direct = float((x @ (w - w_hat).T).square().sum() / (x @ w.T).square().sum())
+    assert math.isclose(smarter.output_error(w, w_hat, smarter.hessian(x)), direct, rel_tol=1e-9)
+    layer = smarter.layers({"a": w}, {"a": x})["a"]
+    got = smarter.quantized(layer, 3, ql.PerGroup(8))
+    s = ql.awq_scales(w, x, 3, granularity=ql.PerGroup(8))
+    assert torch.equal(got["RTN"], w_hat)
+    assert torch.equal(got["GPTQ"], ql.gptq(w, x, 3, granularity=ql.PerGroup(8)).dequantize())
+    assert torch.allclose(got["AWQ"], ql.fake_quantize(w * s, 3, granularity=ql.PerGroup(8)) / s, rtol=1e-12)
+    both = ql.gptq(w * s, x / s, 3, granularity=ql.PerGroup(8)).dequantize() / s
+    assert torch.allclose(got["AWQ+GPTQ"], both, rtol=1e-12)
+    with pytest.raises(ValueError, match="not among"):
+        smarter.quantized(layer, 3, ql.PerGroup(8), ["SpQR"])
+    rows = smarter.overfit_rows(w, x, x.flip(0), [8, 300])
+    assert rows[0]["GPTQ on calib"] < rows[0]["RTN on calib"] and rows[1]["tokens / in_features"] == 300 / 32

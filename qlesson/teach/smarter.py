@@ -43,7 +43,7 @@ def output_error(w: torch.Tensor, w_hat: torch.Tensor, h: torch.Tensor) -> float
     return float(((d @ h) * d).sum() / ((w.to(h.dtype) @ h) * w.to(h.dtype)).sum())
 
 
-def gptq_trace(w: torch.Tensor, x: torch.Tensor, bits: int = 4, row: int = 1) -> list[dict[str, Any]]:
+def gptq_trace(w: torch.Tensor, x: torch.Tensor, bits: int = 4, row: int = 0) -> list[dict[str, Any]]:
     """GPTQ on a small ``w`` step by step (per-channel scales, no damping), as one row sees it.
 
     The textbook form: after rounding column ``j`` with error ``e`` (in ticks), every later
@@ -91,24 +91,29 @@ def layers(weights: Mapping[str, torch.Tensor], inputs: Mapping[str, torch.Tenso
     }
 
 
-def quantized(layer: Layer, method: str, bits: int, g: Granularity) -> torch.Tensor:
-    """The fake-quantized weight that acts on the layer's original inputs, for one of :data:`METHODS`.
+def quantized(layer: Layer, bits: int, g: Granularity, methods: Sequence[str] = METHODS) -> dict[str, torch.Tensor]:
+    """Method -> the fake-quantized weight that acts on the layer's original inputs (one AWQ search).
 
     AWQ's ``1 / s`` is applied to the weight (``Q(w * s) / s``): the same product as folding it
-    into the previous operation, in exact arithmetic.
+    into the previous operation, in exact arithmetic. AWQ+GPTQ runs GPTQ on ``w * s`` with the
+    Hessian of ``x / s``.
     """
-    w = layer.w
-    if method == "RTN":
-        return fake_quantize(w, bits, granularity=g)
-    if method == "GPTQ":
-        return gptq_from_hessian(w, layer.h, bits, granularity=g).dequantize()
-    if method not in METHODS:
-        raise ValueError(f"method={method!r} is not one of {METHODS}")
-    s = awq_search(w, layer.mean_abs_x, layer.h, bits, granularity=g)
-    if method == "AWQ":
-        return fake_quantize(w * s, bits, granularity=g) / s
-    h_scaled = layer.h / (s[:, None] * s[None, :])  # the Hessian of x / s
-    return gptq_from_hessian(w * s, h_scaled, bits, granularity=g).dequantize() / s
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        raise ValueError(f"methods {unknown} are not among {METHODS}")
+    w, out = layer.w, {}
+    if "RTN" in methods:
+        out["RTN"] = fake_quantize(w, bits, granularity=g)
+    if "GPTQ" in methods:
+        out["GPTQ"] = gptq_from_hessian(w, layer.h, bits, granularity=g).dequantize()
+    if "AWQ" in methods or "AWQ+GPTQ" in methods:
+        s = awq_search(w, layer.mean_abs_x, layer.h, bits, granularity=g)
+        if "AWQ" in methods:
+            out["AWQ"] = fake_quantize(w * s, bits, granularity=g) / s
+        if "AWQ+GPTQ" in methods:
+            h_scaled = layer.h / (s[:, None] * s[None, :])  # the Hessian of x / s
+            out["AWQ+GPTQ"] = gptq_from_hessian(w * s, h_scaled, bits, granularity=g).dequantize() / s
+    return {m: out[m] for m in methods}
 
 
 @contextlib.contextmanager
@@ -149,8 +154,9 @@ def study_rows(
     shapes = [tuple(layer.w.shape) for layer in lays.values()]
     rows = []
     for bits, g in settings:
+        by_layer = {name: quantized(layer, bits, g, methods) for name, layer in lays.items()}
         for method in methods:
-            new = {name: quantized(layer, method, bits, g) for name, layer in lays.items()}
+            new = {name: q[method] for name, q in by_layer.items()}
             errs = [output_error(lays[n].w, w_hat, lays[n].h) for n, w_hat in new.items()]
             with swapped_weights(model, new):
                 e = embed(model)
