@@ -20,9 +20,11 @@ from typing import Any
 
 from qlesson.course.env import show_environment, versions
 from qlesson.quant import formats
+from qlesson.quant.awq import awq_scales
 from qlesson.quant.double import DoubleQuant, double_quantize
 from qlesson.quant.footprint import Footprint, footprint, total_footprint
 from qlesson.quant.fp8 import FP8Tensor, quantize_fp8
+from qlesson.quant.gptq import gptq
 from qlesson.quant.granularity import (
     Granularity,
     PerBlock,
@@ -66,6 +68,7 @@ __all__ = [
     "PerGroup",
     "PerTensor",
     "QTensor",
+    "awq_scales",
     "block_size",
     "channel_errors",
     "double_quantize",
@@ -73,6 +76,7 @@ __all__ = [
     "fake_quantize",
     "footprint",
     "formats",
+    "gptq",
     "qrange",
     "quantize_fp8",
     "quantize",

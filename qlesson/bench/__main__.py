@@ -1,4 +1,4 @@
-"""Command line: ``python -m qlesson.bench {quantize,gemm,widgets} [--quick] [--threads N] [--csv FILE]``."""
+"""Command line: ``python -m qlesson.bench {quantize,gemm,widgets,gptq} [--quick] [--threads N] [--csv FILE]``."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import torch
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m qlesson.bench", description=__doc__)
-    parser.add_argument("which", choices=["quantize", "gemm", "widgets"], help="which benchmark to run")
+    parser.add_argument("which", choices=["quantize", "gemm", "widgets", "gptq"], help="which benchmark to run")
     parser.add_argument("--quick", action="store_true", help="smaller sizes (seconds, for CI and notebooks)")
     parser.add_argument("--csv", default=None, help="gemm: also write the rows to this CSV file")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
@@ -24,6 +24,10 @@ def main(argv: list[str] | None = None) -> int:
         from .gemm import main as run_gemm
 
         run_gemm(quick=args.quick, csv_path=args.csv)
+    elif args.which == "gptq":
+        from .gptq import main as run_gptq
+
+        run_gptq(quick=args.quick)
     else:
         from .widgets import main as run_widgets
 

@@ -8,9 +8,11 @@ library would ship. ``import qlesson as ql`` re-exports the public names.
 [[0.2857142984867096, 0.0714285746216774]]
 """
 
+from qlesson.quant.awq import awq_scales
 from qlesson.quant.double import DoubleQuant, double_quantize
 from qlesson.quant.footprint import Footprint, footprint, total_footprint
 from qlesson.quant.fp8 import FP8Tensor, quantize_fp8
+from qlesson.quant.gptq import gptq
 from qlesson.quant.granularity import (
     Granularity,
     PerBlock,
@@ -35,12 +37,14 @@ __all__ = [
     "PerGroup",
     "PerTensor",
     "QTensor",
+    "awq_scales",
     "block_size",
     "channel_errors",
     "double_quantize",
     "errors",
     "fake_quantize",
     "footprint",
+    "gptq",
     "qrange",
     "quantize_fp8",
     "quantize",
