@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -152,6 +152,27 @@ def quantized_weights(model: Any, bits: int, granularity: Granularity) -> Iterat
             for m in linears:
                 saved[m] = m.weight.detach().clone()
                 m.weight.copy_(fake_quantize(m.weight, bits, granularity=granularity))
+        yield model
+    finally:
+        with torch.no_grad():
+            for m, w in saved.items():
+                m.weight.copy_(w)
+
+
+@contextlib.contextmanager
+def replaced_weights(
+    model: Any, fn: Callable[[torch.Tensor], torch.Tensor], skip: tuple[str, ...] = ()
+) -> Iterator[Any]:
+    """Temporarily replace every Linear weight ``w`` by ``fn(w)`` (except short names in ``skip``), then restore."""
+    saved = {}
+    linears = [(short_name(n), m) for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)]
+    try:
+        with torch.no_grad():
+            for name, m in linears:
+                if name in skip:
+                    continue
+                saved[m] = m.weight.detach().clone()
+                m.weight.copy_(fn(m.weight.detach()))
         yield model
     finally:
         with torch.no_grad():
