@@ -162,18 +162,9 @@ for rule in microscaling.RULES:
     s, d = to_mx(w, torch.float4_e2m1fn_x2, 32, getattr(ScaleCalculationMode, rule.upper()))
     theirs = to_dtype(d, s, torch.float4_e2m1fn_x2, 32, torch.float32).numpy()
     sat = np.abs(w.numpy()).reshape(-1, 32) > 6 * mx.scales().reshape(-1, 1)
-    above = 100 * float((mx.exponents.astype(int) > floor_e).mean())
-    sqnr = ql.errors(w, torch.from_numpy(mx.values())).sqnr_db
-    same = np.array_equal(mx.values(), theirs)
-    rule_rows.append(
-        {
-            "rule": rule,
-            "blocks above floor %": above,
-            "saturated %": 100 * float(sat.mean()),
-            "SQNR dB": sqnr,
-            "= torchao": same,
-        }
-    )
+    row = {"rule": rule, "blocks above floor %": 100 * float((mx.exponents.astype(int) > floor_e).mean())}
+    row |= {"saturated %": 100 * float(sat.mean()), "SQNR dB": ql.errors(w, torch.from_numpy(mx.values())).sqnr_db}
+    rule_rows.append(row | {"= torchao": np.array_equal(mx.values(), theirs)})
 print_table(rule_rows, {"blocks above floor %": ".1f", "saturated %": ".2f", "SQNR dB": ".2f"})
 
 # %% [markdown]
