@@ -270,9 +270,7 @@ print(f"bytes counted from the arrays: {dq.nbytes * 8 / w.numel():.4f} bits per 
 # super-scale spans two rows (llama.cpp would fall back to another format for such tensors).
 
 # %%
-points = format_study.format_points(W)
-quality = format_study.format_quality(model)
-table = [{**p, **{k: v for k, v in q.items() if k != "format"}} for p, q in zip(points, quality, strict=True)]
+table = format_study.format_table(model, W)
 spec = {"bits per weight": ".4f", "SQNR dB": ".2f", "rmse / rms": ".4f", "mean cosine": ".4f", "rank corr": ".4f"}
 print_table(table, spec)
 

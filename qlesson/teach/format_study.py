@@ -2,8 +2,8 @@
 
 A *method* is a string such as ``"Q4_K"``, ``"MXFP4 floor"``, ``"int4 g32"`` or ``"FP8 per-row"``.
 :func:`fake` gives its reconstruction of a weight, :func:`bits_per_weight` its exact storage
-(every scale, minimum and tensor scale counted), and :func:`format_points` /
-:func:`format_quality` the rows of the lesson's table.
+(every scale, minimum and tensor scale counted), and :func:`format_table` the rows of the
+lesson's table.
 
 K-quants need rows that are a multiple of 256; MiniLM's rows are 384 (or 1536). llama.cpp
 falls back to another format for such tensors; here the weight is flattened row-major and
@@ -96,42 +96,35 @@ def bits_per_weight(shape: tuple[int, ...], method: str) -> float:
     return formats.footprint(shape, fmt).bits_per_weight
 
 
-def format_points(weights: Mapping[str, torch.Tensor], methods: Sequence[str] = METHODS) -> list[dict[str, Any]]:
-    """Bits per weight, SQNR and relative RMSE of each method over all ``weights`` together."""
-    total_sq = sum(float(w.double().square().sum()) for w in weights.values())
-    numel = sum(w.numel() for w in weights.values())
-    rows = []
-    for m in methods:
-        err_sq = sum(float((fake(w, m) - w).double().square().sum()) for w in weights.values())
-        bits = sum(bits_per_weight(tuple(w.shape), m) * w.numel() for w in weights.values())
-        rows.append(
-            {
-                "format": m,
-                "bits per weight": bits / numel,
-                "SQNR dB": 10 * np.log10(total_sq / err_sq),
-                "rmse / rms": (err_sq / total_sq) ** 0.5,
-            }
-        )
-    return rows
+def format_table(
+    model: Any, weights: Mapping[str, torch.Tensor], methods: Sequence[str] = METHODS
+) -> list[dict[str, Any]]:
+    """One row per method: bits per weight, SQNR and relative RMSE over all ``weights`` together, and the
+    model's sentence embeddings with those weights stored in the method, against FP32.
 
-
-def format_quality(model: Any, methods: Sequence[str] = METHODS) -> list[dict[str, Any]]:
-    """Sentence embeddings with every encoder Linear weight stored in ``method``, against FP32.
-
-    ``mean cosine`` and ``rank corr`` as in :func:`qlesson.teach.studies.embedding_quality`.
+    ``mean cosine`` and ``rank corr`` as in :func:`qlesson.teach.studies.embedding_quality`; the
+    reconstruction of each weight is computed once and used for both.
     """
     from qlesson.teach.models import embed, replaced_weights
     from qlesson.teach.studies import _pairwise, _spearman
 
     ref = embed(model)
     ref_pairs = _pairwise(ref)
+    total_sq = sum(float(w.double().square().sum()) for w in weights.values())
+    numel = sum(w.numel() for w in weights.values())
     rows = []
     for m in methods:
-        with replaced_weights(model, lambda w, m=m: fake(w, m), skip=("pooler",)):
+        fakes = {n: fake(w, m) for n, w in weights.items()}
+        err_sq = sum(float((fakes[n] - w).double().square().sum()) for n, w in weights.items())
+        bits = sum(bits_per_weight(tuple(w.shape), m) * w.numel() for w in weights.values())
+        with replaced_weights(model, fakes):
             e = embed(model)
         rows.append(
             {
                 "format": m,
+                "bits per weight": bits / numel,
+                "SQNR dB": 10 * np.log10(total_sq / err_sq),
+                "rmse / rms": (err_sq / total_sq) ** 0.5,
                 "mean cosine": float((e * ref).sum(1).mean()),
                 "rank corr": _spearman(ref_pairs, _pairwise(e)),
             }
