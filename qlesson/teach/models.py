@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import torch
@@ -152,6 +152,27 @@ def quantized_weights(model: Any, bits: int, granularity: Granularity) -> Iterat
             for m in linears:
                 saved[m] = m.weight.detach().clone()
                 m.weight.copy_(fake_quantize(m.weight, bits, granularity=granularity))
+        yield model
+    finally:
+        with torch.no_grad():
+            for m, w in saved.items():
+                m.weight.copy_(w)
+
+
+@contextlib.contextmanager
+def replaced_weights(model: Any, new: Mapping[str, torch.Tensor]) -> Iterator[Any]:
+    """Temporarily replace the Linear weights named (short names) in ``new`` by its tensors, then restore."""
+    saved = {}
+    linears = {short_name(n): m for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)}
+    unknown = sorted(set(new) - set(linears))
+    if unknown:
+        raise ValueError(f"no Linear layers named {unknown}; the model has {', '.join(linears)}")
+    try:
+        with torch.no_grad():
+            for name, w in new.items():
+                m = linears[name]
+                saved[m] = m.weight.detach().clone()
+                m.weight.copy_(w)
         yield model
     finally:
         with torch.no_grad():

@@ -27,6 +27,7 @@ COLORS = {
     "per-group": "#edae49",
     "per-token": "#66a182",
     "smoothed": "#8d5a97",
+    "per-block": "#3d5a80",
 }
 LAYER_COLORS = dict(
     zip(

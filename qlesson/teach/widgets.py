@@ -363,3 +363,37 @@ def calculator(text: str | None = None) -> Any:
     ui = W.VBox([box, W.HBox([bits, signed, sym]), button, message, summary, pdf_row, image])
     ui.run, ui.make_pdf = run, make_pdf
     return ui
+
+
+def format_state(weights: dict[str, torch.Tensor], layer: str, method: str) -> tuple[str, dict[str, Any]]:
+    """Lesson 08's readout for one layer in one format: text and the first block of row 0."""
+    from qlesson.teach.format_study import bits_per_weight, first_block
+
+    w = _weight_2d(weights[layer])
+    st = first_block(w, method)
+    html = (
+        f"{escape(layer, quote=False)} [{w.shape[0]}, {w.shape[1]}] in {escape(method, quote=False)}: "
+        f"{bits_per_weight(tuple(w.shape), method):.4f} bits per weight, layer SQNR {st['layer SQNR dB']:.2f} dB. "
+        f"First block of row 0: {escape(st['scales'], quote=False)}; largest error {st['max error']:.3g}"
+    )
+    return html, st
+
+
+def format_explorer(weights: dict[str, torch.Tensor], methods: tuple[str, ...] | None = None) -> Any:
+    """Lesson 08: pick a format and a layer; see its first block, the scales it stores and the error."""
+    import ipywidgets as W
+
+    from qlesson.teach.format_plots import block
+    from qlesson.teach.format_study import METHODS
+
+    names = list(weights)
+    fmt = W.Dropdown(options=list(methods or METHODS), value="Q4_K", description="format")
+    layer = W.Dropdown(options=names, value=names[0], description="layer")
+    fig = _fig((7.5, 2.8))
+
+    def update() -> tuple[str, Any]:
+        html, st = format_state(weights, layer.value, fmt.value)
+        block(st["values"], st["reconstructed"], f"{layer.value}, row 0, weights 0-31 in {fmt.value}", fig=fig)
+        return html, fig
+
+    return _panel([fmt, layer], update)

@@ -1,0 +1,173 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     notebook_metadata_filter: kernelspec,jupytext,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown] tags=["solutions-only"]
+# > **SPOILERS.** This is the solution notebook.
+# > The exercise is `exercises/08_scales_of_scales.ipynb`; try it first.
+
+# %% [markdown]
+# # Exercise 08 · Scales of scales (SOLUTIONS: spoilers)
+#
+# Practice for lesson `notebooks/08_scales_of_scales.ipynb`.
+# An MXFP4 block decoded by hand, K-quant and double-quantization bits per weight, and the
+# E8M0 exponent of a block.
+#
+# **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
+# check cell right below it. Write your code, run your cell, then run the check: a pass prints
+# one `✓` line per test case; a failure shows the first failing case, what came back, what
+# was expected and a hint (naming the mistake when it is a known one). The cases vary every
+# argument (bit widths, group sizes, shapes) and include edge cases, so hard-coding a number
+# that works for one case fails another. When you are done, save the notebook and grade it
+# from the repo root with `make grade` (or `python -m qlesson grade 08`): grading runs your
+# functions in a fresh process against the course's own cases and ignores what the check
+# cells printed, so a print or a warning in your code is fine. Leave the check cells as they
+# are: an edited or deleted check cell is reported, never counted as a pass.
+
+# %%
+import math
+
+import numpy as np
+
+from qlesson.course import recall
+from qlesson.course.tasks import check
+
+# %% [markdown]
+# ## Task 1 · Decode one MXFP4 block by hand
+#
+# Write `decode_mxfp4(raw)`: `raw` is the 17 bytes (`np.uint8`) of one MXFP4 block as gguf
+# stores it. Byte 0 is the E8M0 exponent `e`: the scale is `2**(e - 127)`. Bytes 1 to 16 hold
+# 32 four-bit codes: the low nibbles are weights 0 to 15, the high nibbles weights 16 to 31.
+# A code's bit 3 is the sign; bits 0 to 2 index the E2M1 magnitudes
+# `0, 0.5, 1, 1.5, 2, 3, 4, 6`. Return the 32 values (a numpy array).
+
+
+# %% tags=["solution"]
+def decode_mxfp4(raw):
+    ...  # STUB
+    # BEGIN SOLUTION
+    raw = np.asarray(raw, dtype=np.uint8)
+    codes = np.concatenate([raw[1:] & 15, raw[1:] >> 4])
+    magnitude = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])[codes & 7]
+    sign = np.where(codes & 8, -1.0, 1.0)
+    return sign * magnitude * 2.0 ** (int(raw[0]) - 127)
+    # END SOLUTION
+
+
+# %% qlesson={"task": "08.decode_mxfp4"} tags=["check"]
+check("08.decode_mxfp4", decode_mxfp4)
+
+
+# %% [markdown]
+# ## Task 2 · K-quant bits per weight from its fields
+#
+# Write `kquant_bits(code_bits, sub_block, sub_scale_bits, has_min)` for a llama.cpp K-quant:
+# super-blocks of 256 weights, cut into sub-blocks of `sub_block` weights. Each sub-block
+# stores a `sub_scale_bits`-bit scale (and, when `has_min`, a minimum of as many bits); each
+# super-block stores an fp16 super-scale `d` (and, when `has_min`, an fp16 `dmin`). Return the
+# total bits per weight (Q4_K: 4.5).
+
+
+# %% tags=["solution"]
+def kquant_bits(code_bits, sub_block, sub_scale_bits, has_min):
+    ...  # STUB
+    # BEGIN SOLUTION
+    fields = 2 if has_min else 1
+    return code_bits + fields * sub_scale_bits / sub_block + fields * 16 / 256
+    # END SOLUTION
+
+
+# %% qlesson={"task": "08.kquant_bits"} tags=["check"]
+check("08.kquant_bits", kquant_bits)
+
+
+# %% [markdown]
+# ## Task 3 · The E8M0 exponent of a block
+#
+# Write `e8m0_floor(amax)`: the biased exponent byte MXFP4's floor rule stores for a block
+# whose largest magnitude is `amax`: `floor(log2(amax)) - 2 + 127`, where 2 is the exponent of
+# FP4's largest value (6 = 1.5 x 2**2). An all-zero block gets 0; the byte is never negative.
+
+
+# %% tags=["solution"]
+def e8m0_floor(amax):
+    ...  # STUB
+    # BEGIN SOLUTION
+    if amax == 0:
+        return 0
+    return max(math.floor(math.log2(amax)) - 2 + 127, 0)
+    # END SOLUTION
+
+
+# %% qlesson={"task": "08.e8m0_floor"} tags=["check"]
+check("08.e8m0_floor", e8m0_floor)
+
+
+# %% [markdown]
+# ## Task 4 · Bits per weight with double-quantized scales
+#
+# Write `double_quant_bits(bits, group_size, scale_bits, scale_group)`: `bits`-bit codes, one
+# scale per `group_size` weights stored as a `scale_bits`-bit code, and one fp32 second-level
+# scale per `scale_group` group scales (QLoRA: 4, 64, 8, 256).
+
+
+# %% tags=["solution"]
+def double_quant_bits(bits, group_size, scale_bits, scale_group):
+    ...  # STUB
+    # BEGIN SOLUTION
+    return bits + (scale_bits + 32 / scale_group) / group_size
+    # END SOLUTION
+
+
+# %% qlesson={"task": "08.double_quant_bits"} tags=["check"]
+check("08.double_quant_bits", double_quant_bits)
+
+# %% [markdown]
+# ## Recall
+
+# %% [markdown]
+# ### Recall 08.4
+#
+# Which magnitudes does FP4 E2M1 represent?
+#
+# - **a)** 0 to 7 in steps of 1
+# - **b)** 0, 1, 2, 4, 8, 16, 32, 64
+# - **c)** 0, 0.5, 1, 1.5, 2, 3, 4, 6
+#
+# Answer with the option's letter as a string (in quotes).
+
+# %% tags=["solution"]
+recall_4 = ...  # STUB
+# BEGIN SOLUTION
+recall_4 = "c"
+# END SOLUTION
+
+# %% qlesson={"task": "recall 08.4"} tags=["check"]
+recall.answer("08", 4, recall_4)
+
+# %% [markdown]
+# ### Recall 08.5
+#
+# MXFP4 floor rule: a block's largest magnitude is 5.0. What is its scale?
+#
+# Answer with a number.
+
+# %% tags=["solution"]
+recall_5 = ...  # STUB
+# BEGIN SOLUTION
+recall_5 = 1.0
+# END SOLUTION
+
+# %% qlesson={"task": "recall 08.5"} tags=["check"]
+recall.answer("08", 5, recall_5)

@@ -1,0 +1,367 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     notebook_metadata_filter: kernelspec,jupytext,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 08 · Scales of scales: K-quants, MXFP4, NVFP4, FP8 blocks
+#
+# **What you will learn**
+# * why small groups need a *second level* of scales: an fp16 scale per 16 weights costs a
+#   whole bit per weight, a 6-bit scale under a shared fp16 super-scale far less;
+# * llama.cpp's Q4_K and Q6_K super-blocks and an MXFP4 block, byte by byte, decoded by hand;
+# * FP4 (E2M1): an uneven grid 0, 0.5, 1, 1.5, 2, 3, 4, 6 under a power-of-two scale, and the
+#   four ways to pick that scale (floor, ceil, even, rceil);
+# * NVFP4's FP8 block scales under one fp32 tensor scale; FP8 with 128 x 128 blocks
+#   (DeepSeek-V3); double quantization of int4 group scales (QLoRA);
+# * which format is best per bit on MiniLM's 36 Linear layers, measured: error and the
+#   effect on sentence embeddings.
+#
+# **What you need**: notebooks 03 and 04. About 20 minutes.
+
+# %% tags=["nbval-ignore-output"]
+import qlesson as ql
+from qlesson.teach.report import print_table
+
+ql.show_environment()
+
+# %% [markdown]
+# ## 1. Why a second level: the metadata arithmetic
+#
+# Lesson 04 stored one fp16 scale per group: `16 / g` bits per weight. Small groups fit
+# better, but at `g = 16` the scales alone cost a whole bit per weight, a quarter of an int4
+# payload. K-quants keep small sub-blocks and make each sub-block's scale *small*: a 6-bit
+# (Q4_K) or 8-bit (Q6_K) integer that multiplies one fp16 *super-scale* per 256 weights.
+# The microscaling formats shrink the scale instead to 8 bits of exponent (MXFP4) or an FP8
+# number (NVFP4). Each row counts every byte of the format's block:
+
+# %%
+import numpy as np
+import torch
+
+from qlesson.quant import formats, kquants, microscaling
+from qlesson.teach import format_plots, format_study, models, widgets
+
+rows = [{"format": f"int4 g{g}, fp16 scales", "code bits": 4, "scale bits / weight": 16 / g} for g in (128, 32, 16)]
+for fmt, code_bits in (("Q4_0", 4), ("Q4_K", 4), ("Q6_K", 6), ("MXFP4", 4), ("NVFP4", 4), ("Q8_0", 8)):
+    rows.append(
+        {"format": fmt, "code bits": code_bits, "scale bits / weight": formats.bits_per_weight(fmt) - code_bits}
+    )
+for r in rows:
+    r["bits per weight"] = r["code bits"] + r["scale bits / weight"]
+print_table(rows, {"scale bits / weight": ".4f", "bits per weight": ".4f"})
+print(f"NVFP4 also stores one fp32 per tensor: [384, 1536] -> {ql.footprint((384, 1536), 'NVFP4').bits_per_weight:.6f}")
+
+# %%
+_ = format_plots.byte_map()
+
+# %% [markdown]
+# Q4_K's scale bits: two fp16 super-scales (`d` for the scales, `dmin` for the minimums) and
+# eight sub-blocks of 32, each with a 6-bit scale and a 6-bit minimum, all per 256 weights:
+# `(2 x 16 + 8 x (6 + 6)) / 256 = 0.5` bits per weight, the same as Q4_0's one fp16 per 32,
+# but with a minimum per sub-block (like Q4_1, at 5.0) for free.
+#
+# ## 2. One Q4_K super-block, byte by byte
+#
+# The first 256 weights of row 0 of `L0.output`, quantized by `formats.quantize` (qlesson's
+# own one-pass choice of scales, documented in `qlesson.quant.kquants`) and read back by the
+# `gguf` package, llama.cpp's Python reference:
+
+# %%
+from gguf import GGMLQuantizationType, quants
+
+model = models.load_minilm()
+W = {n: w for n, w in models.linear_weights(model).items() if n != "pooler"}
+row = W["L0.output"][0].numpy()
+raw = formats.quantize(row[:256], "Q4_K")
+f = kquants.fields(raw, "Q4_K")
+print(f"{raw.size} bytes; d = {float(f['d'][0]):.6g}, dmin = {float(f['dmin'][0]):.6g} (fp16)")
+print(f"6-bit sub-scales sc = {f['sc'][0].tolist()}\n6-bit sub-minimums m = {f['m'][0].tolist()}")
+print("bytes 0-3 (d, dmin):", " ".join(f"{b:02x}" for b in raw[:4]))
+print("bytes 4-15 (sc and m, 6 bits each):", " ".join(f"{b:02x}" for b in raw[4:16]))
+same = np.array_equal(formats.dequantize(raw, "Q4_K"), quants.dequantize(raw, GGMLQuantizationType.Q4_K))
+print(f"gguf reads these bytes back to exactly our values: {same}")
+
+# %% [markdown]
+# The 12 scale bytes hold sixteen 6-bit numbers: bytes 0-3 keep the low 6 bits of `sc[0..3]`,
+# bytes 4-7 those of `m[0..3]`, and the top two bits of each of those eight bytes plus the
+# nibbles of bytes 8-11 carry `sc[4..7]` and `m[4..7]`. Decoding weight 0 by hand,
+# `x = d x sc[0] x q - dmin x m[0]`:
+
+# %%
+q0 = int(f["q"][0, 0, 0])
+by_hand = f["d"][0] * np.float32(f["sc"][0, 0]) * np.float32(q0) - f["dmin"][0] * np.float32(f["m"][0, 0])
+print(
+    f"q = {q0}: {float(f['d'][0]):.6g} x {int(f['sc'][0, 0])} x {q0} - {float(f['dmin'][0]):.6g} x {int(f['m'][0, 0])}"
+)
+print(f"= {float(by_hand):.6f}; dequantize gives {float(formats.dequantize(raw, 'Q4_K')[0]):.6f}; weight {row[0]:.6f}")
+
+# %% [markdown]
+# ## 3. One MXFP4 block, and the FP4 grid
+#
+# MXFP4 (the OCP Microscaling format) stores 32 weights as 4-bit floats, E2M1: a sign bit,
+# two exponent bits and one mantissa bit, so the magnitudes are 0, 0.5, 1, 1.5, 2, 3, 4, 6.
+# One E8M0 byte `e` per block is the scale `2**(e - 127)`: a pure power of two, no mantissa.
+# Unlike int4's evenly spaced ticks, FP4's ticks crowd near zero:
+
+# %%
+_ = format_plots.grids()
+
+# %%
+from qlesson.quant._quiet import quiet_imports
+from qlesson.quant.minifloat import E2M1_VALUES, e2m1_value
+
+with quiet_imports():  # torchao, the reference for sections 4 and 5, logs about CUDA extensions on import
+    from torchao.prototype.mx_formats.config import ScaleCalculationMode
+    from torchao.prototype.mx_formats.mx_tensor import to_dtype, to_mx
+
+raw = formats.quantize(row[:32], "MXFP4")
+e = int(raw[0])
+codes = np.concatenate([raw[1:] & 15, raw[1:] >> 4])  # low nibbles: weights 0-15, high: 16-31
+print(f"17 bytes; scale byte e = {e}: scale 2**({e} - 127) = 2**{e - 127} = {2.0 ** (e - 127):g}")
+table = []
+for i in range(6):
+    c = int(codes[i])
+    fp4 = ("-" if c & 8 else "+") + f"{float(E2M1_VALUES[c & 7]):g}"
+    table.append(
+        {"weight": float(row[i]), "code": f"{c:04b}", "FP4": fp4, "x scale": float(e2m1_value(c) * 2.0 ** (e - 127))}
+    )
+print_table(table, {"weight": "+.5f", "x scale": "+.5f"})
+print(f"dequantize agrees: {np.allclose(formats.dequantize(raw, 'MXFP4')[:6], [r['x scale'] for r in table])}")
+
+# %% [markdown]
+# Bit 3 of a code is the sign, bits 0-2 index the grid: `0111` is +6 and `1001` is -0.5.
+# The scale rule of the OCP specification (*floor*) takes the block's largest magnitude `amax`
+# and sets `e - 127 = floor(log2 amax) - 2`, 2 being the exponent of FP4's largest value 6:
+# `amax / scale` then lies in [4, 8), and values above 6 x scale saturate to 6.
+#
+# ## 4. Four ways to pick a power-of-two scale
+#
+# torchao (`torchao.prototype.mx_formats`) offers *floor*, *ceil* (`ceil(log2 amax) - 2`:
+# nothing saturates, small values lose a bit), *even* (round `amax` to FP4's one mantissa
+# bit first, then floor) and *rceil* (the smallest power of two with `amax / scale <= 6`,
+# NVIDIA's rule). qlesson implements each and is checked here against torchao, value for
+# value, on a real layer:
+
+# %%
+w = W["L0.intermediate"]
+floor_e = microscaling.quantize_mx(w.numpy(), "floor").exponents.astype(int)
+rule_rows = []
+for rule in microscaling.RULES:
+    mx = microscaling.quantize_mx(w.numpy(), rule)
+    s, d = to_mx(w, torch.float4_e2m1fn_x2, 32, getattr(ScaleCalculationMode, rule.upper()))
+    theirs = to_dtype(d, s, torch.float4_e2m1fn_x2, 32, torch.float32).numpy()
+    sat = np.abs(w.numpy()).reshape(-1, 32) > 6 * mx.scales().reshape(-1, 1)
+    row = {"rule": rule, "blocks above floor %": 100 * float((mx.exponents.astype(int) > floor_e).mean())}
+    row |= {"saturated %": 100 * float(sat.mean()), "SQNR dB": ql.errors(w, torch.from_numpy(mx.values())).sqnr_db}
+    rule_rows.append(row | {"= torchao": np.array_equal(mx.values(), theirs)})
+print_table(rule_rows, {"blocks above floor %": ".1f", "saturated %": ".2f", "SQNR dB": ".2f"})
+
+# %% [markdown]
+# **gguf's MXFP4 is floor with two twists.** llama.cpp picks the nearest FP4 value with ties
+# toward zero (0.75 becomes 0.5, where torchao's round-half-to-even gives 1.0), and computes
+# `floor(log2 amax)` in float32, which for an `amax` a few ulps below a power of two rounds up
+# to it. `formats.quantize(x, "MXFP4")` writes gguf's bytes exactly. On real weights exact ties
+# and such maxima are rare (count them below); on a block built of ties the two round apart:
+
+# %%
+w_np = w.numpy()
+raw = formats.quantize(w_np, "MXFP4")
+print(f"bytes identical to gguf: {np.array_equal(raw, quants.quantize(w_np, GGMLQuantizationType.MXFP4))}")
+gguf_vals = formats.dequantize(raw, "MXFP4")
+ocp_vals = microscaling.quantize_mx(w_np, "floor").values()
+print(f"weights where gguf and torchao floor differ: {int((gguf_vals != ocp_vals).sum())} of {w_np.size}")
+print(f"blocks where their exponents differ: {int((raw.reshape(-1, 17)[:, 0] != floor_e.reshape(-1)).sum())}")
+ties = np.tile(np.array([6.0, 0.75, 1.75, 3.5, 5.0, -2.5, 0.25, 1.25], dtype=np.float32), 4)  # scale 1
+print("ties     :", ties[:8].tolist())
+print("gguf     :", formats.dequantize(formats.quantize(ties, "MXFP4"), "MXFP4")[:8].tolist())
+print("OCP floor:", microscaling.quantize_mx(ties, "floor").values()[:8].tolist())
+
+# %% [markdown]
+# ## 5. NVFP4: FP8 block scales under one fp32 tensor scale
+#
+# NVFP4 halves the block to 16 weights and gives each block a real FP8 E4M3 scale (3 mantissa
+# bits, up to 448) instead of a power of two. E4M3 alone cannot span a tensor's range, so an
+# fp32 tensor scale `amax / (448 x 6)` sits above it: two levels again. 4.5 bits per weight
+# plus 32 bits per tensor. Checked against torchao's `nvfp4_quantize`:
+
+# %%
+with quiet_imports():
+    from torchao.prototype.mx_formats.nvfp4_tensor import NVFP4Tensor, nvfp4_quantize
+
+ts = microscaling.nvfp4_tensor_scale(w_np)
+nv = microscaling.quantize_nvfp4(w_np, ts)
+s, d = nvfp4_quantize(w, 16, torch.tensor(ts))
+theirs = NVFP4Tensor(d, s, 16, torch.float32, torch.tensor(ts)).dequantize(torch.float32).numpy()
+print(f"tensor scale {ts:.6g}; block 0's E4M3 scale {float(nv.block_scales()[0, 0] / np.float32(ts)):g}")
+sqnr = ql.errors(w, torch.from_numpy(nv.values())).sqnr_db
+print(f"values identical to torchao: {np.array_equal(nv.values(), theirs)}; SQNR {sqnr:.2f} dB")
+
+# %% [markdown]
+# ## 6. FP8 with 2-D blocks, and scales of int4 scales
+#
+# DeepSeek-V3 stores weights as FP8 E4M3 with one fp32 scale per **128 x 128 block**, and
+# quantizes activations per 1 x 128 tile. `ql.PerBlock((128, 128))` is a granularity like the
+# others (one `block_size` function), so `ql.quantize` and `ql.quantize_fp8` take it:
+
+# %%
+from qlesson.quant.fp8 import granularity_label
+
+fp8_rows = []
+for g in (ql.PerTensor(), ql.PerChannel(0), ql.PerGroup(128), ql.PerBlock((128, 128))):
+    t = ql.quantize_fp8(w, g)
+    box = ql.block_size(g, w.shape)
+    grid = tuple(n // b for n, b in zip(w.shape, box, strict=True))
+    s_full = t.scale.reshape(grid).repeat_interleave(box[0], 0).repeat_interleave(box[1], 1)
+    by_torch = (w / s_full).to(torch.float8_e4m3fn).view(torch.uint8)  # torch's own E4M3 cast
+    fp8_rows.append(
+        {
+            "L0.intermediate": granularity_label(g),
+            "scales": t.scale.numel(),
+            "bits per weight": t.bits_per_weight,
+            "SQNR dB": ql.errors(w, t.dequantize()).sqnr_db,
+            "= torch cast": torch.equal(t.data.view(torch.uint8), by_torch),
+        }
+    )
+print_table(fp8_rows, {"bits per weight": ".4f", "SQNR dB": ".2f"})
+
+# %% [markdown]
+# On a float grid the relative step is the same at every magnitude, so the scale matters
+# much less than for int4: it only decides which small values fall into E4M3's subnormals.
+#
+# **Double quantization** applies the same idea to int4 group scales: QLoRA stores each
+# group's scale as an 8-bit code under one fp32 per 256 scales, so the scales cost
+# `(8 + 32 / 256) / 64` instead of `16 / 64` bits per weight (`ql.double_quantize`):
+
+# %%
+dq = ql.double_quantize(w, 4, group_size=64, scale_bits=8, scale_group=256)
+fp16 = ql.footprint(tuple(w.shape), 4, ql.PerGroup(64)).bits_per_weight
+sqnr_single = ql.errors(w, ql.fake_quantize(w, 4, granularity=ql.PerGroup(64))).sqnr_db
+dq_rows = [
+    {"int4 g64": "fp16 scales", "bits per weight": fp16, "SQNR dB": sqnr_single},
+    {
+        "int4 g64": "8-bit scales, fp32 per 256",
+        "bits per weight": dq.bits_per_weight,
+        "SQNR dB": ql.errors(w, dq.dequantize()).sqnr_db,
+    },
+]
+print_table(dq_rows, {"bits per weight": ".4f", "SQNR dB": ".2f"})
+print(f"bytes counted from the arrays: {dq.nbytes * 8 / w.numel():.4f} bits per weight")
+
+# %% [markdown]
+# ## 7. Which format is best per bit? All 36 Linear layers
+#
+# Every encoder Linear weight of MiniLM (the pooler is not used for sentence embeddings)
+# stored in each format. Left: error over all weights (SQNR; higher is better). Right: the
+# model's sentence embeddings against FP32, as in lesson 03: mean cosine of each sentence's
+# embedding, and the rank correlation of all pairwise similarities. The K-quants need rows
+# that are a multiple of 256; MiniLM's are 384 and 1536, so the weights are flattened
+# row-major into super-blocks of 256: every sub-block still lies inside one row, only an fp16
+# super-scale spans two rows (llama.cpp would fall back to another format for such tensors).
+
+# %%
+table = format_study.format_table(model, W)
+spec = {"bits per weight": ".4f", "SQNR dB": ".2f", "rmse / rms": ".4f", "mean cosine": ".4f", "rank corr": ".4f"}
+print_table(table, spec)
+
+# %%
+front = format_study.pareto_front(table)
+_ = format_plots.format_pareto(table, "SQNR dB", front)
+
+# %%
+for y in ("SQNR dB", "mean cosine", "rank corr"):
+    print(f"best per bit by {y}: {', '.join(format_study.pareto_front(table, y))}")
+for budget in (4.3, 4.55, 7.0):
+    fits = [r for r in table if r["bits per weight"] <= budget]
+    best = max(fits, key=lambda r: r["SQNR dB"])
+    closest = max(fits, key=lambda r: r["mean cosine"])["format"]
+    print(f"within {budget} bits/weight: best SQNR {best['format']} ({best['SQNR dB']:.2f} dB), best cosine {closest}")
+
+# %% [markdown]
+# Read the printed lines, measured in this run, with the table:
+#
+# * At 4.5 bits per weight, the formats with a minimum per small block (Q4_K, and Q4_1 at
+#   5.0) have the lowest weight error; Q4_K gets Q4_1's error for Q4_0's bytes, which is what
+#   its 6-bit sub-scales and minimums buy.
+# * The FP4 formats lose on SQNR at equal bits (the grid is coarse near a block's maximum,
+#   where large weights live), but NVFP4's small blocks and FP8 scales keep the embeddings
+#   closest to FP32 among the 4.5-bit formats: SQNR is not the whole story.
+# * MXFP4's power-of-two scale costs accuracy: *ceil* wastes up to a bit of range and is the
+#   worst rule here; *floor* and *even* saturate a few weights and do better.
+# * Double-quantized int4 g64 sits almost on int4 g128's bits with a better error: cheap
+#   scales let groups shrink.
+#
+# ## 8. Try it: a format, a layer, a block
+#
+# Pick a format and a layer: the figure shows the first 32 weights of row 0 and what the
+# format stores for them, the readout the scales that block uses and the layer's error. A
+# static view of the default (Q4_K on `L0.query`) comes first, for pages without widgets.
+
+# %%
+st = format_study.first_block(W["L0.query"], "Q4_K")
+print(st["scales"])
+_ = format_plots.block(st["values"], st["reconstructed"], "L0.query, row 0, weights 0-31 in Q4_K")
+
+# %% tags=["nbval-ignore-output"]
+widgets.format_explorer(W)
+
+# %% [markdown]
+# ## Summary
+#
+# * A second level of scales makes small blocks affordable: Q4_K's 6-bit sub-scales and
+#   minimums under two fp16 super-scales cost 0.5 bits per weight, like Q4_0's one fp16 per 32.
+# * Q4_K is 4.5 bits per weight, Q6_K 6.5625, MXFP4 4.25, NVFP4 4.5 plus one fp32 per tensor;
+#   each counted from its bytes, and qlesson's bytes read back by `gguf` exactly.
+# * FP4 E2M1's grid is uneven (0, 0.5, 1, 1.5, 2, 3, 4, 6); MXFP4's scale is a power of two
+#   chosen by a rule (floor, ceil, even, rceil), NVFP4's an FP8 number.
+# * FP8 with 128 x 128 blocks and double-quantized int4 scales are the same idea at the
+#   other end: where a float grid or a scale needs fewer bits, spend them elsewhere.
+# * Best per bit is measured, not assumed: see section 7's printed lines.
+#
+# **Exercise**: `exercises/08_scales_of_scales.ipynb`: decode an MXFP4 block by hand, Q4_K's
+# bits per weight from its fields, a block's E8M0 exponent.
+#
+# ## Pause and recall
+#
+# 1. Why does an fp16 scale per 16 weights cost 1 bit per weight, and how do K-quants avoid it?
+# 2. Count Q4_K's bytes per 256 weights from its fields.
+# 3. A block's largest magnitude is 5.0: which E8M0 exponent does the floor rule give, and
+#    what happens to a weight of 7.0 in it?
+# 4. Which FP4 values lie between 2 and 6?
+# 5. Why does NVFP4 need a per-tensor fp32 scale while MXFP4 does not?
+
+# %% [markdown]
+# Answer the questions above in your head first. Then check yourself on the lesson's recall
+# questions, with feedback on every option (in a page without widgets, the list below the
+# quiz folds each answer under **Answer**):
+
+# %% tags=["nbval-ignore-output"]
+from qlesson.course import recall
+
+recall.quiz("08")
+
+# %%
+recall.show("08")
+
+# %% [markdown]
+# <details><summary>Answers to the questions above</summary>
+#
+# 1. 16 bits shared by 16 weights is 1 bit each. K-quants store each sub-block's scale as a
+#    6- or 8-bit integer times one fp16 super-scale shared by 256 weights.
+# 2. fp16 `d` (2) + fp16 `dmin` (2) + 12 bytes of 6-bit scales and minimums + 128 bytes of
+#    4-bit codes = 144 bytes, 144 x 8 / 256 = 4.5 bits per weight.
+# 3. floor(log2 5) = 2, so `e - 127 = 2 - 2 = 0`, e = 127, scale 1; 7.0 saturates to 6.
+# 4. 3 and 4 (and 2 and 6 themselves): the grid's steps double with each binade.
+# 5. E4M3 spans only about 2**-9 to 448, too narrow for every tensor's block scales, so an
+#    fp32 tensor scale moves the range; E8M0 spans 2**-127 to 2**127 on its own.
+# </details>
