@@ -262,9 +262,10 @@ print(f"bytes counted from the arrays: {dq.nbytes * 8 / w.numel():.4f} bits per 
 # ## 7. Which format is best per bit? All 36 Linear layers
 #
 # Every encoder Linear weight of MiniLM (the pooler is not used for sentence embeddings)
-# stored in each format. Left: error over all weights (SQNR; higher is better). Right: the
-# model's sentence embeddings against FP32, as in lesson 03: mean cosine of each sentence's
-# embedding, and the rank correlation of all pairwise similarities. The K-quants need rows
+# stored in each format. The table gives the error over all weights (SQNR; higher is better)
+# and the model's sentence embeddings against FP32, as in lesson 03: mean cosine of each
+# sentence's embedding, and the rank correlation of all pairwise similarities. The plot shows
+# SQNR (left) and 1 - mean cosine (right, lower is better) against bits. The K-quants need rows
 # that are a multiple of 256; MiniLM's are 384 and 1536, so the weights are flattened
 # row-major into super-blocks of 256: every sub-block still lies inside one row, only an fp16
 # super-scale spans two rows (llama.cpp would fall back to another format for such tensors).

@@ -211,6 +211,12 @@ def test_nvfp4_edges():
         formats.quantize(np.ones(48, dtype=np.float32), "NVFP4")
     with pytest.raises(ValueError, match="blocks of 16 values along the last axis, which has length 24"):
         microscaling.quantize_nvfp4(np.ones(24, dtype=np.float32))
+    with pytest.raises(ValueError, match="NaN"):
+        formats.quantize(np.full(64, np.nan, dtype=np.float32), "NVFP4")
+    with pytest.raises(ValueError, match="integer dtype"):
+        microscaling.quantize_nvfp4(np.ones(64, dtype=np.int16))
+    with pytest.raises(ValueError, match="multiple of 36 bytes"):
+        formats.dequantize(np.zeros(35, dtype=np.uint8), "NVFP4", tensor_scale=1.0)
     big = (np.linspace(-1, 1, 64) * F32.max / 2).astype(np.float32)  # largest floats: finite, within a step
     t = microscaling.quantize_nvfp4(big)
     assert np.isfinite(t.values()).all()

@@ -28,7 +28,7 @@ def byte_fields(fmt: str) -> list[tuple[str, int, str]]:
     """
     s = kquants.SUPER
     layouts = {
-        "Q4_K": [("d fp16", 2, "scale"), ("dmin fp16", 2, "scale"), ("8 x (6-bit sc, 6-bit m)", 12, "sub-scales")]
+        "Q4_K": [("d fp16", 2, "scale"), ("dmin fp16", 2, "scale"), ("sc, m", 12, "sub-scales")]
         + [("256 x 4-bit q", s // 2, "codes")],
         "Q6_K": [("low 4 bits of q", s // 2, "codes"), ("high 2 bits", s // 4, "codes")]
         + [("16 x int8 sc", s // 16, "sub-scales"), ("d fp16", 2, "scale")],
@@ -51,11 +51,11 @@ def byte_map(fmts: Sequence[str] = ("Q4_K", "Q6_K", "MXFP4", "NVFP4"), *, fig: F
         for i in range(repeat):
             for name, nbytes, kind in byte_fields(fmt):
                 ax.add_patch(matplotlib.patches.Rectangle((x, -row), nbytes * 0.98, 0.8, color=FIELD_COLORS[kind]))
-                if i == 0 and nbytes >= 8:
+                if i == 0 and nbytes >= 12:
                     ax.text(x + nbytes / 2, -row + 0.4, name, ha="center", va="center", fontsize=7)
                 x += nbytes
         ax.text(-2, -row + 0.4, f"{fmt}: {x:g} B", ha="right", va="center", fontsize=8)
-    ax.set(xlim=(-30, 215), ylim=(-len(fmts) + 0.9, 0.9), yticks=[], xlabel="bytes per 256 weights")
+    ax.set(xlim=(-42, 215), ylim=(-len(fmts) + 0.9, 0.9), yticks=[], xlabel="bytes per 256 weights")
     ax.set_title("Where the bytes go: scales (yellow), small sub-scales (teal), codes (grey)")
     return fig
 
@@ -76,23 +76,56 @@ def grids(*, fig: Figure | None = None) -> Figure:
     return fig
 
 
+def _kind(name: str) -> str:
+    return "per-channel" if name.startswith("int") else ("per-group" if name.startswith("Q") else "smoothed")
+
+
+def _spread_labels(ax: Any, pts: list[tuple[float, float, str]], gap: float, log: bool) -> None:
+    """Label points; those below 5.2 bits in one column at x = 5.4, at least ``gap`` apart (log10 units if ``log``),
+    spread toward the better end (up for SQNR, down for 1 - cosine), with a thin line to each point."""
+    f = np.log10 if log else (lambda v: v)
+    inv = (lambda v: 10**v) if log else (lambda v: v)
+    step = -gap if log else gap
+    low = sorted((p for p in pts if p[0] < 5.2), key=lambda p: f(p[1]), reverse=log)
+    at = None
+    for x, y, name in low:
+        at = f(y) if at is None else (min(f(y), at + step) if log else max(f(y), at + step))
+        ax.annotate(
+            name,
+            (x, y),
+            xytext=(5.4, inv(at)),
+            fontsize=7,
+            va="center",
+            arrowprops={"arrowstyle": "-", "lw": 0.4, "color": "#aaaaaa"},
+        )
+    for x, y, name in (p for p in pts if p[0] >= 5.2):
+        ax.annotate(name, (x, y), xytext=(5, 0), textcoords="offset points", fontsize=7, va="center")
+
+
 def format_pareto(
     rows: Sequence[Mapping[str, Any]], y: str = "SQNR dB", front: Sequence[str] = (), *, fig: Figure | None = None
 ) -> Figure:
-    """``y`` against bits per weight, one labelled point per format; ``front`` joined by a line."""
-    fig = _figure(fig, size=(8, 4.2))
-    ax = fig.axes[0]
-    for r in rows:
-        name = r["format"]
-        kind = "per-channel" if name.startswith("int") else ("per-group" if name.startswith("Q") else "smoothed")
-        ax.plot(r["bits per weight"], r[y], "o", color=COLORS[kind], ms=6)
-        ax.annotate(name, (r["bits per weight"], r[y]), xytext=(4, 3), textcoords="offset points", fontsize=7)
-    pts = sorted((r["bits per weight"], r[y]) for r in rows if r["format"] in front)
-    if pts:
-        ax.plot(*zip(*pts, strict=True), "-", color="black", lw=0.8, alpha=0.6, label="best per bit (measured)")
-        ax.legend(fontsize=8, frameon=False, loc="lower right")
-    ax.set(xlabel="bits per weight (codes + every scale)", ylabel=y)
-    ax.set_title(f"{y} against storage: upper left is better (teal int, yellow llama.cpp, purple FP)")
+    """Left: ``y`` against bits per weight; right: 1 - mean cosine of the embeddings (if the rows have it).
+
+    One labelled point per format (teal int, yellow llama.cpp, purple FP); ``front`` joined by a line.
+    """
+    panels = [(y, False)] + ([("1 - mean cosine", True)] if "mean cosine" in rows[0] else [])
+    fig = _figure(fig, ncols=len(panels), size=(11, 4.6))
+    for ax, (key, log) in zip(fig.axes, panels, strict=True):
+        value = (lambda r: 1 - r["mean cosine"]) if key == "1 - mean cosine" else (lambda r, k=key: r[k])
+        for r in rows:
+            ax.plot(r["bits per weight"], value(r), "o", color=COLORS[_kind(r["format"])], ms=5)
+        vals = [value(r) for r in rows]
+        gap = 0.09 if log else 0.042 * (max(vals) - min(vals))
+        _spread_labels(ax, [(r["bits per weight"], value(r), r["format"]) for r in rows], gap, log)
+        pts = sorted((r["bits per weight"], value(r)) for r in rows if r["format"] in front)
+        if pts and not log:
+            ax.plot(*zip(*pts, strict=True), "-", color="black", lw=0.8, alpha=0.5, label="best per bit (measured)")
+            ax.legend(fontsize=8, frameon=False, loc="lower right")
+        ax.set(xlabel="bits per weight (codes + every scale)", ylabel=key, xlim=(3.8, 9.4))
+        if log:
+            ax.set_yscale("log")
+        ax.set_title(f"{key}: {'lower' if log else 'higher'} is better", fontsize=10)
     return fig
 
 
