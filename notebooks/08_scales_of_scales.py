@@ -336,8 +336,8 @@ widgets.format_explorer(W)
 #
 # 1. Why does an fp16 scale per 16 weights cost 1 bit per weight, and how do K-quants avoid it?
 # 2. Count Q4_K's bytes per 256 weights from its fields.
-# 3. A block's largest magnitude is 5.0: which E8M0 exponent does the floor rule give, and
-#    what happens to a weight of 7.0 in it?
+# 3. A block's largest magnitude is 7.0: which E8M0 exponent does the floor rule give, and
+#    what becomes of the 7.0?
 # 4. Which FP4 values lie between 2 and 6?
 # 5. Why does NVFP4 need a per-tensor fp32 scale while MXFP4 does not?
 
@@ -361,7 +361,9 @@ recall.show("08")
 #    6- or 8-bit integer times one fp16 super-scale shared by 256 weights.
 # 2. fp16 `d` (2) + fp16 `dmin` (2) + 12 bytes of 6-bit scales and minimums + 128 bytes of
 #    4-bit codes = 144 bytes, 144 x 8 / 256 = 4.5 bits per weight.
-# 3. floor(log2 5) = 2, so `e - 127 = 2 - 2 = 0`, e = 127, scale 1; 7.0 saturates to 6.
+# 3. floor(log2 7) = 2, so `e - 127 = 2 - 2 = 0`, e = 127, scale 1. FP4's largest value is 6,
+#    so the 7.0 saturates to 6: the floor rule keeps small values fine at the price of
+#    clipping the top of the block (ceil would give scale 2 and no clipping).
 # 4. 3 and 4 (and 2 and 6 themselves): the grid's steps double with each binade.
 # 5. E4M3 spans only about 2**-9 to 448, too narrow for every tensor's block scales, so an
 #    fp32 tensor scale moves the range; E8M0 spans 2**-127 to 2**127 on its own.

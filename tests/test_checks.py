@@ -1,5 +1,8 @@
 """The exercise checks accept right answers and reject typical wrong ones, naming the mistake."""
 
+import math
+
+import numpy as np
 import pytest
 import torch
 
@@ -189,6 +192,43 @@ def _symmetric_roundtrip(x, bits):
 
 def _good(task_id):
     return tasks()[task_id].reference
+
+
+# Lesson 08, written as a learner would: loops over bytes, a table of FP4 magnitudes.
+_FP4 = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
+
+
+def _mx_by_hand(raw, *, interleaved=False, signed=True, bias=127):
+    raw = [int(b) for b in raw]
+    lows, highs = [b & 15 for b in raw[1:]], [b >> 4 for b in raw[1:]]
+    codes = [c for pair in zip(lows, highs, strict=True) for c in pair] if interleaved else lows + highs
+    sign = [(-1.0 if c & 8 and signed else 1.0) for c in codes]
+    return np.array([s * _FP4[c & 7] * 2.0 ** (raw[0] - bias) for s, c in zip(sign, codes, strict=True)])
+
+
+WRONG_08 = {
+    "08.decode_mxfp4": [
+        (lambda raw: _mx_by_hand(raw, interleaved=True), "interleaved the nibbles"),
+        (lambda raw: _mx_by_hand(raw, signed=False), "None"),
+        (lambda raw: _mx_by_hand(raw, bias=128), "None"),
+    ],
+    "08.kquant_bits": [
+        (lambda c, s, b, m: c + b / s, "None"),
+        (lambda c, s, b, m: c + (2 if m else 1) * (b / 8) / s + 16 / 256, "None"),
+        (lambda c, s, b, m: (c * 256 + 16 + (2 if m else 1) * b * 256 / s) / 256, "counted one fp16 super-scale"),
+    ],
+    "08.e8m0_floor": [
+        (lambda a: round(math.log2(a)) - 2 + 127 if a else 0, "None"),
+        (lambda a: math.floor(math.log2(a)) + 125 if a else 127, "None"),
+        (lambda a: math.ceil(math.log2(a / 6)) + 127 if a else 0, "None"),
+    ],
+    "08.double_quant_bits": [
+        (lambda b, g, sb, sg: b + sb / g + 32 / (sg * 64), "None"),
+        (lambda b, g, sb, sg: b + (sb + 32) / g, "None"),
+        (lambda b, g, sb, sg: b + sb / 8 / g, "None"),
+    ],
+}
+WRONG |= WRONG_08
 
 
 def test_every_task_has_at_least_two_wrong_answers():
