@@ -222,8 +222,8 @@ RECALL: tuple[Question, ...] = (
         source=LESSON,
     ),
     Numeric(
-        "A Linear layer has in_features 1536 and out_features 384. At least how many calibration tokens make "
-        "its GPTQ Hessian full rank?",
+        "A layer has in_features 1536, out_features 384. At least how many calibration tokens give a "
+        "full-rank Hessian?",
         1536,
         "H = 2 x.T x / tokens is [1536, 1536] and has rank at most the number of tokens.",
         tol=0.5,

@@ -221,7 +221,7 @@ def plot_study(rows: Sequence[Mapping[str, Any]]) -> Any:
     from qlesson.teach.plots import _figure, plain_log_ticks
 
     fig = _figure(None, ncols=2, size=(10, 3.8))
-    axes = fig.subplots(1, 2)
+    axes = fig.axes
     for ax, key, label in (
         (axes[0], "output err", "mean layer output error (relative)"),
         (axes[1], "1 - cos", "1 - mean cosine to FP32 embeddings"),
