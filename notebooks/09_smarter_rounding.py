@@ -115,7 +115,10 @@ for row in (0, 1):
 # `1 / s` folds into its weight and bias. The attention output reads a mix of value vectors,
 # per feature, so `1 / s` folds into the value projection's rows. The FFN output reads
 # `GELU(intermediate)`, and a GELU does not commute with scaling: there llm-awq keeps an explicit
-# scale. Below, `Q(w * s) / s` stands in for all three: the same product in exact arithmetic.
+# scale (its `ScaledActivation`). Below, `Q(w * s) / s` stands in for all three: the same product
+# in exact arithmetic. One simplification: query, key and value read the same LayerNorm, so a
+# deployable AWQ searches one `s` for the three together (llm-awq does); here each layer gets its
+# own, which can only flatter AWQ a little.
 #
 # ## 3. Calibration: GPTQ needs more tokens than inputs
 #
