@@ -3,7 +3,7 @@
 Three parts, one folder each:
 
 - :mod:`qlesson.quant`: the quantization library (granularities, quantize, errors, bytes,
-  llama.cpp block formats, GEMM helpers); its public names are re-exported here;
+  llama.cpp block formats, GEMM helpers, GPTQ and AWQ); its public names are re-exported here;
 - :mod:`qlesson.teach`: what the lessons use to show it (examples, real weights, plots, widgets);
 - :mod:`qlesson.course`: authoring, checking, grading, recall and the learner's workspace,
   with each lesson's tasks and recall questions in :mod:`qlesson.lessons`.

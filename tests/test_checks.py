@@ -172,7 +172,55 @@ WRONG = {
         (lambda acc, s_x, s_w: acc * s_w, "only the weight scales"),
         (lambda acc, s_x, s_w: acc * s_x.unsqueeze(1), "only the activation scales"),
     ],
+    "09.hessian": [
+        (lambda x: x.T @ x / len(x), "factor 2"),
+        (lambda x: 2 * torch.einsum("ti,tj->ij", x, x), "did not divide"),
+    ],
+    "09.push_error": [
+        (lambda w, j, q, hinv: _push(w, j, q, hinv, divide=False), "divide the error"),
+        (lambda w, j, q, hinv: _push(w, j, q, hinv, start=0), "columns before j"),
+    ],
+    "09.gptq_per_channel": [
+        (lambda w, x, bits: _gptq(w, x, bits, feedback=False), "RTN"),
+        (lambda w, x, bits: _gptq(w, x, bits, shrink=False), "full inverse Hessian"),
+    ],
+    "09.awq_scale": [
+        (lambda x, a: _awq(x.abs().max(dim=0).values, a), "SmoothQuant"),
+        (lambda x, a: torch.clamp(x.abs().mean(dim=0) ** a, min=1e-4), "normalise"),
+    ],
 }
+
+
+def _push(w, j, q, hinv, divide=True, start=None):
+    """One GPTQ error-feedback step, written like a learner would (for wrong answers)."""
+    out = w.clone()
+    e = out[:, j] - q
+    if divide:
+        e = e / hinv[j, j]
+    first = j if start is None else start
+    out[:, first:] = out[:, first:] - torch.outer(e, hinv[j, first:])
+    return out
+
+
+def _gptq(w, x, bits, feedback=True, shrink=True):
+    """Per-channel GPTQ with the explicit inverse Hessian, written like a learner would."""
+    w, top = w.clone(), 2 ** (bits - 1) - 1
+    scale = w.abs().max(dim=1).values / top
+    h = 2 * x.T @ x / len(x)
+    hinv = torch.linalg.inv(h + 0.01 * h.diag().mean() * torch.eye(len(h), dtype=h.dtype))
+    q = torch.zeros_like(w)
+    for j in range(w.shape[1]):
+        q[:, j] = (w[:, j] / scale).round().clamp(-top, top)
+        if feedback:
+            w = _push(w, j, q[:, j] * scale, hinv)
+        if shrink:
+            hinv = hinv - torch.outer(hinv[:, j], hinv[j, :]) / hinv[j, j]
+    return q
+
+
+def _awq(stat, a):
+    s = torch.clamp(stat**a, min=1e-4)
+    return s / (s.max() * s.min()).sqrt()
 
 
 def _roundtrip(x, bits, lo, hi, sign=-1):

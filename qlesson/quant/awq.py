@@ -24,7 +24,10 @@ output rows of a previous Linear when nothing non-linear lies between (the value
 projection feeds the attention output through a per-channel linear mix of tokens). Where
 a non-linearity such as GELU lies between (MiniLM's ``output.dense`` reads
 ``GELU(intermediate)``), there is nothing to fold into and llm-awq inserts an explicit
-scale. The quantized checkpoint stores ``Q(w * s)`` with its ordinary per-group scales.
+scale. Layers that read the same tensor (query, key and value read one LayerNorm) must share
+one ``s`` to be folded: llm-awq searches it for them together, on their joint output error;
+:func:`awq_scales` handles one layer. The quantized checkpoint stores ``Q(w * s)`` with its
+ordinary per-group scales.
 
 >>> gen = torch.Generator().manual_seed(0)
 >>> x = torch.randn(256, 64, generator=gen) * torch.linspace(0.1, 4.0, 64)

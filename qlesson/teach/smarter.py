@@ -37,10 +37,19 @@ def toy_inputs(tokens: int = 64) -> torch.Tensor:
     return base @ mix
 
 
-def output_error(w: torch.Tensor, w_hat: torch.Tensor, h: torch.Tensor) -> float:
-    """Relative layer-output error ``||x (w - w_hat).T||^2 / ||x w.T||^2`` from ``h = hessian(x)``."""
+def output_error(w: torch.Tensor, w_hat: torch.Tensor, h: torch.Tensor, norm: torch.Tensor | None = None) -> float:
+    """Relative layer-output error ``||x (w - w_hat).T||^2 / ||x w.T||^2`` from ``h = hessian(x)``.
+
+    ``norm`` is the denominator, ``output_norm(w, h)``, when a study already has it.
+    """
     d = (w - w_hat).to(h.dtype)
-    return float(((d @ h) * d).sum() / ((w.to(h.dtype) @ h) * w.to(h.dtype)).sum())
+    return float(((d @ h) * d).sum() / (output_norm(w, h) if norm is None else norm))
+
+
+def output_norm(w: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+    """``sum((w @ h) * w)``: the layer output's squared size (times ``tokens / 2``)."""
+    w = w.to(h.dtype)
+    return ((w @ h) * w).sum()
 
 
 def gptq_trace(w: torch.Tensor, x: torch.Tensor, bits: int = 4, row: int = 0) -> list[dict[str, Any]]:
@@ -82,13 +91,16 @@ class Layer:
     w: torch.Tensor
     h: torch.Tensor
     mean_abs_x: torch.Tensor
+    norm: torch.Tensor  # output_norm(w, h)
 
 
 def layers(weights: Mapping[str, torch.Tensor], inputs: Mapping[str, torch.Tensor]) -> dict[str, Layer]:
     """Every layer's Hessian, computed once (each study below uses it many times)."""
-    return {
-        name: Layer(w, hessian(inputs[name].to(w.dtype)), inputs[name].abs().mean(0)) for name, w in weights.items()
-    }
+    out = {}
+    for name, w in weights.items():
+        h = hessian(inputs[name].to(w.dtype))
+        out[name] = Layer(w, h, inputs[name].abs().mean(0), output_norm(w, h))
+    return out
 
 
 def quantized(layer: Layer, bits: int, g: Granularity, methods: Sequence[str] = METHODS) -> dict[str, torch.Tensor]:
@@ -157,7 +169,7 @@ def study_rows(
         by_layer = {name: quantized(layer, bits, g, methods) for name, layer in lays.items()}
         for method in methods:
             new = {name: q[method] for name, q in by_layer.items()}
-            errs = [output_error(lays[n].w, w_hat, lays[n].h) for n, w_hat in new.items()]
+            errs = [output_error(lays[n].w, w_hat, lays[n].h, lays[n].norm) for n, w_hat in new.items()]
             with swapped_weights(model, new):
                 e = embed(model)
             rows.append(
@@ -221,7 +233,7 @@ def plot_study(rows: Sequence[Mapping[str, Any]]) -> Any:
     from qlesson.teach.plots import _figure, plain_log_ticks
 
     fig = _figure(None, ncols=2, size=(10, 3.8))
-    axes = fig.subplots(1, 2)
+    axes = fig.axes
     for ax, key, label in (
         (axes[0], "output err", "mean layer output error (relative)"),
         (axes[1], "1 - cos", "1 - mean cosine to FP32 embeddings"),

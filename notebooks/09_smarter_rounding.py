@@ -1,0 +1,297 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     notebook_metadata_filter: kernelspec,jupytext,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 09 · Smarter rounding: GPTQ and AWQ at every granularity
+#
+# **What you will learn**
+# * GPTQ's idea on lesson 02's 2x4 example, with numbers: round one weight, push its error onto
+#   the weights not yet rounded; same ticks, a smarter choice of tick;
+# * AWQ's idea: scale the weights that meet loud inputs up before rounding, and fold `1/s` into
+#   the previous layer;
+# * why GPTQ needs more calibration tokens than the layer has inputs (and what happens without);
+# * on MiniLM: RTN, GPTQ, AWQ and AWQ+GPTQ at int4 and int3, per-channel, g128 and g32, measured
+#   on every layer's output and on the sentence embeddings;
+# * the question of this lesson: how much of the granularity gap does smarter rounding close,
+#   and does it change which granularity to pick?
+#
+# **What you need**: notebooks 02 to 05 (scales, per-channel, groups, folding). About 20 minutes.
+
+# %% tags=["nbval-ignore-output"]
+import qlesson as ql
+from qlesson.teach.report import print_table
+
+ql.show_environment()
+
+# %% [markdown]
+# ## 1. The idea on a 2x4 example
+#
+# Lesson 02's weights: a quiet row and a loud row, one int4 scale per row (per-channel). Until
+# now every weight was rounded on its own (round-to-nearest, RTN). But a Linear layer is judged
+# by its *output* `x @ w.T`, and its inputs `x` are not independent: here features 0 and 1 move
+# together, and 2 and 3 move against each other. Their Hessian `H = 2 x.T x / tokens` says how:
+
+# %%
+import torch
+
+from qlesson.teach import models, smarter
+from qlesson.teach.calibration import calibration_texts
+
+W2 = torch.tensor([[0.05, -0.08, 0.12, -0.15], [2.0, -3.1, 1.7, -2.6]])
+x_toy = smarter.toy_inputs()
+h_toy = smarter.hessian(x_toy)
+print(f"x: {tuple(x_toy.shape)} (tokens, features); H =")
+print_table(
+    [{"": f"feature {i}", **{str(j): float(h_toy[i, j]) for j in range(4)}} for i in range(4)],
+    {"0": "+.3f", "1": "+.3f", "2": "+.3f", "3": "+.3f"},
+)
+
+# %% [markdown]
+# GPTQ rounds the columns one at a time. After rounding column `j` it knows the error it made,
+# and moves the columns not yet rounded to compensate, by `-error * Hinv[j, c] / Hinv[j, j]`
+# (`Hinv` is the inverse Hessian of the columns still free). Then column `j` leaves `Hinv`. The
+# quiet row 0, measured in ticks of its own ruler (scale 0.15 / 7):
+
+# %%
+trace = smarter.gptq_trace(W2, x_toy, bits=4, row=0)
+print_table(trace, {"error (ticks)": "+.3f"})
+
+# %% [markdown]
+# Step 1 rounds 2.333 down to 2: an error of a third of a tick. Because feature 1 moves with
+# feature 0, column 1 absorbs most of it: -3.733 becomes -3.426, which rounds to -3 where RTN
+# picks -4. The ticks are the same; only the choice of tick changed. The library's `ql.gptq` (with
+# no damping, to match the trace) gives the same codes, keeps RTN's scales, and lowers each row's
+# output error:
+
+# %%
+qt = ql.gptq(W2, x_toy, 4, damp=0.0)
+rtn = ql.quantize(W2, 4, granularity=ql.PerChannel(0))
+print(f"GPTQ codes {qt.q.tolist()}\nRTN  codes {rtn.q.tolist()}")
+same_codes = [r["code"] for r in trace] == qt.q[0].tolist()
+print(f"same scales: {torch.equal(qt.scale, rtn.scale)}; the trace's codes are ql.gptq's row 0: {same_codes}")
+for row in (0, 1):
+    e_rtn = smarter.output_error(W2[row : row + 1], rtn.dequantize()[row : row + 1], h_toy)
+    e_gptq = smarter.output_error(W2[row : row + 1], qt.dequantize()[row : row + 1], h_toy)
+    print(f"row {row}: output error RTN {e_rtn:.5f}, GPTQ {e_gptq:.5f}")
+
+# %% [markdown]
+# Row 1's codes did not change: its errors happened to have nowhere better to go. GPTQ never
+# moves a weight's *scale*; `ql.gptq(...).scale` is `ql.quantize(...).scale` by construction
+# ("same ruler, smarter rounding"), so a GPTQ checkpoint costs exactly the bytes of an RTN one.
+#
+# **How `ql.gptq` does it fast.** The rows of the inverse Hessian that the trace updates step by
+# step are, up to a factor, the rows of one upper Cholesky factor of `H^-1`, so one factorisation
+# serves every step. Columns go in blocks of 128: inside a block the updates touch only the
+# block, and the rest of the matrix receives the whole block's errors in one matrix product (the
+# paper's "lazy batch" update). `act_order=True` rounds the loudest input features first. `H`
+# gets 1% of its mean diagonal added (damping), and an input feature that is always zero gets
+# its weights set to 0 (they cannot affect the output).
+#
+# ## 2. AWQ: make the important weights easier to round
+#
+# A weight's rounding error reaches the output multiplied by its input, so column `j` matters in
+# proportion to `|x_j|`. AWQ multiplies column `j` by `s_j` before rounding and divides the input
+# by the same `s_j`: `x @ w.T == (x / s) @ (w * s).T` exactly, and only `w * s` is rounded. A
+# column scaled up gets a smaller error relative to its size, because the group's scale grows by
+# less than the column (other columns share it). `ql.awq_scales` tries `s = mean|x_j| ** alpha`
+# for 20 values of alpha from 0 to 0.95, normalised by `sqrt(s.max() * s.min())`, and keeps the
+# one with the least output error. Alpha 0 gives `s = 1`, plain RTN, so on calibration data AWQ
+# never does worse than RTN.
+#
+# **Where `1 / s` goes** (lesson 05 folded SmoothQuant's factors the same way): into whatever
+# produces `x`. MiniLM's query, key, value and intermediate layers read a LayerNorm's output:
+# `1 / s` folds into its weight and bias. The attention output reads a mix of value vectors,
+# per feature, so `1 / s` folds into the value projection's rows. The FFN output reads
+# `GELU(intermediate)`, and a GELU does not commute with scaling: there llm-awq keeps an explicit
+# scale (its `ScaledActivation`). Below, `Q(w * s) / s` stands in for all three: the same product
+# in exact arithmetic. One simplification: query, key and value read the same LayerNorm, so a
+# deployable AWQ searches one `s` for the three together (llm-awq does); here each layer gets its
+# own, which can only flatter AWQ a little.
+#
+# ## 3. Calibration: GPTQ needs more tokens than inputs
+#
+# The Hessian of a layer with `K` inputs is `[K, K]` and has rank at most the number of tokens.
+# The calibration text for this lesson is written for the course (`qlesson.teach.calibration`):
+# everyday paragraphs, none shared with lesson 03's evaluation sentences, which serve as
+# held-out text here.
+
+# %%
+model = models.load_minilm()
+W = {n: w for n, w in models.linear_weights(model).items() if n != "pooler"}
+X_cal = models.capture_linear_inputs(model, calibration_texts())
+X_held = models.capture_linear_inputs(model)  # lesson 03's sentences
+tokens = X_cal["L0.query"].shape[0]
+print(f"{len(W)} encoder Linear layers; {tokens} calibration tokens; {X_held['L0.query'].shape[0]} held-out tokens")
+print(f"in_features: {sorted({w.shape[1] for w in W.values()})}")
+
+# %% [markdown]
+# (The pooler is left out: it reads one `[CLS]` token per text and does not reach the sentence
+# embedding, which averages all tokens.) Now GPTQ int4 per-channel on `L3.intermediate`
+# (384 inputs), calibrated on the first `n` tokens only, measured on those tokens and on the
+# held-out ones:
+
+# %%
+w_l3 = W["L3.intermediate"]
+overfit = smarter.overfit_rows(w_l3, X_cal["L3.intermediate"], X_held["L3.intermediate"], [100, 200, 400, 1600, tokens])
+print_table(overfit, {k: ".4f" for k in overfit[0] if k != "calibration tokens"})
+few = overfit[0]
+print(
+    f"with {few['calibration tokens']} tokens GPTQ fits its calibration set ({few['GPTQ on calib']:.4f} vs RTN "
+    f"{few['RTN on calib']:.4f}) and is {'worse' if few['GPTQ held out'] > few['RTN held out'] else 'better'} "
+    f"than RTN on held-out text ({few['GPTQ held out']:.4f} vs {few['RTN held out']:.4f})"
+)
+
+# %% [markdown]
+# With fewer tokens than inputs the Hessian is rank deficient: GPTQ can push errors into
+# directions the calibration text never excites, which looks free on the calibration set and
+# costs on other text. With several times more tokens than inputs, GPTQ wins on held-out text
+# too. Every study below calibrates on all the paragraphs, more tokens than the largest
+# `in_features` (1536), and measures the embeddings on lesson 03's sentences.
+#
+# ## 4. Four methods, three granularities, two bit widths on MiniLM
+#
+# For every setting, every one of the 36 layers is quantized with each method; the table gives
+# bits per weight (codes plus fp16 scales), the mean and worst relative layer-output error on the
+# calibration tokens, and lesson 03's two embedding measures against FP32 (mean cosine, and the
+# rank correlation of all pairwise similarities). This is the slow cell of the course (about half
+# a minute):
+
+# %%
+lays = smarter.layers(W, X_cal)
+settings = [(b, g) for b in (4, 3) for g in (ql.PerChannel(0), ql.PerGroup(128), ql.PerGroup(32))]
+study = smarter.study_rows(model, lays, settings)
+fmt = {"bits/weight": ".3f", "output err": ".5f", "worst layer": ".4f", "mean cosine": ".4f", "rank corr": ".4f"}
+print_table(study, fmt)
+
+# %%
+_ = smarter.plot_study(study)
+
+# %% [markdown]
+# ## 5. The answer, measured
+#
+# **How much of the granularity gap does smarter rounding close?** The gap is what RTN gains from
+# per-channel to groups of 32 (0.47 more bits per weight). GPTQ's gain at per-channel, measured
+# against it:
+
+# %%
+for bits in (4, 3):
+    pc, g32 = (
+        smarter.find(study, "RTN", f"int{bits} per-channel"),
+        smarter.find(study, "RTN", f"int{bits} per-group 32"),
+    )
+    gq = smarter.find(study, "GPTQ", f"int{bits} per-channel")
+    for key, better in (("output err", min), ("mean cosine", max)):
+        closed = (pc[key] - gq[key]) / (pc[key] - g32[key])
+        verdict = "catches up with" if better(gq[key], g32[key]) == gq[key] else "stays behind"
+        print(
+            f"int{bits} {key}: RTN per-channel {pc[key]:.4f} ({pc['bits/weight']:.3f} b/w), "
+            f"RTN g32 {g32[key]:.4f} ({g32['bits/weight']:.3f} b/w), GPTQ per-channel {gq[key]:.4f}: "
+            f"{closed:.0%} of the gap; {verdict} RTN g32"
+        )
+
+# %% [markdown]
+# On the quantity GPTQ minimises, each layer's output error, GPTQ per-channel at about 4.03 bits
+# per weight does better than RTN with groups of 32 at 4.5: it closes more than the whole gap, at
+# both bit widths. On the sentence embeddings it closes only part of it and stays behind RTN g32:
+# a smaller sum of per-layer errors does not guarantee closer embeddings, since GPTQ optimises
+# each layer alone, on its own inputs, and the errors then travel through six blocks.
+#
+# **Does it change which granularity to pick?** Within each method, the same ranking:
+
+# %%
+for method in ("RTN", "GPTQ", "AWQ+GPTQ"):
+    r = {g: smarter.find(study, method, f"int4 {g}") for g in ("per-channel", "per-group 128", "per-group 32")}
+    print(
+        f"{method:>8} int4: output err per-channel {r['per-channel']['output err']:.5f}, g128 "
+        f"{r['per-group 128']['output err']:.5f}, g32 {r['per-group 32']['output err']:.5f}; mean cosine "
+        f"{r['per-channel']['mean cosine']:.4f}, {r['per-group 128']['mean cosine']:.4f}, "
+        f"{r['per-group 32']['mean cosine']:.4f}"
+    )
+g128, g32 = smarter.find(study, "GPTQ", "int4 per-group 128"), smarter.find(study, "RTN", "int4 per-group 32")
+print(
+    f"GPTQ g128 ({g128['bits/weight']:.3f} b/w) against RTN g32 ({g32['bits/weight']:.3f} b/w): output err "
+    f"{g128['output err']:.5f} vs {g32['output err']:.5f}, "
+    f"mean cosine {g128['mean cosine']:.4f} vs {g32['mean cosine']:.4f}"
+)
+
+# %% [markdown]
+# Smarter rounding lowers the error at every granularity by a similar factor, so groups still
+# help under GPTQ just as under RTN: it does not make granularity irrelevant. What it changes is
+# the price of a given quality: GPTQ with groups of 128 beats RTN with groups of 32 on both
+# measures at fewer bits per weight. AWQ alone helps less than GPTQ on this model, and AWQ+GPTQ
+# gives the lowest output error at every setting. At int3 every method leaves the embeddings
+# visibly damaged.
+#
+# ## 6. Where this lives
+#
+# GPTQ and AWQ checkpoints on model hubs store int4 codes packed into integers, with per-group
+# scales and zero points along `in_features`, most often in groups of 128: the same layout as
+# `ql.PerGroup(128)`, asymmetric. The zero points cost 4 bits per group (lesson 04: 4 + (16 + 4) / 128
+# bits per weight with fp16 scales). GPTQ runs once, offline, on a small calibration set (the paper
+# used 128 segments of 2048 tokens); at inference the kernel sees ordinary group-quantized weights
+# and cannot tell how the codes were chosen. With `act_order`, the reference code forms groups in
+# the permuted order, and such checkpoints carry a `g_idx` tensor mapping each input column to its
+# group; `ql.gptq` computes all scales first, in the original order (like the reference's
+# `static_groups` option), so no map is needed. AWQ checkpoints store `Q(w * s)`, with `1 / s`
+# already folded into the previous layer.
+#
+# ## Summary
+#
+# * GPTQ keeps RTN's scales and changes codes: each column's rounding error is pushed onto the
+#   columns not yet rounded, weighted by the inverse Hessian of the inputs.
+# * AWQ scales weight columns by a power of their mean input magnitude before rounding, and folds
+#   `1 / s` into the previous LayerNorm or Linear.
+# * GPTQ needs more calibration tokens than the layer has inputs; with fewer it fits the
+#   calibration text and can lose to RTN on other text.
+# * On MiniLM, GPTQ per-channel beats RTN g32 on layer output error, not on the embeddings;
+#   GPTQ lowers the error at every granularity, and g128 with GPTQ remains the sensible pick.
+#
+# **Exercise**: `exercises/09_smarter_rounding.ipynb`: the Hessian, one error-feedback step,
+# per-channel GPTQ column by column, and AWQ's candidate scale.
+#
+# ## Pause and recall
+#
+# 1. What does GPTQ change compared with round-to-nearest at the same granularity?
+# 2. Why can GPTQ calibrated on 100 tokens lose to RTN on new text for a layer with 384 inputs?
+# 3. At least how many calibration tokens make the Hessian of a layer with 1536 inputs full rank?
+# 4. Interview: AWQ multiplies weight columns by `s`; what happens to the activations?
+# 5. Interview: does GPTQ make per-group scales unnecessary?
+
+# %% [markdown]
+# Answer the questions above in your head first. Then check yourself on the lesson's recall
+# questions, with feedback on every option (in a page without widgets, the list below the
+# quiz folds each answer under **Answer**):
+
+# %% tags=["nbval-ignore-output"]
+from qlesson.course import recall
+
+recall.quiz("09")
+
+# %%
+recall.show("09")
+
+# %% [markdown]
+# <details><summary>Answers to the questions above</summary>
+#
+# 1. Only the integer codes: the scales (and zero points) are RTN's, computed from the original
+#    weights.
+# 2. With fewer tokens than inputs the Hessian is rank deficient, and GPTQ pushes errors into
+#    directions the calibration never excites: they cost nothing there and something on new text.
+# 3. 1536: `H = 2 x.T x / tokens` is `[1536, 1536]` with rank at most the number of tokens.
+# 4. They are divided by `s`, folded into the previous LayerNorm or Linear (or an explicit scale
+#    where a non-linearity like GELU sits between).
+# 5. No: GPTQ lowers the error at every granularity; groups still help, and GPTQ with g128 is the
+#    usual pick. Avoid "per-channel GPTQ is as good as any group size".
+# </details>
