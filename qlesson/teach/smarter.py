@@ -152,9 +152,13 @@ def study_rows(
     settings: Sequence[tuple[int, Granularity]],
     methods: Sequence[str] = METHODS,
     progress: bool = False,
+    held_out: Mapping[str, torch.Tensor] | None = None,
 ) -> list[dict[str, Any]]:
-    """Per method and setting: bits per weight, mean layer output error, and the embeddings against FP32.
+    """Per method and setting: bits per weight, layer output errors, and the embeddings against FP32.
 
+    ``calib err`` is the mean relative layer-output error on the calibration inputs the methods
+    were fitted to (``lays``); with ``held_out`` (each layer's inputs on other text), ``output
+    err`` and ``worst layer`` are measured on those, otherwise on the calibration inputs too.
     Embeddings are those of lesson 03's sentences (:data:`qlesson.teach.models.SENTENCES`), not
     the calibration text; ``rank corr`` is Spearman's over all pairwise similarities, as in lesson 03.
     """
@@ -164,12 +168,14 @@ def study_rows(
     ref = embed(model)
     ref_pairs = _pairwise(ref)
     shapes = [tuple(layer.w.shape) for layer in lays.values()]
+    evals = lays if held_out is None else layers({n: lay.w for n, lay in lays.items()}, held_out)
     rows = []
     for bits, g in settings:
         by_layer = {name: quantized(layer, bits, g, methods) for name, layer in lays.items()}
         for method in methods:
             new = {name: q[method] for name, q in by_layer.items()}
-            errs = [output_error(lays[n].w, w_hat, lays[n].h, lays[n].norm) for n, w_hat in new.items()]
+            fit = [output_error(lays[n].w, w_hat, lays[n].h, lays[n].norm) for n, w_hat in new.items()]
+            errs = [output_error(evals[n].w, w_hat, evals[n].h, evals[n].norm) for n, w_hat in new.items()]
             with swapped_weights(model, new):
                 e = embed(model)
             rows.append(
@@ -177,6 +183,7 @@ def study_rows(
                     "method": method,
                     "weights": f"int{bits} {method_name(g)}",
                     "bits/weight": total_footprint(shapes, bits, g).bits_per_weight,
+                    "calib err": sum(fit) / len(fit),
                     "output err": sum(errs) / len(errs),
                     "worst layer": max(errs),
                     "mean cosine": float((e * ref).sum(1).mean()),
