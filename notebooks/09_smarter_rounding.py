@@ -87,9 +87,14 @@ for row in (0, 1):
     print(f"row {row}: output error RTN {e_rtn:.5f}, GPTQ {e_gptq:.5f}")
 
 # %% [markdown]
-# Row 1's codes did not change: its errors happened to have nowhere better to go. GPTQ never
-# moves a weight's *scale*; `ql.gptq(...).scale` is `ql.quantize(...).scale` by construction
-# ("same ruler, smarter rounding"), so a GPTQ checkpoint costs exactly the bytes of an RTN one.
+# Row 1's codes did not change: its errors happened to have nowhere better to go. `ql.gptq`
+# never moves a weight's *scale*; `ql.gptq(...).scale` is `ql.quantize(...).scale` by
+# construction ("same ruler, smarter rounding"), so a GPTQ checkpoint costs exactly the bytes of
+# an RTN one. With per-channel scales the reference code does the same. With groups it has a
+# choice: by default (`static_groups=False` in AutoGPTQ) it computes each group's scale when it
+# reaches the group, from the weights as the error feedback has already changed them, so the
+# scales differ from RTN's too; `static_groups=True` computes them all first from the original
+# weights, as `ql.gptq` does. Either way the stored layout and its bytes are the same.
 #
 # **How `ql.gptq` does it fast.** The rows of the inverse Hessian that the trace updates step by
 # step are, up to a factor, the rows of one upper Cholesky factor of `H^-1`, so one factorisation
@@ -158,9 +163,10 @@ print(
 # %% [markdown]
 # With fewer tokens than inputs the Hessian is rank deficient: GPTQ can push errors into
 # directions the calibration text never excites, which looks free on the calibration set and
-# costs on other text. With several times more tokens than inputs, GPTQ wins on held-out text
-# too. Every study below calibrates on all the paragraphs, more tokens than the largest
-# `in_features` (1536), and measures the embeddings on lesson 03's sentences.
+# costs on other text. From about as many tokens as inputs on, GPTQ wins on held-out text too
+# (the row with about 1.04 tokens per input), and more tokens keep helping. Every study below
+# calibrates on all the paragraphs, more tokens than the largest `in_features` (1536), and
+# measures the embeddings on lesson 03's sentences.
 #
 # ## 4. Four methods, three granularities, two bit widths on MiniLM
 #
@@ -246,8 +252,11 @@ print(
 # groups still help under GPTQ just as under RTN: it does not make granularity irrelevant. What
 # it changes is the price of a given quality: GPTQ with groups of 128 beats RTN with groups of
 # 32 on both measures at fewer bits per weight, narrowly on held-out output error. AWQ alone
-# helps less than GPTQ on this model, and AWQ+GPTQ gives the lowest mean output error at every
-# setting. At int3 every method leaves the embeddings visibly damaged.
+# helps less than GPTQ on the mean output error and the mean cosine, yet it has the lowest
+# worst-layer error of the four at every setting; and this AWQ is only llm-awq's scale search
+# (llm-awq also searches a clipping range, and scores query, key and value together on the
+# attention module's output). AWQ+GPTQ gives the lowest mean output error at every setting. At
+# int3 every method leaves the embeddings visibly damaged.
 #
 # ## 6. Where this lives
 #
@@ -267,8 +276,9 @@ print(
 #
 # ## Summary
 #
-# * GPTQ keeps RTN's scales and changes codes: each column's rounding error is pushed onto the
-#   columns not yet rounded, weighted by the inverse Hessian of the inputs.
+# * `ql.gptq` keeps RTN's scales (the reference's static groups) and changes codes: each
+#   column's rounding error is pushed onto the columns not yet rounded, weighted by the inverse
+#   Hessian of the inputs.
 # * AWQ scales weight columns by a power of their mean input magnitude before rounding, and folds
 #   `1 / s` into the previous LayerNorm or Linear.
 # * GPTQ needs more calibration tokens than the layer has inputs; with fewer it fits the
@@ -305,8 +315,9 @@ recall.show("09")
 # %% [markdown]
 # <details><summary>Answers to the questions above</summary>
 #
-# 1. Only the integer codes: the scales (and zero points) are RTN's, computed from the original
-#    weights.
+# 1. The integer codes. `ql.gptq` (like the reference with static groups, and always with
+#    per-channel scales) keeps RTN's scales and zero points, computed from the original weights;
+#    the reference's default for groups recomputes each group's scale from the updated weights.
 # 2. With fewer tokens than inputs the Hessian is rank deficient, and GPTQ pushes errors into
 #    directions the calibration never excites: they cost nothing there and something on new text.
 # 3. 1536: `H = 2 x.T x / tokens` is `[1536, 1536]` with rank at most the number of tokens.

@@ -75,7 +75,13 @@ def _push_case(n: int, k: int, j: int) -> tuple:
 
 
 def _gptq_codes(
-    w: torch.Tensor, x: torch.Tensor, bits: int, damp: float = 0.01, shrink: bool = True, feedback: bool = True
+    w: torch.Tensor,
+    x: torch.Tensor,
+    bits: int,
+    damp: float = 0.01,
+    shrink: bool = True,
+    feedback: bool = True,
+    clamp: bool = True,
 ) -> torch.Tensor:
     w = w.clone()
     s = w.abs().amax(1) / qmax(bits)
@@ -84,7 +90,8 @@ def _gptq_codes(
     hinv = torch.linalg.inv(h)
     codes = torch.zeros_like(w)
     for j in range(w.shape[1]):
-        q = torch.clamp(torch.round(w[:, j] / s), -qmax(bits), qmax(bits))
+        q = torch.round(w[:, j] / s)
+        q = torch.clamp(q, -qmax(bits), qmax(bits)) if clamp else q
         codes[:, j] = q
         if feedback:
             err = (w[:, j] - q * s) / hinv[j, j]
@@ -96,6 +103,14 @@ def _gptq_codes(
 
 def _gptq_case(n: int, k: int, tokens: int, bits: int) -> tuple:
     return (_w(n, k), _x(tokens, k, corr=0.95), bits)
+
+
+def _damping_case() -> tuple:
+    """[4, 6] with 7 tokens: H is invertible but ill-conditioned, and 1% damping changes 6 codes."""
+    g = torch.Generator().manual_seed(8)
+    w = torch.randn(4, 6, generator=g, dtype=torch.float64)
+    base = torch.randn(7, 6, generator=g, dtype=torch.float64)
+    return (w, base + 0.95 * base.roll(1, dims=1), 4)
 
 
 # ---- task 4: AWQ's candidate scale ------------------------------------------------------------
@@ -145,8 +160,9 @@ TASKS: list[Task] = [
             Case(_push_case(4, 6, 2), "[4, 6], column 2"),
             Case(_push_case(2, 4, 3), "[2, 4], the last column"),
         ],
-        "err = (w[:, j] - q_col) / hinv[j, j]; w[:, j:] -= outer(err, hinv[j, j:]) on a copy; "
-        "column j then equals q_col and the columns before j do not move",
+        "err = (w[:, j] - q_col) / hinv[j, j]; w[:, j:] -= outer(err, hinv[j, j:]); return the updated w "
+        "(work on w.clone() so the caller's w stays as it was); column j then equals q_col and the columns "
+        "before j do not move",
         [
             Mistake("forgot to divide the error by hinv[j, j]", _push_no_divide),
             Mistake("added the correction instead of subtracting it", lambda w, j, q, h: _push_error(w, j, q, h, -1.0)),
@@ -161,7 +177,8 @@ TASKS: list[Task] = [
         [
             Case(_gptq_case(4, 6, 40, 4), "int4, [4, 6], 40 tokens"),
             Case(_gptq_case(6, 8, 64, 3), "int3, [6, 8], 64 tokens"),
-            Case(_gptq_case(3, 5, 4, 4), "int4, [3, 5], 4 tokens (rank deficient: damping needed)"),
+            Case(_gptq_case(3, 5, 4, 4), "int4, [3, 5], 4 tokens for 5 features (rank deficient)"),
+            Case(_damping_case(), "int4, [4, 6], 7 tokens for 6 features: the damping changes codes"),
             Case(_gptq_case(5, 10, 100, 2), "int2, [5, 10], 100 tokens"),
         ],
         "scales from the original w (absmax per row / qmax); H = 2 x.T x / tokens plus 1% of its mean diagonal; "
@@ -177,6 +194,14 @@ TASKS: list[Task] = [
                 lambda w, x, b: _gptq_codes(w, x, b, shrink=False),
             ),
             Mistake("used int4 whatever the bits (4 hard-coded)", lambda w, x, b: _gptq_codes(w, x, 4)),
+            Mistake(
+                "left out the damping: add 1% of H's mean diagonal to its diagonal before inverting",
+                lambda w, x, b: _gptq_codes(w, x, b, damp=0.0),
+            ),
+            Mistake(
+                "did not clamp the codes to [-qmax, qmax]: the pushed errors can carry a weight past the last tick",
+                lambda w, x, b: _gptq_codes(w, x, b, clamp=False),
+            ),
         ],
     ),
     Task(
@@ -205,7 +230,12 @@ TASKS: list[Task] = [
 RECALL: tuple[Question, ...] = (
     choice(
         "What does GPTQ change compared with round-to-nearest at the same granularity?",
-        ("Only which integer each weight gets: the scales are the same", True, "Same ruler, smarter choice of tick."),
+        (
+            "Which integer each weight gets; with per-channel scales, nothing else",
+            True,
+            "Same ruler, smarter choice of tick. With groups, the reference's default also recomputes each "
+            "group's scale from the updated weights; ql.gptq keeps RTN's (static groups).",
+        ),
         ("The scales: it searches a better ruler per group", False, "That is closer to AWQ or clipping searches."),
         ("The group size: it picks groups adaptively", False, "The granularity is chosen before GPTQ runs."),
         source=LESSON,
@@ -260,7 +290,11 @@ RECALL: tuple[Question, ...] = (
             False,
             "Common wrong answer: GPTQ with groups stays ahead of GPTQ per channel.",
         ),
-        ("Yes, because GPTQ computes its own scales per weight", False, "GPTQ keeps RTN's scales."),
+        (
+            "Yes, because GPTQ computes its own scale for every weight",
+            False,
+            "GPTQ stores one scale per group or channel like RTN; it changes the codes.",
+        ),
         source=INTERVIEW,
     ),
     choice(

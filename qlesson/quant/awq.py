@@ -25,7 +25,7 @@ projection feeds the attention output through a per-channel linear mix of tokens
 a non-linearity such as GELU lies between (MiniLM's ``output.dense`` reads
 ``GELU(intermediate)``), there is nothing to fold into and llm-awq inserts an explicit
 scale. Layers that read the same tensor (query, key and value read one LayerNorm) must share
-one ``s`` to be folded: llm-awq searches it for them together, on their joint output error;
+one ``s`` to be folded: llm-awq searches it for them together, on the attention module's output;
 :func:`awq_scales` handles one layer. The quantized checkpoint stores ``Q(w * s)`` with its
 ordinary per-group scales.
 

@@ -26,7 +26,9 @@ Conventions of this implementation:
 * **Damping**: ``H += damp * mean(diag(H)) * I`` (1 % by default, as in the paper).
 * **Dead columns**: an input feature that is zero on every calibration token has
   ``H[j, j] == 0``; its weights cannot affect the output, so (as in the reference code) it
-  gets ``H[j, j] = 1`` and its weights are set to 0 before rounding.
+  gets ``H[j, j] = 1`` and its weights are set to 0 before rounding. The scales stay those of
+  the original ``w``; the reference's static groups take them after zeroing, so with groups
+  that hold a dead column the codes can differ from the reference's.
 * **Too few tokens**: with fewer calibration tokens than ``K`` the Hessian is rank
   deficient; damping keeps it invertible, but GPTQ then fits the calibration set and may
   do worse than RTN on other inputs (lesson 09 measures it). ``damp=0`` with a singular

@@ -1,7 +1,7 @@
 """Calibration text for GPTQ and AWQ (lesson 09): thousands of tokens, written for this course.
 
 GPTQ's Hessian ``2 x.T @ x / tokens`` has one row per input feature, up to 1536 in MiniLM;
-it is invertible only with at least that many tokens (in practice, several times more).
+it is invertible only with at least that many tokens (and GPTQ keeps improving with more).
 The paragraphs below are on everyday topics, none about quantization, and none shared
 with the evaluation sentences of lesson 03 (:data:`qlesson.teach.models.SENTENCES`) or the
 calibration sentences of lesson 05, so lesson 09 can calibrate on one text and measure on

@@ -242,7 +242,7 @@ def plot_study(rows: Sequence[Mapping[str, Any]]) -> Any:
     fig = _figure(None, ncols=2, size=(10, 3.8))
     axes = fig.axes
     for ax, key, label in (
-        (axes[0], "output err", "mean layer output error (relative)"),
+        (axes[0], "output err", "mean layer output error on held-out text (relative)"),
         (axes[1], "1 - cos", "1 - mean cosine to FP32 embeddings"),
     ):
         for method in _MARKERS:
