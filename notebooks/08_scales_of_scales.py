@@ -19,7 +19,8 @@
 # **What you will learn**
 # * why small groups need a *second level* of scales: an fp16 scale per 16 weights costs a
 #   whole bit per weight, a 6-bit scale under a shared fp16 super-scale far less;
-# * llama.cpp's Q4_K and Q6_K super-blocks and an MXFP4 block, byte by byte, decoded by hand;
+# * llama.cpp's Q4_K and Q6_K super-blocks and an MXFP4 block, byte by byte, decoded by hand,
+#   and what llama.cpp's search for the K-quant scales gains over a one-pass choice;
 # * FP4 (E2M1): an uneven grid 0, 0.5, 1, 1.5, 2, 3, 4, 6 under a power-of-two scale, and the
 #   four ways to pick that scale (floor, ceil, even, rceil);
 # * NVFP4's FP8 block scales under one fp32 tensor scale; FP8 with 128 x 128 blocks
@@ -294,10 +295,10 @@ print(f"bytes counted from the arrays: {dq.nbytes * 8 / w.numel():.4f} bits per 
 # `small-half rmse` is the error on the smaller half of all weights (`|w|` up to the median).
 # `Q4_K` and `Q6_K` are qlesson's one-pass scales, `Q4_K search` and `Q6_K search` llama.cpp's
 # (`formats.quantize(x, fmt, search=True)`). The plot shows SQNR (left) and 1 - mean cosine
-# (right, lower is better) against bits. The K-quants need rows
-# that are a multiple of 256; MiniLM's are 384 and 1536, so the weights are flattened
-# row-major into super-blocks of 256: every sub-block still lies inside one row, only an fp16
-# super-scale spans two rows (llama.cpp would fall back to another format for such tensors).
+# (right, lower is better) against bits. The K-quants need rows that are a multiple of 256;
+# MiniLM's are 384 and 1536, so the weights are flattened row-major into super-blocks of 256:
+# every sub-block still lies inside one row, only an fp16 super-scale spans two rows
+# (llama.cpp would fall back to another format for such tensors).
 
 # %%
 table = format_study.format_table(model, W)
@@ -332,7 +333,8 @@ print("smallest error on the small half, 4-bit formats:", ", ".join(f"{m} {e:.5f
 # * Among the 4-bit formats the ones with a minimum per small block have the lowest weight
 #   error. qlesson's one-pass Q4_K about matches Q4_1's error with Q4_0's 4.5 bits; with
 #   llama.cpp's search for its scales (same layout, different bytes) Q4_K beats Q4_1 outright
-#   at fewer bits, the best SQNR within 4.55 bits. The search gains Q6_K less.
+#   at fewer bits, the best SQNR within 4.55 bits; its mean cosine rises too, its rank
+#   correlation does not. The search gains Q6_K less.
 # * The FP4 formats lose on SQNR to Q4_0 and Q4_K at equal bits (FP4's grid is coarse near a
 #   block's maximum, where the large weights live), though NVFP4 beats int4 g32 and MXFP4
 #   *even* is on the SQNR front at 4.25 bits. Yet NVFP4 has the best mean cosine and rank
