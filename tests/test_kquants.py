@@ -375,13 +375,25 @@ def test_search_bad_input():
 def test_search_names_an_fp16_overflow_or_decodes_as_gguf_near_the_limit(fmt):
     limit = formats.LIMITS[fmt][0]
     x = np.zeros((1, 512), dtype=np.float32)
-    for frac in (0.9, 0.99, 1.01):
+    messages = []
+    for frac in (0.9, 0.99, 0.999, 1.01):
         x[0, 300] = np.float32(limit * frac)
         try:
             raw = formats.quantize(x, fmt, search=True)
         except ValueError as err:
+            messages.append(str(err))
             named = re.search(r"super-block 1 \(elements 256 to 511.*beyond fp16's largest 65504", str(err))
             assert frac > 0.9 and named
             continue
         back = formats.dequantize(raw, fmt)
         assert np.isfinite(back).all() and np.array_equal(back, gq.dequantize(raw, GGMLQuantizationType[fmt]))
+    assert len(messages) >= 1  # 1.01 x the one-pass limit is always refused
+
+
+def test_search_scale_beyond_fp16_is_named_even_where_one_pass_fits():
+    limit = formats.LIMITS["Q4_K"][0]
+    x = np.zeros(256, dtype=np.float32)
+    x[40:60] = np.linspace(0, limit * 0.999, 20)  # the search's refit scale lands above range / 15
+    formats.quantize(x, "Q4_K")  # one pass fits
+    with pytest.raises(ValueError, match=r"super-scale d 6\d{4}.*a little less than the one-pass limit with search"):
+        formats.quantize(x, "Q4_K", search=True)
