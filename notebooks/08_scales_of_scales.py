@@ -19,7 +19,8 @@
 # **What you will learn**
 # * why small groups need a *second level* of scales: an fp16 scale per 16 weights costs a
 #   whole bit per weight, a 6-bit scale under a shared fp16 super-scale far less;
-# * llama.cpp's Q4_K and Q6_K super-blocks and an MXFP4 block, byte by byte, decoded by hand;
+# * llama.cpp's Q4_K and Q6_K super-blocks and an MXFP4 block, byte by byte, decoded by hand,
+#   and what llama.cpp's search for the K-quant scales gains over a one-pass choice;
 # * FP4 (E2M1): an uneven grid 0, 0.5, 1, 1.5, 2, 3, 4, 6 under a power-of-two scale, and the
 #   four ways to pick that scale (floor, ceil, even, rceil);
 # * NVFP4's FP8 block scales under one fp32 tensor scale; FP8 with 128 x 128 blocks
@@ -69,13 +70,16 @@ _ = format_plots.byte_map()
 # Q4_K's scale bits: two fp16 super-scales (`d` for the scales, `dmin` for the minimums) and
 # eight sub-blocks of 32, each with a 6-bit scale and a 6-bit minimum, all per 256 weights:
 # `(2 x 16 + 8 x (6 + 6)) / 256 = 0.5` bits per weight, the same as Q4_0's one fp16 per 32,
-# but with a minimum per sub-block (like Q4_1, at 5.0) for free.
+# but with a minimum per sub-block (like Q4_1, at 5.0) at no extra cost; section 7 measures
+# what that buys.
 #
 # ## 2. One Q4_K super-block, byte by byte
 #
 # The first 256 weights of row 0 of `L0.output`, quantized by `formats.quantize` (qlesson's
 # own one-pass choice of scales, documented in `qlesson.quant.kquants`) and read back by the
-# `gguf` package, llama.cpp's Python reference:
+# `gguf` package, llama.cpp's Python reference. `search=True` chooses the scales as llama.cpp
+# does: for each sub-block it tries 21 scales around the range's and refits scale and minimum
+# by weighted least squares, keeping the best. Same layout, different bytes, lower error:
 
 # %%
 from gguf import GGMLQuantizationType, quants
@@ -91,6 +95,12 @@ print("bytes 0-3 (d, dmin):", " ".join(f"{b:02x}" for b in raw[:4]))
 print("bytes 4-15 (sc and m, 6 bits each):", " ".join(f"{b:02x}" for b in raw[4:16]))
 same = np.array_equal(formats.dequantize(raw, "Q4_K"), quants.dequantize(raw, GGMLQuantizationType.Q4_K))
 print(f"gguf reads these bytes back to exactly our values: {same}")
+raw_s = formats.quantize(row[:256], "Q4_K", search=True)
+f_s = kquants.fields(raw_s, "Q4_K")
+same_s = np.array_equal(formats.dequantize(raw_s, "Q4_K"), quants.dequantize(raw_s, GGMLQuantizationType.Q4_K))
+print(f"search=True: {raw_s.size} bytes, sc = {f_s['sc'][0].tolist()}, gguf agrees: {same_s}")
+sq = {n: float(np.square(formats.dequantize(r, "Q4_K") - row[:256]).sum()) for n, r in (("one", raw), ("s", raw_s))}
+print(f"squared error of these 256 weights: one pass {sq['one']:.4g}, search {sq['s']:.4g}")
 
 # %% [markdown]
 # The 12 scale bytes hold sixteen 6-bit numbers: bytes 0-3 keep the low 6 bits of `sc[0..3]`,
@@ -168,6 +178,18 @@ for rule in microscaling.RULES:
 print_table(rule_rows, {"blocks above floor %": ".1f", "saturated %": ".2f", "SQNR dB": ".2f"})
 
 # %% [markdown]
+# *ceil* is one exponent above *floor* wherever `amax` is not a power of two: a block's largest
+# magnitude then lies in (2, 4] x scale, and FP4's largest values (6, and 3 to 4 in some
+# blocks) go unused. Measured on the same layer:
+
+# %%
+ceil_mx = microscaling.quantize_mx(w.numpy(), "ceil")
+top = np.abs(w.numpy()).reshape(-1, 32).max(axis=1) / ceil_mx.scales().reshape(-1)  # block max / scale
+unused = np.log2(6 / top)  # bits of range between the block max and FP4's 6
+print(f"ceil: block max / scale from {top.min():.3f} to {top.max():.3f}, so FP4's 6 is never reached;")
+print(f"range left unused against the ideal scale amax / 6: {unused.min():.2f} to {unused.max():.2f} bits")
+
+# %% [markdown]
 # **gguf's MXFP4 is floor with two twists.** llama.cpp picks the nearest FP4 value with ties
 # toward zero (0.75 becomes 0.5, where torchao's round-half-to-even gives 1.0), and computes
 # `floor(log2 amax)` in float32, which for an `amax` a few ulps below a power of two rounds up
@@ -224,24 +246,27 @@ for g in (ql.PerTensor(), ql.PerChannel(0), ql.PerGroup(128), ql.PerBlock((128, 
     grid = tuple(n // b for n, b in zip(w.shape, box, strict=True))
     s_full = t.scale.reshape(grid).repeat_interleave(box[0], 0).repeat_interleave(box[1], 1)
     by_torch = (w / s_full).to(torch.float8_e4m3fn).view(torch.uint8)  # torch's own E4M3 cast
-    fp8_rows.append(
-        {
-            "L0.intermediate": granularity_label(g),
-            "scales": t.scale.numel(),
-            "bits per weight": t.bits_per_weight,
-            "SQNR dB": ql.errors(w, t.dequantize()).sqnr_db,
-            "= torch cast": torch.equal(t.data.view(torch.uint8), by_torch),
-        }
-    )
-print_table(fp8_rows, {"bits per weight": ".4f", "SQNR dB": ".2f"})
+    sq_err = (t.dequantize() - w).double().square()
+    subnormal = ((w / s_full).abs() < 2.0**-6) & (w != 0)  # E4M3's subnormals: below 2**-6 x scale
+    row = {"L0.intermediate": granularity_label(g), "scales": t.scale.numel(), "bits per weight": t.bits_per_weight}
+    row |= {"SQNR dB": ql.errors(w, t.dequantize()).sqnr_db}
+    row |= {"sq. error in subnormals %": 100 * float(sq_err[subnormal].sum() / sq_err.sum())}
+    fp8_rows.append(row | {"= torch cast": torch.equal(t.data.view(torch.uint8), by_torch)})
+print_table(fp8_rows, {"bits per weight": ".4f", "SQNR dB": ".2f", "sq. error in subnormals %": ".3f"})
 
 # %% [markdown]
-# On a float grid the relative step is the same at every magnitude, so the scale matters
-# much less than for int4: it only decides which small values fall into E4M3's subnormals.
+# A float grid's step grows with magnitude: inside each binade `[2**k, 2**(k+1))` E4M3's
+# eight steps are `2**(k-3)` apart, so the relative step falls from 1/8 to 1/16 across a
+# binade and jumps back at the next power of two. A scale decides where each block's values
+# land inside their binades; E4M3's subnormals hold almost none of the squared error (the
+# column above). So the granularity matters much less than for int4: the SQNR barely moves
+# from one scale per tensor to one per 128 x 128 block.
 #
 # **Double quantization** applies the same idea to int4 group scales: QLoRA stores each
 # group's scale as an 8-bit code under one fp32 per 256 scales, so the scales cost
-# `(8 + 32 / 256) / 64` instead of `16 / 64` bits per weight (`ql.double_quantize`):
+# `(8 + 32 / 256) / 64 = 0.127` bits per weight instead of `32 / 64 = 0.5` for QLoRA's
+# baseline, an fp32 absmax scale per 64, or `16 / 64 = 0.25` with the fp16 scales of the
+# table below (`ql.double_quantize`):
 
 # %%
 dq = ql.double_quantize(w, 4, group_size=64, scale_bits=8, scale_group=256)
@@ -256,6 +281,8 @@ dq_rows = [
     },
 ]
 print_table(dq_rows, {"bits per weight": ".4f", "SQNR dB": ".2f"})
+fp32 = ql.footprint(tuple(w.shape), 4, ql.PerGroup(64), scale_bytes=4).bits_per_weight
+print(f"QLoRA's baseline, fp32 scales per 64: {fp32:.4f} bits per weight")
 print(f"bytes counted from the arrays: {dq.nbytes * 8 / w.numel():.4f} bits per weight")
 
 # %% [markdown]
@@ -264,16 +291,19 @@ print(f"bytes counted from the arrays: {dq.nbytes * 8 / w.numel():.4f} bits per 
 # Every encoder Linear weight of MiniLM (the pooler is not used for sentence embeddings)
 # stored in each format. The table gives the error over all weights (SQNR; higher is better)
 # and the model's sentence embeddings against FP32, as in lesson 03: mean cosine of each
-# sentence's embedding, and the rank correlation of all pairwise similarities. The plot shows
-# SQNR (left) and 1 - mean cosine (right, lower is better) against bits. The K-quants need rows
-# that are a multiple of 256; MiniLM's are 384 and 1536, so the weights are flattened
-# row-major into super-blocks of 256: every sub-block still lies inside one row, only an fp16
-# super-scale spans two rows (llama.cpp would fall back to another format for such tensors).
+# sentence's embedding (24 sentences), and the rank correlation of all pairwise similarities;
+# `small-half rmse` is the error on the smaller half of all weights (`|w|` up to the median).
+# `Q4_K` and `Q6_K` are qlesson's one-pass scales, `Q4_K search` and `Q6_K search` llama.cpp's
+# (`formats.quantize(x, fmt, search=True)`). The plot shows SQNR (left) and 1 - mean cosine
+# (right, lower is better) against bits. The K-quants need rows that are a multiple of 256;
+# MiniLM's are 384 and 1536, so the weights are flattened row-major into super-blocks of 256:
+# every sub-block still lies inside one row, only an fp16 super-scale spans two rows
+# (llama.cpp would fall back to another format for such tensors).
 
 # %%
 table = format_study.format_table(model, W)
 spec = {"bits per weight": ".4f", "SQNR dB": ".2f", "rmse / rms": ".4f", "mean cosine": ".4f", "rank corr": ".4f"}
-print_table(table, spec)
+print_table(table, spec | {"small-half rmse": ".5f"})
 
 # %%
 front = format_study.pareto_front(table)
@@ -287,18 +317,36 @@ for budget in (4.3, 4.55, 7.0):
     best = max(fits, key=lambda r: r["SQNR dB"])
     closest = max(fits, key=lambda r: r["mean cosine"])["format"]
     print(f"within {budget} bits/weight: best SQNR {best['format']} ({best['SQNR dB']:.2f} dB), best cosine {closest}")
+by = {r["format"]: r for r in table}
+for a, b in (("Q4_K search", "Q4_1"), ("Q4_K", "Q4_1"), ("NVFP4", "Q4_0"), ("NVFP4", "int4 g32")):
+    ra, rb = by[a], by[b]
+    print(
+        f"{a} ({ra['bits per weight']:.2f} bits) vs {b} ({rb['bits per weight']:.2f}): SQNR {ra['SQNR dB']:.2f} vs "
+        f"{rb['SQNR dB']:.2f} dB, mean cosine {ra['mean cosine']:.4f} vs {rb['mean cosine']:.4f}"
+    )
+small = sorted((r["small-half rmse"], r["format"]) for r in table if r["bits per weight"] < 4.6)
+print("smallest error on the small half, 4-bit formats:", ", ".join(f"{m} {e:.5f}" for e, m in small[:4]))
 
 # %% [markdown]
 # Read the printed lines, measured in this run, with the table:
 #
-# * At 4.5 bits per weight, the formats with a minimum per small block (Q4_K, and Q4_1 at
-#   5.0) have the lowest weight error; Q4_K gets Q4_1's error for Q4_0's bytes, which is what
-#   its 6-bit sub-scales and minimums buy.
-# * The FP4 formats lose on SQNR at equal bits (the grid is coarse near a block's maximum,
-#   where large weights live), but NVFP4's small blocks and FP8 scales keep the embeddings
-#   closest to FP32 among the 4.5-bit formats: SQNR is not the whole story.
-# * MXFP4's power-of-two scale costs accuracy: *ceil* wastes up to a bit of range and is the
-#   worst rule here; *floor* and *even* saturate a few weights and do better.
+# * Among the 4-bit formats the ones with a minimum per small block have the lowest weight
+#   error. qlesson's one-pass Q4_K about matches Q4_1's error with Q4_0's 4.5 bits; with
+#   llama.cpp's search for its scales (same layout, different bytes) Q4_K beats Q4_1 outright
+#   at fewer bits, the best SQNR within 4.55 bits; its mean cosine rises too, its rank
+#   correlation does not. The search gains Q6_K less.
+# * The FP4 formats lose on SQNR to Q4_0 and Q4_K at equal bits (FP4's grid is coarse near a
+#   block's maximum, where the large weights live), though NVFP4 beats int4 g32 and MXFP4
+#   *even* is on the SQNR front at 4.25 bits. Yet NVFP4 has the best mean cosine and rank
+#   correlation of the 4.5-bit formats. The reason is FP4's grid: its ticks crowd near zero,
+#   so the smaller half of the weights gets the smallest error of any 4-bit format (the last
+#   column). MXFP4 *floor*, with blocks of 32 and power-of-two scales, shows the same against
+#   int4 g32: lower SQNR, higher cosine. SQNR is not the whole story.
+# * MXFP4's power-of-two scale costs accuracy: *ceil* lands one exponent above *floor* in
+#   every block (section 4), so a block's largest magnitude lies in (2, 4] x scale, FP4's 6 is
+#   never used, and between log2 1.5 = 0.58 and log2 3 = 1.58 bits of range go unused against
+#   the ideal scale `amax / 6` (section 4 measures it). It is the worst rule here; *floor* and
+#   *even* saturate a few weights and do better.
 # * Double-quantized int4 g64 sits almost on int4 g128's bits with a better error: cheap
 #   scales let groups shrink.
 #
@@ -321,6 +369,8 @@ widgets.format_explorer(W)
 #
 # * A second level of scales makes small blocks affordable: Q4_K's 6-bit sub-scales and
 #   minimums under two fp16 super-scales cost 0.5 bits per weight, like Q4_0's one fp16 per 32.
+# * How the scales are chosen matters too: llama.cpp's search (`search=True`) writes the same
+#   layout with lower error than a one-pass choice from each sub-block's range.
 # * Q4_K is 4.5 bits per weight, Q6_K 6.5625, MXFP4 4.25, NVFP4 4.5 plus one fp32 per tensor;
 #   each counted from its bytes, and qlesson's bytes read back by `gguf` exactly.
 # * FP4 E2M1's grid is uneven (0, 0.5, 1, 1.5, 2, 3, 4, 6); MXFP4's scale is a power of two

@@ -246,18 +246,29 @@ def _good(task_id):
 _FP4 = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
 
 
-def _mx_by_hand(raw, *, interleaved=False, signed=True, bias=127):
+def _mx_by_hand(raw, *, interleaved=False, signed=True, bias=127, high_first=False):
     raw = [int(b) for b in raw]
     lows, highs = [b & 15 for b in raw[1:]], [b >> 4 for b in raw[1:]]
     codes = [c for pair in zip(lows, highs, strict=True) for c in pair] if interleaved else lows + highs
+    codes = highs + lows if high_first else codes
     sign = [(-1.0 if c & 8 and signed else 1.0) for c in codes]
     return np.array([s * _FP4[c & 7] * 2.0 ** (raw[0] - bias) for s, c in zip(sign, codes, strict=True)])
+
+
+def _mx_numpy_no_int(raw):
+    """The vectorised decode, with the exponent left a numpy uint8: ``raw[0] - 127`` wraps."""
+    codes = np.concatenate([raw[1:] & 15, raw[1:] >> 4])
+    mags = np.array(_FP4)[codes & 7]
+    with np.errstate(over="ignore"):
+        return np.where(codes & 8, -mags, mags) * 2.0 ** (raw[0] - 127)
 
 
 WRONG_08 = {
     "08.decode_mxfp4": [
         (lambda raw: _mx_by_hand(raw, interleaved=True), "interleaved the nibbles"),
-        (lambda raw: _mx_by_hand(raw, signed=False), "None"),
+        (lambda raw: _mx_by_hand(raw, signed=False), "dropped the sign bit"),
+        (lambda raw: _mx_by_hand(raw, high_first=True), "swapped the nibble halves"),
+        (_mx_numpy_no_int, "numpy uint8"),
         (lambda raw: _mx_by_hand(raw, bias=128), "None"),
     ],
     "08.kquant_bits": [
@@ -266,6 +277,7 @@ WRONG_08 = {
         (lambda c, s, b, m: (c * 256 + 16 + (2 if m else 1) * b * 256 / s) / 256, "counted one fp16 super-scale"),
     ],
     "08.e8m0_floor": [
+        (lambda a: math.floor(math.log2(a)) + 125 if a > 0 else 0, "did not clamp at 0"),
         (lambda a: round(math.log2(a)) - 2 + 127 if a else 0, "None"),
         (lambda a: math.floor(math.log2(a)) + 125 if a else 127, "None"),
         (lambda a: math.ceil(math.log2(a / 6)) + 127 if a else 0, "None"),

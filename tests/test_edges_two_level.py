@@ -56,6 +56,22 @@ def test_kquants_decode_as_gguf_or_name_the_fp16_limit(data, fmt):
     assert np.abs(ours - x).max() <= np.ptp(x) / 15 + 127 * 32 * 2.0**-25
 
 
+@given(data=st.data(), fmt=st.sampled_from(["Q4_K", "Q6_K"]))
+@EDGE
+def test_kquant_search_decodes_as_gguf_or_names_the_fp16_limit(data, fmt):
+    x = data.draw(weights(256))
+    try:
+        raw = formats.quantize(x, fmt, search=True)
+    except ValueError as err:
+        assert "beyond fp16's largest 65504" in str(err)
+        assert np.abs(x).max() > 1e5
+        return
+    ours = formats.dequantize(raw, fmt)
+    assert np.isfinite(ours).all()
+    np.testing.assert_array_equal(ours, gq.dequantize(raw, GGMLQuantizationType[fmt]))
+    assert raw.shape == formats.quantize(x, fmt).shape
+
+
 @given(data=st.data())
 @EDGE
 def test_mxfp4_bytes_match_gguf_where_its_exponent_is_defined(data):

@@ -23,10 +23,10 @@ def test_every_method_reconstructs_and_counts_its_bits(method):
     sqnr = ql.errors(w, back).sqnr_db
     bits = format_study.bits_per_weight(tuple(w.shape), method)
     assert 4 <= bits <= 8.6 and sqnr > 12
-    code_bits = {"Q6_K": 6, "Q8_0": 8, "FP8 per-row": 8}.get(method, 4)
+    code_bits = {"Q6_K": 6, "Q6_K search": 6, "Q8_0": 8, "FP8 per-row": 8}.get(method, 4)
     assert code_bits < bits  # every method stores some scale
-    if method in ("Q4_K", "Q6_K", "Q4_0", "Q4_1", "Q8_0"):
-        assert bits == formats.bits_per_weight(method)
+    if method in ("Q4_K", "Q6_K", "Q4_0", "Q4_1", "Q8_0", "Q4_K search", "Q6_K search"):
+        assert bits == formats.bits_per_weight(method.split()[0])
 
 
 def test_methods_against_the_library():
@@ -37,6 +37,11 @@ def test_methods_against_the_library():
     assert np.array_equal(format_study.fake(w, "Q4_0").numpy(), q40)
     flat = formats.dequantize(formats.quantize(a.reshape(-1, 256), "Q4_K"), "Q4_K").reshape(a.shape)
     assert np.array_equal(format_study.fake(w, "Q4_K").numpy(), flat)
+    for fmt in ("Q4_K", "Q6_K"):
+        raw = formats.quantize(a.reshape(-1, 256), fmt, search=True)
+        searched = formats.dequantize(raw, fmt).reshape(a.shape)
+        assert np.array_equal(format_study.fake(w, f"{fmt} search").numpy(), searched)
+        assert "fp16 d" in format_study.scales_text(w, f"{fmt} search")
     assert format_study.bits_per_weight((128, 384), "NVFP4") == 4.5 + 32 / (128 * 384)
     assert format_study.bits_per_weight((128, 384), "int4 g64 double") == ql.double_quantize(w, 4).bits_per_weight
     with pytest.raises(ValueError, match="method 'Q5_K' is not one of"):
@@ -100,3 +105,23 @@ def test_replaced_weights_restores_and_names_unknown_layers():
     with replaced_weights(model, {"L0.intermediate": torch.zeros(4, 4)}):
         assert not lin.weight.any()
     assert torch.equal(lin.weight, before)
+
+
+@pytest.mark.slow
+def test_format_table_columns_against_a_direct_computation():
+    from qlesson.teach import models
+
+    model = models.load_minilm()
+    weights = {n: w for n, w in models.linear_weights(model).items() if n in ("L0.query", "L1.output")}
+    rows = format_study.format_table(model, weights, ("Q4_K", "Q4_K search"))
+    assert [r["format"] for r in rows] == ["Q4_K", "Q4_K search"]
+    flat = torch.cat([w.reshape(-1) for w in weights.values()])
+    cut = flat.abs().median()
+    for r in rows:
+        back = torch.cat([format_study.fake(w, r["format"]).reshape(-1) for w in weights.values()])
+        err = (back - flat).double()
+        assert r["SQNR dB"] == pytest.approx(float(10 * torch.log10(flat.double().square().sum() / err.square().sum())))
+        small = flat.abs() <= cut
+        assert r["small-half rmse"] == pytest.approx(float(err[small].square().mean().sqrt()))
+        assert 0.9 < r["mean cosine"] <= 1 and 0.9 < r["rank corr"] <= 1
+    assert rows[1]["SQNR dB"] > rows[0]["SQNR dB"]  # the search lowers the error on real weights

@@ -51,6 +51,10 @@ from qlesson.course.tasks import check
 # 32 four-bit codes: the low nibbles are weights 0 to 15, the high nibbles weights 16 to 31.
 # A code's bit 3 is the sign; bits 0 to 2 index the E2M1 magnitudes
 # `0, 0.5, 1, 1.5, 2, 3, 4, 6`. Return the 32 values (a numpy array).
+#
+# **Careful with numpy's `uint8`**: `raw[0] - 127` on a `uint8` stays a `uint8` and wraps
+# around 256 (for `e = 120` it gives 249, not -7). Turn the byte into a Python int first:
+# `int(raw[0]) - 127`.
 
 
 # %% tags=["solution"]

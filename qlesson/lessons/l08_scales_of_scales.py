@@ -24,15 +24,29 @@ def _block(seed: int, scale: float, shift: float = 0.0) -> np.ndarray:
     return formats.quantize(x, "MXFP4")
 
 
-def _decode(raw: np.ndarray, *, order: str = "halves", signed_int: bool = False, bias: int = 127) -> np.ndarray:
+def _decode(
+    raw: np.ndarray, *, order: str = "halves", signed_int: bool = False, bias: int = 127, sign: bool = True
+) -> np.ndarray:
     raw = np.asarray(raw, dtype=np.uint8)
     lo, hi = raw[1:] & 15, raw[1:] >> 4
-    codes = np.concatenate([lo, hi]) if order == "halves" else np.stack([lo, hi], axis=1).reshape(-1)
+    codes = {
+        "halves": lambda: np.concatenate([lo, hi]),
+        "high first": lambda: np.concatenate([hi, lo]),
+        "interleaved": lambda: np.stack([lo, hi], axis=1).reshape(-1),
+    }[order]()
     if signed_int:  # two's complement int4 times the scale
         vals = np.where(codes >= 8, codes.astype(np.float32) - 16, codes.astype(np.float32))
     else:
-        vals = np.where(codes & 8, -1.0, 1.0).astype(np.float32) * FP4[codes & 7]
+        vals = np.where(((codes & 8) > 0) & sign, -1.0, 1.0).astype(np.float32) * FP4[codes & 7]
     return vals.astype(np.float64) * 2.0 ** (int(raw[0]) - bias)  # exact: an FP4 value times a power of two
+
+
+def _decode_uint8_wrap(raw: np.ndarray) -> np.ndarray:
+    """The exponent computed on a numpy uint8: ``raw[0] - 127`` wraps around 256 below e = 127."""
+    raw = np.asarray(raw, dtype=np.uint8)
+    with np.errstate(over="ignore"):
+        wrapped = int(raw[0] - np.uint8(127))  # a uint8 scalar: 120 - 127 gives 249
+    return _decode(raw) * 2.0 ** (wrapped - (int(raw[0]) - 127))
 
 
 def _kquant_bits(code_bits: int, sub_block: int, sub_scale_bits: int, has_min: bool) -> float:
@@ -50,7 +64,7 @@ def _double_bits(bits: int, group_size: int, scale_bits: int, scale_group: int) 
     return bits + (scale_bits + 32 / scale_group) / group_size
 
 
-_AMAX = [5.0, 6.0, 0.75, 448.0, 1e-3, 2.0**-10, 0.0]
+_AMAX = [5.0, 6.0, 0.75, 448.0, 1e-3, 2.0**-10, 1e-39, 0.0]  # 1e-39 (a float32 subnormal): below 2**-125, e is 0
 
 TASKS: list[Task] = [
     Task(
@@ -64,11 +78,25 @@ TASKS: list[Task] = [
             Case((_block(3, 40.0),), "large weights: exponent above 127"),
         ],
         "byte 0 is e (scale 2**(e - 127)); bytes 1-16 hold codes, low nibbles weights 0-15, high nibbles 16-31; "
-        "a code's bit 3 is the sign, bits 0-2 index 0, 0.5, 1, 1.5, 2, 3, 4, 6",
+        "a code's bit 3 is the sign, bits 0-2 index 0, 0.5, 1, 1.5, 2, 3, 4, 6; "
+        "turn e into a Python int (int(raw[0])) before subtracting: on a numpy uint8, raw[0] - 127 wraps around",
         [
+            Mistake(
+                "computed the exponent on a numpy uint8: raw[0] - 127 wraps around 256 when e < 127 "
+                "(120 - 127 gives 249); use int(raw[0]) - 127",
+                _decode_uint8_wrap,
+            ),
+            Mistake(
+                "swapped the nibble halves (high nibbles first): gguf puts the low nibbles (weights 0-15) first",
+                lambda raw: _decode(raw, order="high first"),
+            ),
             Mistake(
                 "interleaved the nibbles (byte j as weights 2j and 2j+1): gguf puts low nibbles first, then high",
                 lambda raw: _decode(raw, order="interleaved"),
+            ),
+            Mistake(
+                "dropped the sign bit: bit 3 of a code makes the value negative",
+                lambda raw: _decode(raw, sign=False),
             ),
             Mistake(
                 "read a code as a two's complement int4; FP4 is sign + E2M1 magnitude (0, 0.5, 1, 1.5, 2, 3, 4, 6)",
@@ -105,14 +133,25 @@ TASKS: list[Task] = [
         "08.e8m0_floor",
         "the E8M0 exponent byte of an MXFP4 block (floor rule)",
         _e8m0_floor,
-        [Case((a,), f"amax = {a:g}") for a in _AMAX],
-        "e = floor(log2(amax)) - 2 + 127 (2 is the exponent of FP4's largest value, 6; 127 the bias); "
-        "an all-zero block gets 0, and e never goes below 0",
         [
-            Mistake("forgot to subtract FP4's largest exponent 2", lambda a: _e8m0_floor(a) + 2 if a else 0),
+            Case((a,), f"amax = {a:g}" + (" (below 2**-125: the byte stops at 0)" if 0 < a < 2.0**-125 else ""))
+            for a in _AMAX
+        ],
+        "e = floor(log2(amax)) - 2 + 127 (2 is the exponent of FP4's largest value, 6; 127 the bias); "
+        "an all-zero block gets 0, and e never goes below 0 (amax below 2**-125 gets 0 too)",
+        [
+            Mistake(
+                "forgot to subtract FP4's largest exponent 2",
+                lambda a: max(math.floor(math.log2(a)) + 127, 0) if a else 0,
+            ),
             Mistake("forgot the bias 127", lambda a: math.floor(math.log2(a)) - 2 if a else 0),
             Mistake(
-                "used ceil, not floor (torchao's ceil rule)", lambda a: math.ceil(math.log2(a)) - 2 + 127 if a else 0
+                "used ceil, not floor (torchao's ceil rule)",
+                lambda a: max(math.ceil(math.log2(a)) - 2 + 127, 0) if a else 0,
+            ),
+            Mistake(
+                "did not clamp at 0: for amax below 2**-125 the exponent would be negative, and E8M0 stops at 0",
+                lambda a: math.floor(math.log2(a)) - 2 + 127 if a else 0,
             ),
         ],
     ),
@@ -198,11 +237,16 @@ RECALL: tuple[Question, ...] = (
     choice(
         "Interview: 'K-quants are just per-group int4 with groups of 32'. What is missing?",
         (
-            "The second level: sub-block scales and minimums are 6-bit integers under fp16 super-scales per 256",
+            "The second level: 4- to 8-bit integer sub-scales (and minimums in Q2_K and Q4_K/Q5_K) "
+            "under fp16 super-scales per 256 weights",
             True,
-            "That is how Q4_K gets a minimum per 32 weights for Q4_0's 4.5 bits.",
+            "That is how Q4_K gets a 6-bit minimum per 32 weights for Q4_0's 4.5 bits, and Q6_K an int8 scale per 16.",
         ),
-        ("Nothing: they store an fp16 scale per 32 like Q4_0", False, "Common wrong answer: the scales are 6-bit."),
+        (
+            "Nothing: they store an fp16 scale per 32 like Q4_0",
+            False,
+            "Common wrong answer: the sub-block scales are small integers (6-bit in Q4_K, int8 in Q6_K).",
+        ),
         ("K-quants use floating-point codes", False, "The codes are integers; MXFP4 and NVFP4 use FP4 codes."),
         source=INTERVIEW,
     ),

@@ -212,18 +212,25 @@ def _round_half_away(v: np.ndarray) -> np.ndarray:
     return np.sign(v) * (whole + (a - whole >= np.float32(0.5)))
 
 
-def quantize(x: np.ndarray | torch.Tensor, fmt: str, *, tensor_scale: float | None = None) -> np.ndarray:
+def quantize(
+    x: np.ndarray | torch.Tensor, fmt: str, *, tensor_scale: float | None = None, search: bool = False
+) -> np.ndarray:
     """The bytes llama.cpp stores for ``x``: shape ``x.shape[:-1] + (K // block * block_bytes,)``.
 
     ``tensor_scale`` is NVFP4's float32 per-tensor scale (default
     ``microscaling.nvfp4_tensor_scale(x)``); gguf stores it apart from the blocks, so
-    :func:`dequantize` needs it back.
+    :func:`dequantize` needs it back. ``search=True`` (Q4_K and Q6_K only) chooses the K-quant
+    scales by llama.cpp's search instead of qlesson's one pass (see :mod:`qlesson.quant.kquants`).
     """
     fmt = _check_format(fmt)
     if tensor_scale is not None and fmt != "NVFP4":
         raise ValueError(f"tensor_scale is NVFP4's per-tensor scale; {fmt} has none: leave it out")
+    if search is not False and fmt not in kquants.SUPER_BYTES:
+        raise ValueError(
+            f"search={search!r}: the scale search is llama.cpp's for Q4_K and Q6_K; {fmt} has one rule: leave it out"
+        )
     if fmt in kquants.SUPER_BYTES:
-        return kquants.quantize(x, fmt)
+        return kquants.quantize(x, fmt, search=search)
     if fmt == "MXFP4":
         return microscaling.quantize_gguf(x)
     if fmt == "NVFP4":

@@ -98,8 +98,11 @@ def _spread_labels(ax: Any, pts: list[tuple[float, float, str]], gap: float, log
             va="center",
             arrowprops={"arrowstyle": "-", "lw": 0.4, "color": "#aaaaaa"},
         )
-    for x, y, name in (p for p in pts if p[0] >= 5.2):
-        ax.annotate(name, (x, y), xytext=(5, 0), textcoords="offset points", fontsize=7, va="center")
+    high = [p for p in pts if p[0] >= 5.2]
+    for x, y, name in high:  # two formats at the same bits (Q6_K and Q6_K search): the upper label up, the other down
+        twins = [o for o in high if o[0] == x and o[2] != name]
+        dy = 0 if not twins else (4 if all(y >= o[1] for o in twins) else -4)
+        ax.annotate(name, (x, y), xytext=(5, dy), textcoords="offset points", fontsize=7, va="center")
 
 
 def format_pareto(

@@ -1,6 +1,8 @@
 """Lesson 08's measurements: every block format on real weights, by name.
 
-A *method* is a string such as ``"Q4_K"``, ``"MXFP4 floor"``, ``"int4 g32"`` or ``"FP8 per-row"``.
+A *method* is a string such as ``"Q4_K"``, ``"MXFP4 floor"``, ``"int4 g32"`` or ``"FP8 per-row"``;
+``"Q4_K"`` and ``"Q6_K"`` are qlesson's one-pass scales, ``"Q4_K search"`` and ``"Q6_K search"``
+llama.cpp's search for them (same bytes per block).
 :func:`fake` gives its reconstruction of a weight, :func:`bits_per_weight` its exact storage
 (every scale, minimum and tensor scale counted), and :func:`format_table` the rows of the
 lesson's table.
@@ -35,15 +37,18 @@ from qlesson.quant.quantize import fake_quantize
 
 INT = {"int4 per-channel": PerChannel(0), "int4 g128": PerGroup(128), "int4 g32": PerGroup(32)}
 MX = {f"MXFP4 {r}": r for r in microscaling.RULES}
+KQ_SEARCH = {"Q4_K search": "Q4_K", "Q6_K search": "Q6_K"}  # llama.cpp's scale search (formats.quantize search=True)
 METHODS = (
     *INT,
     "int4 g64 double",
     "Q4_0",
     "Q4_1",
     "Q4_K",
+    "Q4_K search",
     *MX,
     "NVFP4",
     "Q6_K",
+    "Q6_K search",
     "Q8_0",
     "FP8 per-row",
 )
@@ -68,10 +73,10 @@ def fake(w: torch.Tensor, method: str) -> torch.Tensor:
     if method == "FP8 per-row":
         return quantize_fp8(x, PerChannel(0)).dequantize()
     a = x.numpy()
-    if method.endswith("_K"):  # flattened into super-blocks of 256, see the module docstring
-        return torch.from_numpy(formats.dequantize(formats.quantize(a.reshape(-1, 256), method), method)).reshape(
-            x.shape
-        )
+    if method.endswith("_K") or method in KQ_SEARCH:  # flattened into super-blocks of 256, see the module docstring
+        fmt = KQ_SEARCH.get(method, method)
+        raw = formats.quantize(a.reshape(-1, 256), fmt, search=method in KQ_SEARCH)
+        return torch.from_numpy(formats.dequantize(raw, fmt)).reshape(x.shape)
     if method == "NVFP4":
         ts = microscaling.nvfp4_tensor_scale(a)
         return torch.from_numpy(
@@ -90,7 +95,7 @@ def bits_per_weight(shape: tuple[int, ...], method: str) -> float:
         return 4 + (8 + 32 / 256) / 64
     if method == "FP8 per-row":
         return footprint(shape, 8, PerChannel(0), scale_bytes=4).bits_per_weight
-    fmt = "MXFP4" if method in MX else method
+    fmt = "MXFP4" if method in MX else KQ_SEARCH.get(method, method)
     if fmt.endswith("_K"):
         return formats.footprint((numel // 256, 256), fmt).bits_per_weight
     return formats.footprint(shape, fmt).bits_per_weight
@@ -103,7 +108,8 @@ def format_table(
     model's sentence embeddings with those weights stored in the method, against FP32.
 
     ``mean cosine`` and ``rank corr`` as in :func:`qlesson.teach.studies.embedding_quality`; the
-    reconstruction of each weight is computed once and used for both.
+    reconstruction of each weight is computed once and used for all columns. ``small-half rmse``
+    is the RMS error over the smaller half of all weights (``|w|`` at most the median ``|w|``).
     """
     from qlesson.teach.models import embed, replaced_weights
     from qlesson.teach.studies import _pairwise, _spearman
@@ -112,10 +118,14 @@ def format_table(
     ref_pairs = _pairwise(ref)
     total_sq = sum(float(w.double().square().sum()) for w in weights.values())
     numel = sum(w.numel() for w in weights.values())
+    cut = torch.cat([w.detach().abs().reshape(-1) for w in weights.values()]).median()
+    small = {n: w.detach().abs() <= cut for n, w in weights.items()}
+    n_small = sum(int(s.sum()) for s in small.values())
     rows = []
     for m in methods:
         fakes = {n: fake(w, m) for n, w in weights.items()}
         err_sq = sum(float((fakes[n] - w).double().square().sum()) for n, w in weights.items())
+        small_sq = sum(float((fakes[n] - w)[small[n]].double().square().sum()) for n, w in weights.items())
         bits = sum(bits_per_weight(tuple(w.shape), m) * w.numel() for w in weights.values())
         with replaced_weights(model, fakes):
             e = embed(model)
@@ -127,6 +137,7 @@ def format_table(
                 "rmse / rms": (err_sq / total_sq) ** 0.5,
                 "mean cosine": float((e * ref).sum(1).mean()),
                 "rank corr": _spearman(ref_pairs, _pairwise(e)),
+                "small-half rmse": (small_sq / n_small) ** 0.5,
             }
         )
     return rows
@@ -178,11 +189,12 @@ def scales_text(x: torch.Tensor, method: str, row: int = 0) -> str:
         t = microscaling.quantize_nvfp4(a, microscaling.nvfp4_tensor_scale(x.numpy()))
         s = float(e4m3_value(t.scale_bytes[0, :1])[0])
         return f"E4M3 block scale {s:g} x fp32 tensor scale {t.tensor_scale:.4g} (block of 16)"
-    if method.endswith("_K"):
+    if method.endswith("_K") or method in KQ_SEARCH:
         from qlesson.quant import kquants
 
-        f = kquants.fields(formats.quantize(a[:, :256], method), method)
-        if method == "Q4_K":
+        fmt = KQ_SEARCH.get(method, method)
+        f = kquants.fields(formats.quantize(a[:, :256], fmt, search=method in KQ_SEARCH), fmt)
+        if fmt == "Q4_K":
             return (
                 f"fp16 d = {float(f['d'][0]):.3g}, dmin = {float(f['dmin'][0]):.3g}; "
                 f"sub-block 0: 6-bit sc = {int(f['sc'][0, 0])}, m = {int(f['m'][0, 0])}"
