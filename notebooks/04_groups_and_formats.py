@@ -141,9 +141,9 @@ print(f"llama.cpp Q4_1 (blocks of 32, fp16 scale + fp16 minimum): {formats.bits_
 # (128 rows share a scale). That is a valid scheme, but coarser than per-channel; the
 # `group_size=128` of GPTQ and AWQ checkpoints groups along `in_features`, finer than
 # per-channel. llama.cpp groups along `in_features` too, in blocks of 32 (its K-quants nest
-# sub-blocks of 16 or 32 inside super-blocks of 256). On a real layer, all with
-# round-to-nearest (GPTQ and AWQ choose the codes more cleverly on the same grouping; that is
-# a later lesson):
+# sub-blocks of 16 or 32 inside super-blocks of 256: lesson 08). On a real layer, all with
+# round-to-nearest (GPTQ and AWQ choose the codes more cleverly on the same grouping: lesson
+# 09):
 
 # %%
 model = models.load_minilm()
@@ -323,7 +323,8 @@ widgets.group_explorer(W["L0.output"], "L0.output")
 # * Each fp16 scale costs `16 / g` bits per weight: cheap at 8 bits, a few percent at 4.
 # * On MiniLM's FFN output layers, small groups buy a large error cut at 4 bits.
 # * llama.cpp Q8_0 / Q4_0 are per-group with g = 32 and fp16 scales: 8.5 and 4.5 bits per
-#   weight; qlesson reproduces their bytes exactly.
+#   weight; qlesson reproduces their bytes exactly. Lesson 08 goes on to the formats that
+#   quantize the scales themselves (K-quants, MXFP4, NVFP4).
 #
 # **Exercise**: `exercises/04_groups_and_formats.ipynb`: per-group
 # quantization and its metadata bytes; predict Q4_0's bits per weight.
