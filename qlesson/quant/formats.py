@@ -70,9 +70,8 @@ import numpy as np
 import torch
 
 from qlesson.quant import kquants, microscaling
-from qlesson.quant._blocks import as_blocks
+from qlesson.quant._blocks import as_blocks, f16_bytes, raw_blocks
 from qlesson.quant.footprint import Footprint
-from qlesson.quant.granularity import PerGroup, block_size
 
 BLOCK = 32
 BLOCK_BYTES = {"Q8_0": 2 + BLOCK, "Q4_0": 2 + BLOCK // 2, "Q4_1": 2 + 2 + BLOCK // 2}
@@ -141,20 +140,6 @@ def _check_format(fmt: str, legacy: bool = False) -> str:
     return fmt
 
 
-def _as_blocks(x: np.ndarray | torch.Tensor) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
-    """(n_blocks, 32) float32 blocks, the same in the input's own precision, and the leading shape."""
-    from qlesson.quant._checks import as_float_tensor
-
-    t = as_float_tensor(x)
-    if t.ndim == 0:
-        raise ValueError("a block format needs at least one axis of 32 values; got a 0-d scalar")
-    block_size(PerGroup(BLOCK), t.shape)  # raises if the last axis is not a multiple of 32
-    exact = t.double().numpy().reshape(-1, BLOCK)
-    with np.errstate(over="ignore"):  # float64 beyond float32 becomes inf: _check_fp16 names it
-        blocks = exact.astype(np.float32)
-    return blocks, exact, tuple(t.shape[:-1])
-
-
 # The largest magnitude each format's fp16 header can carry, and what it constrains.
 FP16_MAX = float(np.finfo(np.float16).max)
 LIMITS = {
@@ -184,10 +169,6 @@ def _check_fp16(fmt: str, exact: np.ndarray, *headers: np.ndarray) -> None:
         "ql.quantize, whose scales are float32. (gguf's own quantize stores an infinite scale here, "
         "and its dequantize returns inf or NaN.)"
     )
-
-
-def _f16_bytes(d: np.ndarray) -> np.ndarray:
-    return d.astype(np.float16).view(np.uint8).reshape(-1, 2)
 
 
 def _pack_nibbles(q: np.ndarray) -> np.ndarray:
@@ -240,39 +221,31 @@ def quantize(
 
 
 def _quantize_legacy(x: np.ndarray | torch.Tensor, fmt: str) -> np.ndarray:
-    blocks, exact, lead = _as_blocks(x)
+    blocks, exact, lead = as_blocks(x, BLOCK, fmt)
     if fmt == "Q8_0":
         d = (np.abs(blocks).max(axis=1, keepdims=True) / np.float32(127)).astype(np.float32)
         _check_fp16(fmt, exact, d)
         q = _round_half_away(blocks * _reciprocal(d)).astype(np.int8).view(np.uint8)
-        out = np.concatenate([_f16_bytes(d), q], axis=1)
+        out = np.concatenate([f16_bytes(d), q], axis=1)
     elif fmt == "Q4_0":
         idx = np.abs(blocks).argmax(axis=1)[:, None]
         d = (np.take_along_axis(blocks, idx, axis=1) / np.float32(-8)).astype(np.float32)
         _check_fp16(fmt, exact, d)
         q = np.trunc(blocks * _reciprocal(d) + np.float32(8.5)).clip(0, 15).astype(np.uint8)
-        out = np.concatenate([_f16_bytes(d), _pack_nibbles(q)], axis=1)
+        out = np.concatenate([f16_bytes(d), _pack_nibbles(q)], axis=1)
     else:  # Q4_1
         lo = blocks.min(axis=1, keepdims=True)
         with np.errstate(over="ignore", invalid="ignore"):  # an overflowing range is named by _check_fp16
             d = ((blocks.max(axis=1, keepdims=True) - lo) / np.float32(15)).astype(np.float32)
         _check_fp16(fmt, exact, d, lo)
         q = np.trunc((blocks - lo) * _reciprocal(d) + np.float32(0.5)).clip(0, 15).astype(np.uint8)
-        out = np.concatenate([_f16_bytes(d), _f16_bytes(lo), _pack_nibbles(q)], axis=1)
+        out = np.concatenate([f16_bytes(d), f16_bytes(lo), _pack_nibbles(q)], axis=1)
     return out.reshape(*lead, -1)
 
 
 def _raw_blocks(raw: np.ndarray, fmt: str) -> tuple[np.ndarray, np.ndarray]:
     """``raw`` as a uint8 array and as ``(n_blocks, block_bytes)``, or a ValueError saying what fits."""
-    nb = BLOCK_BYTES[_check_format(fmt, legacy=True)]
-    arr = np.asarray(raw)
-    if arr.dtype != np.uint8 or arr.ndim == 0 or arr.size == 0 or arr.shape[-1] % nb:
-        raise ValueError(
-            f"raw has dtype {arr.dtype} and shape {arr.shape}; {fmt} needs non-empty uint8 rows whose length "
-            f"is a multiple of {nb} bytes, as returned by formats.quantize (bytes read from a file: "
-            "np.frombuffer(data, dtype=np.uint8))"
-        )
-    return arr, arr.reshape(-1, nb)
+    return raw_blocks(raw, BLOCK_BYTES[_check_format(fmt, legacy=True)], fmt)
 
 
 def _check_headers(fmt: str, d: np.ndarray, m: np.ndarray) -> None:
