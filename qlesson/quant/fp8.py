@@ -34,9 +34,7 @@ from qlesson.quant.granularity import (  # noqa: F401 (PerTensor in doctests)
     scale_shape,
     to_blocks,
 )
-from qlesson.quant.minifloat import round_to
-
-E4M3_MAX = 448.0
+from qlesson.quant.minifloat import E4M3_MAX, round_to
 
 
 @dataclass(frozen=True)

@@ -61,12 +61,21 @@ import numpy as np
 import torch
 
 from qlesson.quant._blocks import as_blocks, raw_blocks
-from qlesson.quant.minifloat import E8M0_BIAS, e2m1_code, e2m1_value, e4m3_byte, e4m3_value, round_to
+from qlesson.quant.minifloat import (
+    E2M1_MAX,
+    E4M3_MAX,
+    E8M0_BIAS,
+    e2m1_code,
+    e2m1_value,
+    e4m3_byte,
+    e4m3_value,
+    round_to,
+)
 
 MX_BLOCK, NV_BLOCK, NV_SUPER = 32, 16, 64
 RULES = ("floor", "ceil", "even", "rceil")
 Rule = Literal["floor", "ceil", "even", "rceil"]
-E4M3_MAX, E4M3_TINY, E2M1_MAX = 448.0, 2.0**-6, 6.0
+E4M3_TINY = 2.0**-6  # E4M3's smallest normal value
 
 
 def _amax(blocks: np.ndarray) -> np.ndarray:

@@ -32,7 +32,8 @@ from typing import Literal
 import numpy as np
 
 # name: (exponent bits, mantissa bits, largest finite value)
-SPECS = {"E2M1": (2, 1, 6.0), "E4M3": (4, 3, 448.0)}
+E2M1_MAX, E4M3_MAX = 6.0, 448.0  # the largest finite values
+SPECS = {"E2M1": (2, 1, E2M1_MAX), "E4M3": (4, 3, E4M3_MAX)}
 E2M1_VALUES = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
 E8M0_BIAS = 127
 
