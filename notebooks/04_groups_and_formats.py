@@ -231,6 +231,10 @@ print(
     f"at 4.25 bits per weight: per-group 64 {err['per-group 64']:.4f}, per-group 128 asym "
     f"{err['per-group 128 asym']:.4f}, per-group 64 full {err['per-group 64 full']:.4f}"
 )
+print(
+    f"g128: restricted {err['per-group 128']:.4f}, full range {err['per-group 128 full']:.4f} (4.125 bits), "
+    f"asym {err['per-group 128 asym']:.4f} ({4 + (16 + 4) / 128:.3f} bits with 4-bit zeros as GPTQ/AWQ store them)"
+)
 
 # %% [markdown]
 # The `asym` rows pay for an fp16 zero point beside every scale: asymmetric g128 costs the
@@ -239,8 +243,11 @@ print(
 # 15 codes, while the asymmetric ruler uses all 16. The `full` rows are symmetric with all 16
 # codes, as llama.cpp's Q4_0 does it (the largest magnitude lands on -8, section 5): full
 # g64 beats asymmetric g128 at the same bits, and full g128 beats restricted g64 with fewer.
-# On these weights, which are centred on 0, the 16th code is worth more than a zero point per
-# group. Compare rulers with the same number of codes, and count every byte of metadata.
+# Those `asym` rows are priced with an fp16 zero point. Priced as GPTQ and AWQ checkpoints
+# store it, 4 bits per group, asymmetric g128 costs 4.156 bits and has a lower error than
+# full g128 at 4.125 (last line): the zero point buys something, but on these weights, centred on 0, most
+# of the way from restricted to asymmetric g128 is the 16th code. Compare rulers with the same
+# number of codes, and count every byte of metadata at the width it is really stored.
 #
 # ## 5. llama.cpp's block formats, byte by byte
 #

@@ -208,12 +208,14 @@ for name in ("L0.query", "L0.intermediate", "L1.query", "L1.intermediate", "L5.q
     print(f"{name + ' input':<22} [CLS] median {on_cls:6.2f}, others at most {others:.2f}")
 
 # %% [markdown]
-#   The FFN then writes the spike back into the residual stream in every layer. Lesson 03
-#   found output channel 99 of the FFN down-projections to be the loudest weight row: in
-#   layer 0 a single weight, `L0.output[99, 856]`, carries hidden unit 856 (which fires only
-#   on `[CLS]`) into residual dimension 99:
+#   The FFN of the early layers writes the spike back into the residual stream: output
+#   channel 99 is the loudest weight row of the FFN down-projections in layers 0 to 3 (not in
+#   4 and 5, the cell below checks). In layer 0 a single weight, `L0.output[99, 856]`, carries
+#   hidden unit 856 (which fires only on `[CLS]`) into residual dimension 99:
 
 # %%
+loudest = [int(W[f"L{i}.output"].abs().amax(1).argmax()) for i in range(6)]
+print(f"loudest output row of each FFN down-projection, layers 0 to 5: {loudest}")
 w_out, x_out = W["L0.output"], acts["L0.output"]
 top_row = int(w_out[:, 856].abs().argmax())
 print(f"largest |weight| in column 856 of L0.output: row {top_row}, value {float(w_out[top_row, 856]):.2f}")
@@ -341,7 +343,9 @@ print(f"whole model, 24 sentence embeddings, folded vs original: mean cosine {co
 # %% [markdown]
 # `L0.output`, the FFN down-projection, is different: its input comes out of GELU, and
 # `GELU(z) / s` is not `GELU(z / s)`, so there is nothing linear to fold `1/s` into.
-# SmoothQuant smooths the QKV and FC1 inputs and leaves the down-projection alone. Measured
+# SmoothQuant smooths the QKV and FC1 inputs and leaves the down-projection alone. (In LLaMA's
+# SwiGLU FFN the down-projection reads `act(gate) * up`, which is linear in `up_proj`'s output,
+# so there `1/s` folds into `up_proj`'s rows; AWQ does exactly that.) Measured
 # W8A8 (activations per-tensor or per-token, weights per output channel) on the two foldable
 # inputs of layer 0, with `L0.output` last as the cautionary case:
 
@@ -356,14 +360,16 @@ print_table(activations.alpha_rows(cases, alphas=(0.25, 0.5, 0.75)), {"act max/m
 # alpha 0.75 does best; with per-token scales 0.5 and 0.75 are within about a dB of each other.
 # On `L0.output` alpha 0.5 raises the activations' max/median ratio instead of lowering it
 # (feature 856, above) and loses several dB; alpha 0.75 moves enough of the range into the
-# weights to win with per-tensor scales and to tie with per-token ones. The best alpha is a property of the layer,
-# which is why SmoothQuant picks it from calibration data.
+# weights to win with per-tensor scales and to tie with per-token ones. The best alpha is a
+# property of the layer. SmoothQuant itself uses one alpha per model, found by a search on
+# calibration data; later tools search it per layer.
 #
 # ## Summary
 #
-# * Asymmetric ranges fit shifted data. Where codes enter an integer GEMM the zero point is an
-#   integer code, so the range is widened to include 0 and 0.0 stays exact; weight-only
-#   formats such as Q4_1 store a float minimum instead and keep the finer scale.
+# * Asymmetric ranges fit shifted data. Where 0.0 must be an exact code (uint8 activations,
+#   zero padding) the zero point is an integer code and the range is widened to include 0;
+#   formats that need not store 0.0 exactly, such as Q4_1, store a float minimum instead and
+#   keep the finer scale (its integer dot product still works, through Q8_1's block sums).
 # * Activations have an outlier *token* (`[CLS]`, feature 99) and outlier *features* (63,
 #   267). Per-token scales isolate the token; only per-feature treatment handles the features.
 # * Static scales must be judged on text the calibration did not see; a percentile observer

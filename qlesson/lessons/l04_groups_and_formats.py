@@ -30,6 +30,15 @@ def _quantize_per_group(
     return q.reshape(n, k), s
 
 
+def _full_range_per_group(w: torch.Tensor, bits: int, g: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The full signed range: absmax / 2**(bits-1), codes clamped to [-2**(bits-1), 2**(bits-1) - 1]."""
+    n, k = w.shape
+    wg = w.reshape(n, k // g, g)
+    s = wg.abs().amax(-1) / 2 ** (bits - 1)
+    q = torch.clamp(torch.round(codes(wg, s[..., None])), -(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+    return q.reshape(n, k), s
+
+
 def _naive_per_group(w: torch.Tensor, bits: int, g: int) -> tuple[torch.Tensor, torch.Tensor]:
     n, k = w.shape
     wg = w.reshape(n, k // g, g)
@@ -59,7 +68,8 @@ TASKS: list[Task] = [
             Case((_w(2, 8), 8, 8), "int8, group = whole row"),
             Case((_ZERO_GROUP, 4, 2), "int4, [3, 6], groups of 2, one all-zero group (codes 0)"),
         ],
-        "reshape to [N, K // g, g], absmax over the last axis: scales [N, K // g]; return (q [N, K], scales); "
+        "reshape to [N, K // g, g]; scale = absmax over the last axis / (2**(bits-1) - 1), scales [N, K // g]; "
+        "codes round(w / scale) clamped to +-(2**(bits-1) - 1); return (q [N, K], scales); "
         "an all-zero group has scale 0 and codes 0",
         [
             Mistake(
@@ -76,6 +86,11 @@ TASKS: list[Task] = [
             Mistake(
                 "divided by 2**(bits-1) instead of 2**(bits-1) - 1",
                 lambda w, b, g: _quantize_per_group(w, b, g, divisor=2 ** (b - 1)),
+            ),
+            Mistake(
+                "used the full signed range (absmax / 2**(bits-1), codes down to -2**(bits-1)); this task uses "
+                "the restricted symmetric ruler: absmax / (2**(bits-1) - 1), codes within +-(2**(bits-1) - 1)",
+                _full_range_per_group,
             ),
             Mistake(
                 "divided by a zero scale: an all-zero group gives NaN codes (0 / 0); give it codes 0",

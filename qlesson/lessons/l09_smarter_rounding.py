@@ -161,7 +161,8 @@ TASKS: list[Task] = [
             Case(_push_case(2, 4, 3), "[2, 4], the last column"),
         ],
         "err = (w[:, j] - q_col) / hinv[j, j]; w[:, j:] -= outer(err, hinv[j, j:]); return the updated w "
-        "(work on w.clone() so the caller's w stays as it was); column j then equals q_col and the columns "
+        "(work on w.clone() so the caller's w stays as it was: the check looks only at what you return); "
+        "column j then equals q_col and the columns "
         "before j do not move",
         [
             Mistake("forgot to divide the error by hinv[j, j]", _push_no_divide),
@@ -236,7 +237,11 @@ RECALL: tuple[Question, ...] = (
             "Same ruler, smarter choice of tick. With groups, the reference's default also recomputes each "
             "group's scale from the updated weights; ql.gptq keeps RTN's (static groups).",
         ),
-        ("The scales: it searches a better ruler per group", False, "That is closer to AWQ or clipping searches."),
+        (
+            "The scales: it searches a better ruler per group",
+            False,
+            "That is closer to a clipping search (llm-awq's auto_clip) than to GPTQ.",
+        ),
         ("The group size: it picks groups adaptively", False, "The granularity is chosen before GPTQ runs."),
         source=LESSON,
     ),
@@ -273,7 +278,7 @@ RECALL: tuple[Question, ...] = (
         (
             "They are multiplied by s, so loud features get louder",
             False,
-            "Multiplying both would scale the output by s squared.",
+            "Multiplying both would scale each input's contribution by s_j squared.",
         ),
         source=INTERVIEW,
     ),

@@ -14,9 +14,9 @@ JUDGED = (
     (
         "GPTQ and AWQ default to per-channel scales",
         "it depends on the tool: one scale per output row is the default of the GPTQ paper's script "
-        "(--groupsize -1), of AutoGPTQ (group_size=-1, sym=True) and of llm-awq (--q_group_size -1); "
-        "GPTQModel (group_size=128) and AutoAWQ (q_group_size=128, zero_point=True) default to groups "
-        "of 128 along the input dimension, and AutoAWQ adds a zero point per group",
+        "(--groupsize -1, asymmetric unless --sym), of AutoGPTQ (group_size=-1, sym=True) and of llm-awq "
+        "(--q_group_size -1, with a zero point unless --no_zero_point); GPTQModel (group_size=128) and "
+        "AutoAWQ (q_group_size=128, zero_point=True) default to groups of 128 along the input dimension",
     ),
     (
         "WMMA supports per-channel scales",

@@ -168,8 +168,9 @@ def pareto_points(
 ) -> list[dict[str, Any]]:
     """Relative RMSE over all of ``weights`` against bits per weight with fp16 scales.
 
-    ``symmetric=False`` quantizes asymmetrically and counts an fp16 zero point (or minimum, as
-    Q4_1 stores) beside every scale; those methods are named with an ``asym`` suffix.
+    ``symmetric=False`` quantizes asymmetrically (an integer zero point, the range widened to
+    include 0) and prices that zero point as fp16, 2 bytes beside every scale; those methods are
+    named with an ``asym`` suffix.
     ``full_range=True`` uses the symmetric ruler with all ``2**bits`` codes of
     :func:`fake_quantize_full_range` (suffix ``full``). Every group size must divide every
     layer's ``in_features`` (a ValueError says which does not).
