@@ -298,7 +298,7 @@ for name in ("L0.intermediate", "L0.output"):
 fmt = {k: ".2f" for k in ("max|x_j|", "max|w_j|", "s_j", "max|x_j / s_j|", "(max|x_j| max|w_j|)^(1-alpha)")}
 print_table(activations.smoothed_features(acts["L0.output"], W["L0.output"], alpha=0.5), fmt)
 s05 = activations.smoothing_factors(acts["L0.output"], W["L0.output"], alpha=0.5)
-q1, q3 = torch.quantile(s05, torch.tensor([0.25, 0.75])).tolist()
+q1, q3 = torch.quantile(s05, torch.tensor([0.25, 0.75], dtype=s05.dtype)).tolist()
 print(f"s_j over all {s05.numel()} features: median {float(s05.median()):.2f}, middle half {q1:.2f} to {q3:.2f}")
 print(f"largest |weight| of the whole layer: {float(W['L0.output'].abs().max()):.2f}")
 
@@ -320,7 +320,7 @@ layer0 = model[0].auto_model.encoder.layer[0]
 norm, fc1 = layer0.attention.output.LayerNorm, layer0.intermediate.dense
 s = activations.smoothing_factors(acts["L0.intermediate"], W["L0.intermediate"], alpha=0.5)
 norm_s, (fc1_s,) = activations.fold_into_layernorm(norm, [fc1], s)
-h = torch.randn(5, 384, generator=torch.Generator().manual_seed(0))
+h = torch.randn(5, 384, dtype=torch.float64, generator=torch.Generator().manual_seed(0))  # the model is float64
 with torch.no_grad():
     same_norm = float((norm_s(h) - norm(h) / s).abs().max())
     same_out = float((fc1_s(norm_s(h)) - fc1(norm(h))).abs().max() / fc1(norm(h)).abs().max())

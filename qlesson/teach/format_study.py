@@ -34,6 +34,7 @@ from qlesson.quant.fp8 import quantize_fp8
 from qlesson.quant.granularity import PerChannel, PerGroup
 from qlesson.quant.minifloat import e4m3_value
 from qlesson.quant.quantize import fake_quantize
+from qlesson.teach.studies import EmbeddingScores, sentence_scores
 
 INT = {"int4 per-channel": PerChannel(0), "int4 g128": PerGroup(128), "int4 g32": PerGroup(32)}
 MX = {f"MXFP4 {r}": r for r in microscaling.RULES}
@@ -104,43 +105,53 @@ def bits_per_weight(shape: tuple[int, ...], method: str) -> float:
 def format_table(
     model: Any, weights: Mapping[str, torch.Tensor], methods: Sequence[str] = METHODS
 ) -> list[dict[str, Any]]:
+    """One row per method: the first element of :func:`format_study`."""
+    return format_study(model, weights, methods)[0]
+
+
+def format_study(
+    model: Any, weights: Mapping[str, torch.Tensor], methods: Sequence[str] = METHODS
+) -> tuple[list[dict[str, Any]], dict[str, EmbeddingScores]]:
     """One row per method: bits per weight, SQNR and relative RMSE over all ``weights`` together, and the
-    model's sentence embeddings with those weights stored in the method, against FP32.
+    model's sentence embeddings with those weights stored in the method, against FP32; and each
+    method's per-sentence scores, for :func:`qlesson.teach.studies.compare_embeddings`.
 
-    ``mean cosine`` and ``rank corr`` as in :func:`qlesson.teach.studies.embedding_quality`; the
-    reconstruction of each weight is computed once and used for all columns. ``small-half rmse``
-    is the RMS error over the smaller half of all weights (``|w|`` at most the median ``|w|``).
+    ``mean cosine`` and ``rank corr`` as in :func:`qlesson.teach.studies.embedding_quality`, on the
+    240 evaluation sentences; the reconstruction of each weight is computed once and used for all
+    columns. ``small-half rmse`` is the RMS error over the smaller half of all weights (``|w|`` at
+    most the median ``|w|``).
     """
+    from qlesson.teach.eval_text import EVAL_SENTENCES
     from qlesson.teach.models import embed, replaced_weights
-    from qlesson.teach.studies import _pairwise, _spearman
 
-    ref = embed(model)
-    ref_pairs = _pairwise(ref)
+    ref = embed(model, EVAL_SENTENCES)
     total_sq = sum(float(w.double().square().sum()) for w in weights.values())
     numel = sum(w.numel() for w in weights.values())
     cut = torch.cat([w.detach().abs().reshape(-1) for w in weights.values()]).median()
     small = {n: w.detach().abs() <= cut for n, w in weights.items()}
     n_small = sum(int(s.sum()) for s in small.values())
-    rows = []
+    rows, scores = [], {}
     for m in methods:
         fakes = {n: fake(w, m) for n, w in weights.items()}
         err_sq = sum(float((fakes[n] - w).double().square().sum()) for n, w in weights.items())
         small_sq = sum(float((fakes[n] - w)[small[n]].double().square().sum()) for n, w in weights.items())
         bits = sum(bits_per_weight(tuple(w.shape), m) * w.numel() for w in weights.values())
         with replaced_weights(model, fakes):
-            e = embed(model)
+            e = embed(model, EVAL_SENTENCES)
+        cos, rank = sentence_scores(ref, e)
+        scores[m] = EmbeddingScores(m, bits / numel, cos, rank)
         rows.append(
             {
                 "format": m,
                 "bits per weight": bits / numel,
                 "SQNR dB": 10 * np.log10(total_sq / err_sq),
                 "rmse / rms": (err_sq / total_sq) ** 0.5,
-                "mean cosine": float((e * ref).sum(1).mean()),
-                "rank corr": _spearman(ref_pairs, _pairwise(e)),
+                "mean cosine": float(cos.mean()),
+                "rank corr": float(rank.mean()),
                 "small-half rmse": (small_sq / n_small) ** 0.5,
             }
         )
-    return rows
+    return rows, scores
 
 
 def pareto_front(rows: Sequence[Mapping[str, Any]], y: str = "SQNR dB") -> list[str]:

@@ -95,7 +95,14 @@ def resamples(n: int, n_boot: int = N_BOOT, seed: int = 0) -> np.ndarray:
     return np.random.Generator(np.random.PCG64(seed)).integers(0, n, size=(n_boot, n))
 
 
-def _interval(diff: float, boots: np.ndarray, level: float) -> Interval:
+def interval(diff: float, boots: np.ndarray, level: float = 0.95) -> Interval:
+    """``diff`` with the percentile interval of its bootstrap replicates ``boots``.
+
+    >>> interval(0.5, np.linspace(0.0, 1.0, 101)).text(".3f")
+    '0.500 [0.025, 0.975]'
+    """
+    if not 0.5 <= level < 1:
+        raise ValueError(f"level={level!r} must be in [0.5, 1), e.g. 0.95")
     tail = (1 - level) / 2 * 100
     lo, hi = np.percentile(boots, [tail, 100 - tail])
     return Interval(float(diff), float(lo), float(hi), level)
@@ -115,7 +122,7 @@ def paired_bootstrap(
         raise ValueError(f"a has {x.size} values and b {y.size}; pass both methods' scores on the same sentences")
     d = x - y
     idx = resamples(d.size, n_boot, seed)
-    return _interval(d.mean(), d[idx].mean(axis=1), level)
+    return interval(d.mean(), d[idx].mean(axis=1), level)
 
 
 def mean_interval(a: ArrayLike, *, n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95) -> Interval:
@@ -126,7 +133,7 @@ def mean_interval(a: ArrayLike, *, n_boot: int = N_BOOT, seed: int = 0, level: f
     """
     _check(n_boot, level)
     x = _as_1d(a, "a")
-    return _interval(x.mean(), x[resamples(x.size, n_boot, seed)].mean(axis=1), level)
+    return interval(x.mean(), x[resamples(x.size, n_boot, seed)].mean(axis=1), level)
 
 
 def paired_bootstrap_stat(
@@ -152,4 +159,4 @@ def paired_bootstrap_stat(
         raise ValueError(f"n={n!r} must be the number of sentences, an int >= 2")
     full = np.arange(n)
     boots = np.array([stat(idx, 0) - stat(idx, 1) for idx in resamples(n, n_boot, seed)])
-    return _interval(stat(full, 0) - stat(full, 1), boots, level)
+    return interval(stat(full, 0) - stat(full, 1), boots, level)

@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
 from qlesson.quant.awq import awq_search
@@ -25,6 +26,7 @@ from qlesson.quant.footprint import total_footprint
 from qlesson.quant.gptq import gptq_from_hessian, hessian
 from qlesson.quant.granularity import Granularity, PerChannel, method_name
 from qlesson.quant.quantize import fake_quantize, quantize
+from qlesson.teach.intervals import N_BOOT, Interval, interval, resamples
 
 METHODS = ("RTN", "GPTQ", "AWQ", "AWQ+GPTQ")
 
@@ -95,11 +97,16 @@ class Layer:
 
 
 def layers(weights: Mapping[str, torch.Tensor], inputs: Mapping[str, torch.Tensor]) -> dict[str, Layer]:
-    """Every layer's Hessian, computed once (each study below uses it many times)."""
+    """Every layer's Hessian, computed once (each study below uses it many times).
+
+    Everything is float64 (the weights' float32 values exactly): GPTQ's error feedback and the
+    Hessian's sums then give the same printed digits on every CPU.
+    """
     out = {}
     for name, w in weights.items():
-        h = hessian(inputs[name].to(w.dtype))
-        out[name] = Layer(w, h, inputs[name].abs().mean(0), output_norm(w, h))
+        w, x = w.double(), inputs[name].double()
+        h = hessian(x)
+        out[name] = Layer(w, h, x.abs().mean(0), output_norm(w, h))
     return out
 
 
@@ -153,20 +160,24 @@ def study_rows(
     methods: Sequence[str] = METHODS,
     progress: bool = False,
     held_out: Mapping[str, torch.Tensor] | None = None,
+    scores: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Per method and setting: bits per weight, layer output errors, and the embeddings against FP32.
 
     ``calib err`` is the mean relative layer-output error on the calibration inputs the methods
     were fitted to (``lays``); with ``held_out`` (each layer's inputs on other text), ``output
     err`` and ``worst layer`` are measured on those, otherwise on the calibration inputs too.
-    Embeddings are those of lesson 03's sentences (:data:`qlesson.teach.models.SENTENCES`), not
-    the calibration text; ``rank corr`` is Spearman's over all pairwise similarities, as in lesson 03.
+    Embeddings are those of the 240 evaluation sentences
+    (:data:`qlesson.teach.eval_text.EVAL_SENTENCES`), not the calibration text; ``mean cosine``
+    and ``rank corr`` as in :func:`qlesson.teach.studies.embedding_quality`. A dict passed as
+    ``scores`` receives each row's per-sentence scores (key ``"GPTQ int4 per-channel"``) and
+    fake-quantized weights (key ``("GPTQ", "int4 per-channel")``), for intervals.
     """
+    from qlesson.teach.eval_text import EVAL_SENTENCES
     from qlesson.teach.models import embed
-    from qlesson.teach.studies import _pairwise, _spearman
+    from qlesson.teach.studies import EmbeddingScores, sentence_scores
 
-    ref = embed(model)
-    ref_pairs = _pairwise(ref)
+    ref = embed(model, EVAL_SENTENCES)
     shapes = [tuple(layer.w.shape) for layer in lays.values()]
     evals = lays if held_out is None else layers({n: lay.w for n, lay in lays.items()}, held_out)
     rows = []
@@ -177,22 +188,89 @@ def study_rows(
             fit = [output_error(lays[n].w, w_hat, lays[n].h, lays[n].norm) for n, w_hat in new.items()]
             errs = [output_error(evals[n].w, w_hat, evals[n].h, evals[n].norm) for n, w_hat in new.items()]
             with swapped_weights(model, new):
-                e = embed(model)
+                e = embed(model, EVAL_SENTENCES)
+            cos, rank = sentence_scores(ref, e)
+            label = f"int{bits} {method_name(g)}"
+            bpw = total_footprint(shapes, bits, g).bits_per_weight
+            if scores is not None:
+                scores[f"{method} {label}"] = EmbeddingScores(f"{method} {label}", bpw, cos, rank)
+                scores[(method, label)] = new
             rows.append(
                 {
                     "method": method,
-                    "weights": f"int{bits} {method_name(g)}",
-                    "bits/weight": total_footprint(shapes, bits, g).bits_per_weight,
+                    "weights": label,
+                    "bits/weight": bpw,
                     "calib err": sum(fit) / len(fit),
                     "output err": sum(errs) / len(errs),
                     "worst layer": max(errs),
-                    "mean cosine": float((e * ref).sum(1).mean()),
-                    "rank corr": _spearman(ref_pairs, _pairwise(e)),
+                    "mean cosine": float(cos.mean()),
+                    "rank corr": float(rank.mean()),
                 }
             )
             if progress:
                 print(rows[-1]["method"], rows[-1]["weights"], flush=True)
     return rows
+
+
+def _per_sentence(
+    inputs: Mapping[str, torch.Tensor], mats: Mapping[str, torch.Tensor], tokens_per_sentence: Sequence[int]
+) -> np.ndarray:
+    """``[layers, sentences]``: ``sum_t ||x_t m.T||^2`` over each sentence's tokens, for each layer's ``m``."""
+    sid = torch.repeat_interleave(torch.arange(len(tokens_per_sentence)), torch.tensor(list(tokens_per_sentence)))
+    rows = []
+    for name, m in mats.items():
+        x = inputs[name].double()
+        if x.shape[0] != len(sid):
+            raise ValueError(f"{name}: {x.shape[0]} input tokens but tokens_per_sentence sums to {len(sid)}")
+        per_token = (x @ m.double().T).square().sum(1)
+        rows.append(torch.zeros(len(tokens_per_sentence), dtype=torch.float64).index_add_(0, sid, per_token))
+    return torch.stack(rows).numpy()
+
+
+def sentence_output_errors(
+    weights: Mapping[str, torch.Tensor],
+    new: Mapping[str, torch.Tensor],
+    inputs: Mapping[str, torch.Tensor],
+    tokens_per_sentence: Sequence[int],
+) -> np.ndarray:
+    """Each layer's squared output error summed over each sentence's tokens, ``[layers, sentences]``.
+
+    ``err[l, s] = sum_t ||x_t (w - w_hat).T||^2`` over the tokens ``t`` of sentence ``s`` (inputs
+    in sentence order, as :func:`qlesson.teach.models.capture_linear_inputs` gives them). With
+    :func:`sentence_output_norms` the relative output error of any set of sentences ``idx`` is
+    ``err[:, idx].sum(1) / out[:, idx].sum(1)`` per layer, so sentences can be resampled.
+    """
+    return _per_sentence(inputs, {n: weights[n].double() - w.double() for n, w in new.items()}, tokens_per_sentence)
+
+
+def sentence_output_norms(
+    weights: Mapping[str, torch.Tensor], inputs: Mapping[str, torch.Tensor], tokens_per_sentence: Sequence[int]
+) -> np.ndarray:
+    """``out[l, s] = sum_t ||x_t w.T||^2``: each layer's squared output, per sentence (the denominator)."""
+    return _per_sentence(inputs, weights, tokens_per_sentence)
+
+
+def output_error_interval(err_a: np.ndarray, err_b: np.ndarray, out: np.ndarray, n_boot: int = N_BOOT) -> Interval:
+    """Paired bootstrap over sentences of the mean relative layer-output error, method A minus method B.
+
+    ``err_a``, ``err_b`` are :func:`sentence_output_errors` of two methods and ``out`` is
+    :func:`sentence_output_norms`, all on the same sentences. Each draw resamples sentences
+    (with their tokens) and recomputes every layer's ratio of sums, then the mean over layers.
+
+    >>> out = np.ones((2, 4))
+    >>> output_error_interval(out * 0.02, out * 0.01, out).text(".3f")
+    '0.010 [0.010, 0.010]'
+    """
+    if not err_a.shape == err_b.shape == out.shape:
+        raise ValueError(f"shapes {err_a.shape}, {err_b.shape}, {out.shape} differ; pass [layers, sentences] each")
+    n = out.shape[1]
+    counts = np.stack([np.bincount(idx, minlength=n) for idx in resamples(n, n_boot)]).T.astype(np.float64)
+
+    def stat(err: np.ndarray, c: np.ndarray) -> np.ndarray:
+        return ((err @ c) / (out @ c)).mean(0)
+
+    full = np.ones((n, 1))
+    return interval(float(stat(err_a, full)[0] - stat(err_b, full)[0]), stat(err_a, counts) - stat(err_b, counts))
 
 
 def overfit_rows(
@@ -203,12 +281,13 @@ def overfit_rows(
     bits: int = 4,
     g: Granularity = PerChannel(0),
 ) -> list[dict[str, Any]]:
-    """GPTQ calibrated on the first ``n`` tokens of ``x_cal``: error on those tokens and on ``x_held``."""
-    h_held = hessian(x_held.to(w.dtype))
+    """GPTQ calibrated on the first ``n`` tokens of ``x_cal``: error on those tokens and on ``x_held`` (float64)."""
+    w, x_cal = w.double(), x_cal.double()
+    h_held = hessian(x_held.double())
     rtn = fake_quantize(w, bits, granularity=g)
     rows = []
     for n in token_counts:
-        h = hessian(x_cal[:n].to(w.dtype))
+        h = hessian(x_cal[:n])
         w_hat = gptq_from_hessian(w, h, bits, granularity=g).dequantize()
         rows.append(
             {

@@ -6,14 +6,17 @@ Each function takes tensors (or the model) and returns rows for :func:`qlesson.t
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
-from qlesson.quant.footprint import footprint
+from qlesson.quant.footprint import footprint, total_footprint
 from qlesson.quant.granularity import Granularity, PerChannel, PerGroup, PerTensor, method_name
 from qlesson.quant.metrics import errors
 from qlesson.quant.quantize import fake_quantize
+from qlesson.teach.intervals import mean_interval, paired_bootstrap
 from qlesson.teach.models import embed, layer_type_of_short, quantized_weights
 
 
@@ -95,31 +98,129 @@ def _spearman(a: torch.Tensor, b: torch.Tensor) -> float:
     return float(spearmanr(a.numpy(), b.numpy()).statistic)
 
 
+def sentence_scores(ref: torch.Tensor, e: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    """Per sentence: cosine to its reference embedding, and how well its neighbours keep their order.
+
+    ``ref`` and ``e`` are unit-normalised embeddings ``[sentences, dim]`` (FP32 model and
+    quantized model). The second array holds, for each sentence ``i``, Spearman's rank
+    correlation between its similarities to every other sentence before and after: the
+    ranking a search with sentence ``i`` as the query would return. Both are one value per
+    sentence, so :mod:`qlesson.teach.intervals` can resample sentences.
+
+    >>> ref = torch.nn.functional.normalize(torch.eye(4, dtype=torch.float64) + 0.1 * torch.arange(16.0).reshape(4, 4))
+    >>> cos, rank = sentence_scores(ref, ref)
+    >>> cos.round(6).tolist(), rank.tolist()
+    ([1.0, 1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 1.0])
+    """
+    from scipy.stats import rankdata
+
+    if ref.shape != e.shape or ref.ndim != 2 or len(ref) < 3:
+        raise ValueError(f"ref {tuple(ref.shape)} and e {tuple(e.shape)} must be the same [sentences >= 3, dim] shape")
+    ref, e = ref.double(), e.double()
+    n = len(ref)
+    off = ~torch.eye(n, dtype=torch.bool)
+    sims = [(x @ x.T)[off].reshape(n, n - 1).numpy() for x in (ref, e)]
+    ra, rb = (rankdata(s, axis=1) for s in sims)
+    ra, rb = ra - ra.mean(1, keepdims=True), rb - rb.mean(1, keepdims=True)
+    rank = (ra * rb).sum(1) / np.sqrt((ra * ra).sum(1) * (rb * rb).sum(1))
+    return (e * ref).sum(1).numpy(), rank
+
+
+@dataclass(frozen=True)
+class EmbeddingScores:
+    """One quantization setting's per-sentence scores against the FP32 model."""
+
+    label: str
+    bits_per_weight: float
+    cosine: np.ndarray
+    rank_corr: np.ndarray
+
+    def row(self) -> dict[str, Any]:
+        """The setting's line in a table: means, the cosine's 95% interval, the worst sentence."""
+        ci = mean_interval(self.cosine)
+        return {
+            "weights": self.label,
+            "bits/weight": self.bits_per_weight,
+            "mean cosine": float(self.cosine.mean()),
+            "cosine 95% CI": [ci.lo, ci.hi],
+            "worst cosine": float(self.cosine.min()),
+            "rank corr": float(self.rank_corr.mean()),
+        }
+
+
+def embedding_scores(
+    model: Any, settings: Sequence[tuple[int, Granularity]], sentences: Sequence[str] | None = None
+) -> dict[str, EmbeddingScores]:
+    """Quantize every Linear weight per setting and score the sentence embeddings against FP32.
+
+    ``sentences`` defaults to the 240 evaluation sentences
+    (:data:`qlesson.teach.eval_text.EVAL_SENTENCES`). Keys are labels like ``"int4 per-group 32"``.
+    """
+    from qlesson.teach.eval_text import EVAL_SENTENCES
+    from qlesson.teach.models import linear_weights
+
+    sentences = list(EVAL_SENTENCES if sentences is None else sentences)
+    shapes = [tuple(w.shape) for w in linear_weights(model).values()]
+    ref = embed(model, sentences)
+    out = {}
+    for bits, g in settings:
+        with quantized_weights(model, bits, g):
+            e = embed(model, sentences)
+        label = f"int{bits} {method_name(g)}"
+        cos, rank = sentence_scores(ref, e)
+        out[label] = EmbeddingScores(label, total_footprint(shapes, bits, g).bits_per_weight, cos, rank)
+    return out
+
+
 def embedding_quality(
     model: Any, settings: Sequence[tuple[int, Granularity]], sentences: Sequence[str] | None = None
 ) -> list[dict[str, Any]]:
-    """Quantize every Linear weight and compare sentence embeddings with FP32.
+    """Quantize every Linear weight and compare sentence embeddings with FP32: one row per setting.
 
-    ``cosine`` is each sentence's embedding against its FP32 embedding; ``rank corr`` is
-    Spearman's correlation of all pairwise sentence similarities, FP32 against quantized.
+    ``mean cosine`` averages each sentence's cosine to its FP32 embedding (with a bootstrap
+    95% interval over sentences); ``rank corr`` averages :func:`sentence_scores`' per-sentence
+    rank correlations. Bits per weight count fp16 scales.
     """
-    kwargs = {} if sentences is None else {"sentences": list(sentences)}
-    ref = embed(model, **kwargs)
-    ref_pairs = _pairwise(ref)
+    return [s.row() for s in embedding_scores(model, settings, sentences).values()]
+
+
+def compare_embeddings(scores: Mapping[str, EmbeddingScores], pairs: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
+    """For each ``(A, B)``: the paired differences ``A - B`` in mean cosine and rank corr, with 95% intervals.
+
+    A verdict names the higher one only when the interval excludes 0; otherwise it says ``tie``.
+    """
     rows = []
-    for bits, g in settings:
-        with quantized_weights(model, bits, g):
-            e = embed(model, **kwargs)
-        cos = (e * ref).sum(1)
+    for a, b in pairs:
+        missing = [k for k in (a, b) if k not in scores]
+        if missing:
+            raise ValueError(f"no scores for {missing}; measured: {list(scores)}")
+        sa, sb = scores[a], scores[b]
+        cos = paired_bootstrap(sa.cosine, sb.cosine)
+        rank = paired_bootstrap(sa.rank_corr, sb.rank_corr)
+        short_a, short_b = _short(a, b)
         rows.append(
             {
-                "weights": f"int{bits} {method_name(g)}",
-                "mean cosine": float(cos.mean()),
-                "worst cosine": float(cos.min()),
-                "rank corr": _spearman(ref_pairs, _pairwise(e)),
+                "A - B": f"{a} - {b}",
+                "cosine": cos.diff,
+                "cosine 95% CI": [cos.lo, cos.hi],
+                "rank corr": rank.diff,
+                "rank 95% CI": [rank.lo, rank.hi],
+                "verdict (cosine; rank)": f"{cos.verdict(short_a, short_b)}; {rank.verdict(short_a, short_b)}",
             }
         )
     return rows
+
+
+def _short(a: str, b: str) -> tuple[str, str]:
+    """``("int4 per-group 32", "int4 per-group 128")`` -> ``("g32", "g128")``: the part that differs, short."""
+
+    def abbreviate(label: str, drop_bits: bool) -> str:
+        bits, _, method = label.partition(" ")
+        method = method.replace("per-group ", "g").replace("per-channel", "per-chan").replace("per-tensor", "per-tens")
+        return method if drop_bits else f"{bits} {method}"
+
+    same_bits = a.split(" ", 1)[0] == b.split(" ", 1)[0]
+    return abbreviate(a, same_bits), abbreviate(b, same_bits)
 
 
 def fake_quantize_full_range(w: torch.Tensor, bits: int, granularity: PerChannel | PerGroup) -> torch.Tensor:
@@ -218,6 +319,8 @@ def smoothquant_rows(x: torch.Tensor, w: torch.Tensor, alpha: float = 0.5, bits:
     """
     if not 0.0 <= alpha <= 1.0:
         raise ValueError(f"alpha={alpha!r} must be between 0 and 1 (0.5 is SmoothQuant's default)")
+    dtype = torch.promote_types(x.dtype, w.dtype)  # float64 activations of the model, float32 weights
+    x, w = x.to(dtype), w.to(dtype)
     y = x @ w.T
     s = (x.abs().amax(0).clamp_min(1e-5) ** alpha) / (w.abs().amax(0).clamp_min(1e-5) ** (1 - alpha))
     rows = []
