@@ -211,16 +211,41 @@ def compare_embeddings(scores: Mapping[str, EmbeddingScores], pairs: Sequence[tu
     return rows
 
 
+def best_and_ties(scores: Mapping[str, EmbeddingScores], names: Sequence[str], metric: str) -> tuple[str, list[str]]:
+    """The name with the highest mean ``metric`` (``"cosine"`` or ``"rank_corr"``), and those it does not beat.
+
+    A name ties with the best when the paired bootstrap interval of ``best - name`` spans 0.
+    """
+    if metric not in ("cosine", "rank_corr") or not names:
+        raise ValueError(f"metric={metric!r} must be 'cosine' or 'rank_corr', names non-empty (got {len(names)})")
+    best = max(names, key=lambda n: float(getattr(scores[n], metric).mean()))
+    ties = [
+        n
+        for n in names
+        if n != best and not paired_bootstrap(getattr(scores[best], metric), getattr(scores[n], metric)).excludes_zero
+    ]
+    return best, ties
+
+
 def _short(a: str, b: str) -> tuple[str, str]:
-    """``("int4 per-group 32", "int4 per-group 128")`` -> ``("g32", "g128")``: the part that differs, short."""
+    """Short names for a verdict: ``("int4 per-group 32", "int4 per-group 128")`` -> ``("g32", "g128")``.
 
-    def abbreviate(label: str, drop_bits: bool) -> str:
-        bits, _, method = label.partition(" ")
+    Labels that are not ``"int<bits> <method>"`` (format names such as ``"Q4_K search"``) stay as they are.
+
+    >>> _short("int4 per-group 32", "int4 per-group 128"), _short("int3 per-group 32", "int4 per-channel")
+    (('g32', 'g128'), ('int3 g32', 'int4 per-chan'))
+    >>> _short("NVFP4", "Q4_K search")
+    ('NVFP4', 'Q4_K search')
+    """
+    parts = [label.partition(" ") for label in (a, b)]
+    if not all(bits.startswith("int") and bits[3:].isdigit() and method for bits, _, method in parts):
+        return a, b
+    same_bits = parts[0][0] == parts[1][0]
+    short = []
+    for bits, _, method in parts:
         method = method.replace("per-group ", "g").replace("per-channel", "per-chan").replace("per-tensor", "per-tens")
-        return method if drop_bits else f"{bits} {method}"
-
-    same_bits = a.split(" ", 1)[0] == b.split(" ", 1)[0]
-    return abbreviate(a, same_bits), abbreviate(b, same_bits)
+        short.append(method if same_bits else f"{bits} {method}")
+    return short[0], short[1]
 
 
 def fake_quantize_full_range(w: torch.Tensor, bits: int, granularity: PerChannel | PerGroup) -> torch.Tensor:
