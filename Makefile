@@ -32,8 +32,10 @@ app: $(STAMP)
 	@echo "qlesson calculator: open http://127.0.0.1:$(APP_PORT)/ (Ctrl-C to stop)"
 	$(VENV)/bin/voila notebooks/07_calculator.ipynb --no-browser --port=$(APP_PORT) --Voila.ip=127.0.0.1
 
+# One thread per process: two xdist workers, each with its own kernel, on two cores (more threads
+# only fight over the cores). tests/test_portable.py re-runs the model notebooks on a second float path.
 test: $(STAMP)
-	$(PY) -m pytest -n 2 --dist loadfile --nbval
+	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PY) -m pytest -n 2 --dist loadfile --nbval
 
 # Is the set-up sound? One line per check (Python, venv, each pin, kernel, Chromium, disk), a fix per FAIL.
 doctor:

@@ -183,7 +183,8 @@ print(
 
 # %%
 lays = smarter.layers(W, X_cal)
-settings = [(b, g) for b in (4, 3) for g in (ql.PerChannel(0), ql.PerGroup(128), ql.PerGroup(32))]
+settings = [(4, g) for g in (ql.PerChannel(0), ql.PerGroup(128), ql.PerGroup(32))]
+settings += [(3, g) for g in (ql.PerChannel(0), ql.PerGroup(32))]
 per_sentence = {}  # each row's per-sentence embedding scores and weights, for the intervals of section 5
 study = smarter.study_rows(model, lays, settings, held_out=X_held, scores=per_sentence)
 fmt = {"bits/weight": ".3f", "calib err": ".5f", "output err": ".5f", "worst layer": ".4f"}
@@ -223,44 +224,17 @@ for bits in (4, 3):
 # difference counts only where its interval excludes 0.
 
 # %%
-from qlesson.teach import intervals
-
 counts = [0] * len(EVAL_SENTENCES)
 for i, _, _ in models.token_labels(model, EVAL_SENTENCES):
     counts[i] += 1
-norms = smarter.sentence_output_norms(W, X_held, counts)
 pairs = [(("GPTQ", f"int{b} per-channel"), ("RTN", f"int{b} per-group 32")) for b in (4, 3)]
-pairs += [
-    (("GPTQ", "int4 per-group 128"), ("RTN", "int4 per-group 32")),
-    (("GPTQ", "int4 per-channel"), ("RTN", "int4 per-channel")),
-]
+pairs += [(("GPTQ", "int4 per-group 128"), ("RTN", "int4 per-group 32"))]
+pairs += [(("GPTQ", "int4 per-channel"), ("RTN", "int4 per-channel"))]
 pairs += [(("AWQ", f"int4 {g}"), ("GPTQ", f"int4 {g}")) for g in ("per-channel", "per-group 32")]
 pairs += [(("AWQ+GPTQ", w), ("GPTQ", w)) for w in ("int4 per-channel", "int3 per-group 32")]
-held = {
-    key: smarter.sentence_output_errors(W, per_sentence[key], X_held, counts) for key in {k for p in pairs for k in p}
-}
-comparisons = []
-for a, b in pairs:
-    err = smarter.output_error_interval(held[a], held[b], norms)
-    sa, sb = per_sentence[" ".join(a)], per_sentence[" ".join(b)]
-    cos = intervals.paired_bootstrap(sa.cosine, sb.cosine)
-    rank = intervals.paired_bootstrap(sa.rank_corr, sb.rank_corr)
-    comparisons.append(
-        {
-            "A - B": f"{' '.join(a)} - {' '.join(b)}",
-            "output err": err.diff,
-            "95% CI": [err.lo, err.hi],
-            "cosine": cos.diff,
-            "cosine 95% CI": [cos.lo, cos.hi],
-            "rank corr": rank.diff,
-            "rank 95% CI": [rank.lo, rank.hi],
-            "better (A, B or tie): err; cos; rank": f"{err.verdict('B', 'A').replace(' higher', '')}; "
-            f"{cos.verdict('A', 'B').replace(' higher', '')}; {rank.verdict('A', 'B').replace(' higher', '')}",
-        }
-    )
-print_table(
-    comparisons, {k: "+.5f" if k in ("output err", "95% CI") else "+.4f" for k in comparisons[0] if k != "A - B"}
-)
+comparisons = smarter.compare_rows(W, X_held, counts, per_sentence, pairs)
+fmt = {k: "+.5f" if k in ("output err", "95% CI") else "+.4f" for k in comparisons[0] if k != "A - B"}
+print_table(comparisons, fmt)
 
 # %% [markdown]
 # On the quantity GPTQ minimises, measured on the calibration tokens it was fitted to
@@ -300,7 +274,7 @@ print(
 )
 
 # %% [markdown]
-# The same questions over all six settings, each answer computed from the table:
+# The same questions over all five settings, each answer computed from the table:
 
 # %%
 names = sorted({r["weights"] for r in study}, key=lambda n: [r["weights"] for r in study].index(n))

@@ -13,6 +13,7 @@ import torch
 
 import qlesson as ql
 from qlesson.quant.awq import awq_candidates
+from qlesson.quant.gptq import gptq_from_hessian, hessian
 from qlesson.teach.calibration import calibration_texts
 
 
@@ -225,21 +226,40 @@ def minilm_layers():
     # the pooler reads one [CLS] token per text (48 tokens) and does not reach the sentence
     # embedding (mean pooling): the 36 encoder layers are the ones that matter
     weights = {k: w for k, w in linear_weights(model).items() if k != "pooler"}
-    return weights, capture_linear_inputs(model, calibration_texts())
+    inputs = {k: x.float() for k, x in capture_linear_inputs(model, calibration_texts()).items()}
+    # ql.gptq(w, x) and ql.awq_scales(w, x) are these functions with hessian(x): one Hessian per layer serves both
+    return weights, inputs, {k: hessian(inputs[k]) for k in weights}
+
+
+def _h_err(h, w, w_hat):
+    """``mean((x @ (w - w_hat).T) ** 2)`` up to a constant factor, from ``h = hessian(x)`` (float64)."""
+    d = (w - w_hat).double()
+    return float(((d @ h.double()) * d).sum())
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("bits", [4, 3])
 @pytest.mark.parametrize("g", [ql.PerChannel(0), ql.PerGroup(128)])
 def test_on_every_minilm_layer_gptq_and_awq_beat_round_to_nearest(minilm_layers, bits, g):
-    weights, inputs = minilm_layers
+    from qlesson.quant.awq import awq_search
+
+    weights, inputs, hessians = minilm_layers
     assert len(weights) == 36 and min(inputs[k].shape[0] for k in weights) > 1536  # more tokens than any K
     for name, w in weights.items():
-        x = inputs[name]
-        rtn = _out_err(x, w, ql.fake_quantize(w, bits, granularity=g))
-        assert _out_err(x, w, ql.gptq(w, x, bits, granularity=g).dequantize()) <= rtn, name
-        s = ql.awq_scales(w, x, bits, granularity=g)
-        assert _out_err(x, w, ql.fake_quantize(w * s, bits, granularity=g) / s) <= rtn * (1 + 1e-5), name
+        h = hessians[name]
+        rtn = _h_err(h, w, ql.fake_quantize(w, bits, granularity=g))
+        assert _h_err(h, w, gptq_from_hessian(w, h, bits, granularity=g).dequantize()) <= rtn, name
+        s = awq_search(w, inputs[name].abs().mean(0), h, bits, granularity=g)
+        assert _h_err(h, w, ql.fake_quantize(w * s, bits, granularity=g) / s) <= rtn * (1 + 1e-5), name
+
+
+def test_the_public_gptq_and_awq_are_the_hessian_forms(minilm_layers):
+    from qlesson.quant.awq import awq_search
+
+    weights, inputs, hessians = minilm_layers
+    w, x, h = weights["L2.value"], inputs["L2.value"], hessians["L2.value"]
+    assert torch.equal(ql.gptq(w, x, 4).q, gptq_from_hessian(w, h, 4).q)
+    assert torch.equal(ql.awq_scales(w, x, 4), awq_search(w, x.abs().mean(0), h, 4))
 
 
 def test_bench_rows_on_small_layers():
