@@ -1,0 +1,92 @@
+"""The evaluation text and the interval helpers: held out, deterministic, and honest about ties."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+import torch
+
+from qlesson.teach import intervals, studies
+from qlesson.teach.activations import CALIBRATION_SENTENCES
+from qlesson.teach.calibration import PARAGRAPHS
+from qlesson.teach.eval_text import EVAL_SENTENCES, eval_sentences
+from qlesson.teach.models import SENTENCES
+
+
+def _grams(text: str, n: int = 6) -> set[tuple[str, ...]]:
+    words = re.sub(r"[^a-z0-9' ]", " ", text.lower()).split()
+    return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
+
+
+def test_evaluation_text_is_fixed_and_held_out_from_every_calibration_text():
+    assert len(EVAL_SENTENCES) == len(set(EVAL_SENTENCES)) == 240
+    assert all(s.isascii() and s.endswith(".") for s in EVAL_SENTENCES)
+    others = PARAGRAPHS + CALIBRATION_SENTENCES + SENTENCES
+    shared = set().union(*(_grams(t) for t in others))
+    assert not [s for s in EVAL_SENTENCES if _grams(s) & shared or any(s in t for t in others)]
+    assert eval_sentences(3) == EVAL_SENTENCES[:3] and eval_sentences() == EVAL_SENTENCES
+
+
+@pytest.mark.parametrize("n", [0, 241, True, 2.5, "3"])
+def test_eval_sentences_refuses_bad_counts(n):
+    with pytest.raises(ValueError, match="n="):
+        eval_sentences(n)
+
+
+def test_paired_bootstrap_finds_a_real_difference_and_calls_noise_a_tie():
+    rng = np.random.Generator(np.random.PCG64(1))
+    base = rng.normal(0.9, 0.05, 240)
+    real = intervals.paired_bootstrap(base + 0.01 + rng.normal(0, 0.002, 240), base)
+    noise = intervals.paired_bootstrap(base + rng.normal(0, 0.01, 240), base + rng.normal(0, 0.01, 240))
+    assert real.lo > 0 and real.verdict("A", "B") == "A higher"
+    assert noise.lo < 0 < noise.hi and noise.verdict() == "tie"
+    again = intervals.paired_bootstrap(base + 0.01 + rng.normal(0, 0.002, 240), base)
+    assert again.lo > 0  # a second sample of the same effect agrees
+    assert intervals.paired_bootstrap(base, base * 0.5) == intervals.paired_bootstrap(base, base * 0.5)  # seeded
+
+
+@pytest.mark.parametrize(
+    "args",
+    [([1.0], [1.0]), ([1.0, 2.0], [1.0]), ([1.0, float("nan")], [1.0, 2.0]), ([[1.0, 2.0]], [[1.0, 2.0]])],
+)
+def test_paired_bootstrap_refuses_bad_input(args):
+    with pytest.raises(ValueError):
+        intervals.paired_bootstrap(*args)
+
+
+def test_bootstrap_settings_are_checked():
+    with pytest.raises(ValueError, match="n_boot"):
+        intervals.paired_bootstrap([1.0, 2.0], [1.0, 1.0], n_boot=10)
+    with pytest.raises(ValueError, match="level"):
+        intervals.mean_interval([1.0, 2.0], level=1.0)
+
+
+def test_sentence_scores_rank_corr_drops_when_neighbours_are_reordered():
+    gen = torch.Generator().manual_seed(0)
+    ref = torch.nn.functional.normalize(torch.randn(12, 8, generator=gen, dtype=torch.float64), dim=1)
+    noisy = torch.nn.functional.normalize(ref + 0.5 * torch.randn(12, 8, generator=gen, dtype=torch.float64), dim=1)
+    cos, rank = studies.sentence_scores(ref, ref)
+    assert np.allclose(cos, 1) and np.allclose(rank, 1)
+    cos, rank = studies.sentence_scores(ref, noisy)
+    assert (cos < 1).all() and rank.mean() < 0.99 and rank.shape == (12,)
+    with pytest.raises(ValueError):
+        studies.sentence_scores(ref, ref[:5])
+
+
+def test_output_error_interval_resamples_sentences_with_their_tokens():
+    from qlesson.teach import smarter
+
+    w = {"a": torch.tensor([[1.0, 0.0], [0.0, 1.0]])}
+    x = {"a": torch.tensor([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.0, 2.0]])}
+    counts = [2, 1, 1]  # sentence 0 has two tokens
+    good, bad = {"a": w["a"] * 0.99}, {"a": w["a"] * 0.9}
+    e_good, e_bad = (smarter.sentence_output_errors(w, q, x, counts) for q in (good, bad))
+    norms = smarter.sentence_output_norms(w, x, counts)
+    assert e_good.shape == norms.shape == (1, 3)
+    assert np.allclose(norms, [[2.0, 1.0, 4.0]])
+    d = smarter.output_error_interval(e_good, e_bad, norms)
+    assert d.hi < 0 and d.verdict("good", "bad") == "bad higher"  # good has the lower error
+    with pytest.raises(ValueError, match="tokens"):
+        smarter.sentence_output_errors(w, good, x, [1, 1])
