@@ -26,7 +26,7 @@ from qlesson.quant.footprint import total_footprint
 from qlesson.quant.gptq import gptq_from_hessian, hessian
 from qlesson.quant.granularity import Granularity, PerChannel, method_name
 from qlesson.quant.quantize import fake_quantize, quantize
-from qlesson.teach.intervals import N_BOOT, Interval, interval, paired_bootstrap, resamples
+from qlesson.teach.intervals import N_BOOT, Interval, interval, resamples
 
 METHODS = ("RTN", "GPTQ", "AWQ", "AWQ+GPTQ")
 
@@ -286,25 +286,23 @@ def compare_rows(
     with their tokens), mean cosine and rank corr; the last column names the better one on each
     (``A`` or ``B``), or ``tie`` where the interval spans 0.
     """
+    from qlesson.teach.studies import embedding_differences
+
     norms = sentence_output_norms(weights, held_out, tokens_per_sentence)
     keys = {k for pair in pairs for k in pair}
     held = {k: sentence_output_errors(weights, scores[k], held_out, tokens_per_sentence) for k in keys}
     rows = []
     for a, b in pairs:
         err = output_error_interval(held[a], held[b], norms)
-        sa, sb = scores[" ".join(a)], scores[" ".join(b)]
-        cos, rank = paired_bootstrap(sa.cosine, sb.cosine), paired_bootstrap(sa.rank_corr, sb.rank_corr)
-        better = [err.verdict("B", "A"), cos.verdict("A", "B"), rank.verdict("A", "B")]
+        cells, cos, rank = embedding_differences(scores[" ".join(a)], scores[" ".join(b)])
+        better = "; ".join(v.replace(" higher", "") for v in (err.verdict("B", "A"), cos.verdict(), rank.verdict()))
         rows.append(
             {
                 "A - B": f"{' '.join(a)} - {' '.join(b)}",
                 "output err": err.diff,
                 "95% CI": [err.lo, err.hi],
-                "cosine": cos.diff,
-                "cosine 95% CI": [cos.lo, cos.hi],
-                "rank corr": rank.diff,
-                "rank 95% CI": [rank.lo, rank.hi],
-                "better (A, B or tie): err; cos; rank": "; ".join(v.replace(" higher", "") for v in better),
+                **cells,
+                "better (A, B or tie): err; cos; rank": better,
             }
         )
     return rows

@@ -16,7 +16,7 @@ from qlesson.quant.footprint import footprint, total_footprint
 from qlesson.quant.granularity import Granularity, PerChannel, PerGroup, PerTensor, method_name
 from qlesson.quant.metrics import errors
 from qlesson.quant.quantize import fake_quantize
-from qlesson.teach.intervals import mean_interval, paired_bootstrap
+from qlesson.teach.intervals import Interval, mean_interval, paired_bootstrap
 from qlesson.teach.models import embed, layer_type_of_short, quantized_weights
 
 
@@ -194,21 +194,18 @@ def compare_embeddings(scores: Mapping[str, EmbeddingScores], pairs: Sequence[tu
         missing = [k for k in (a, b) if k not in scores]
         if missing:
             raise ValueError(f"no scores for {missing}; measured: {list(scores)}")
-        sa, sb = scores[a], scores[b]
-        cos = paired_bootstrap(sa.cosine, sb.cosine)
-        rank = paired_bootstrap(sa.rank_corr, sb.rank_corr)
+        cells, cos, rank = embedding_differences(scores[a], scores[b])
         short_a, short_b = _short(a, b)
-        rows.append(
-            {
-                "A - B": f"{a} - {b}",
-                "cosine": cos.diff,
-                "cosine 95% CI": [cos.lo, cos.hi],
-                "rank corr": rank.diff,
-                "rank 95% CI": [rank.lo, rank.hi],
-                "verdict (cosine; rank)": f"{cos.verdict(short_a, short_b)}; {rank.verdict(short_a, short_b)}",
-            }
-        )
+        verdict = f"{cos.verdict(short_a, short_b)}; {rank.verdict(short_a, short_b)}"
+        rows.append({"A - B": f"{a} - {b}", **cells, "verdict (cosine; rank)": verdict})
     return rows
+
+
+def embedding_differences(a: EmbeddingScores, b: EmbeddingScores) -> tuple[dict[str, Any], Interval, Interval]:
+    """Table cells of the paired differences ``a - b`` in mean cosine and rank corr, and the two intervals."""
+    cos, rank = paired_bootstrap(a.cosine, b.cosine), paired_bootstrap(a.rank_corr, b.rank_corr)
+    cells = {"cosine": cos.diff, "cosine 95% CI": [cos.lo, cos.hi], "rank corr": rank.diff}
+    return cells | {"rank 95% CI": [rank.lo, rank.hi]}, cos, rank
 
 
 def best_and_ties(scores: Mapping[str, EmbeddingScores], names: Sequence[str], metric: str) -> tuple[str, list[str]]:
