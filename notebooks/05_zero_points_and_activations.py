@@ -287,8 +287,21 @@ for name in ("L0.intermediate", "L0.output"):
     print_table(activations.static_scale_rows(calib[name], acts[name], bits=8), fmt)
 
 # %% [markdown]
+# How sure are these differences? The SQNR pools every token of the 24 evaluation sentences,
+# so the interval comes from a jackknife: leave out one sentence at a time, recompute, and
+# see how much the difference moves (`activations.observer_comparisons`; "better" only where
+# the 95% interval excludes 0):
+
+# %%
+for name in ("L0.intermediate", "L0.output"):
+    print(name)
+    print_table(activations.observer_comparisons(calib[name], acts[name], labels), {"dB": "+.2f", "95% CI": "+.2f"})
+
+# %% [markdown]
 # Calibrated min/max transfers almost exactly here, because MiniLM's outliers are systematic:
-# every sentence has a `[CLS]` token and hidden unit 856 fires on each one. The popular
+# every sentence has a `[CLS]` token and hidden unit 856 fires on each one. On
+# `L0.intermediate` the observers differ by a tenth of a dB or less: measurable on these
+# sentences, too small to matter. The popular
 # percentile observer is the trap: the `[CLS]` spike of `L0.output`'s input is 24 values out
 # of more than 400,000, far beyond the 99.99th percentile, so the percentile clips it and the
 # layer loses more than half its SQNR in dB. The MSE-optimal clip trims a little off the top
@@ -369,11 +382,32 @@ cases.append(("L0.output (not foldable)", acts["L0.output"], W["L0.output"]))
 print_table(activations.alpha_rows(cases, alphas=(0.25, 0.5, 0.75)), {"act max/median feature": ".1f"})
 
 # %% [markdown]
+# The close calls, with the same leave-one-sentence-out interval (the smoothing factors and
+# the dynamic scales are recomputed without the sentence):
+
+# %%
+close_calls = [
+    ("L0 QKV", "per-tensor", 0.75, 0.5),
+    ("L0 QKV", "per-token", 0.75, 0.5),
+    ("L0.intermediate", "per-tensor", 0.75, 0.5),
+    ("L0.intermediate", "per-token", 0.75, 0.5),
+    ("L0.output (not foldable)", "per-tensor", 0.5, None),
+    ("L0.output (not foldable)", "per-tensor", 0.75, None),
+    ("L0.output (not foldable)", "per-token", 0.5, None),
+    ("L0.output (not foldable)", "per-token", 0.75, None),
+]
+by_name = {name: (x, w) for name, x, w in cases}
+print_table(activations.alpha_comparisons(by_name, labels, close_calls), {"dB": "+.2f", "95% CI": "+.2f"})
+
+# %% [markdown]
 # On both foldable inputs smoothing helps, most with per-tensor activation scales, where
-# alpha 0.75 does best; with per-token scales 0.5 and 0.75 are within about a dB of each other.
+# alpha 0.75 beats 0.5 by 2 to 5 dB. With per-token scales the choice matters less: on
+# `L0.intermediate` 0.75 is better by about a dB, on the QKV input 0.5 and 0.75 tie.
 # On `L0.output` alpha 0.5 raises the activations' max/median ratio instead of lowering it
-# (feature 856, above) and loses several dB; alpha 0.75 moves enough of the range into the
-# weights to win with per-tensor scales and to tie with per-token ones. The best alpha is a
+# (feature 856, above) and loses several dB with either kind of scale; alpha 0.75 moves enough
+# of the range into the weights to win by about 7 dB with per-tensor scales, and with
+# per-token ones it ties with no smoothing at all (an interval of more than a dB each way: these 24
+# sentences cannot tell). The best alpha is a
 # property of the layer. SmoothQuant itself uses one alpha per model, found by a search on
 # calibration data; later tools search it per layer.
 #

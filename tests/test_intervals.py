@@ -173,3 +173,55 @@ def test_rank_corr_intervals_recompute_the_statistic_without_each_pair():
     assert np.isclose(rank_iv.diff, scores[0].rank_corr.mean() - scores[1].rank_corr.mean())
     plain = studies.EmbeddingScores("x", 4.0, scores[0].cosine, scores[0].rank_corr)
     assert studies.embedding_differences(plain, scores[1])[2] != rank_iv  # without embeddings: resampled pairs
+
+
+def test_jackknife_over_sentences_matches_the_textbook_standard_error_of_a_mean():
+    v = np.random.default_rng(4).normal(1.0, 0.1, 30)
+    got = intervals.jackknife_sentences(lambda keep: float(v[keep].mean()), 30)
+    assert np.isclose(got.diff, v.mean())
+    assert np.isclose((got.hi - got.lo) / 2, 1.959964 * v.std(ddof=1) / np.sqrt(30), rtol=1e-4)
+    for bad in (2, 3.0, True):
+        with pytest.raises(ValueError, match="number of sentences"):
+            intervals.jackknife_sentences(lambda keep: 0.0, bad)
+
+
+def _tokens_of_sentences(sentences: int = 12, per: int = 10, k: int = 32, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(sentences * per, k, generator=g, dtype=torch.float64)
+    x[:, 3] *= 30.0  # one outlier feature, loud on every token
+    w = torch.randn(16, k, generator=g, dtype=torch.float64) * 0.1
+    labels = [(i // per, i % per, "t") for i in range(sentences * per)]
+    return x, w, labels
+
+
+def test_w8a8_sqnr_is_the_alpha_table_s_number():
+    from qlesson.teach.activations import alpha_rows, w8a8_sqnr
+
+    x, w, _ = _tokens_of_sentences()
+    rows = alpha_rows([("x", x, w)], alphas=(0.5,))
+    assert rows[1]["SQNR dB, per-tensor acts"] == f"{w8a8_sqnr(x, w, 0.5, 'per-tensor'):.2f}"
+    assert rows[0]["SQNR dB, per-token acts"] == f"{w8a8_sqnr(x, w, None, 'per-token'):.2f}"
+    with pytest.raises(ValueError, match="per-tensor"):
+        w8a8_sqnr(x, w, 0.5, "per-feature")
+
+
+def test_alpha_comparisons_call_a_real_gain_better_and_the_same_method_a_tie():
+    from qlesson.teach.activations import alpha_comparisons, w8a8_sqnr
+
+    x, w, labels = _tokens_of_sentences()
+    rows = alpha_comparisons({"x": (x, w)}, labels, [("x", "per-tensor", 0.5, None), ("x", "per-token", 0.5, 0.5)])
+    gain, same = rows
+    assert np.isclose(gain["dB"], w8a8_sqnr(x, w, 0.5, "per-tensor") - w8a8_sqnr(x, w, None, "per-tensor"))
+    assert gain["95% CI"][0] > 0 and gain["verdict"] == "alpha 0.50 better"  # smoothing tames feature 3
+    assert same["dB"] == 0.0 and same["verdict"] == "tie"
+
+
+def test_observer_comparisons_leave_out_evaluation_sentences_and_find_a_clipped_spike():
+    from qlesson.teach.activations import observer_comparisons
+
+    x, _, labels = _tokens_of_sentences(k=2048)
+    spiky = x.clone()
+    spiky[::10, 0] = 400.0  # one value of each sentence (0.005%): beyond the 99.99th percentile
+    rows = {r["observer - min/max"]: r for r in observer_comparisons(spiky, spiky, labels)}
+    assert rows["99.99th percentile of |x|"]["verdict"] == "min/max better"
+    assert rows["99.99th percentile of |x|"]["95% CI"][1] < -3  # clipping the spike costs dB

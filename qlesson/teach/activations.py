@@ -223,3 +223,108 @@ def alpha_rows(cases: Sequence[tuple[str, torch.Tensor, torch.Tensor]], alphas: 
                 }
             )
     return rows
+
+
+def w8a8_sqnr(x: torch.Tensor, w: torch.Tensor, alpha: float | None = None, acts: str = "per-token") -> float:
+    """Output SQNR (dB) of int8 ``x @ w.T``: weights per output channel, activations ``acts``.
+
+    ``alpha`` smooths first (SmoothQuant's ``s_j`` from ``x`` and ``w``, as in :func:`alpha_rows`);
+    ``None`` quantizes the plain product.
+
+    >>> x = torch.tensor([[1.0, -2.0], [0.5, 4.0]], dtype=torch.float64)
+    >>> w = torch.tensor([[0.3, 0.1], [-0.2, 0.7]], dtype=torch.float64)
+    >>> w8a8_sqnr(x, w) > 35, w8a8_sqnr(x, w, 0.5, "per-tensor") > 35
+    (True, True)
+    """
+    grans = {"per-tensor": PerTensor(), "per-token": PerChannel(0)}
+    if acts not in grans:
+        raise ValueError(f"acts={acts!r} must be 'per-tensor' or 'per-token'")
+    dtype = torch.promote_types(x.dtype, w.dtype)
+    x, w = x.to(dtype), w.to(dtype)
+    y = x @ w.T
+    if alpha is not None:
+        s = smoothing_factors(x, w, alpha)
+        x, w = x / s, w * s
+    y_hat = fake_quantize(x, 8, granularity=grans[acts]) @ fake_quantize(w, 8, granularity=PerChannel(0)).T
+    return errors(y, y_hat).sqnr_db
+
+
+def _sentence_rows(labels: Sequence[tuple[int, int, str]]) -> list[torch.Tensor]:
+    sentence = torch.tensor([label[0] for label in labels])
+    return [torch.nonzero(sentence == i).flatten() for i in range(int(sentence.max()) + 1)]
+
+
+def _alpha_name(alpha: float | None) -> str:
+    return "no smoothing" if alpha is None else f"alpha {alpha:.2f}"
+
+
+def alpha_comparisons(
+    cases: dict[str, tuple[torch.Tensor, torch.Tensor]],
+    labels: Sequence[tuple[int, int, str]],
+    comparisons: Sequence[tuple[str, str, float | None, float | None]],
+) -> list[dict[str, Any]]:
+    """How sure is each ``(case, acts, alpha A, alpha B)`` comparison of :func:`alpha_rows`?
+
+    The SQNR is computed over every token of the sentences, so it is not a mean of
+    per-sentence values: a jackknife leaves out one sentence at a time and recomputes
+    everything that depends on the tokens (the smoothing factors and the dynamic scales).
+    """
+    from qlesson.teach.intervals import jackknife_sentences
+
+    rows_of = _sentence_rows(labels)
+    out = []
+    for case, acts, a, b in comparisons:
+        x, w = cases[case]
+
+        def stat(
+            keep: Any, x: torch.Tensor = x, w: torch.Tensor = w, acts: str = acts, a: Any = a, b: Any = b
+        ) -> float:
+            xs = x[torch.cat([rows_of[i] for i in keep])]
+            return w8a8_sqnr(xs, w, a, acts) - w8a8_sqnr(xs, w, b, acts)
+
+        d = jackknife_sentences(stat, len(rows_of))
+        name_a, name_b = _alpha_name(a), _alpha_name(b)
+        out.append(
+            {
+                "input": case,
+                "activation scales": acts,
+                "A - B": f"{name_a} - {name_b}",
+                "dB": d.diff,
+                "95% CI": [d.lo, d.hi],
+                "verdict": d.verdict(name_a, name_b).replace(" higher", " better"),
+            }
+        )
+    return out
+
+
+def observer_comparisons(
+    calib: torch.Tensor, evals: torch.Tensor, labels: Sequence[tuple[int, int, str]], bits: int = 8
+) -> list[dict[str, Any]]:
+    """Each static observer of :func:`static_scale_rows` against calibration min/max, on the eval text.
+
+    The clips come from ``calib`` once; the jackknife leaves out one evaluation sentence at a time.
+    """
+    from qlesson.teach.intervals import jackknife_sentences
+
+    rows_of = _sentence_rows(labels)
+    clips = {r["per-tensor scale"]: r["clip"] for r in static_scale_rows(calib, evals, bits)}
+    base = "static, min/max of calibration"
+    out = []
+    for name in ("static, 99.99th percentile of |x|", "static, MSE-optimal clip"):
+
+        def stat(keep: Any, c: float = clips[name]) -> float:
+            xs = evals[torch.cat([rows_of[i] for i in keep])]
+            sq = [errors(xs, _clip_quant(xs, clip, bits)).sqnr_db for clip in (c, clips[base])]
+            return sq[0] - sq[1]
+
+        d = jackknife_sentences(stat, len(rows_of))
+        short = name.removeprefix("static, ")
+        out.append(
+            {
+                "observer - min/max": short,
+                "dB": d.diff,
+                "95% CI": [d.lo, d.hi],
+                "verdict": d.verdict(short, "min/max").replace(" higher", " better"),
+            }
+        )
+    return out
