@@ -22,6 +22,7 @@
 # * where MiniLM's key and value outliers sit, measured per layer;
 # * what quantizing keys or values does to the attention probabilities and the attention
 #   output (not just to K and V), per token vs per channel at 2, 3 and 4 bits, with intervals;
+# * what smaller groups and symmetric rulers cost and buy at 2 bits;
 # * the streaming argument: why per-channel keys need a window of full-precision recent tokens;
 # * what a rotary embedding does to per-channel key quantization (quantize before or after it);
 # * what KIVI, KVQuant, transformers, vLLM and llama.cpp do, and what each scheme saves.
@@ -112,6 +113,45 @@ print_table(kv.cls_rows(qkv), {"attention to [CLS]": ".2f", "[CLS] value / media
 # attention weight. A per-token ruler fits `[CLS]`'s own small range. Per-token values are
 # also the ones that can be quantized the moment a token arrives (section 3): KIVI's choice
 # holds on MiniLM for both reasons.
+#
+# ### Smaller groups, or symmetric rulers?
+#
+# Two other knobs, at 2 bits. Smaller groups: one ruler per 8 channels of a token instead of
+# per head (32 channels). Symmetric rulers: no stored minimum, codes centred on 0. `bits per
+# value` counts fp16 scales and minimums (per-channel groups counted as KIVI's 32 tokens;
+# here each sentence, at most 17 tokens, is one group, which helps per-channel a little):
+
+# %%
+variants, comparisons = kv.variant_rows(qkv, bits=2)
+print_table(variants, {"bits per value": ".1f", "keys out err": ".4f", "values out err": ".4f"})
+print_table(comparisons, {"A - B": "+.4f", "95% CI": "+.4f"})
+
+# %% [markdown]
+# * **Keys**: per-token groups of 8 channels tie with per-channel keys (first comparison), but
+#   store a scale and a minimum for every 8 values: 6 bits per value against 3. The right axis
+#   gives for free what a finer group on the wrong axis buys with metadata.
+# * **Values**: groups of 8 channels cut the per-token error by more than half, at twice the
+#   bits. Where the bits go is a trade-off, as for weights in lesson 04.
+# * **Symmetric** rulers are worse on each tensor's better axis (last two comparisons). At 2
+#   bits the course's symmetric ruler has three codes, `-1, 0, +1` times the absmax (lesson 01's
+#   `[-qmax, qmax]`), against four from the minimum to the maximum, and a range that is not
+#   centred on 0 leaves part of even those three unused.
+#
+# One row breaks the pattern: values *per channel* do better symmetric (0.19) than asymmetric
+# (0.31). The `[CLS]` value again: a symmetric grid has an exact 0 and `[CLS]`'s small values
+# round to it, while a min-to-max grid need not have a code near 0. Values per channel, 2 bits,
+# the size of the `[CLS]` value and of its error (means over sentences):
+
+# %%
+cls_values = kv.cls_value_rows(qkv, bits=2)
+print_table(cls_values, {k: ".2f" for k in cls_values[0] if k != "layer"})
+
+# %% [markdown]
+# In layers 1, 2, 4 and 5 the symmetric ruler's error on `[CLS]` equals the value itself (it
+# became exactly 0), while the asymmetric one is three to seven times the value; on every other
+# token the asymmetric ruler has about half the symmetric one's error (last column). A per-token
+# ruler fixes `[CLS]` at the root, which is why KIVI's asymmetric per-token values beat both
+# per-channel rows.
 #
 # ## 3. The streaming argument
 #
@@ -204,6 +244,8 @@ print(f"LLaMA-7B's own weights in fp16 (6.74e9 parameters): {6.74e9 * 2 / 2**30:
 # * Measured on MiniLM's attention, keys do better per channel and values per token, at 2, 3
 #   and 4 bits (intervals exclude 0): a value error is weighted by attention, and most of it
 #   goes to `[CLS]`, whose small value only a per-token ruler resolves.
+# * On keys, per-token groups of 8 channels only tie with per-channel scales, at twice the bits
+#   per value; symmetric rulers lose at 2 bits on each tensor's better axis.
 # * Per-channel scales need a group of tokens: a residual window keeps the newest in full
 #   precision.
 # * Quantize keys before a rotary embedding, not after it (KVQuant); measured here, a small but

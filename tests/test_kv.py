@@ -95,3 +95,41 @@ def test_attention_errors_grow_as_bits_shrink():
     qkv = [{"q": [x], "k": [x + 0.1], "v": [x]}]
     errs = [kv.errors_per_sentence(qkv, kv.scheme(b, "channel"), None)[1][0] for b in (2, 4, 8)]
     assert errs[0] > errs[1] > errs[2] > 0
+
+
+def test_variant_bits_count_scales_and_minimums_per_group():
+    assert kv.variant_bits(2, "token", None, False) == 3.0  # 2 + 32 bits per 32 channels
+    assert kv.variant_bits(2, "token", 8, False) == 6.0
+    assert kv.variant_bits(2, "channel", None, True) == 2.5  # KIVI's 32 tokens, a scale only
+    assert kv.variant_bits(4, "token", 8, True) == 6.0
+
+
+def test_variant_rows_compare_on_the_same_sentences():
+    g = torch.Generator().manual_seed(0)
+    layer = {
+        name: [torch.randn(2, 6, 32, generator=g, dtype=torch.float64) for _ in range(8)] for name in ("q", "k", "v")
+    }
+    for k in layer["k"]:
+        k[..., 5] += 8.0  # a key channel loud on every token
+    rows, comparisons = kv.variant_rows([layer], bits=2)
+    assert [r["scheme"] for r in rows] == [v[0] for v in kv.VARIANTS]
+    by = {r["scheme"]: r for r in rows}
+    assert by["per-channel, asym"]["keys out err"] < by["per-token (32 channels), asym"]["keys out err"]
+    for c in comparisons:
+        assert c["95% CI"][0] <= c["A - B"] <= c["95% CI"][1]
+        assert c["lower error"] in ("A", "B", "tie")
+    sym_keys = comparisons[2]
+    assert sym_keys["A"] == "per-channel, symmetric" and sym_keys["lower error"] == "B"  # shifted channel
+
+
+def test_cls_value_rows_show_a_symmetric_ruler_rounding_a_tiny_first_token_to_zero():
+    g = torch.Generator().manual_seed(1)
+    vs = []
+    for _ in range(4):
+        v = torch.randn(2, 6, 32, generator=g, dtype=torch.float64) + 2.0  # words: shifted values
+        v[:, 0] = 0.01  # the sink token: tiny
+        vs.append(v)
+    (row,) = kv.cls_value_rows([{"q": vs, "k": vs, "v": vs}], bits=2)
+    assert row["[CLS] error, symmetric"] == pytest.approx(row["|[CLS] value|"])  # rounded to exactly 0
+    assert row["[CLS] error, asym"] > 3 * row["|[CLS] value|"]
+    assert row["other tokens: asym error / symmetric"] < 1

@@ -258,6 +258,114 @@ def axis_rows(qkv: Sequence[dict[str, list[torch.Tensor]]], bits: Sequence[int] 
     return rows
 
 
+# (label, axis, group along the other axis, symmetric) at a fixed bit width: what a scale costs and buys
+VARIANTS: tuple[tuple[str, str, int | None, bool], ...] = (
+    ("per-token (32 channels), asym", "token", None, False),
+    ("per-token, groups of 8 channels, asym", "token", 8, False),
+    ("per-channel, asym", "channel", None, False),
+    ("per-token (32 channels), symmetric", "token", None, True),
+    ("per-channel, symmetric", "channel", None, True),
+)
+
+
+def variant_bits(bits: int, axis: str, group: int | None, symmetric: bool, head_dim: int = 32) -> float:
+    """Bits per stored value with fp16 scales (and minimums): per-channel groups counted as KIVI's 32 tokens.
+
+    >>> variant_bits(2, "token", 8, False), variant_bits(2, "channel", None, False)
+    (6.0, 3.0)
+    >>> variant_bits(2, "token", None, symmetric=True)
+    2.5
+    """
+    from qlesson.quant.kv import kv_cache_bytes
+
+    tokens = 32 * 64
+    group = 32 if axis == "channel" and group is None else group
+    b = kv_cache_bytes(1, 1, head_dim, tokens, bits=bits, axis=axis, group=group, symmetric=symmetric)
+    return 8 * b / (2 * head_dim * tokens)
+
+
+def variant_rows(
+    qkv: Sequence[dict[str, list[torch.Tensor]]], bits: int = 2
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Each :data:`VARIANTS` scheme on keys and on values: bits per value and attention-output error.
+
+    Returns the table and the comparisons the lesson draws from it, each a paired 95% interval
+    over the sentences' pairs: finer per-token groups against per-channel keys, finer per-token
+    groups of values, and symmetric against asymmetric on each tensor's better axis.
+    """
+    from qlesson.quant.kv import fake_quantize_kv
+    from qlesson.teach.intervals import paired_bootstrap
+
+    err: dict[tuple[str, str], np.ndarray] = {}
+    rows = []
+    for label, axis, group, sym in VARIANTS:
+
+        def q(t: torch.Tensor, axis: str = axis, group: int | None = group, sym: bool = sym) -> torch.Tensor:
+            return fake_quantize_kv(t, bits, axis, group=group, symmetric=sym)
+
+        err[label, "keys"] = errors_per_sentence(qkv, q, None)[1]
+        err[label, "values"] = errors_per_sentence(qkv, None, q)[1]
+        rows.append(
+            {
+                "scheme": label,
+                "bits per value": variant_bits(bits, axis, group, sym),
+                "keys out err": err[label, "keys"].mean(),
+                "values out err": err[label, "values"].mean(),
+            }
+        )
+    names = [v[0] for v in VARIANTS]
+    tests = (
+        ("keys", names[1], names[2]),
+        ("values", names[1], names[0]),
+        ("keys", names[4], names[2]),
+        ("values", names[3], names[0]),
+    )
+    comparisons = []
+    for tensor, a, b in tests:
+        d = paired_bootstrap(err[a, tensor], err[b, tensor], pairs=True)
+        comparisons.append(
+            {
+                "tensor": tensor,
+                "A": a,
+                "B": b,
+                "A - B": d.diff,
+                "95% CI": [d.lo, d.hi],
+                "lower error": d.verdict("B", "A").replace(" higher", ""),
+            }
+        )
+    return rows, comparisons
+
+
+def cls_value_rows(qkv: Sequence[dict[str, list[torch.Tensor]]], bits: int = 2) -> list[dict[str, Any]]:
+    """Per layer, values per channel: the ``[CLS]`` value's error under asymmetric and symmetric rulers.
+
+    Mean over sentences of ``||v_cls - q(v)_cls||`` beside ``||v_cls||`` itself, and the same
+    ratio asymmetric / symmetric for the other tokens' values.
+    """
+    from qlesson.quant.kv import fake_quantize_kv
+
+    rows = []
+    for i, layer in enumerate(qkv):
+        cls_asym, cls_sym, cls_norm, rest = [], [], [], []
+        for v in layer["v"]:
+            asym = fake_quantize_kv(v, bits, "channel")
+            sym = fake_quantize_kv(v, bits, "channel", symmetric=True)
+            cls_asym.append(float((asym[:, 0] - v[:, 0]).norm()))
+            cls_sym.append(float((sym[:, 0] - v[:, 0]).norm()))
+            cls_norm.append(float(v[:, 0].norm()))
+            rest.append(float((asym[:, 1:] - v[:, 1:]).norm() / (sym[:, 1:] - v[:, 1:]).norm()))
+        rows.append(
+            {
+                "layer": i,
+                "|[CLS] value|": float(np.mean(cls_norm)),
+                "[CLS] error, asym": float(np.mean(cls_asym)),
+                "[CLS] error, symmetric": float(np.mean(cls_sym)),
+                "other tokens: asym error / symmetric": float(np.mean(rest)),
+            }
+        )
+    return rows
+
+
 def rope_rows(qkv: Sequence[dict[str, list[torch.Tensor]]], bits: Sequence[int] = (2, 3, 4)) -> list[dict[str, Any]]:
     """With a rotary embedding: keys quantized per channel before vs after it (and per token after it).
 
