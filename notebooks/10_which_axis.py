@@ -153,6 +153,21 @@ print_table(cls_values, {k: ".2f" for k in cls_values[0] if k != "layer"})
 # ruler fixes `[CLS]` at the root, which is why KIVI's asymmetric per-token values beat both
 # per-channel rows.
 #
+# ### Try it: axis, bits, groups on one layer
+#
+# Pick a layer, keys or values, and a ruler; the readout gives the attention errors over all
+# 120 sentences, the image one sentence's `|x|` and its error. Watch the error's shape: per
+# token, a loud token's ruler is coarse on all its channels (horizontal bands); per channel, a
+# loud channel's is coarse on every token (vertical bands). In layer 2's values per channel,
+# compare the `[CLS]` row (the top one) in the two images: dark in `|x|`, yet its error is as
+# large as any word's.
+
+# %% tags=["nbval-ignore-output"]
+from qlesson.teach import widgets
+
+widgets.kv_explorer(qkv)
+
+# %% [markdown]
 # ## 3. The streaming argument
 #
 # During generation the cache grows one token at a time. A per-token scale exists as soon as

@@ -208,3 +208,31 @@ def test_calculator_benchmark_runs_on_a_small_layer():
 
     result = bench_calculator(torch.randn(8, 64, generator=torch.Generator().manual_seed(0)), repeats=1)
     assert set(result) == set(CALCULATOR_TARGETS_S) and all(v > 0 for v in result.values())
+
+
+def test_kv_state_and_explorer():
+    g = torch.Generator().manual_seed(0)
+    layers = [{n: [torch.randn(2, 6, 32, generator=g, dtype=torch.float64) for _ in range(3)] for n in "qkv"}]
+    for k in layers[0]["k"]:
+        k[..., 3] += 6.0  # a loud key channel
+    errs = [widgets.kv_state(layers, 0, "keys", b, "channel")["out err"] for b in (2, 4, 8)]
+    assert errs[0] > errs[1] > errs[2] > 0
+    tok, ch = (widgets.kv_state(layers, 0, "keys", 2, a)["out err"] for a in ("token", "channel"))
+    assert ch < tok
+    values = widgets.kv_state(layers, 0, "values", 2, "token", group=8)
+    assert values["prob err"] == 0.0 and values["bits per value"] == 6.0
+    for bad, match in (({"tensor": "queries"}, "keys"), ({"layer": 1}, "outside")):
+        kw = {"layer": 0, "tensor": "keys", "bits": 2, "axis": "token"} | bad
+        with pytest.raises(ValueError, match=match):
+            widgets.kv_state(layers, **kw)
+    ui = widgets.kv_explorer(layers)
+    layer, tensor, bits, axis, group, sym = ui.children[0].children
+    figs = plt.get_fignums()
+    tensor.value, bits.value, axis.value, group.value = "values", 3, "token", 8
+    st = widgets.kv_state(layers, 0, "values", 3, "token", group=8)
+    assert f"{st['out err']:.4f}" in ui.children[1].value and "groups of 8 channels" in ui.children[1].value
+    axis.value = "channel"  # groups apply along a token's channels only
+    assert "all tokens" in ui.children[1].value
+    sym.value = True
+    assert "all tokens, symmetric)" in ui.children[1].value and ui.children[2].value[:4] == b"\x89PNG"
+    assert plt.get_fignums() == figs

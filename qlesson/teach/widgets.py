@@ -101,7 +101,7 @@ def _panel(controls: list[Any], update: Callable[[], tuple[str, Any]]) -> Any:
     for c in controls:
         c.observe(refresh, names="value")
     refresh()
-    box = W.VBox([W.HBox(controls), summary, image])
+    box = W.VBox([W.HBox(controls, layout=W.Layout(flex_flow="row wrap")), summary, image])
     box.refresh = refresh  # tests and the benchmark call it directly
     return box
 
@@ -397,3 +397,88 @@ def format_explorer(weights: dict[str, torch.Tensor], methods: tuple[str, ...] |
         return html, fig
 
     return _panel([fmt, layer], update)
+
+
+def kv_state(
+    qkv: list[dict[str, list[torch.Tensor]]],
+    layer: int,
+    tensor: str,
+    bits: int,
+    axis: str,
+    *,
+    group: int | None = None,
+    symmetric: bool = False,
+) -> dict[str, Any]:
+    """Lesson 10: one layer's keys or values quantized along ``axis``; attention errors and bits per value.
+
+    >>> g = torch.Generator().manual_seed(0)
+    >>> layer = {n: [torch.randn(2, 5, 32, generator=g)] for n in ("q", "k", "v")}
+    >>> s = kv_state([layer], 0, "keys", 8, "channel")
+    >>> s["bits per value"], s["out err"] < 1e-3
+    (9.0, True)
+    """
+    from qlesson.quant.kv import fake_quantize_kv
+    from qlesson.teach.kv import errors_per_sentence, variant_bits
+
+    if tensor not in ("keys", "values"):
+        raise ValueError(f"tensor={tensor!r} must be 'keys' or 'values'")
+    if not 0 <= layer < len(qkv):
+        raise ValueError(f"layer={layer} is outside the {len(qkv)} captured layers (0 to {len(qkv) - 1})")
+
+    def q(t: torch.Tensor) -> torch.Tensor:
+        return fake_quantize_kv(t, bits, axis, group=group, symmetric=symmetric)
+
+    one = [qkv[layer]]
+    prob, out = errors_per_sentence(one, q, None) if tensor == "keys" else errors_per_sentence(one, None, q)
+    head_dim = qkv[layer]["k"][0].shape[-1]
+    return {
+        "prob err": float(prob.mean()),
+        "out err": float(out.mean()),
+        "bits per value": variant_bits(bits, axis, group, symmetric, head_dim),
+    }
+
+
+def kv_explorer(qkv: list[dict[str, list[torch.Tensor]]], sentence: int = 0) -> Any:
+    """Lesson 10: layer, keys or values, bits, axis, group and symmetry; the error over all sentences.
+
+    The image shows one sentence's ``|x|`` and ``|x - x_hat|`` (token x channel, heads side by
+    side), so the shape of the error (stripes along a channel or along a token) is visible.
+    """
+    import ipywidgets as W
+
+    from qlesson.quant.kv import fake_quantize_kv
+
+    layer = W.IntSlider(value=0, min=0, max=len(qkv) - 1, description="layer", continuous_update=False)
+    tensor = W.ToggleButtons(options=["keys", "values"], value="keys", description="tensor")
+    bits = W.IntSlider(value=2, min=2, max=8, description="bits", continuous_update=False)
+    axis = W.ToggleButtons(options=["token", "channel"], value="channel", description="axis")
+    group = W.Dropdown(options=[("whole head", None), ("8", 8), ("16", 16)], value=None, description="token group")
+    sym = W.Checkbox(value=False, description="symmetric")
+    fig = _fig((9, 3.2))
+
+    def update() -> tuple[str, Any]:
+        from matplotlib.colors import LogNorm
+
+        name = "k" if tensor.value == "keys" else "v"
+        x = qkv[layer.value][name][sentence]
+        g = group.value if axis.value == "token" else None  # per channel: each sentence's tokens, as the lesson
+        st = kv_state(qkv, layer.value, tensor.value, bits.value, axis.value, group=g, symmetric=sym.value)
+        err = (fake_quantize_kv(x, bits.value, axis.value, group=g, symmetric=sym.value) - x).abs()
+        fig.clear()
+        img = [t.transpose(0, 1).reshape(t.shape[1], -1).numpy() for t in (x.abs(), err)]
+        vmax = float(img[0].max())
+        for i, (data, title) in enumerate(zip(img, ("|x|", "|x - x_hat|"), strict=True)):
+            ax = fig.add_subplot(1, 2, i + 1)
+            ax.imshow(data + 1e-6 * vmax, aspect="auto", cmap="magma", norm=LogNorm(1e-3 * vmax, vmax))
+            ax.set(title=f"{title}, sentence {sentence}", xlabel="channel (heads side by side)", ylabel="token")
+        fig.subplots_adjust(left=0.06, right=0.99, bottom=0.16, top=0.88, wspace=0.15)
+        where = f"groups of {g} channels" if g else "all channels" if axis.value == "token" else "all tokens"
+        html = (
+            f"layer {layer.value} {tensor.value}, int{bits.value} per {axis.value} ({where}, "
+            f"{'symmetric' if sym.value else 'asymmetric'}): attention-output error {st['out err']:.4f}, "
+            f"probability error {st['prob err']:.4f}, {st['bits per value']:.2f} bits per value "
+            f"({len(qkv[layer.value][name])} sentences)"
+        )
+        return html, fig
+
+    return _panel([layer, tensor, bits, axis, group, sym], update)
