@@ -41,6 +41,42 @@ def test_asymmetric_is_kivis_float_minimum_not_widened_to_zero():
     assert torch.equal(fake_quantize_kv(y, 2, "token"), torch.round((y - lo) / s) * s + lo)
 
 
+# Plain transcriptions of KIVI's quant/new_pack.py (quant_and_pack_kcache / _vcache) without the
+# bit packing, on [batch, heads, tokens, head_dim] (from an independent version of this lesson).
+def _kivi_keys(k, group_size, bits):
+    """Groups of ``group_size`` tokens per channel, min/max, float minimum."""
+    b, nh, t, d = k.shape
+    data = k.reshape(b, nh, t // group_size, group_size, d)
+    mn = data.min(dim=-2, keepdim=True).values
+    mx = data.max(dim=-2, keepdim=True).values
+    scale = (mx - mn) / (2**bits - 1)
+    q = ((data - mn) / scale).clamp(0, 2**bits - 1).round()
+    return (q * scale + mn).reshape(k.shape)
+
+
+def _kivi_values(v, group_size, bits):
+    """Groups of ``group_size`` channels per token, min/max, float minimum."""
+    shape = v.shape
+    data = v.reshape(*shape[:-1], shape[-1] // group_size, group_size)
+    mn = data.min(dim=-1, keepdim=True).values
+    mx = data.max(dim=-1, keepdim=True).values
+    scale = (mx - mn) / (2**bits - 1)
+    q = ((data - mn) / scale).clamp(0, 2**bits - 1).round()
+    return (q * scale + mn).reshape(shape)
+
+
+@pytest.mark.parametrize(("bits", "group"), [(2, 4), (4, 8), (3, 16), (2, 32)])
+def test_keys_per_channel_groups_match_kivis_reference(bits, group):
+    k = torch.randn(2, 3, 32, 16, generator=G, dtype=torch.float64) + 0.5
+    assert torch.equal(fake_quantize_kv(k, bits, "channel", group=group), _kivi_keys(k, group, bits))
+
+
+@pytest.mark.parametrize(("bits", "group"), [(2, 8), (4, 16), (3, 4), (2, 32)])
+def test_values_per_token_groups_match_kivis_reference(bits, group):
+    v = torch.randn(2, 3, 10, 32, generator=G, dtype=torch.float64)
+    assert torch.equal(fake_quantize_kv(v, bits, "token", group=group), _kivi_values(v, group, bits))
+
+
 def test_the_residual_window_and_partial_groups_stay_exact():
     x = _keys(tokens=45)
     y = fake_quantize_kv(x, 2, "channel", group=8, residual=10)
