@@ -23,7 +23,8 @@
 # * what quantizing keys or values does to the attention probabilities and the attention
 #   output (not just to K and V), per token vs per channel at 2, 3 and 4 bits, with intervals;
 # * what smaller groups and symmetric rulers cost and buy at 2 bits;
-# * the streaming argument: why per-channel keys need a window of full-precision recent tokens;
+# * the streaming argument: why per-channel keys with scales computed on the fly need a window
+#   of full-precision recent tokens;
 # * what a rotary embedding does to per-channel key quantization (quantize before or after it);
 # * what KIVI, KVQuant, transformers, vLLM and llama.cpp do, and what each scheme saves.
 #
@@ -46,7 +47,9 @@ ql.show_environment()
 # sentences, one sentence at a time, and ask where the large values sit: in a few *channels*
 # (the same few on every token) or on a few *tokens*. `channel max/median` is the loudest
 # channel's absmax over the median channel's, `token max/median` the same across tokens
-# (medians over the sentences):
+# (medians over the sentences), and `shuffled` the channel measure on the same numbers in a
+# random order. (MiniLM is an encoder that never caches anything; the cache is simulated on
+# whole sentences.)
 
 # %%
 from qlesson.quant.kv import fake_quantize_kv, quantized_tokens
@@ -65,11 +68,12 @@ _ = kv.token_channel_map(qkv[0]["v"][0], "layer 0 values, sentence 0")
 
 # %% [markdown]
 # Loud channels show as vertical stripes (the same channel on every token), loud tokens as
-# horizontal ones. In every layer a key's loudest channel is two to three and a half times the median channel,
-# while across tokens the spread is smaller: the keys' large values live in channels. (MiniLM's are mild;
-# the LLaMA-family models KIVI studied have key channels far louder than this.) Values spread
-# about as much across channels here. One scale per channel fits a channel that is loud on
-# every token; one scale per token fits a token that is loud in every channel.
+# horizontal ones; note the dark first row of the values map, `[CLS]`, which section 2 needs.
+# Read the table with its `shuffled` columns: a max over 384 channels is larger than a max
+# over a dozen tokens even for numbers with no structure, so the channel ratios sit near 2 for
+# shuffled numbers too. MiniLM's keys and values alike sit only a few tenths above their
+# shuffled versions. (The LLaMA-family models KIVI studied have key channels far louder than
+# this.) The table cannot settle the axis; section 2 measures it on attention.
 #
 # ## 2. Per token or per channel: measured on attention
 #
@@ -95,12 +99,16 @@ for tensor in ("keys", "values"):
 
 # %% [markdown]
 # Keys: per channel wins at every bit width on the attention output, with intervals that
-# exclude 0, and its probability error is lower too. That is KIVI's finding on MiniLM too. A key error moves every
-# attention score of that token, and the softmax turns score errors into probability errors;
-# a channel-wise ruler follows the channels that are loud everywhere.
+# exclude 0, and its probability error is lower too: KIVI's finding, on MiniLM. KIVI's argument:
+# with one ruler per token, a channel that is loud on every token sets the range of each token
+# and crushes its quiet channels; one ruler per channel gives each channel its own. The two
+# axes do not get the same number of scales here, though: a per-channel ruler spans one
+# sentence's dozen or so tokens, a per-token ruler 32 channels, so per-channel stores about
+# 2.7 times more scales. Section 2's last table gives per-token rulers more scales instead.
 #
 # Values: per token wins at every bit width (last line), by more than keys gain from going
-# per channel. The values' own error points the other way, so look at where attention goes:
+# per channel. KIVI's own reason is that values have no fixed outlier channels and a per-token
+# ruler keeps each token's error to itself; on MiniLM, look at where attention goes:
 
 # %%
 print_table(kv.cls_rows(qkv), {"attention to [CLS]": ".2f", "[CLS] value / median value": ".2f"})
@@ -111,8 +119,9 @@ print_table(kv.cls_rows(qkv), {"attention to [CLS]": ".2f", "[CLS] value / media
 # little). A per-channel ruler spans the large values of the words, so the tiny `[CLS]` value
 # is rounded to something many times its size, and that error is multiplied by the largest
 # attention weight. A per-token ruler fits `[CLS]`'s own small range. Per-token values are
-# also the ones that can be quantized the moment a token arrives (section 3): KIVI's choice
-# holds on MiniLM for both reasons.
+# also the ones that can be quantized the moment a token arrives (section 3). On MiniLM the
+# values' verdict rests on this sink: a model, or a cache that keeps its first tokens in full
+# precision (KVQuant has that option), could see it differently.
 #
 # ### Smaller groups, or symmetric rulers?
 #
@@ -128,8 +137,9 @@ print_table(comparisons, {"A - B": "+.4f", "95% CI": "+.4f"})
 
 # %% [markdown]
 # * **Keys**: per-token groups of 8 channels tie with per-channel keys (first comparison), but
-#   store a scale and a minimum for every 8 values: 6 bits per value against 3. The right axis
-#   gives for free what a finer group on the wrong axis buys with metadata.
+#   store a scale and a minimum for every 8 values: 6 bits per value against 3 with KIVI's
+#   groups of 32 tokens. The right axis gives cheaply what a finer group on the wrong axis buys
+#   with metadata.
 # * **Values**: groups of 8 channels cut the per-token error by more than half, at twice the
 #   bits. Where the bits go is a trade-off, as for weights in lesson 04.
 # * **Symmetric** rulers are worse on each tensor's better axis (last two comparisons). At 2
@@ -172,9 +182,12 @@ widgets.kv_explorer(qkv)
 #
 # During generation the cache grows one token at a time. A per-token scale exists as soon as
 # its token does. A per-channel scale over a group of `G` tokens exists only when the group is
-# complete, so the newest tokens wait in full precision: KIVI keeps a *residual* window of
-# `R` recent tokens in fp16 and quantizes the older ones in whole groups. How many tokens are
-# quantized, for groups of 32 and `R = 32`:
+# complete, so the newest tokens wait in full precision. The table models a simple policy:
+# keep the `R` newest tokens in fp16 and quantize whole groups of the older ones. (KIVI's code
+# differs a little: it quantizes keys in chunks of `R` tokens, `R` a multiple of `G`, so 0 to
+# `R - 1` keys wait in fp16, and it keeps the `R` newest *values* in fp16 too, although they
+# could be quantized at once. KVQuant needs no window: it calibrates its per-channel key scales
+# offline.) How many tokens are quantized, for groups of 32 and `R = 32`:
 
 # %%
 rows = []
@@ -184,7 +197,7 @@ for t in (20, 64, 100, 1000, 4096):
             "tokens": t,
             "values per token": quantized_tokens(t, "token", residual=32),
             "keys per channel, G=32": quantized_tokens(t, "channel", group=32, residual=32),
-            "in full precision": t - quantized_tokens(t, "channel", group=32, residual=32),
+            "keys in full precision": t - quantized_tokens(t, "channel", group=32, residual=32),
         }
     )
 print_table(rows)
@@ -193,8 +206,9 @@ same = bool((fake_quantize_kv(x, 2, "channel", group=4, residual=4)[:, -4:] == x
 print(f"with residual=4, the 4 newest tokens are stored exactly: {same}")
 
 # %% [markdown]
-# The window costs little memory at long contexts (a fixed `R` to `R + G - 1` tokens in fp16)
-# and it holds exactly the tokens that most often get attention: the recent ones.
+# The window costs little memory at long contexts (here a fixed `R` to `R + G - 1` tokens in
+# fp16). In causal LLMs it also holds tokens that get much of the attention, the recent ones
+# (as do the first few, the sinks; on MiniLM, `[CLS]`).
 #
 # ## 4. Before or after the rotary embedding?
 #
@@ -202,9 +216,12 @@ print(f"with residual=4, the 4 newest tokens are stored exactly: {same}")
 # pair `(i, i + d/2)` of the token at position `p` turns by `p x 10000 ** (-2i / d)`. MiniLM
 # has no RoPE; `kv.rope` applies one on the page, to queries and keys, and the attention
 # computed with it is the reference. A rotation mixes each pair of channels differently at
-# every position, so a channel's values over the tokens no longer keep one scale. KVQuant
-# therefore quantizes keys *before* RoPE and rotates after dequantizing. Measured, per-channel
-# keys, attention output error:
+# every position: post-RoPE a loud channel `a` paired with a quiet `b` becomes
+# `a cos - b sin` and `a sin + b cos`, so the outlier spreads over both channels of the pair
+# and swings in sign with the position, and a channel's values over the tokens no longer keep
+# one scale. KVQuant therefore quantizes keys *before* RoPE and rotates after dequantizing
+# (KIVI and the serving tools quantize the rotated keys). Measured, per-channel keys,
+# attention output error:
 
 # %%
 rope_table = kv.rope_rows(qkv)
@@ -215,9 +232,10 @@ print_table(rope_table, fmt | {"post - pre": "+.5f", "95% CI": "+.5f"})
 # %% [markdown]
 # Quantizing before the rotation is better at every bit width here (intervals above 0), but
 # only by a few percent: MiniLM's sentences are short (see the first line), so the slow pairs
-# barely turn, and its key channels are mild. At thousands of
-# positions every pair turns many times, and with LLaMA's louder key channels KVQuant reports
-# a larger gap. Per token is far behind either way.
+# barely turn, its key channels are mild, and this RoPE is grafted onto a model trained
+# without one. At thousands of positions the fast pairs turn many times, though the slowest
+# still turn less than once in 4k tokens (`p x 10000 ** (-2i / d)` radians); KVQuant reports
+# that pre-RoPE is better on LLaMA. Per token is far behind either way.
 #
 # ## 5. What the tools do
 #
@@ -227,17 +245,20 @@ print_table(rope_table, fmt | {"post - pre": "+.5f", "95% CI": "+.5f"})
 print_table(list(kv.TOOLS))
 
 # %% [markdown]
-# KIVI and KVQuant put keys per channel and values per token; transformers' quantized cache
-# groups along the axis its `axis_key` / `axis_value` settings name (0 by default, whose meaning
-# depends on the backend) and keeps a residual window; vLLM's FP8 cache needs no groups at all,
-# because an FP8 value carries its own exponent (lesson 08); llama.cpp quantizes each token's
-# channels in Q8_0 blocks of 32, per token like a weight row, with no window.
+# KIVI and KVQuant put keys per channel and values per token. transformers' quantized cache
+# (quanto backend, axis 0) quantizes keys and values alike in groups of 64 channels of one
+# token, so per token, not KIVI's per-channel keys; it quantizes the prompt at once and keeps
+# up to 127 new tokens in fp16. vLLM's FP8 cache gets by with one scale per tensor (or head)
+# at 8 bits, because an FP8 value carries its own exponent (lesson 08); without calibration
+# its scales are 1.0. llama.cpp quantizes each token's channels in Q8_0 blocks of 32, per
+# token like a weight row, with no window (f16 by default; a quantized V cache needs flash
+# attention).
 #
 # ## 6. What each scheme saves
 #
 # One sequence's cache, keys and values, every layer (`bits per value` includes the scales,
-# zero points and the full-precision window). MiniLM's real limit is 256 tokens; its rows
-# show the arithmetic at the same contexts:
+# zero points and the full-precision window). MiniLM's sentence-transformers limit is 256
+# tokens (512 positions); its rows show the arithmetic at the same contexts:
 
 # %%
 memory = kv.memory_rows()
@@ -263,8 +284,8 @@ print(f"LLaMA-7B's own weights in fp16 (6.74e9 parameters): {6.74e9 * 2 / 2**30:
 #   per value; symmetric rulers lose at 2 bits on each tensor's better axis.
 # * Per-channel scales need a group of tokens: a residual window keeps the newest in full
 #   precision.
-# * Quantize keys before a rotary embedding, not after it (KVQuant); measured here, a small but
-#   real gain.
+# * KVQuant quantizes keys before RoPE and re-rotates them; on a RoPE grafted onto MiniLM that
+#   cut the error by a few percent. KIVI and the serving tools quantize after RoPE.
 # * A 32k-token LLaMA-7B-like cache is 16 GiB in fp16; 2-bit KIVI brings it to about 3 GiB.
 #
 # **Exercise**: `exercises/10_which_axis.ipynb`: a cache's bytes, keys per channel, and how
@@ -273,7 +294,8 @@ print(f"LLaMA-7B's own weights in fp16 (6.74e9 parameters): {6.74e9 * 2 / 2**30:
 # ## Pause and recall
 #
 # 1. Why are keys quantized per channel and values per token in KIVI?
-# 2. Why does a per-channel key cache need a window of full-precision tokens?
+# 2. Why does a per-channel key cache, with scales computed from the data, need a window of
+#    full-precision tokens?
 # 3. How many bytes does an fp16 KV cache take per token for 32 layers, 32 heads of 128?
 # 4. Interview: why is one FP8 scale per tensor enough for vLLM's cache?
 

@@ -122,18 +122,21 @@ RECALL: tuple[Question, ...] = (
         (
             "Per-channel scales can be computed as each token arrives",
             False,
-            "The opposite: a channel's scale needs a group of tokens, hence the residual window.",
+            "The opposite: a channel's scale computed from the data needs a group of tokens, hence the "
+            "residual window (KVQuant avoids it with scales calibrated offline).",
         ),
         source=LESSON,
     ),
     choice(
-        "Why does KIVI keep the newest tokens in full precision?",
+        "Why does a per-channel key cache, with scales computed from the data, keep the newest tokens "
+        "in full precision?",
         (
             "A per-channel scale over a group of tokens exists only once the group is complete",
             True,
-            "Until then the tokens wait in full precision; values per token could be quantized at once.",
+            "Until then the keys wait in full precision. (KIVI keeps its newest values in fp16 too, for "
+            "accuracy, although per-token values could be quantized at once.)",
         ),
-        ("The newest tokens matter least", False, "Recent tokens often get the most attention."),
+        ("The newest tokens matter least", False, "In causal LLMs recent tokens get much of the attention."),
         ("To save memory", False, "Full precision costs more memory, not less."),
         source=LESSON,
     ),

@@ -63,15 +63,27 @@ def channel_spread(x: torch.Tensor) -> tuple[float, float]:
     return float(per_channel.max() / per_channel.median()), float(per_token.max() / per_token.median())
 
 
+def shuffled(x: torch.Tensor, seed: int = 0) -> torch.Tensor:
+    """``x`` with its entries in a random order (fixed seed): the same numbers, no structure."""
+    g = torch.Generator().manual_seed(seed)
+    return x.reshape(-1)[torch.randperm(x.numel(), generator=g)].reshape(x.shape)
+
+
 def spread_rows(qkv: Sequence[dict[str, list[torch.Tensor]]]) -> list[dict[str, Any]]:
-    """Per layer: keys' and values' channel and token spreads, medians over the sentences."""
+    """Per layer: keys' and values' channel and token spreads, medians over the sentences.
+
+    ``shuffled`` columns give the channel spread of the same numbers in a random order: what the
+    measure shows with no structure at all (a max over many channels exceeds one over few tokens).
+    """
     rows = []
     for i, layer in enumerate(qkv):
         row: dict[str, Any] = {"layer": i}
         for name in ("k", "v"):
             spreads = np.array([channel_spread(t) for t in layer[name]])
+            null = np.array([channel_spread(shuffled(t, j))[0] for j, t in enumerate(layer[name])])
             label = "keys" if name == "k" else "values"
             row[f"{label} channel max/median"] = float(np.median(spreads[:, 0]))
+            row[f"{label} shuffled"] = float(np.median(null))
             row[f"{label} token max/median"] = float(np.median(spreads[:, 1]))
         rows.append(row)
     return rows
@@ -188,41 +200,41 @@ def memory_rows(contexts: Sequence[int] = (4096, 32768)) -> list[dict[str, Any]]
 TOOLS = (
     {
         "tool": "KIVI (Liu et al., ICML 2024)",
-        "keys": "per-channel, asym",
+        "keys": "per-channel, asym, after RoPE",
         "values": "per-token, asym",
-        "bits / group": "2 or 4 / 32",
-        "residual": "32 (example.py)",
-        "source": "jy-yuan/KIVI example.py; paper arXiv 2402.02750",
+        "bits / group": "2 or 4 / 32 (example.py; process_args default 128)",
+        "residual": "32 (example.py; default 128): keys in chunks, R newest values",
+        "source": "jy-yuan/KIVI example.py, models/llama_kivi.py; arXiv 2402.02750",
     },
     {
         "tool": "KVQuant (Hooper et al., 2024)",
-        "keys": "per-channel, before RoPE",
-        "values": "per-token",
+        "keys": "per-channel, before RoPE, scales calibrated offline",
+        "values": "per-token, dynamic",
         "bits / group": "2-4, non-uniform; ~1% outliers kept sparse",
-        "residual": "-",
-        "source": "paper arXiv 2401.18079",
+        "residual": "none needed; option: first tokens fp16",
+        "source": "arXiv 2401.18079; quant/llama_simquant.py",
     },
     {
         "tool": "transformers QuantizedCache",
-        "keys": "axis_key=0",
-        "values": "axis_value=0",
+        "keys": "axis_key=0 (quanto: per token, 64 channels)",
+        "values": "axis_value=0 (same)",
         "bits / group": "4 / 64 (q_group_size)",
-        "residual": "128 (residual_length)",
-        "source": "transformers cache_utils.QuantizedCacheConfig defaults",
+        "residual": "up to 127 new tokens (residual_length 128)",
+        "source": "transformers cache_utils QuantizedLayer defaults; optimum-quanto",
     },
     {
         "tool": "vLLM FP8 KV cache",
-        "keys": "per tensor (or per head)",
+        "keys": "per tensor (per head: calibrated, Flash Attention)",
         "values": "per tensor (or per head)",
-        "bits / group": "8 (E4M3/E5M2) / whole tensor",
+        "bits / group": "8 (E4M3/E5M2) / whole tensor; scale 1.0 if uncalibrated",
         "residual": "-",
         "source": "docs.vllm.ai features/quantization/quantized_kvcache",
     },
     {
         "tool": "llama.cpp --cache-type-k q8_0",
         "keys": "per token, blocks of 32 channels",
-        "values": "same with --cache-type-v",
-        "bits / group": "8 + fp16 scale / 32 (Q8_0)",
+        "values": "same with --cache-type-v (needs flash attention)",
+        "bits / group": "8 + fp16 scale / 32 (Q8_0); default f16",
         "residual": "-",
         "source": "ggml-org/llama.cpp common/arg.cpp; ggml Q8_0 block",
     },
