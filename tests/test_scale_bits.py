@@ -47,3 +47,61 @@ def test_bad_arguments_say_what_works(kwargs, words):
         scale_bits.scale_rows(_layer(rows=3, k=64), **kwargs)
     with pytest.raises(ValueError, match="not one of"):
         scale_bits.stored_scales(torch.ones(1, 1), "bf16")
+
+
+def test_nearest_power_of_two_is_within_sqrt2_and_may_clip():
+    ideal = torch.tensor([[0.3, 1.0, 0.013, 5.5, 0.7]], dtype=torch.float64)
+    s = scale_bits.stored_scales(ideal, "E8M0 (nearest)")
+    ratio = s / ideal
+    assert bool((ratio <= 2**0.5 + 1e-12).all()) and bool((ratio >= 2**-0.5 - 1e-12).all())
+    assert bool((s < ideal).any())  # some round down: those blocks clip their top weights
+
+
+def test_eight_bit_sub_scales_are_finer_than_six_bit_ones():
+    rows = {r["scale format"]: r for r in scale_bits.scale_rows(_layer(), block=16, bits=6, super_blocks=16)}
+    assert rows["8-bit x fp16"]["median scale error"] < rows["6-bit x fp16"]["median scale error"]
+    assert rows["8-bit x fp16"]["SQNR dB"] > rows["6-bit x fp16"]["SQNR dB"]
+    assert rows["8-bit x fp16"]["scale bits / weight"] == (8 * 256 + 16 * 16) / (16 * 256)
+
+
+def test_fp4_codes_under_e4m3_scales_are_nvfp4_and_under_e8m0_up_are_mxfp4_rceil():
+    import numpy as np
+
+    from qlesson.quant import microscaling
+
+    x = _layer(seed=3, rows=8, k=128) * 0.05
+    err = lambda v: float(((torch.as_tensor(v).double() - x.double()) ** 2).sum())  # noqa: E731
+    signal = float(x.double().square().sum())
+    nv = scale_bits.scale_rows(x, block=16, codes="E2M1", formats=("E4M3 x fp32",))[0]["SQNR dB"]
+    mx = scale_bits.scale_rows(x, block=32, codes="E2M1", formats=("E8M0 (up)",))[0]["SQNR dB"]
+    nv_ref = 10 * np.log10(signal / err(microscaling.quantize_nvfp4(x.numpy()).values()))
+    mx_ref = 10 * np.log10(signal / err(microscaling.quantize_mx(x.numpy(), "rceil").values()))
+    assert abs(nv - nv_ref) < 1e-6 and abs(mx - mx_ref) < 1e-6
+
+
+def test_grid_rows_sum_errors_over_layers_and_a_float_grid_shrugs_off_a_power_of_two():
+    layers = {"a": _layer(seed=1), "b": _layer(seed=2) * 3}
+    rows = {r["scale format"]: r for r in scale_bits.grid_rows(layers, block=32, formats=("fp32", "E8M0 (up)"))}
+    one = scale_bits.scale_rows(layers["a"], block=32, formats=("fp32",))[0]["SQNR dB"]
+    assert rows["fp32"]["int4 -7..7 SQNR dB"] != one  # pooled over both layers, not layer a alone
+    loss = {c: rows["fp32"][c] - rows["E8M0 (up)"][c] for c in ("int4 -7..7 SQNR dB", "FP4 E2M1 SQNR dB")}
+    assert loss["FP4 E2M1 SQNR dB"] < loss["int4 -7..7 SQNR dB"]
+
+
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        ({"codes": "nf4"}, "codes='nf4'"),
+        ({"codes": "E2M1", "bits": 6}, "bits=6"),
+        ({"formats": ("fp32", "bf16")}, "bf16"),
+        ({"formats": ()}, "pick one or more"),
+    ],
+)
+def test_bad_codes_and_formats_say_what_works(kwargs, words):
+    with pytest.raises(ValueError, match=words):
+        scale_bits.scale_rows(_layer(rows=2, k=64), **kwargs)
+
+
+def test_grid_rows_refuses_no_layers():
+    with pytest.raises(ValueError, match="empty"):
+        scale_bits.grid_rows({})

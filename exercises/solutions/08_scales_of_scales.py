@@ -181,7 +181,7 @@ recall.answer("08", 5, recall_5)
 #
 # Why does NVFP4 store an fp32 tensor scale above its FP8 block scales?
 #
-# - **a)** E4M3 spans only about 2**-9 to 448, so the tensor scale moves that window onto the tensor's range
+# - **a)** E4M3's normal numbers span only 2**-6 to 448, so the tensor scale moves that window onto the tensor's range
 # - **b)** To store the block's zero point
 # - **c)** Because FP4 values need an exponent of their own
 #

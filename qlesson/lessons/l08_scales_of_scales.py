@@ -227,9 +227,11 @@ RECALL: tuple[Question, ...] = (
     choice(
         "Why does NVFP4 store an fp32 tensor scale above its FP8 block scales?",
         (
-            "E4M3 spans only about 2**-9 to 448, so the tensor scale moves that window onto the tensor's range",
+            "E4M3's normal numbers span only 2**-6 to 448, so the tensor scale moves that window onto the "
+            "tensor's range",
             True,
-            "The block scales are E4M3 numbers relative to it.",
+            "The block scales are E4M3 numbers relative to it. On MiniLM's L0.intermediate it buys only about a tenth "
+            "of a dB; for tensors with values far from 1 it decides whether block scales fit at all.",
         ),
         ("Because FP4 values need an exponent of their own", False, "E2M1 elements have their exponent bits."),
         ("To store the block's zero point", False, "NVFP4 is symmetric: no zero point."),
@@ -250,5 +252,26 @@ RECALL: tuple[Question, ...] = (
         ),
         ("K-quants use floating-point codes", False, "The codes are integers; MXFP4 and NVFP4 use FP4 codes."),
         source=INTERVIEW,
+    ),
+    Numeric(
+        "A 6-bit sub-scale near the top of its range (63) is off by at most half a step. What is that, in percent?",
+        100 / 126,
+        "Half of 1/63 is 1/126, about 0.79%: at a block's largest int4 code, 7 ticks out, about 0.06 of a tick.",
+        tol=0.02,
+        mistakes=(
+            (100 / 63, "that is a whole step; rounding to the nearest is off by at most half of one"),
+            (100 / 64, "a 6-bit sub-scale runs from 1 to 63 (0 would lose the ruler): steps of 1/63, and half of one"),
+        ),
+    ),
+    choice(
+        "A block's scale is rounded up to a power of two. Why does that cost FP4 codes less than int4 codes?",
+        (
+            "Halving every value moves it down one binade of the float grid, where the relative step is the same",
+            True,
+            "Only values pushed to the bottom ticks (0 and 0.5) lose; int4's even ticks lose half their precision.",
+        ),
+        ("FP4 has more values than int4", False, "Both have 15 distinct values (FP4's 16th code is a negative zero)."),
+        ("FP4 never saturates", False, "FP4 saturates at 6 x scale; rounding the scale up avoids saturation for both."),
+        source=LESSON,
     ),
 )

@@ -56,7 +56,11 @@ def byte_map(fmts: Sequence[str] = ("Q4_K", "Q6_K", "MXFP4", "NVFP4"), *, fig: F
                 x += nbytes
         ax.text(-2, -row + 0.4, f"{fmt}: {x:g} B", ha="right", va="center", fontsize=8)
     ax.set(xlim=(-42, 215), ylim=(-len(fmts) + 0.9, 0.9), yticks=[], xlabel="bytes per 256 weights")
-    ax.set_title("Where the bytes go: scales (yellow), small sub-scales (teal), codes (grey)")
+    ax.set_title(
+        "Where the bytes go: scales (yellow), small sub-scales (teal), codes (grey)\n"
+        "NVFP4 as gguf lays it out; its fp32 tensor scale lies outside the blocks",
+        fontsize=10,
+    )
     return fig
 
 

@@ -6,32 +6,36 @@ The same symmetric integer codes (``bits``, codes ``-qmax..qmax``), one scale pe
 * ``fp32``: the ideal ``amax / qmax`` (the reference);
 * ``fp16``: rounded to half precision (Q4_0, Q8_0, GPTQ/AWQ checkpoints);
 * ``6-bit x fp16``: an unsigned 6-bit integer ``sc`` times one fp16 super-scale ``d`` shared
-  by ``super_blocks`` consecutive blocks, ``d = max(amax / qmax) / 63`` (the K-quants' two levels);
-* ``E8M0 (up)``: the power of two at or above the ideal scale (an MX scale byte; rounding up
-  never clips, and costs up to half the range);
+  by ``super_blocks`` consecutive blocks, ``d = max(amax / qmax) / 63`` (the K-quants' two levels,
+  Q4_K's sub-scales); ``8-bit x fp16`` the same with ``sc`` up to 127 (Q6_K's int8 sub-scales);
 * ``E4M3 x fp32``: an FP8 number times one fp32 per tensor that puts the largest block scale at
-  448 (NVFP4's two levels), rounded to nearest (a block may clip a hair).
+  448 (NVFP4's two levels), rounded to nearest (a block may clip a hair);
+* ``E8M0 (nearest)``: the power of two nearest the ideal scale in log terms (rounding down clips
+  the block's top weights);
+* ``E8M0 (up)``: the power of two at or above the ideal scale (an MX scale byte; rounding up
+  never clips, and costs up to half the range).
 
 >>> x = torch.tensor([[0.05, -0.08, 0.12, -0.15], [2.0, -3.1, 1.7, -2.6]])
 >>> rows = scale_rows(x, block=4, super_blocks=2)
 >>> [r["scale format"] for r in rows]
-['fp32', 'fp16', '6-bit x fp16', 'E8M0 (up)', 'E4M3 x fp32']
+['fp32', 'fp16', '6-bit x fp16', '8-bit x fp16', 'E4M3 x fp32', 'E8M0 (nearest)', 'E8M0 (up)']
 >>> rows[2]["scales"]  # the quiet row's 6-bit sub-scale is 3 steps of a super-scale set by the loud row
 [0.021091, 0.442921]
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
 import numpy as np
 import torch
 
 from qlesson.quant._checks import ArrayLike, as_float_tensor, check_bits, check_whole
-from qlesson.quant.minifloat import E4M3_MAX, round_to
+from qlesson.quant.minifloat import E2M1_MAX, E4M3_MAX, round_to
 
-FORMATS = ("fp32", "fp16", "6-bit x fp16", "E8M0 (up)", "E4M3 x fp32")
-SUB_MAX = 63  # the largest 6-bit sub-scale
+FORMATS = ("fp32", "fp16", "6-bit x fp16", "8-bit x fp16", "E4M3 x fp32", "E8M0 (nearest)", "E8M0 (up)")
+SUB_MAX = {"6-bit x fp16": 63, "8-bit x fp16": 127}  # the largest sub-scale of each two-level integer format
 
 
 def stored_scales(ideal: torch.Tensor, fmt: str, super_blocks: int = 8) -> torch.Tensor:
@@ -49,56 +53,96 @@ def stored_scales(ideal: torch.Tensor, fmt: str, super_blocks: int = 8) -> torch
         return s.half().double()
     if fmt == "E8M0 (up)":
         return torch.exp2(torch.ceil(torch.log2(s)))
+    if fmt == "E8M0 (nearest)":
+        return torch.exp2(torch.round(torch.log2(s)))
     if fmt == "E4M3 x fp32":
         t = float(np.float32(float(s.max()) / E4M3_MAX))
         return torch.from_numpy(round_to((s / t).numpy(), "E4M3")) * t
-    # 6-bit x fp16: super-blocks of `super_blocks` consecutive blocks, row-major (a super-block may span
+    # 6-bit / 8-bit x fp16: super-blocks of `super_blocks` consecutive blocks, row-major (a super-block may span
     # two rows when a row holds fewer blocks, as lesson 08 lays out K-quants on MiniLM's 384-wide rows)
     n = s.numel()
     if n % super_blocks:
         raise ValueError(f"{n} blocks is not a multiple of super_blocks={super_blocks}; pick a divisor of {n}")
     grouped = s.reshape(n // super_blocks, super_blocks)
-    d = (grouped.amax(-1, keepdim=True) / SUB_MAX).half().double()
-    sc = torch.round(grouped / d).clamp(1, SUB_MAX)
+    top = SUB_MAX[fmt]
+    d = (grouped.amax(-1, keepdim=True) / top).half().double()
+    sc = torch.round(grouped / d).clamp(1, top)
     return (sc * d).reshape(s.shape)
 
 
+Codes = Literal["int", "E2M1"]
+
+
+def _check(x: ArrayLike, block: int, bits: int, codes: str, super_blocks: int, formats: Sequence[str]) -> torch.Tensor:
+    t = as_float_tensor(x).double()
+    check_bits(bits)
+    check_whole(block, "block", 1, "32 as in Q4_0 and MXFP4, 16 as in NVFP4")
+    check_whole(super_blocks, "super_blocks", 1, "8 as in Q4_K")
+    if codes not in ("int", "E2M1"):
+        raise ValueError(f"codes={codes!r} must be 'int' (symmetric integers) or 'E2M1' (FP4, with bits=4)")
+    if codes == "E2M1" and bits != 4:
+        raise ValueError(f"codes='E2M1' is a 4-bit grid; got bits={bits}: pass bits=4")
+    unknown = [f for f in formats if f not in FORMATS]
+    if unknown or not formats:
+        raise ValueError(f"formats={list(formats)!r}: pick one or more of {', '.join(FORMATS)}")
+    if t.ndim != 2 or t.shape[1] % block:
+        raise ValueError(f"x has shape {tuple(t.shape)}; pass [rows, K] with K a multiple of block={block}")
+    return t
+
+
+def _measure(
+    t: torch.Tensor, block: int, bits: int, codes: str, super_blocks: int, fmt: str
+) -> tuple[torch.Tensor, torch.Tensor, float]:
+    """The ideal and the stored scales ``[rows, blocks]``, and the squared error of the codes under the stored ones."""
+    qmax = E2M1_MAX if codes == "E2M1" else 2 ** (bits - 1) - 1
+    blocks = t.reshape(t.shape[0], -1, block)
+    amax = blocks.abs().amax(-1)
+    ideal = torch.where(amax > 0, amax / qmax, torch.ones_like(amax))
+    s = stored_scales(ideal, fmt, super_blocks)
+    v = blocks / s[..., None]
+    if codes == "E2M1":  # FP4's nearest value, ties to even, saturating at 6 (as torchao and NVFP4)
+        q = torch.from_numpy(round_to(v.numpy(), "E2M1"))
+    else:
+        q = torch.clamp(torch.round(v), -qmax, qmax)
+    return ideal, s, float((q * s[..., None] - blocks).square().sum())
+
+
 def scale_rows(
-    x: ArrayLike, block: int = 32, bits: int = 4, super_blocks: int = 8, shown_scales: int = 2
+    x: ArrayLike,
+    block: int = 32,
+    bits: int = 4,
+    super_blocks: int = 8,
+    shown_scales: int = 2,
+    formats: Sequence[str] = FORMATS,
+    codes: Codes = "int",
 ) -> list[dict[str, Any]]:
     """One row per scale format: bits per weight, SQNR, worst relative scale error, and the first scales.
 
     ``x [rows, K]`` is split into blocks of ``block`` along each row (``K`` a multiple of it); the
-    codes are symmetric ``bits``-bit integers. ``scale bits / weight`` counts every stored scale
-    (the super-scale and the tensor scale too). ``median / worst scale error``: the relative
-    difference between a stored and the ideal scale over the blocks; ``top code moves``: what the
-    median error does to a block's largest weight, in ticks (``qmax x`` the error; a tick is one
-    code step, and rounding a weight moves it by up to half a tick).
+    codes are symmetric ``bits``-bit integers (``codes="int"``) or FP4 E2M1 values (``"E2M1"``,
+    ideal scale ``amax / 6``). ``scale bits / weight`` counts every stored scale (the super-scale
+    and the tensor scale too). ``median / worst scale error``: the relative difference between a
+    stored and the ideal scale over the blocks; ``top code moves``: what the median error does to
+    a block's largest weight, in steps of the scale (``qmax x`` the error; for integer codes a
+    step is one tick, and rounding a weight moves it by up to half a tick). ``formats``: which of
+    :data:`FORMATS` to measure, in that order.
     """
-    t = as_float_tensor(x).double()
-    bits = check_bits(bits)
-    block = check_whole(block, "block", 1, "32 as in Q4_0 and MXFP4, 16 as in NVFP4")
-    super_blocks = check_whole(super_blocks, "super_blocks", 1, "8 as in Q4_K")
-    if t.ndim != 2 or t.shape[1] % block:
-        raise ValueError(f"x has shape {tuple(t.shape)}; pass [rows, K] with K a multiple of block={block}")
-    qmax = 2 ** (bits - 1) - 1
-    blocks = t.reshape(t.shape[0], -1, block)
-    amax = blocks.abs().amax(-1)
-    ideal = torch.where(amax > 0, amax / qmax, torch.ones_like(amax))
-    numel, n_scales = t.numel(), amax.numel()
+    t = _check(x, block, bits, codes, super_blocks, formats)
+    qmax = E2M1_MAX if codes == "E2M1" else 2 ** (bits - 1) - 1
+    numel, n_scales = t.numel(), t.numel() // block
     per_weight = {
         "fp32": 32 * n_scales / numel,
         "fp16": 16 * n_scales / numel,
         "6-bit x fp16": (6 * n_scales + 16 * n_scales / super_blocks) / numel,
+        "8-bit x fp16": (8 * n_scales + 16 * n_scales / super_blocks) / numel,
+        "E8M0 (nearest)": 8 * n_scales / numel,
         "E8M0 (up)": 8 * n_scales / numel,
         "E4M3 x fp32": (8 * n_scales + 32) / numel,
     }
     signal = float(t.square().sum())
     rows = []
-    for fmt in FORMATS:
-        s = stored_scales(ideal, fmt, super_blocks)
-        q = torch.clamp(torch.round(blocks / s[..., None]), -qmax, qmax)
-        err = float((q * s[..., None] - blocks).square().sum())
+    for fmt in formats:
+        ideal, s, err = _measure(t, block, bits, codes, super_blocks, fmt)
         rel = (s - ideal).abs() / ideal
         rows.append(
             {
@@ -111,4 +155,28 @@ def scale_rows(
                 "scales": [round(float(v), 6) for v in s.reshape(-1)[:shown_scales]],
             }
         )
+    return rows
+
+
+def grid_rows(
+    weights: Mapping[str, ArrayLike], block: int = 32, formats: Sequence[str] = FORMATS, super_blocks: int = 8
+) -> list[dict[str, Any]]:
+    """SQNR over all the weights of ``weights`` (one number, not a mean of layers) for each scale format,
+    with int4 codes (-7..7) and with FP4 E2M1 codes: the grid's share and the scale's share of the error.
+
+    >>> x = {"a": torch.linspace(-1, 1, 64).reshape(2, 32)}
+    >>> [r["scale format"] for r in grid_rows(x, formats=("fp32", "E8M0 (up)"))]
+    ['fp32', 'E8M0 (up)']
+    """
+    if not weights:
+        raise ValueError("weights is empty; pass a mapping of layer names to [rows, K] weights")
+    tensors = {name: _check(w, block, 4, "int", super_blocks, formats) for name, w in weights.items()}
+    signal = sum(float(t.square().sum()) for t in tensors.values())
+    rows = []
+    for fmt in formats:
+        row: dict[str, Any] = {"scale format": fmt}
+        for codes, label in (("int", "int4 -7..7"), ("E2M1", "FP4 E2M1")):
+            err = sum(_measure(t, block, 4, codes, super_blocks, fmt)[2] for t in tensors.values())
+            row[f"{label} SQNR dB"] = 10 * np.log10(signal / err) if err > 0 else float("inf")
+        rows.append(row | {"FP4 - int4 dB": row["FP4 E2M1 SQNR dB"] - row["int4 -7..7 SQNR dB"]})
     return rows
