@@ -129,13 +129,22 @@ print("y (fp32 weights):", [[round(v, 4) for v in r] for r in (xs @ qw.dequantiz
 #
 # A `[M, K] x [K, N]` product does `2 M K N` FLOPs and must read the whole weight once.
 # At M = 1 that is 2 FLOPs per weight element: a CPU or GPU can do far more arithmetic than
-# that in the time it takes to read the weight. Time is set by weight bytes; fewer bits per
-# weight means proportionally less time, **if** nothing else is read or written.
+# that in the time it takes to read the weight. So the weight bytes set a floor under the
+# time: reading them at full bandwidth. Fewer bits per weight lower that floor in proportion;
+# a kernel reaches it only if nothing else is read or written and its own work stays hidden
+# under the reads. The last int4 row is the layout section 4's kernel reads: a bf16 scale
+# and a bf16 zero per group of 128, 4.25 bits per weight.
 
 # %%
 rows = []
 for m in (1, 16, 256):
-    for label, bits in (("fp32", 32), ("bf16", 16), ("int8", 8), ("int4 + g128 scales", 4.125)):
+    for label, bits in (
+        ("fp32", 32),
+        ("bf16", 16),
+        ("int8", 8),
+        ("int4 g128, fp16 scale", 4.125),
+        ("int4 g128, bf16 scale + zero", 4.25),
+    ):
         fb = gemm.flops_and_bytes(m, 4096, 4096, bits)
         rows.append(
             {
@@ -156,11 +165,12 @@ print_table(rows, {"GFLOP": ".3f", "weight MB": ".1f", "FLOPs per weight byte": 
 # As M grows, the same weight bytes serve more FLOPs. The product turns compute bound where
 # its FLOPs per byte reach the kernel's **ridge point**: the peak FLOP rate *of that kernel*
 # divided by memory bandwidth. Each format has its own peak (bf16 or int8 units can be much
-# faster than fp32 ones, or slower where the CPU lacks them), so section 4 measures the peak of
-# each kernel on this machine and prints the M at which each turns compute bound. A data-centre
-# GPU has a ridge in the hundreds of FLOPs per byte for bf16 (section 5 computes it from a stored
-# H100 measurement), because its tensor cores outgrow its HBM far more than a CPU's vector units
-# outgrow its DRAM; that is where "memory bound until a few hundred tokens" comes from.
+# faster than fp32 ones, or slower where the CPU lacks them), so section 4 measures the peak
+# of each kernel on this machine and prints the M at which each turns compute bound. A
+# data-centre GPU has a ridge in the hundreds of FLOPs per byte for bf16 (section 5 computes
+# it from a stored H100 measurement), because its tensor cores outgrow its HBM far more than a
+# CPU's vector units outgrow its DRAM; that is where "memory bound until a few hundred tokens"
+# comes from.
 #
 # ## 3b. Zero points inside an integer GEMM
 #
@@ -172,7 +182,10 @@ print_table(rows, {"GFLOP": ".3f", "weight MB": ".1f", "FLOPs per weight byte": 
 # ```
 #
 # `colsum(q_w)` is computed once offline; `rowsum(q_x)` costs M x K adds per call; the rest is
-# M x N. A float bias joins the int32 accumulator too, quantized at scale `s_x * s_w`. Exact:
+# M x N. With a static activation zero point (one `z_x`, calibrated offline), the last two
+# terms are constants per output channel and fold into the bias offline; with symmetric weights
+# (`z_w = 0`) the row-sum term vanishes too. A float bias joins the int32 accumulator, quantized
+# at scale `s_x * s_w`. Exact:
 
 # %%
 g8 = torch.Generator().manual_seed(1)
@@ -194,8 +207,8 @@ print(f"the corrections' arithmetic for [{m8}, {k8}] x [{k8}, {n8}]: {share:.3%}
 # In arithmetic the corrections are almost free: a row sum and three `[M, N]` terms beside
 # `M x N x K` multiply-adds. Whether they are free in *time* depends on where they run: inside
 # the GEMM kernel's epilogue, on values already in registers, they add almost nothing; as
-# separate operations they are extra passes over memory and extra launches. Section 4 times the
-# separate-operations version.
+# separate operations each is one more pass over memory and one more operator call (on a GPU,
+# one more kernel launch). Section 4 times the separate-operations version.
 #
 # ## 4. Measure it: the benchmark, live
 #
@@ -206,7 +219,10 @@ print(f"the corrections' arithmetic for [{m8}, {k8}] x [{k8}, {n8}]: {share:.3%}
 # `F.linear` of the same M), the `x half` column (ratio to the bf16 one) and, for M = 1, the
 # share of the read bandwidth. Timings vary from run to run and machine to machine, so these
 # cells' outputs are not graded: the text below says how to read them, and the verdict lines
-# under the table state this run's conclusions, computed from its numbers.
+# under the table state this run's conclusions, computed from its numbers. How large is the
+# noise? Two rows do identical work: the fp32 baseline and the GEMM on codes stored as fp32
+# (the same product on a same-shaped fp32 weight). The first verdict line per M gives the gap
+# between them; any smaller gap between two other rows is called a tie, never a win.
 
 # %% tags=["nbval-ignore-output"]
 from qlesson.bench import gemm as bench_gemm
@@ -224,8 +240,8 @@ print(bench_gemm.format_table(result, bw))
 _ = plots.bandwidth_lines(plots.gemm_times(result), bw.copy_gb_s, bw.read_gb_s)
 
 # %% tags=["nbval-ignore-output"]
-peaks = bench_gemm.kernel_peaks()  # each format's kernel on a [512, 4096] x [4096, 4096] product
-print(f"read bandwidth {bw.read_gb_s:.1f} GB/s; each kernel's peak measured at M = 512:")
+peaks = bench_gemm.kernel_peaks(rows=result)  # each kernel on [512, 4096] x [4096, 4096], or a faster row
+print(f"read bandwidth {bw.read_gb_s:.1f} GB/s; each kernel's peak (its rate at M = 512, or a faster row's):")
 fmt = {
     "peak GFLOP/s": ".0f",
     "ridge FLOPs/byte": ".1f",
@@ -234,17 +250,15 @@ fmt = {
 }
 print_table(bench_gemm.ridge_rows(peaks, bw.read_gb_s), fmt)
 zp = bench_gemm.zero_point_cost()
-print(f"int8 GEMM [16, 2048] x [2048, 2048]: {zp['symmetric ms']:.2f} ms symmetric, ")
-print(
-    f"{zp['with zero points ms']:.2f} ms with the zero-point corrections as separate ops ({zp['ratio']:.2f}x, "
-    f"exact: {zp['exact']}); their arithmetic is {zp['work share']:.3%} of the GEMM's"
-)
+print(f"int8 GEMM [16, 2048] x [2048, 2048]: {zp['symmetric ms']:.2f} ms symmetric, ", end="")
+print(f"{zp['with zero points ms']:.2f} ms with the zero-point corrections as separate ops ({zp['ratio']:.2f}x)")
+print(f"the corrections are exact: {zp['exact']}; their arithmetic is {zp['work share']:.3%} of the GEMM's")
 
 # %% [markdown]
 # **How to read it** (the numbers above are this machine's, measured just now; check each
 # point against the verdict lines, which are computed from the same run):
 #
-# * At **M = 1** the fused kernels that read int8 or int4 codes run with bf16 activations, so
+# * At **M = 1** the fused kernels that read int8 or int4 codes take bf16 activations, so
 #   compare them with the **bf16** `F.linear` (`x half`) as well as with fp32 (`x fp32`): a
 #   ratio against fp32 mixes two changes (narrower weights and narrower arithmetic). Their `of
 #   read BW` column is the share of the measured read bandwidth their weight bytes stream at.
@@ -253,37 +267,42 @@ print(
 # * Dequantize-then-matmul is many times *slower* than fp32 at small M: `q.float() * s`
 #   materializes two full fp32 temporaries, each written and read again. The preallocated-buffer
 #   row removes the allocation (page faults) but not the traffic; the verdict line says how much
-#   of the extra time that was in this run.
+#   of the extra time that was in this run. A CPU has no kernel launches: the extra time is the
+#   extra passes over memory plus each operator call's fixed dispatch cost.
 # * The scale rows: a separate multiply `y_codes * s` after the GEMM, and an input-channel scale
 #   folded into `x`, both timed against the GEMM on the codes (the verdict line gives each as a
-#   share). The per-group row scales every group's partial sum without a fused kernel and shows
-#   why group scales need one.
-# * The fused int8 kernel with **fp32** activations falls back to slow scalar code on CPU (see
-#   the full table under the verdict lines); with bf16 activations and scales it takes the vectorized path. Same
-#   op, different dtype.
-# * **Larger M** is compute bound, and the arithmetic unit each kernel uses decides. The ridge
-#   table gives each kernel's own peak: on a CPU with fast bf16 or int8 units (AMX, AVX-512
-#   VNNI/BF16) the bf16 and W8A8 peaks sit far above the fp32 one, and the weight-only kernels
-#   (which dequantize to bf16 inside the loop) below the plain bf16 GEMM. The last verdict line
-#   per M lists which compact-weight kernels still beat fp32 and bf16 there. Against bf16, the
-#   weight-only kernels can keep an edge only while the product is memory bound; W8A8, whose
-#   arithmetic is int8 itself, is the one that can keep it at large M.
+#   share; a change smaller than the noise is marked). The per-group row scales every group's
+#   partial sum without a fused kernel and shows why group scales need one.
+# * The fused int8 kernel with **fp32** activations falls back to slow scalar code on CPU
+#   (see the full table under the verdict lines); with bf16 activations and scales it takes
+#   the vectorized path. Same op, different dtype.
+# * **Larger M** turns compute bound, and then the arithmetic each kernel runs decides. The
+#   ridge table gives each kernel's own peak, measured at M = 512 (or the fastest rate the
+#   benchmark rows reached, if a row beat it). On a CPU with bf16 or int8 matrix units (AMX,
+#   AVX-512 BF16/VNNI) the bf16 and W8A8 peaks can sit far above the fp32 one; the
+#   weight-only kernels, which convert their codes inside the loop, peaked below the plain
+#   bf16 GEMM on the CPU that stored these outputs. The last verdict line per M lists which
+#   compact-weight kernels beat fp32 and bf16 there beyond noise. Against bf16, a
+#   weight-only kernel can keep an edge only while the product is memory bound; on a CPU
+#   with int8 units, W8A8, whose arithmetic is int8 itself, is the one that can keep it at
+#   large M. On another CPU the table and the verdicts differ.
 # * **The "under 5%" claim** (interview note): applying per-channel scales after a GEMM is N
 #   multiplies per output row, and the verdict lines time that multiply as a separate op
-#   against the GEMM on the codes. It does **not** hold for dequantize-then-matmul, which costs a
-#   multiple of the GEMM at small M.
+#   against the GEMM on the codes. It does **not** hold for dequantize-then-matmul, which
+#   costs a multiple of the GEMM at small M.
 # * **Zero points**: their corrections are a fraction of a percent of the GEMM's arithmetic, but
 #   as separate PyTorch ops beside a small int8 GEMM they cost far more than that share (the
-#   ratio printed above): extra passes and launches. They are cheap only when fused into the
-#   kernel (the epilogue adds the `[M, N]` terms; the row sum comes with the activation
-#   quantization pass).
+#   ratio printed above): extra passes over memory and operator calls. They are cheap only when
+#   fused into the kernel (the epilogue adds the `[M, N]` terms; the row sum comes with the
+#   activation quantization pass), or folded offline into the bias where the zero points are
+#   static.
 #
 # ## 5. A stored GPU run
 #
-# The same benchmark runs on a CUDA GPU with CUDA events and fp16/bf16 baselines, using
-# only PyTorch's own ops; without a GPU those rows are skipped with one line. A result
-# measured on a GPU is stored in `notebooks/results/` with its device name when one has been
-# run:
+# The same benchmark runs on a CUDA GPU with CUDA events and an fp16 baseline (the fused
+# kernels there take fp16 activations), using only PyTorch's own ops; without a GPU those
+# rows are skipped with one line. A result measured on a GPU is stored in
+# `notebooks/results/` with its device name when one has been run:
 
 # %%
 stored = bench_gemm.stored_results()
@@ -296,34 +315,46 @@ for path in stored:
     print(bench_gemm.key_table(rows))
     for m in sorted({r.m for r in rows}):
         share = bench_gemm.scale_shares(rows, m)
-        if share:
-            print(
-                f"M = {m}: separate scale multiply {share['scale after']:.1%} of the GEMM on codes, "
-                f"folded into x {share['folded into x']:+.1%}; {bench_gemm.faster_than_baselines(rows, m)}"
-            )
+        print(
+            f"M = {m}: separate scale multiply {share['scale after us']:.0f} us ({share['scale after']:.1%} of the "
+            f"GEMM on codes), folding into x +{share['folded into x us']:.0f} us ({share['folded into x']:+.1%})"
+        )
+        print(f"  {bench_gemm.faster_than_baselines(rows, m)}")
+    rates = {p: bench_gemm.tflops(rows, 256, p) for p in ("float16 F.linear", "fused int4", "W8A8")}
+    print("M = 256, TFLOP/s: " + ", ".join(f"{p} {v:.0f}" for p, v in rates.items()))
+
+# %%
 for gpu in bench_gemm.stored_rooflines():
     ridge = gpu["bf16 GEMM GFLOP/s"] / gpu["read GB/s"]
     print(f"{gpu['device']}: bf16 GEMM {gpu['bf16 GEMM GFLOP/s'] / 1e3:.0f} TFLOP/s, read {gpu['read GB/s']:.0f} GB/s")
     print(f"  ridge {ridge:.0f} FLOPs per byte: bf16 weights turn compute bound from M = {ridge:.0f}")
 
 # %% [markdown]
-# Read the stored H100 run against the CPU one above (it was measured before the benchmark
-# cycled weight copies at every M: there only M = 1 used four copies, and at M = 16 and 256 a
-# 16.8 MB int8 weight fits in the H100's 50 MB L2 cache). fp16 `F.linear` runs on tensor cores
-# and is the baseline to beat at every M. At M = 1 the int4 kernel (tinygemm) beats it,
-# streaming a quarter of the bytes; by M = 16 it no longer does, and at M = 256 it is far behind:
-# the ridge point of 280 FLOPs per byte says an fp16 product is memory bound until about 280
-# tokens, and a kernel that dequantizes in registers spends compute the fp16 path does not. At
-# M = 256 every compact-weight row is slower than even fp32 there (last line per M above).
-# PyTorch's CUDA int8 weight-only op is not a serving kernel (slower than fp32 at every M);
-# serving stacks use dedicated mixed-precision kernels.
+# Read the stored H100 run against the CPU one above (it was measured before the
+# benchmark cycled weight copies at every M: there only M = 1 used four copies, and at M = 16
+# and 256 a 16.8 MB int8 weight fits in the H100's 50 MB L2 cache, so its M > 1 rows may be
+# helped by the cache). fp16 `F.linear` runs on tensor cores and is the baseline to beat at
+# every M. At M = 1 the int4 kernel (tinygemm) beats it, streaming about a quarter of the
+# bytes (4.25 bits per weight against 16); by M = 16 it is slower. At M = 256 it is many times
+# slower, and that is not the roofline: the fp16 GEMM takes about as long at M = 256 as at M =
+# 1 (it is still on the memory side of its ridge, below), while the TFLOP/s line shows
+# tinygemm at a small fraction of fp16's rate. tinygemm is built for small batches (decoding);
+# at M = 256 its design, not the bytes it reads, sets its time. At M = 256 every
+# compact-weight row is slower than even fp32 (the lines above). PyTorch's CUDA int8
+# weight-only op is not a serving kernel (slower than fp32 at every M), and the W8A8 row, a
+# separate activation-quantization pass plus `torch._int_mm` plus a separate rescale, is
+# slower than fp32 too: serving stacks fuse these into dedicated kernels.
 #
-# Where the scale sits costs more on the GPU than the CPU, relative to the GEMM, because a
-# GPU GEMM is so fast: as a *separate* kernel, the per-channel multiply after the GEMM costs a
-# large share of it at M = 1 (a launch and a pass over the output), less at larger M, and
-# folding into `x` costs a smaller extra pass (lines above). Both are nearly free only when fused
-# into the GEMM kernel itself, applied in its epilogue to the accumulator tile in registers,
-# which is how serving kernels do it. Per group without a fused kernel costs a multiple.
+# The scale rows look different on the GPU, relative to the GEMM, because a GPU GEMM is so
+# fast. The separate multiply `y_codes * s` takes nearly the same microseconds at every M,
+# while its output grows 256-fold from M = 1 to M = 256: a fixed cost per call (operator
+# dispatch and a kernel launch), not a pass over memory. Next to a GEMM of a few tens of
+# microseconds that is a large share; next to a longer GEMM, a smaller one. Folding into `x`
+# adds a similar fixed cost (one more kernel before the GEMM). The two are made cheap in
+# different ways: a per-output-channel scale by fusing it into the GEMM's epilogue, applied to
+# the accumulator tile in registers (how serving kernels do it); an input-channel scale by
+# folding it offline into the operation that produces `x` (a LayerNorm or the previous layer),
+# which costs nothing at run time. Per group without a fused kernel costs a multiple.
 
 # %% [markdown]
 # ## Summary
@@ -333,15 +364,21 @@ for gpu in bench_gemm.stored_rooflines():
 #   into the op that made them). A per-group scale must be applied inside the reduction.
 # * Asymmetric codes in an integer GEMM cost cross terms (row sums, offline column sums) and
 #   keep the bias in int32 at scale `s_x * s_w`.
-# * The ridge point (peak FLOPs / bandwidth) says when a product turns compute bound: a few
-#   FLOPs per byte on a CPU, hundreds on a data-centre GPU.
+# * The ridge point (a kernel's peak FLOPs / bandwidth) says when a product turns compute
+#   bound. Each kernel has its own (this machine's are in the table above); a data-centre
+#   GPU's bf16 ridge is in the hundreds of FLOPs per byte.
 # * W8A8 rescales the int32 accumulator by the rank-1 matrix `s_x s_w^T`.
-# * Batch-1 decoding is memory bound; compact weights help only when a fused kernel
-#   dequantizes them in registers. Dequantize-then-matmul is slower than fp32.
-# * "Per-channel adds under 5%" holds for scales applied in the GEMM's epilogue (or as a
-#   separate multiply on a CPU, measured above), not as a separate kernel at small M on a GPU,
-#   and not for a dequantize pass in front of the GEMM.
-# * Zero-point corrections are cheap arithmetic but cost real time as separate ops: fuse them.
+# * Batch-1 decoding is memory bound: the weight bytes set a floor under the time. Compact
+#   weights help only when a fused kernel dequantizes them in registers; dequantize-then-matmul
+#   is slower than fp32. At large M a kernel's arithmetic, and its design, decide instead.
+# * "Per-channel adds under 5%" holds for scales applied in the GEMM's epilogue (and for a
+#   separate multiply on a CPU wherever the verdict lines above say so), not as a separate
+#   kernel at small M on a GPU (a fixed cost per call), and not for a dequantize pass in
+#   front of the GEMM.
+# * Zero-point corrections are cheap arithmetic but cost real time as separate ops: fuse them,
+#   or fold the static ones into the bias.
+# * Timings are noisy: two identical products differ from run to run. A "faster" needs a gap
+#   larger than that noise, measured in the same run.
 #
 # **Exercise**: `exercises/06_dequant_in_gemm.ipynb`.
 #

@@ -171,3 +171,62 @@ def test_cuda_methods_match_fp32():
         if note == bench.UNSCALED:
             continue
         assert bench.reference_error(op().float(), ref) < _tolerance(name), name
+
+
+def test_noise_margin_and_ties():
+    rows = [
+        _row(1, "fp32 F.linear (baseline)", 10.0),
+        _row(1, "GEMM on pre-converted codes: F.linear(x, q_fp32)", 8.0),  # the same work, 25% apart
+        _row(1, "bfloat16 F.linear", 5.0),
+        _row(1, "fused int8 weight-only per-channel, bf16 x", 9.0),  # inside the 25%: a tie with fp32
+        _row(1, "fused int4 weight-only group 128", 2.0),
+    ]
+    assert bench.noise_margin(rows, 1) == pytest.approx(0.25)
+    line = bench.faster_than_baselines(rows, 1)
+    assert line.startswith("faster than fp32 F.linear: int4 g128 weight-only (tie: int8 weight-only)"), line
+    assert line.endswith("faster than bfloat16 F.linear: int4 g128 weight-only"), line
+    assert bench.compare(1.0, 1.05, 0.1) == "tie" and bench.compare(1.2, 1.0, 0.1) == "slower"
+    with pytest.raises(ValueError, match="positive"):
+        bench.compare(0.0, 1.0, 0.1)
+
+
+def test_verdict_calls_a_small_fold_a_tie():
+    rows = [
+        _row(16, "fp32 F.linear (baseline)", 10.0),
+        _row(16, "GEMM on pre-converted codes: F.linear(x, q_fp32)", 10.5),
+        _row(16, "per-channel scale alone: y_codes * s (the epilogue)", 0.01),
+        _row(16, "input-channel scale folded into x: F.linear(x * s_in, q_fp32)", 10.6),
+    ]
+    lines = bench.verdict(rows)
+    assert lines[0].startswith("M = 16: two identical fp32 products differed by 10%"), lines
+    assert any("+1.0% (within noise)" in line and "claim holds" in line for line in lines), lines
+
+
+def test_kernel_peaks_never_sit_below_a_row_of_the_run():
+    fast = [bench.GemmRow("cpu", 64, "fp32 F.linear (baseline)", 1e-6, 1.0, 0, 0.0, 0.0)]
+    peaks = bench.kernel_peaks(m=32, size=256, min_run_time=0.001, rows=fast)
+    assert peaks["fp32"] == pytest.approx(2 * 64 * 256 * 256 / 1e-6 / 1e6)
+
+
+def test_stored_gpu_run_supports_the_lessons_reading():
+    """Lesson 06's prose on the stored H100 run: each sentence's claim, checked on the csv."""
+    rows = bench.read_csv(bench.RESULTS / "gemm_nvidia_h100.csv")
+    shares = {m: bench.scale_shares(rows, m) for m in (1, 16, 256)}
+    us = [shares[m]["scale after us"] for m in (1, 16, 256)]
+    assert max(us) < 1.25 * min(us)  # "nearly the same microseconds at every M": a fixed cost per call
+    assert all(shares[m]["folded into x us"] > 0 for m in (1, 16, 256))
+    codes = bench._row(rows, 1, "GEMM on pre-converted")
+    assert 10e-3 < codes.median_ms < 100e-3  # "a GEMM of a few tens of microseconds"
+
+    def ms(m, prefix):
+        return bench._row(rows, m, prefix).median_ms
+
+    assert ms(1, "fused int4") < ms(1, "float16") and ms(16, "fused int4") > ms(16, "float16")
+    assert ms(256, "fused int4") > 5 * ms(256, "float16")  # "many times slower"
+    assert ms(256, "float16") < 1.25 * ms(1, "float16")  # "about as long at M = 256 as at M = 1"
+    assert bench.tflops(rows, 256, "fused int4") < 0.2 * bench.tflops(rows, 256, "float16")
+    for prefix in ("fused int8", "fused int4", "W8A8"):  # every compact row slower than fp32 at M = 256
+        assert ms(256, prefix) > ms(256, "fp32")
+    assert all(ms(m, "fused int8") > ms(m, "fp32") for m in (1, 16, 256))  # "slower than fp32 at every M"
+    roof = bench.stored_rooflines()[0]
+    assert roof["bf16 GEMM GFLOP/s"] / roof["read GB/s"] > 256  # M = 256 is below the ridge

@@ -120,11 +120,11 @@ recall.answer("06", 2, recall_2)
 # %% [markdown]
 # ### Recall 06.5
 #
-# The note claims per-channel dequantization adds under 5% to a GEMM. When does that hold?
+# Interview notes say per-channel scales add under 5% to a GEMM's time. Where does that hold on any machine?
 #
-# - **a)** When the scales are fused into the GEMM's epilogue, applied to the accumulator in registers
-# - **b)** Always
-# - **c)** Never
+# - **a)** Applied in the GEMM's epilogue, to the accumulator tile in registers
+# - **b)** As a dequantize pass that writes an fp32 weight before the GEMM
+# - **c)** As a separate multiply kernel after the GEMM, on a GPU at M = 1
 #
 # Answer with the option's letter as a string (in quotes).
 

@@ -129,14 +129,22 @@ RECALL: tuple[Question, ...] = (
         ("A full-rank [M, N] matrix", False, "It is an outer product: rank 1."),
     ),
     choice(
-        "The note claims per-channel dequantization adds under 5% to a GEMM. When does that hold?",
+        "Interview notes say per-channel scales add under 5% to a GEMM's time. Where does that hold on any machine?",
         (
-            "When the scales are fused into the GEMM's epilogue, applied to the accumulator in registers",
+            "Applied in the GEMM's epilogue, to the accumulator tile in registers",
             True,
-            "N multiplies per output row is tiny next to the product. As a separate GPU kernel at M = 1 it "
-            "is not: the stored H100 run shows a large share of the GEMM.",
+            "N multiplies per output row, on values already in registers, next to N x K multiply-adds per row.",
         ),
-        ("Always", False, "Not for dequantize-then-matmul, which costs a multiple of the GEMM at small M."),
-        ("Never", False, "In an epilogue the multiply is a few operations per output element: far under 5%."),
+        (
+            "As a separate multiply kernel after the GEMM, on a GPU at M = 1",
+            False,
+            "The stored H100 run: a fixed cost per call of the same microseconds at every M, a large share of a "
+            "GEMM that takes only tens of microseconds.",
+        ),
+        (
+            "As a dequantize pass that writes an fp32 weight before the GEMM",
+            False,
+            "That pass writes and re-reads a full fp32 weight: a multiple of the GEMM's time at small M.",
+        ),
     ),
 )
