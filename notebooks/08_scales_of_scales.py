@@ -18,9 +18,10 @@
 #
 # One question runs through this lesson: **how many bits does a scale need, and where do its
 # bits go?** Lesson 04 stored every group's scale as an fp16 number. Today's formats store
-# their scales in 6 bits (llama.cpp's K-quants), 8 bits of exponent (MXFP4) or an FP8 number
-# (NVFP4), and put the range in a second, shared scale. This lesson measures what each choice
-# costs, then checks the answer on a whole model.
+# their scales in 4 to 8 bits (llama.cpp's K-quants, under an fp16 super-scale), as an FP8
+# number under an fp32 tensor scale (NVFP4), or as a bare 8-bit exponent that needs no second
+# level (MXFP4). This lesson measures what each choice costs, then checks the answer on a
+# whole model.
 #
 # **What you will learn**
 # * what scales cost per weight, and why small blocks need a *second level* of scales;
@@ -52,7 +53,8 @@ ql.show_environment()
 # payload. K-quants keep small sub-blocks and make each sub-block's scale *small*: a 6-bit
 # (Q4_K) or 8-bit (Q6_K) integer that multiplies one fp16 *super-scale* per 256 weights.
 # The microscaling formats shrink the scale instead to 8 bits of exponent (MXFP4) or an FP8
-# number (NVFP4). Each row counts every byte of the format's block:
+# number (NVFP4); llama.cpp's gguf stores both, NVFP4 in blocks of 64 weights with four E4M3
+# scales, as the byte map below draws it. Each row counts every byte of the format's block:
 
 # %%
 import numpy as np
@@ -112,7 +114,9 @@ for r in toy_rows[-2:]:
 # 3-step integer can be off by up to a sixth (here it happens to land close). The powers of two
 # miss by far more: rounded up, the quiet scale becomes 2**-5 and the row's largest weight lands
 # near 5 ticks instead of 7; rounded to the nearest it becomes 2**-6, below the ideal, and the
-# largest weight clips at 7 ticks. Now every block of a real layer, `L0.output` (the FFN output
+# largest weight clips at 7 ticks. With only two blocks the toy shows mechanisms, not sizes:
+# here `E8M0 (nearest)` scores below `E8M0 (up)`, and on the real layer below it is the
+# reverse. Now every block of a real layer, `L0.output` (the FFN output
 # of lesson 03's loud rows), in blocks of 32 and of 16, super-blocks of 8:
 
 # %%
@@ -137,8 +141,9 @@ for block in (32, 16):
 # quantization of the scale drowns in the quantization of the weights: at blocks of 32 the SQNR
 # matches fp32 scales at a quarter of the scale bits. The worst blocks are the quiet ones beside
 # a loud neighbour (a sub-scale of a few steps, or clamped at 1: the `worst scale error`
-# column), but they hold little of the signal. E4M3's 3 mantissa bits are off by up to 1/16: a
-# few tenths of a tick, a loss of about a tenth of a dB. A power of two is off by up to a factor
+# column), and the SQNR shows they hold little of the signal. E4M3's 3 mantissa bits are off by
+# up to 1/16: a tenth or two of a tick at the median block, up to 0.4 at the worst, a loss of
+# about a tenth of a dB. A power of two is off by up to a factor
 # of 2 rounded up (a block's largest weight may land at 3.5 ticks instead of 7: a bit of
 # resolution gone), or by up to `sqrt(2)` either way rounded to the nearest, which clips a
 # block's top weights whenever it rounds down. Both cost dB where the integer and FP8 scales
@@ -161,13 +166,13 @@ print(
 
 # %% [markdown]
 # Here the 6-bit sub-scale costs more than the 8-bit one, and E4M3 more than a dB: at 6 bits
-# the codes are fine enough that the scale's own rounding shows. That is why Q6_K stores an
-# 8-bit sub-scale per 16 weights (0.5625 bits of scales per weight). A power of two rounded to
+# the codes are fine enough that the scale's own rounding shows. This fits Q6_K's choice of an
+# int8 sub-scale per 16 weights (0.5625 bits of scales per weight). A power of two rounded to
 # the nearest is now the worst choice by far: clipping a block's top weights by up to 29% costs
 # far more than the codes' rounding, while rounding up only wastes range.
 #
-# **Then why do MX and NVFP4 use 8-bit float scales?** For the hardware, not for accuracy per
-# bit. The OCP MX specification defines the block formats for hardware, and Blackwell's
+# **Why 8-bit float scales rather than K-quant-style integer sub-scales?** Mostly for the
+# hardware. The OCP MX specification defines the block formats for hardware, and Blackwell's
 # block-scaled tensor-core MMA takes the block scales as an operand of the matrix instruction
 # (a scale per 32 elements along K for the MX formats, per 16 for NVFP4): the block scales are
 # applied inside the instruction, not by separate dequantization code, and only NVFP4's fp32
@@ -220,14 +225,17 @@ print(f"L0.intermediate: NVFP4 {nv_sqnr:.4f} = {same_nv:.4f} dB, MXFP4 rceil {mx
 # * **The grid, at the same scale.** Under ideal fp32 scales in blocks of 32, FP4's grid and
 #   int4's even ticks are within a tenth of a dB of each other; in blocks of 16, FP4 is half a
 #   dB behind. Under NVFP4's very scales (`E4M3 x fp32`, blocks of 16) int4 codes would gain
-#   half a dB: where NVFP4 trails Q4_0 and Q4_K on SQNR (section 4), its grid is the cause.
+#   half a dB (20.99 dB, against Q4_0's 20.93 in section 4): where NVFP4 trails Q4_0 on SQNR,
+#   its grid is the cause. Against Q4_K the grid explains only about 0.5 of 1.4 dB; the rest
+#   is Q4_K's minimum per 32 weights (section 4 adds the steps up).
 # * **The scale, on the same grid.** A power of two rounded up costs int4 codes about 3.5 dB
 #   and FP4 codes about 1.5 dB (rounded to the nearest, it clips, and both lose about 1.7 dB).
 #   On a float grid, halving every value moves it down exactly one
 #   binade, where the relative step is the same, so only the values pushed to the bottom ticks
 #   (0 and 0.5) lose precision; on int4's even ticks, halving the values halves their precision.
-#   Power-of-two scales and float elements belong together, which is MX's design. MXFP4's lower
-#   SQNR comes from its scale, not its grid.
+#   Power-of-two scales and float elements belong together, which is MX's design for its FP
+#   formats (its MXINT8, int8 codes under E8M0, has 8-bit codes that tolerate a power of two
+#   better). MXFP4's SQNR deficit against int4 g32 comes from its scale, not its grid.
 #
 # **Which power of two?** The OCP specification's rule (*floor*) takes the block's largest
 # magnitude `amax` and sets `e - 127 = floor(log2 amax) - 2`, 2 being the exponent of FP4's
@@ -307,8 +315,9 @@ print(f"block scales below E4M3's smallest normal 2**-6 then: {100 * float((idea
 # On this layer the tensor scale buys only about a tenth of a dB: without it a fifth of the
 # block scales are subnormal E4M3 numbers (fewer mantissa bits), but those blocks are the quiet
 # ones. It matters for tensors whose values sit far from E4M3's window: a layer with weights
-# near `1e-3` would put every block scale below 2**-6 without it, and one with values in the
-# thousands (activations, gradients) above 448.
+# near `1e-3` would put its block scales (`amax / 6`) below even E4M3's smallest subnormal,
+# 2**-9, so they would flush to zero without it, and one with values above about 2,700
+# (`6 x 448`: activations, gradients) would put them above 448.
 #
 # ### FP8 elements with 2-D blocks
 #
@@ -351,13 +360,13 @@ print(f"best minus worst: FP8 {max(fp8_sqnr) - min(fp8_sqnr):.2f} dB, int4 {max(
 # column above). So on this layer the granularity moves FP8's SQNR by a fraction of a dB, and
 # int4's by more than 16 dB (the lines below the table).
 #
-# **Why DeepSeek-V3 uses 128 x 128 weight blocks and 1 x 128 activation tiles** (its technical
-# report, its FP8 training section) when section 2 favours small blocks: it *trains* in FP8.
-# Activations change every step and have outlier tokens and features (lesson 05), so each
-# token gets its own scale per 128 channels, computed on the fly; a weight block's scale covers
-# a 128 x 128 tile of the GEMM, so the kernel applies it once per 128 along K, when partial sums
-# are moved to fp32 accumulators, instead of inside the innermost loop. And FP8 elements carry
-# an exponent of their own, so a large block costs them little, as the table shows.
+# **DeepSeek-V3's 128 x 128 weight blocks and 1 x 128 activation tiles.** Its technical report
+# presents them as *fine-grained* quantization: it went finer than per-tensor scaling because
+# activation outliers (lesson 05) make FP8 training sensitive to one scale per tensor. The
+# granularity 128 matches where the scales are applied: partial sums are promoted to fp32
+# accumulators every 128 along K, and the scales are applied then, not inside the innermost
+# loop. Our reading, from the table above (one layer, not the report's argument): FP8 elements
+# carry an exponent of their own, so on weights a large block costs them little.
 #
 # ### Scales of int4 scales: double quantization
 #
@@ -395,8 +404,9 @@ print(f"bytes counted from the arrays: {dq.nbytes * 8 / w.numel():.4f} bits per 
 # similarities to the others, averaged;
 # `small-half rmse` is the error on the smaller half of all weights (`|w|` up to the median).
 # `Q4_K` and `Q6_K` are qlesson's one-pass scales, `Q4_K search` and `Q6_K search` llama.cpp's
-# (`formats.quantize(x, fmt, search=True)`: for each sub-block it tries 21 scales around the
-# range's and refits scale and minimum by weighted least squares, keeping the best). The plot
+# (`formats.quantize(x, fmt, search=True)`: for Q4_K it tries 21 scales around the range's for
+# each sub-block and refits scale and minimum by weighted least squares; for Q6_K 19 scales
+# around `max / 32`, refitting the scale alone; each keeps the best). The plot
 # shows SQNR (left) and 1 - mean cosine (right, lower is better) against bits. The K-quants
 # need rows that are a multiple of 256. The FFN output's rows are 1536 = 6 x 256 long and fit;
 # every other layer's are 384, so those weights are flattened row-major into super-blocks of
@@ -442,7 +452,9 @@ print("smallest error on the small half, 4-bit formats:", ", ".join(f"{m} {e:.5f
 # SQNR and the small-half error are computed over every weight counted above: they have no
 # sampling noise. The embedding measures rest on 240 sentences, so each comparison gets a
 # paired interval, as in lesson 03 (pairs of sentences resampled for the cosine, a jackknife
-# over pairs for the rank correlation; a tie where it spans 0):
+# over pairs for the rank correlation; a tie where it spans 0). With twelve intervals from one
+# run, a single borderline one (`Q4_K - Q4_0` on rank, its lower end at 0) should not be
+# over-read.
 
 # %%
 pairs = [("NVFP4", "Q4_K search"), ("NVFP4", "Q4_0"), ("Q4_K search", "Q4_K"), ("Q4_K", "Q4_0")]
@@ -463,19 +475,21 @@ print_table(
 #   bits, and both embedding measures rise with it (`Q4_K search - Q4_K`: both intervals above
 #   0). The search gains Q6_K less: half a dB, and on the embeddings a gain in the 4th decimal
 #   or a tie.
-# * NVFP4 loses on SQNR to Q4_0 and Q4_K at equal bits (section 3: its FP4 grid, in blocks of
-#   16), and MXFP4 at 4.25 bits is below them too (section 3: its power-of-two scale), though
-#   NVFP4 beats int4 g32 and MXFP4 *even* is on the SQNR front at 4.25 bits. On the embeddings
-#   NVFP4 does better than its SQNR suggests: it clearly beats Q4_0, int4 g32 and MXFP4 *even*,
-#   and **ties** with Q4_K search on both measures (both intervals span 0). So "best per bit"
-#   on the embeddings is a tie between the two at 4.5 bits, not a win for either. MXFP4 *floor*
-#   beats int4 g32 on mean cosine with fewer bits and ties with it on rank correlation, and
-#   stays behind Q4_0 on both.
-# * The FP4 formats have the lowest error on the small half of the weights (last line), FP4's
-#   fine ticks near zero at work. Yet that does not explain the embeddings either: MXFP4 *floor*
-#   has a lower small-half error than Q4_0 and a lower mean cosine (interval above). What the
-#   table shows is that neither SQNR over all weights nor the small-half error ranks these
-#   formats the way the embeddings do; why NVFP4 does better on them is not settled here.
+# * NVFP4 loses on SQNR to Q4_0 and Q4_K at equal bits (against Q4_0, its FP4 grid in blocks of
+#   16; against Q4_K, mostly Q4_K's per-sub-block minimum), and MXFP4 at 4.25 bits is below them
+#   too: about 1.5 dB from its power-of-two scale (section 3) and about 1 dB because Q4_0 puts
+#   each block's extreme on -8, a 16th level that int4 -7..7 and FP4 lack. NVFP4 beats int4 g32
+#   and MXFP4 *even* is on the SQNR front at 4.25 bits. On the embeddings NVFP4 does better than
+#   its SQNR suggests: it clearly beats Q4_0, int4 g32 and MXFP4 *even*, and **ties** with Q4_K
+#   search on both measures (both intervals span 0). So "best per bit" on the embeddings is a
+#   tie between the two at 4.5 bits, not a win for either. MXFP4 *floor* beats int4 g32 on mean
+#   cosine with fewer bits and ties with it on rank correlation, and stays behind Q4_0 on both.
+# * NVFP4 and MXFP4 *floor* and *even* have the lowest error on the small half of the weights
+#   (last line; *rceil* and *ceil* do not), FP4's fine ticks near zero at work. Yet that does
+#   not explain the embeddings either: MXFP4 *floor* has a lower small-half error than Q4_0 and
+#   a lower mean cosine (interval above). What the table shows is that neither SQNR over all
+#   weights nor the small-half error ranks these formats the way the embeddings do; why NVFP4
+#   does better on them is not settled here.
 # * The power-of-two rule matters on the whole model too: *ceil*, which wastes range in every
 #   block, is the worst rule, far behind *rceil* (`MXFP4 rceil - MXFP4 ceil`), and *floor* and
 #   *even*, which clip a few weights, do best.
@@ -499,23 +513,26 @@ widgets.format_explorer(W)
 # %% [markdown]
 # ## Summary
 #
-# * **How many bits does a scale need?** For 4-bit codes, about 6 bits of *precision*: a 6-bit
+# * **How many bits does a scale need?** For 4-bit codes, at most 6 bits of *precision*: a 6-bit
 #   sub-scale under an fp16 super-scale matched fp32 scales within a few hundredths of a dB at a
-#   quarter of the scale bits, and E4M3 within about a tenth. The *range* can come from a level
-#   above: an fp16 super-scale per 256 weights, an fp32 scale per tensor. 6-bit codes need
-#   finer scales (Q6_K's 8-bit sub-scales).
+#   quarter of the scale bits, and E4M3's 4 significant bits within about a tenth. The *range*
+#   can come from a level above: an fp16 super-scale per 256 weights, an fp32 scale per tensor.
+#   6-bit codes need finer scales (Q6_K's 8-bit sub-scales).
 # * **A power of two is the expensive scale for integer codes** (about 3.5 dB rounded up at
-#   blocks of 32), and a cheap one for float codes (about 1.5 dB on FP4): a float grid's
-#   relative step is the same in every binade. MX pairs E8M0 scales with float elements for the
-#   hardware: applying a power of two is an exponent add.
+#   blocks of 32), and a cheaper one for float codes when rounded up (about 1.5 dB on FP4;
+#   rounded to the nearest both lose 1.7 dB): a float grid's relative step is the same in every
+#   binade. MX pairs E8M0 scales with float elements for the hardware: applying a power of two
+#   is an exponent add.
 # * Where the bits go: Q4_K spends Q4_0's 0.5 bits of scales on a 6-bit scale *and* a 6-bit
 #   minimum per 32 weights; MXFP4 spends 0.25 on a power of two per 32; NVFP4 0.5 on an E4M3
 #   per 16 (plus one fp32 per tensor). Every count is from the bytes, and qlesson's bytes and
-#   values match gguf and torchao (appendix A, section 3).
+#   values match gguf (Q4_K read back, MXFP4 bytes on a whole layer; appendices A-B) and torchao
+#   (MXFP4 rules, NVFP4; section 3).
 # * The power-of-two rule (floor, ceil, even, rceil) trades clipping against wasted range;
 #   *ceil*, which wastes range in every block, is the worst on this model.
 # * FP8 elements barely care about the block size (a fraction of a dB from per-tensor to
-#   128 x 128 on one layer), which is why DeepSeek-V3 can use large blocks; double-quantized
+#   128 x 128 on one layer), consistent with DeepSeek-V3's 128 x 128 weight blocks (its report
+#   chose them over per-tensor scaling to contain outliers); double-quantized
 #   int4 scales (QLoRA's idea) cost 0.127 bits per weight instead of 0.25.
 # * On the whole model, best per bit is measured: Q4_K with llama.cpp's search has the best
 #   SQNR at 4.5 bits, and ties with NVFP4 on the embeddings.
@@ -640,10 +657,11 @@ print(f"dequantize agrees: {np.allclose(formats.dequantize(raw, 'MXFP4')[:6], [r
 #
 # Section 3's rules are torchao's. **gguf's MXFP4 is floor with two twists.** llama.cpp picks
 # the nearest FP4 value with ties toward zero (0.75 becomes 0.5, where torchao's
-# round-half-to-even gives 1.0), and computes `floor(log2 amax)` in float32, which for an `amax`
-# a few ulps below a power of two rounds up to it. `formats.quantize(x, "MXFP4")` writes gguf's
-# bytes exactly. On section 3's layer (`L0.intermediate`) no weight lands on such a tie or
-# such a maximum (counted below); on a block built of ties the two round apart:
+# round-half-to-even gives 1.0), and computes `floor(log2 amax)` in float32, which for some
+# `amax` a few ulps below a power of two rounds up to it (e.g. one ulp below 2**-8).
+# `formats.quantize(x, "MXFP4")` writes gguf's bytes exactly. On section 3's layer
+# (`L0.intermediate`) no weight lands on such a tie or such a maximum (counted below); on a
+# block built of ties the two round apart:
 
 # %%
 raw = formats.quantize(w_np, "MXFP4")
