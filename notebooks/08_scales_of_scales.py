@@ -85,13 +85,16 @@ _ = format_plots.byte_map()
 #
 # ## 2. How many bits does a scale need?
 #
-# Keep the codes fixed (symmetric int4, codes -7 to 7, one scale per block) and change only how
-# each block's scale is stored: `fp32` (the ideal `amax / 7`), `fp16`, `6-bit x fp16` (an
-# integer from 1 to 63 times an fp16 super-scale shared by consecutive blocks, the K-quant
-# idea), `E4M3 x fp32` (an FP8 number times one fp32 per tensor, NVFP4's idea), and two powers
-# of two, an MX scale byte (E8M0): `E8M0 (nearest)`, the power of two nearest the ideal (in
-# log terms), and `E8M0 (up)`, the one at or above it. First lesson 02's two rows, each a
-# block of 4, sharing one super-scale:
+# Keep the codes fixed and change only how each block's scale is stored. The model is plain on
+# purpose: symmetric codes (-7 to 7 for 4 bits, -31 to 31 for 6), one scale per block, no
+# minimum; not Q4_K's asymmetric codes nor Q6_K's -32 to 31 under signed int8 scales. The
+# scales: `fp32` (the ideal `amax / 7`), `fp16`, and a sweep of K-quant-style sub-scales,
+# `4-bit x fp16` to `8-bit x fp16` (an integer from 1 to 15, 31, 63 or 127 times an fp16
+# super-scale shared by consecutive blocks; Q2_K's sub-scales have 4 bits, Q4_K's 6, Q6_K's 8),
+# `E4M3 x fp32` (an FP8 number times one fp32 per tensor, NVFP4's idea), and two powers of two,
+# an MX scale byte (E8M0): `E8M0 (nearest)`, the power of two nearest the ideal (in log terms),
+# and `E8M0 (up)`, the one at or above it. First lesson 02's two rows, each a block of 4,
+# sharing one 6-bit super-scale:
 
 # %%
 from qlesson.teach import scale_bits
@@ -122,9 +125,8 @@ for r in toy_rows[-2:]:
 # %%
 model = models.load_minilm()
 W = {n: w for n, w in models.linear_weights(model).items() if n != "pooler"}
-int4_formats = [f for f in scale_bits.FORMATS if f != "8-bit x fp16"]
 for block in (32, 16):
-    layer_rows = scale_bits.scale_rows(W["L0.output"], block=block, shown_scales=0, formats=int4_formats)
+    layer_rows = scale_bits.scale_rows(W["L0.output"], block=block, shown_scales=0)
     print(f"L0.output, int4 codes, blocks of {block}:")
     print_table([{k: v for k, v in r.items() if k != "scales"} for r in layer_rows], fmt_sb)
     ref = layer_rows[0]["SQNR dB"]
@@ -134,12 +136,14 @@ for block in (32, 16):
     )
 
 # %% [markdown]
-# **Why 6 bits suffice for 4-bit codes.** A 6-bit sub-scale near the top of its range is off by
-# at most half a step, `1 / (2 x 63)`, under 1%. At the block's largest weight, 7 ticks from
+# **How many bits for 4-bit codes: 4 to 6.** A 6-bit sub-scale near the top of its range is off
+# by at most half a step, `1 / (2 x 63)`, under 1%. At the block's largest weight, 7 ticks from
 # zero, that moves the code by a few hundredths of a tick (the `top code moves` column, at the
 # median block), while rounding the weight itself already costs up to half a tick. The
 # quantization of the scale drowns in the quantization of the weights: at blocks of 32 the SQNR
-# matches fp32 scales at a quarter of the scale bits. The worst blocks are the quiet ones beside
+# matches fp32 scales at a quarter of the scale bits. Each bit fewer doubles the scale's error
+# (the `median scale error` column): 5-bit sub-scales lose a few hundredths of a dB, 4-bit ones
+# about a tenth, and 8-bit ones gain at most a hundredth over 6. The worst blocks are the quiet ones beside
 # a loud neighbour (a sub-scale of a few steps, or clamped at 1: the `worst scale error`
 # column), and the SQNR shows they hold little of the signal. E4M3's 3 mantissa bits are off by
 # up to 1/16: a tenth or two of a tick at the median block, up to 0.4 at the worst, a loss of
@@ -150,13 +154,12 @@ for block in (32, 16):
 # cost hundredths to tenths: the precision of a scale matters, its range can come from a level
 # above.
 #
-# **With 6-bit codes the scale needs more.** Q6_K's codes run from -32 to 31, so a block's
-# largest weight sits about 31 ticks from zero and the same relative scale error moves it 4.4
-# times as far. The same layer with 6-bit codes in blocks of 16, super-blocks of 16 (Q6_K's
-# layout):
+# **With 6-bit codes the scale needs more.** With codes -31 to 31 a block's largest weight sits
+# 31 ticks from zero, and the same relative scale error moves it 4.4 times as far. The same layer
+# with 6-bit codes in blocks of 16, super-blocks of 16 (Q6_K's layout, not its codes):
 
 # %%
-q6_formats = ("fp32", "6-bit x fp16", "8-bit x fp16", "E4M3 x fp32", "E8M0 (nearest)", "E8M0 (up)")
+q6_formats = [f for f in scale_bits.FORMATS if f != "fp16"]
 q6_rows = scale_bits.scale_rows(W["L0.output"], block=16, bits=6, super_blocks=16, shown_scales=0, formats=q6_formats)
 print_table([{k: v for k, v in r.items() if k != "scales"} for r in q6_rows], fmt_sb)
 print(
@@ -165,8 +168,9 @@ print(
 )
 
 # %% [markdown]
-# Here the 6-bit sub-scale costs more than the 8-bit one, and E4M3 more than a dB: at 6 bits
-# the codes are fine enough that the scale's own rounding shows. This fits Q6_K's choice of an
+# Here every bit of the sub-scale shows: 4 bits cost about 1.5 dB, 5 bits half a dB, 6 bits
+# under two tenths, 8 bits a few hundredths; E4M3 more than a dB. At 6 bits the codes are fine
+# enough that the scale's own rounding shows. This fits Q6_K's choice of an
 # int8 sub-scale per 16 weights (0.5625 bits of scales per weight). A power of two rounded to
 # the nearest is now the worst choice by far: clipping a block's top weights by up to 29% costs
 # far more than the codes' rounding, while rounding up only wastes range.
@@ -449,6 +453,24 @@ small = sorted((r["small-half rmse"], r["format"]) for r in table if r["bits per
 print("smallest error on the small half, 4-bit formats:", ", ".join(f"{m} {e:.5f}" for e, m in small[:4]))
 
 # %% [markdown]
+# **Where the 4-bit SQNR order comes from.** Sections 2 and 3 measured each change apart; added
+# up, they give the table's order. Each line starts from int4 g32 (codes -7 to 7) under ideal
+# scales, section 3's table, and makes one change at a time; NVFP4's and MXFP4's steps are all
+# section 3's, and where they end can be compared with the table's SQNR, computed separately:
+
+# %%
+table_db = {m: r["SQNR dB"] for m, r in by.items()}
+start = ("int4 g32 -7..7, fp32 scales", g32["fp32"][i4])
+via_nv = [start, ("blocks of 16", g16["fp32"][i4]), ("FP4 grid", g16["fp32"][fp4])]
+via_nv.append(("E4M3 x fp32 scales", g16["E4M3 x fp32"][fp4]))
+via_mx = [start, ("FP4 grid", g32["fp32"][fp4]), ("E8M0 (up) scales", g32["E8M0 (up)"][fp4])]
+via_kq = [start, ("Q4_0's 16th level (extreme on -8, fp16 scales)", table_db["Q4_0"])]
+via_kq += [("Q4_K's minimum per 32 (codes 0..15, 6-bit scales)", table_db["Q4_K"])]
+via_kq += [("llama.cpp's search", table_db["Q4_K search"])]
+for name, steps in (("NVFP4", via_nv), ("MXFP4 rceil", via_mx), ("Q4_K search", via_kq)):
+    print(f"{name} ({table_db[name]:.2f} dB in the table): {scale_bits.chain(steps)}")
+
+# %% [markdown]
 # SQNR and the small-half error are computed over every weight counted above: they have no
 # sampling noise. The embedding measures rest on 240 sentences, so each comparison gets a
 # paired interval, as in lesson 03 (pairs of sentences resampled for the cosine, a jackknife
@@ -478,7 +500,8 @@ print_table(
 # * NVFP4 loses on SQNR to Q4_0 and Q4_K at equal bits (against Q4_0, its FP4 grid in blocks of
 #   16; against Q4_K, mostly Q4_K's per-sub-block minimum), and MXFP4 at 4.25 bits is below them
 #   too: about 1.5 dB from its power-of-two scale (section 3) and about 1 dB because Q4_0 puts
-#   each block's extreme on -8, a 16th level that int4 -7..7 and FP4 lack. NVFP4 beats int4 g32
+#   each block's extreme on -8, a 16th level that int4 -7..7 and FP4 lack (the lines after the
+#   table add these steps up). NVFP4 beats int4 g32
 #   and MXFP4 *even* is on the SQNR front at 4.25 bits. On the embeddings NVFP4 does better than
 #   its SQNR suggests: it clearly beats Q4_0, int4 g32 and MXFP4 *even*, and **ties** with Q4_K
 #   search on both measures (both intervals span 0). So "best per bit" on the embeddings is a
@@ -513,11 +536,13 @@ widgets.format_explorer(W)
 # %% [markdown]
 # ## Summary
 #
-# * **How many bits does a scale need?** For 4-bit codes, at most 6 bits of *precision*: a 6-bit
-#   sub-scale under an fp16 super-scale matched fp32 scales within a few hundredths of a dB at a
-#   quarter of the scale bits, and E4M3's 4 significant bits within about a tenth. The *range*
-#   can come from a level above: an fp16 super-scale per 256 weights, an fp32 scale per tensor.
-#   6-bit codes need finer scales (Q6_K's 8-bit sub-scales).
+# * **How many bits does a scale need?** For 4-bit codes, 4 to 6 bits of *precision*: under an
+#   fp16 super-scale, 6-bit sub-scales matched fp32 scales within a hundredth of a dB, 5-bit
+#   ones within a few hundredths and 4-bit ones (Q2_K's width) within about a tenth, as did
+#   E4M3's 4 significant bits. The *range* can come from a level above: an fp16 super-scale per
+#   256 weights, an fp32 scale per tensor. 6-bit codes need about 8 bits: against fp32 scales,
+#   4-, 5- and 6-bit sub-scales cost them about 1.5, 0.5 and 0.17 dB, 8-bit ones 0.05, which
+#   fits Q6_K's int8 sub-scales.
 # * **A power of two is the expensive scale for integer codes** (about 3.5 dB rounded up at
 #   blocks of 32), and a cheaper one for float codes when rounded up (about 1.5 dB on FP4;
 #   rounded to the nearest both lose 1.7 dB): a float grid's relative step is the same in every
