@@ -25,19 +25,21 @@
 #
 # **What you will learn**
 # * what scales cost per weight, and why small blocks need a *second level* of scales;
-# * how much a block loses when its scale is stored in fp16, as a 6- or 8-bit integer under an
+# * how much a block loses when its scale is stored in fp16, as a 4- to 8-bit integer under an
 #   fp16 super-scale (K-quants), as E4M3 under an fp32 tensor scale (NVFP4) or as a power of
-#   two (E8M0, MX): on lesson 02's two rows and on a real layer; why 6 bits suffice for 4-bit
-#   codes, and why Q6_K's 6-bit codes get 8-bit sub-scales;
+#   two (E8M0, MX): on lesson 02's two rows and on a real layer; why 4 to 6 bits suffice for
+#   4-bit codes, and why Q6_K's 6-bit codes get 8-bit sub-scales;
 # * where FP4's bits go: its uneven grid (0, 0.5, 1, 1.5, 2, 3, 4, 6) and its power-of-two
-#   scale, each measured apart, and the four rules for choosing that power of two;
-# * FP8 elements under 128 x 128 blocks (DeepSeek-V3) and double-quantized int4 scales (QLoRA);
+#   scale, each measured apart; NVFP4's tensor scale; double-quantized int4 scales (QLoRA);
 # * which format is best per bit on MiniLM's 36 Linear layers, with intervals on the
 #   sentence embeddings;
-# * in two appendices, a Q4_K super-block and an MXFP4 block decoded byte by byte, and where
-#   gguf's MXFP4 rounds differently from torchao's.
+# * in appendices: a Q4_K super-block and an MXFP4 block decoded byte by byte (A), the four
+#   rules for MXFP4's power of two and torchao's checks (B), where gguf's MXFP4 rounds
+#   differently from torchao's (C), and FP8 elements under DeepSeek-V3's 128 x 128 blocks (D).
 #
-# **What you need**: notebooks 03 and 04. About 25 minutes.
+# **What you need**: notebooks 03 and 04. About 45 minutes for sections 1-5 and the summary,
+# 20 more for the appendices; running it takes a few minutes (section 4 quantizes the model
+# 17 ways).
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -143,16 +145,15 @@ for block in (32, 16):
 # quantization of the scale drowns in the quantization of the weights: at blocks of 32 the SQNR
 # matches fp32 scales at a quarter of the scale bits. Each bit fewer doubles the scale's error
 # (the `median scale error` column): 5-bit sub-scales lose a few hundredths of a dB, 4-bit ones
-# about a tenth, and 8-bit ones gain at most a hundredth over 6. The worst blocks are the quiet ones beside
-# a loud neighbour (a sub-scale of a few steps, or clamped at 1: the `worst scale error`
-# column), and the SQNR shows they hold little of the signal. E4M3's 3 mantissa bits are off by
-# up to 1/16: a tenth or two of a tick at the median block, up to 0.4 at the worst, a loss of
-# about a tenth of a dB. A power of two is off by up to a factor
-# of 2 rounded up (a block's largest weight may land at 3.5 ticks instead of 7: a bit of
-# resolution gone), or by up to `sqrt(2)` either way rounded to the nearest, which clips a
-# block's top weights whenever it rounds down. Both cost dB where the integer and FP8 scales
-# cost hundredths to tenths: the precision of a scale matters, its range can come from a level
-# above.
+# about a tenth (up to 0.14 dB), and 8-bit ones gain at most a hundredth over 6. The worst
+# blocks are the quiet ones beside a loud neighbour (a sub-scale of a few steps, or clamped at
+# 1: the `worst scale error` column), and the SQNR shows they hold little of the signal. E4M3's
+# 3 mantissa bits are off by up to 1/16: a tenth or two of a tick at the median block, up to 0.4
+# at the worst, a loss of about a tenth of a dB. A power of two is off by up to a factor of 2
+# rounded up (a block's largest weight may land at 3.5 ticks instead of 7: a bit of resolution
+# gone), or by up to `sqrt(2)` either way rounded to the nearest, which clips a block's top
+# weights whenever it rounds down. Both cost dB where the integer and FP8 scales cost hundredths
+# to tenths: the precision of a scale matters, its range can come from a level above.
 #
 # **With 6-bit codes the scale needs more.** With codes -31 to 31 a block's largest weight sits
 # 31 ticks from zero, and the same relative scale error moves it 4.4 times as far. The same layer
@@ -186,7 +187,7 @@ print(
 # can afford an integer multiply. NVFP4 spends 0.25 more bits per weight than MXFP4 on a
 # smaller block (16) and a finer scale (E4M3); sections 3 and 4 measure what that buys.
 #
-# ## 3. Where the bits go: FP4, NVFP4, FP8 and scales of scales
+# ## 3. Where the bits go: FP4, NVFP4 and scales of scales
 #
 # ### FP4: the grid and the power-of-two scale
 #
@@ -202,7 +203,8 @@ _ = format_plots.grids()
 # Two things differ from int4 g32, then: the grid and the scale. Section 2's measurement
 # separates them: the same scale formats over all 36 Linear layers with int4 codes (-7 to 7,
 # ideal scale `amax / 7`) and with FP4 codes (ideal scale `amax / 6`). FP4 codes in blocks of
-# 32 under `E8M0 (up)` are exactly MXFP4 with NVIDIA's *rceil* rule, and FP4 codes in blocks of
+# 32 under `E8M0 (up)` are exactly MXFP4 with NVIDIA's *rceil* rule (one of four rules for
+# the power of two, appendix B), and FP4 codes in blocks of
 # 16 under `E4M3 x fp32` are exactly NVFP4 (the last line checks both on one layer):
 
 # %%
@@ -241,78 +243,32 @@ print(f"L0.intermediate: NVFP4 {nv_sqnr:.4f} = {same_nv:.4f} dB, MXFP4 rceil {mx
 #   formats (its MXINT8, int8 codes under E8M0, has 8-bit codes that tolerate a power of two
 #   better). MXFP4's SQNR deficit against int4 g32 comes from its scale, not its grid.
 #
-# **Which power of two?** The OCP specification's rule (*floor*) takes the block's largest
-# magnitude `amax` and sets `e - 127 = floor(log2 amax) - 2`, 2 being the exponent of FP4's
-# largest value 6: `amax / scale` then lies in [4, 8), and values above 6 x scale saturate to
-# 6. torchao (`torchao.prototype.mx_formats`) also offers *ceil* (`ceil(log2 amax) - 2`:
-# nothing saturates, small values lose a bit), *even* (round `amax` to FP4's one mantissa bit
-# first, then floor) and *rceil* (the smallest power of two with `amax / scale <= 6`, NVIDIA's
-# rule, the `E8M0 (up)` above). qlesson implements each and is checked here against torchao,
-# value for value, on a real layer:
-
-# %%
-from qlesson.quant._quiet import quiet_imports
-
-with quiet_imports():  # torchao, the reference for this section, logs about CUDA extensions on import
-    from torchao.prototype.mx_formats.config import ScaleCalculationMode
-    from torchao.prototype.mx_formats.mx_tensor import to_dtype, to_mx
-
-w = W["L0.intermediate"]
-floor_e = microscaling.quantize_mx(w.numpy(), "floor").exponents.astype(int)
-rule_rows = []
-for rule in microscaling.RULES:
-    mx = microscaling.quantize_mx(w.numpy(), rule)
-    s, d = to_mx(w, torch.float4_e2m1fn_x2, 32, getattr(ScaleCalculationMode, rule.upper()))
-    theirs = to_dtype(d, s, torch.float4_e2m1fn_x2, 32, torch.float32).numpy()
-    sat = np.abs(w.numpy()).reshape(-1, 32) > 6 * mx.scales().reshape(-1, 1)
-    r = {"rule": rule, "blocks above floor %": 100 * float((mx.exponents.astype(int) > floor_e).mean())}
-    r |= {"saturated %": 100 * float(sat.mean()), "SQNR dB": ql.errors(w, torch.from_numpy(mx.values())).sqnr_db}
-    rule_rows.append(r | {"= torchao": np.array_equal(mx.values(), theirs)})
-print_table(rule_rows, {"blocks above floor %": ".1f", "saturated %": ".2f", "SQNR dB": ".2f"})
+# Which power of two a block takes is itself a choice: the OCP specification's *floor*, or
+# torchao's *ceil*, *even* and *rceil*, trade clipping against wasted range. Appendix B
+# measures the four rules and checks them against torchao; section 4 shows them on the whole
+# model.
 
 # %% [markdown]
-# *ceil* is one exponent above *floor* wherever `amax` is not a power of two: a block's largest
-# magnitude then lies in (2, 4] x scale, and FP4's top values (6, and 3 to 4 in some blocks)
-# go unused. Measured on the same layer:
-
-# %%
-ceil_mx = microscaling.quantize_mx(w.numpy(), "ceil")
-top = np.abs(w.numpy()).reshape(-1, 32).max(axis=1) / ceil_mx.scales().reshape(-1)  # block max / scale
-unused = np.log2(6 / top)  # bits of range between the block max and FP4's 6
-print(f"ceil: block max / scale from {top.min():.3f} to {top.max():.3f}, so FP4's 6 is never reached;")
-print(f"range left unused against the ideal scale amax / 6: {unused.min():.2f} to {unused.max():.2f} bits")
-
-# %% [markdown]
-# *rceil* saturates nothing either, yet it does better than *ceil*: it goes up from *floor* only
-# where it must (`amax / scale` above 6, in the blocks counted in its first column), not in
-# every block. *floor* and *even* saturate a few weights and score highest on this layer:
-# clipping a few large weights to 6 x scale costs less than leaving range unused in every block.
-# The rule is a choice between clipping and wasted range, not a detail.
-#
 # ### NVFP4: FP8 block scales under one fp32 tensor scale
 #
 # NVFP4 halves the block to 16 weights and gives each block a real FP8 E4M3 scale (3 mantissa
 # bits, up to 448) instead of a power of two. E4M3's normal numbers span 2**-6 to 448, and
 # below 2**-6 it loses mantissa bits; an fp32 tensor scale `amax / (448 x 6)` above the block
 # scales puts the largest block scale at 448 whatever the tensor's magnitude: two levels
-# again. 4.5 bits per weight plus 32 bits per tensor. Checked against torchao's
-# `nvfp4_quantize`, then without the tensor scale (`tensor_scale=1`) for comparison:
+# again. 4.5 bits per weight plus 32 bits per tensor. On `L0.intermediate`, with the tensor
+# scale and without it (`tensor_scale=1`); torchao's `nvfp4_quantize` gives the same values
+# (appendix B):
 
 # %%
-with quiet_imports():
-    from torchao.prototype.mx_formats.nvfp4_tensor import NVFP4Tensor, nvfp4_quantize
-
+w = W["L0.intermediate"]
 w_np = w.numpy()
 ts = microscaling.nvfp4_tensor_scale(w_np)
 nv = microscaling.quantize_nvfp4(w_np, ts)
-s, d = nvfp4_quantize(w, 16, torch.tensor(ts))
-theirs = NVFP4Tensor(d, s, 16, torch.float32, torch.tensor(ts)).dequantize(torch.float32).numpy()
 print(f"tensor scale {ts:.6g}; block 0's E4M3 scale {float(nv.block_scales()[0, 0] / np.float32(ts)):g}")
 sqnr = ql.errors(w, torch.from_numpy(nv.values())).sqnr_db
-print(f"values identical to torchao: {np.array_equal(nv.values(), theirs)}; SQNR {sqnr:.2f} dB")
 sqnr_1 = ql.errors(w, torch.from_numpy(microscaling.quantize_nvfp4(w_np, 1.0).values())).sqnr_db
 ideal_1 = np.abs(w_np).reshape(-1, 16).max(axis=1) / 6  # block scales when the tensor scale is 1
-print(f"without a tensor scale (tensor_scale=1): SQNR {sqnr_1:.2f} dB, {sqnr - sqnr_1:.2f} dB lower;")
+print(f"SQNR {sqnr:.2f} dB; without a tensor scale (tensor_scale=1): {sqnr_1:.2f} dB, {sqnr - sqnr_1:.2f} dB lower;")
 print(f"block scales below E4M3's smallest normal 2**-6 then: {100 * float((ideal_1 < 2.0**-6).mean()):.1f}%")
 
 # %% [markdown]
@@ -323,54 +279,8 @@ print(f"block scales below E4M3's smallest normal 2**-6 then: {100 * float((idea
 # 2**-9, so they would flush to zero without it, and one with values above about 2,700
 # (`6 x 448`: activations, gradients) would put them above 448.
 #
-# ### FP8 elements with 2-D blocks
-#
-# DeepSeek-V3 stores weights as FP8 E4M3 with one fp32 scale per **128 x 128 block**, and
-# quantizes activations per 1 x 128 tile. `ql.PerBlock((128, 128))` is a granularity like the
-# others (one `block_size` function), so `ql.quantize` and `ql.quantize_fp8` take it; then the
-# same granularities with int4 codes, for comparison:
-
-# %%
-from qlesson.quant.fp8 import granularity_label
-
-grans = (ql.PerTensor(), ql.PerChannel(0), ql.PerGroup(128), ql.PerBlock((128, 128)))
-fp8_rows = []
-for g in grans:
-    t = ql.quantize_fp8(w, g)
-    box = ql.block_size(g, w.shape)
-    grid_shape = tuple(n // b for n, b in zip(w.shape, box, strict=True))
-    s_full = t.scale.reshape(grid_shape).repeat_interleave(box[0], 0).repeat_interleave(box[1], 1)
-    by_torch = (w / s_full).to(torch.float8_e4m3fn).view(torch.uint8)  # torch's own E4M3 cast
-    sq_err = (t.dequantize() - w).double().square()
-    subnormal = ((w / s_full).abs() < 2.0**-6) & (w != 0)  # E4M3's subnormals: below 2**-6 x scale
-    r = {"L0.intermediate": granularity_label(g), "scales": t.scale.numel(), "bits per weight": t.bits_per_weight}
-    r |= {"SQNR dB": ql.errors(w, t.dequantize()).sqnr_db}
-    r |= {"sq. error in subnormals %": 100 * float(sq_err[subnormal].sum() / sq_err.sum())}
-    fp8_rows.append(r | {"= torch cast": torch.equal(t.data.view(torch.uint8), by_torch)})
-print_table(fp8_rows, {"bits per weight": ".4f", "SQNR dB": ".2f", "sq. error in subnormals %": ".3f"})
-
-# %%
-int4_sqnr = [ql.errors(w, ql.fake_quantize(w, 4, granularity=g)).sqnr_db for g in grans]
-labels = [r["L0.intermediate"] for r in fp8_rows]
-print("int4 codes, same granularities: " + ", ".join(f"{n} {v:.2f} dB" for n, v in zip(labels, int4_sqnr, strict=True)))
-fp8_sqnr = [r["SQNR dB"] for r in fp8_rows]
-print(f"best minus worst: FP8 {max(fp8_sqnr) - min(fp8_sqnr):.2f} dB, int4 {max(int4_sqnr) - min(int4_sqnr):.2f} dB")
-
-# %% [markdown]
-# A float grid's step grows with magnitude: inside each binade `[2**k, 2**(k+1))` E4M3's
-# eight steps are `2**(k-3)` apart, so the relative step falls from 1/8 to 1/16 across a
-# binade and jumps back at the next power of two. A scale decides where each block's values
-# land inside their binades; E4M3's subnormals hold almost none of the squared error (the
-# column above). So on this layer the granularity moves FP8's SQNR by a fraction of a dB, and
-# int4's by more than 16 dB (the lines below the table).
-#
-# **DeepSeek-V3's 128 x 128 weight blocks and 1 x 128 activation tiles.** Its technical report
-# presents them as *fine-grained* quantization: it went finer than per-tensor scaling because
-# activation outliers (lesson 05) make FP8 training sensitive to one scale per tensor. The
-# granularity 128 matches where the scales are applied: partial sums are promoted to fp32
-# accumulators every 128 along K, and the scales are applied then, not inside the innermost
-# loop. Our reading, from the table above (one layer, not the report's argument): FP8 elements
-# carry an exponent of their own, so on weights a large block costs them little.
+# FP8 elements, with an exponent of their own, barely care about the block size: appendix D
+# measures them under DeepSeek-V3's 128 x 128 blocks, against int4 codes.
 #
 # ### Scales of int4 scales: double quantization
 #
@@ -515,7 +425,7 @@ print_table(
 #   does better on them is not settled here.
 # * The power-of-two rule matters on the whole model too: *ceil*, which wastes range in every
 #   block, is the worst rule, far behind *rceil* (`MXFP4 rceil - MXFP4 ceil`), and *floor* and
-#   *even*, which clip a few weights, do best.
+#   *even*, which clip a few weights, do best (the rules: appendix B).
 # * Double-quantized int4 g64 sits almost on int4 g128's bits with a better error: cheap
 #   scales let groups shrink.
 #
@@ -538,8 +448,8 @@ widgets.format_explorer(W)
 #
 # * **How many bits does a scale need?** For 4-bit codes, 4 to 6 bits of *precision*: under an
 #   fp16 super-scale, 6-bit sub-scales matched fp32 scales within a hundredth of a dB, 5-bit
-#   ones within a few hundredths and 4-bit ones (Q2_K's width) within about a tenth, as did
-#   E4M3's 4 significant bits. The *range* can come from a level above: an fp16 super-scale per
+#   ones within a few hundredths and 4-bit ones (Q2_K's width) within 0.08 to 0.14 dB, about
+#   what E4M3's 4 significant bits cost. The *range* can come from a level above: an fp16 super-scale per
 #   256 weights, an fp32 scale per tensor. 6-bit codes need about 8 bits: against fp32 scales,
 #   4-, 5- and 6-bit sub-scales cost them about 1.5, 0.5 and 0.17 dB, 8-bit ones 0.05, which
 #   fits Q6_K's int8 sub-scales.
@@ -551,13 +461,16 @@ widgets.format_explorer(W)
 # * Where the bits go: Q4_K spends Q4_0's 0.5 bits of scales on a 6-bit scale *and* a 6-bit
 #   minimum per 32 weights; MXFP4 spends 0.25 on a power of two per 32; NVFP4 0.5 on an E4M3
 #   per 16 (plus one fp32 per tensor). Every count is from the bytes, and qlesson's bytes and
-#   values match gguf (Q4_K read back, MXFP4 bytes on a whole layer; appendices A-B) and torchao
-#   (MXFP4 rules, NVFP4; section 3).
+#   values match gguf (Q4_K read back, MXFP4 bytes on a whole layer; appendices A and C) and torchao
+#   (MXFP4 rules, NVFP4; appendix B). Added up over the whole model (section 4), NVFP4 is int4
+#   g32 plus blocks of 16 minus its FP4 grid and E4M3 scales, MXFP4 *rceil* int4 g32 (its grid
+#   about even) minus its power of two, and Q4_K int4 g32 plus Q4_0's -8 code and a minimum per
+#   32.
 # * The power-of-two rule (floor, ceil, even, rceil) trades clipping against wasted range;
-#   *ceil*, which wastes range in every block, is the worst on this model.
+#   *ceil*, which wastes range in every block, is the worst on this model (appendix B, section 4).
 # * FP8 elements barely care about the block size (a fraction of a dB from per-tensor to
 #   128 x 128 on one layer), consistent with DeepSeek-V3's 128 x 128 weight blocks (its report
-#   chose them over per-tensor scaling to contain outliers); double-quantized
+#   chose them over per-tensor scaling to contain outliers; appendix D); double-quantized
 #   int4 scales (QLoRA's idea) cost 0.127 bits per weight instead of 0.25.
 # * On the whole model, best per bit is measured: Q4_K with llama.cpp's search has the best
 #   SQNR at 4.5 bits, and ties with NVFP4 on the embeddings.
@@ -677,16 +590,79 @@ print(f"dequantize agrees: {np.allclose(formats.dequantize(raw, 'MXFP4')[:6], [r
 
 # %% [markdown]
 # Bit 3 of a code is the sign, bits 0-2 index the grid: `0111` is +6 and `1001` is -0.5.
+
+# %% [markdown]
+# ## Appendix B: which power of two? MXFP4's four rules
 #
-# ## Appendix B: gguf's MXFP4 bytes, tie by tie
+# The OCP specification's rule (*floor*) takes the block's largest magnitude `amax` and sets `e
+# - 127 = floor(log2 amax) - 2`, 2 being the exponent of FP4's largest value 6: `amax / scale`
+# then lies in [4, 8), and values above 6 x scale saturate to
+# 6. torchao (`torchao.prototype.mx_formats`) also offers *ceil* (`ceil(log2 amax) - 2`:
+# nothing saturates, small values lose a bit), *even* (round `amax` to FP4's one mantissa bit
+# first, then floor) and *rceil* (the smallest power of two with `amax / scale <= 6`, NVIDIA's
+# rule, section 3's `E8M0 (up)`). qlesson implements each and is checked here against torchao,
+# value for value, on a real layer:
+
+# %%
+from qlesson.quant._quiet import quiet_imports
+
+with quiet_imports():  # torchao, the reference for this appendix, logs about CUDA extensions on import
+    from torchao.prototype.mx_formats.config import ScaleCalculationMode
+    from torchao.prototype.mx_formats.mx_tensor import to_dtype, to_mx
+
+floor_e = microscaling.quantize_mx(w.numpy(), "floor").exponents.astype(int)
+rule_rows = []
+for rule in microscaling.RULES:
+    mx = microscaling.quantize_mx(w.numpy(), rule)
+    s, d = to_mx(w, torch.float4_e2m1fn_x2, 32, getattr(ScaleCalculationMode, rule.upper()))
+    theirs = to_dtype(d, s, torch.float4_e2m1fn_x2, 32, torch.float32).numpy()
+    sat = np.abs(w.numpy()).reshape(-1, 32) > 6 * mx.scales().reshape(-1, 1)
+    r = {"rule": rule, "blocks above floor %": 100 * float((mx.exponents.astype(int) > floor_e).mean())}
+    r |= {"saturated %": 100 * float(sat.mean()), "SQNR dB": ql.errors(w, torch.from_numpy(mx.values())).sqnr_db}
+    rule_rows.append(r | {"= torchao": np.array_equal(mx.values(), theirs)})
+print_table(rule_rows, {"blocks above floor %": ".1f", "saturated %": ".2f", "SQNR dB": ".2f"})
+
+# %% [markdown]
+# *ceil* is one exponent above *floor* wherever `amax` is not a power of two: a block's largest
+# magnitude then lies in (2, 4] x scale, and FP4's top values (6, and 3 to 4 in some blocks)
+# go unused. Measured on the same layer:
+
+# %%
+ceil_mx = microscaling.quantize_mx(w.numpy(), "ceil")
+top = np.abs(w.numpy()).reshape(-1, 32).max(axis=1) / ceil_mx.scales().reshape(-1)  # block max / scale
+unused = np.log2(6 / top)  # bits of range between the block max and FP4's 6
+print(f"ceil: block max / scale from {top.min():.3f} to {top.max():.3f}, so FP4's 6 is never reached;")
+print(f"range left unused against the ideal scale amax / 6: {unused.min():.2f} to {unused.max():.2f} bits")
+
+# %% [markdown]
+# *rceil* saturates nothing either, yet it does better than *ceil*: it goes up from *floor* only
+# where it must (`amax / scale` above 6, in the blocks counted in its first column), not in
+# every block. *floor* and *even* saturate a few weights and score highest on this layer:
+# clipping a few large weights to 6 x scale costs less than leaving range unused in every block.
+# The rule is a choice between clipping and wasted range, not a detail.
+
+# %% [markdown]
+# **NVFP4 against torchao.** Section 3's NVFP4 values on `L0.intermediate` (fp32 tensor scale,
+# E4M3 block scales, FP4 codes), checked against torchao's `nvfp4_quantize`, value for value:
+
+# %%
+with quiet_imports():
+    from torchao.prototype.mx_formats.nvfp4_tensor import NVFP4Tensor, nvfp4_quantize
+
+s, d = nvfp4_quantize(w, 16, torch.tensor(ts))
+theirs = NVFP4Tensor(d, s, 16, torch.float32, torch.tensor(ts)).dequantize(torch.float32).numpy()
+print(f"NVFP4 on L0.intermediate, values identical to torchao's: {np.array_equal(nv.values(), theirs)}")
+
+# %% [markdown]
+# ## Appendix C: gguf's MXFP4 bytes, tie by tie
 #
-# Section 3's rules are torchao's. **gguf's MXFP4 is floor with two twists.** llama.cpp picks
+# Appendix B's rules are torchao's. **gguf's MXFP4 is floor with two twists.** llama.cpp picks
 # the nearest FP4 value with ties toward zero (0.75 becomes 0.5, where torchao's
 # round-half-to-even gives 1.0), and computes `floor(log2 amax)` in float32, which for some
 # `amax` a few ulps below a power of two rounds up to it (e.g. one ulp below 2**-8).
-# `formats.quantize(x, "MXFP4")` writes gguf's bytes exactly. On section 3's layer
-# (`L0.intermediate`) no weight lands on such a tie or such a maximum (counted below); on a
-# block built of ties the two round apart:
+# `formats.quantize(x, "MXFP4")` writes gguf's bytes exactly. On `L0.intermediate` no weight
+# lands on such a tie or such a maximum (counted below); on a block built of ties the two round
+# apart:
 
 # %%
 raw = formats.quantize(w_np, "MXFP4")
@@ -699,3 +675,54 @@ ties = np.tile(np.array([6.0, 0.75, 1.75, 3.5, 5.0, -2.5, 0.25, 1.25], dtype=np.
 print("ties                         :", ties[:8].tolist())
 print("gguf (ties toward zero)      :", formats.dequantize(formats.quantize(ties, "MXFP4"), "MXFP4")[:8].tolist())
 print("torchao floor (ties to even):", microscaling.quantize_mx(ties, "floor").values()[:8].tolist())
+
+# %% [markdown]
+# ## Appendix D: FP8 elements with 2-D blocks
+#
+# DeepSeek-V3 stores weights as FP8 E4M3 with one fp32 scale per **128 x 128 block**, and
+# quantizes activations per 1 x 128 tile. `ql.PerBlock((128, 128))` is a granularity like the
+# others (one `block_size` function), so `ql.quantize` and `ql.quantize_fp8` take it. FP8 on
+# `L0.intermediate` under four granularities, then the same granularities with int4 codes, for
+# comparison:
+
+# %%
+from qlesson.quant.fp8 import granularity_label
+
+grans = (ql.PerTensor(), ql.PerChannel(0), ql.PerGroup(128), ql.PerBlock((128, 128)))
+fp8_rows = []
+for g in grans:
+    t = ql.quantize_fp8(w, g)
+    box = ql.block_size(g, w.shape)
+    grid_shape = tuple(n // b for n, b in zip(w.shape, box, strict=True))
+    s_full = t.scale.reshape(grid_shape).repeat_interleave(box[0], 0).repeat_interleave(box[1], 1)
+    by_torch = (w / s_full).to(torch.float8_e4m3fn).view(torch.uint8)  # torch's own E4M3 cast
+    sq_err = (t.dequantize() - w).double().square()
+    subnormal = ((w / s_full).abs() < 2.0**-6) & (w != 0)  # E4M3's subnormals: below 2**-6 x scale
+    r = {"L0.intermediate": granularity_label(g), "scales": t.scale.numel(), "bits per weight": t.bits_per_weight}
+    r |= {"SQNR dB": ql.errors(w, t.dequantize()).sqnr_db}
+    r |= {"sq. error in subnormals %": 100 * float(sq_err[subnormal].sum() / sq_err.sum())}
+    fp8_rows.append(r | {"= torch cast": torch.equal(t.data.view(torch.uint8), by_torch)})
+print_table(fp8_rows, {"bits per weight": ".4f", "SQNR dB": ".2f", "sq. error in subnormals %": ".3f"})
+
+# %%
+int4_sqnr = [ql.errors(w, ql.fake_quantize(w, 4, granularity=g)).sqnr_db for g in grans]
+labels = [r["L0.intermediate"] for r in fp8_rows]
+print("int4 codes, same granularities: " + ", ".join(f"{n} {v:.2f} dB" for n, v in zip(labels, int4_sqnr, strict=True)))
+fp8_sqnr = [r["SQNR dB"] for r in fp8_rows]
+print(f"best minus worst: FP8 {max(fp8_sqnr) - min(fp8_sqnr):.2f} dB, int4 {max(int4_sqnr) - min(int4_sqnr):.2f} dB")
+
+# %% [markdown]
+# A float grid's step grows with magnitude: inside each binade `[2**k, 2**(k+1))` E4M3's
+# eight steps are `2**(k-3)` apart, so the relative step falls from 1/8 to 1/16 across a
+# binade and jumps back at the next power of two. A scale decides where each block's values
+# land inside their binades; E4M3's subnormals hold almost none of the squared error (the
+# column above). So on this layer the granularity moves FP8's SQNR by a fraction of a dB, and
+# int4's by more than 16 dB (the lines below the table).
+#
+# **DeepSeek-V3's 128 x 128 weight blocks and 1 x 128 activation tiles.** Its technical report
+# presents them as *fine-grained* quantization: it went finer than per-tensor scaling because
+# activation outliers (lesson 05) make FP8 training sensitive to one scale per tensor. The
+# granularity 128 matches where the scales are applied: partial sums are promoted to fp32
+# accumulators every 128 along K, and the scales are applied then, not inside the innermost
+# loop. Our reading, from the table above (one layer, not the report's argument): FP8 elements
+# carry an exponent of their own, so on weights a large block costs them little.
