@@ -18,25 +18,28 @@
 #
 # One question runs through this lesson: **how many bits does a scale need, and where do its
 # bits go?** Lesson 04 stored every group's scale as an fp16 number. Today's formats store
-# their scales in 6 bits (llama.cpp's K-quants), 8 bits of exponent (MXFP4) or an FP8 number
-# (NVFP4), and put the range in a second, shared scale. This lesson measures what each choice
-# costs, then checks the answer on a whole model.
+# their scales in 4 to 8 bits (llama.cpp's K-quants, under an fp16 super-scale), as an FP8
+# number under an fp32 tensor scale (NVFP4), or as a bare 8-bit exponent that needs no second
+# level (MXFP4). This lesson measures what each choice costs, then checks the answer on a
+# whole model.
 #
 # **What you will learn**
 # * what scales cost per weight, and why small blocks need a *second level* of scales;
-# * how much a block loses when its scale is stored in fp16, as a 6- or 8-bit integer under an
+# * how much a block loses when its scale is stored in fp16, as a 4- to 8-bit integer under an
 #   fp16 super-scale (K-quants), as E4M3 under an fp32 tensor scale (NVFP4) or as a power of
-#   two (E8M0, MX): on lesson 02's two rows and on a real layer; why 6 bits suffice for 4-bit
-#   codes, and why Q6_K's 6-bit codes get 8-bit sub-scales;
+#   two (E8M0, MX): on lesson 02's two rows and on a real layer; why 4 to 6 bits suffice for
+#   4-bit codes, and why Q6_K's 6-bit codes get 8-bit sub-scales;
 # * where FP4's bits go: its uneven grid (0, 0.5, 1, 1.5, 2, 3, 4, 6) and its power-of-two
-#   scale, each measured apart, and the four rules for choosing that power of two;
-# * FP8 elements under 128 x 128 blocks (DeepSeek-V3) and double-quantized int4 scales (QLoRA);
+#   scale, each measured apart; NVFP4's tensor scale; double-quantized int4 scales (QLoRA);
 # * which format is best per bit on MiniLM's 36 Linear layers, with intervals on the
 #   sentence embeddings;
-# * in two appendices, a Q4_K super-block and an MXFP4 block decoded byte by byte, and where
-#   gguf's MXFP4 rounds differently from torchao's.
+# * in appendices: a Q4_K super-block and an MXFP4 block decoded byte by byte (A), the four
+#   rules for MXFP4's power of two and torchao's checks (B), where gguf's MXFP4 rounds
+#   differently from torchao's (C), and FP8 elements under DeepSeek-V3's 128 x 128 blocks (D).
 #
-# **What you need**: notebooks 03 and 04. About 25 minutes.
+# **What you need**: notebooks 03 and 04. About 45 minutes for sections 1-5 and the summary,
+# 20 more for the appendices; running it takes a few minutes (section 4 quantizes the model
+# 17 ways).
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -52,7 +55,8 @@ ql.show_environment()
 # payload. K-quants keep small sub-blocks and make each sub-block's scale *small*: a 6-bit
 # (Q4_K) or 8-bit (Q6_K) integer that multiplies one fp16 *super-scale* per 256 weights.
 # The microscaling formats shrink the scale instead to 8 bits of exponent (MXFP4) or an FP8
-# number (NVFP4). Each row counts every byte of the format's block:
+# number (NVFP4); llama.cpp's gguf stores both, NVFP4 in blocks of 64 weights with four E4M3
+# scales, as the byte map below draws it. Each row counts every byte of the format's block:
 
 # %%
 import numpy as np
@@ -83,13 +87,16 @@ _ = format_plots.byte_map()
 #
 # ## 2. How many bits does a scale need?
 #
-# Keep the codes fixed (symmetric int4, codes -7 to 7, one scale per block) and change only how
-# each block's scale is stored: `fp32` (the ideal `amax / 7`), `fp16`, `6-bit x fp16` (an
-# integer from 1 to 63 times an fp16 super-scale shared by consecutive blocks, the K-quant
-# idea), `E4M3 x fp32` (an FP8 number times one fp32 per tensor, NVFP4's idea), and two powers
-# of two, an MX scale byte (E8M0): `E8M0 (nearest)`, the power of two nearest the ideal (in
-# log terms), and `E8M0 (up)`, the one at or above it. First lesson 02's two rows, each a
-# block of 4, sharing one super-scale:
+# Keep the codes fixed and change only how each block's scale is stored. The model is plain on
+# purpose: symmetric codes (-7 to 7 for 4 bits, -31 to 31 for 6), one scale per block, no
+# minimum; not Q4_K's asymmetric codes nor Q6_K's -32 to 31 under signed int8 scales. The
+# scales: `fp32` (the ideal `amax / 7`), `fp16`, and a sweep of K-quant-style sub-scales,
+# `4-bit x fp16` to `8-bit x fp16` (an integer from 1 to 15, 31, 63 or 127 times an fp16
+# super-scale shared by consecutive blocks; Q2_K's sub-scales have 4 bits, Q4_K's 6, Q6_K's 8),
+# `E4M3 x fp32` (an FP8 number times one fp32 per tensor, NVFP4's idea), and two powers of two,
+# an MX scale byte (E8M0): `E8M0 (nearest)`, the power of two nearest the ideal (in log terms),
+# and `E8M0 (up)`, the one at or above it. First lesson 02's two rows, each a block of 4,
+# sharing one 6-bit super-scale:
 
 # %%
 from qlesson.teach import scale_bits
@@ -112,15 +119,16 @@ for r in toy_rows[-2:]:
 # 3-step integer can be off by up to a sixth (here it happens to land close). The powers of two
 # miss by far more: rounded up, the quiet scale becomes 2**-5 and the row's largest weight lands
 # near 5 ticks instead of 7; rounded to the nearest it becomes 2**-6, below the ideal, and the
-# largest weight clips at 7 ticks. Now every block of a real layer, `L0.output` (the FFN output
+# largest weight clips at 7 ticks. With only two blocks the toy shows mechanisms, not sizes:
+# here `E8M0 (nearest)` scores below `E8M0 (up)`, and on the real layer below it is the
+# reverse. Now every block of a real layer, `L0.output` (the FFN output
 # of lesson 03's loud rows), in blocks of 32 and of 16, super-blocks of 8:
 
 # %%
 model = models.load_minilm()
 W = {n: w for n, w in models.linear_weights(model).items() if n != "pooler"}
-int4_formats = [f for f in scale_bits.FORMATS if f != "8-bit x fp16"]
 for block in (32, 16):
-    layer_rows = scale_bits.scale_rows(W["L0.output"], block=block, shown_scales=0, formats=int4_formats)
+    layer_rows = scale_bits.scale_rows(W["L0.output"], block=block, shown_scales=0)
     print(f"L0.output, int4 codes, blocks of {block}:")
     print_table([{k: v for k, v in r.items() if k != "scales"} for r in layer_rows], fmt_sb)
     ref = layer_rows[0]["SQNR dB"]
@@ -130,28 +138,29 @@ for block in (32, 16):
     )
 
 # %% [markdown]
-# **Why 6 bits suffice for 4-bit codes.** A 6-bit sub-scale near the top of its range is off by
-# at most half a step, `1 / (2 x 63)`, under 1%. At the block's largest weight, 7 ticks from
+# **How many bits for 4-bit codes: 4 to 6.** A 6-bit sub-scale near the top of its range is off
+# by at most half a step, `1 / (2 x 63)`, under 1%. At the block's largest weight, 7 ticks from
 # zero, that moves the code by a few hundredths of a tick (the `top code moves` column, at the
 # median block), while rounding the weight itself already costs up to half a tick. The
 # quantization of the scale drowns in the quantization of the weights: at blocks of 32 the SQNR
-# matches fp32 scales at a quarter of the scale bits. The worst blocks are the quiet ones beside
-# a loud neighbour (a sub-scale of a few steps, or clamped at 1: the `worst scale error`
-# column), but they hold little of the signal. E4M3's 3 mantissa bits are off by up to 1/16: a
-# few tenths of a tick, a loss of about a tenth of a dB. A power of two is off by up to a factor
-# of 2 rounded up (a block's largest weight may land at 3.5 ticks instead of 7: a bit of
-# resolution gone), or by up to `sqrt(2)` either way rounded to the nearest, which clips a
-# block's top weights whenever it rounds down. Both cost dB where the integer and FP8 scales
-# cost hundredths to tenths: the precision of a scale matters, its range can come from a level
-# above.
+# matches fp32 scales at a quarter of the scale bits. Each bit fewer doubles the scale's error
+# (the `median scale error` column): 5-bit sub-scales lose a few hundredths of a dB, 4-bit ones
+# about a tenth (up to 0.14 dB), and 8-bit ones gain at most a hundredth over 6. The worst
+# blocks are the quiet ones beside a loud neighbour (a sub-scale of a few steps, or clamped at
+# 1: the `worst scale error` column), and the SQNR shows they hold little of the signal. E4M3's
+# 3 mantissa bits are off by up to 1/16: a tenth or two of a tick at the median block, up to 0.4
+# at the worst, a loss of about a tenth of a dB. A power of two is off by up to a factor of 2
+# rounded up (a block's largest weight may land at 3.5 ticks instead of 7: a bit of resolution
+# gone), or by up to `sqrt(2)` either way rounded to the nearest, which clips a block's top
+# weights whenever it rounds down. Both cost dB where the integer and FP8 scales cost hundredths
+# to tenths: the precision of a scale matters, its range can come from a level above.
 #
-# **With 6-bit codes the scale needs more.** Q6_K's codes run from -32 to 31, so a block's
-# largest weight sits about 31 ticks from zero and the same relative scale error moves it 4.4
-# times as far. The same layer with 6-bit codes in blocks of 16, super-blocks of 16 (Q6_K's
-# layout):
+# **With 6-bit codes the scale needs more.** With codes -31 to 31 a block's largest weight sits
+# 31 ticks from zero, and the same relative scale error moves it 4.4 times as far. The same layer
+# with 6-bit codes in blocks of 16, super-blocks of 16 (Q6_K's layout, not its codes):
 
 # %%
-q6_formats = ("fp32", "6-bit x fp16", "8-bit x fp16", "E4M3 x fp32", "E8M0 (nearest)", "E8M0 (up)")
+q6_formats = [f for f in scale_bits.FORMATS if f != "fp16"]
 q6_rows = scale_bits.scale_rows(W["L0.output"], block=16, bits=6, super_blocks=16, shown_scales=0, formats=q6_formats)
 print_table([{k: v for k, v in r.items() if k != "scales"} for r in q6_rows], fmt_sb)
 print(
@@ -160,14 +169,15 @@ print(
 )
 
 # %% [markdown]
-# Here the 6-bit sub-scale costs more than the 8-bit one, and E4M3 more than a dB: at 6 bits
-# the codes are fine enough that the scale's own rounding shows. That is why Q6_K stores an
-# 8-bit sub-scale per 16 weights (0.5625 bits of scales per weight). A power of two rounded to
+# Here every bit of the sub-scale shows: 4 bits cost about 1.5 dB, 5 bits half a dB, 6 bits
+# under two tenths, 8 bits a few hundredths; E4M3 more than a dB. At 6 bits the codes are fine
+# enough that the scale's own rounding shows. This fits Q6_K's choice of an
+# int8 sub-scale per 16 weights (0.5625 bits of scales per weight). A power of two rounded to
 # the nearest is now the worst choice by far: clipping a block's top weights by up to 29% costs
 # far more than the codes' rounding, while rounding up only wastes range.
 #
-# **Then why do MX and NVFP4 use 8-bit float scales?** For the hardware, not for accuracy per
-# bit. The OCP MX specification defines the block formats for hardware, and Blackwell's
+# **Why 8-bit float scales rather than K-quant-style integer sub-scales?** Mostly for the
+# hardware. The OCP MX specification defines the block formats for hardware, and Blackwell's
 # block-scaled tensor-core MMA takes the block scales as an operand of the matrix instruction
 # (a scale per 32 elements along K for the MX formats, per 16 for NVFP4): the block scales are
 # applied inside the instruction, not by separate dequantization code, and only NVFP4's fp32
@@ -177,7 +187,7 @@ print(
 # can afford an integer multiply. NVFP4 spends 0.25 more bits per weight than MXFP4 on a
 # smaller block (16) and a finer scale (E4M3); sections 3 and 4 measure what that buys.
 #
-# ## 3. Where the bits go: FP4, NVFP4, FP8 and scales of scales
+# ## 3. Where the bits go: FP4, NVFP4 and scales of scales
 #
 # ### FP4: the grid and the power-of-two scale
 #
@@ -193,7 +203,8 @@ _ = format_plots.grids()
 # Two things differ from int4 g32, then: the grid and the scale. Section 2's measurement
 # separates them: the same scale formats over all 36 Linear layers with int4 codes (-7 to 7,
 # ideal scale `amax / 7`) and with FP4 codes (ideal scale `amax / 6`). FP4 codes in blocks of
-# 32 under `E8M0 (up)` are exactly MXFP4 with NVIDIA's *rceil* rule, and FP4 codes in blocks of
+# 32 under `E8M0 (up)` are exactly MXFP4 with NVIDIA's *rceil* rule (one of four rules for
+# the power of two, appendix B), and FP4 codes in blocks of
 # 16 under `E4M3 x fp32` are exactly NVFP4 (the last line checks both on one layer):
 
 # %%
@@ -220,144 +231,56 @@ print(f"L0.intermediate: NVFP4 {nv_sqnr:.4f} = {same_nv:.4f} dB, MXFP4 rceil {mx
 # * **The grid, at the same scale.** Under ideal fp32 scales in blocks of 32, FP4's grid and
 #   int4's even ticks are within a tenth of a dB of each other; in blocks of 16, FP4 is half a
 #   dB behind. Under NVFP4's very scales (`E4M3 x fp32`, blocks of 16) int4 codes would gain
-#   half a dB: where NVFP4 trails Q4_0 and Q4_K on SQNR (section 4), its grid is the cause.
+#   half a dB (20.99 dB, against Q4_0's 20.93 in section 4): where NVFP4 trails Q4_0 on SQNR,
+#   its grid is the cause. Against Q4_K the grid explains only about 0.5 of 1.4 dB; the rest
+#   is Q4_K's minimum per 32 weights (section 4 adds the steps up).
 # * **The scale, on the same grid.** A power of two rounded up costs int4 codes about 3.5 dB
 #   and FP4 codes about 1.5 dB (rounded to the nearest, it clips, and both lose about 1.7 dB).
 #   On a float grid, halving every value moves it down exactly one
 #   binade, where the relative step is the same, so only the values pushed to the bottom ticks
 #   (0 and 0.5) lose precision; on int4's even ticks, halving the values halves their precision.
-#   Power-of-two scales and float elements belong together, which is MX's design. MXFP4's lower
-#   SQNR comes from its scale, not its grid.
+#   Power-of-two scales and float elements belong together, which is MX's design for its FP
+#   formats (its MXINT8, int8 codes under E8M0, has 8-bit codes that tolerate a power of two
+#   better). MXFP4's SQNR deficit against int4 g32 comes from its scale, not its grid.
 #
-# **Which power of two?** The OCP specification's rule (*floor*) takes the block's largest
-# magnitude `amax` and sets `e - 127 = floor(log2 amax) - 2`, 2 being the exponent of FP4's
-# largest value 6: `amax / scale` then lies in [4, 8), and values above 6 x scale saturate to
-# 6. torchao (`torchao.prototype.mx_formats`) also offers *ceil* (`ceil(log2 amax) - 2`:
-# nothing saturates, small values lose a bit), *even* (round `amax` to FP4's one mantissa bit
-# first, then floor) and *rceil* (the smallest power of two with `amax / scale <= 6`, NVIDIA's
-# rule, the `E8M0 (up)` above). qlesson implements each and is checked here against torchao,
-# value for value, on a real layer:
-
-# %%
-from qlesson.quant._quiet import quiet_imports
-
-with quiet_imports():  # torchao, the reference for this section, logs about CUDA extensions on import
-    from torchao.prototype.mx_formats.config import ScaleCalculationMode
-    from torchao.prototype.mx_formats.mx_tensor import to_dtype, to_mx
-
-w = W["L0.intermediate"]
-floor_e = microscaling.quantize_mx(w.numpy(), "floor").exponents.astype(int)
-rule_rows = []
-for rule in microscaling.RULES:
-    mx = microscaling.quantize_mx(w.numpy(), rule)
-    s, d = to_mx(w, torch.float4_e2m1fn_x2, 32, getattr(ScaleCalculationMode, rule.upper()))
-    theirs = to_dtype(d, s, torch.float4_e2m1fn_x2, 32, torch.float32).numpy()
-    sat = np.abs(w.numpy()).reshape(-1, 32) > 6 * mx.scales().reshape(-1, 1)
-    r = {"rule": rule, "blocks above floor %": 100 * float((mx.exponents.astype(int) > floor_e).mean())}
-    r |= {"saturated %": 100 * float(sat.mean()), "SQNR dB": ql.errors(w, torch.from_numpy(mx.values())).sqnr_db}
-    rule_rows.append(r | {"= torchao": np.array_equal(mx.values(), theirs)})
-print_table(rule_rows, {"blocks above floor %": ".1f", "saturated %": ".2f", "SQNR dB": ".2f"})
+# Which power of two a block takes is itself a choice: the OCP specification's *floor*, or
+# torchao's *ceil*, *even* and *rceil*, trade clipping against wasted range. Appendix B
+# measures the four rules and checks them against torchao; section 4 shows them on the whole
+# model.
 
 # %% [markdown]
-# *ceil* is one exponent above *floor* wherever `amax` is not a power of two: a block's largest
-# magnitude then lies in (2, 4] x scale, and FP4's top values (6, and 3 to 4 in some blocks)
-# go unused. Measured on the same layer:
-
-# %%
-ceil_mx = microscaling.quantize_mx(w.numpy(), "ceil")
-top = np.abs(w.numpy()).reshape(-1, 32).max(axis=1) / ceil_mx.scales().reshape(-1)  # block max / scale
-unused = np.log2(6 / top)  # bits of range between the block max and FP4's 6
-print(f"ceil: block max / scale from {top.min():.3f} to {top.max():.3f}, so FP4's 6 is never reached;")
-print(f"range left unused against the ideal scale amax / 6: {unused.min():.2f} to {unused.max():.2f} bits")
-
-# %% [markdown]
-# *rceil* saturates nothing either, yet it does better than *ceil*: it goes up from *floor* only
-# where it must (`amax / scale` above 6, in the blocks counted in its first column), not in
-# every block. *floor* and *even* saturate a few weights and score highest on this layer:
-# clipping a few large weights to 6 x scale costs less than leaving range unused in every block.
-# The rule is a choice between clipping and wasted range, not a detail.
-#
 # ### NVFP4: FP8 block scales under one fp32 tensor scale
 #
 # NVFP4 halves the block to 16 weights and gives each block a real FP8 E4M3 scale (3 mantissa
 # bits, up to 448) instead of a power of two. E4M3's normal numbers span 2**-6 to 448, and
 # below 2**-6 it loses mantissa bits; an fp32 tensor scale `amax / (448 x 6)` above the block
 # scales puts the largest block scale at 448 whatever the tensor's magnitude: two levels
-# again. 4.5 bits per weight plus 32 bits per tensor. Checked against torchao's
-# `nvfp4_quantize`, then without the tensor scale (`tensor_scale=1`) for comparison:
+# again. 4.5 bits per weight plus 32 bits per tensor. On `L0.intermediate`, with the tensor
+# scale and without it (`tensor_scale=1`); torchao's `nvfp4_quantize` gives the same values
+# (appendix B):
 
 # %%
-with quiet_imports():
-    from torchao.prototype.mx_formats.nvfp4_tensor import NVFP4Tensor, nvfp4_quantize
-
+w = W["L0.intermediate"]
 w_np = w.numpy()
 ts = microscaling.nvfp4_tensor_scale(w_np)
 nv = microscaling.quantize_nvfp4(w_np, ts)
-s, d = nvfp4_quantize(w, 16, torch.tensor(ts))
-theirs = NVFP4Tensor(d, s, 16, torch.float32, torch.tensor(ts)).dequantize(torch.float32).numpy()
 print(f"tensor scale {ts:.6g}; block 0's E4M3 scale {float(nv.block_scales()[0, 0] / np.float32(ts)):g}")
 sqnr = ql.errors(w, torch.from_numpy(nv.values())).sqnr_db
-print(f"values identical to torchao: {np.array_equal(nv.values(), theirs)}; SQNR {sqnr:.2f} dB")
 sqnr_1 = ql.errors(w, torch.from_numpy(microscaling.quantize_nvfp4(w_np, 1.0).values())).sqnr_db
 ideal_1 = np.abs(w_np).reshape(-1, 16).max(axis=1) / 6  # block scales when the tensor scale is 1
-print(f"without a tensor scale (tensor_scale=1): SQNR {sqnr_1:.2f} dB, {sqnr - sqnr_1:.2f} dB lower;")
+print(f"SQNR {sqnr:.2f} dB; without a tensor scale (tensor_scale=1): {sqnr_1:.2f} dB, {sqnr - sqnr_1:.2f} dB lower;")
 print(f"block scales below E4M3's smallest normal 2**-6 then: {100 * float((ideal_1 < 2.0**-6).mean()):.1f}%")
 
 # %% [markdown]
 # On this layer the tensor scale buys only about a tenth of a dB: without it a fifth of the
 # block scales are subnormal E4M3 numbers (fewer mantissa bits), but those blocks are the quiet
 # ones. It matters for tensors whose values sit far from E4M3's window: a layer with weights
-# near `1e-3` would put every block scale below 2**-6 without it, and one with values in the
-# thousands (activations, gradients) above 448.
+# near `1e-3` would put its block scales (`amax / 6`) below even E4M3's smallest subnormal,
+# 2**-9, so they would flush to zero without it, and one with values above about 2,700
+# (`6 x 448`: activations, gradients) would put them above 448.
 #
-# ### FP8 elements with 2-D blocks
-#
-# DeepSeek-V3 stores weights as FP8 E4M3 with one fp32 scale per **128 x 128 block**, and
-# quantizes activations per 1 x 128 tile. `ql.PerBlock((128, 128))` is a granularity like the
-# others (one `block_size` function), so `ql.quantize` and `ql.quantize_fp8` take it; then the
-# same granularities with int4 codes, for comparison:
-
-# %%
-from qlesson.quant.fp8 import granularity_label
-
-grans = (ql.PerTensor(), ql.PerChannel(0), ql.PerGroup(128), ql.PerBlock((128, 128)))
-fp8_rows = []
-for g in grans:
-    t = ql.quantize_fp8(w, g)
-    box = ql.block_size(g, w.shape)
-    grid_shape = tuple(n // b for n, b in zip(w.shape, box, strict=True))
-    s_full = t.scale.reshape(grid_shape).repeat_interleave(box[0], 0).repeat_interleave(box[1], 1)
-    by_torch = (w / s_full).to(torch.float8_e4m3fn).view(torch.uint8)  # torch's own E4M3 cast
-    sq_err = (t.dequantize() - w).double().square()
-    subnormal = ((w / s_full).abs() < 2.0**-6) & (w != 0)  # E4M3's subnormals: below 2**-6 x scale
-    r = {"L0.intermediate": granularity_label(g), "scales": t.scale.numel(), "bits per weight": t.bits_per_weight}
-    r |= {"SQNR dB": ql.errors(w, t.dequantize()).sqnr_db}
-    r |= {"sq. error in subnormals %": 100 * float(sq_err[subnormal].sum() / sq_err.sum())}
-    fp8_rows.append(r | {"= torch cast": torch.equal(t.data.view(torch.uint8), by_torch)})
-print_table(fp8_rows, {"bits per weight": ".4f", "SQNR dB": ".2f", "sq. error in subnormals %": ".3f"})
-
-# %%
-int4_sqnr = [ql.errors(w, ql.fake_quantize(w, 4, granularity=g)).sqnr_db for g in grans]
-labels = [r["L0.intermediate"] for r in fp8_rows]
-print("int4 codes, same granularities: " + ", ".join(f"{n} {v:.2f} dB" for n, v in zip(labels, int4_sqnr, strict=True)))
-fp8_sqnr = [r["SQNR dB"] for r in fp8_rows]
-print(f"best minus worst: FP8 {max(fp8_sqnr) - min(fp8_sqnr):.2f} dB, int4 {max(int4_sqnr) - min(int4_sqnr):.2f} dB")
-
-# %% [markdown]
-# A float grid's step grows with magnitude: inside each binade `[2**k, 2**(k+1))` E4M3's
-# eight steps are `2**(k-3)` apart, so the relative step falls from 1/8 to 1/16 across a
-# binade and jumps back at the next power of two. A scale decides where each block's values
-# land inside their binades; E4M3's subnormals hold almost none of the squared error (the
-# column above). So on this layer the granularity moves FP8's SQNR by a fraction of a dB, and
-# int4's by more than 16 dB (the lines below the table).
-#
-# **Why DeepSeek-V3 uses 128 x 128 weight blocks and 1 x 128 activation tiles** (its technical
-# report, its FP8 training section) when section 2 favours small blocks: it *trains* in FP8.
-# Activations change every step and have outlier tokens and features (lesson 05), so each
-# token gets its own scale per 128 channels, computed on the fly; a weight block's scale covers
-# a 128 x 128 tile of the GEMM, so the kernel applies it once per 128 along K, when partial sums
-# are moved to fp32 accumulators, instead of inside the innermost loop. And FP8 elements carry
-# an exponent of their own, so a large block costs them little, as the table shows.
+# FP8 elements, with an exponent of their own, barely care about the block size: appendix D
+# measures them under DeepSeek-V3's 128 x 128 blocks, against int4 codes.
 #
 # ### Scales of int4 scales: double quantization
 #
@@ -395,8 +318,9 @@ print(f"bytes counted from the arrays: {dq.nbytes * 8 / w.numel():.4f} bits per 
 # similarities to the others, averaged;
 # `small-half rmse` is the error on the smaller half of all weights (`|w|` up to the median).
 # `Q4_K` and `Q6_K` are qlesson's one-pass scales, `Q4_K search` and `Q6_K search` llama.cpp's
-# (`formats.quantize(x, fmt, search=True)`: for each sub-block it tries 21 scales around the
-# range's and refits scale and minimum by weighted least squares, keeping the best). The plot
+# (`formats.quantize(x, fmt, search=True)`: for Q4_K it tries 21 scales around the range's for
+# each sub-block and refits scale and minimum by weighted least squares; for Q6_K 19 scales
+# around `max / 32`, refitting the scale alone; each keeps the best). The plot
 # shows SQNR (left) and 1 - mean cosine (right, lower is better) against bits. The K-quants
 # need rows that are a multiple of 256. The FFN output's rows are 1536 = 6 x 256 long and fit;
 # every other layer's are 384, so those weights are flattened row-major into super-blocks of
@@ -439,10 +363,30 @@ small = sorted((r["small-half rmse"], r["format"]) for r in table if r["bits per
 print("smallest error on the small half, 4-bit formats:", ", ".join(f"{m} {e:.5f}" for e, m in small[:4]))
 
 # %% [markdown]
+# **Where the 4-bit SQNR order comes from.** Sections 2 and 3 measured each change apart; added
+# up, they give the table's order. Each line starts from int4 g32 (codes -7 to 7) under ideal
+# scales, section 3's table, and makes one change at a time; NVFP4's and MXFP4's steps are all
+# section 3's, and where they end can be compared with the table's SQNR, computed separately:
+
+# %%
+table_db = {m: r["SQNR dB"] for m, r in by.items()}
+start = ("int4 g32 -7..7, fp32 scales", g32["fp32"][i4])
+via_nv = [start, ("blocks of 16", g16["fp32"][i4]), ("FP4 grid", g16["fp32"][fp4])]
+via_nv.append(("E4M3 x fp32 scales", g16["E4M3 x fp32"][fp4]))
+via_mx = [start, ("FP4 grid", g32["fp32"][fp4]), ("E8M0 (up) scales", g32["E8M0 (up)"][fp4])]
+via_kq = [start, ("Q4_0's 16th level (extreme on -8, fp16 scales)", table_db["Q4_0"])]
+via_kq += [("Q4_K's minimum per 32 (codes 0..15, 6-bit scales)", table_db["Q4_K"])]
+via_kq += [("llama.cpp's search", table_db["Q4_K search"])]
+for name, steps in (("NVFP4", via_nv), ("MXFP4 rceil", via_mx), ("Q4_K search", via_kq)):
+    print(f"{name} ({table_db[name]:.2f} dB in the table): {scale_bits.chain(steps)}")
+
+# %% [markdown]
 # SQNR and the small-half error are computed over every weight counted above: they have no
 # sampling noise. The embedding measures rest on 240 sentences, so each comparison gets a
 # paired interval, as in lesson 03 (pairs of sentences resampled for the cosine, a jackknife
-# over pairs for the rank correlation; a tie where it spans 0):
+# over pairs for the rank correlation; a tie where it spans 0). With twelve intervals from one
+# run, a single borderline one (`Q4_K - Q4_0` on rank, its lower end at 0) should not be
+# over-read.
 
 # %%
 pairs = [("NVFP4", "Q4_K search"), ("NVFP4", "Q4_0"), ("Q4_K search", "Q4_K"), ("Q4_K", "Q4_0")]
@@ -463,22 +407,25 @@ print_table(
 #   bits, and both embedding measures rise with it (`Q4_K search - Q4_K`: both intervals above
 #   0). The search gains Q6_K less: half a dB, and on the embeddings a gain in the 4th decimal
 #   or a tie.
-# * NVFP4 loses on SQNR to Q4_0 and Q4_K at equal bits (section 3: its FP4 grid, in blocks of
-#   16), and MXFP4 at 4.25 bits is below them too (section 3: its power-of-two scale), though
-#   NVFP4 beats int4 g32 and MXFP4 *even* is on the SQNR front at 4.25 bits. On the embeddings
-#   NVFP4 does better than its SQNR suggests: it clearly beats Q4_0, int4 g32 and MXFP4 *even*,
-#   and **ties** with Q4_K search on both measures (both intervals span 0). So "best per bit"
-#   on the embeddings is a tie between the two at 4.5 bits, not a win for either. MXFP4 *floor*
-#   beats int4 g32 on mean cosine with fewer bits and ties with it on rank correlation, and
-#   stays behind Q4_0 on both.
-# * The FP4 formats have the lowest error on the small half of the weights (last line), FP4's
-#   fine ticks near zero at work. Yet that does not explain the embeddings either: MXFP4 *floor*
-#   has a lower small-half error than Q4_0 and a lower mean cosine (interval above). What the
-#   table shows is that neither SQNR over all weights nor the small-half error ranks these
-#   formats the way the embeddings do; why NVFP4 does better on them is not settled here.
+# * NVFP4 loses on SQNR to Q4_0 and Q4_K at equal bits (against Q4_0, its FP4 grid in blocks of
+#   16; against Q4_K, mostly Q4_K's per-sub-block minimum), and MXFP4 at 4.25 bits is below them
+#   too: about 1.5 dB from its power-of-two scale (section 3) and about 1 dB because Q4_0 puts
+#   each block's extreme on -8, a 16th level that int4 -7..7 and FP4 lack (the lines after the
+#   table add these steps up). NVFP4 beats int4 g32
+#   and MXFP4 *even* is on the SQNR front at 4.25 bits. On the embeddings NVFP4 does better than
+#   its SQNR suggests: it clearly beats Q4_0, int4 g32 and MXFP4 *even*, and **ties** with Q4_K
+#   search on both measures (both intervals span 0). So "best per bit" on the embeddings is a
+#   tie between the two at 4.5 bits, not a win for either. MXFP4 *floor* beats int4 g32 on mean
+#   cosine with fewer bits and ties with it on rank correlation, and stays behind Q4_0 on both.
+# * NVFP4 and MXFP4 *floor* and *even* have the lowest error on the small half of the weights
+#   (last line; *rceil* and *ceil* do not), FP4's fine ticks near zero at work. Yet that does
+#   not explain the embeddings either: MXFP4 *floor* has a lower small-half error than Q4_0 and
+#   a lower mean cosine (interval above). What the table shows is that neither SQNR over all
+#   weights nor the small-half error ranks these formats the way the embeddings do; why NVFP4
+#   does better on them is not settled here.
 # * The power-of-two rule matters on the whole model too: *ceil*, which wastes range in every
 #   block, is the worst rule, far behind *rceil* (`MXFP4 rceil - MXFP4 ceil`), and *floor* and
-#   *even*, which clip a few weights, do best.
+#   *even*, which clip a few weights, do best (the rules: appendix B).
 # * Double-quantized int4 g64 sits almost on int4 g128's bits with a better error: cheap
 #   scales let groups shrink.
 #
@@ -499,23 +446,31 @@ widgets.format_explorer(W)
 # %% [markdown]
 # ## Summary
 #
-# * **How many bits does a scale need?** For 4-bit codes, about 6 bits of *precision*: a 6-bit
-#   sub-scale under an fp16 super-scale matched fp32 scales within a few hundredths of a dB at a
-#   quarter of the scale bits, and E4M3 within about a tenth. The *range* can come from a level
-#   above: an fp16 super-scale per 256 weights, an fp32 scale per tensor. 6-bit codes need
-#   finer scales (Q6_K's 8-bit sub-scales).
+# * **How many bits does a scale need?** For 4-bit codes, 4 to 6 bits of *precision*: under an
+#   fp16 super-scale, 6-bit sub-scales matched fp32 scales within a hundredth of a dB, 5-bit
+#   ones within a few hundredths and 4-bit ones (Q2_K's width) within 0.08 to 0.14 dB, about
+#   what E4M3's 4 significant bits cost. The *range* can come from a level above: an fp16 super-scale per
+#   256 weights, an fp32 scale per tensor. 6-bit codes need about 8 bits: against fp32 scales,
+#   4-, 5- and 6-bit sub-scales cost them about 1.5, 0.5 and 0.17 dB, 8-bit ones 0.05, which
+#   fits Q6_K's int8 sub-scales.
 # * **A power of two is the expensive scale for integer codes** (about 3.5 dB rounded up at
-#   blocks of 32), and a cheap one for float codes (about 1.5 dB on FP4): a float grid's
-#   relative step is the same in every binade. MX pairs E8M0 scales with float elements for the
-#   hardware: applying a power of two is an exponent add.
+#   blocks of 32), and a cheaper one for float codes when rounded up (about 1.5 dB on FP4;
+#   rounded to the nearest both lose 1.7 dB): a float grid's relative step is the same in every
+#   binade. MX pairs E8M0 scales with float elements for the hardware: applying a power of two
+#   is an exponent add.
 # * Where the bits go: Q4_K spends Q4_0's 0.5 bits of scales on a 6-bit scale *and* a 6-bit
 #   minimum per 32 weights; MXFP4 spends 0.25 on a power of two per 32; NVFP4 0.5 on an E4M3
 #   per 16 (plus one fp32 per tensor). Every count is from the bytes, and qlesson's bytes and
-#   values match gguf and torchao (appendix A, section 3).
+#   values match gguf (Q4_K read back, MXFP4 bytes on a whole layer; appendices A and C) and torchao
+#   (MXFP4 rules, NVFP4; appendix B). Added up over the whole model (section 4), NVFP4 is int4
+#   g32 plus blocks of 16 minus its FP4 grid and E4M3 scales, MXFP4 *rceil* int4 g32 (its grid
+#   about even) minus its power of two, and Q4_K int4 g32 plus Q4_0's -8 code and a minimum per
+#   32.
 # * The power-of-two rule (floor, ceil, even, rceil) trades clipping against wasted range;
-#   *ceil*, which wastes range in every block, is the worst on this model.
+#   *ceil*, which wastes range in every block, is the worst on this model (appendix B, section 4).
 # * FP8 elements barely care about the block size (a fraction of a dB from per-tensor to
-#   128 x 128 on one layer), which is why DeepSeek-V3 can use large blocks; double-quantized
+#   128 x 128 on one layer), consistent with DeepSeek-V3's 128 x 128 weight blocks (its report
+#   chose them over per-tensor scaling to contain outliers; appendix D); double-quantized
 #   int4 scales (QLoRA's idea) cost 0.127 bits per weight instead of 0.25.
 # * On the whole model, best per bit is measured: Q4_K with llama.cpp's search has the best
 #   SQNR at 4.5 bits, and ties with NVFP4 on the embeddings.
@@ -635,15 +590,79 @@ print(f"dequantize agrees: {np.allclose(formats.dequantize(raw, 'MXFP4')[:6], [r
 
 # %% [markdown]
 # Bit 3 of a code is the sign, bits 0-2 index the grid: `0111` is +6 and `1001` is -0.5.
+
+# %% [markdown]
+# ## Appendix B: which power of two? MXFP4's four rules
 #
-# ## Appendix B: gguf's MXFP4 bytes, tie by tie
+# The OCP specification's rule (*floor*) takes the block's largest magnitude `amax` and sets `e
+# - 127 = floor(log2 amax) - 2`, 2 being the exponent of FP4's largest value 6: `amax / scale`
+# then lies in [4, 8), and values above 6 x scale saturate to
+# 6. torchao (`torchao.prototype.mx_formats`) also offers *ceil* (`ceil(log2 amax) - 2`:
+# nothing saturates, small values lose a bit), *even* (round `amax` to FP4's one mantissa bit
+# first, then floor) and *rceil* (the smallest power of two with `amax / scale <= 6`, NVIDIA's
+# rule, section 3's `E8M0 (up)`). qlesson implements each and is checked here against torchao,
+# value for value, on a real layer:
+
+# %%
+from qlesson.quant._quiet import quiet_imports
+
+with quiet_imports():  # torchao, the reference for this appendix, logs about CUDA extensions on import
+    from torchao.prototype.mx_formats.config import ScaleCalculationMode
+    from torchao.prototype.mx_formats.mx_tensor import to_dtype, to_mx
+
+floor_e = microscaling.quantize_mx(w.numpy(), "floor").exponents.astype(int)
+rule_rows = []
+for rule in microscaling.RULES:
+    mx = microscaling.quantize_mx(w.numpy(), rule)
+    s, d = to_mx(w, torch.float4_e2m1fn_x2, 32, getattr(ScaleCalculationMode, rule.upper()))
+    theirs = to_dtype(d, s, torch.float4_e2m1fn_x2, 32, torch.float32).numpy()
+    sat = np.abs(w.numpy()).reshape(-1, 32) > 6 * mx.scales().reshape(-1, 1)
+    r = {"rule": rule, "blocks above floor %": 100 * float((mx.exponents.astype(int) > floor_e).mean())}
+    r |= {"saturated %": 100 * float(sat.mean()), "SQNR dB": ql.errors(w, torch.from_numpy(mx.values())).sqnr_db}
+    rule_rows.append(r | {"= torchao": np.array_equal(mx.values(), theirs)})
+print_table(rule_rows, {"blocks above floor %": ".1f", "saturated %": ".2f", "SQNR dB": ".2f"})
+
+# %% [markdown]
+# *ceil* is one exponent above *floor* wherever `amax` is not a power of two: a block's largest
+# magnitude then lies in (2, 4] x scale, and FP4's top values (6, and 3 to 4 in some blocks)
+# go unused. Measured on the same layer:
+
+# %%
+ceil_mx = microscaling.quantize_mx(w.numpy(), "ceil")
+top = np.abs(w.numpy()).reshape(-1, 32).max(axis=1) / ceil_mx.scales().reshape(-1)  # block max / scale
+unused = np.log2(6 / top)  # bits of range between the block max and FP4's 6
+print(f"ceil: block max / scale from {top.min():.3f} to {top.max():.3f}, so FP4's 6 is never reached;")
+print(f"range left unused against the ideal scale amax / 6: {unused.min():.2f} to {unused.max():.2f} bits")
+
+# %% [markdown]
+# *rceil* saturates nothing either, yet it does better than *ceil*: it goes up from *floor* only
+# where it must (`amax / scale` above 6, in the blocks counted in its first column), not in
+# every block. *floor* and *even* saturate a few weights and score highest on this layer:
+# clipping a few large weights to 6 x scale costs less than leaving range unused in every block.
+# The rule is a choice between clipping and wasted range, not a detail.
+
+# %% [markdown]
+# **NVFP4 against torchao.** Section 3's NVFP4 values on `L0.intermediate` (fp32 tensor scale,
+# E4M3 block scales, FP4 codes), checked against torchao's `nvfp4_quantize`, value for value:
+
+# %%
+with quiet_imports():
+    from torchao.prototype.mx_formats.nvfp4_tensor import NVFP4Tensor, nvfp4_quantize
+
+s, d = nvfp4_quantize(w, 16, torch.tensor(ts))
+theirs = NVFP4Tensor(d, s, 16, torch.float32, torch.tensor(ts)).dequantize(torch.float32).numpy()
+print(f"NVFP4 on L0.intermediate, values identical to torchao's: {np.array_equal(nv.values(), theirs)}")
+
+# %% [markdown]
+# ## Appendix C: gguf's MXFP4 bytes, tie by tie
 #
-# Section 3's rules are torchao's. **gguf's MXFP4 is floor with two twists.** llama.cpp picks
+# Appendix B's rules are torchao's. **gguf's MXFP4 is floor with two twists.** llama.cpp picks
 # the nearest FP4 value with ties toward zero (0.75 becomes 0.5, where torchao's
-# round-half-to-even gives 1.0), and computes `floor(log2 amax)` in float32, which for an `amax`
-# a few ulps below a power of two rounds up to it. `formats.quantize(x, "MXFP4")` writes gguf's
-# bytes exactly. On section 3's layer (`L0.intermediate`) no weight lands on such a tie or
-# such a maximum (counted below); on a block built of ties the two round apart:
+# round-half-to-even gives 1.0), and computes `floor(log2 amax)` in float32, which for some
+# `amax` a few ulps below a power of two rounds up to it (e.g. one ulp below 2**-8).
+# `formats.quantize(x, "MXFP4")` writes gguf's bytes exactly. On `L0.intermediate` no weight
+# lands on such a tie or such a maximum (counted below); on a block built of ties the two round
+# apart:
 
 # %%
 raw = formats.quantize(w_np, "MXFP4")
@@ -656,3 +675,54 @@ ties = np.tile(np.array([6.0, 0.75, 1.75, 3.5, 5.0, -2.5, 0.25, 1.25], dtype=np.
 print("ties                         :", ties[:8].tolist())
 print("gguf (ties toward zero)      :", formats.dequantize(formats.quantize(ties, "MXFP4"), "MXFP4")[:8].tolist())
 print("torchao floor (ties to even):", microscaling.quantize_mx(ties, "floor").values()[:8].tolist())
+
+# %% [markdown]
+# ## Appendix D: FP8 elements with 2-D blocks
+#
+# DeepSeek-V3 stores weights as FP8 E4M3 with one fp32 scale per **128 x 128 block**, and
+# quantizes activations per 1 x 128 tile. `ql.PerBlock((128, 128))` is a granularity like the
+# others (one `block_size` function), so `ql.quantize` and `ql.quantize_fp8` take it. FP8 on
+# `L0.intermediate` under four granularities, then the same granularities with int4 codes, for
+# comparison:
+
+# %%
+from qlesson.quant.fp8 import granularity_label
+
+grans = (ql.PerTensor(), ql.PerChannel(0), ql.PerGroup(128), ql.PerBlock((128, 128)))
+fp8_rows = []
+for g in grans:
+    t = ql.quantize_fp8(w, g)
+    box = ql.block_size(g, w.shape)
+    grid_shape = tuple(n // b for n, b in zip(w.shape, box, strict=True))
+    s_full = t.scale.reshape(grid_shape).repeat_interleave(box[0], 0).repeat_interleave(box[1], 1)
+    by_torch = (w / s_full).to(torch.float8_e4m3fn).view(torch.uint8)  # torch's own E4M3 cast
+    sq_err = (t.dequantize() - w).double().square()
+    subnormal = ((w / s_full).abs() < 2.0**-6) & (w != 0)  # E4M3's subnormals: below 2**-6 x scale
+    r = {"L0.intermediate": granularity_label(g), "scales": t.scale.numel(), "bits per weight": t.bits_per_weight}
+    r |= {"SQNR dB": ql.errors(w, t.dequantize()).sqnr_db}
+    r |= {"sq. error in subnormals %": 100 * float(sq_err[subnormal].sum() / sq_err.sum())}
+    fp8_rows.append(r | {"= torch cast": torch.equal(t.data.view(torch.uint8), by_torch)})
+print_table(fp8_rows, {"bits per weight": ".4f", "SQNR dB": ".2f", "sq. error in subnormals %": ".3f"})
+
+# %%
+int4_sqnr = [ql.errors(w, ql.fake_quantize(w, 4, granularity=g)).sqnr_db for g in grans]
+labels = [r["L0.intermediate"] for r in fp8_rows]
+print("int4 codes, same granularities: " + ", ".join(f"{n} {v:.2f} dB" for n, v in zip(labels, int4_sqnr, strict=True)))
+fp8_sqnr = [r["SQNR dB"] for r in fp8_rows]
+print(f"best minus worst: FP8 {max(fp8_sqnr) - min(fp8_sqnr):.2f} dB, int4 {max(int4_sqnr) - min(int4_sqnr):.2f} dB")
+
+# %% [markdown]
+# A float grid's step grows with magnitude: inside each binade `[2**k, 2**(k+1))` E4M3's
+# eight steps are `2**(k-3)` apart, so the relative step falls from 1/8 to 1/16 across a
+# binade and jumps back at the next power of two. A scale decides where each block's values
+# land inside their binades; E4M3's subnormals hold almost none of the squared error (the
+# column above). So on this layer the granularity moves FP8's SQNR by a fraction of a dB, and
+# int4's by more than 16 dB (the lines below the table).
+#
+# **DeepSeek-V3's 128 x 128 weight blocks and 1 x 128 activation tiles.** Its technical report
+# presents them as *fine-grained* quantization: it went finer than per-tensor scaling because
+# activation outliers (lesson 05) make FP8 training sensitive to one scale per tensor. The
+# granularity 128 matches where the scales are applied: partial sums are promoted to fp32
+# accumulators every 128 along K, and the scales are applied then, not inside the innermost
+# loop. Our reading, from the table above (one layer, not the report's argument): FP8 elements
+# carry an exponent of their own, so on weights a large block costs them little.

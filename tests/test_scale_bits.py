@@ -105,3 +105,36 @@ def test_bad_codes_and_formats_say_what_works(kwargs, words):
 def test_grid_rows_refuses_no_layers():
     with pytest.raises(ValueError, match="empty"):
         scale_bits.grid_rows({})
+
+
+@pytest.mark.parametrize("bits, block, super_blocks", [(4, 32, 8), (4, 16, 8), (6, 16, 16)])
+def test_more_sub_scale_bits_never_cost_more_than_noise(bits, block, super_blocks):
+    sweep = ("4-bit x fp16", "5-bit x fp16", "6-bit x fp16", "8-bit x fp16", "fp32")
+    for seed in (0, 1, 2):
+        rows = scale_bits.scale_rows(
+            _layer(seed=seed), block=block, bits=bits, super_blocks=super_blocks, formats=sweep
+        )
+        sqnr = [r["SQNR dB"] for r in rows]
+        assert all(b >= a - 0.05 for a, b in zip(sqnr, sqnr[1:], strict=False)), sqnr
+        assert sqnr[-1] - sqnr[0] > 0  # 4-bit sub-scales cost something against the ideal
+
+
+def test_narrow_sub_scales_count_their_bits_and_stay_in_range():
+    x = _layer(k=256)  # 128 blocks of 32, 16 super-blocks of 8
+    rows = {r["scale format"]: r for r in scale_bits.scale_rows(x, block=32, super_blocks=8)}
+    for fmt, b in (("4-bit x fp16", 4), ("5-bit x fp16", 5)):
+        assert rows[fmt]["scale bits / weight"] == (b * 128 + 16 * 16) / x.numel()
+    ideal = x.double().reshape(16, 8, 32).abs().amax(-1) / 7  # super-blocks of 8 blocks, one per row here
+    s = scale_bits.stored_scales(ideal, "4-bit x fp16")
+    d = (ideal.amax(-1, keepdim=True) / 15).half().double()
+    steps = s / d
+    assert bool((steps == torch.round(steps)).all()) and int(steps.min()) >= 1 and int(steps.max()) <= 15
+
+
+def test_chain_adds_up_and_refuses_a_lone_start():
+    line = scale_bits.chain([("a", 10.0), ("b", 11.5), ("c", 11.0)])
+    assert line == "a 10.00 dB, b +1.50, c -0.50: 11.00 dB"
+    with pytest.raises(ValueError, match="at least one step"):
+        scale_bits.chain([("a", 10.0)])
+    with pytest.raises(ValueError, match="finite"):
+        scale_bits.chain([("a", 10.0), ("b", float("inf"))])

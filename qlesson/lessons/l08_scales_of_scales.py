@@ -260,7 +260,11 @@ RECALL: tuple[Question, ...] = (
         tol=0.02,
         mistakes=(
             (100 / 63, "that is a whole step; rounding to the nearest is off by at most half of one"),
-            (100 / 64, "a 6-bit sub-scale runs from 1 to 63 (0 would lose the ruler): steps of 1/63, and half of one"),
+            (
+                100 / 64,
+                "in this lesson's model a sub-scale runs from 1 to 63: steps are 1/63 of the super-block's largest, "
+                "half a step is 1/126",
+            ),
         ),
     ),
     choice(

@@ -5,9 +5,10 @@ The same symmetric integer codes (``bits``, codes ``-qmax..qmax``), one scale pe
 
 * ``fp32``: the ideal ``amax / qmax`` (the reference);
 * ``fp16``: rounded to half precision (Q4_0, Q8_0, GPTQ/AWQ checkpoints);
-* ``6-bit x fp16``: an unsigned 6-bit integer ``sc`` times one fp16 super-scale ``d`` shared
-  by ``super_blocks`` consecutive blocks, ``d = max(amax / qmax) / 63`` (the K-quants' two levels,
-  Q4_K's sub-scales); ``8-bit x fp16`` the same with ``sc`` up to 127 (Q6_K's int8 sub-scales);
+* ``6-bit x fp16``: an unsigned 6-bit integer ``sc`` (1 to 63) times one fp16 super-scale ``d``
+  shared by ``super_blocks`` consecutive blocks, ``d = max(amax / qmax) / 63`` (the K-quants' two
+  levels, Q4_K's sub-scales); ``4-bit x fp16`` (``sc`` up to 15, Q2_K's width), ``5-bit x fp16``
+  (up to 31) and ``8-bit x fp16`` (up to 127, Q6_K's int8 width) the same with other widths;
 * ``E4M3 x fp32``: an FP8 number times one fp32 per tensor that puts the largest block scale at
   448 (NVFP4's two levels), rounded to nearest (a block may clip a hair);
 * ``E8M0 (nearest)``: the power of two nearest the ideal scale in log terms (rounding down clips
@@ -17,9 +18,11 @@ The same symmetric integer codes (``bits``, codes ``-qmax..qmax``), one scale pe
 
 >>> x = torch.tensor([[0.05, -0.08, 0.12, -0.15], [2.0, -3.1, 1.7, -2.6]])
 >>> rows = scale_rows(x, block=4, super_blocks=2)
->>> [r["scale format"] for r in rows]
-['fp32', 'fp16', '6-bit x fp16', '8-bit x fp16', 'E4M3 x fp32', 'E8M0 (nearest)', 'E8M0 (up)']
->>> rows[2]["scales"]  # the quiet row's 6-bit sub-scale is 3 steps of a super-scale set by the loud row
+>>> [r["scale format"] for r in rows][:6]
+['fp32', 'fp16', '4-bit x fp16', '5-bit x fp16', '6-bit x fp16', '8-bit x fp16']
+>>> [r["scale format"] for r in rows][6:]
+['E4M3 x fp32', 'E8M0 (nearest)', 'E8M0 (up)']
+>>> rows[4]["scales"]  # the quiet row's 6-bit sub-scale is 3 steps of a super-scale set by the loud row
 [0.021091, 0.442921]
 """
 
@@ -34,8 +37,10 @@ import torch
 from qlesson.quant._checks import ArrayLike, as_float_tensor, check_bits, check_whole
 from qlesson.quant.minifloat import E2M1_MAX, E4M3_MAX, round_to
 
-FORMATS = ("fp32", "fp16", "6-bit x fp16", "8-bit x fp16", "E4M3 x fp32", "E8M0 (nearest)", "E8M0 (up)")
-SUB_MAX = {"6-bit x fp16": 63, "8-bit x fp16": 127}  # the largest sub-scale of each two-level integer format
+SUB_BITS = {"4-bit x fp16": 4, "5-bit x fp16": 5, "6-bit x fp16": 6, "8-bit x fp16": 8}  # two-level integer formats
+# the largest sub-scale of each (the smallest is 1): 2**bits - 1, but 127 for 8 bits (Q6_K's signed int8 magnitudes)
+SUB_MAX = {fmt: min(2**b - 1, 127) for fmt, b in SUB_BITS.items()}
+FORMATS = ("fp32", "fp16", *SUB_BITS, "E4M3 x fp32", "E8M0 (nearest)", "E8M0 (up)")
 
 
 def stored_scales(ideal: torch.Tensor, fmt: str, super_blocks: int = 8) -> torch.Tensor:
@@ -58,7 +63,7 @@ def stored_scales(ideal: torch.Tensor, fmt: str, super_blocks: int = 8) -> torch
     if fmt == "E4M3 x fp32":
         t = float(np.float32(float(s.max()) / E4M3_MAX))
         return torch.from_numpy(round_to((s / t).numpy(), "E4M3")) * t
-    # 6-bit / 8-bit x fp16: super-blocks of `super_blocks` consecutive blocks, row-major (a super-block may span
+    # 4- to 8-bit x fp16: super-blocks of `super_blocks` consecutive blocks, row-major (a super-block may span
     # two rows when a row holds fewer blocks, as lesson 08 lays out K-quants on MiniLM's 384-wide rows)
     n = s.numel()
     if n % super_blocks:
@@ -133,12 +138,10 @@ def scale_rows(
     per_weight = {
         "fp32": 32 * n_scales / numel,
         "fp16": 16 * n_scales / numel,
-        "6-bit x fp16": (6 * n_scales + 16 * n_scales / super_blocks) / numel,
-        "8-bit x fp16": (8 * n_scales + 16 * n_scales / super_blocks) / numel,
         "E8M0 (nearest)": 8 * n_scales / numel,
         "E8M0 (up)": 8 * n_scales / numel,
         "E4M3 x fp32": (8 * n_scales + 32) / numel,
-    }
+    } | {f: (b * n_scales + 16 * n_scales / super_blocks) / numel for f, b in SUB_BITS.items()}
     signal = float(t.square().sum())
     rows = []
     for fmt in formats:
@@ -180,3 +183,20 @@ def grid_rows(
             row[f"{label} SQNR dB"] = 10 * np.log10(signal / err) if err > 0 else float("inf")
         rows.append(row | {"FP4 - int4 dB": row["FP4 E2M1 SQNR dB"] - row["int4 -7..7 SQNR dB"]})
     return rows
+
+
+def chain(steps: Sequence[tuple[str, float]]) -> str:
+    """One line that adds up SQNR steps: the first ``(label, dB)`` is the start, each later one is shown as
+    its change from the one before, and the line ends on the last value.
+
+    >>> chain([("int4 g32", 19.85), ("blocks of 16", 21.11), ("FP4 grid", 20.61)])
+    'int4 g32 19.85 dB, blocks of 16 +1.26, FP4 grid -0.50: 20.61 dB'
+    """
+    if len(steps) < 2:
+        raise ValueError(f"got {len(steps)} step(s); pass a start and at least one step, as (label, SQNR dB) pairs")
+    values = [float(v) for _, v in steps]
+    if not all(np.isfinite(values)):
+        raise ValueError(f"SQNR values must be finite; got {values}")
+    parts = [f"{steps[0][0]} {values[0]:.2f} dB"]
+    parts += [f"{label} {v - prev:+.2f}" for (label, _), v, prev in zip(steps[1:], values[1:], values, strict=False)]
+    return ", ".join(parts) + f": {values[-1]:.2f} dB"
