@@ -24,7 +24,8 @@
 #   the int32 accumulator;
 # * what zero points cost inside an integer GEMM (cross terms, an int32 bias);
 # * the roofline: the ridge point from this machine's measured peak and bandwidth, why
-#   batch-1 decoding is memory bound, and why fewer bits only pay off inside a fused kernel;
+#   batch-1 decoding is memory bound, and why fewer bits pay off only when the kernel reads the
+#   compact codes directly;
 # * how to measure all this side by side, and when the "per-channel adds under 5%" claim
 #   holds.
 #
@@ -47,8 +48,10 @@ ql.show_environment()
 # ```
 #
 # `s[n]` does not depend on k, so it leaves the sum: run the product on the codes, then
-# multiply each output column once. That is N multiplies per row of output instead of
-# N x K for dequantizing the weight. Per-tensor is the special case of one multiply.
+# multiply each output column once. That is M x N multiplies per call (N per output row)
+# instead of N x K to dequantize the weight, and no dequantized weight is written to memory.
+# Per-tensor is the special case of one scale value for every column (still one multiply per
+# output, unless it is folded into the next operation).
 #
 # With per-group scales `s[n, k // g]` the scale changes *along k*; it cannot leave the sum.
 # The kernel must scale each group's partial sum (or dequantize the weight first). A tiny
@@ -79,7 +82,10 @@ print("wrong: one scale per row after it =", gemm.scale_after_gemm(x, q, s_group
 # place outside the weight: it multiplies feature k of every token, so it can be moved onto
 # the activations, `x @ (q * s_in).T == (x * s_in) @ q.T`, or folded offline into the
 # operation that produced `x` (a LayerNorm or the previous Linear, as lesson 05 folded
-# SmoothQuant's factors). That is how AWQ and SmoothQuant apply their scales. So a scale
+# SmoothQuant's factors). That is how AWQ and SmoothQuant apply their scales. Folding needs such
+# a producer: a norm whose every consumer accepts the same scale, or a Linear with only linear,
+# ReLU or elementwise-product steps in between. After a GELU, AWQ keeps the division as a
+# runtime op (llm-awq's `ScaledActivation`): one M x K multiply per call. So a scale
 # lives in one of three places: **after** the GEMM (output channel), **before** it on the
 # activations (input channel), or **inside** the reduction (group).
 
@@ -132,8 +138,9 @@ print("y (fp32 weights):", [[round(v, 4) for v in r] for r in (xs @ qw.dequantiz
 # that in the time it takes to read the weight. So the weight bytes set a floor under the
 # time: reading them at full bandwidth. Fewer bits per weight lower that floor in proportion;
 # a kernel reaches it only if nothing else is read or written and its own work stays hidden
-# under the reads. The last int4 row is the layout section 4's kernel reads: a bf16 scale
-# and a bf16 zero per group of 128, 4.25 bits per weight.
+# under the reads. The two int4 rows: symmetric codes with one fp16 scale per group of 128 (as
+# GPTQ-style checkpoints store them, 4.125 bits per weight), and the layout section 4's kernel
+# reads, a bf16 scale and a bf16 zero per group (4.25 bits).
 
 # %%
 rows = []
@@ -169,8 +176,9 @@ print_table(rows, {"GFLOP": ".3f", "weight MB": ".1f", "FLOPs per weight byte": 
 # of each kernel on this machine and prints the M at which each turns compute bound. A
 # data-centre GPU has a ridge in the hundreds of FLOPs per byte for bf16 (section 5 computes
 # it from a stored H100 measurement), because its tensor cores outgrow its HBM far more than a
-# CPU's vector units outgrow its DRAM; that is where "memory bound until a few hundred tokens"
-# comes from.
+# CPU's FMA vector units outgrow its DRAM (CPUs with matrix units, such as AMX, narrow that gap:
+# compare the bf16 and fp32 rows of section 4's table); that is where "memory bound until a few
+# hundred tokens" comes from.
 #
 # ## 3b. Zero points inside an integer GEMM
 #
@@ -185,7 +193,8 @@ print_table(rows, {"GFLOP": ".3f", "weight MB": ".1f", "FLOPs per weight byte": 
 # M x N. With a static activation zero point (one `z_x`, calibrated offline), the last two
 # terms are constants per output channel and fold into the bias offline; with symmetric weights
 # (`z_w = 0`) the row-sum term vanishes too. A float bias joins the int32 accumulator, quantized
-# at scale `s_x * s_w`. Exact:
+# at scale `s_x * s_w`; that needs a static `s_x` (with section 2's per-token scales the bias is
+# added in float after the rescale instead). Exact:
 
 # %%
 g8 = torch.Generator().manual_seed(1)
@@ -214,15 +223,20 @@ print(f"the corrections' arithmetic for [{m8}, {k8}] x [{k8}, {n8}]: {share:.3%}
 #
 # `qlesson.bench.gemm` times every method side by side in one run for M = 1, 16, 256 and
 # K = N = 4096 (quick mode: short timings), and measures this machine's memory bandwidth
-# first. Every method cycles through four copies of its weight at every M, so no M is helped
-# by a weight left in cache by the previous call. Read the `x fp32` column (ratio to the fp32
+# first. Every method cycles through four copies of its weight at every M, so every M runs under
+# the same cache conditions; the copies keep a weight out of cache only where together they are
+# larger than the last-level cache. The line under the bandwidth says which formats that holds
+# for here (some server CPUs and VMs report hundreds of MiB of L3, more than four copies of any
+# of these weights, and more than the bandwidth probe itself). Read the `x fp32` column (ratio to the fp32
 # `F.linear` of the same M), the `x half` column (ratio to the bf16 one) and, for M = 1, the
 # share of the read bandwidth. Timings vary from run to run and machine to machine, so these
 # cells' outputs are not graded: the text below says how to read them, and the verdict lines
 # under the table state this run's conclusions, computed from its numbers. How large is the
 # noise? Two rows do identical work: the fp32 baseline and the GEMM on codes stored as fp32
 # (the same product on a same-shaped fp32 weight). The first verdict line per M gives the gap
-# between them; any smaller gap between two other rows is called a tie, never a win.
+# between them; any gap between two other rows smaller than that (or than a 10% floor) is called
+# a tie, never a win. It is one pair of medians from one kernel: a rough estimate, and a rerun
+# can move a verdict that sits near the margin.
 
 # %% tags=["nbval-ignore-output"]
 from qlesson.bench import gemm as bench_gemm
@@ -262,47 +276,58 @@ print(f"the corrections are exact: {zp['exact']}; their arithmetic is {zp['work 
 #   compare them with the **bf16** `F.linear` (`x half`) as well as with fp32 (`x fp32`): a
 #   ratio against fp32 mixes two changes (narrower weights and narrower arithmetic). Their `of
 #   read BW` column is the share of the measured read bandwidth their weight bytes stream at.
-#   A share above 100% would mean part of the weight came from cache; the four copies are there
-#   to prevent it.
+#   A share above 100% would mean part of the weight came from cache; where the cache line says
+#   the copies fit in it, read the column as a rate, not as proof of memory traffic.
 # * Dequantize-then-matmul is many times *slower* than fp32 at small M: `q.float() * s`
 #   materializes two full fp32 temporaries, each written and read again. The preallocated-buffer
 #   row removes the allocation (page faults) but not the traffic; the verdict line says how much
 #   of the extra time that was in this run. A CPU has no kernel launches: the extra time is the
-#   extra passes over memory plus each operator call's fixed dispatch cost.
+#   extra passes themselves (a dtype-converting copy and an elementwise multiply over 16.8
+#   million weights) plus page faults for fresh tensors; dispatch costs microseconds. Those
+#   passes can run well below the measured copy bandwidth: compare their time with the bytes
+#   they move.
 # * The scale rows: a separate multiply `y_codes * s` after the GEMM, and an input-channel scale
 #   folded into `x`, both timed against the GEMM on the codes (the verdict line gives each as a
 #   share; a change smaller than the noise is marked). The per-group row scales every group's
 #   partial sum without a fused kernel and shows why group scales need one.
-# * The fused int8 kernel with **fp32** activations falls back to slow scalar code on CPU
-#   (see the full table under the verdict lines); with bf16 activations and scales it takes
-#   the vectorized path. Same op, different dtype.
+# * The fused int8 kernel with **fp32** activations falls back to slow scalar code on an x86
+#   CPU (see the full table under the verdict lines); with bf16 activations and scales it takes
+#   the vectorized path. Same op, different dtype. That vectorized path multiplies each weight
+#   vector by its scale inside the K loop, not after it: where the scale goes is the kernel's
+#   choice.
 # * **Larger M** turns compute bound, and then the arithmetic each kernel runs decides. The
 #   ridge table gives each kernel's own peak, measured at M = 512 (or the fastest rate the
 #   benchmark rows reached, if a row beat it). On a CPU with bf16 or int8 matrix units (AMX,
-#   AVX-512 BF16/VNNI) the bf16 and W8A8 peaks can sit far above the fp32 one; the
-#   weight-only kernels, which convert their codes inside the loop, peaked below the plain
-#   bf16 GEMM on the CPU that stored these outputs. The last verdict line per M lists which
-#   compact-weight kernels beat fp32 and bf16 there beyond noise. Against bf16, a
-#   weight-only kernel can keep an edge only while the product is memory bound; on a CPU
-#   with int8 units, W8A8, whose arithmetic is int8 itself, is the one that can keep it at
-#   large M. On another CPU the table and the verdicts differ.
+#   AVX-512 BF16/VNNI) the bf16 and W8A8 peaks can sit far above the fp32 one. PyTorch's CPU
+#   weight-only kernels convert their codes to fp32 inside the loop and multiply with fp32 FMA
+#   units, no matrix unit, converting each weight block again for every few rows of `x`: on the
+#   CPU that stored these outputs they peaked below the plain bf16 GEMM and even below fp32.
+#   For them, "compute bound from M =" in the table means bound by the kernel's own
+#   throughput, a design limit rather than the hardware's.
+# * The last verdict line per M lists which compact-weight kernels beat fp32 and bf16 there
+#   beyond noise. Against bf16, a weight-only kernel can keep an edge only while the product is
+#   memory bound. W8A8, whose arithmetic is int8 itself, is the only one that can keep it at
+#   large M in principle (int8 matrix units run at up to twice the bf16 rate); with this row's
+#   separate quantize and rescale passes, the M = 256 verdict line says whether it did in this
+#   run. On another CPU the table and the verdicts differ.
 # * **The "under 5%" claim** (interview note): applying per-channel scales after a GEMM is N
-#   multiplies per output row, and the verdict lines time that multiply as a separate op
-#   against the GEMM on the codes. It does **not** hold for dequantize-then-matmul, which
-#   costs a multiple of the GEMM at small M.
+#   multiplies per output row. The verdict lines time that multiply as a separate op against the
+#   fp32 GEMM on the codes and against the bf16 GEMM, and judge the claim on the faster GEMM
+#   (the one a deployment runs). It does **not** hold for dequantize-then-matmul, which costs
+#   a multiple of the GEMM at small M.
 # * **Zero points**: their corrections are a fraction of a percent of the GEMM's arithmetic, but
 #   as separate PyTorch ops beside a small int8 GEMM they cost far more than that share (the
-#   ratio printed above): extra passes over memory and operator calls. They are cheap only when
-#   fused into the kernel (the epilogue adds the `[M, N]` terms; the row sum comes with the
-#   activation quantization pass), or folded offline into the bias where the zero points are
-#   static.
+#   ratio printed above): extra passes and operator calls. They are cheap only when fused into
+#   the kernel (the epilogue adds the `[M, N]` terms; the row sum comes with the activation
+#   quantization pass), or folded offline into the bias where the zero points are static.
 #
 # ## 5. A stored GPU run
 #
-# The same benchmark runs on a CUDA GPU with CUDA events and an fp16 baseline (the fused
-# kernels there take fp16 activations), using only PyTorch's own ops; without a GPU those
-# rows are skipped with one line. A result measured on a GPU is stored in
-# `notebooks/results/` with its device name when one has been run:
+# The same benchmark runs on a CUDA GPU with CUDA events and an fp16 baseline, using only
+# PyTorch's own ops (the int8 weight-only kernel there takes fp16 activations; the int4 one,
+# tinygemm, takes bf16 only, which runs at the same tensor-core rate as fp16 on an H100);
+# without a GPU those rows are skipped with one line. A GPU run is stored in
+# `notebooks/results/`, in a file named after its device:
 
 # %%
 stored = bench_gemm.stored_results()
@@ -311,16 +336,17 @@ if not stored:
     print("  python -m qlesson.bench gemm --csv notebooks/results/gemm_<device>.csv")
 for path in stored:
     rows = bench_gemm.read_csv(path)
-    print(f"{path.name}: measured on {rows[0].device}")
+    print(f"{path.name}: measured with {rows[0].device} events, one call at a time")
     print(bench_gemm.key_table(rows))
     for m in sorted({r.m for r in rows}):
         share = bench_gemm.scale_shares(rows, m)
         print(
             f"M = {m}: separate scale multiply {share['scale after us']:.0f} us ({share['scale after']:.1%} of the "
-            f"GEMM on codes), folding into x +{share['folded into x us']:.0f} us ({share['folded into x']:+.1%})"
+            f"fp32 GEMM on codes, {share['scale after, of half']:.0%} of fp16's); folding into x "
+            f"+{share['folded into x us']:.0f} us ({share['folded into x']:+.1%})"
         )
         print(f"  {bench_gemm.faster_than_baselines(rows, m)}")
-    rates = {p: bench_gemm.tflops(rows, 256, p) for p in ("float16 F.linear", "fused int4", "W8A8")}
+    rates = {p: bench_gemm.tflops(rows, 256, p) for p in ("float16 F.linear", "fused int4 weight-only group 128")}
     print("M = 256, TFLOP/s: " + ", ".join(f"{p} {v:.0f}" for p, v in rates.items()))
 
 # %%
@@ -330,31 +356,39 @@ for gpu in bench_gemm.stored_rooflines():
     print(f"  ridge {ridge:.0f} FLOPs per byte: bf16 weights turn compute bound from M = {ridge:.0f}")
 
 # %% [markdown]
-# Read the stored H100 run against the CPU one above (it was measured before the
-# benchmark cycled weight copies at every M: there only M = 1 used four copies, and at M = 16
-# and 256 a 16.8 MB int8 weight fits in the H100's 50 MB L2 cache, so its M > 1 rows may be
-# helped by the cache). fp16 `F.linear` runs on tensor cores and is the baseline to beat at
-# every M. At M = 1 the int4 kernel (tinygemm) beats it, streaming about a quarter of the
-# bytes (4.25 bits per weight against 16); by M = 16 it is slower. At M = 256 it is many times
-# slower, and that is not the roofline: the fp16 GEMM takes about as long at M = 256 as at M =
-# 1 (it is still on the memory side of its ridge, below), while the TFLOP/s line shows
-# tinygemm at a small fraction of fp16's rate. tinygemm is built for small batches (decoding);
-# at M = 256 its design, not the bytes it reads, sets its time. At M = 256 every
-# compact-weight row is slower than even fp32 (the lines above). PyTorch's CUDA int8
-# weight-only op is not a serving kernel (slower than fp32 at every M), and the W8A8 row, a
-# separate activation-quantization pass plus `torch._int_mm` plus a separate rescale, is
-# slower than fp32 too: serving stacks fuse these into dedicated kernels.
+# Read the stored H100 run against the CPU one above. Two things about how it was measured:
+# it predates the uniform weight copies (only M = 1 cycled four copies; at M = 16 and 256 every
+# weight but fp32's fits in the H100's 50 MB L2 cache, and so do four int4 copies at M = 1), and
+# each call was timed alone, from an idle GPU after a synchronize, so the host's dispatch and
+# launch sit inside every GPU time, the GEMMs' included. In a running model the host queues
+# launches ahead of the GPU and much of that overlaps.
+#
+# fp16 `F.linear` (cuBLAS) is the baseline to beat at every M. At M = 1 the int4 kernel
+# (tinygemm) beats it (the `x half` column), though by less than its quarter of the bytes
+# (4.25 bits per weight against 16) would allow: neither kernel gets near the bandwidth floor
+# at this size with the per-call overhead inside each time. By M = 16 it is slower. At M = 256
+# it is many times slower, while the fp16 GEMM takes about as long as at M = 1, and the
+# TFLOP/s line shows tinygemm at a small fraction of fp16's rate. tinygemm computes one 16 x 8
+# output tile per thread block over the whole K, so at M = 256 it loads and dequantizes every
+# weight tile once per 16 rows of `x`, 16 times, mostly from L2: its design, not the bytes it
+# streams from HBM, sets its time at large M. At M = 256 every compact-weight row is slower
+# than even fp32 (the lines above). PyTorch's CUDA int8 weight-only op is a reference kernel
+# (one thread per output element, scalar multiply-adds, no tensor cores): slower than fp32 at
+# every M. The W8A8 row, a separate activation-quantization pass plus `torch._int_mm` plus a
+# separate rescale, is slower than fp32 at M = 256 too: serving stacks fuse these into
+# dedicated kernels.
 #
 # The scale rows look different on the GPU, relative to the GEMM, because a GPU GEMM is so
 # fast. The separate multiply `y_codes * s` takes nearly the same microseconds at every M,
-# while its output grows 256-fold from M = 1 to M = 256: a fixed cost per call (operator
-# dispatch and a kernel launch), not a pass over memory. Next to a GEMM of a few tens of
-# microseconds that is a large share; next to a longer GEMM, a smaller one. Folding into `x`
-# adds a similar fixed cost (one more kernel before the GEMM). The two are made cheap in
-# different ways: a per-output-channel scale by fusing it into the GEMM's epilogue, applied to
-# the accumulator tile in registers (how serving kernels do it); an input-channel scale by
-# folding it offline into the operation that produces `x` (a LayerNorm or the previous layer),
-# which costs nothing at run time. Per group without a fused kernel costs a multiple.
+# while its output grows 256-fold from M = 1 to M = 256: a fixed cost per call (host dispatch
+# and a kernel launch, timed call by call), not a pass over memory. Even with launches queued
+# ahead in a model, a separate kernel costs its own few microseconds and a launch gap, far more
+# than 5% of a GEMM this small. Folding into `x` adds a similar fixed cost (one more kernel
+# before the GEMM). The two are made cheap in different ways: a per-output-channel scale by
+# applying it in the GEMM's epilogue, to the accumulator tile in registers (how serving kernels
+# do it; not timed here); an input-channel scale by folding it offline into the operation that
+# produces `x`, where such a producer exists (section 1), which costs nothing at run time. Per
+# group without a fused kernel costs a multiple.
 
 # %% [markdown]
 # ## Summary
@@ -363,18 +397,19 @@ for gpu in bench_gemm.stored_rooflines():
 #   N multiplies per output row. A per-input-channel scale moves onto the activations (or
 #   into the op that made them). A per-group scale must be applied inside the reduction.
 # * Asymmetric codes in an integer GEMM cost cross terms (row sums, offline column sums) and
-#   keep the bias in int32 at scale `s_x * s_w`.
+#   keep the bias in int32 at scale `s_x * s_w` (with a static `s_x`).
 # * The ridge point (a kernel's peak FLOPs / bandwidth) says when a product turns compute
 #   bound. Each kernel has its own (this machine's are in the table above); a data-centre
 #   GPU's bf16 ridge is in the hundreds of FLOPs per byte.
 # * W8A8 rescales the int32 accumulator by the rank-1 matrix `s_x s_w^T`.
 # * Batch-1 decoding is memory bound: the weight bytes set a floor under the time. Compact
-#   weights help only when a fused kernel dequantizes them in registers; dequantize-then-matmul
+#   weights help only when the kernel reads the codes directly: a fused weight-only kernel
+#   dequantizes them in registers, an int8 GEMM (W8A8) computes on them. Dequantize-then-matmul
 #   is slower than fp32. At large M a kernel's arithmetic, and its design, decide instead.
-# * "Per-channel adds under 5%" holds for scales applied in the GEMM's epilogue (and for a
-#   separate multiply on a CPU wherever the verdict lines above say so), not as a separate
-#   kernel at small M on a GPU (a fixed cost per call), and not for a dequantize pass in
-#   front of the GEMM.
+# * "Per-channel adds under 5%" holds, from how such kernels work (not timed here), for scales
+#   applied in the GEMM's epilogue, and for a separate multiply on a CPU wherever the verdict
+#   lines above say so; not as a separate kernel at small M on a GPU (a fixed cost per call),
+#   and not for a dequantize pass in front of the GEMM.
 # * Zero-point corrections are cheap arithmetic but cost real time as separate ops: fuse them,
 #   or fold the static ones into the bias.
 # * Timings are noisy: two identical products differ from run to run. A "faster" needs a gap
@@ -410,7 +445,9 @@ recall.show("06")
 # 1. The per-channel scale is constant along the reduction axis K and factors out of the sum;
 #    a group scale changes with k inside the sum.
 # 2. M x N (one per output element), against M x N x K multiply-adds for the GEMM.
-# 3. It reads the int8 codes, writes a full fp32 weight, then reads that copy again: more
-#    bytes than the fp32 GEMM alone, which is memory bound at M = 1.
+# 3. It reads the int8 codes, writes a full fp32 weight (two, with the scale multiply), then
+#    reads that copy again: more bytes than the fp32 GEMM alone, which is memory bound at
+#    M = 1. The measured penalty can exceed the byte ratio: fresh tensors cost page faults, and
+#    the conversion passes may run below the copy bandwidth.
 # 4. `[M, N]`, rank 1: the outer product of the per-token and per-channel scales.
 # </details>

@@ -194,12 +194,32 @@ def test_verdict_calls_a_small_fold_a_tie():
     rows = [
         _row(16, "fp32 F.linear (baseline)", 10.0),
         _row(16, "GEMM on pre-converted codes: F.linear(x, q_fp32)", 10.5),
-        _row(16, "per-channel scale alone: y_codes * s (the epilogue)", 0.01),
+        _row(16, "per-channel scale alone, a separate op: y_codes * s", 0.01),
         _row(16, "input-channel scale folded into x: F.linear(x * s_in, q_fp32)", 10.6),
     ]
     lines = bench.verdict(rows)
-    assert lines[0].startswith("M = 16: two identical fp32 products differed by 10%"), lines
+    assert lines[0] == (
+        "M = 16: two identical fp32 products differed by 5.0%; gaps under 10% (that gap or a 10% floor, "
+        "the larger) are called ties"
+    ), lines
     assert any("+1.0% (within noise)" in line and "claim holds" in line for line in lines), lines
+    slow_half = rows + [_row(16, "bfloat16 F.linear", 0.1)]  # the multiply is 10% of the faster GEMM
+    assert any("10.00% of the half-width GEMM (the under-5% claim does not hold" in x for x in bench.verdict(slow_half))
+
+
+def test_csv_rows_stored_before_the_rename_read_with_the_new_name(tmp_path):
+    path = tmp_path / "gemm_old.csv"
+    bench.write_csv([_row(1, "per-channel scale alone: y_codes * s (the epilogue)", 0.01)], path)
+    assert bench.read_csv(path)[0].method == bench.SEPARATE_SCALE
+
+
+def test_cache_line_names_what_fits(monkeypatch):
+    monkeypatch.setattr(bench, "last_level_cache_bytes", lambda: 40 * 2**20)
+    assert bench.cache_line(4096, 128) == (
+        "last-level cache 40 MiB: 4 copies of the int4 weights fit in it; the 128 MiB bandwidth probe exceeds it"
+    )
+    monkeypatch.setattr(bench, "last_level_cache_bytes", lambda: None)
+    assert "not reported" in bench.cache_line()
 
 
 def test_kernel_peaks_never_sit_below_a_row_of_the_run():
@@ -221,11 +241,12 @@ def test_stored_gpu_run_supports_the_lessons_reading():
     def ms(m, prefix):
         return bench._row(rows, m, prefix).median_ms
 
-    assert ms(1, "fused int4") < ms(1, "float16") and ms(16, "fused int4") > ms(16, "float16")
-    assert ms(256, "fused int4") > 5 * ms(256, "float16")  # "many times slower"
+    int4 = "fused int4 weight-only group 128"
+    assert ms(1, int4) < ms(1, "float16") and ms(16, int4) > ms(16, "float16")
+    assert ms(256, int4) > 5 * ms(256, "float16")  # "many times slower"
     assert ms(256, "float16") < 1.25 * ms(1, "float16")  # "about as long at M = 256 as at M = 1"
-    assert bench.tflops(rows, 256, "fused int4") < 0.2 * bench.tflops(rows, 256, "float16")
-    for prefix in ("fused int8", "fused int4", "W8A8"):  # every compact row slower than fp32 at M = 256
+    assert bench.tflops(rows, 256, int4) < 0.2 * bench.tflops(rows, 256, "float16")
+    for prefix in ("fused int8", int4, "W8A8"):  # every compact row slower than fp32 at M = 256
         assert ms(256, prefix) > ms(256, "fp32")
     assert all(ms(m, "fused int8") > ms(m, "fp32") for m in (1, 16, 256))  # "slower than fp32 at every M"
     roof = bench.stored_rooflines()[0]

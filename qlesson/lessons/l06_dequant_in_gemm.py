@@ -138,8 +138,9 @@ RECALL: tuple[Question, ...] = (
         (
             "As a separate multiply kernel after the GEMM, on a GPU at M = 1",
             False,
-            "The stored H100 run: a fixed cost per call of the same microseconds at every M, a large share of a "
-            "GEMM that takes only tens of microseconds.",
+            "The stored H100 run, timed call by call: nearly the same microseconds at every M (a fixed cost per "
+            "call), a large share of a GEMM that small; even with launches queued ahead, a separate kernel costs "
+            "a few microseconds, far above 5% of it.",
         ),
         (
             "As a dequantize pass that writes an fp32 weight before the GEMM",
