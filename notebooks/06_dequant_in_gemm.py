@@ -133,13 +133,14 @@ print("y (fp32 weights):", [[round(v, 4) for v in r] for r in (xs @ qw.dequantiz
 # %% [markdown]
 # ## 3. Bytes and FLOPs: why batch 1 is memory bound
 #
-# A `[M, K] x [K, N]` product does `2 M K N` FLOPs and must read the whole weight once.
-# At M = 1 that is 2 FLOPs per weight element: a CPU or GPU can do far more arithmetic than
-# that in the time it takes to read the weight. So the weight bytes set a floor under the
-# time: reading them at full bandwidth. Fewer bits per weight lower that floor in proportion;
-# a kernel reaches it only if nothing else is read or written and its own work stays hidden
-# under the reads. The two int4 rows: symmetric codes with one fp16 scale per group of 128 (as
-# GPTQ-style checkpoints store them, 4.125 bits per weight), and the layout section 4's kernel
+# A `[M, K] x [K, N]` product does `2 M K N` FLOPs and must read the whole weight once. At
+# M = 1 that is 2 FLOPs per weight element: a CPU or GPU can do far more arithmetic than that in
+# the time it takes to read the weight. So the weight bytes set a floor under the time:
+# reading them at full bandwidth. Fewer bits per weight lower that floor in proportion; a
+# kernel reaches it only if nothing else is read or written and its own work stays hidden
+# under the reads. The two int4 rows: symmetric codes with one fp16 scale per group of 128
+# (what symmetric GPTQ kernels such as Marlin read, 4.125 bits per weight; GPTQ checkpoints
+# also store a packed 4-bit zero per group, about 4.16), and the layout section 4's kernel
 # reads, a bf16 scale and a bf16 zero per group (4.25 bits).
 
 # %%
@@ -276,8 +277,10 @@ print(f"the corrections are exact: {zp['exact']}; their arithmetic is {zp['work 
 #   compare them with the **bf16** `F.linear` (`x half`) as well as with fp32 (`x fp32`): a
 #   ratio against fp32 mixes two changes (narrower weights and narrower arithmetic). Their `of
 #   read BW` column is the share of the measured read bandwidth their weight bytes stream at.
-#   A share above 100% would mean part of the weight came from cache; where the cache line says
-#   the copies fit in it, read the column as a rate, not as proof of memory traffic.
+#   A share above 100% means the weight streamed faster than the bandwidth probe: part of it
+#   came from cache, or the probe (one reduction, on a possibly busy machine) under-measured
+#   the bandwidth; where the cache line says the copies fit in it, read the column as a rate,
+#   not as proof of memory traffic.
 # * Dequantize-then-matmul is many times *slower* than fp32 at small M: `q.float() * s`
 #   materializes two full fp32 temporaries, each written and read again. The preallocated-buffer
 #   row removes the allocation (page faults) but not the traffic; the verdict line says how much
@@ -297,13 +300,14 @@ print(f"the corrections are exact: {zp['exact']}; their arithmetic is {zp['work 
 #   choice.
 # * **Larger M** turns compute bound, and then the arithmetic each kernel runs decides. The
 #   ridge table gives each kernel's own peak, measured at M = 512 (or the fastest rate the
-#   benchmark rows reached, if a row beat it). On a CPU with bf16 or int8 matrix units (AMX,
-#   AVX-512 BF16/VNNI) the bf16 and W8A8 peaks can sit far above the fp32 one. PyTorch's CPU
-#   weight-only kernels convert their codes to fp32 inside the loop and multiply with fp32 FMA
-#   units, no matrix unit, converting each weight block again for every few rows of `x`: on the
-#   CPU that stored these outputs they peaked below the plain bf16 GEMM and even below fp32.
-#   For them, "compute bound from M =" in the table means bound by the kernel's own
-#   throughput, a design limit rather than the hardware's.
+#   benchmark rows reached, if a row beat it). On a CPU with a matrix unit (AMX) the bf16 and
+#   W8A8 peaks can sit far above the fp32 one; bf16 and int8 dot-product instructions on the
+#   vector units (AVX-512 BF16, VNNI) give a smaller gain. PyTorch's CPU weight-only kernels
+#   convert their codes to fp32 inside the loop and multiply with fp32 FMA units, no matrix
+#   unit, converting each weight block again for every few rows of `x`: on the CPU that stored
+#   these outputs they peaked below the plain bf16 GEMM and even below fp32. For them,
+#   "compute bound from M =" in the table means bound by the kernel's own throughput, a design
+#   limit rather than the hardware's.
 # * The last verdict line per M lists which compact-weight kernels beat fp32 and bf16 there
 #   beyond noise. Against bf16, a weight-only kernel can keep an edge only while the product is
 #   memory bound. W8A8, whose arithmetic is int8 itself, is the only one that can keep it at
@@ -315,19 +319,21 @@ print(f"the corrections are exact: {zp['exact']}; their arithmetic is {zp['work 
 #   fp32 GEMM on the codes and against the bf16 GEMM, and judge the claim on the faster GEMM
 #   (the one a deployment runs). It does **not** hold for dequantize-then-matmul, which costs
 #   a multiple of the GEMM at small M.
-# * **Zero points**: their corrections are a fraction of a percent of the GEMM's arithmetic, but
-#   as separate PyTorch ops beside a small int8 GEMM they cost far more than that share (the
-#   ratio printed above): extra passes and operator calls. They are cheap only when fused into
-#   the kernel (the epilogue adds the `[M, N]` terms; the row sum comes with the activation
-#   quantization pass), or folded offline into the bias where the zero points are static.
+# * **Zero points**: their corrections are a fraction of a percent of the GEMM's arithmetic,
+#   but as separate PyTorch ops beside a small int8 GEMM they cost far more than that share
+#   (the ratio printed above): extra passes and operator calls. They are cheap only when fused
+#   into the kernel (the epilogue adds the `[M, N]` terms; the row sum comes with the
+#   activation quantization pass), or, for a static activation zero point, folded offline into
+#   the bias (the weight zero point's row-sum term stays a per-call cost unless the weights
+#   are symmetric).
 #
 # ## 5. A stored GPU run
 #
 # The same benchmark runs on a CUDA GPU with CUDA events and an fp16 baseline, using only
-# PyTorch's own ops (the int8 weight-only kernel there takes fp16 activations; the int4 one,
-# tinygemm, takes bf16 only, which runs at the same tensor-core rate as fp16 on an H100);
-# without a GPU those rows are skipped with one line. A GPU run is stored in
-# `notebooks/results/`, in a file named after its device:
+# PyTorch's own ops (the int8 weight-only op there is given fp16 activations and casts them to
+# fp32 inside; the int4 one, tinygemm, takes bf16 only, which runs at the same tensor-core
+# rate as fp16 on an H100); without a GPU those rows are skipped with one line. A GPU run is
+# stored in `notebooks/results/`, in a file named after its device:
 
 # %%
 stored = bench_gemm.stored_results()
@@ -365,8 +371,11 @@ for gpu in bench_gemm.stored_rooflines():
 #
 # fp16 `F.linear` (cuBLAS) is the baseline to beat at every M. At M = 1 the int4 kernel
 # (tinygemm) beats it (the `x half` column), though by less than its quarter of the bytes
-# (4.25 bits per weight against 16) would allow: neither kernel gets near the bandwidth floor
-# at this size with the per-call overhead inside each time. By M = 16 it is slower. At M = 256
+# (4.25 bits per weight against 16) would allow, even with its four copies served from L2 while
+# fp16's came from HBM: neither kernel gets near the bandwidth floor at this size with the
+# per-call overhead inside each time. By M = 16 it is slower, but part of that margin is the
+# cache: fp16's single copy now fits in L2, and its time fell below its M = 1 time although it
+# did 16 times the work. A run with the uniform copies would settle M = 16. At M = 256
 # it is many times slower, while the fp16 GEMM takes about as long as at M = 1, and the
 # TFLOP/s line shows tinygemm at a small fraction of fp16's rate. tinygemm computes one 16 x 8
 # output tile per thread block over the whole K, so at M = 256 it loads and dequantizes every
@@ -375,8 +384,11 @@ for gpu in bench_gemm.stored_rooflines():
 # than even fp32 (the lines above). PyTorch's CUDA int8 weight-only op is a reference kernel
 # (one thread per output element, scalar multiply-adds, no tensor cores): slower than fp32 at
 # every M. The W8A8 row, a separate activation-quantization pass plus `torch._int_mm` plus a
-# separate rescale, is slower than fp32 at M = 256 too: serving stacks fuse these into
-# dedicated kernels.
+# separate rescale, is slower than fp32 at M = 256 too. The run does not time `torch._int_mm`
+# alone, but its roughly ten small passes, at the separate multiply's cost each, explain at
+# most about a third of that time: PyTorch's int8 GEMM call itself ran far below the fp16 GEMM
+# here. Serving stacks use tuned int8 GEMM kernels with quantization and rescale fused around
+# them.
 #
 # The scale rows look different on the GPU, relative to the GEMM, because a GPU GEMM is so
 # fast. The separate multiply `y_codes * s` takes nearly the same microseconds at every M,
@@ -396,8 +408,9 @@ for gpu in bench_gemm.stored_rooflines():
 # * A per-output-channel (or per-tensor) scale is constant along K: apply it after the GEMM,
 #   N multiplies per output row. A per-input-channel scale moves onto the activations (or
 #   into the op that made them). A per-group scale must be applied inside the reduction.
-# * Asymmetric codes in an integer GEMM cost cross terms (row sums, offline column sums) and
-#   keep the bias in int32 at scale `s_x * s_w` (with a static `s_x`).
+# * Asymmetric codes in an integer GEMM cost cross terms (a per-token row sum, offline column
+#   sums); with a static activation scale and zero point, the constant terms fold into the
+#   int32 bias, kept at scale `s_x * s_w`.
 # * The ridge point (a kernel's peak FLOPs / bandwidth) says when a product turns compute
 #   bound. Each kernel has its own (this machine's are in the table above); a data-centre
 #   GPU's bf16 ridge is in the hundreds of FLOPs per byte.
@@ -410,8 +423,8 @@ for gpu in bench_gemm.stored_rooflines():
 #   applied in the GEMM's epilogue, and for a separate multiply on a CPU wherever the verdict
 #   lines above say so; not as a separate kernel at small M on a GPU (a fixed cost per call),
 #   and not for a dequantize pass in front of the GEMM.
-# * Zero-point corrections are cheap arithmetic but cost real time as separate ops: fuse them,
-#   or fold the static ones into the bias.
+# * Zero-point corrections are cheap arithmetic but cost real time as separate ops: fuse them;
+#   the terms with a static activation zero point fold into the int32 bias.
 # * Timings are noisy: two identical products differ from run to run. A "faster" needs a gap
 #   larger than that noise, measured in the same run.
 #

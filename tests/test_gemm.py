@@ -245,6 +245,9 @@ def test_stored_gpu_run_supports_the_lessons_reading():
     assert ms(1, int4) < ms(1, "float16") and ms(16, int4) > ms(16, "float16")
     assert ms(256, int4) > 5 * ms(256, "float16")  # "many times slower"
     assert ms(256, "float16") < 1.25 * ms(1, "float16")  # "about as long at M = 256 as at M = 1"
+    assert ms(16, "float16") < ms(1, "float16")  # "its time fell below its M = 1 time" (L2-resident at M = 16)
+    # W8A8: "roughly ten small passes, at the separate multiply's cost each, explain at most about a third"
+    assert 11 * ms(256, "per-channel scale alone") < 0.4 * ms(256, "W8A8")
     assert bench.tflops(rows, 256, int4) < 0.2 * bench.tflops(rows, 256, "float16")
     for prefix in ("fused int8", int4, "W8A8"):  # every compact row slower than fp32 at M = 256
         assert ms(256, prefix) > ms(256, "fp32")
