@@ -259,8 +259,8 @@ print(f"L0.intermediate: NVFP4 {nv_sqnr:.4f} = {same_nv:.4f} dB, MXFP4 rceil {mx
 #
 # Which power of two a block takes is itself a choice: the OCP specification's *floor*, or
 # torchao's *ceil*, *even* and *rceil*, trade clipping against wasted range. Appendix B
-# measures the four rules and checks them against torchao; section 4 shows them on the whole
-# model.
+# measures the four rules, on one layer and on the whole model, and checks them against
+# torchao.
 
 # %% [markdown]
 # ### NVFP4: FP8 block scales under one fp32 tensor scale
@@ -399,14 +399,14 @@ for name, steps in (("NVFP4", via_nv), ("MXFP4 rceil", via_mx), ("Q4_K search", 
 # SQNR and the small-half error are computed over every weight counted above: they have no
 # sampling noise. The embedding measures rest on 240 sentences, so each comparison gets a
 # paired interval, as in lesson 03 (pairs of sentences resampled for the cosine, a jackknife
-# over pairs for the rank correlation; a tie where it spans 0). With 24 intervals from one run
-# (12 pairs, two measures each), a single borderline one (`Q4_K - Q4_0` on rank, its lower end at 0) should not be
-# over-read.
+# over pairs for the rank correlation; a tie where it spans 0). With 20 intervals from one run
+# (10 pairs, two measures each; the MXFP4 rules are compared in appendix B), a single
+# borderline one (`Q4_K - Q4_0` on rank, its lower end at 0) should not be over-read.
 
 # %%
 pairs = [("NVFP4", "Q4_K search"), ("NVFP4", "Q4_0"), ("Q4_K search", "Q4_K"), ("Q4_K", "Q4_0")]
-pairs += [("NVFP4", "int4 g32"), ("NVFP4", "MXFP4 even"), ("MXFP4 floor", "int4 g32"), ("MXFP4 floor", "MXFP4 even")]
-pairs += [("Q6_K search", "Q6_K"), ("Q4_K search", "Q4_1"), ("MXFP4 floor", "Q4_0"), ("MXFP4 rceil", "MXFP4 ceil")]
+pairs += [("NVFP4", "int4 g32"), ("NVFP4", "MXFP4 even"), ("MXFP4 floor", "int4 g32")]
+pairs += [("Q6_K search", "Q6_K"), ("Q4_K search", "Q4_1"), ("MXFP4 floor", "Q4_0")]
 print_table(
     studies.compare_embeddings(fmt_scores, pairs),
     {"cosine": "+.4f", "cosine 95% CI": "+.4f", "rank corr": "+.4f", "rank 95% CI": "+.4f"},
@@ -432,15 +432,10 @@ print_table(
 #   search on both measures (both intervals span 0). So "best per bit" on the embeddings is a
 #   tie between the two at 4.5 bits, not a win for either. MXFP4 *floor* beats int4 g32 on mean
 #   cosine with fewer bits and ties with it on rank correlation, and stays behind Q4_0 on both.
-# * NVFP4 and MXFP4 *floor* and *even* have the lowest error on the small half of the weights
-#   (last line; *rceil* and *ceil* do not), FP4's fine ticks near zero at work. Yet that does
-#   not explain the embeddings either: MXFP4 *floor* has a lower small-half error than Q4_0 and
-#   a lower mean cosine (interval above). What the table shows is that neither SQNR over all
-#   weights nor the small-half error ranks these formats the way the embeddings do; why NVFP4
-#   does better on them is not settled here.
-# * The power-of-two rule matters on the whole model too: *ceil*, which wastes range in every
-#   block, is the worst rule, far behind *rceil* (`MXFP4 rceil - MXFP4 ceil`), and *floor* and
-#   *even*, which clip a few weights, do best (the rules: appendix B).
+# * FP4's fine ticks near zero give NVFP4 and MXFP4 *floor* and *even* the lowest error on the
+#   small half of the weights (last line), but that does not rank the formats as the embeddings
+#   do either (MXFP4 *floor*: lower small-half error than Q4_0, lower mean cosine), so why
+#   NVFP4 does better on the embeddings is not settled here.
 # * Double-quantized int4 g64 sits almost on int4 g128's bits with a better error: cheap
 #   scales let groups shrink.
 #
@@ -484,9 +479,9 @@ widgets.format_explorer(W)
 #   g32 plus blocks of 16 minus its FP4 grid and E4M3 scales, MXFP4 *rceil* int4 g32 (its grid
 #   about even) minus its power of two, and Q4_K int4 g32 plus Q4_0's -8 code and a minimum per
 #   32.
-# * The power-of-two rule (floor, ceil, even, rceil) trades clipping against wasted range;
-#   *ceil*, which wastes range in every block, is the worst on this model (appendix B, section 4).
-# * FP8 elements barely care about the block size (a fraction of a dB from per-tensor to
+# * In the appendices: the power-of-two rule (floor, ceil, even, rceil) trades clipping against
+#   wasted range, and *ceil*, which wastes range in every block, is the worst on this model (B).
+#   FP8 elements barely care about the block size (a fraction of a dB from per-tensor to
 #   128 x 128 on one layer), consistent with DeepSeek-V3's 128 x 128 weight blocks (its report
 #   chose them over per-tensor scaling to contain outliers; appendix D); double-quantized
 #   int4 scales (QLoRA's idea) cost 0.127 bits per weight instead of 0.25.
@@ -658,6 +653,23 @@ print(f"range left unused against the ideal scale amax / 6: {unused.min():.2f} t
 # every block. *floor* and *even* saturate a few weights and score highest on this layer:
 # clipping a few large weights to 6 x scale costs less than leaving range unused in every block.
 # The rule is a choice between clipping and wasted range, not a detail.
+#
+# **The rules on the whole model.** Section 4's table has a row for each rule: its SQNR over all
+# 36 layers, then paired intervals on the embeddings (as in section 4) for *rceil* against
+# *ceil* and *floor* against *even*:
+
+# %%
+rules = ("MXFP4 floor", "MXFP4 even", "MXFP4 rceil", "MXFP4 ceil")
+print("SQNR over all 36 layers: " + ", ".join(f"{m} {table_db[m]:.2f} dB" for m in rules))
+print_table(
+    studies.compare_embeddings(fmt_scores, [("MXFP4 rceil", "MXFP4 ceil"), ("MXFP4 floor", "MXFP4 even")]),
+    {"cosine": "+.4f", "cosine 95% CI": "+.4f", "rank corr": "+.4f", "rank 95% CI": "+.4f"},
+)
+
+# %% [markdown]
+# On the whole model too, *ceil*, which wastes range in every block, is the worst rule, far
+# behind *rceil* on both embedding measures; *floor* and *even*, which clip a few weights, have
+# the highest SQNR and tie with each other on the embeddings.
 
 # %% [markdown]
 # **NVFP4 against torchao.** Section 3's NVFP4 values on `L0.intermediate` (fp32 tensor scale,
