@@ -28,7 +28,8 @@
 # * how much a block loses when its scale is stored in fp16, as a 4- to 8-bit integer under an
 #   fp16 super-scale (K-quants), as E4M3 under an fp32 tensor scale (NVFP4) or as a power of
 #   two (E8M0, MX): on lesson 02's two rows and on a real layer; why 4 to 6 bits suffice for
-#   4-bit codes, and why Q6_K's 6-bit codes get 8-bit sub-scales;
+#   4-bit codes, and why 6-bit codes need more when their scales round to the nearest (mostly
+#   clipping), as Q6_K's 8-bit sub-scales provide;
 # * where FP4's bits go: its uneven grid (0, 0.5, 1, 1.5, 2, 3, 4, 6) and its power-of-two
 #   scale, each measured apart; NVFP4's tensor scale; double-quantized int4 scales (QLoRA);
 # * which format is best per bit on MiniLM's 36 Linear layers, with intervals on the
@@ -37,9 +38,9 @@
 #   rules for MXFP4's power of two and torchao's checks (B), where gguf's MXFP4 rounds
 #   differently from torchao's (C), and FP8 elements under DeepSeek-V3's 128 x 128 blocks (D).
 #
-# **What you need**: notebooks 03 and 04. About 45 minutes for sections 1-5 and the summary,
-# 20 more for the appendices; running it takes a few minutes (section 4 quantizes the model
-# 17 ways).
+# **What you need**: notebooks 02 (the two rows), 03 and 04, and 05 for appendix D. About 45
+# minutes for sections 1-5 and the summary, 20 more for the appendices; running it takes a few
+# minutes (section 4 quantizes the model 17 ways).
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -96,7 +97,7 @@ _ = format_plots.byte_map()
 # `E4M3 x fp32` (an FP8 number times one fp32 per tensor, NVFP4's idea), and two powers of two,
 # an MX scale byte (E8M0): `E8M0 (nearest)`, the power of two nearest the ideal (in log terms),
 # and `E8M0 (up)`, the one at or above it. First lesson 02's two rows, each a block of 4,
-# sharing one 6-bit super-scale:
+# whose 6-bit sub-scales share one fp16 super-scale:
 
 # %%
 from qlesson.teach import scale_bits
@@ -143,13 +144,15 @@ for block in (32, 16):
 # zero, that moves the code by a few hundredths of a tick (the `top code moves` column, at the
 # median block), while rounding the weight itself already costs up to half a tick. The
 # quantization of the scale drowns in the quantization of the weights: at blocks of 32 the SQNR
-# matches fp32 scales at a quarter of the scale bits. Each bit fewer doubles the scale's error
-# (the `median scale error` column): 5-bit sub-scales lose a few hundredths of a dB, 4-bit ones
-# about a tenth (up to 0.14 dB), and 8-bit ones gain at most a hundredth over 6. The worst
+# matches fp32 scales at a quarter of the scale bits. From 6 bits down, each bit fewer doubles
+# the scale's error (the `median scale error` column; the 8-bit sub-scale runs to 127, a signed
+# int8's magnitude, so it has 7 bits of steps and halves the 6-bit error once): 5-bit
+# sub-scales lose a few hundredths of a dB, 4-bit ones about a tenth (up to 0.14 dB), and 8-bit
+# ones gain at most a hundredth over 6. The worst
 # blocks are the quiet ones beside a loud neighbour (a sub-scale of a few steps, or clamped at
 # 1: the `worst scale error` column), and the SQNR shows they hold little of the signal. E4M3's
 # 3 mantissa bits are off by up to 1/16: a tenth or two of a tick at the median block, up to 0.4
-# at the worst, a loss of about a tenth of a dB. A power of two is off by up to a factor of 2
+# at the worst, a loss of 0.05 to 0.12 dB. A power of two is off by up to a factor of 2
 # rounded up (a block's largest weight may land at 3.5 ticks instead of 7: a bit of resolution
 # gone), or by up to `sqrt(2)` either way rounded to the nearest, which clips a block's top
 # weights whenever it rounds down. Both cost dB where the integer and FP8 scales cost hundredths
@@ -157,7 +160,8 @@ for block in (32, 16):
 #
 # **With 6-bit codes the scale needs more.** With codes -31 to 31 a block's largest weight sits
 # 31 ticks from zero, and the same relative scale error moves it 4.4 times as far. The same layer
-# with 6-bit codes in blocks of 16, super-blocks of 16 (Q6_K's layout, not its codes):
+# with 6-bit codes in blocks of 16, super-blocks of 16 (Q6_K's layout, not its codes); the
+# last line runs it again without the clamp to -31..31, to show what clipping costs:
 
 # %%
 q6_formats = [f for f in scale_bits.FORMATS if f != "fp16"]
@@ -167,12 +171,22 @@ print(
     "SQNR against fp32 scales: "
     + ", ".join(f"{r['scale format']} {r['SQNR dB'] - q6_rows[0]['SQNR dB']:+.2f} dB" for r in q6_rows[1:])
 )
+q6_free = scale_bits.scale_rows(W["L0.output"], block=16, bits=6, super_blocks=16, formats=q6_formats, clip=False)
+print(
+    "the same, codes not clamped to -31..31 (a diagnostic): "
+    + ", ".join(f"{r['scale format']} {r['SQNR dB'] - q6_free[0]['SQNR dB']:+.2f} dB" for r in q6_free[1:])
+)
 
 # %% [markdown]
 # Here every bit of the sub-scale shows: 4 bits cost about 1.5 dB, 5 bits half a dB, 6 bits
-# under two tenths, 8 bits a few hundredths; E4M3 more than a dB. At 6 bits the codes are fine
-# enough that the scale's own rounding shows. This fits Q6_K's choice of an
-# int8 sub-scale per 16 weights (0.5625 bits of scales per weight). A power of two rounded to
+# under two tenths, 8 bits a few hundredths; E4M3 more than a dB. **Most of that is clipping.**
+# Every scale in this model rounds to the nearest, so about half the blocks get a scale below the
+# ideal, and then the block's top weight, 31 ticks out, rounds past 31 and clips. Without the
+# clamp (last line; a diagnostic, since such codes do not fit in 6 bits) 4- and 5-bit sub-scales
+# and E4M3 cost about 0.3 dB, 6 bits 0.15 and 8 bits 0.04. So with scales rounded to the
+# nearest, as here, 6-bit codes need about 8 bits of sub-scale, which fits Q6_K's choice of an
+# int8 sub-scale per 16 weights (0.5625 bits of scales per weight); a rule that avoids the
+# clipping would change that count, and is not measured here. A power of two rounded to
 # the nearest is now the worst choice by far: clipping a block's top weights by up to 29% costs
 # far more than the codes' rounding, while rounding up only wastes range.
 #
@@ -233,26 +247,27 @@ print(f"L0.intermediate: NVFP4 {nv_sqnr:.4f} = {same_nv:.4f} dB, MXFP4 rceil {mx
 #   dB behind. Under NVFP4's very scales (`E4M3 x fp32`, blocks of 16) int4 codes would gain
 #   half a dB (20.99 dB, against Q4_0's 20.93 in section 4): where NVFP4 trails Q4_0 on SQNR,
 #   its grid is the cause. Against Q4_K the grid explains only about 0.5 of 1.4 dB; the rest
-#   is Q4_K's minimum per 32 weights (section 4 adds the steps up).
+#   is mostly Q4_K's minimum per 32 weights (+0.93 dB in section 4's steps; Q4_0's 16th level
+#   and NVFP4's smaller blocks about cancel).
 # * **The scale, on the same grid.** A power of two rounded up costs int4 codes about 3.5 dB
 #   and FP4 codes about 1.5 dB (rounded to the nearest, it clips, and both lose about 1.7 dB).
 #   On a float grid, halving every value moves it down exactly one
 #   binade, where the relative step is the same, so only the values pushed to the bottom ticks
 #   (0 and 0.5) lose precision; on int4's even ticks, halving the values halves their precision.
 #   Power-of-two scales and float elements belong together, which is MX's design for its FP
-#   formats (its MXINT8, int8 codes under E8M0, has 8-bit codes that tolerate a power of two
-#   better). MXFP4's SQNR deficit against int4 g32 comes from its scale, not its grid.
+#   formats. MXFP4's SQNR deficit against int4 g32 comes from its scale, not its grid.
 #
 # Which power of two a block takes is itself a choice: the OCP specification's *floor*, or
 # torchao's *ceil*, *even* and *rceil*, trade clipping against wasted range. Appendix B
-# measures the four rules and checks them against torchao; section 4 shows them on the whole
-# model.
+# measures the four rules, on one layer and on the whole model, and checks them against
+# torchao.
 
 # %% [markdown]
 # ### NVFP4: FP8 block scales under one fp32 tensor scale
 #
 # NVFP4 halves the block to 16 weights and gives each block a real FP8 E4M3 scale (3 mantissa
-# bits, up to 448) instead of a power of two. E4M3's normal numbers span 2**-6 to 448, and
+# bits, up to 448; unsigned, UE4M3, in gguf's bytes) instead of a power of two. E4M3's normal
+# numbers span 2**-6 to 448, and
 # below 2**-6 it loses mantissa bits; an fp32 tensor scale `amax / (448 x 6)` above the block
 # scales puts the largest block scale at 448 whatever the tensor's magnitude: two levels
 # again. 4.5 bits per weight plus 32 bits per tensor. On `L0.intermediate`, with the tensor
@@ -384,14 +399,14 @@ for name, steps in (("NVFP4", via_nv), ("MXFP4 rceil", via_mx), ("Q4_K search", 
 # SQNR and the small-half error are computed over every weight counted above: they have no
 # sampling noise. The embedding measures rest on 240 sentences, so each comparison gets a
 # paired interval, as in lesson 03 (pairs of sentences resampled for the cosine, a jackknife
-# over pairs for the rank correlation; a tie where it spans 0). With twelve intervals from one
-# run, a single borderline one (`Q4_K - Q4_0` on rank, its lower end at 0) should not be
-# over-read.
+# over pairs for the rank correlation; a tie where it spans 0). With 20 intervals from one run
+# (10 pairs, two measures each; the MXFP4 rules are compared in appendix B), a single
+# borderline one (`Q4_K - Q4_0` on rank, its lower end at 0) should not be over-read.
 
 # %%
 pairs = [("NVFP4", "Q4_K search"), ("NVFP4", "Q4_0"), ("Q4_K search", "Q4_K"), ("Q4_K", "Q4_0")]
-pairs += [("NVFP4", "int4 g32"), ("NVFP4", "MXFP4 even"), ("MXFP4 floor", "int4 g32"), ("MXFP4 floor", "MXFP4 even")]
-pairs += [("Q6_K search", "Q6_K"), ("Q4_K search", "Q4_1"), ("MXFP4 floor", "Q4_0"), ("MXFP4 rceil", "MXFP4 ceil")]
+pairs += [("NVFP4", "int4 g32"), ("NVFP4", "MXFP4 even"), ("MXFP4 floor", "int4 g32")]
+pairs += [("Q6_K search", "Q6_K"), ("Q4_K search", "Q4_1"), ("MXFP4 floor", "Q4_0")]
 print_table(
     studies.compare_embeddings(fmt_scores, pairs),
     {"cosine": "+.4f", "cosine 95% CI": "+.4f", "rank corr": "+.4f", "rank 95% CI": "+.4f"},
@@ -417,15 +432,10 @@ print_table(
 #   search on both measures (both intervals span 0). So "best per bit" on the embeddings is a
 #   tie between the two at 4.5 bits, not a win for either. MXFP4 *floor* beats int4 g32 on mean
 #   cosine with fewer bits and ties with it on rank correlation, and stays behind Q4_0 on both.
-# * NVFP4 and MXFP4 *floor* and *even* have the lowest error on the small half of the weights
-#   (last line; *rceil* and *ceil* do not), FP4's fine ticks near zero at work. Yet that does
-#   not explain the embeddings either: MXFP4 *floor* has a lower small-half error than Q4_0 and
-#   a lower mean cosine (interval above). What the table shows is that neither SQNR over all
-#   weights nor the small-half error ranks these formats the way the embeddings do; why NVFP4
-#   does better on them is not settled here.
-# * The power-of-two rule matters on the whole model too: *ceil*, which wastes range in every
-#   block, is the worst rule, far behind *rceil* (`MXFP4 rceil - MXFP4 ceil`), and *floor* and
-#   *even*, which clip a few weights, do best (the rules: appendix B).
+# * FP4's fine ticks near zero give NVFP4 and MXFP4 *floor* and *even* the lowest error on the
+#   small half of the weights (last line), but that does not rank the formats as the embeddings
+#   do either (MXFP4 *floor*: lower small-half error than Q4_0, lower mean cosine), so why
+#   NVFP4 does better on the embeddings is not settled here.
 # * Double-quantized int4 g64 sits almost on int4 g128's bits with a better error: cheap
 #   scales let groups shrink.
 #
@@ -449,26 +459,29 @@ widgets.format_explorer(W)
 # * **How many bits does a scale need?** For 4-bit codes, 4 to 6 bits of *precision*: under an
 #   fp16 super-scale, 6-bit sub-scales matched fp32 scales within a hundredth of a dB, 5-bit
 #   ones within a few hundredths and 4-bit ones (Q2_K's width) within 0.08 to 0.14 dB, about
-#   what E4M3's 4 significant bits cost. The *range* can come from a level above: an fp16 super-scale per
-#   256 weights, an fp32 scale per tensor. 6-bit codes need about 8 bits: against fp32 scales,
-#   4-, 5- and 6-bit sub-scales cost them about 1.5, 0.5 and 0.17 dB, 8-bit ones 0.05, which
-#   fits Q6_K's int8 sub-scales.
+#   what E4M3's 4 significant bits cost. The *range* can come from a level above: an fp16
+#   super-scale per 256 weights, an fp32 scale per tensor. With scales rounded to the nearest,
+#   as here, 6-bit codes need about 8 bits: against fp32 scales, 4-, 5- and 6-bit sub-scales
+#   cost them about 1.5, 0.5 and 0.17 dB, 8-bit ones 0.05, which fits Q6_K's int8 sub-scales.
+#   Most of the loss at 4 and 5 bits is clipping: a scale rounded down pushes the block's top
+#   code past 31 (without the clamp, about 0.3 dB).
 # * **A power of two is the expensive scale for integer codes** (about 3.5 dB rounded up at
 #   blocks of 32), and a cheaper one for float codes when rounded up (about 1.5 dB on FP4;
 #   rounded to the nearest both lose 1.7 dB): a float grid's relative step is the same in every
 #   binade. MX pairs E8M0 scales with float elements for the hardware: applying a power of two
 #   is an exponent add.
 # * Where the bits go: Q4_K spends Q4_0's 0.5 bits of scales on a 6-bit scale *and* a 6-bit
-#   minimum per 32 weights; MXFP4 spends 0.25 on a power of two per 32; NVFP4 0.5 on an E4M3
-#   per 16 (plus one fp32 per tensor). Every count is from the bytes, and qlesson's bytes and
+#   minimum per 32 weights, plus two fp16 super-scales per 256; MXFP4 spends 0.25 on a power of
+#   two per 32; NVFP4 0.5 on an E4M3 per 16 (plus one fp32 per tensor). Every format's count is
+#   from its bytes, and qlesson's bytes and
 #   values match gguf (Q4_K read back, MXFP4 bytes on a whole layer; appendices A and C) and torchao
 #   (MXFP4 rules, NVFP4; appendix B). Added up over the whole model (section 4), NVFP4 is int4
 #   g32 plus blocks of 16 minus its FP4 grid and E4M3 scales, MXFP4 *rceil* int4 g32 (its grid
 #   about even) minus its power of two, and Q4_K int4 g32 plus Q4_0's -8 code and a minimum per
 #   32.
-# * The power-of-two rule (floor, ceil, even, rceil) trades clipping against wasted range;
-#   *ceil*, which wastes range in every block, is the worst on this model (appendix B, section 4).
-# * FP8 elements barely care about the block size (a fraction of a dB from per-tensor to
+# * In the appendices: the power-of-two rule (floor, ceil, even, rceil) trades clipping against
+#   wasted range, and *ceil*, which wastes range in every block, is the worst on this model (B).
+#   FP8 elements barely care about the block size (a fraction of a dB from per-tensor to
 #   128 x 128 on one layer), consistent with DeepSeek-V3's 128 x 128 weight blocks (its report
 #   chose them over per-tensor scaling to contain outliers; appendix D); double-quantized
 #   int4 scales (QLoRA's idea) cost 0.127 bits per weight instead of 0.25.
@@ -640,6 +653,23 @@ print(f"range left unused against the ideal scale amax / 6: {unused.min():.2f} t
 # every block. *floor* and *even* saturate a few weights and score highest on this layer:
 # clipping a few large weights to 6 x scale costs less than leaving range unused in every block.
 # The rule is a choice between clipping and wasted range, not a detail.
+#
+# **The rules on the whole model.** Section 4's table has a row for each rule: its SQNR over all
+# 36 layers, then paired intervals on the embeddings (as in section 4) for *rceil* against
+# *ceil* and *floor* against *even*:
+
+# %%
+rules = ("MXFP4 floor", "MXFP4 even", "MXFP4 rceil", "MXFP4 ceil")
+print("SQNR over all 36 layers: " + ", ".join(f"{m} {table_db[m]:.2f} dB" for m in rules))
+print_table(
+    studies.compare_embeddings(fmt_scores, [("MXFP4 rceil", "MXFP4 ceil"), ("MXFP4 floor", "MXFP4 even")]),
+    {"cosine": "+.4f", "cosine 95% CI": "+.4f", "rank corr": "+.4f", "rank 95% CI": "+.4f"},
+)
+
+# %% [markdown]
+# On the whole model too, *ceil*, which wastes range in every block, is the worst rule, far
+# behind *rceil* on both embedding measures; *floor* and *even*, which clip a few weights, have
+# the highest SQNR and tie with each other on the embeddings.
 
 # %% [markdown]
 # **NVFP4 against torchao.** Section 3's NVFP4 values on `L0.intermediate` (fp32 tensor scale,
@@ -661,8 +691,9 @@ print(f"NVFP4 on L0.intermediate, values identical to torchao's: {np.array_equal
 # round-half-to-even gives 1.0), and computes `floor(log2 amax)` in float32, which for some
 # `amax` a few ulps below a power of two rounds up to it (e.g. one ulp below 2**-8).
 # `formats.quantize(x, "MXFP4")` writes gguf's bytes exactly. On `L0.intermediate` no weight
-# lands on such a tie or such a maximum (counted below); on a block built of ties the two round
-# apart:
+# lands on a tie the two round apart, and no block maximum sits where float32's `log2` rounds up
+# (counted below: the values and the exponents agree everywhere); on a block built of ties the
+# two round apart:
 
 # %%
 raw = formats.quantize(w_np, "MXFP4")

@@ -138,3 +138,16 @@ def test_chain_adds_up_and_refuses_a_lone_start():
         scale_bits.chain([("a", 10.0)])
     with pytest.raises(ValueError, match="finite"):
         scale_bits.chain([("a", 10.0), ("b", float("inf"))])
+
+
+def test_clip_false_keeps_codes_past_qmax_and_only_matters_where_a_scale_rounded_down():
+    x = _layer(seed=4)
+    fmts = ("fp32", "E8M0 (nearest)", "E8M0 (up)")
+    clipped, free = (
+        {r["scale format"]: r["SQNR dB"] for r in scale_bits.scale_rows(x, block=16, bits=6, formats=fmts, clip=c)}
+        for c in (True, False)
+    )
+    assert free["fp32"] == clipped["fp32"] and free["E8M0 (up)"] == clipped["E8M0 (up)"]  # never past qmax
+    assert free["E8M0 (nearest)"] > clipped["E8M0 (nearest)"] + 1  # rounded down: the top codes clipped
+    with pytest.raises(ValueError, match="integer codes"):
+        scale_bits.scale_rows(x, block=16, codes="E2M1", clip=False)

@@ -231,7 +231,8 @@ RECALL: tuple[Question, ...] = (
             "tensor's range",
             True,
             "The block scales are E4M3 numbers relative to it. On MiniLM's L0.intermediate it buys only about a tenth "
-            "of a dB; for tensors with values far from 1 it decides whether block scales fit at all.",
+            "of a dB; for tensors whose block maxima lie below about 0.1 or above about 2,700 (6 x 448) it decides "
+            "whether block scales fit at all.",
         ),
         ("Because FP4 values need an exponent of their own", False, "E2M1 elements have their exponent bits."),
         ("To store the block's zero point", False, "NVFP4 is symmetric: no zero point."),
@@ -274,7 +275,11 @@ RECALL: tuple[Question, ...] = (
             True,
             "Only values pushed to the bottom ticks (0 and 0.5) lose; int4's even ticks lose half their precision.",
         ),
-        ("FP4 has more values than int4", False, "Both have 15 distinct values (FP4's 16th code is a negative zero)."),
+        (
+            "FP4 has more values than int4",
+            False,
+            "FP4 and symmetric int4 (-7..7) both have 15 distinct values (FP4's 16th code is a negative zero).",
+        ),
         ("FP4 never saturates", False, "FP4 saturates at 6 x scale; rounding the scale up avoids saturation for both."),
         source=LESSON,
     ),

@@ -96,9 +96,10 @@ def _check(x: ArrayLike, block: int, bits: int, codes: str, super_blocks: int, f
 
 
 def _measure(
-    t: torch.Tensor, block: int, bits: int, codes: str, super_blocks: int, fmt: str
+    t: torch.Tensor, block: int, bits: int, codes: str, super_blocks: int, fmt: str, clip: bool = True
 ) -> tuple[torch.Tensor, torch.Tensor, float]:
-    """The ideal and the stored scales ``[rows, blocks]``, and the squared error of the codes under the stored ones."""
+    """The ideal and the stored scales ``[rows, blocks]``, and the squared error of the codes under the stored ones
+    (``clip=False``: integer codes are rounded but not clamped to ``-qmax..qmax``)."""
     qmax = E2M1_MAX if codes == "E2M1" else 2 ** (bits - 1) - 1
     blocks = t.reshape(t.shape[0], -1, block)
     amax = blocks.abs().amax(-1)
@@ -108,7 +109,7 @@ def _measure(
     if codes == "E2M1":  # FP4's nearest value, ties to even, saturating at 6 (as torchao and NVFP4)
         q = torch.from_numpy(round_to(v.numpy(), "E2M1"))
     else:
-        q = torch.clamp(torch.round(v), -qmax, qmax)
+        q = torch.clamp(torch.round(v), -qmax, qmax) if clip else torch.round(v)
     return ideal, s, float((q * s[..., None] - blocks).square().sum())
 
 
@@ -120,6 +121,7 @@ def scale_rows(
     shown_scales: int = 2,
     formats: Sequence[str] = FORMATS,
     codes: Codes = "int",
+    clip: bool = True,
 ) -> list[dict[str, Any]]:
     """One row per scale format: bits per weight, SQNR, worst relative scale error, and the first scales.
 
@@ -130,8 +132,18 @@ def scale_rows(
     stored and the ideal scale over the blocks; ``top code moves``: what the median error does to
     a block's largest weight, in steps of the scale (``qmax x`` the error; for integer codes a
     step is one tick, and rounding a weight moves it by up to half a tick). ``formats``: which of
-    :data:`FORMATS` to measure, in that order.
+    :data:`FORMATS` to measure, in that order. ``clip=False`` is a diagnostic, not a format: integer codes
+    are rounded but not clamped to ``-qmax..qmax`` (a block whose stored scale is below the ideal then keeps
+    codes past ``qmax``, which would not fit in ``bits``), so the SQNR lost to clipping shows apart from the
+    SQNR lost to the scale's rounding.
+
+    >>> x = torch.tensor([[0.4, -0.7, 1.0, 0.1]])  # ideal scale 1 / 7; E8M0 nearest rounds it down to 1 / 8
+    >>> rows = [scale_rows(x, 4, formats=("E8M0 (nearest)",), clip=c)[0] for c in (True, False)]
+    >>> [round(float(r["SQNR dB"]), 2) for r in rows]  # the 1.0 clips to 7 ticks; unclamped it keeps 8
+    [19.33, 26.46]
     """
+    if not clip and codes != "int":
+        raise ValueError("clip=False applies to integer codes; FP4 codes saturate at 6 as the format does")
     t = _check(x, block, bits, codes, super_blocks, formats)
     qmax = E2M1_MAX if codes == "E2M1" else 2 ** (bits - 1) - 1
     numel, n_scales = t.numel(), t.numel() // block
@@ -145,7 +157,7 @@ def scale_rows(
     signal = float(t.square().sum())
     rows = []
     for fmt in formats:
-        ideal, s, err = _measure(t, block, bits, codes, super_blocks, fmt)
+        ideal, s, err = _measure(t, block, bits, codes, super_blocks, fmt, clip)
         rel = (s - ideal).abs() / ideal
         rows.append(
             {
