@@ -328,7 +328,8 @@ print_table(comparisons, fmt)
 # 4.5: it closes more than the whole gap, at both bit widths. On held-out text that lead is
 # gone. GPTQ's layer-output error nearly doubles from calibration to held-out tokens while
 # RTN's barely moves: even with more calibration tokens than any layer has inputs, part of
-# GPTQ's gain is fitting the calibration set. Measured fairly, per-channel GPTQ closes about
+# GPTQ's gain does not carry over from the calibration text (whether from fitting those tokens
+# or their kind of text, this lesson does not separate). Measured fairly, per-channel GPTQ closes about
 # three quarters of the gap in output error and stays behind RTN g32, and on the sentence
 # embeddings it stays behind too. So on this model GPTQ at per-channel does **not** catch up
 # with round-to-nearest at g32, at 4 bits or at 3.
