@@ -21,7 +21,8 @@
 #   the weights not yet rounded; same ticks, a smarter choice of tick;
 # * AWQ's idea: scale the weights that meet loud inputs up before rounding, and fold `1/s` into
 #   the previous layer;
-# * why GPTQ needs more calibration tokens than the layer has inputs (and what happens without);
+# * why GPTQ wants many more calibration tokens than the layer has inputs (and what happens with
+#   too few);
 # * on MiniLM: RTN, GPTQ, AWQ and AWQ+GPTQ at int4 and int3, per-channel, g128 and g32, measured
 #   on every layer's output and on the sentence embeddings;
 # * the question of this lesson: how much of the granularity gap does smarter rounding close,
@@ -99,20 +100,31 @@ for row in (0, 1):
 trace1 = smarter.gptq_trace(W2, x_toy, bits=4, row=1)
 print_table(trace1, {"error (ticks)": "+.3f"})
 qmax = 7
-for r in trace1:
-    t = r["weights in ticks before"][0]
-    if abs(t) > qmax:
-        end = -qmax if t < 0 else qmax
-        print(f"step {r['step']}: the push left this weight at {t:+.3f} ticks, past the ruler's end at {end:+d};")
-        print(f"the clamp keeps code {r['code']:+d}: the {r['error (ticks)']:+.3f} ticks it was handed stay as error")
-print(f"row 1 codes: GPTQ {qt.q[1].tolist()}, RTN {rtn.q[1].tolist()}: identical")
+for row, tr in ((0, trace), (1, trace1)):
+    start = tr[0]["weights in ticks before"]  # the row's weights before any push
+    for r in tr[1:]:
+        t0, t = start[r["step"] - 1], r["weights in ticks before"][0]
+        crossed = "crossed a rounding boundary" if round(t) != round(t0) else "no rounding boundary crossed"
+        clamped = f", past the last tick: clamped to {r['code']:+d}" if abs(round(t)) > qmax else ""
+        print(
+            f"row {row} step {r['step']}: pushed from {t0:+.3f} to {t:+.3f} ticks, nearest tick {round(t):+d} "
+            f"({crossed}{clamped}); code {r['code']:+d}, RTN {r['RTN code']:+d}"
+        )
+for row in (0, 1):
+    best = smarter.best_codes(W2[row], float(rtn.scale[row]), h_toy, bits=4)
+    print(
+        f"row {row}: least output error of all {(2 * qmax + 1) ** 4} code vectors at {best}; "
+        f"GPTQ {qt.q[row].tolist()}, RTN {rtn.q[row].tolist()}"
+    )
 
 # %% [markdown]
 # Step 1 rounds 4.516 up to 5 and pushes most of that error onto column 1, the column that moves
-# with it. But column 1 is row 1's largest weight: it sits exactly on the last tick, -7, and the
-# push takes it to -7.447. There is no tick beyond -7, so the clamp sends it back: the error that
-# column 1 was meant to absorb stays, and every later step ends on RTN's codes. Error feedback
-# can only move weights between ticks that exist. `ql.gptq`
+# with it. Column 1 sits exactly on a tick, -7, and the push takes it to -7.447: less than half a
+# tick, so its nearest tick is still -7 (it would be even if the ruler had a tick at -8). A push
+# changes a code only when it carries a weight across a rounding boundary: in row 0 it carried
+# column 1 across -3.5, in row 1 no push crosses one, so every step ends on RTN's codes. Nor is
+# there anything better to find: trying every code vector on row 1's ruler, the least output
+# error is at RTN's codes (and on row 0 at GPTQ's). `ql.gptq`
 # never moves a weight's *scale*; `ql.gptq(...).scale` is `ql.quantize(...).scale` by
 # construction ("same ruler, smarter rounding"), so a GPTQ checkpoint costs exactly the bytes of
 # an RTN one. With per-channel scales the reference code does the same. With groups it has a
@@ -127,7 +139,9 @@ print(f"row 1 codes: GPTQ {qt.q[1].tolist()}, RTN {rtn.q[1].tolist()}: identical
 # block, and the rest of the matrix receives the whole block's errors in one matrix product (the
 # paper's "lazy batch" update). `act_order=True` rounds the loudest input features first. `H`
 # gets 1% of its mean diagonal added (damping), and an input feature that is always zero gets
-# its weights set to 0 (they cannot affect the output).
+# its weights set to 0 (they cannot affect the output). Error feedback can only move weights
+# between ticks that exist: a weight the pushes carry past the last tick is clamped to it, as in
+# RTN.
 #
 # ## 2. AWQ: make the important weights easier to round
 #
@@ -137,7 +151,10 @@ print(f"row 1 codes: GPTQ {qt.q[1].tolist()}, RTN {rtn.q[1].tolist()}: identical
 # column `j` by `s_j` before rounding and divides the input by the same `s_j`:
 # `x @ w.T == (x / s) @ (w * s).T` exactly, and only `w * s` is rounded. A
 # column scaled up gets a smaller error relative to its size, because the group's scale grows by
-# less than the column (other columns share it). `ql.awq_scales` tries `s = mean|x_j| ** alpha`
+# less than the column (other columns share it), as long as the column does not become its
+# group's largest weight. When it does, the group's scale grows with it and every other weight in
+# the group is rounded on a coarser ruler: scaling has a cost, which is why `s` is searched
+# rather than made as large as possible. `ql.awq_scales` tries `s = mean|x_j| ** alpha`
 # for 20 values of alpha from 0 to 0.95, normalised by `sqrt(s.max() * s.min())`, and keeps the
 # one with the least output error. Alpha 0 gives `s = 1`, plain RTN, so on calibration data AWQ
 # never does worse than RTN.
@@ -152,9 +169,11 @@ print(f"row 1 codes: GPTQ {qt.q[1].tolist()}, RTN {rtn.q[1].tolist()}: identical
 # llm-awq keeps an explicit scale (its `ScaledActivation`). Below, `Q(w * s) / s` stands in for
 # all three: the same product in exact arithmetic. One simplification: query, key and value
 # read the same LayerNorm, so a deployable AWQ searches one `s` for the three together (llm-awq
-# does); here each layer gets its own, which can only flatter AWQ a little.
+# does); here each layer gets its own, which flatters AWQ: on the calibration tokens a per-layer
+# pick can only beat one shared `s` (the three read the same `x`); how much of that advantage
+# carries over to held-out text is not measured here.
 #
-# ## 3. Calibration: GPTQ needs more tokens than inputs
+# ## 3. Calibration: GPTQ wants more tokens than inputs
 #
 # The Hessian of a layer with `K` inputs is `[K, K]` and has rank at most the number of tokens.
 # The calibration text for this lesson is written for the course (`qlesson.teach.calibration`):
@@ -173,8 +192,8 @@ print(f"in_features: {sorted({w.shape[1] for w in W.values()})}")
 # %% [markdown]
 # (The pooler is left out: it reads one `[CLS]` token per text and does not reach the sentence
 # embedding, which averages all tokens.) Now GPTQ int4 per-channel on `L3.intermediate`
-# (384 inputs), calibrated on the first `n` tokens only, measured on those tokens and on the
-# held-out ones:
+# (384 inputs), calibrated on the first `n` tokens only (one stretch of the calibration text),
+# with the usual 1% damping, measured on those tokens and on the held-out ones:
 
 # %%
 w_l3 = W["L3.intermediate"]
@@ -188,14 +207,16 @@ print(
 )
 
 # %% [markdown]
-# With fewer tokens than inputs the Hessian is rank deficient: GPTQ can push errors into
-# directions the calibration text never excites, which looks free on the calibration set and
-# costs on other text. On the means (this table has no intervals): with 100 tokens GPTQ is
-# behind RTN on held-out text, at 200 it is level, and from about as many tokens as inputs on
-# (the row with about 1.04 tokens per input) it is ahead, and more tokens keep helping. Every study below
-# calibrates on all the paragraphs, more tokens than the largest `in_features` (1536), and
-# measures on lesson 03's 240 evaluation sentences, which share no text with the calibration
-# paragraphs.
+# With fewer tokens than inputs the Hessian `2 x.T x / tokens` is rank deficient (only the damping
+# makes it invertible): GPTQ can push errors into directions the calibration text never excites,
+# which looks free on the calibration set and costs on other text. On the means (this table has no
+# intervals): with 100 tokens GPTQ is behind RTN on held-out text, at 200 it is level, and from
+# about as many tokens as inputs on (the row with about 1.04 tokens per input) it is ahead, and
+# more tokens keep helping. Equal numbers of tokens and inputs is a rule of thumb, not a sharp
+# threshold: which tokens (here one contiguous stretch of text) and how much damping also move the
+# point where GPTQ starts to win, and neither is varied here. Every study below calibrates on all
+# the paragraphs, more tokens than the largest `in_features` (1536), and measures on lesson 03's
+# 240 evaluation sentences, which share no text with the calibration paragraphs.
 #
 # ### AWQ's experiment: which 1% of the weights matter?
 #
@@ -204,9 +225,9 @@ print(
 # size of their *inputs* it helps a lot; chosen by the size of the weights it does about as
 # little as a random pick. The same on `L3.intermediate` (384 inputs, so 4 channels), int3 with
 # groups of 128, measured on the held-out tokens with a paired interval over the 240 sentences
-# against plain RTN. The last two rows keep no channel in full precision: one multiplies the same
-# 4 columns by `s = 2` before rounding (the paper's next step, its Table 2), one uses the scales
-# `ql.awq_scales` searches (section 2), which touch every column:
+# against plain RTN. The last three rows keep no channel in full precision: two multiply the same
+# 4 columns by `s = 2` or `s = 4` before rounding (the paper's next step, its Table 2), one uses
+# the scales `ql.awq_scales` searches (section 2), which touch every column:
 
 # %%
 counts = [0] * len(EVAL_SENTENCES)  # tokens per held-out sentence, to resample sentences with their tokens
@@ -216,22 +237,24 @@ salient = smarter.salient_rows(
     W["L3.intermediate"], X_cal["L3.intermediate"], X_held["L3.intermediate"], counts, 3, ql.PerGroup(128)
 )
 print_table(salient, {"output err": ".4f", "minus RTN": "+.4f", "95% CI": "+.4f"})
-rtn_e, act_e, wt_e, rnd_e, s2_e, awq_e = (r["output err"] for r in salient)
+rtn_e, act_e, wt_e, rnd_e, s2_e, s4_e, awq_e = (r["output err"] for r in salient)
 print(
     f"keeping 4 channels by |x| removes {1 - act_e / rtn_e:.0%} of RTN's error; by |w| {1 - wt_e / rtn_e:.1%}, "
     f"at random {1 - rnd_e / rtn_e:.1%}; s = 2 on the same 4, in int3: {1 - s2_e / rtn_e:.0%}; "
-    f"AWQ's search: {1 - awq_e / rtn_e:.0%}"
+    f"AWQ's search: {1 - awq_e / rtn_e:.0%}; s = 4 on the same 4: {s4_e / rtn_e:.2f}x RTN's error"
 )
 
 # %% [markdown]
-# The paper's finding holds here: the channels that matter are the ones with loud inputs, and
-# a weight's own size says almost nothing about it. Keeping fp16 columns inside an int3 matrix
-# makes an awkward kernel, though, and scaling the same 4 columns by 2 instead keeps part of the
-# gain with every weight in int3. The search over `alpha` scales all 384 columns, each by a power
-# of its input's loudness, and its error is lower than keeping the 4 in fp16 (on the means;
-# their intervals against RTN lie far apart). That is AWQ. (Any kept or scaled column lowers
-# this error a little, which is why even the weight-based and random picks come out "better"
-# than RTN: by about 0.2% of RTN's error, 0.0001 absolute.)
+# On this layer the paper's finding holds: the channels that matter are the ones with loud inputs,
+# and picking columns by the size of their weights does no better than the random pick. Keeping
+# fp16 columns inside an int3 matrix makes an awkward kernel, though, and scaling the same 4
+# columns by 2 instead keeps part of the gain with every weight in int3. The search over `alpha`
+# scales all 384 columns, each by a power of its input's loudness, and its error is lower than
+# keeping the 4 in fp16 (on the means; their intervals against RTN lie far apart). That is AWQ.
+# (Keeping a column in full precision removes that column's own rounding error, so even the
+# weight-based and random picks come out slightly "better" than RTN: here by about 0.2% of RTN's
+# error, 0.0001 absolute, for one random pick. Scaling is different: `s = 4` on the same 4 columns
+# gives a higher error than RTN, the cost of scaling that section 2 describes.)
 #
 # ## 4. Four methods, three granularities, two bit widths on MiniLM
 #
@@ -241,8 +264,7 @@ print(
 # held-out tokens of lesson 03's 240 sentences (`output err`, `worst layer`: the fair measure,
 # since GPTQ and AWQ fitted the calibration set), and lesson 03's two embedding measures against
 # FP32 (mean cosine, and each sentence's rank correlation of its similarities to the others,
-# averaged). This is the slow cell of
-# the course (about half a minute):
+# averaged). This is the slow cell of the lesson:
 
 # %%
 lays = smarter.layers(W, X_cal)
@@ -306,7 +328,8 @@ print_table(comparisons, fmt)
 # 4.5: it closes more than the whole gap, at both bit widths. On held-out text that lead is
 # gone. GPTQ's layer-output error nearly doubles from calibration to held-out tokens while
 # RTN's barely moves: even with more calibration tokens than any layer has inputs, part of
-# GPTQ's gain is fitting the calibration set. Measured fairly, per-channel GPTQ closes about
+# GPTQ's gain does not carry over from the calibration text (whether from fitting those tokens
+# or their kind of text, this lesson does not separate). Measured fairly, per-channel GPTQ closes about
 # three quarters of the gap in output error and stays behind RTN g32, and on the sentence
 # embeddings it stays behind too. So on this model GPTQ at per-channel does **not** catch up
 # with round-to-nearest at g32, at 4 bits or at 3.
@@ -350,14 +373,17 @@ for r in by_type:
 #   text only a little more than on query, key, value and intermediate (5.8 tokens per input).
 # * **Attention output**: GPTQ gains least there (1.2x), and its error grows about 3x from the
 #   calibration paragraphs to the held-out sentences, the most of any type: what it fitted on
-#   these inputs carries over least to other text. Why this layer's inputs differ most between
-#   long paragraphs and short sentences is not tested here.
+#   these inputs carries over least to other text. Whether that is a shift from long paragraphs
+#   to short sentences or a fit to these particular calibration inputs that would fail on more
+#   paragraphs too is not tested here.
 #
-# Two more reasons the embeddings gain less than the calibration error promises. GPTQ
+# Two more likely reasons (not measured here) why the embeddings gain less than the calibration
+# error promises. GPTQ
 # optimises each layer alone, on its own inputs, and the errors then travel through six
 # blocks. And here every layer is calibrated on the inputs of the FP32 model; the reference
 # implementation quantizes block by block and feeds each block the outputs of the blocks
-# already quantized, so each layer's Hessian describes the inputs it will really get. (Each
+# already quantized, so each layer's Hessian describes the inputs it will really get (within a
+# block only with the `true_sequential` option, AutoGPTQ's default). (Each
 # layer still matches its own FP32 weights on those inputs; aiming at the FP32 model's
 # outputs, to correct earlier layers' errors, is what later variants such as GPTAQ add.)
 #
@@ -389,6 +415,10 @@ print(f"GPTQ / RTN held-out output error: {min(ratios):.2f} to {max(ratios):.2f}
 for key in ("output err", "worst layer"):
     best = [min((r for r in study if r["weights"] == n), key=lambda r: r[key])["method"] for n in names]
     print(f"lowest {key} per setting: {', '.join(f'{n}: {m}' for n, m in zip(names, best, strict=True))}")
+for key, best_first in (("output err", False), ("mean cosine", True), ("rank corr", True)):
+    ranked = [sorted((r for r in study if r["weights"] == n), key=lambda r: r[key], reverse=best_first) for n in names]
+    orders = sorted({", ".join(r["method"] for r in rows) for rows in ranked})
+    print(f"method order by {key}, best first: {' | '.join(orders)} ({len(orders)} order(s) in {len(names)} settings)")
 for method in ("RTN", "GPTQ"):
     grow = [smarter.find(study, method, n)["output err"] / smarter.find(study, method, n)["calib err"] for n in names]
     print(f"{method}: held-out / calibration output error {min(grow):.2f} to {max(grow):.2f}")
@@ -400,14 +430,17 @@ for method in ("RTN", "GPTQ"):
 # beats RTN with groups of 32 on mean output error (by under a tenth, but the interval excludes
 # 0) and on mean cosine at fewer bits per
 # weight, though not on the worst layer. AWQ alone helps less than GPTQ on the mean output error
-# and the mean cosine, yet it has the lowest worst-layer error in every setting (on the means:
-# the worst layer has no interval); and this AWQ is
+# and the mean cosine, yet it has the lowest worst-layer error in every setting (each a single
+# layer's maximum, with no interval); and this AWQ is
 # only llm-awq's scale search (llm-awq also searches a clipping range, and scores query, key and
 # value together on the attention module's output). AWQ+GPTQ gives the lowest mean output error
-# in every setting. The rank correlation follows the same order here. Each ordering that the
+# in every setting, and the mean output error, the mean cosine and the rank correlation all put
+# the four methods in the same order (AWQ+GPTQ, GPTQ, AWQ, RTN) in every setting; the worst layer
+# does not. Each ordering that the
 # interval table above tests (GPTQ against RTN, AWQ against GPTQ, AWQ+GPTQ against GPTQ, GPTQ
 # g128 against RTN g32) has intervals that exclude 0 on all three measures, so none of them is
-# sampling noise of the 240 sentences; orderings the table does not test are read off the means
+# sampling noise of the 240 sentences (the intervals hold the calibration text fixed: they do
+# not cover its choice); orderings the table does not test are read off the means
 # only. At int3 every method leaves the embeddings visibly damaged.
 #
 # ## 6. Where this lives
@@ -417,7 +450,10 @@ for method in ("RTN", "GPTQ"):
 # `ql.PerGroup(128)`. Everything in this lesson is symmetric (no zero points): `ql.gptq` and
 # `ql.awq_scales` default to `symmetric=True`, and the study above runs all four methods that
 # way. The tools differ. llm-awq and AutoAWQ quantize asymmetrically by default (a real zero
-# point per group, `zero_point=True`). AutoGPTQ defaults to symmetric (`sym=True`), but its
+# point per group, `zero_point=True`). AutoGPTQ defaults to symmetric (`sym=True`), though its
+# symmetric ruler is not this course's: it uses all 16 codes, -8 to 7 ticks around a constant
+# zero point, with scale `max|w| / 7.5` (`auto_gptq/quantization/quantizer.py`), where the course
+# uses -7 to 7 with `max|w| / 7`. Its
 # checkpoint layout has a `qzeros` tensor either way, so a symmetric checkpoint stores the same
 # constant zero point in every group (AutoGPTQ's format writes it minus one): 4 + (16 + 4) / 128
 # bits per weight with fp16 scales (lesson 04).
@@ -428,8 +464,9 @@ for method in ("RTN", "GPTQ"):
 # settings: read its quantization config rather than assume. GPTQ runs once, offline, on a small
 # calibration set (the paper used 128 segments of 2048 tokens); at inference the kernel sees
 # ordinary group-quantized weights and cannot tell how the codes were chosen. With `act_order`,
-# the reference code forms groups in the permuted order, and such checkpoints carry a `g_idx`
-# tensor mapping each input column to its group; `ql.gptq` computes all scales first, in the
+# the reference code forms groups in the permuted order, and the `g_idx` tensor that every
+# AutoGPTQ checkpoint carries then maps each input column to its group (without `act_order` it is
+# simply `i // group_size`); `ql.gptq` computes all scales first, in the
 # original order (like the reference's `static_groups` option), so no map is needed. AWQ
 # checkpoints store `Q(w * s)`, with `1 / s` already folded into the previous layer.
 #
@@ -439,16 +476,19 @@ for method in ("RTN", "GPTQ"):
 #   column's rounding error is pushed onto the columns not yet rounded, weighted by the inverse
 #   Hessian of the inputs.
 # * Which weights matter is decided by their inputs: keeping the 1% of input channels with the
-#   loudest inputs in full precision removes far more error than keeping the 1% largest weights.
+#   loudest inputs in full precision removes far more error than keeping the 1% of input channels
+#   with the largest weights.
 # * AWQ scales weight columns by a power of their mean input magnitude before rounding, and folds
 #   `1 / s` into the previous LayerNorm or Linear (or keeps an explicit scale after a GELU).
-# * GPTQ needs more calibration tokens than the layer has inputs; with fewer it fits the
-#   calibration text and can lose to RTN on other text.
+# * With fewer calibration tokens than inputs (and the usual 1% damping) GPTQ can fit the
+#   calibration text and lose to RTN on other text, as it did here with the first 100 tokens.
+#   Aim for several tokens per input.
 # * On MiniLM, GPTQ per-channel beats RTN g32 only on the calibration tokens it fitted; on
 #   held-out text and on the embeddings it stays behind. Measure on text the method never saw.
 #   By layer type it wins only on the intermediate layers; it loses about 2x on the FFN output,
 #   where groups help RTN most, and on the attention output, where its fit carries over least.
-# * An error feedback cannot move a weight past the last tick: the clamp can undo it.
+# * Error feedback changes a code only when the pushed error carries a weight across a rounding
+#   boundary; where RTN's codes are already the best (toy row 1) it changes nothing.
 # * GPTQ lowers the error at every granularity by a similar factor, and g128 with GPTQ beats
 #   RTN g32 at int4, at fewer bits, on mean output error and mean cosine.
 #

@@ -102,7 +102,7 @@ check("09.push_error", push_error)
 #    remove column `j` from the inverse Hessian: `hinv -= outer(hinv[:, j], hinv[j]) / hinv[j, j]`.
 #
 #    The clamp matters: error pushed onto a later column can carry it past the end of its row's
-#    ruler (lesson 09, row 1 of the 2x4 example).
+#    ruler (lesson 09's 2x4 example is too small to show it; the check's cases do).
 
 
 # %% tags=["solution"]

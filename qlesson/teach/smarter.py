@@ -86,6 +86,42 @@ def gptq_trace(w: torch.Tensor, x: torch.Tensor, bits: int = 4, row: int = 0) ->
     return rows
 
 
+def best_codes(w: torch.Tensor, scale: float, h: torch.Tensor, bits: int = 4) -> list[int]:
+    """The codes of one row ``w [K]`` on the ruler ``scale`` with the least output error, by trying them all.
+
+    Every vector of ``K`` codes in ``[-qmax, qmax]`` is scored by ``sum((d @ h) * d)`` with
+    ``d = w - codes * scale`` (the numerator of :func:`output_error`); the first best wins a tie.
+    Meant for toys: there are ``(2 * qmax + 1) ** K`` vectors.
+
+    >>> w = torch.tensor([[0.05, -0.08, 0.12, -0.15], [2.0, -3.1, 1.7, -2.6]])
+    >>> h, scale = hessian(toy_inputs()), quantize(w, 4, granularity=PerChannel(0)).scale
+    >>> best_codes(w[1], float(scale[1]), h)
+    [5, -7, 4, -6]
+    >>> best_codes(w[0], float(scale[0]), h)
+    [2, -3, 6, -7]
+    >>> best_codes(torch.zeros(9), 1.0, torch.eye(9))
+    Traceback (most recent call last):
+    ...
+    ValueError: a row of 9 weights at int4 has 38443359375 code vectors, more than 2000000: best_codes is for toys
+    """
+    if w.dim() != 1 or h.shape != (w.shape[0], w.shape[0]):
+        raise ValueError(f"w must be one row [K] and h [K, K]; got w {tuple(w.shape)}, h {tuple(h.shape)}")
+    if bits < 2 or not scale > 0:
+        raise ValueError(f"bits={bits!r} must be at least 2 and scale={scale!r} positive")
+    qmax = 2 ** (bits - 1) - 1
+    count = (2 * qmax + 1) ** w.shape[0]
+    if count > 2_000_000:
+        raise ValueError(
+            f"a row of {w.shape[0]} weights at int{bits} has {count} code vectors, more than 2000000: "
+            "best_codes is for toys"
+        )
+    ticks = torch.arange(-qmax, qmax + 1, dtype=torch.float64)
+    grid = torch.cartesian_prod(*[ticks] * w.shape[0]).reshape(count, w.shape[0])
+    d = w.double()[None, :] - grid * scale
+    err = ((d @ h.double()) * d).sum(1)
+    return [int(c) for c in grid[int(err.argmin())]]
+
+
 @dataclass(frozen=True)
 class Layer:
     """One Linear layer's weight and what its calibration inputs tell: Hessian and mean |x| per feature."""
@@ -355,8 +391,8 @@ def salient_rows(
 
     Rows: which columns of ``w`` stay at full precision (:data:`SALIENT_CHOICES`: none, the ones
     whose inputs are loudest on the calibration tokens, the ones with the largest weights, a
-    seeded random pick), then no column kept but the same salient ones multiplied by ``s = 2``
-    before rounding (and divided after), then :func:`qlesson.quant.awq.awq_search`'s scales. Each
+    seeded random pick), then no column kept but the same salient ones multiplied by ``s = 2``,
+    then by ``s = 4``, before rounding (and divided after), then :func:`qlesson.quant.awq.awq_search`'s scales. Each
     row: held-out relative output error and its difference from plain RTN with a paired 95%
     interval over the held-out sentences (``x_held`` in sentence order, ``tokens_per_sentence``).
     """
@@ -377,9 +413,10 @@ def salient_rows(
         w_hat = rtn.clone()
         w_hat[:, keep] = w[:, keep]
         new[name] = w_hat
-    s2 = torch.ones(k_in, dtype=w.dtype)
-    s2[picks["by mean |x|"]] = 2.0
-    new["none; s = 2 on those by mean |x|"] = fake_quantize(w * s2, bits, granularity=g) / s2
+    for factor in (2, 4):
+        s_k = torch.ones(k_in, dtype=w.dtype)
+        s_k[picks["by mean |x|"]] = float(factor)
+        new[f"none; s = {factor} on those by mean |x|"] = fake_quantize(w * s_k, bits, granularity=g) / s_k
     s = awq_search(w, mean_abs, hessian(x_cal), bits, granularity=g)
     new["none; AWQ's searched s"] = fake_quantize(w * s, bits, granularity=g) / s
     one = {"w": w}
