@@ -47,7 +47,7 @@
 # | `05_zero_points_and_activations` | When does an asymmetric range help; why are activations harder? |
 # | `06_dequant_in_gemm` | Where do the scales go inside a matrix multiply, and what does that cost? |
 # | `07_calculator` | Paste your own channels: scales, zero points, errors and bytes side by side. |
-# | `08_scales_of_scales` | Why do today's formats (Q4_K, MXFP4, NVFP4, FP8 blocks) quantize the scales too? |
+# | `08_scales_of_scales` | How many bits does a scale need, and where do they go (Q4_K, MXFP4, NVFP4)? |
 # | `09_smarter_rounding` | Same ruler, smarter ticks: how far do GPTQ and AWQ close the granularity gap? |
 # | `10_which_axis` | Keys and values in the KV cache: a scale per token or per channel? |
 #
