@@ -179,13 +179,16 @@ print(
 
 # %% [markdown]
 # Here every bit of the sub-scale shows: 4 bits cost about 1.5 dB, 5 bits half a dB, 6 bits
-# under two tenths, 8 bits a few hundredths; E4M3 more than a dB. **Most of that is clipping.**
-# Every scale in this model rounds to the nearest, so about half the blocks get a scale below the
-# ideal, and then the block's top weight, 31 ticks out, rounds past 31 and clips. Without the
-# clamp (last line; a diagnostic, since such codes do not fit in 6 bits) 4- and 5-bit sub-scales
-# and E4M3 cost about 0.3 dB, 6 bits 0.15 and 8 bits 0.04. So with scales rounded to the
-# nearest, as here, 6-bit codes need about 8 bits of sub-scale, which fits Q6_K's choice of an
-# int8 sub-scale per 16 weights (0.5625 bits of scales per weight); a rule that avoids the
+# under two tenths, 8 bits a few hundredths; E4M3 more than a dB. **Much of that is clipping.**
+# Every scale here except `E8M0 (up)` rounds to the nearest, so some blocks get a scale below
+# the ideal; where it is more than about 1.6% low (31/31.5), the block's top weight, 31 ticks
+# out, rounds past 31 and clips, and coarse sub-scales land that low often. Without the clamp
+# (last line; a diagnostic, since such codes do not fit in 6 bits) 4- and 5-bit sub-scales and
+# E4M3 cost about 0.3 dB, 6 bits 0.15 and 8 bits 0.04: clipping is most of the loss at 4 bits
+# and for E4M3, about half of it at 5 bits, and little at 6 or 8. So with scales rounded to the
+# nearest, as here, 6-bit sub-scales cost 6-bit codes about what 4-bit sub-scales cost 4-bit
+# codes (under two tenths of a dB), and 8-bit ones a few hundredths: Q6_K's int8 sub-scale per
+# 16 weights (0.5625 bits of scales per weight) sits at the safe end. A rule that avoids the
 # clipping would change that count, and is not measured here. A power of two rounded to
 # the nearest is now the worst choice by far: clipping a block's top weights by up to 29% costs
 # far more than the codes' rounding, while rounding up only wastes range.
@@ -244,11 +247,11 @@ print(f"L0.intermediate: NVFP4 {nv_sqnr:.4f} = {same_nv:.4f} dB, MXFP4 rceil {mx
 #
 # * **The grid, at the same scale.** Under ideal fp32 scales in blocks of 32, FP4's grid and
 #   int4's even ticks are within a tenth of a dB of each other; in blocks of 16, FP4 is half a
-#   dB behind. Under NVFP4's very scales (`E4M3 x fp32`, blocks of 16) int4 codes would gain
-#   half a dB (20.99 dB, against Q4_0's 20.93 in section 4): where NVFP4 trails Q4_0 on SQNR,
-#   its grid is the cause. Against Q4_K the grid explains only about 0.5 of 1.4 dB; the rest
-#   is mostly Q4_K's minimum per 32 weights (+0.93 dB in section 4's steps; Q4_0's 16th level
-#   and NVFP4's smaller blocks about cancel).
+#   dB behind. Under scales of NVFP4's format (`E4M3 x fp32`, blocks of 16) int4 codes would
+#   gain half a dB (20.99 dB, against Q4_0's 20.93 in section 4): where NVFP4 trails Q4_0 on
+#   SQNR, its grid is the cause. Against Q4_K the grid explains only about 0.5 of 1.4 dB; the
+#   rest is mostly Q4_K's minimum per 32 weights (+0.93 dB in section 4's steps; Q4_0's 16th
+#   level and NVFP4's smaller blocks about cancel).
 # * **The scale, on the same grid.** A power of two rounded up costs int4 codes about 3.5 dB
 #   and FP4 codes about 1.5 dB (rounded to the nearest, it clips, and both lose about 1.7 dB).
 #   On a float grid, halving every value moves it down exactly one
@@ -460,25 +463,25 @@ widgets.format_explorer(W)
 #   fp16 super-scale, 6-bit sub-scales matched fp32 scales within a hundredth of a dB, 5-bit
 #   ones within a few hundredths and 4-bit ones (Q2_K's width) within 0.08 to 0.14 dB, about
 #   what E4M3's 4 significant bits cost. The *range* can come from a level above: an fp16
-#   super-scale per 256 weights, an fp32 scale per tensor. With scales rounded to the nearest,
-#   as here, 6-bit codes need about 8 bits: against fp32 scales, 4-, 5- and 6-bit sub-scales
-#   cost them about 1.5, 0.5 and 0.17 dB, 8-bit ones 0.05, which fits Q6_K's int8 sub-scales.
-#   Most of the loss at 4 and 5 bits is clipping: a scale rounded down pushes the block's top
-#   code past 31 (without the clamp, about 0.3 dB).
+#   super-scale per 256 weights, an fp32 scale per tensor. For 6-bit codes, with scales
+#   rounded to the nearest as here, 4-, 5- and 6-bit sub-scales cost about 1.5, 0.5 and 0.17
+#   dB against fp32 scales, 8-bit ones 0.05 (Q6_K's int8 sub-scales sit at that safe end).
+#   Clipping is most of the loss at 4 bits and about half at 5: a scale rounded more than 1.6%
+#   low pushes the block's top code past 31 (without the clamp, about 0.3 dB).
 # * **A power of two is the expensive scale for integer codes** (about 3.5 dB rounded up at
 #   blocks of 32), and a cheaper one for float codes when rounded up (about 1.5 dB on FP4;
-#   rounded to the nearest both lose 1.7 dB): a float grid's relative step is the same in every
-#   binade. MX pairs E8M0 scales with float elements for the hardware: applying a power of two
-#   is an exponent add.
+#   rounded to the nearest both lose 1.7 dB): a float grid's relative step is the same in
+#   every binade. MX's FP formats pair E8M0 scales with float elements (MXINT8 pairs them with
+#   int8) for the hardware: applying a power of two is an exponent add.
 # * Where the bits go: Q4_K spends Q4_0's 0.5 bits of scales on a 6-bit scale *and* a 6-bit
-#   minimum per 32 weights, plus two fp16 super-scales per 256; MXFP4 spends 0.25 on a power of
-#   two per 32; NVFP4 0.5 on an E4M3 per 16 (plus one fp32 per tensor). Every format's count is
-#   from its bytes, and qlesson's bytes and
-#   values match gguf (Q4_K read back, MXFP4 bytes on a whole layer; appendices A and C) and torchao
-#   (MXFP4 rules, NVFP4; appendix B). Added up over the whole model (section 4), NVFP4 is int4
-#   g32 plus blocks of 16 minus its FP4 grid and E4M3 scales, MXFP4 *rceil* int4 g32 (its grid
-#   about even) minus its power of two, and Q4_K int4 g32 plus Q4_0's -8 code and a minimum per
-#   32.
+#   minimum per 32 weights, plus two fp16 super-scales per 256; MXFP4 spends 0.25 on a power
+#   of two per 32; NVFP4 0.5 on an E4M3 per 16 (plus one fp32 per tensor). Every format's
+#   count is from its bytes, and qlesson's bytes and values match gguf (gguf reads qlesson's
+#   Q4_K bytes back on one super-block; MXFP4 bytes are identical on a whole layer; appendices
+#   A and C) and torchao (MXFP4 rules, NVFP4; appendix B). Added up over the whole model
+#   (section 4), NVFP4 is int4 g32 plus blocks of 16 minus its FP4 grid and E4M3 scales, MXFP4
+#   *rceil* int4 g32 (its grid about even) minus its power of two, and Q4_K int4 g32 plus
+#   Q4_0's -8 code and a minimum per 32.
 # * In the appendices: the power-of-two rule (floor, ceil, even, rceil) trades clipping against
 #   wasted range, and *ceil*, which wastes range in every block, is the worst on this model (B).
 #   FP8 elements barely care about the block size (a fraction of a dB from per-tensor to
@@ -519,7 +522,8 @@ recall.show("08")
 # <details><summary>Answers to the questions above</summary>
 #
 # 1. 16 bits shared by 16 weights is 1 bit each. K-quants store each sub-block's scale as a
-#    6- or 8-bit integer times one fp16 super-scale shared by 256 weights.
+#    4- to 8-bit integer (4 in Q2_K, 6 in Q3_K to Q5_K, 8 in Q6_K) times one fp16 super-scale
+#    shared by 256 weights.
 # 2. fp16 `d` (2) + fp16 `dmin` (2) + 12 bytes of 6-bit scales and minimums + 128 bytes of
 #    4-bit codes = 144 bytes, 144 x 8 / 256 = 4.5 bits per weight.
 # 3. Half a step of 63: `1 / 126`, under 1%. The largest code is 7 ticks out, so it moves by
@@ -691,9 +695,9 @@ print(f"NVFP4 on L0.intermediate, values identical to torchao's: {np.array_equal
 # round-half-to-even gives 1.0), and computes `floor(log2 amax)` in float32, which for some
 # `amax` a few ulps below a power of two rounds up to it (e.g. one ulp below 2**-8).
 # `formats.quantize(x, "MXFP4")` writes gguf's bytes exactly. On `L0.intermediate` no weight
-# lands on a tie the two round apart, and no block maximum sits where float32's `log2` rounds up
-# (counted below: the values and the exponents agree everywhere); on a block built of ties the
-# two round apart:
+# lands on a tie the two round apart, and no block maximum sits where float32's `log2` rounds
+# up (counted below: the values and the exponents agree everywhere); on a block built to
+# include ties the two round apart:
 
 # %%
 raw = formats.quantize(w_np, "MXFP4")

@@ -231,8 +231,9 @@ RECALL: tuple[Question, ...] = (
             "tensor's range",
             True,
             "The block scales are E4M3 numbers relative to it. On MiniLM's L0.intermediate it buys only about a tenth "
-            "of a dB; for tensors whose block maxima lie below about 0.1 or above about 2,700 (6 x 448) it decides "
-            "whether block scales fit at all.",
+            "of a dB. Where block maxima lie below about 0.1, block scales turn subnormal and lose precision (below "
+            "about 0.006 they flush to zero); above about 2,700 (6 x 448) they overflow: there it decides whether "
+            "block scales work at all.",
         ),
         ("Because FP4 values need an exponent of their own", False, "E2M1 elements have their exponent bits."),
         ("To store the block's zero point", False, "NVFP4 is symmetric: no zero point."),
