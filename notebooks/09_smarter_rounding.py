@@ -23,7 +23,8 @@
 #   the previous layer;
 # * why GPTQ wants many more calibration tokens than the layer has inputs (and what happens with
 #   too few);
-# * on MiniLM: RTN, GPTQ, AWQ and AWQ+GPTQ at int4 and int3, per-channel, g128 and g32, measured
+# * on MiniLM: RTN, GPTQ, AWQ and AWQ+GPTQ at int4 (per-channel, g128, g32) and int3
+#   (per-channel, g32), measured
 #   on every layer's output and on the sentence embeddings;
 # * the question of this lesson: how much of the granularity gap does smarter rounding close,
 #   and does it change which granularity to pick?
@@ -118,20 +119,22 @@ for row in (0, 1):
     )
 
 # %% [markdown]
-# Step 1 rounds 4.516 up to 5 and pushes most of that error onto column 1, the column that moves
-# with it. Column 1 sits exactly on a tick, -7, and the push takes it to -7.447: less than half a
-# tick, so its nearest tick is still -7 (it would be even if the ruler had a tick at -8). A push
-# changes a code only when it carries a weight across a rounding boundary: in row 0 it carried
-# column 1 across -3.5, in row 1 no push crosses one, so every step ends on RTN's codes. Nor is
-# there anything better to find: trying every code vector on row 1's ruler, the least output
-# error is at RTN's codes (and on row 0 at GPTQ's). `ql.gptq`
-# never moves a weight's *scale*; `ql.gptq(...).scale` is `ql.quantize(...).scale` by
-# construction ("same ruler, smarter rounding"), so a GPTQ checkpoint costs exactly the bytes of
-# an RTN one. With per-channel scales the reference code does the same. With groups it has a
-# choice: by default (`static_groups=False` in AutoGPTQ) it computes each group's scale when it
-# reaches the group, from the weights as the error feedback has already changed them, so the
-# scales differ from RTN's too; `static_groups=True` computes them all first from the original
-# weights, as `ql.gptq` does. Either way the stored layout and its bytes are the same.
+# Step 1 rounds 4.516 up to 5 and pushes most of that error onto column 1, the column that
+# moves with it. Column 1 sits exactly on a tick, -7, and the push takes it to -7.447: less
+# than half a tick, so its nearest tick is still -7 (it would be even if the ruler had a tick
+# at -8). A push changes a code only when it carries a weight across a rounding boundary: in
+# row 0 it carried column 1 across -3.5, in row 1 no push crosses one, so every step ends on
+# RTN's codes. Nor is there anything better to find: trying every code vector on row 1's
+# ruler, the least output error is at RTN's codes (and on row 0 at GPTQ's). `ql.gptq` never
+# moves a weight's *scale*; `ql.gptq(...).scale` is `ql.quantize(...).scale` by construction
+# ("same ruler, smarter rounding"), so a GPTQ checkpoint costs exactly the bytes of an RTN
+# one. With per-channel scales the reference code does the same. With groups it has a choice:
+# by default (`static_groups=False` in AutoGPTQ) it computes each group's scale when it
+# reaches the group, from the weights as the error feedback of the earlier 128-column blocks
+# has changed them (for g128 that is all the feedback so far; for g32, not that of the earlier
+# columns in the same block), so the scales differ from RTN's too; `static_groups=True`
+# computes them all first from the original weights, as `ql.gptq` does. Either way the stored
+# layout and its bytes are the same.
 #
 # **How `ql.gptq` does it fast.** The rows of the inverse Hessian that the trace updates step by
 # step are, up to a factor, the rows of one upper Cholesky factor of `H^-1`, so one factorisation
@@ -164,14 +167,15 @@ for row in (0, 1):
 # `1 / s` folds into its weight and bias (exactly for those layers; but MiniLM is a post-LN
 # BERT, where that LayerNorm also feeds the residual connection, which would then need its own
 # `* s`: lesson 05 measured what folding there does to the whole model). The attention output
-# reads a mix of value vectors, per feature, so `1 / s` folds into the value projection's rows.
-# The FFN output reads `GELU(intermediate)`, and a GELU does not commute with scaling: there
-# llm-awq keeps an explicit scale (its `ScaledActivation`). Below, `Q(w * s) / s` stands in for
-# all three: the same product in exact arithmetic. One simplification: query, key and value
-# read the same LayerNorm, so a deployable AWQ searches one `s` for the three together (llm-awq
-# does); here each layer gets its own, which flatters AWQ: on the calibration tokens a per-layer
-# pick can only beat one shared `s` (the three read the same `x`); how much of that advantage
-# carries over to held-out text is not measured here.
+# reads a mix of value vectors, per feature, so `1 / s` folds into the value projection's
+# rows. The FFN output reads `GELU(intermediate)`, and a GELU does not commute with scaling:
+# there llm-awq keeps an explicit scale (its `ScaledActivation`). Below, `Q(w * s) / s` stands
+# in for all three: the same product in exact arithmetic. One simplification: query, key and
+# value read the same LayerNorm, so a deployable AWQ searches one `s` for the three together
+# (llm-awq does); here each layer gets its own, which flatters AWQ: on the calibration tokens
+# a per-layer pick can never do worse than one shared `s` (the three read the same `x`, so
+# they have the same candidates); how much of that advantage carries over to held-out text is
+# not measured here.
 #
 # ## 3. Calibration: GPTQ wants more tokens than inputs
 #
@@ -452,32 +456,34 @@ for method in ("RTN", "GPTQ"):
 # way. The tools differ. llm-awq and AutoAWQ quantize asymmetrically by default (a real zero
 # point per group, `zero_point=True`). AutoGPTQ defaults to symmetric (`sym=True`), though its
 # symmetric ruler is not this course's: it uses all 16 codes, -8 to 7 ticks around a constant
-# zero point, with scale `max|w| / 7.5` (`auto_gptq/quantization/quantizer.py`), where the course
-# uses -7 to 7 with `max|w| / 7`. Its
-# checkpoint layout has a `qzeros` tensor either way, so a symmetric checkpoint stores the same
-# constant zero point in every group (AutoGPTQ's format writes it minus one): 4 + (16 + 4) / 128
-# bits per weight with fp16 scales (lesson 04).
-# compressed-tensors' `pack-quantized` format (what llm-compressor writes, e.g. W4A16) stores
-# `weight_zero_point` only for asymmetric group or channel schemes
-# (`compressors/quantized_compressors/pack_quantized.py`), so a symmetric checkpoint there costs
-# 4 + 16 / 128. Which group size and symmetry a checkpoint uses depends on the tool and its
-# settings: read its quantization config rather than assume. GPTQ runs once, offline, on a small
-# calibration set (the paper used 128 segments of 2048 tokens); at inference the kernel sees
-# ordinary group-quantized weights and cannot tell how the codes were chosen. With `act_order`,
-# the reference code forms groups in the permuted order, and the `g_idx` tensor that every
-# AutoGPTQ checkpoint carries then maps each input column to its group (without `act_order` it is
-# simply `i // group_size`); `ql.gptq` computes all scales first, in the
-# original order (like the reference's `static_groups` option), so no map is needed. AWQ
-# checkpoints store `Q(w * s)`, with `1 / s` already folded into the previous layer.
+# zero point, with scale `max|w| / 7.5` (`auto_gptq/quantization/quantizer.py`), where the
+# course uses -7 to 7 with `max|w| / 7`. In its standard (`gptq`) format the checkpoint has a
+# `qzeros` tensor either way (its Marlin format has neither `qzeros` nor `g_idx`), so a
+# symmetric checkpoint stores the same constant zero point in every group (AutoGPTQ's format
+# writes it minus one): 4 + (16 + 4) / 128 bits per weight with fp16 scales (lesson 04), plus
+# `g_idx`'s 32 / out_features. compressed-tensors' `pack-quantized` format (what
+# llm-compressor writes, e.g. W4A16) stores `weight_zero_point` only for asymmetric group or
+# channel schemes (`compressors/quantized_compressors/pack_quantized.py`), so a symmetric
+# checkpoint there costs 4 + 16 / 128. Which group size and symmetry a checkpoint uses depends
+# on the tool and its settings: read its quantization config rather than assume. GPTQ runs
+# once, offline, on a small calibration set (the paper used 128 segments of 2048 tokens); at
+# inference the kernel sees ordinary group-quantized weights and cannot tell how the codes
+# were chosen. With `act_order`, the reference code forms groups in the permuted order, and
+# the `g_idx` tensor that AutoGPTQ's standard format carries then maps each input column to
+# its group (without `act_order` it is simply `i // group_size`); `ql.gptq` computes all
+# scales first, in the original order (like the reference's `static_groups` option), so no map
+# is needed. AWQ checkpoints store `Q(w * s)`, with `1 / s` folded into the previous LayerNorm
+# or Linear, or, after a non-linearity such as GELU, stored as an explicit per-channel scale
+# on the activation.
 #
 # ## Summary
 #
 # * `ql.gptq` keeps RTN's scales (the reference's static groups) and changes codes: each
 #   column's rounding error is pushed onto the columns not yet rounded, weighted by the inverse
 #   Hessian of the inputs.
-# * Which weights matter is decided by their inputs: keeping the 1% of input channels with the
-#   loudest inputs in full precision removes far more error than keeping the 1% of input channels
-#   with the largest weights.
+# * Which weights matter is decided mostly by their inputs (AWQ's finding, reproduced here on
+#   L3.intermediate at int3 g128): keeping the 1% of input channels with the loudest inputs in
+#   full precision removed far more error than keeping the 1% with the largest weights.
 # * AWQ scales weight columns by a power of their mean input magnitude before rounding, and folds
 #   `1 / s` into the previous LayerNorm or Linear (or keeps an explicit scale after a GELU).
 # * With fewer calibration tokens than inputs (and the usual 1% damping) GPTQ can fit the
@@ -488,7 +494,9 @@ for method in ("RTN", "GPTQ"):
 #   By layer type it wins only on the intermediate layers; it loses about 2x on the FFN output,
 #   where groups help RTN most, and on the attention output, where its fit carries over least.
 # * Error feedback changes a code only when the pushed error carries a weight across a rounding
-#   boundary; where RTN's codes are already the best (toy row 1) it changes nothing.
+#   boundary. In toy row 1 no push crossed one, so GPTQ kept RTN's codes, which happen to be the
+#   best there; GPTQ is greedy, and in other rows a push can cross a boundary even where RTN's
+#   codes are already the best, and then GPTQ does worse than RTN.
 # * GPTQ lowers the error at every granularity by a similar factor, and g128 with GPTQ beats
 #   RTN g32 at int4, at fewer bits, on mean output error and mean cosine.
 #
