@@ -275,12 +275,13 @@ print(f"the corrections are exact: {zp['exact']}; their arithmetic is {zp['work 
 #
 # * At **M = 1** the fused kernels that read int8 or int4 codes take bf16 activations, so
 #   compare them with the **bf16** `F.linear` (`x half`) as well as with fp32 (`x fp32`): a
-#   ratio against fp32 mixes two changes (narrower weights and narrower arithmetic). Their `of
-#   read BW` column is the share of the measured read bandwidth their weight bytes stream at.
-#   A share above 100% means the weight streamed faster than the bandwidth probe: part of it
-#   came from cache, or the probe (one reduction, on a possibly busy machine) under-measured
-#   the bandwidth; where the cache line says the copies fit in it, read the column as a rate,
-#   not as proof of memory traffic.
+#   ratio against fp32 mixes two steps (fp32 to bf16 weights and activations, which a bf16
+#   model has already taken, and bf16 weights to int8/int4 codes). Their `of read BW` column
+#   is the share of the measured read bandwidth their weight bytes stream at. A share above
+#   100% means the weight streamed faster than the bandwidth probe: part of it came from
+#   cache, or the probe (one reduction, on a possibly busy machine) under-measured the
+#   bandwidth; where the cache line says the copies fit in it, read the column as a rate, not
+#   as proof of memory traffic.
 # * Dequantize-then-matmul is many times *slower* than fp32 at small M: `q.float() * s`
 #   materializes two full fp32 temporaries, each written and read again. The preallocated-buffer
 #   row removes the allocation (page faults) but not the traffic; the verdict line says how much

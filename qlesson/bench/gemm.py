@@ -277,7 +277,8 @@ def reference_error(y: torch.Tensor, ref: torch.Tensor) -> float:
 
 
 def _rotating(ops: Sequence[Op]) -> Op:
-    """Call the next of several equivalent ops each time: their weights together exceed the CPU cache."""
+    """Call the next of several equivalent ops each time, so a weight stays out of the last-level cache
+    between calls where the copies together are larger than it (``cache_line`` says where)."""
     cycle = itertools.cycle(ops)
     return lambda: next(cycle)()
 
@@ -412,8 +413,8 @@ KEY_ROWS = (
 def key_table(rows: Sequence[GemmRow], bandwidth: Bandwidth | None = None) -> str:
     """The rows that carry the lesson's argument, with ratios to both fp32 and the half-width baseline.
 
-    The fused kernels take bf16 (CPU) or fp16 (GPU) activations, so ``x half`` is their fair
-    comparison; ``x fp32`` is what switching from an fp32 model buys.
+    The fused kernels take bf16 activations (on the GPU the int8 weight-only op is given fp16 and casts to
+    fp32 inside), so ``x half`` is their fair comparison; ``x fp32`` is what switching from an fp32 model buys.
     """
     from qlesson.teach.report import table
 
