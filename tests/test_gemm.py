@@ -254,3 +254,22 @@ def test_stored_gpu_run_supports_the_lessons_reading():
     assert all(ms(m, "fused int8") > ms(m, "fp32") for m in (1, 16, 256))  # "slower than fp32 at every M"
     roof = bench.stored_rooflines()[0]
     assert roof["bf16 GEMM GFLOP/s"] / roof["read GB/s"] > 256  # M = 256 is below the ridge
+
+
+def test_main_returns_cpu_rows_only_and_stores_the_gpu_ones(monkeypatch, tmp_path, capsys):
+    """With a GPU, verdicts, peaks and plots get this CPU's rows only; the csv gets the GPU's."""
+    monkeypatch.setattr(bench.torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(bench.torch.cuda, "get_device_name", lambda i=0: "fake GPU")
+    monkeypatch.setattr(bench, "measure_bandwidth", lambda *a, **k: bench.Bandwidth(10.0, 10.0))
+    monkeypatch.setattr(
+        bench,
+        "run",
+        lambda device="cpu", **k: (
+            [_row(1, "fp32 F.linear (baseline)", 1.0)]
+            if device == "cpu"
+            else [bench.GemmRow("cuda", 1, "fp32 F.linear (baseline)", 0.1, 1.0, 0, 0.0, 0.0)]
+        ),
+    )
+    rows, _ = bench.main(quick=True, csv_path=str(tmp_path / "g.csv"))
+    assert {r.device for r in rows} == {"cpu"}
+    assert {r.device for r in bench.read_csv(tmp_path / "g.csv")} == {"cuda"}

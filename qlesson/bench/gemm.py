@@ -367,7 +367,11 @@ def main(
     quick: bool = False, csv_path: str | None = None, size: int = 4096, full: bool = True
 ) -> tuple[list[GemmRow], Bandwidth]:
     """Print the machine, its bandwidth and the table (``full=False``: the key rows only);
-    ``quick`` uses short timings (seconds, not minutes)."""
+    ``quick`` uses short timings (seconds, not minutes).
+
+    Returns this CPU's rows and bandwidth only, so verdicts, peaks and plots never mix devices.
+    With a CUDA GPU its rows are printed too, and ``csv_path`` stores them (the CPU rows otherwise).
+    """
     print(
         f"GEMM y = x @ W.T, K = N = {size}, M in (1, 16, 256); {platform.machine()}, torch {torch.__version__}, "
         f"{torch.get_num_threads()} threads"
@@ -383,12 +387,12 @@ def main(
         print(f"\nGPU {torch.cuda.get_device_name(0)}: copy {gbw.copy_gb_s:.0f} GB/s, read {gbw.read_gb_s:.0f} GB/s")
         gpu_rows = run(k=size, n=size, device="cuda", quick=quick)
         print(format_table(gpu_rows, gbw))
-        rows += gpu_rows
     else:
+        gpu_rows = []
         print("\nno CUDA GPU: the GPU rows are skipped")
     if csv_path:
-        write_csv(rows, csv_path)
-        print(f"wrote {csv_path}")
+        write_csv(gpu_rows or rows, csv_path)
+        print(f"wrote {csv_path} ({'GPU' if gpu_rows else 'CPU'} rows)")
     return rows, bw
 
 
