@@ -59,6 +59,15 @@ def test_recall_text_in_the_exercise_matches_the_bank(path):
 
 
 @pytest.mark.parametrize("sol", SOLUTIONS, ids=lambda p: p.stem)
+def test_solutions_are_stored_executed_so_nbval_compares_them(sol):
+    """The learner copies are stored unexecuted on purpose (stubs; no stored pass); their solutions are
+    what nbval checks, so each code cell must carry its run, in order, and every check cell its output."""
+    code = [c for c in nbformat.read(str(sol), as_version=4).cells if c.cell_type == "code" and c.source.strip()]
+    assert [c.execution_count for c in code] == list(range(1, len(code) + 1)), "run `make exercises N=NN`"
+    assert all(c.outputs for c in code if "check" in c.metadata.get("tags", [])), "a check cell stored no output"
+
+
+@pytest.mark.parametrize("sol", SOLUTIONS, ids=lambda p: p.stem)
 def test_every_solution_grades_all_green(sol):
     results = grade.grade_notebook(sol)
     assert results and all(r.passed for r in results), [(r.task, r.status, r.detail) for r in results if not r.passed]
