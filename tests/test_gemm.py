@@ -123,14 +123,22 @@ def _row(m, method, ms):
     return bench.GemmRow("cpu", m, method, ms, 1.0, 0, 0.0, 0.0)
 
 
+def _rows(m, times):
+    """Rows at one M from {method: median ms}."""
+    return [_row(m, method, ms) for method, ms in times.items()]
+
+
 def test_verdict_lists_which_compact_kernels_beat_each_baseline():
-    rows = [
-        _row(256, "fp32 F.linear (baseline)", 10.0),
-        _row(256, "bfloat16 F.linear", 2.0),
-        _row(256, "fused int8 weight-only per-channel, bf16 x", 12.0),
-        _row(256, "fused int4 weight-only group 128", 9.0),
-        _row(256, "W8A8: per-token act quant + torch._int_mm + rescale", 1.5),
-    ]
+    rows = _rows(
+        256,
+        {
+            "fp32 F.linear (baseline)": 10.0,
+            "bfloat16 F.linear": 2.0,
+            "fused int8 weight-only per-channel, bf16 x": 12.0,
+            "fused int4 weight-only group 128": 9.0,
+            "W8A8: per-token act quant + torch._int_mm + rescale": 1.5,
+        },
+    )
     line = bench.faster_than_baselines(rows, 256)
     assert line == "faster than fp32 F.linear: int4 g128 weight-only, W8A8; faster than bfloat16 F.linear: W8A8", line
     assert bench.faster_than_baselines(rows[:3], 256).endswith("faster than bfloat16 F.linear: none")
@@ -174,13 +182,16 @@ def test_cuda_methods_match_fp32():
 
 
 def test_noise_margin_and_ties():
-    rows = [
-        _row(1, "fp32 F.linear (baseline)", 10.0),
-        _row(1, "GEMM on pre-converted codes: F.linear(x, q_fp32)", 8.0),  # the same work, 25% apart
-        _row(1, "bfloat16 F.linear", 5.0),
-        _row(1, "fused int8 weight-only per-channel, bf16 x", 9.0),  # inside the 25%: a tie with fp32
-        _row(1, "fused int4 weight-only group 128", 2.0),
-    ]
+    rows = _rows(
+        1,
+        {
+            "fp32 F.linear (baseline)": 10.0,
+            "GEMM on pre-converted codes: F.linear(x, q_fp32)": 8.0,  # the same work, 25% apart
+            "bfloat16 F.linear": 5.0,
+            "fused int8 weight-only per-channel, bf16 x": 9.0,  # inside the 25%: a tie with fp32
+            "fused int4 weight-only group 128": 2.0,
+        },
+    )
     assert bench.noise_margin(rows, 1) == pytest.approx(0.25)
     line = bench.faster_than_baselines(rows, 1)
     assert line.startswith("faster than fp32 F.linear: int4 g128 weight-only (tie: int8 weight-only)"), line
@@ -191,12 +202,15 @@ def test_noise_margin_and_ties():
 
 
 def test_verdict_calls_a_small_fold_a_tie():
-    rows = [
-        _row(16, "fp32 F.linear (baseline)", 10.0),
-        _row(16, "GEMM on pre-converted codes: F.linear(x, q_fp32)", 10.5),
-        _row(16, "per-channel scale alone, a separate op: y_codes * s", 0.01),
-        _row(16, "input-channel scale folded into x: F.linear(x * s_in, q_fp32)", 10.6),
-    ]
+    rows = _rows(
+        16,
+        {
+            "fp32 F.linear (baseline)": 10.0,
+            "GEMM on pre-converted codes: F.linear(x, q_fp32)": 10.5,
+            "per-channel scale alone, a separate op: y_codes * s": 0.01,
+            "input-channel scale folded into x: F.linear(x * s_in, q_fp32)": 10.6,
+        },
+    )
     lines = bench.verdict(rows)
     assert lines[0] == (
         "M = 16: two identical fp32 products differed by 5.0%; gaps under 10% (that gap or a 10% floor, "
