@@ -596,3 +596,21 @@ def test_a_hint_points_without_writing_the_solution(task_id):
     """No assignment (``scale = ...``) and no method-call code (``w.abs().amax(dim=1)``) in a hint."""
     hint = tasks()[task_id].hint
     assert not re.search(r"\b\w+ = |\.\w+\(", hint), hint
+
+
+def test_a_check_cell_fails_an_in_place_change_only_where_the_task_keeps_inputs():
+    """The notebook's own check (a local function, no sandbox) sees the change on the arguments it passed."""
+    import torch
+
+    from qlesson.course import checking
+
+    def add_one_in_place(x):
+        x += 1
+        return x
+
+    task = checking.Task("t.add", "add one", lambda x: x + 1, [checking.Case((torch.zeros(3),), "3 zeros")], "add 1")
+    assert checking.evaluate(task, add_one_in_place).passed
+    strict = checking.Task(**{**task.__dict__, "keeps_inputs": True})
+    v = checking.evaluate(strict, add_one_in_place)
+    assert v.status == "fail" and v.mistake == "changed its input in place", v
+    assert checking.evaluate(strict, lambda x: x + 1).passed

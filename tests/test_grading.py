@@ -407,3 +407,27 @@ def test_recall_answer_with_an_odd_question_number_is_one_short_line(number):
     with pytest.raises(ValueError, match=words) as err:
         recall.answer("04", number, 4.125)
     assert len(str(err.value)) < 200
+
+
+SOLUTION_09 = ROOT / "exercises" / "solutions" / "09_smarter_rounding.ipynb"
+IN_PLACE = (
+    "def push_error(w, j, q_col, hinv):\n"
+    "    err = (w[:, j] - q_col) / hinv[j, j]\n"
+    "    w[:, j:] -= err[:, None] * hinv[j, j:]\n"
+    "    return {ret}"
+)
+
+
+@pytest.mark.parametrize("ret", ["w", "w.clone()"])
+def test_an_answer_that_changes_its_input_in_place_fails_where_the_task_asks_for_a_copy(tmp_path, ret):
+    """09.push_error returns a new w: the right numbers written into the caller's w are a named failure."""
+    path = _copy(tmp_path, SOLUTION_09)
+    _edit(path, "def push_error(", IN_PLACE.format(ret=ret))
+    r = _results(path)["09.push_error"]
+    assert r.status == "fail" and "changed its input in place" in r.detail, (r.status, r.detail)
+
+
+def test_the_same_answer_on_a_copy_passes(tmp_path):
+    path = _copy(tmp_path, SOLUTION_09)
+    _edit(path, "def push_error(", IN_PLACE.format(ret="w").replace("    err =", "    w = w.clone()\n    err =", 1))
+    assert _results(path)["09.push_error"].passed

@@ -83,6 +83,7 @@ class Task:
     atol: float = 1e-6
     is_value: bool = False  # the learner gives a value, not a function
     also_correct: Sequence[Callable[..., Any]] = ()  # other right answers (another order of the same steps)
+    keeps_inputs: bool = False  # the task asks for a new tensor: changing an argument in place fails
 
 
 Status = Literal["pass", "fail", "not attempted", "error"]
@@ -189,13 +190,45 @@ def _outputs(task: Task, answer: Any, inputs: list[tuple]) -> list[Any]:
         return [answer for _ in inputs]
     out = []
     for args in inputs:
+        given = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
         try:
-            out.append(answer(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args]))
+            value = answer(*given)
+            # a local function changes `given` itself; one run in the sandbox reports it on the proxy
+            changed = getattr(answer, "changed_input", False) or changed_inputs(
+                [a if isinstance(a, torch.Tensor) else None for a in args], given
+            )
+            out.append(_ChangedInput(value) if task.keeps_inputs and changed else value)
         except NotImplementedError:
             out.append(Ellipsis)
         except Exception as err:  # the learner's code failed: reported, never a pass
             out.append(_Raised(err))
     return out
+
+
+class _ChangedInput:
+    """An answer that returned ``value`` but changed one of its arguments in place."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+def changed_inputs(before: list[Any], after: Sequence[Any]) -> bool:
+    """Whether a call changed any tensor argument in place (``before`` holds untouched copies, None for others).
+
+    Compared bit for bit, so a NaN that stayed a NaN is no change.
+
+    >>> x = torch.tensor([1.0, float("nan")])
+    >>> changed_inputs([x.clone()], [x]), changed_inputs([x.clone()], [x.mul_(2)])
+    (False, True)
+    """
+    for b, a in zip(before, after, strict=True):
+        if b is None or not isinstance(a, torch.Tensor):
+            continue
+        if b.shape != a.shape or b.dtype != a.dtype:
+            return True
+        if not torch.equal(b.contiguous().reshape(-1).view(torch.uint8), a.contiguous().reshape(-1).view(torch.uint8)):
+            return True
+    return False
 
 
 def named_mistake(task: Task, inputs: list[tuple], got: list[Any]) -> str | None:
@@ -236,6 +269,11 @@ def evaluate(task: Task, answer: Any) -> Verdict:
         return Verdict(task.task_id, "not attempted", "not attempted yet: your function still returns the stub")
     for i, (case, args, g) in enumerate(zip(task.cases, inputs, got, strict=True), start=1):
         expected = task.reference(*args)
+        if isinstance(g, _ChangedInput):
+            lines = [f"{head}: case {i} failed: {case.label}", "  your function changed its input in place"]
+            lines.append(f"  hint: {task.hint}")
+            summary = f"changed its input in place [case {i}: {case.label}]: work on a copy (.clone())"
+            return Verdict(task.task_id, "fail", summary, "\n".join(lines), "changed its input in place")
         if isinstance(g, _Raised):
             lines = [f"{head}: case {i} failed: {case.label}", f"  came back: raised {g.text}"]
             lines += [*_expected(task, expected), f"  hint: {task.hint}"]

@@ -169,6 +169,7 @@ TASKS: list[Task] = [
             Mistake("also moved the columns before j, which are already rounded", _push_everywhere),
             Mistake("updated only the later columns: column j should become q_col", _push_later_only),
         ],
+        keeps_inputs=True,  # the task text asks for a new w: the caller's w must stay as it was
     ),
     Task(
         "09.gptq_per_channel",
