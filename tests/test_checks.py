@@ -614,3 +614,14 @@ def test_a_check_cell_fails_an_in_place_change_only_where_the_task_keeps_inputs(
     v = checking.evaluate(strict, add_one_in_place)
     assert v.status == "fail" and v.mistake == "changed its input in place", v
     assert checking.evaluate(strict, lambda x: x + 1).passed
+
+
+def test_a_function_that_prints_instead_of_returning_is_told_so():
+    import torch
+
+    from qlesson.course import checking
+
+    task = checking.Task("t.add", "add one", lambda x: x + 1, [checking.Case((torch.zeros(3),), "3 zeros")], "add 1")
+    v = checking.evaluate(task, lambda x: print(x + 1))
+    assert v.status == "not attempted" and "a print instead of a return?" in v.summary, v
+    assert "returns the stub" in checking.evaluate(task, lambda x: ...).summary

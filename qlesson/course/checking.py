@@ -266,7 +266,8 @@ def evaluate(task: Task, answer: Any) -> Verdict:
     inputs = [case.resolve() for case in task.cases]
     got = _outputs(task, answer, inputs)
     if any(_is_stub(g) for g in got):
-        return Verdict(task.task_id, "not attempted", "not attempted yet: your function still returns the stub")
+        said = "returns None (a print instead of a return?)" if any(g is None for g in got) else "returns the stub"
+        return Verdict(task.task_id, "not attempted", f"not attempted yet: your function still {said}")
     for i, (case, args, g) in enumerate(zip(task.cases, inputs, got, strict=True), start=1):
         expected = task.reference(*args)
         if isinstance(g, _ChangedInput):
