@@ -4,6 +4,7 @@
     python -m qlesson update         bring workspace/ up to date with the course, keeping your edits
     python -m qlesson grade [NN ...] grade your exercises in workspace/exercises
     python -m qlesson reset PATH     start one notebook again (yours is kept as PATH.bak)
+    python -m qlesson stats [NN ...] each lesson's words, run time and honest time (--measure, --check)
 
 ``make lab`` and ``make grade`` call these.
 """
@@ -47,6 +48,10 @@ def main(argv: list[str]) -> int:
         from qlesson.course.grade import main as grade_main
 
         return grade_main(rest)
+    if command == "stats":
+        from qlesson.course.stats import main as stats_main
+
+        return stats_main(rest)
     if command == "reset" and len(rest) == 1:
         from qlesson.course.workspace import reset
 

@@ -54,10 +54,20 @@ class CheckFailed(_Friendly):
 
 @dataclass(frozen=True)
 class Case:
-    """Inputs for one check; ``args`` may be a zero-argument callable for expensive inputs."""
+    """Inputs for one check; ``args`` may be a zero-argument callable for expensive inputs.
+
+    A ``hidden`` case runs like any other, but a failure on it shows neither its inputs, its
+    label nor the expected value: only that a hidden case failed, the named mistake and the hint,
+    so an answer cannot be fitted to it.
+    """
 
     args: tuple | Callable[[], tuple]
     label: str
+    hidden: bool = False
+
+    def shown_label(self) -> str:
+        """What a learner sees of this case: its label, or "a hidden case"."""
+        return "a hidden case" if self.hidden else self.label
 
     def resolve(self) -> tuple:
         return self.args() if callable(self.args) else self.args
@@ -270,27 +280,30 @@ def evaluate(task: Task, answer: Any) -> Verdict:
         return Verdict(task.task_id, "not attempted", f"not attempted yet: your function still {said}")
     for i, (case, args, g) in enumerate(zip(task.cases, inputs, got, strict=True), start=1):
         expected = task.reference(*args)
+        label = case.shown_label()
         if isinstance(g, _ChangedInput):
-            lines = [f"{head}: case {i} failed: {case.label}", "  your function changed its input in place"]
+            lines = [f"{head}: case {i} failed: {label}", "  your function changed its input in place"]
             lines.append(f"  hint: {task.hint}")
-            summary = f"changed its input in place [case {i}: {case.label}]: work on a copy (.clone())"
+            summary = f"changed its input in place [case {i}: {label}]: work on a copy (.clone())"
             return Verdict(task.task_id, "fail", summary, "\n".join(lines), "changed its input in place")
         if isinstance(g, _Raised):
-            lines = [f"{head}: case {i} failed: {case.label}", f"  came back: raised {g.text}"]
-            lines += [*_expected(task, expected), f"  hint: {task.hint}"]
-            return Verdict(task.task_id, "error", f"case {i} ({case.label}) raised {g.text}", "\n".join(lines))
+            lines = [f"{head}: case {i} failed: {label}", f"  came back: raised {g.text}"]
+            lines += [*([] if case.hidden else _expected(task, expected)), f"  hint: {task.hint}"]
+            return Verdict(task.task_id, "error", f"case {i} ({label}) raised {g.text}", "\n".join(lines))
         if same(g, expected, task.rtol, task.atol):
             continue
         if _agrees_with_another_form(task, inputs, got):
             break
         mistake = named_mistake(task, inputs, got)
-        lines = [f"{head}: case {i} failed: {case.label}", f"  came back: {show(g)}", *_expected(task, expected)]
+        lines = [f"{head}: case {i} failed: {label}"]
+        if not case.hidden:
+            lines += [f"  came back: {show(g)}", *_expected(task, expected)]
         if mistake:
             lines.append(f"  mistake: {mistake}")
         lines.append(f"  hint: {task.hint}")
-        summary = f"{mistake} [case {i}: {case.label}]" if mistake else f"case {i} ({case.label}) is wrong: {task.hint}"
+        summary = f"{mistake} [case {i}: {label}]" if mistake else f"case {i} ({label}) is wrong: {task.hint}"
         return Verdict(task.task_id, "fail", summary, "\n".join(lines), mistake)
-    labels = tuple(c.label for c in task.cases)
+    labels = tuple(c.shown_label() for c in task.cases)
     return Verdict(task.task_id, "pass", f"all {len(labels)} cases pass", passed_cases=labels)
 
 

@@ -150,7 +150,7 @@ def feedback(q: Question, response: Any, reveal: bool = False) -> tuple[bool, st
     shown = q.shown()
     letters = LETTERS[: len(shown)]
     key = str(response).strip().lower().rstrip(")")
-    if key not in letters:
+    if len(key) != 1 or key not in letters:  # one letter: "" and "ab" are in "abcd" as substrings
         return False, f"{response!r} is not an option; answer with one of {', '.join(letters)}"
     opt = shown[letters.index(key)]
     return opt.correct, opt.why
@@ -162,7 +162,7 @@ def answer(lesson: str, number: int, response: Any) -> None:
     if isinstance(number, bool) or not isinstance(number, numbers.Integral) or not 1 <= number <= len(qs):
         shown = repr(number) if len(repr(number)) <= 40 else repr(number)[:37] + "..."
         raise ValueError(f"number={shown} is not a question of lesson {lesson}; use a whole number from 1 to {len(qs)}")
-    if response is None or response is Ellipsis:
+    if response is None or response is Ellipsis or (isinstance(response, str) and not response.strip()):
         raise NotAttempted(f"recall {lesson}.{number}: not attempted yet")
     tries = _tries[lesson, number] = _tries.get((lesson, number), 0) + 1
     ok, why = feedback(qs[number - 1], response, reveal=tries >= REVEAL_AFTER)
@@ -239,15 +239,15 @@ def quiz(lesson: str) -> Any:
                 value=None,
                 layout=W.Layout(width="auto"),
             )
-        else:
-            pick = W.FloatText(value=None, description="answer")
+        else:  # a text box: FloatText(value=None) would start at 0.0, a number that can be checked
+            pick = W.Text(value="", placeholder="a number", description="answer")
         button = W.Button(description="Check")
         out = W.HTML()
 
         count = [0]  # wrong tries of this question
 
         def on_click(_b: Any, q: Question = q, pick: Any = pick, out: Any = out, tries: list[int] = count) -> None:
-            if pick.value is None:
+            if pick.value is None or not str(pick.value).strip():
                 out.value = "Pick an answer first."
                 return
             tries[0] += 1
@@ -257,3 +257,94 @@ def quiz(lesson: str) -> Any:
         button.on_click(on_click)
         boxes.append(W.VBox([W.HTML(f"<b>{i}. {q.prompt}</b>"), pick, W.HBox([button, out])]))
     return W.VBox(boxes)
+
+
+def predictions(lesson: str) -> dict[str, Choice]:
+    """The predict-then-run questions of ``lesson`` (its module's ``PREDICT``), correct letters cycling.
+
+    >>> predictions("99")
+    Traceback (most recent call last):
+    ...
+    ValueError: no lesson '99'; use one of 01, 02, 03, 04, 05, 06, 07, 08, 09, 10
+    """
+    from qlesson import lessons
+
+    if lesson not in lessons.numbers():
+        raise ValueError(f"no lesson {lesson!r}; use one of {', '.join(lessons.numbers())}")
+    raw = dict(getattr(lessons.module(lesson), "PREDICT", {}))
+    return {key: replace(q, position=(k + int(lesson) + 1) % len(q.options)) for k, (key, q) in enumerate(raw.items())}
+
+
+def _prediction(lesson: str, key: str) -> Choice:
+    every = predictions(lesson)
+    if key not in every:
+        known = ", ".join(repr(k) for k in every) or "none"
+        raise ValueError(f"lesson {lesson} has no prediction {key!r}; its predictions: {known}")
+    return every[key]
+
+
+class PredictionSheet:
+    """A prediction for a page without widgets: the question and its options; the HTML folds the answer."""
+
+    def __init__(self, lesson: str, key: str) -> None:
+        self.question = _prediction(lesson, key)
+
+    def __repr__(self) -> str:
+        q = self.question
+        lines = [f"Predict: {q.prompt}", *(f"   {LETTERS[j]}) {o.text}" for j, o in enumerate(q.shown()))]
+        return "\n".join([*lines, "Commit to a letter, then run the next cell."])
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        q = self.question
+        shown = q.shown()
+        items = "".join(f"<li>{LETTERS[j]}) {escape(o.text)}</li>" for j, o in enumerate(shown))
+        right = next(o for o in shown if o.correct)
+        return (
+            f"<div class='ql-predict'><p><b>Predict:</b> {escape(q.prompt)}</p>"
+            f"<ul style='list-style: none; padding-left: 1.2em'>{items}</ul>"
+            f"<details><summary>After the next cell: the answer</summary><p>{q.correct_letter()}) "
+            f"{escape(right.text)}: {escape(right.why)}</p></details></div>"
+        )
+
+
+def predict(lesson: str, key: str) -> Any:
+    """Commit to a prediction before the next cell shows the result: options, **Lock in**, then **Explain**.
+
+    The explanation of the chosen option (and the right one) appears only after locking in.
+    Without ipywidgets, the :class:`PredictionSheet` (text, with the answer folded in HTML).
+    """
+    q = _prediction(lesson, key)
+    try:
+        import ipywidgets as W
+    except ImportError:  # pragma: no cover - ipywidgets is pinned; a page without it gets the sheet
+        return PredictionSheet(lesson, key)
+    shown = q.shown()
+    pick = W.RadioButtons(
+        options=[(f"{LETTERS[j]}) {o.text}", LETTERS[j]) for j, o in enumerate(shown)],
+        value=None,
+        layout=W.Layout(width="auto"),
+    )
+    lock, explain, out = W.Button(description="Lock in"), W.Button(description="Explain"), W.HTML()
+    explain.layout.display = "none"
+
+    def on_lock(_b: Any) -> None:
+        if pick.value is None:
+            out.value = "Pick a letter first."
+            return
+        pick.disabled = lock.disabled = True
+        explain.layout.display = None
+        out.value = f"Locked in: {pick.value}. Run the next cell, then press Explain."
+
+    def on_explain(_b: Any) -> None:
+        ok, why = feedback(q, pick.value)
+        text = f"{'✓ right' if ok else '✗ not this one'}: {why}"
+        if not ok:
+            right = next(o for o in shown if o.correct)
+            text += f"<br>The answer is {q.correct_letter()}) {right.text}: {right.why}"
+        out.value = text
+
+    lock.on_click(on_lock)
+    explain.on_click(on_explain)
+    return W.VBox([W.HTML(f"<b>Predict:</b> {q.prompt}"), pick, W.HBox([lock, explain]), out])

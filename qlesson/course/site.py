@@ -10,6 +10,9 @@ What changes on the way to the web, since a page has no kernel:
   every widget has a static figure in a neighbouring cell, which stays;
 * the recall quiz widget becomes its questions with each answer folded in a ``<details>`` block,
   and the plain-text copy of the questions printed below it is left out;
+* a predict-then-run widget becomes its question and options, the answer folded;
+* the *Going deeper* part (from its ``## Going deeper`` heading to the end) is folded in a
+  ``<details>`` block, so a page shows the main line first;
 * links between lessons (``02_one_ruler_or_many.ipynb``) point to their pages.
 
 ``python -m qlesson.course.site [FOLDER]`` writes the site (default ``site/``).
@@ -31,6 +34,10 @@ WIDGET = "application/vnd.jupyter.widget-view+json"
 OUT = ROOT / "site"
 _QUIZ = re.compile(r"^recall\.quiz\(\s*[\"']\d\d[\"']\s*\)$", re.M)
 _SHOW = re.compile(r"recall\.show\(\s*[\"'](\d\d)[\"']\s*\)")
+_PREDICT = re.compile(r"recall\.predict\(\s*[\"'](\d\d)[\"']\s*,\s*[\"']([^\"']+)[\"']\s*\)")
+_DEEPER_ID = 'id="Going-deeper"'
+_BOTTOM = '<nav class="ql-nav ql-bottom">'
+
 _LINK = re.compile(r"\]\((?:\.\./)?(?:notebooks/)?(\d\d_[A-Za-z0-9_]+)\.ipynb\)")
 
 TEMPLATE = """{%- extends 'lab/index.html.j2' -%}
@@ -42,6 +49,7 @@ nav.ql-nav { display: flex; gap: 1.5em; padding: 0.6em 1em; border-bottom: 1px s
              font-family: sans-serif; font-size: 0.95em; }
 nav.ql-nav.ql-bottom { border-top: 1px solid #ddd; border-bottom: none; }
 .ql-quiz details { margin: 0.2em 0 1em 1.5em; }
+details.ql-deeper > summary { font-family: sans-serif; font-size: 1.2em; padding: 0.6em 1em; cursor: pointer; }
 </style>{% endblock extra_css %}
 {%- block body_header -%}{{ super() }}<nav class="ql-nav">{{ resources.ql_nav }}</nav>{%- endblock body_header -%}
 {% block body_footer %}<nav class="ql-nav ql-bottom">{{ resources.ql_nav }}</nav>{{ super() }}{% endblock body_footer %}
@@ -90,6 +98,35 @@ def _quiz_output(lesson: str) -> Any:
     return nbformat.v4.new_output("display_data", data={"text/html": quiz_html(lesson)})
 
 
+def _predict_output(lesson: str, key: str) -> Any:
+    import nbformat
+
+    from qlesson.course import recall
+
+    html_text = recall.PredictionSheet(lesson, key)._repr_html_()
+    return nbformat.v4.new_output("display_data", data={"text/html": html_text})
+
+
+def fold_deeper(page: str) -> str:
+    """Fold a page's *Going deeper* part (its heading's cell to the last cell) in ``<details>``.
+
+    >>> page = fold_deeper('<div class="jp-Cell a">A</div><div class="jp-Cell b"><h2 id="Going-deeper">G</h2>'
+    ...                    '</div><nav class="ql-nav ql-bottom">N</nav>')
+    >>> page = page.replace("<summary>Going deeper (open when the main line is done)</summary>", "")
+    >>> page.split("<h2")[0]
+    '<div class="jp-Cell a">A</div><details class="ql-deeper"><div class="jp-Cell b">'
+    >>> page.split("</h2>")[1]
+    '</div></details><nav class="ql-nav ql-bottom">N</nav>'
+    """
+    at = page.find(_DEEPER_ID)
+    end = page.rfind(_BOTTOM)
+    start = page.rfind('<div class="jp-Cell ', 0, at)
+    if at < 0 or end < at or start < 0:
+        return page
+    summary = "<summary>Going deeper (open when the main line is done)</summary>"
+    return f'{page[:start]}<details class="ql-deeper">{summary}{page[start:end]}</details>{page[end:]}'
+
+
 def for_the_web(nb: Any) -> Any:
     """A copy of ``nb`` ready for a page: widgets dropped, the quiz static, lesson links to pages."""
     nb = copy.deepcopy(nb)
@@ -104,6 +141,9 @@ def for_the_web(nb: Any) -> Any:
             sheet = _SHOW.search(cell.source)
             if sheet:
                 cell.outputs = [_quiz_output(sheet.group(1))]
+            guess = _PREDICT.search(cell.source)
+            if guess:
+                cell.outputs = [_predict_output(guess.group(1), guess.group(2))]
         cells.append(cell)
     nb.cells = cells
     nb.metadata.pop("widgets", None)
@@ -144,7 +184,7 @@ def render(nb: Any, name: str, nav: str, html_exporter: Any = None) -> str:
     """One page of HTML for ``nb``, titled ``name``, with ``nav`` above and below."""
     html_exporter = html_exporter or exporter()
     body, _ = html_exporter.from_notebook_node(nb, resources={"metadata": {"name": name}, "ql_nav": nav})
-    return body
+    return fold_deeper(body)
 
 
 def index_notebook(pages: list[tuple[str, str]]) -> Any:
