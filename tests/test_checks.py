@@ -173,6 +173,21 @@ WRONG = {
         (lambda acc, s_x, s_w: acc * s_w, "only the weight scales"),
         (lambda acc, s_x, s_w: acc * s_x.unsqueeze(1), "only the activation scales"),
     ],
+    "06.zero_point_gemm": [
+        (lambda a, r, c, zx, zw, k: a - zw * r[:, None] - zx * c, "constant term"),
+        (lambda a, r, c, zx, zw, k: a - zw * r[:, None] - zx * c + zx * zw, "None"),
+        (lambda a, r, c, zx, zw, k: a - zw * r[:, None] - zx * c - k * zx * zw, "subtracted the constant"),
+    ],
+    "06.dequant_first_bytes": [
+        (lambda n, k, b: n * k * b / 8 + 4 * n + 4 * n * k, "left out the write"),
+        (lambda n, k, b: n * k * b / 8 + 8 * n * k, "left out the scales"),
+        (lambda n, k, b: n * k + 4 * n + 8 * n * k, "None"),
+    ],
+    "06.compute_bound_from": [
+        (lambda p, bw, b: 2 * p / bw * b / 16, "one FLOP per multiply-add"),
+        (lambda p, bw, b: p / bw, "the ridge point itself"),
+        (lambda p, bw, b: p / bw * 16 / b, "None"),
+    ],
     "09.hessian": [
         (lambda x: x.T @ x / len(x), "factor 2"),
         (lambda x: 2 * torch.einsum("ti,tj->ij", x, x), "did not divide"),

@@ -54,9 +54,10 @@ def test_not_stripped_and_mostly_compared(path):
     # ignored cells are the few that cannot be stable: the environment printout, widgets, timings
     ignored = [c for c in code if c not in compared]
     assert all(
-        any(k in c.source for k in ("show_environment", "widgets.", "bench_gemm.", "recall.quiz")) for c in ignored
+        any(k in c.source for k in ("show_environment", "widgets.", "bench_gemm.", "recall.quiz", "recall.predict"))
+        for c in ignored
     )
-    assert len(ignored) <= 4
+    assert len([c for c in ignored if "recall.predict" not in c.source]) <= 4
 
 
 @pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
@@ -66,7 +67,7 @@ def test_structure(path):
     assert "show_environment()" in first_code.source
     text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     if path.stem != "00_start_here":
-        assert "**What you will learn**" in text and "**What you need**" in text
+        assert ("**What you will learn**" in text or "**The question**" in text) and "**What you need**" in text
         assert "## Summary" in text and "## Pause and recall" in text and "**Exercise**" in text
 
 

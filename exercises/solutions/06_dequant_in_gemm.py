@@ -21,7 +21,8 @@
 # # Exercise 06 · Dequantization in a GEMM (SOLUTIONS: spoilers)
 #
 # Practice for lesson `notebooks/06_dequant_in_gemm.ipynb`.
-# Where the scales go in `y = x @ W.T`.
+# Where the scales go in `y = x @ W.T`, what zero points cost, what dequantize-first moves, and
+# from which batch a kernel is compute bound.
 #
 # **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
 # check cell right below it. Write your code, run your cell, then run the check: a pass prints
@@ -99,6 +100,71 @@ def w8a8_rescale(acc, s_x, s_w):
 check("06.w8a8_rescale", w8a8_rescale)
 
 # %% [markdown]
+# ## Task 4 · Zero points from sums alone
+#
+# An int8 kernel has already computed `acc = q_x @ q_w.T` on the raw codes. Write
+# `zero_point_gemm(acc, rowsum_x, colsum_w, zx, zw, k)` that returns what the kernel really
+# needs, `sum_k (q_x[m, k] - zx) * (q_w[n, k] - zw[n])` for every `[m, n]`, from these alone:
+# `rowsum_x [M]` (each token's codes summed over K), `colsum_w [N]` (each output channel's codes
+# summed over K), the activation zero point `zx` (a number), the weight zero points `zw [N]`
+# and `k` (the reduction length). The codes themselves are not given.
+
+
+# %% tags=["solution"]
+def zero_point_gemm(acc, rowsum_x, colsum_w, zx, zw, k):
+    ...  # STUB
+    # BEGIN SOLUTION
+    return acc - zw[None, :] * rowsum_x[:, None] - zx * colsum_w[None, :] + k * zx * zw[None, :]
+    # END SOLUTION
+
+
+# %% qlesson={"task": "06.zero_point_gemm"} tags=["check"]
+check("06.zero_point_gemm", zero_point_gemm)
+
+# %% [markdown]
+# ## Task 5 · What dequantize-first moves
+#
+# A weight of `n x k` codes of `code_bits` bits has one fp32 scale per output channel. The
+# dequantize-first path runs two steps: one pass reads the codes and the scales and writes the
+# dequantized fp32 weight; then the fp32 GEMM reads that weight. Write
+# `dequant_first_bytes(n, k, code_bits)`: the bytes of weight data the two steps read and
+# write in all (leave the activations and the output aside).
+
+
+# %% tags=["solution"]
+def dequant_first_bytes(n, k, code_bits):
+    ...  # STUB
+    # BEGIN SOLUTION
+    return n * k * code_bits / 8 + 4 * n + 4 * n * k + 4 * n * k
+    # END SOLUTION
+
+
+# %% qlesson={"task": "06.dequant_first_bytes"} tags=["check"]
+check("06.dequant_first_bytes", dequant_first_bytes)
+
+# %% [markdown]
+# ## Task 6 · From which M is a kernel compute bound?
+#
+# A kernel peaks at `peak_gflops` GFLOP/s; memory reads run at `read_gb_s` GB/s; its weight
+# takes `weight_bits` bits per weight, scales included. Write
+# `compute_bound_from(peak_gflops, read_gb_s, weight_bits)`: the number of tokens M (a float)
+# from which a `[M, K] x [K, N]` product on this kernel is compute bound, counting only the
+# weight's bytes (the activations are small). Then try it on the numbers your lesson 06 run
+# printed.
+
+
+# %% tags=["solution"]
+def compute_bound_from(peak_gflops, read_gb_s, weight_bits):
+    ...  # STUB
+    # BEGIN SOLUTION
+    return peak_gflops / read_gb_s * weight_bits / 16
+    # END SOLUTION
+
+
+# %% qlesson={"task": "06.compute_bound_from"} tags=["check"]
+check("06.compute_bound_from", compute_bound_from)
+
+# %% [markdown]
 # ## Recall
 
 # %% [markdown]
@@ -120,11 +186,11 @@ recall.answer("06", 2, recall_2)
 # %% [markdown]
 # ### Recall 06.5
 #
-# Interview notes say per-channel scales add under 5% to a GEMM's time. Where does that hold on any machine?
+# Per-channel scales are said to add under 5% to a GEMM's time. Which placement adds the least work?
 #
-# - **a)** Applied in the GEMM's epilogue, to the accumulator tile in registers
-# - **b)** As a dequantize pass that writes an fp32 weight before the GEMM
-# - **c)** As a separate multiply kernel after the GEMM, on a GPU at M = 1
+# - **a)** In the GEMM's epilogue, on the accumulator tile while it is in registers
+# - **b)** By dequantizing the weight before the GEMM
+# - **c)** As a separate multiply after the GEMM
 #
 # Answer with the option's letter as a string (in quotes).
 
@@ -144,7 +210,7 @@ recall.answer("06", 5, recall_5)
 #
 # - **a)** A full-rank [M, N] matrix
 # - **b)** A scalar
-# - **c)** An [M, N] rank-1 matrix: the outer product of the TWO scale vectors
+# - **c)** An [M, N] rank-1 matrix: the outer product of the two scale vectors
 #
 # Answer with the option's letter as a string (in quotes).
 
@@ -156,3 +222,19 @@ recall_4 = "c"
 
 # %% qlesson={"task": "recall 06.4"} tags=["check"]
 recall.answer("06", 4, recall_4)
+
+# %% [markdown]
+# ### Recall 06.6
+#
+# From lesson 04: int4 codes, one fp16 scale per group of 128. How many bits per weight does the kernel read?
+#
+# Answer with a number.
+
+# %% tags=["solution"]
+recall_6 = ...  # STUB
+# BEGIN SOLUTION
+recall_6 = 4.125
+# END SOLUTION
+
+# %% qlesson={"task": "recall 06.6"} tags=["check"]
+recall.answer("06", 6, recall_6)

@@ -41,6 +41,25 @@ def group_scaled_gemm(x: torch.Tensor, q: torch.Tensor, s: torch.Tensor, group_s
     return (partial * s[None]).sum(-1)
 
 
+def tile_dequant_gemm(x: torch.Tensor, q: torch.Tensor, s: torch.Tensor, group_size: int) -> torch.Tensor:
+    """What fused weight-only kernels do with per-group scales ``s [N, K/g]``: walk K one group
+    at a time, scale that tile of codes (in registers, in a real kernel), multiply it at once.
+
+    No dequantized weight is ever stored whole: only one ``[N, g]`` tile exists at a time.
+    The result equals dequantize-then-GEMM up to float rounding.
+
+    >>> x = torch.ones(1, 4); q = torch.ones(2, 4, dtype=torch.int8); s = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+    >>> tile_dequant_gemm(x, q, s, 2)
+    tensor([[ 6., 14.]])
+    """
+    m, k = x.shape
+    acc = torch.zeros(m, q.shape[0], dtype=torch.float32)
+    for i, start in enumerate(range(0, k, group_size)):
+        tile = q[:, start : start + group_size].float() * s[:, i : i + 1]  # one group's weights, scaled
+        acc += x[:, start : start + group_size] @ tile.T  # multiplied while the tile is "in registers"
+    return acc
+
+
 def fold_input_scale(x: torch.Tensor, q: torch.Tensor, s_in: torch.Tensor) -> torch.Tensor:
     """A per-*input*-channel scale ``s_in [K]`` moved onto the activations: ``(x * s_in) @ q.T``.
 
