@@ -16,58 +16,50 @@
 # %% [markdown]
 # # 00 · Start here: one ruler or many?
 #
-# Quantization stores each weight as a small integer plus a **scale**: the spacing of the
-# ticks on a ruler. This course is about one question that decides whether a quantized
-# model keeps its quality: **how many rulers do you use?**
+# **The question**: How does this course work, and what will it teach me?
+#
+# **The answer**: Quantization stores each weight as a small integer times a **scale**, and
+# this course is about one choice: how many weights share a scale. Ten lessons each answer
+# one question with numbers computed when you run them; exercises let you practise, and
+# `make grade` scores them.
+#
+# **What you will do**: see the course map, check your machine, and learn where your work
+# lives and how it is graded.
+#
+# **What you need**: Python and a first acquaintance with matrix multiplies; no quantization
+# background. No GPU and nothing to download: the real model (all-MiniLM-L6-v2) ships inside
+# a Python package.
+# **Time**: about 5 minutes.
+#
+# ## 1. One ruler or many
+#
+# A scale is the spacing of the ticks on a ruler. The course compares three ways to share it:
 #
 # * **per-tensor**: one ruler for the whole weight matrix;
 # * **per-channel**: one ruler for each output channel (each row of a Linear weight);
 # * **per-group**: one ruler for each small block of, say, 32 or 128 weights.
 #
-# **Who it is for.** ML engineers, students, and people preparing for inference-optimization
-# interviews. You should be comfortable with Python and have met a matrix multiply; no
-# quantization background is assumed.
+# ## 2. The course map
 #
-# **What you need.** This repo, set up with `make lab` (which opened this page). No GPU and no
-# internet: the real model (all-MiniLM-L6-v2) ships inside a Python package.
+# Times: the lesson, plus its exercise.
 #
-# **Your workspace.** What you see in JupyterLab is `workspace/`, your own copy of the lessons
-# and exercises: edit, break and save anything. Git ignores it, so `git pull` brings course
-# updates without conflicts; `make lab` then updates every copy you have not edited and puts
-# the new version of one you have edited beside it (`NN_name.new.ipynb`), never over it.
+# | lesson | the question it answers | time |
+# |---|---|---|
+# | `01_the_ruler` | What are scale, zero point, rounding and clamping, and what does one more bit buy? | 14 + 23 min |
+# | `02_one_ruler_or_many` | Why does a quiet row collapse to zeros under one shared int4 scale? | 16 + 18 min |
+# | `03_per_channel_on_real_weights` | How unequal are a real transformer's output channels? | 15 + 25 min |
+# | `04_groups_and_formats` | What do groups cost and buy, and what exactly does llama.cpp store? | 25 + 26 min |
+# | `05_zero_points_and_activations` | When does an asymmetric range help? Why are activations harder? | 37 + 15 min |
+# | `06_dequant_in_gemm` | Where do the scales go inside a matrix multiply, and what does that cost? | 64 + 15 min |
+# | `07_calculator` | On numbers you paste, what does one ruler per channel buy, and what does it cost? | 11 min |
+# | `08_scales_of_scales` | How many bits does a scale need, and where do they go (Q4_K, MXFP4, NVFP4)? | 74 + 19 min |
+# | `09_smarter_rounding` | How far do GPTQ and AWQ close the gap between granularities? | 56 + 19 min |
+# | `10_which_axis` | In the KV cache, should keys and values get a scale per token or per channel? | 30 + 15 min |
 #
-# ## What you will learn, notebook by notebook
+# ## 3. What your machine has
 #
-# | notebook | question it answers |
-# |---|---|
-# | `01_the_ruler` | What are scale, zero point, rounding and clamping; what does a bit buy? |
-# | `02_one_ruler_or_many` | Why does a quiet row collapse to zeros under one shared int4 scale? |
-# | `03_per_channel_on_real_weights` | How unequal are a real transformer's output channels? |
-# | `04_groups_and_formats` | What do groups cost and buy, and what exactly does llama.cpp store? |
-# | `05_zero_points_and_activations` | When does an asymmetric range help; why are activations harder? |
-# | `06_dequant_in_gemm` | Where do the scales go inside a matrix multiply, and what does that cost? |
-# | `07_calculator` | Paste your own channels: scales, zero points, errors and bytes side by side. |
-# | `08_scales_of_scales` | How many bits does a scale need, and where do they go (Q4_K, MXFP4, NVFP4)? |
-# | `09_smarter_rounding` | Same ruler, smarter ticks: how far do GPTQ and AWQ close the granularity gap? |
-# | `10_which_axis` | Keys and values in the KV cache: a scale per token or per channel? |
-#
-# ## How to move through it
-#
-# Run each notebook top to bottom (**Run ▸ Run All Cells**). Every number you see is computed
-# by the small `qlesson` package when the cell runs; nothing is typed in by hand. Cells are
-# short on purpose: to see how something is computed, open the function's source from a
-# cell (`ql.quantize??` shows it), or open `qlesson/` in the repository with an editor (the
-# JupyterLab file browser starts in `workspace/`, which holds copies of the lessons and exercises).
-# Sliders appear where moving a value teaches more than reading it; each has a static figure
-# beside it, so the lesson also reads on a page where widgets do not render.
-# Each lesson ends with **Pause and recall** questions; answer them before you open the
-# answers.
-
-# %% [markdown]
-# ## What your machine has
-#
-# The first cell of every notebook prints the versions in use and whether a CUDA GPU is
-# present. The course needs only a CPU; GPU cells skip themselves when there is none.
+# The first cell of every lesson prints the versions in use and whether a CUDA GPU is present.
+# The course needs only a CPU; GPU cells skip themselves when there is none.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -75,51 +67,59 @@ import qlesson as ql
 ql.show_environment()
 
 # %% [markdown]
-# ## How grading works
+# ## 4. How to work through a lesson
 #
-# The course is checked by re-running it. `pytest --nbval` executes a notebook from the top
-# and compares what each cell prints now with the output stored in the file. A green run
-# means every stored number was reproduced.
+# Run each lesson top to bottom (**Run ▸ Run All Cells**). Where a lesson asks you to predict
+# a result before the cell that shows it, lock in an answer first, then run the cell.
+# To see how a function works, run `ql.quantize??` in a cell to print its source.
+#
+# **Your workspace.** JupyterLab shows `workspace/`: your own copies of the lessons and
+# exercises. Edit, break and save anything. Git ignores this folder, so `git pull` brings
+# course updates without conflicts. `make lab` then refreshes every copy you have not edited,
+# and puts the new version of an edited one beside it (`NN_name.new.ipynb`).
+#
+# ## 5. Exercises and grading
+#
+# Every lesson except this one and 07 (the calculator) has an exercise notebook in
+# `exercises/`. Write your code in the cells marked as yours, run the check cell below each,
+# and save. Then grade all of them from the repository's root folder:
 #
 # ```bash
-# .venv/bin/pytest --nbval notebooks/02_one_ruler_or_many.ipynb   # one lesson, as the course ships it
-# make test                                                      # the whole course
+# make grade
 # ```
 #
-# When a cell disagrees, nbval shows a diff. Read it the right way round: **`+` lines are
-# the stored (expected) output, `-` lines are what ran now.** The cell below shows one such
-# diff, produced by pytest's own comparison of a stored output with a new one.
-
-# %%
-from qlesson.course.grading import explain_diff
-
-explain_diff(stored="scale 0.4429\n", ran_now="scale 0.0214\n")
+# It reads your saved notebooks, never changes them, and prints a score table.
+#
+# The repository's root is the folder above `workspace/`, so JupyterLab's file browser cannot
+# show it. To get there inside JupyterLab, open **File ▸ New ▸ Terminal** and type
+# `cd "$JUPYTER_SERVER_ROOT/.."`. From there you can also read a worked solution, after you
+# have tried the task: `less exercises/solutions/02_one_ruler_or_many.py`.
+#
+# ## Summary
+#
+# * The course asks one question: how many weights should share a scale?
+# * Each lesson answers one part of it.
+# * You work in `workspace/`; `make grade`, run from the repository's root, scores your
+#   exercises.
+#
+# Next: **01 · The ruler**.
 
 # %% [markdown]
-# **Exercises.** Every lesson except this one and 07 (the calculator, itself a tool to play
-# with) has an exercise notebook in `exercises/` with 3 to 6 tasks and a few recall questions.
-# Write your code in the cells marked as yours, run the check cell below each, save, and grade
-# everything with one command from the repo root:
+# ## Going deeper
 #
-# ```bash
-# make grade                          # your exercises in workspace/: a score table
-# .venv/bin/python -m qlesson grade 02     # one exercise (Windows: .venv\Scripts\python)
-# ```
+# ### Conventions used everywhere
 #
-# Grading reads your saved notebooks and never modifies them. Worked solutions are in the
-# repo's `exercises/solutions/` (spoilers: try first).
-#
-# Cells whose output cannot be identical from run to run (sliders, timings, the
-# environment printout above) carry the tag `nbval-ignore-output`: they must still run
-# without error, but their output is not compared.
-#
-# ## Conventions used everywhere
-#
-# * Weights are `[out_features, in_features]`, as in `torch.nn.Linear`; "channel" means an
+# * Weights are `[out_features, in_features]`, as in `torch.nn.Linear`. "Channel" means an
 #   output channel (a row) unless a lesson says otherwise.
-# * Symmetric signed int*b* uses the restricted range `[-(2^(b-1)-1), 2^(b-1)-1]`
-#   (int4 is [-7, 7]); rounding is half to even, as in `torch.round`.
+# * Symmetric signed int*b* uses the restricted range `[-(2^(b-1)-1), 2^(b-1)-1]` (int4 is
+#   [-7, 7]). Rounding is half to even, as in `torch.round`.
 # * Colours: red is per-tensor, teal is per-channel, yellow is per-group, dark grey is the
 #   original values, in every plot.
 #
-# Next: **01 · The ruler**.
+# ### More ways to grade
+#
+# * One exercise: `.venv/bin/python -m qlesson grade 02` (on Windows,
+#   `.venv\Scripts\python -m qlesson grade 02`).
+# * The authors check the course itself with `make test`: it re-runs every lesson under
+#   `pytest --nbval` and compares each cell's output with the stored one, except in cells
+#   tagged `nbval-ignore-output` (sliders, timings, the environment printout).

@@ -10,9 +10,15 @@ Paste channels one per line or separated by semicolons, values by commas or spac
 [0.00236, 0.0315]
 
 Channels may have different lengths: every method here treats a channel on its own, and
-per-tensor pools all values. The memory estimate follows the source calculator: the payload
-is ``elements * bits / 8`` bytes plus 8 bytes of metadata per scale (an fp32 scale and an
-int32 zero point).
+per-tensor pools all values. The memory estimate: the payload is ``elements * bits / 8``
+bytes, plus per scale an fp32 scale (4 bytes) and, for an asymmetric ruler only, an int32 zero
+point (4 bytes). A symmetric ruler's zero point is fixed (0, or ``2**(bits-1)`` unsigned), so
+nothing is stored for it; the source calculator counts 8 bytes per scale either way.
+
+>>> compare(chans, bits=8, symmetric=True).memory["per-channel total bytes"]  # 6 codes + 2 scales x 4
+14
+>>> compare(chans, bits=8, symmetric=False).memory["per-channel total bytes"]  # + 2 zero points x 4
+22
 """
 
 from __future__ import annotations
@@ -44,7 +50,31 @@ EXAMPLE = "\n".join(
         "0.03, 0.08, -0.02, 0.11, -0.06",
     ]
 )
-METADATA_BYTES_PER_SCALE = 8  # fp32 scale + int32 zero point, as in the source calculator
+SCALE_BYTES = 4  # an fp32 scale
+ZERO_POINT_BYTES = 4  # an int32 zero point, stored only by an asymmetric ruler
+
+
+def metadata_bytes_per_scale(symmetric: bool) -> int:
+    """Bytes stored beside each scale's codes: the scale, plus the zero point if asymmetric.
+
+    >>> metadata_bytes_per_scale(True), metadata_bytes_per_scale(False)
+    (4, 8)
+    """
+    return SCALE_BYTES + (0 if symmetric else ZERO_POINT_BYTES)
+
+
+def gelu_row(n: int = 64, seed: int = 0) -> str:
+    """A row of ``n`` post-GELU activations as text to paste into the calculator (lesson 07).
+
+    GELU of ``n`` standard-normal pre-activations, rounded to 2 decimals. NumPy's generator and
+    ``math.erf`` make the same digits on every machine:
+
+    >>> gelu_row(4)
+    '0.07 -0.06 0.47 0.06'
+    """
+    z = np.random.default_rng(seed).standard_normal(n)
+    gelu = (0.5 * v * (1 + math.erf(v / math.sqrt(2))) for v in z)
+    return " ".join(f"{round(g, 2) + 0.0:.2f}" for g in gelu)  # + 0.0: no "-0.00"
 
 
 LIMIT = magnitude_limit(torch.float32)  # values are float32: half its maximum keeps max - min finite
@@ -223,10 +253,11 @@ def compare(channels: list[torch.Tensor], bits: int = 8, *, signed: bool = True,
     ]
     overall = {"per-tensor": _overall(rows, "per-tensor"), "per-channel": _overall(rows, "per-channel")}
     payload = (pooled.numel() * bits + 7) // 8
+    meta = metadata_bytes_per_scale(symmetric)
     memory = {
         "payload bytes": payload,
-        "per-tensor total bytes": payload + METADATA_BYTES_PER_SCALE,
-        "per-channel total bytes": payload + METADATA_BYTES_PER_SCALE * len(channels),
+        "per-tensor total bytes": payload + meta,
+        "per-channel total bytes": payload + meta * len(channels),
     }
     return Result(bits, signed, symmetric, rows, overall, memory, list(channels), pt_hat, pc_hats)
 
