@@ -16,17 +16,23 @@
 # %% [markdown]
 # # 02 · One ruler or many? The quiet row that collapses
 #
-# **What you will learn**
-# * why one shared scale (per-tensor) lets the loudest row set the ruler for everyone;
-# * how a quiet row collapses to all zeros under int4, worked step by step;
-# * how one scale per row (per-channel) rescues it without hurting the loud row;
-# * how much of the int8 range each row uses under each method, and two slips in a
-#   widely shared interview note.
+# **The question**: When the rows of a weight matrix have very different magnitudes, what does
+# one shared scale cost them, and what does one scale per row fix?
 #
-# **What you need**: notebook 01 (scale, round, clamp). About 12 minutes.
+# **The answer**: Under one shared (per-tensor) scale the loudest value sets the tick for
+# everyone, and a quiet row whose values all lie below half a tick is stored as zeros. One scale
+# per row (per-channel) fits each ruler to its own row: the quiet row survives, and the row that
+# set the shared scale keeps exactly the codes it had.
+#
+# **What you will do**: quantize a 2x4 int4 example both ways, recompute the codes a popular
+# int8 interview note prints, and test whether per-channel lowers every row's error.
+#
+# **What you need**: lesson 01 (scale, round, clamp); nothing to download.
+# **Time**: about 16 minutes, plus about 24 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
+from qlesson.course import recall
 from qlesson.teach.report import print_table
 
 ql.show_environment()
@@ -35,10 +41,6 @@ ql.show_environment()
 # ## 1. Two rows, very different magnitudes
 #
 # Row A is quiet, Row B is loud. We quantize to symmetric int4, codes [-7, 7].
-#
-# (The lesson this example comes from prints Row A and Row B's *reconstruction*
-# `[2.21, -3.10, 1.77, -2.66]` but not Row B's inputs. We use Row B =
-# `[2.0, -3.1, 1.7, -2.6]`; the cells below check that it reproduces that reconstruction.)
 
 # %%
 import torch
@@ -51,8 +53,11 @@ print(W)
 # %% [markdown]
 # ## 2. Per-tensor: one ruler, set by the loudest value
 #
-# The largest magnitude anywhere is 3.10, so the shared scale is `3.10 / 7`. Row A's values
-# are all smaller than half a tick:
+# The largest magnitude anywhere is 3.10, in Row B, so the shared scale is `3.10 / 7`, about
+# 0.44. Row A's largest magnitude is 0.15. Predict Row A's codes before the next cell.
+
+# %% tags=["nbval-ignore-output"]
+recall.predict("02", "quiet_row")
 
 # %%
 shared = ql.quantize(W, bits=4)
@@ -61,7 +66,8 @@ ruler.print_steps(W[0], bits=4, scale=float(shared.scale))
 
 # %% [markdown]
 # Every `|x / scale|` is below 0.5, so every value rounds to 0: **Row A collapses to
-# `[0, 0, 0, 0]`**. The quiet row did nothing wrong; it lost the scale fight.
+# `[0, 0, 0, 0]`**. The quiet row did nothing wrong; it lost the scale fight. Rounding is not
+# proportional: a value below half a tick is not stored small, it is not stored at all.
 #
 # ## 3. Per-channel: each row gets its own ruler
 #
@@ -85,53 +91,39 @@ print(f"codes {q.int().tolist()}; identical to ql.quantize's: {torch.equal(q, ow
 # %% [markdown]
 # ## 4. The error table, computed
 #
-# The same two methods side by side: scales, codes, reconstructions and each row's mean
-# absolute error (MAE).
+# The same two methods side by side: scales, codes and each row's mean absolute error (MAE).
 
 # %%
 table = analysis.method_table(W, bits=4)
-print_table(
-    [{k: r[k] for k in ("method", "scale", "row 0 x_hat", "row 0 MAE")} for r in table],
-    {"scale": ".4f", "row 0 x_hat": "+.4f", "row 1 x_hat": "+.4f", "row 0 MAE": ".4f", "row 1 MAE": ".4f"},
-)
-print()
-print_table(
-    [{k: r[k] for k in ("method", "row 1 q", "row 1 x_hat", "row 1 MAE")} for r in table],
-    {"scale": ".4f", "row 0 x_hat": "+.4f", "row 1 x_hat": "+.4f", "row 0 MAE": ".4f", "row 1 MAE": ".4f"},
-)
+cols = ("method", "scale", "row 0 q", "row 0 MAE", "row 1 q", "row 1 MAE")
+print_table([{k: r[k] for k in cols} for r in table], {"scale": ".4f", "row 0 MAE": ".4f", "row 1 MAE": ".4f"})
 
 # %%
 pt, pc = table
-print(
-    f"Row B's reconstruction: {[round(v, 2) for v in pt['row 1 x_hat']]} (the lesson prints [2.21, -3.1, 1.77, -2.66])"
-)
 print(f"Row B identical under both methods: {pt['row 1 q'] == pc['row 1 q']}")
 print(f"Row A MAE per-tensor / per-channel: {pt['row 0 MAE'] / pc['row 0 MAE']:.1f}x smaller with its own scale")
 
 # %% [markdown]
-# The source lesson rounds the per-channel MAE of Row A to "about 0.005"; computed it is
-# the value above (0.0054 to four places). Row B is untouched because its per-channel scale
-# *is* the old shared scale: it was the row that set the ruler.
+# Row B is untouched because its per-channel scale *is* the old shared scale: it was the row
+# that set the ruler.
 
 # %%
 _ = plots.rows_reconstruction(W, bits=4)
 
 # %% [markdown]
-# ## 5. The 3x4 int8 example, and two slips in the interview note
+# ## 5. The 3x4 int8 example, and what the interview note prints
 #
-# A popular interview note uses three channels with absmax 0.5, 2.0 and 0.1 and int8
-# (codes [-127, 127]). How much of the range does each row use?
+# A popular interview note uses three channels with absmax 0.5, 2.0 and 0.1 and int8 (codes
+# [-127, 127]). How much of the range does each row use?
 
 # %%
 W3 = examples.three_channels()
 print_table(analysis.range_usage(W3, bits=8), {"absmax": ".2f"})
 
 # %% [markdown]
-# Under one shared scale the quiet channel uses only a few percent of the range (a handful of
-# distinct codes); per-channel gives every row the full range.
-#
-# The note also prints the integer codes. Comparing its printed codes with what rounding
-# actually gives:
+# Under one shared scale the quiet channel uses 5% of the range: a handful of distinct codes.
+# Per-channel gives every row the full range. The note also prints the integer codes; here are
+# the ones that differ from what rounding gives:
 
 # %%
 diffs = []
@@ -139,22 +131,38 @@ for g, name in ((ql.PerTensor(), "per-tensor"), (ql.PerChannel(0), "per-channel"
     computed = ql.quantize(W3, 8, granularity=g).q
     diffs += analysis.compare_printed(computed, examples.NOTE_PRINTED_Q[name], name)
 print_table(diffs)
-print(f"per-channel scale of channel 2: 0.1 / 127 = {0.1 / 127:.6f} (the note rounds it to 0.0008)")
 print(f"1.8 / (2.0 / 127) = {1.8 / (2.0 / 127):.2f}, which rounds to {round(1.8 / (2.0 / 127))}")
+print(f"channel 2's scale: 0.1 / 127 = {0.1 / 127:.6f} (the note rounds it to 0.0008)")
 
 # %% [markdown]
-# Two slips: `1.8 / 0.015748 = 114.3` rounds to **114**, not 115; and channel 2's
-# per-channel codes were computed with the scale rounded to 0.0008 instead of
-# `0.1 / 127 = 0.000787`. With the exact scale, the channel's largest value lands exactly on
-# -127, as it must by construction (`scale = absmax / 127`). Always divide by the exact
-# scale, never by a rounded display of it.
+# Two slips. First, `1.8 / (2.0 / 127) = 114.3` rounds to **114**, not 115. Second, channel 2's
+# codes -125, -100 and 113 come from dividing by the scale rounded to 0.0008 instead of
+# `0.1 / 127 = 0.000787`. With the exact scale the largest value lands exactly on -127, as it
+# must by construction. Always divide by the exact scale, never by a rounded display of it.
+#
+# The fourth difference, 63 against 64, is a tie rather than a slip. 0.05 is half of 0.1, so
+# `0.05 / (0.1 / 127)` is exactly 63.5 in real arithmetic, and floating point decides:
+
+# %%
+in_float32 = torch.tensor(0.05) / (torch.tensor(0.1) / 127)
+in_float64 = 0.05 / (0.1 / 127)
+print(f"float32 (torch): {float(in_float32)!r}, torch.round gives {int(torch.round(in_float32))}")
+print(f"float64 (Python): {in_float64!r}, round gives {round(in_float64)}")
+
+# %% [markdown]
+# float32 lands exactly on 63.5, and `torch.round` (half to even) gives 64. Python's float64
+# rounds `0.1 / 127` up a hair, lands just below 63.5, and gives 63: the note's value. A value
+# exactly between two ticks has no single right code; the arithmetic picks one.
 #
 # ## 6. Per-channel bounds the error; it does not promise less error on every row
 #
 # Each row's per-channel scale is never larger than the shared one, so each row's error
-# *bound* (half its tick) never gets worse. The actual error of a row can still go up,
-# because the ticks move. Here row 0 happens to sit exactly on the shared int4 ticks
-# (the shared scale is 7 / 7 = 1), and its own finer ruler misses them:
+# *bound* (half its tick) never gets worse. Is its actual error never worse either? Row 0
+# below, `[3, 1, -2, 2]`, sits exactly on the shared int4 ticks: the shared scale is
+# `7 / 7 = 1`. Predict before the table.
+
+# %% tags=["nbval-ignore-output"]
+recall.predict("02", "lucky_row")
 
 # %%
 lucky = torch.tensor([[3.0, 1.0, -2.0, 2.0], [7.0, -5.0, 0.5, 1.5]])
@@ -165,70 +173,59 @@ print_table(
 )
 
 # %% [markdown]
-# Such luck is rare on real weights (lesson 03 measures every channel of a real model), but
-# the right statement is about the bound, not about every row.
+# Row 0's error goes *up* with its own, finer ruler: its values sat on the shared ticks, and
+# the new ticks miss them. Per-channel lowers the bound, not necessarily every row's error.
+# Such luck is rare on real weights; lesson 03 measures every channel of a real model.
 #
 # ## 7. Try it: move the rows and the bits
 #
-# Scale Row A and Row B up or down, change the bit width, switch per-tensor/per-channel and
-# symmetric/asymmetric, and watch each row's MAE. Try Row A x10: the rows become more alike,
-# yet per-tensor still costs Row A about twice the error of its own scale (the cell below
-# the sliders computes it). Then try 8 bits, and the asymmetric switch.
+# The sliders scale Row A and Row B, set the bits, and switch per-tensor or per-channel and
+# symmetric or asymmetric. At per-tensor int4, raise **Row A x** step by step from 1 until Row
+# A's codes stop being all zeros. Where does that happen, and why there? Then switch to
+# per-channel: what multiplier does Row A need now?
 
 # %% tags=["nbval-ignore-output"]
 from qlesson.teach import widgets
 
 widgets.two_rows_explorer()
 
-# %%
-tenfold = W.clone()
-tenfold[0] *= 10
-mae_t = ql.channel_errors(tenfold, ql.fake_quantize(tenfold, 4)).mae[0]
-mae_c = ql.channel_errors(tenfold, ql.fake_quantize(tenfold, 4, granularity=ql.PerChannel(0))).mae[0]
-print(f"Row A x10: MAE per-tensor {float(mae_t):.4f}, per-channel {float(mae_c):.4f}: {float(mae_t / mae_c):.1f}x")
+# %% [markdown]
+# Row A's first nonzero code appears at x1.58: `1.58 x 0.15 = 0.24` passes half a shared tick,
+# `0.4429 / 2 = 0.22`. Per-channel needs no multiplier, since Row A's largest value always sits
+# on tick 7.
 
 # %% [markdown]
 # ## Summary
 #
-# * Per-tensor: the loudest value sets one scale; quiet rows may fall below half a tick and
-#   vanish.
-# * Per-channel: every row's largest value sits on the last tick; the loud row is unchanged.
+# * Per-tensor: the loudest value sets one scale; a quiet row below half a tick vanishes.
+# * Per-channel: every row's largest value sits on the last tick; the loudest row is unchanged.
+# * Per-channel lowers each row's error bound, not always its actual error.
 # * The cost: one scale per row instead of one per tensor (lesson 04 counts the bytes).
-# * Recompute printed numbers: the int8 note has two slips (115 should be 114; channel 2's
-#   codes used a rounded scale).
-#
-# **Exercise**: `exercises/02_one_ruler_or_many.ipynb`: two rows
-# of your own, one shared int4 scale against one per row.
+# * Recompute printed numbers: the int8 note has two slips, and one of its codes is a tie.
 #
 # ## Pause and recall
 #
-# 1. What is the core difference between per-tensor and per-channel quantization?
-# 2. Why did Row A collapse to zeros under the shared scale?
-# 3. Why did per-channel rescue Row A without changing Row B?
-# 4. Interview: "Why prefer per-channel over per-tensor for weights?" What common wrong answer
-#    should you avoid?
-
-# %% [markdown]
-# Answer the questions above in your head first. Then check yourself on the lesson's recall
-# questions, with feedback on every option (in a page without widgets, the list below the
-# quiz folds each answer under **Answer**):
+# Answer in your head first, then check yourself; every option explains itself (on a page
+# without widgets, the list below the quiz folds each answer under **Answer**).
 
 # %% tags=["nbval-ignore-output"]
-from qlesson.course import recall
-
 recall.quiz("02")
 
 # %%
 recall.show("02")
 
 # %% [markdown]
-# <details><summary>Answers to the questions above</summary>
+# **Exercise**: `exercises/02_one_ruler_or_many.ipynb`: per-tensor and per-channel by hand,
+# then find which rows of a new weight one shared scale erases.
+
+# %% [markdown]
+# ## Going deeper
 #
-# 1. Per-tensor uses one scale (and zero point) for all elements; per-channel computes one
-#    per channel (row), from that channel's own range.
-# 2. Its largest magnitude, 0.15, is less than half of the shared tick (0.4429 / 2), so every
-#    value rounds to 0.
-# 3. Row A's scale shrinks to 0.15 / 7; Row B's scale was already set by its own absmax, 3.10.
-# 4. Because channels live at different magnitudes and one scale erases the quiet ones. Avoid
-#    "per-channel removes quantization error": it only fits each ruler to its own row.
-# </details>
+# ### Where the 2x4 example comes from
+#
+# The source lesson prints Row B's reconstruction, `[2.21, -3.10, 1.77, -2.66]`, but not its
+# inputs. Row B = `[2.0, -3.1, 1.7, -2.6]` reproduces it. The source also rounds Row A's
+# per-channel MAE to "about 0.005"; the table in section 4 computes it.
+
+# %%
+print(f"Row B's reconstruction, per-tensor: {[round(v, 2) for v in pt['row 1 x_hat']]}")

@@ -216,6 +216,31 @@ WRONG = {
         (lambda t, r, g: t // g * g, "no residual"),
         (lambda t, r, g: max(t - r, 0), "partial group"),
     ],
+    "01.clip_start": [
+        (lambda c, bits: c.abs().max(), "last tick"),
+        (lambda c, bits: c.abs().max() / (2 ** (bits - 1) - 1) * 2 ** (bits - 1), "whole tick"),
+        (lambda c, bits: c.max() / (2 ** (bits - 1) - 1) * (2 ** (bits - 1) - 0.5), "largest value"),
+    ],
+    "01.rounding_or_clipping": [
+        (
+            lambda c, x, bits: (
+                ((x / (x.abs().max() / (2 ** (bits - 1) - 1))).round() * (x.abs().max() / (2 ** (bits - 1) - 1)) - x)
+                .abs()
+                .sum(),
+                torch.tensor(0.0),
+            ),
+            "fitted the ruler to x",
+        ),
+        (lambda c, x, bits: tuple(reversed(_good("01.rounding_or_clipping")(c, x, bits))), "(clipping, rounding)"),
+    ],
+    "02.rescued_rows": [
+        (lambda w, bits: (w / (w.abs().max() / (2 ** (bits - 1) - 1))).round().eq(0).all(1), "all-zero row"),
+        (
+            lambda w, bits: (w.abs().amax(1) < w.abs().max() / (2 ** (bits - 1) - 1)) & (w.abs().amax(1) > 0),
+            "below one shared tick",
+        ),
+        (lambda w, bits: _good("02.rescued_rows")(w, 4), "4 hard-coded"),
+    ],
 }
 
 

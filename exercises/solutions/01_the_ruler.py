@@ -21,7 +21,8 @@
 # # Exercise 01 · The ruler (SOLUTIONS: spoilers)
 #
 # Practice for lesson `notebooks/01_the_ruler.ipynb`.
-# Scale, rounding, clamping and the asymmetric zero point, by hand with torch.
+# Scale, rounding, clamping and the asymmetric zero point by hand with torch; then a ruler
+# calibrated on one batch meets new data (Tasks 4 and 5).
 #
 # **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
 # check cell right below it. Write your code, run your cell, then run the check: a pass prints
@@ -62,9 +63,9 @@ check("01.symmetric_scale", symmetric_scale)
 # %% [markdown]
 # ## Task 2 · Round and clamp
 #
-# Write `quantize_symmetric(x, scale, bits)`: integer codes (as a float tensor) with
-# `torch.round`, clamped to `[-(2**(bits-1) - 1), 2**(bits-1) - 1]`. The check includes values
-# beyond the ruler and exact ties.
+# Write `quantize_symmetric(x, scale, bits)`: the integer codes (as a float tensor) of `x` on a
+# symmetric signed `bits`-bit ruler (restricted range) with the given scale. Round with
+# `torch.round`. The check includes values beyond the ruler and exact ties.
 
 
 # %% tags=["solution"]
@@ -104,6 +105,73 @@ def asymmetric_qparams(x, bits):
 check("01.asymmetric_qparams", asymmetric_qparams)
 
 # %% [markdown]
+# ## Task 4 · Where does a calibrated ruler start to clip?
+#
+# A symmetric signed `bits`-bit ruler (restricted range) is fitted to `calibration`, then kept
+# fixed while new values arrive. Write `clip_start(calibration, bits)`: the smallest positive
+# value that this ruler clips, that is, whose code the clamp changes. Think before you code:
+# is it the last tick itself? Some checks are hidden: their inputs are not shown.
+
+
+# %% tags=["solution"]
+def clip_start(calibration, bits):
+    ...  # STUB
+    # BEGIN SOLUTION
+    qmax = 2 ** (bits - 1) - 1
+    scale = calibration.abs().max() / qmax
+    return (qmax + 0.5) * scale  # round() sends anything from here on past the last tick
+    # END SOLUTION
+
+
+# %% qlesson={"task": "01.clip_start"} tags=["check"]
+check("01.clip_start", clip_start)
+
+# %% [markdown]
+# ## Task 5 · Rounding or clipping: which costs more?
+#
+# The same fixed ruler, fitted to `calibration`, quantizes a new batch `x`. Write
+# `error_split(calibration, x, bits)` returning `(rounding, clipping)`: the summed absolute
+# reconstruction error of the values the ruler does not clip, and of the values it clips.
+
+
+# %% tags=["solution"]
+def error_split(calibration, x, bits):
+    ...  # STUB
+    # BEGIN SOLUTION
+    qmax = 2 ** (bits - 1) - 1
+    scale = calibration.abs().max() / qmax
+    rounded = torch.round(x / scale)
+    q = torch.clamp(rounded, -qmax, qmax)
+    error = (q * scale - x).abs()
+    clipped = rounded != q
+    return error[~clipped].sum(), error[clipped].sum()
+    # END SOLUTION
+
+
+# %% qlesson={"task": "01.rounding_or_clipping"} tags=["check"]
+check("01.rounding_or_clipping", error_split)
+
+# %% [markdown]
+# Now use it. A ruler is calibrated on 1,000 normal values; the new batch holds 1,000 fresh
+# normal values plus five outliers between 5 and 9. Predict first: at 8 bits, which part of the
+# error is larger? At 3 bits? Then call `error_split(calibration, new, bits)` for both in a cell
+# of your own, and explain the difference.
+
+# %%
+gen = torch.Generator().manual_seed(7)
+calibration = torch.randn(1000, generator=gen)
+new = torch.cat([torch.randn(1000, generator=gen), torch.tensor([6.0, -7.5, 9.0, 5.2, -6.1])])
+
+# %% tags=["solutions-only"]
+for bits in (8, 3):
+    rounding, clipping = error_split(calibration, new, bits)
+    print(f"int{bits}: rounding {float(rounding):.1f}, clipping {float(clipping):.1f}")
+
+# %% [markdown] tags=["solutions-only"]
+# Five clipped values outweigh a thousand rounded ones at 8 bits, where a tick is tiny. At 3
+# bits every tick is coarse, and rounding dominates. Which error to fight depends on the bits.
+
+# %% [markdown]
 # ## Recall
 
 # %% [markdown]
@@ -127,9 +195,10 @@ recall.answer("01", 1, recall_1)
 #
 # A value falls beyond the last tick of a fixed ruler. What happens?
 #
-# - **a)** It wraps around to the negative end
-# - **b)** It rounds to the nearest tick with error at most half a tick
-# - **c)** It is clamped to qmax and its error can exceed half a tick
+# - **a)** It rounds to the nearest tick, with error at most half a tick
+# - **b)** The scale grows so that the value fits
+# - **c)** The clamp stores the last tick; its error is its distance from it, which can exceed half a tick
+# - **d)** It wraps around to the negative end
 #
 # Answer with the option's letter as a string (in quotes).
 
@@ -145,11 +214,12 @@ recall.answer("01", 4, recall_4)
 # %% [markdown]
 # ### Recall 01.3
 #
-# This course's symmetric signed int4 ruler uses [-7, 7], not all of [-8, 7]. Why?
+# Symmetric int8 weights usually use codes [-127, 127], not all of [-128, 127]. Why?
 #
-# - **a)** Because -8 cannot be stored in 4 bits
-# - **b)** So +x and -x round to mirror images with one scale absmax / 7
+# - **a)** Because 127 is the largest weight a model has
+# - **b)** So +x and -x get mirror-image codes under one scale, absmax / 127
 # - **c)** To leave room for the zero point
+# - **d)** Because -128 cannot be stored in 8 bits
 #
 # Answer with the option's letter as a string (in quotes).
 

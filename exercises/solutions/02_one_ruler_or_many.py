@@ -108,8 +108,7 @@ check("02.quantize_per_channel", quantize_per_channel)
 #
 # Take two rows of very different magnitude. Write `row_maes(w, bits)` returning
 # `(shared, own)`: each row's mean absolute error after fake-quantizing with one shared
-# (per-tensor) scale, and with one scale per row. Then compare the reconstructions by eye in
-# the cell after the check.
+# (per-tensor) scale, and with one scale per row. After the check, try a pair of your own.
 
 
 # %% tags=["solution"]
@@ -126,64 +125,129 @@ def row_maes(w, bits):
 check("02.row_maes", row_maes)
 
 # %% [markdown]
-# By eye: the shared scale erases the quiet row; its own scale keeps it. (Sketch from memory:
-# *one tensor scale → small row collapses; one channel scale → small row survives.*)
+# Try a pair of your own: change the two rows and the bits, and run the cell again.
+
+# %%
+pair = torch.tensor([[0.01, -0.02, 0.03], [5.0, -4.0, 2.0]])
+shared, own = row_maes(pair, 4)
+print(f"per-row MAE, one shared scale: {[round(float(v), 4) for v in shared]}")
+print(f"per-row MAE, a scale per row:  {[round(float(v), 4) for v in own]}")
+
+# %% [markdown]
+# The shared scale erases the quiet row; its own scale keeps it. (Sketch from memory: *one
+# tensor scale → small row collapses; one channel scale → small row survives.*)
+
+# %% [markdown]
+# ## Task 5 · Which rows does one shared scale erase?
+#
+# A layer's weight `w` is `[out_features, in_features]`, and a few of its rows are much louder
+# than the rest. Write `rescued_rows(w, bits)`: a tensor with one entry per row, True (or 1)
+# where one shared symmetric `bits`-bit scale stores the whole row as zero codes but the row's
+# own scale would not. Mind exact ties and a row of zeros. Some checks are hidden: their inputs
+# are not shown.
+
+
+# %% tags=["solution"]
+def rescued_rows(w, bits):
+    ...  # STUB
+    # BEGIN SOLUTION
+    qmax = 2 ** (bits - 1) - 1
+    shared = w.abs().max() / qmax
+    erased = (torch.round(w / shared) == 0).all(dim=1)  # every code of the row is 0
+    return erased & (w != 0).any(dim=1)  # its own scale keeps any row that holds something
+    # END SOLUTION
+
+
+# %% qlesson={"task": "02.rescued_rows"} tags=["check"]
+check("02.rescued_rows", rescued_rows)
+
+# %% [markdown]
+# Now predict: `layer` below has 8 rows whose magnitudes halve from one row to the next. Which
+# rows does one shared scale erase at int3, at int4 and at int8? Then call
+# `rescued_rows(layer, bits)` for each in a cell of your own.
+
+# %%
+layer = torch.randn(8, 64, generator=torch.Generator().manual_seed(5)) * (0.5 ** torch.arange(8.0))[:, None]
+
+# %% tags=["solutions-only"]
+for bits in (3, 4, 8):
+    print(f"int{bits}: rows erased by the shared scale: {rescued_rows(layer, bits).nonzero().flatten().tolist()}")
 
 # %% [markdown]
 # ## Recall
 
 # %% [markdown]
-# ### Recall 02.2
+# ### Recall 02.1
 #
 # Why did Row A collapse to zeros under the shared int4 scale?
 #
-# - **a)** Its largest magnitude, 0.15, is below half a shared tick (0.4429 / 2)
-# - **b)** int4 cannot represent negative numbers
-# - **c)** Row A had too many values
+# - **a)** int4 is too coarse for values as small as 0.15
+# - **b)** Its values rounded down by a proportional amount, and tiny codes display as 0
+# - **c)** Its largest magnitude, 0.15, is below half a shared tick (0.4429 / 2)
 #
 # Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
-recall_2 = ...  # STUB
+recall_1 = ...  # STUB
 # BEGIN SOLUTION
-recall_2 = "a"
+recall_1 = "c"
 # END SOLUTION
 
-# %% qlesson={"task": "recall 02.2"} tags=["check"]
-recall.answer("02", 2, recall_2)
+# %% qlesson={"task": "recall 02.1"} tags=["check"]
+recall.answer("02", 1, recall_1)
 
 # %% [markdown]
-# ### Recall 02.4
+# ### Recall 02.3
 #
 # Interview: why prefer per-channel over per-tensor for many weight matrices?
 #
 # - **a)** Because per-channel needs no scale metadata
-# - **b)** Because per-channel removes quantization error entirely
-# - **c)** Channels live at different magnitudes; one shared scale erases the quiet ones
+# - **b)** Channels live at different magnitudes; one shared scale erases the quiet ones
+# - **c)** Because per-channel removes quantization error entirely
 #
 # Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
-recall_4 = ...  # STUB
+recall_3 = ...  # STUB
 # BEGIN SOLUTION
-recall_4 = "c"
+recall_3 = "b"
 # END SOLUTION
 
-# %% qlesson={"task": "recall 02.4"} tags=["check"]
-recall.answer("02", 4, recall_4)
+# %% qlesson={"task": "recall 02.3"} tags=["check"]
+recall.answer("02", 3, recall_3)
 
 # %% [markdown]
-# ### Recall 02.6
+# ### Recall 02.4
 #
 # In the 3x4 int8 note example, what code does 1.8 get under the shared scale 2.0 / 127?
 #
 # Answer with a number.
 
 # %% tags=["solution"]
-recall_6 = ...  # STUB
+recall_4 = ...  # STUB
 # BEGIN SOLUTION
-recall_6 = 114
+recall_4 = 114
 # END SOLUTION
 
-# %% qlesson={"task": "recall 02.6"} tags=["check"]
-recall.answer("02", 6, recall_6)
+# %% qlesson={"task": "recall 02.4"} tags=["check"]
+recall.answer("02", 4, recall_4)
+
+# %% [markdown]
+# ### Recall 02.5
+#
+# (Lesson 01) A row's per-channel scale is never larger than the shared one. What does that guarantee?
+#
+# - **a)** Its values can no longer be clipped
+# - **b)** Its mean absolute error is never larger
+# - **c)** Its worst-case rounding error, half its tick, is never larger
+#
+# Answer with the option's letter as a string (in quotes).
+
+# %% tags=["solution"]
+recall_5 = ...  # STUB
+# BEGIN SOLUTION
+recall_5 = "c"
+# END SOLUTION
+
+# %% qlesson={"task": "recall 02.5"} tags=["check"]
+recall.answer("02", 5, recall_5)

@@ -38,6 +38,23 @@ def _asym_qparams(x: torch.Tensor, bits: int) -> tuple[torch.Tensor, torch.Tenso
     return _asym_qparams_steps(x, bits, 2**bits - 1)
 
 
+def _clip_start(calibration: torch.Tensor, bits: int, divisor: float | None = None) -> torch.Tensor:
+    scale = calibration.abs().max() / (divisor or qmax(bits))
+    return (qmax(bits) + 0.5) * scale
+
+
+def _split(calibration: torch.Tensor, x: torch.Tensor, bits: int, beyond_tick: bool = False, signed: bool = False):
+    scale = calibration.abs().max() / qmax(bits)
+    r = torch.round(x / scale)
+    q = torch.clamp(r, -qmax(bits), qmax(bits))
+    err = q * scale - x if signed else (q * scale - x).abs()
+    clipped = (x.abs() > qmax(bits) * scale) if beyond_tick else (r != q)
+    return err[~clipped].sum(), err[clipped].sum()
+
+
+_CALIB = torch.randn(1000, generator=_G)  # a calibration batch; the new batches below have outliers
+_NEW = torch.cat([torch.randn(1000, generator=_G), torch.tensor([6.0, -7.5, 9.0, 5.2, -6.1])])
+
 _TIES = torch.tensor([0.5, 1.5, 2.5, -2.5, -3.5, 9.0])  # exact halves in any precision; 9.0 lies beyond int3
 
 TASKS: list[Task] = [
@@ -69,8 +86,8 @@ TASKS: list[Task] = [
             Case((_TIES, 1.0, 3), "int3, scale 1: ties round half to even, -3.5 and 9.0 clamp"),
             Case((NEG, 0.25, 2), "int2, negative-only"),
         ],
-        "divide by the scale, round with torch.round (half to even), then keep the codes inside the restricted signed "
-        "range",
+        "divide by the scale, round with torch.round (half to even), then keep the codes inside the ruler: which "
+        "codes does a restricted signed b-bit ruler have?",
         [
             Mistake("forgot to clamp to the code range", lambda x, s, b: torch.round(x / s)),
             Mistake(
@@ -136,6 +153,67 @@ TASKS: list[Task] = [
             ),
         ],
     ),
+    Task(
+        "01.clip_start",
+        "where a calibrated ruler starts to clip",
+        _clip_start,
+        [
+            Case((MIXED, 3), "int3, the lesson's widget ruler (absmax 0.91)"),
+            Case((NEG, 4), "int4, negative-only calibration"),
+            Case((torch.tensor([0.2, -0.5, 0.1]), 8), "int8", hidden=True),
+            Case((torch.tensor([-1.3, 0.4, 0.9]), 2), "int2, the absmax is negative", hidden=True),
+            Case((_CALIB, 5), "int5, 1000 calibration values", hidden=True),
+        ],
+        "the last tick itself is no limit: which values does round() still send onto the last tick?",
+        [
+            Mistake(
+                "returned the last tick (absmax): a value a little beyond it still rounds onto the last tick",
+                lambda c, b: c.abs().max(),
+            ),
+            Mistake(
+                "went a whole tick beyond the last tick: rounding already jumps to the next tick half-way there",
+                lambda c, b: (qmax(b) + 1) * c.abs().max() / qmax(b),
+            ),
+            Mistake(
+                "fitted the ruler to the largest value, not the largest magnitude",
+                lambda c, b: (qmax(b) + 0.5) * c.max() / qmax(b),
+            ),
+            Mistake(
+                "divided by 2**(bits-1) instead of 2**(bits-1) - 1 when fitting the ruler",
+                lambda c, b: _clip_start(c, b, divisor=2 ** (b - 1)),
+            ),
+        ],
+    ),
+    Task(
+        "01.rounding_or_clipping",
+        "rounding or clipping: which costs more?",
+        _split,
+        [
+            Case(
+                (MIXED, torch.tensor([0.1, -0.5, 1.0, 1.6, -2.0]), 3), "int3: 1.0 lies beyond 0.91 but is not clipped"
+            ),
+            Case((POS, torch.tensor([0.3, 1.44, -1.2, 0.05]), 4), "int4: nothing is clipped"),
+            Case((_CALIB, _NEW, 8), "int8, five outliers among 1005 new values", hidden=True),
+            Case((_CALIB, _NEW, 3), "int3, the same data", hidden=True),
+            Case((NEG, torch.tensor([-1.8, 1.75, -0.3, 2.5]), 2), "int2, negative-only calibration", hidden=True),
+        ],
+        "the ruler comes from the calibration data, not from x; a value is clipped when the clamp changes its code",
+        [
+            Mistake(
+                "fitted the ruler to x instead of the calibration data, so nothing ever clips",
+                lambda c, x, b: _split(x, x, b),
+            ),
+            Mistake(
+                "called every value beyond the last tick clipped; up to half a tick beyond, round() still lands on it",
+                lambda c, x, b: _split(c, x, b, beyond_tick=True),
+            ),
+            Mistake("returned (clipping, rounding): rounding comes first", lambda c, x, b: _split(c, x, b)[::-1]),
+            Mistake(
+                "summed signed errors, so errors of opposite sign cancel; sum their sizes",
+                lambda c, x, b: _split(c, x, b, signed=True),
+            ),
+        ],
+    ),
 ]
 
 
@@ -158,29 +236,55 @@ RECALL: tuple[Question, ...] = (
         mistakes=((0.01, "that is a whole tick; rounding to the nearest tick moves a value at most half a tick"),),
     ),
     choice(
-        "This course's symmetric signed int4 ruler uses [-7, 7], not all of [-8, 7]. Why?",
+        "Symmetric int8 weights usually use codes [-127, 127], not all of [-128, 127]. Why?",
         (
-            "So +x and -x round to mirror images with one scale absmax / 7",
+            "So +x and -x get mirror-image codes under one scale, absmax / 127",
             True,
-            "-8 has no positive partner; the restricted range keeps the ruler symmetric. It is a choice "
-            "(TensorRT makes it too): PyTorch's observers and llama.cpp's Q4_0 use the full range.",
+            "-128 has no positive partner. TFLite, PyTorch's XNNPACKQuantizer and TensorRT keep weights in [-127, "
+            "127]; some formats (llama.cpp's Q4_0) do use the extra code.",
         ),
-        ("Because -8 cannot be stored in 4 bits", False, "Two's complement 4-bit does hold -8 (Q4_0 uses it)."),
-        ("To leave room for the zero point", False, "The symmetric zero point is 0, which is already a code."),
+        (
+            "Because -128 cannot be stored in 8 bits",
+            False,
+            "Tempting if you think of sign-magnitude numbers; but two's complement int8 holds -128, and activations "
+            "use it.",
+        ),
+        (
+            "To leave room for the zero point",
+            False,
+            "Tempting because asymmetric rulers do need a zero point; but the symmetric zero point is 0, "
+            "already a code.",
+        ),
+        (
+            "Because 127 is the largest weight a model has",
+            False,
+            "Tempting if codes and values blur; but codes are labels: the scale maps absmax, whatever it is, to 127.",
+        ),
     ),
     choice(
         "A value falls beyond the last tick of a fixed ruler. What happens?",
         (
-            "It is clamped to qmax and its error can exceed half a tick",
+            "The clamp stores the last tick; its error is its distance from it, which can exceed half a tick",
             True,
-            "Clipping error is the distance beyond the end of the ruler: unbounded.",
+            "Clipping error grows with the distance beyond the ruler: it has no bound.",
         ),
         (
-            "It rounds to the nearest tick with error at most half a tick",
+            "It rounds to the nearest tick, with error at most half a tick",
             False,
-            "That bound holds only inside the range.",
+            "Tempting because the half-tick bound was just shown; but it holds only inside the range, where a "
+            "nearest tick exists.",
         ),
-        ("It wraps around to the negative end", False, "Quantizers saturate (clamp); they do not wrap."),
+        (
+            "It wraps around to the negative end",
+            False,
+            "Tempting if you know integer overflow in C; quantizers saturate (clamp) instead of wrapping.",
+        ),
+        (
+            "The scale grows so that the value fits",
+            False,
+            "Tempting because a freshly fitted ruler always fits its data; a calibrated ruler is fixed, and new "
+            "data must live with it.",
+        ),
     ),
     choice(
         "When does an asymmetric ruler beat a symmetric one with the same bits?",
@@ -192,18 +296,85 @@ RECALL: tuple[Question, ...] = (
         (
             "Always: asymmetric is strictly more accurate",
             False,
-            "On data centred on 0 both use the same range; asymmetric adds a zero point for nothing.",
+            "Tempting because it fits min and max exactly; on data centred on 0 both use the same range, and "
+            "asymmetric adds a zero point for nothing.",
         ),
-        ("Only for weights, never activations", False, "It matters most for activations (ReLU outputs)."),
+        (
+            "Only for weights, never activations",
+            False,
+            "Tempting because weights get the most attention; it matters most for activations, such as ReLU "
+            "outputs, which are one-sided.",
+        ),
     ),
     choice(
-        "What does one more bit buy on a symmetric ruler?",
+        "What does one more bit buy on a symmetric ruler with the same absmax?",
         (
-            "About twice as many ticks, so roughly half the scale and half the worst rounding error",
+            "About twice as many ticks per side, so roughly half the scale and half the worst rounding error",
             True,
-            "2^(b+1) - 1 codes instead of 2^b - 1.",
+            "2^b - 1 codes become 2^(b+1) - 1; from 3 to 4 bits the scale drops to 3/7 of its value.",
         ),
-        ("One more tick", False, "Codes double with each bit; they do not grow by one."),
-        ("A wider range", False, "The range is set by absmax; bits set how finely it is divided."),
+        (
+            "One more tick",
+            False,
+            "Tempting if bits feel like a counter; but codes double with each bit.",
+        ),
+        (
+            "A wider range, so less clipping",
+            False,
+            "Tempting because more codes sound like more room; but the range is set by absmax (or calibration), and "
+            "bits only set how finely it is cut.",
+        ),
     ),
 )
+
+
+PREDICT = {
+    "one_more_bit": choice(
+        "The six values get a 4-bit ruler instead of a 3-bit one (same absmax, 0.91). The worst rounding error...",
+        (
+            "drops to a little less than half: 3 ticks per side become 7",
+            True,
+            "The scale goes from 0.91 / 3 to 0.91 / 7, and the half-tick bound with it: a factor 3/7.",
+        ),
+        (
+            "halves exactly, as every extra bit does",
+            False,
+            "Tempting because the code count doubles; but the restricted ruler has 2^(b-1) - 1 ticks per side, 3 then "
+            "7, so the ratio is 3/7. It nears one half only at higher bits.",
+        ),
+        (
+            "shrinks a little: one more bit adds one more tick",
+            False,
+            "Tempting if bits feel like a counter; but each bit doubles the number of codes.",
+        ),
+        (
+            "stays the same: absmax still sets the ruler",
+            False,
+            "Absmax sets the range, which indeed stays [-0.91, 0.91]; the bits set how finely that range is cut.",
+        ),
+    ),
+    "beyond_the_ruler": choice(
+        "The 3-bit ruler fitted to the six values (scale 0.91 / 3, ticks -3..3) meets 1.6. What comes back?",
+        (
+            "0.91: the clamp stores tick 3, and the error is 0.69",
+            True,
+            "1.6 / scale = 5.3 rounds to 5, which the ruler lacks; the clamp keeps 3, and 3 x scale = 0.91.",
+        ),
+        (
+            "about 1.52: it rounds to tick 5",
+            False,
+            "Tempting because rounding alone would give 5; but the ruler has no tick 5, and the clamp runs after the "
+            "rounding.",
+        ),
+        (
+            "0.91 with error at most half a tick, 0.15",
+            False,
+            "The clamp does store 0.91, but the half-tick bound holds only inside the ruler: 1.6 - 0.91 = 0.69.",
+        ),
+        (
+            "-0.91: the code wraps around to the other end",
+            False,
+            "Tempting if you know integer overflow; quantizers clamp (saturate), they do not wrap.",
+        ),
+    ),
+}

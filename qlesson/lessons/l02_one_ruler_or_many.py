@@ -39,6 +39,26 @@ def _row_maes(w: torch.Tensor, bits: int) -> tuple[torch.Tensor, torch.Tensor]:
     return (q_t * s_t - w).abs().mean(1), (q * s[:, None] - w).abs().mean(1)
 
 
+def _rescued(w: torch.Tensor, bits: int, divisor: float | None = None, half_up: bool = False) -> torch.Tensor:
+    s = w.abs().max() / (divisor or qmax(bits))
+    x = codes(w, s)
+    q = torch.floor(x.abs() + 0.5) if half_up else torch.round(x)
+    return ((q == 0).all(dim=1) & (w != 0).any(dim=1)).long()  # 1 = rescued (a bool tensor is as good)
+
+
+_EDGES = torch.tensor(
+    [
+        [7.0, -3.0, 2.0, 1.0],
+        [0.5, -0.5, 0.2, 0.0],
+        [0.6, 0.1, 0.0, -0.2],
+        [0.0, 0.0, 0.0, 0.0],
+        [0.9, -0.3, 0.1, 0.4],
+        [0.45, -0.1, 0.0, 0.2],
+    ]
+)  # int4, shared scale 1: a tie at 0.5, rows past half a tick but below one tick, a dead row
+_ONE_LOUD = weights(torch.Generator().manual_seed(202), 6, 5) * torch.tensor(
+    [[1.0], [30.0], [1.0], [1.0], [1.0], [1.0]]
+)
 _NEG_W = -_w(4, 3).abs()  # a negative-only weight
 _TIES_AND_ZERO = torch.cat([torch.tensor([[3.0, 0.5, 1.5, -2.5, 0.25]]), torch.zeros(1, 5), _w(2, 5)])
 
@@ -139,25 +159,44 @@ TASKS: list[Task] = [
             Mistake("used int4 whatever the bits (4 hard-coded)", lambda w, b: _row_maes(w, 4)),
         ],
     ),
+    Task(
+        "02.rescued_rows",
+        "which rows does one shared scale erase?",
+        _rescued,
+        [
+            Case((TWO, 4), "int4, the 2x4 example"),
+            Case((_EDGES, 4), "int4, loud row 0 sets the shared scale to 1; row 3 is all zeros"),
+            Case((_ONE_LOUD, 3), "int3, 6x5 weight, row 1 is 30x louder"),
+            Case((_w(8, 16), 4), "int4, 8x16 weight, rows spread over 1.5 decades", hidden=True),
+            Case((_w(8, 16), 8), "int8, 8x16 weight", hidden=True),
+            Case((_w(5, 12) * torch.tensor([[1.0], [1.0], [1.0], [1.0], [12.0]]), 2), "int2, row 4 loud", hidden=True),
+        ],
+        "a row is erased when every one of its codes under the one shared scale is 0; per-channel can only save a row "
+        "that holds something",
+        [
+            Mistake(
+                "called a row erased when its values are below one shared tick; from half a tick up they round to +-1",
+                lambda w, b: ((w.abs().amax(1) < w.abs().max() / qmax(b)) & (w != 0).any(1)).long(),
+            ),
+            Mistake(
+                "counted an all-zero row as rescued; its own scale gives it zero codes too",
+                lambda w, b: (torch.round(codes(w, w.abs().max() / qmax(b))) == 0).all(1).long(),
+            ),
+            Mistake(
+                "rounded exact halves up; torch.round sends 0.5 to the even code, 0",
+                lambda w, b: _rescued(w, b, half_up=True),
+            ),
+            Mistake(
+                "divided by 2**(bits-1) instead of 2**(bits-1) - 1",
+                lambda w, b: _rescued(w, b, divisor=2 ** (b - 1)),
+            ),
+            Mistake("used int4 whatever the bits (4 hard-coded)", lambda w, b: _rescued(w, 4)),
+        ],
+    ),
 ]
 
 
 RECALL: tuple[Question, ...] = (
-    choice(
-        "What is the core difference between per-tensor and per-channel quantization?",
-        (
-            "Per-tensor uses one scale for everything; per-channel one per channel, from that channel's range",
-            True,
-            "That is the whole contrast.",
-        ),
-        (
-            "Per-channel uses more bits per weight for the codes",
-            False,
-            "The codes have the same bits; only the number of scales changes.",
-        ),
-        ("Per-tensor is asymmetric and per-channel symmetric", False, "Either can be symmetric or asymmetric."),
-        source=LESSON,
-    ),
     choice(
         "Why did Row A collapse to zeros under the shared int4 scale?",
         (
@@ -165,8 +204,18 @@ RECALL: tuple[Question, ...] = (
             True,
             "Every |x / scale| < 0.5 rounds to 0.",
         ),
-        ("Row A had too many values", False, "The count is irrelevant; the magnitude relative to the tick is not."),
-        ("int4 cannot represent negative numbers", False, "Symmetric int4 spans -7..7."),
+        (
+            "int4 is too coarse for values as small as 0.15",
+            False,
+            "Tempting because 0.15 is small; but size alone is not the problem: with its own scale 0.15 / 7, int4 "
+            "keeps Row A. Small relative to the shared tick is.",
+        ),
+        (
+            "Its values rounded down by a proportional amount, and tiny codes display as 0",
+            False,
+            "Tempting if rounding feels like shrinking; but codes are integers: below half a tick a value becomes "
+            "exactly 0.",
+        ),
         source=LESSON,
     ),
     choice(
@@ -176,8 +225,16 @@ RECALL: tuple[Question, ...] = (
             True,
             "Row B's codes and reconstruction are identical.",
         ),
-        ("Per-channel gives Row B more bits", False, "Both rows keep 4-bit codes."),
-        ("Row B was re-quantized more finely too", False, "Its absmax, and so its scale, did not change."),
+        (
+            "Per-channel gives Row B more bits",
+            False,
+            "Tempting because per-channel costs more storage; but the extra is scales, and both rows keep 4-bit codes.",
+        ),
+        (
+            "Row B was re-quantized more finely too, but the change is too small to see",
+            False,
+            "Tempting because every row gets its own scale; but Row B's absmax, and so its scale, did not change.",
+        ),
         source=LESSON,
     ),
     choice(
@@ -192,22 +249,12 @@ RECALL: tuple[Question, ...] = (
             False,
             "Common wrong answer: it only fits each ruler to its row; rounding error remains.",
         ),
-        ("Because per-channel needs no scale metadata", False, "It needs one scale per channel."),
-        source=INTERVIEW,
-    ),
-    choice(
-        "Interview: why do channels need different scales instead of one global ruler?",
         (
-            "Learned channels represent features of very different strength and range",
-            True,
-            "Different roles, different magnitudes.",
-        ),
-        (
-            "All channels should have similar magnitudes in a well-trained model",
+            "Because per-channel needs no scale metadata",
             False,
-            "Common wrong answer: training does not equalise channels (lesson 03 measures it).",
+            "Tempting because a single scale feels like overhead; but per-channel stores one scale per channel, "
+            "more metadata, not less.",
         ),
-        ("Because of rounding to even", False, "Rounding mode is unrelated to magnitude differences."),
         source=INTERVIEW,
     ),
     Numeric(
@@ -220,4 +267,72 @@ RECALL: tuple[Question, ...] = (
             (114.3, "that is 1.8 / scale before rounding; a code is an integer"),
         ),
     ),
+    choice(
+        "(Lesson 01) A row's per-channel scale is never larger than the shared one. What does that guarantee?",
+        (
+            "Its worst-case rounding error, half its tick, is never larger",
+            True,
+            "Lesson 01's bound is half a tick, and the row's tick can only shrink. Its actual error can still rise, "
+            "as the lucky row in section 6 shows.",
+        ),
+        (
+            "Its mean absolute error is never larger",
+            False,
+            "Tempting because a finer ruler sounds better everywhere; but a row whose values sat on the shared "
+            "ticks (section 6) gets more error from its own ruler.",
+        ),
+        (
+            "Its values can no longer be clipped",
+            False,
+            "Tempting, but a freshly fitted ruler never clips the data it was fitted to, per-tensor or per-channel; "
+            "the guarantee is about rounding.",
+        ),
+    ),
 )
+
+
+PREDICT = {
+    "quiet_row": choice(
+        "Row A = [0.05, -0.08, 0.12, -0.15] on the shared int4 ruler (scale 3.10 / 7, about 0.44). Its codes?",
+        (
+            "[0, 0, 0, 0]",
+            True,
+            "0.15 / 0.44 = 0.34: every value is below half a tick, and rounds to 0.",
+        ),
+        (
+            "[0, 0, 0, -1]: the largest value keeps one tick",
+            False,
+            "Tempting because the largest value feels big enough to register; but 0.34 of a tick still rounds to 0.",
+        ),
+        (
+            "Small codes in proportion, such as [2, -4, 6, -7]",
+            False,
+            "Tempting if you picture every row stretched to fit; those are Row A's codes on its own ruler (0.15 / 7). "
+            "The shared ruler is set by Row B.",
+        ),
+        (
+            "Row A is clipped to the smallest code",
+            False,
+            "Clipping happens beyond the last tick; Row A lies deep inside the ruler, near zero.",
+        ),
+    ),
+    "lucky_row": choice(
+        "Row 0 = [3, 1, -2, 2] sits exactly on the shared ticks (scale 1). With its own scale, 3 / 7, its MAE...",
+        (
+            "rises above 0: the finer ticks miss values that sat on the old ones",
+            True,
+            "Under the shared scale Row 0's error is exactly 0; its own ticks, 3/7 apart, do not fall on 1, -2 and 2.",
+        ),
+        (
+            "stays 0: a finer ruler can only help",
+            False,
+            "Tempting because every tick of the shared ruler seems covered by the finer one; but 1 is not a multiple "
+            "of 3/7, so the new ruler misses it.",
+        ),
+        (
+            "drops: per-channel always lowers every row's error",
+            False,
+            "The common belief this cell tests: per-channel lowers each row's error bound, not each row's error.",
+        ),
+    ),
+}

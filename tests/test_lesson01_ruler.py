@@ -1,0 +1,43 @@
+"""Lesson 01's claims and its calibrated-ruler tasks, checked against ``ql.quantize`` and PyTorch."""
+
+import pytest
+import torch
+from torch.ao.quantization import observer
+
+import qlesson as ql
+from qlesson.course.tasks import tasks
+
+
+@pytest.mark.parametrize("bits", [2, 3, 4, 8])
+def test_clip_start_is_where_the_clamp_starts_to_act(bits):
+    calibration = torch.tensor([-0.62, -0.1, 0.0, 0.23, 0.5, 0.91])
+    start = float(tasks()["01.clip_start"].reference(calibration, bits))
+    scale = float(ql.quantize(calibration, bits).scale)
+    qmax = 2 ** (bits - 1) - 1
+
+    def clipped(v):
+        return abs(round(v / scale)) > qmax
+
+    assert clipped(start * (1 + 1e-6)) and not clipped(start * (1 - 1e-6))
+
+
+def test_rounding_or_clipping_adds_up_to_the_total_error():
+    calibration = torch.randn(500, generator=torch.Generator().manual_seed(1))
+    x = torch.cat([torch.randn(500, generator=torch.Generator().manual_seed(2)), torch.tensor([7.0, -9.0])])
+    for bits in (3, 8):
+        scale = float(ql.quantize(calibration, bits).scale)
+        q = torch.clamp(torch.round(x / scale), -(2 ** (bits - 1) - 1), 2 ** (bits - 1) - 1)
+        rounding, clipping = tasks()["01.rounding_or_clipping"].reference(calibration, x, bits)
+        assert torch.isclose(rounding + clipping, (q * scale - x).abs().sum(), rtol=1e-5)
+        assert float(clipping) > 0
+
+
+def test_pytorch_ships_both_int8_weight_ranges_the_lesson_names():
+    w = torch.tensor([-0.5, 0.2, 1.27])
+    restricted = observer.weight_observer_range_neg_127_to_127()
+    restricted(w)
+    assert (restricted.quant_min, restricted.quant_max) == (-127, 127)
+    assert float(restricted.calculate_qparams()[0]) == pytest.approx(1.27 / 127)
+    full = observer.default_weight_observer()
+    full(w)
+    assert float(full.calculate_qparams()[0]) == pytest.approx(1.27 / 127.5)
