@@ -355,6 +355,23 @@ WRONG_08 = {
 WRONG |= WRONG_08
 
 
+def _max_only_05(lo, hi):  # the symmetric step from the max, ignoring the negative side
+    top, bottom = float(hi.max()), min(float(lo.min()), 0.0)
+    absmax = torch.maximum(lo.abs(), hi.abs())
+    token = "per-token" if max(-bottom, top) >= 1.5 * float(absmax.median()) else "per-tensor"
+    return ("asymmetric" if top / 127 >= 1.5 * (top - bottom) / 255 else "symmetric", token)
+
+
+WRONG_05 = {
+    "05.choose_ruler": [
+        (lambda lo, hi: ("asymmetric", "per-token"), "None"),
+        (lambda lo, hi: ("symmetric", "per-tensor"), "None"),
+        (_max_only_05, "max only"),
+    ],
+}
+WRONG |= WRONG_05
+
+
 def test_every_task_has_at_least_two_wrong_answers():
     assert set(WRONG) == set(tasks())
     assert all(len(v) >= 2 for v in WRONG.values())

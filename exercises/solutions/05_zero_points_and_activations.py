@@ -21,7 +21,7 @@
 # # Exercise 05 · Zero points and activations (SOLUTIONS: spoilers)
 #
 # Practice for lesson `notebooks/05_zero_points_and_activations.ipynb`.
-# Asymmetric rulers for shifted channels, per-token scales, SmoothQuant.
+# Asymmetric rulers, per-token scales, SmoothQuant, and choosing an activation's ruler.
 #
 # **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
 # check cell right below it. Write your code, run your cell, then run the check: a pass prints
@@ -45,7 +45,7 @@ from qlesson.course.tasks import check
 #
 # Write `asymmetric_roundtrip(x, bits)`: quantize `x` to unsigned codes `0 .. 2**bits - 1` with a
 # scale and an integer zero point, after widening the range to include 0, and return the
-# reconstruction `(q - zero_point) * scale`. Exact zeros in `x` must come back as exactly 0.0;
+# real values the codes stand for. Exact zeros in `x` must come back as exactly 0.0;
 # an all-zero `x` (scale 0) comes back as zeros.
 
 
@@ -90,8 +90,8 @@ check("05.per_token_scales", per_token_scales)
 # %% [markdown]
 # ## Task 3 · SmoothQuant's factors
 #
-# Write `smooth_factors(x, w, alpha)` for `x [T, K]` and `w [N, K]`:
-# `s_j = max|x[:, j]| ** alpha / max|w[:, j]| ** (1 - alpha)`.
+# Write `smooth_factors(x, w, alpha)` for activations `x [T, K]` and a Linear weight `w [N, K]`:
+# one SmoothQuant factor `s_j` per input feature `j`, as lesson 05 defines it.
 
 
 # %% tags=["solution"]
@@ -105,53 +105,73 @@ def smooth_factors(x, w, alpha):
 # %% qlesson={"task": "05.smooth_factors"} tags=["check"]
 check("05.smooth_factors", smooth_factors)
 
+
+# %% [markdown]
+# ## Task 4 · Choose an activation's ruler from its statistics
+#
+# A profiler gives you only each token's smallest and largest value, `token_min` and
+# `token_max` (one number per token). Choose the int8 ruler for this activation: symmetric or
+# asymmetric, per-tensor or per-token (lesson 01's rulers, int8).
+#
+# Each upgrade costs run time (a zero-point correction; a pass over every row), so take it
+# only where it makes the step at least 1.5 times finer. Decide the two questions separately:
+#
+# * asymmetric if its per-tensor step is at least 1.5 times finer than the symmetric
+#   per-tensor step;
+# * per-token if the median token's symmetric step is at least 1.5 times finer than the
+#   symmetric per-tensor step.
+#
+# Write `choose_ruler(token_min, token_max)` returning a pair such as
+# `("symmetric", "per-tensor")`. Some of the check's cases are hidden.
+
+
+# %% tags=["solution"]
+def choose_ruler(token_min, token_max):
+    ...  # STUB
+    # BEGIN SOLUTION
+    lo = min(float(token_min.min()), 0.0)
+    hi = max(float(token_max.max()), 0.0)
+    token_absmax = torch.maximum(token_min.abs(), token_max.abs())
+    symmetric_step = max(-lo, hi) / 127
+    asymmetric_step = (hi - lo) / 255
+    token_step = float(token_absmax.median()) / 127
+    return (
+        "asymmetric" if symmetric_step >= 1.5 * asymmetric_step else "symmetric",
+        "per-token" if symmetric_step >= 1.5 * token_step else "per-tensor",
+    )
+    # END SOLUTION
+
+
+# %% qlesson={"task": "05.choose_ruler"} tags=["check"]
+check("05.choose_ruler", choose_ruler)
+
 # %% [markdown]
 # ## Recall
 
 # %% [markdown]
 # ### Recall 05.2
 #
-# A uint8 channel spans [-1.70, -0.94]. After widening to include 0, what is its zero point?
+# A uint8 asymmetric ruler for data in [-0.17, 24.7]: what is its zero point?
 #
 # Answer with a number.
 
 # %% tags=["solution"]
 recall_2 = ...  # STUB
 # BEGIN SOLUTION
-recall_2 = 255
+recall_2 = 2
 # END SOLUTION
 
 # %% qlesson={"task": "recall 05.2"} tags=["check"]
 recall.answer("05", 2, recall_2)
 
 # %% [markdown]
-# ### Recall 05.3
-#
-# Why are per-token activation scales usable in an int8 GEMM, but per-feature scales are not?
-#
-# - **a)** A per-token scale is constant along the reduction axis; a per-feature one changes inside the sum
-# - **b)** Per-token scales are always larger
-# - **c)** Per-feature scales need more bits
-#
-# Answer with the option's letter as a string (in quotes).
-
-# %% tags=["solution"]
-recall_3 = ...  # STUB
-# BEGIN SOLUTION
-recall_3 = "a"
-# END SOLUTION
-
-# %% qlesson={"task": "recall 05.3"} tags=["check"]
-recall.answer("05", 3, recall_3)
-
-# %% [markdown]
 # ### Recall 05.4
 #
-# What does SmoothQuant change, and what stays the same?
+# Feature 63 is loud on every token. Which tool handles it in an integer GEMM?
 #
-# - **a)** It removes the need to quantize weights
-# - **b)** Activation features are divided and weight columns multiplied by s_j; the float product is unchanged
-# - **c)** It quantizes activations per feature
+# - **a)** An asymmetric ruler
+# - **b)** SmoothQuant: divide the feature by s, multiply the weight column by s
+# - **c)** Per-token scales
 #
 # Answer with the option's letter as a string (in quotes).
 
@@ -163,3 +183,23 @@ recall_4 = "b"
 
 # %% qlesson={"task": "recall 05.4"} tags=["check"]
 recall.answer("05", 4, recall_4)
+
+# %% [markdown]
+# ### Recall 05.6
+#
+# In LLaMA, where does SmoothQuant put 1/s for the FFN's gate_proj and up_proj?
+#
+# - **a)** Into the weight of the RMSNorm before them, with one s for both
+# - **b)** Into the RMSNorm's weight and bias
+# - **c)** A separate s for each, each folded into its own copy of the norm
+#
+# Answer with the option's letter as a string (in quotes).
+
+# %% tags=["solution"]
+recall_6 = ...  # STUB
+# BEGIN SOLUTION
+recall_6 = "a"
+# END SOLUTION
+
+# %% qlesson={"task": "recall 05.6"} tags=["check"]
+recall.answer("05", 6, recall_6)

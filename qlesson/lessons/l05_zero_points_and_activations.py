@@ -14,6 +14,7 @@ from qlesson.lessons._shared import MIXED, NEG, POS, codes, qmax, weights
 from qlesson.lessons.l01_the_ruler import _asym_qparams
 
 _G = torch.Generator().manual_seed(1234 + 5)
+_G_STATS = torch.Generator().manual_seed(5005)
 
 
 def _w(*shape: int, spread: bool = True) -> torch.Tensor:
@@ -71,6 +72,51 @@ def _per_token_scales(x: torch.Tensor, bits: int) -> torch.Tensor:
 
 def _smooth_factors(x: torch.Tensor, w: torch.Tensor, alpha: float) -> torch.Tensor:
     return x.abs().amax(0) ** alpha / w.abs().amax(0) ** (1 - alpha)
+
+
+def _steps(tmin: torch.Tensor, tmax: torch.Tensor) -> tuple[float, float, torch.Tensor]:
+    """int8 steps: symmetric per-tensor, asymmetric per-tensor, symmetric per-token."""
+    lo, hi = float(tmin.min()), float(tmax.max())
+    absmax = torch.maximum(tmin.abs(), tmax.abs())
+    return max(-lo, hi) / 127, (max(hi, 0.0) - min(lo, 0.0)) / 255, absmax / 127
+
+
+def _choose_ruler(tmin: torch.Tensor, tmax: torch.Tensor) -> tuple[str, str]:
+    sym, asym, token = _steps(tmin, tmax)
+    return (
+        "asymmetric" if sym >= 1.5 * asym else "symmetric",
+        "per-token" if sym >= 1.5 * float(token.median()) else "per-tensor",
+    )
+
+
+def _choose_max_not_absmax(tmin: torch.Tensor, tmax: torch.Tensor) -> tuple[str, str]:
+    lo, hi = float(tmin.min()), float(tmax.max())
+    sym, asym = hi / 127, (max(hi, 0.0) - min(lo, 0.0)) / 255
+    return ("asymmetric" if sym >= 1.5 * asym else "symmetric", _choose_ruler(tmin, tmax)[1])
+
+
+def _choose_any_imbalance(tmin: torch.Tensor, tmax: torch.Tensor) -> tuple[str, str]:
+    unequal = abs(float(tmin.min()) + float(tmax.max())) > 1e-9
+    return ("asymmetric" if unequal else "symmetric", _choose_ruler(tmin, tmax)[1])
+
+
+def _choose_largest_token(tmin: torch.Tensor, tmax: torch.Tensor) -> tuple[str, str]:
+    sym, _, token = _steps(tmin, tmax)
+    return (_choose_ruler(tmin, tmax)[0], "per-token" if sym >= 1.5 * float(token.max()) else "per-tensor")
+
+
+def _choose_any_spread(tmin: torch.Tensor, tmax: torch.Tensor) -> tuple[str, str]:
+    _, _, token = _steps(tmin, tmax)
+    return (_choose_ruler(tmin, tmax)[0], "per-token" if float(token.max() - token.min()) > 0 else "per-tensor")
+
+
+def _token_stats(n: int, lo: tuple[float, float], hi: tuple[float, float], loud: dict[int, tuple[float, float]]):
+    """Per-token (min, max) for ``n`` tokens drawn in the given bands, a few tokens set by ``loud``."""
+    tmin = lo[0] + (lo[1] - lo[0]) * torch.rand(n, generator=_G_STATS, dtype=torch.float64)
+    tmax = hi[0] + (hi[1] - hi[0]) * torch.rand(n, generator=_G_STATS, dtype=torch.float64)
+    for i, (a, b) in loud.items():
+        tmin[i], tmax[i] = a, b
+    return tmin, tmax
 
 
 ACTS = _w(12, 16, spread=False)
@@ -145,67 +191,205 @@ TASKS: list[Task] = [
             Mistake("used alpha 0.5 whatever alpha is (hard-coded)", lambda x, w, a: _smooth_factors(x, w, 0.5)),
         ],
     ),
+    Task(
+        "05.choose_ruler",
+        "choose an activation's int8 ruler from its per-token statistics",
+        _choose_ruler,
+        [
+            Case(_token_stats(13, (-0.17, -0.15), (2.5, 4.0), {0: (-0.17, 25.0)}), "13 tokens, mins near -0.17"),
+            Case(_token_stats(11, (-4.0, -3.0), (3.0, 4.0), {0: (-26.0, 28.0)}), "11 tokens, both signs, token 0 loud"),
+            Case(_token_stats(13, (0.0, 0.1), (4.5, 5.5), {}), "13 tokens, all in [0, 5.5]"),
+            Case(_token_stats(11, (-4.3, -3.7), (3.7, 4.3), {}), "11 tokens, both signs, even ranges"),
+            Case(_token_stats(13, (-3.0, -2.0), (0.0, 0.1), {3: (-20.0, 0.05)}), "13 tokens, maxes near 0"),
+            Case(_token_stats(11, (1.0, 1.5), (5.5, 6.0), {}), "shifted up, no loud token", hidden=True),
+            Case(
+                _token_stats(13, (-1.2, -0.8), (0.8, 1.2), {2: (-9.0, 8.0), 7: (-7.0, 9.5)}),
+                "two loud tokens",
+                hidden=True,
+            ),
+            Case(_token_stats(11, (-0.9, -0.5), (5.0, 6.0), {}), "small negative side", hidden=True),
+        ],
+        "work out the step each ruler gives (lesson 01's rulers over the range these statistics allow), "
+        "then compare as the statement says; the median token stands for the typical one",
+        [
+            Mistake("the symmetric step came from the max only: the negative side counts too", _choose_max_not_absmax),
+            Mistake(
+                "chose asymmetric whenever the two sides differ at all, not where it makes the step finer",
+                _choose_any_imbalance,
+            ),
+            Mistake(
+                "judged per-token by its largest token's step, which is the per-tensor step: per-token never wins",
+                _choose_largest_token,
+            ),
+            Mistake("chose per-token whenever the tokens' ranges differ at all", _choose_any_spread),
+        ],
+    ),
 ]
+
+PREDICT = {
+    "one_sided": choice(
+        "On the GELU output (min -0.17, max about 25), what does an asymmetric int8 ruler gain over a symmetric "
+        "one, per-tensor, scored on new text?",
+        (
+            "About 6 dB, one bit's worth",
+            True,
+            "The symmetric ruler spends half its codes below 0, where the data reaches only -0.17. The "
+            "asymmetric step is about half as large, and halving the step cuts the noise power by 4: 6 dB.",
+        ),
+        (
+            "Nothing: both rulers have 256 codes",
+            False,
+            "Tempting, because the count of codes is the same. But the symmetric ruler spreads them over "
+            "[-25, 25] and the data uses only [-0.17, 25], so its step is twice as coarse.",
+        ),
+        (
+            "Far more than 6 dB: most values sit near 0, and 0.0 is now an exact code",
+            False,
+            "Tempting, because the zero point makes 0.0 exact. But GELU's outputs near 0 are small numbers, "
+            "not exact zeros, so they are still rounded, with a step half as large: about 6 dB, not more.",
+        ),
+        (
+            "It loses a little: the zero point adds its own rounding",
+            False,
+            "The zero point is an integer and is subtracted exactly. It moves the ruler; it adds no error.",
+        ),
+    ),
+    "outlier_token": choice(
+        "Feature 99 of FC1's input is the loudest column, fifteen times the typical one. What do per-token "
+        "scales (one per row) gain over one per-tensor scale?",
+        (
+            "Several dB: feature 99 is loud on a few tokens, and only their rows get a coarse scale",
+            True,
+            "Feature 99 spikes on the [CLS] token of each sentence only. Per-token scales confine its range "
+            "to those rows; every other row gets a ruler fitted to its own values.",
+        ),
+        (
+            "Nothing: a loud column needs per-feature scales",
+            False,
+            "Tempting, because the plot ranks columns. But a column can be loud on one row only; where "
+            "the loud values sit decides which scales isolate them.",
+        ),
+        (
+            "It loses: every row now has a feature 99, so every row's scale is large",
+            False,
+            "A row's scale is set by that row's own largest value, never more than the tensor's. Per-token "
+            "is never coarser than per-tensor on any row.",
+        ),
+    ),
+}
 
 RECALL: tuple[Question, ...] = (
     choice(
-        "When must the zero point be an integer code inside [qmin, qmax]?",
+        "Lesson 01's rulers, 8 bits, data in [-0.17, 24.7]. How does the asymmetric step compare with the "
+        "symmetric one?",
         (
-            "When 0.0 must be stored exactly, as for uint8 activations in an integer GEMM",
+            "About half as large",
             True,
-            "Padding and ReLU zeros must come back exactly 0, so 0.0 must be one of the codes.",
+            "The asymmetric ruler spreads 255 steps over [-0.17, 24.7]; the symmetric one spreads 254 over "
+            "[-24.7, 24.7], twice the width.",
         ),
         (
-            "Always: a float offset cannot be used in an integer dot product",
+            "The same: signed or unsigned only relabels the codes",
             False,
-            "llama.cpp's Q4_1 does: the integer dot product runs on the codes, and the float minimum "
-            "times the activation block's stored sum is added afterwards. What it gives up is an exact 0.0.",
+            "That is lesson 01's rule for signed against unsigned codes with the same scale. An asymmetric "
+            "ruler covers a different range, so its scale changes.",
         ),
         (
-            "To make the scale smaller",
+            "256 times finer, because the zero point adds a byte",
             False,
-            "The zero point does not change the scale; widening to 0 can only grow it.",
+            "The zero point is one integer per ruler: it moves the ruler, it adds no codes.",
         ),
     ),
     Numeric(
-        "A uint8 channel spans [-1.70, -0.94]. After widening to include 0, what is its zero point?",
-        255,
-        "rmin = -1.70, rmax = 0: scale = 1.70 / 255, zero point = round(1.70 / scale) = 255.",
-        tol=0.01,
+        "A uint8 asymmetric ruler for data in [-0.17, 24.7]: what is its zero point?",
+        2,
+        "scale = (24.7 + 0.17) / 255 = 0.0975; zero point = round(0.17 / 0.0975) = round(1.74) = 2: "
+        "the code that stands for 0.0 sits two steps above the bottom.",
         mistakes=(
-            (570, "that keeps the range [-1.70, -0.94] without 0: the zero point falls outside 0..255"),
-            (-255, "wrong sign: zero_point = round(-rmin / scale) = round(1.70 / scale)"),
+            (0, "the ruler must reach down to -0.17, so 0.0 is not the lowest code"),
+            (-2, "wrong sign: the zero point is round(-min / scale), and min is negative"),
+            (128, "that is a symmetric ruler written in unsigned codes"),
         ),
     ),
     choice(
-        "Why are per-token activation scales usable in an int8 GEMM, but per-feature scales are not?",
+        "Why can per-token activation scales be applied after an int8 GEMM, but per-feature scales cannot?",
         (
             "A per-token scale is constant along the reduction axis; a per-feature one changes inside the sum",
             True,
-            "Per-token factors out of the product like per-channel weight scales.",
+            "A constant factors out of the sum, like a per-channel weight scale; a factor that changes with k "
+            "does not.",
         ),
-        ("Per-feature scales need more bits", False, "Bits are not the issue; the algebra is."),
-        ("Per-token scales are always larger", False, "Size is irrelevant; position in the sum matters."),
+        (
+            "Per-feature scales are dynamic, per-token scales static",
+            False,
+            "The other way round in practice: per-token scales are found at run time from each row. "
+            "Dynamic or static is not what matters; the position in the sum is.",
+        ),
+        (
+            "There are too many per-feature scales to store",
+            False,
+            "A few hundred numbers are nothing. The problem is algebra: a factor that changes with k cannot "
+            "be pulled out of the sum.",
+        ),
+    ),
+    choice(
+        "Feature 63 is loud on every token. Which tool handles it in an integer GEMM?",
+        (
+            "SmoothQuant: divide the feature by s, multiply the weight column by s",
+            True,
+            "The loud range moves into the weights offline, and the activation keeps per-token or per-tensor "
+            "scales that factor out of the sum.",
+        ),
+        (
+            "Per-token scales",
+            False,
+            "Tempting, because they handled the [CLS] spike. But feature 63 is in every row, so every row's "
+            "scale stays coarse.",
+        ),
+        (
+            "An asymmetric ruler",
+            False,
+            "A zero point fixes one-sided data, not one loud column among quiet ones.",
+        ),
     ),
     choice(
         "What does SmoothQuant change, and what stays the same?",
         (
             "Activation features are divided and weight columns multiplied by s_j; the float product is unchanged",
             True,
-            "Only what gets rounded changes. Folding 1/s into the previous LayerNorm keeps the whole model "
-            "exact in a pre-LN model; in a post-LN BERT that LayerNorm also feeds the residual.",
+            "Only what gets rounded changes: the activations lose range, the weights gain it.",
         ),
-        ("It quantizes activations per feature", False, "It keeps per-tensor or per-token activation scales."),
-        ("It removes the need to quantize weights", False, "Weights are still quantized, now with the outliers."),
+        (
+            "It quantizes activations per feature",
+            False,
+            "Tempting, since it acts per feature. But the per-feature factor is folded away offline; the "
+            "activations keep per-tensor or per-token scales.",
+        ),
+        (
+            "It makes the weights easier to quantize too",
+            False,
+            "The opposite: the weight columns grow by s_j. The bet is that weights, quantized per output "
+            "channel, can afford it.",
+        ),
     ),
     choice(
-        "Per-tensor or per-channel for activations in mainstream serving?",
+        "In LLaMA, where does SmoothQuant put 1/s for the FFN's gate_proj and up_proj?",
         (
-            "Per-tensor or per-token; per-feature does not fit an integer GEMM",
+            "Into the weight of the RMSNorm before them, with one s for both",
             True,
-            "Hardware and kernels want scales constant along K.",
+            "Both read the same normalized input, so one norm output carries one 1/s; RMSNorm has a weight "
+            "and no bias.",
         ),
-        ("Per-feature, because it is most accurate", False, "Most accurate, but it cannot leave the sum."),
-        ("No activation quantization is ever used", False, "W8A8 quantizes activations."),
+        (
+            "Into the RMSNorm's weight and bias",
+            False,
+            "That is BERT's LayerNorm. LLaMA's RMSNorm has no bias: 1/s goes into its weight alone.",
+        ),
+        (
+            "A separate s for each, each folded into its own copy of the norm",
+            False,
+            "Two copies of the norm's output would cost the extra pass over the activations that folding "
+            "avoids; gate and up share one s.",
+        ),
     ),
 )
