@@ -5,6 +5,8 @@
     python course.py test      set up if needed, then run the whole test suite
     python course.py doctor    check the set-up: one line per check, with the fix for each FAIL
     python course.py site      set up if needed, then render the lessons as static HTML in site/
+    python course.py grade     grade your exercises in workspace/exercises (NN for one; --detail)
+    python course.py stats     each lesson's words, run time and honest time
     python course.py latest    a separate .venv-latest with the newest releases, then the suite
 
 On Windows type ``py`` for ``python``. The Makefile calls this script for ``make setup``,
@@ -187,6 +189,8 @@ COMMANDS = {
     "lab": ["-m", "qlesson", "lab"],
     "test": ["-m", "pytest", "-n", "2", "--dist", "loadfile", "--nbval"],
     "site": ["-m", "qlesson.course.site"],
+    "grade": ["-m", "qlesson", "grade"],
+    "stats": ["-m", "qlesson", "stats"],
 }
 
 

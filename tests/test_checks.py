@@ -412,7 +412,7 @@ def test_computing_in_float64_is_not_a_false_failure(task_id):
 
     def in_float64(*args):
         out = t.reference(*[a.double() if isinstance(a, torch.Tensor) else a for a in args])
-        return tuple(o.float() for o in out) if isinstance(out, tuple) else out
+        return tuple(o.float() if isinstance(o, torch.Tensor) else o for o in out) if isinstance(out, tuple) else out
 
     assert evaluate(t, in_float64).passed
 

@@ -190,7 +190,7 @@ def lessons(numbers: list[str] | None = None, folder: Path = LESSONS) -> list[Pa
     return chosen
 
 
-def measure(path: Path, timeout: int = 900) -> dict[str, float]:
+def measure(path: Path, timeout: int = 1800) -> dict[str, float]:
     """Execute a copy of the lesson and time its main line and its Going deeper part (seconds)."""
     import nbformat
     from nbclient import NotebookClient
@@ -262,11 +262,11 @@ def main(argv: list[str]) -> int:
         return 2
     paths = lessons(numbers)
     if "--measure" in flags:
-        times = run_times()
         for path in paths:
-            times[path.name[:2]] = measure(path)
-            print(f"measured {path.stem}: {times[path.name[:2]]}", flush=True)
-        RUN_TIMES.write_text(json.dumps(dict(sorted(times.items())), indent=1) + "\n")
+            seconds = measure(path)
+            times = run_times() | {path.name[:2]: seconds}  # read again: each lesson is stored as it is measured
+            RUN_TIMES.write_text(json.dumps(dict(sorted(times.items())), indent=1) + "\n")
+            print(f"measured {path.stem}: {seconds}", flush=True)
     rows = [lesson_stats(p) for p in paths]
     print(table(rows))
     return 1 if "--check" in flags and any(r.problems() for r in rows) else 0

@@ -1,7 +1,8 @@
 """The learner's workspace: private copies of the lessons and exercises, never tracked by git.
 
 ``make lab`` (``python -m qlesson lab``) copies ``notebooks/NN_*.ipynb`` and
-``exercises/NN_*.ipynb`` into ``workspace/`` the first time and opens JupyterLab there; the
+``exercises/NN_*.ipynb`` into ``workspace/`` the first time (outputs cleared: the learner runs
+each cell, and predicts before the cells that ask for it) and opens JupyterLab there; the
 learner edits only those copies, so ``make test`` and ``git status`` never see their edits
 and ``git pull`` never conflicts. ``make grade`` grades ``workspace/exercises/``.
 
@@ -131,9 +132,16 @@ def _write_nb(path: Path, sources: list[str]) -> Path:
 
 
 def _copy(src: Path, dst: Path) -> None:
-    """Copy a course notebook for the learner: unpaired from its jupytext source."""
+    """Copy a course notebook for the learner: unpaired from its jupytext source, outputs cleared.
+
+    A lesson's stored outputs would show every result under the cell that asks the learner to
+    predict it; the learner runs the cells instead (the static site keeps the outputs).
+    """
     nb = read_notebook(src)
     nb.metadata.pop("jupytext", None)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
     dst.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, str(dst))
 
