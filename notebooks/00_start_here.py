@@ -11,6 +11,7 @@
 #     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
+#   # ruff: noqa: E501 -- the course map repeats README's rows, one line each
 # ---
 
 # %% [markdown]
@@ -23,13 +24,13 @@
 # one question with numbers computed when you run them; exercises let you practise, and
 # `make grade` scores them.
 #
-# **What you will do**: see the course map, check your machine, and learn where your work
-# lives and how it is graded.
+# **What you will do**: see the course map, check your machine, and learn how to run a lesson,
+# where your work lives and how it is graded.
 #
 # **What you need**: Python and a first acquaintance with matrix multiplies; no quantization
-# background. No GPU and nothing to download: the real model (all-MiniLM-L6-v2) ships inside
-# a Python package.
-# **Time**: about 5 minutes.
+# background. No GPU and no separate model download: the real model (all-MiniLM-L6-v2) comes
+# with the course's Python packages.
+# **Time**: about 6 minutes.
 #
 # ## 1. One ruler or many
 #
@@ -45,16 +46,16 @@
 #
 # | lesson | the question it answers | time |
 # |---|---|---|
-# | `01_the_ruler` | What are scale, zero point, rounding and clamping, and what does one more bit buy? | 14 + 23 min |
-# | `02_one_ruler_or_many` | Why does a quiet row collapse to zeros under one shared int4 scale? | 16 + 18 min |
-# | `03_per_channel_on_real_weights` | How unequal are a real transformer's output channels? | 15 + 25 min |
-# | `04_groups_and_formats` | What do groups cost and buy, and what exactly does llama.cpp store? | 25 + 26 min |
-# | `05_zero_points_and_activations` | When does an asymmetric range help? Why are activations harder? | 37 + 15 min |
-# | `06_dequant_in_gemm` | Where do the scales go inside a matrix multiply, and what does that cost? | 64 + 15 min |
-# | `07_calculator` | On numbers you paste, what does one ruler per channel buy, and what does it cost? | 11 min |
-# | `08_scales_of_scales` | How many bits does a scale need, and where do they go (Q4_K, MXFP4, NVFP4)? | 74 + 19 min |
-# | `09_smarter_rounding` | How far do GPTQ and AWQ close the gap between granularities? | 56 + 19 min |
-# | `10_which_axis` | In the KV cache, should keys and values get a scale per token or per channel? | 30 + 15 min |
+# | `01_the_ruler` | How does a quantizer turn a real number into a small integer, and where does its error come from? | 14 + 23 min |
+# | `02_one_ruler_or_many` | When rows differ in magnitude, what does one shared scale cost, and what does one scale per row fix? | 16 + 24 min |
+# | `03_per_channel_on_real_weights` | Are a real transformer's output channels unequal enough for per-channel scales to matter, and which axis is "the channel"? | 18 + 22 min |
+# | `04_groups_and_formats` | When one scale per channel is still too coarse at 4 bits, what does one scale per run of `g` weights buy, and what does it cost? | 21 + 26 min |
+# | `05_zero_points_and_activations` | How should a transformer's activations, which arrive at run time, be quantized to int8? | 15 + 19 min |
+# | `06_dequant_in_gemm` | Where does a weight's scale go inside a matrix multiply, and what does dequantizing cost? | 60 + 15 min |
+# | `07_calculator` | On numbers you paste, what does one ruler per channel buy over one shared ruler, and what does it cost? | 12 min |
+# | `08_scales_of_scales` | Small blocks make fp16 scales expensive: how many bits does a block's scale really need? | 25 + 25 min |
+# | `09_smarter_rounding` | How much of the gap between granularities do GPTQ and AWQ close, and does smarter rounding change which one to pick? | 56 + 19 min |
+# | `10_which_axis` | When the KV cache is quantized, should each scale cover one token or one channel? | 21 + 24 min |
 #
 # ## 3. What your machine has
 #
@@ -69,36 +70,37 @@ ql.show_environment()
 # %% [markdown]
 # ## 4. How to work through a lesson
 #
-# Run each lesson top to bottom (**Run ▸ Run All Cells**). Where a lesson asks you to predict
-# a result before the cell that shows it, lock in an answer first, then run the cell.
-# To see how a function works, run `ql.quantize??` in a cell to print its source.
+# Start (or come back) with `make lab` (Windows: `py course.py lab`); it opens this page.
+# Run cells one at a time with **Shift+Enter**, not Run All. At each **Predict**, press **Lock in**
+# on an answer before you run the next cell: that cell shows the result. To see how a function
+# works, run `ql.quantize??` in a cell to print its source.
 #
 # **Your workspace.** JupyterLab shows `workspace/`: your own copies of the lessons and
-# exercises. Edit, break and save anything. Git ignores this folder, so `git pull` brings
-# course updates without conflicts. `make lab` then refreshes every copy you have not edited,
-# and puts the new version of an edited one beside it (`NN_name.new.ipynb`).
+# exercises, outputs cleared. Edit, break and save anything; git ignores this folder.
 #
 # ## 5. Exercises and grading
 #
 # Every lesson except this one and 07 (the calculator) has an exercise notebook in
 # `exercises/`. Write your code in the cells marked as yours, run the check cell below each,
-# and save. Then grade all of them from the repository's root folder:
+# and save. Then grade all of them from the repository's root folder, the one above
+# `workspace/`:
 #
 # ```bash
 # make grade
 # ```
 #
-# It reads your saved notebooks, never changes them, and prints a score table.
-#
-# The repository's root is the folder above `workspace/`, so JupyterLab's file browser cannot
-# show it. To get there inside JupyterLab, open **File ▸ New ▸ Terminal** and type
-# `cd "$JUPYTER_SERVER_ROOT/.."`. From there you can also read a worked solution, after you
-# have tried the task: `less exercises/solutions/02_one_ruler_or_many.py`.
+# It reads your saved notebooks, never changes them, and prints a score table. JupyterLab's
+# file browser cannot show the root: open **File ▸ New ▸ Terminal** and type
+# `cd "$JUPYTER_SERVER_ROOT/.."`. After you have tried a task, read its worked solution with
+# `less exercises/solutions/02_one_ruler_or_many.py`. (Windows: `py course.py grade`; in the
+# PowerShell terminal, `cd $env:JUPYTER_SERVER_ROOT\..` and then
+# `Get-Content exercises\solutions\02_one_ruler_or_many.py`.)
 #
 # ## Summary
 #
 # * The course asks one question: how many weights should share a scale?
 # * Each lesson answers one part of it.
+# * Run cells one at a time, and predict before you run.
 # * You work in `workspace/`; `make grade`, run from the repository's root, scores your
 #   exercises.
 #
@@ -116,10 +118,12 @@ ql.show_environment()
 # * Colours: red is per-tensor, teal is per-channel, yellow is per-group, dark grey is the
 #   original values, in every plot.
 #
+# ### Course updates
+#
+# `git pull` brings course updates without conflicts, since git ignores `workspace/`. `make lab`
+# then refreshes every copy you have not edited, and puts the new version of an edited one
+# beside it (`NN_name.new.ipynb`).
+#
 # ### More ways to grade
 #
-# * One exercise: `.venv/bin/python -m qlesson grade 02` (on Windows,
-#   `.venv\Scripts\python -m qlesson grade 02`).
-# * The authors check the course itself with `make test`: it re-runs every lesson under
-#   `pytest --nbval` and compares each cell's output with the stored one, except in cells
-#   tagged `nbval-ignore-output` (sliders, timings, the environment printout).
+# One exercise: `.venv/bin/python -m qlesson grade 02` (Windows: `py course.py grade 02`).

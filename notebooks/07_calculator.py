@@ -17,18 +17,20 @@
 # # 07 · Calculator: per-tensor or per-channel on your own numbers
 #
 # **The question**: On numbers you paste, what does one ruler per channel buy over one shared
-# ruler, and what does it cost in bytes?
+# ruler, and what does it cost?
 #
-# **The answer**: A channel's own ruler is finer by the ratio of the tensor's range to the
-# channel's, so a narrow channel gains most and a channel as wide as the tensor gains nothing.
-# The cost is 4 bytes per scale, plus 4 for a zero point only if the ruler is asymmetric:
-# as much as the codes on a toy, 1 to 2% of an int8 layer with 384-value rows.
+# **The answer**: With symmetric rulers, a channel's own ruler is finer by the tensor's largest
+# |value| over the channel's, so a quiet channel gains most and the channel that holds the
+# tensor's largest |value| gains nothing. In this calculator (an fp32 scale, an int32 zero point)
+# each ruler costs 4 bytes, 8 with a zero point: 1 to 2% of an int8 layer with 384-value rows,
+# and on one-sided data such as a post-GELU row a zero point's 4 bytes buy a tick about half as
+# wide.
 #
-# **What you will do**: predict which channel gains most, count the bytes, and test a
-# post-GELU row symmetric against asymmetric.
+# **What you will do**: predict which channel gains nothing, count the bytes, decide whether a
+# zero point is worth its bytes, and paste rows of your own.
 #
 # **What you need**: lessons 01, 02 and 05 (zero points).
-# **Time**: about 11 minutes.
+# **Time**: about 12 minutes.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -39,17 +41,60 @@ from qlesson.teach.report import print_table
 ql.show_environment()
 
 # %% [markdown]
-# ## 1. The calculator
+# ## 1. Which channel gains nothing?
+#
+# The example has four channels of five values, one per line:
+#
+# ```
+# 0.12, -0.33, 0.48, -0.05, 0.91      channel 0: both signs
+# 1.20, 0.95, 1.44, 1.10, 0.88        channel 1: positive only
+# -1.70, -1.22, -0.94, -1.43, -1.11   channel 2: negative only
+# 0.03, 0.08, -0.02, 0.11, -0.06      channel 3: both signs
+# ```
+#
+# Per-tensor gives all 20 values one symmetric 4-bit ruler; per-channel gives each line its
+# own. Commit to an answer first.
+
+# %% tags=["nbval-ignore-output"]
+recall.predict("07", "none")
+
+# %%
+ex = calc.compare(calc.parse_channels(calc.EXAMPLE), bits=4, signed=True, symmetric=True)
+rows = [
+    {
+        "channel": r["channel"],
+        "absmax": max(abs(r["min"]), abs(r["max"])),
+        "own ruler finer by": r["per-tensor scale"] / r["per-channel scale"],
+        "per-tensor MAE": r["per-tensor MAE"],
+        "per-channel MAE": r["per-channel MAE"],
+        "MAE falls by": r["per-tensor MAE"] / r["per-channel MAE"],
+    }
+    for r in ex.channels
+]
+fmt = {"absmax": ".2f", "own ruler finer by": ".1f", "per-tensor MAE": ".4f", "per-channel MAE": ".4f"}
+print_table(rows, {**fmt, "MAE falls by": ".1f"})
+_ = calc.plot(ex, sharey=True)
+
+# %% [markdown]
+# Channel 2 holds the tensor's largest |value|, 1.70, so the shared scale is its own scale and
+# nothing changes. Every other channel's ruler is finer by 1.70 over its own absmax: 1.2 times
+# for channel 1 (1.44), about 15 times for channel 3 (0.11). With five values a channel, the
+# MAE only roughly follows the ruler. Channel 3 gains most: under the shared ruler half a tick
+# is 0.12, more than 0.11, so all of its values round to 0. In the plot (one y-scale for all
+# panels), channel 2's two markers coincide, and channel 3's red errors are its own values,
+# negated, while its teal ones sit near 0.
+#
+# ## 2. The calculator
 #
 # Paste channels one per line (or separated by `;`), values separated by commas or spaces.
-# Per-tensor gives all values one ruler; per-channel gives each line its own. The box starts
-# with four channels: a moderate one (0), a narrow positive one (1), a negative-only one (2)
-# and a tiny-range one (3).
 #
-# **Try this.** Lower **bits** from 8, pressing **Compare** each time, until channel 3's
-# per-tensor MAE equals the mean of its |values| (0.06): the shared ruler then stores all of
-# it as 0. Why at that width? Compare half the per-tensor scale with channel 3's largest
-# |value|, 0.11.
+# **Try this.** Pick **symmetric**, set **bits** to 4 and press **Compare**: the table above.
+# Raise **bits** one step at a time until channel 3's per-tensor MAE drops below 0.06 (the mean
+# of its |values|). Why at that width? Compare half the per-tensor scale with 0.11.
+#
+# **Your own numbers.** Still symmetric, replace the box with three rows of your own: say, one
+# loud, one quiet and one in between. Before you press **Compare**, write down each row's
+# "finer by" from its largest |value|, then check it against the two scales in the table.
 
 # %% tags=["nbval-ignore-output"]
 from qlesson.teach import widgets
@@ -57,38 +102,11 @@ from qlesson.teach import widgets
 widgets.calculator()
 
 # %% [markdown]
-# ## 2. Which channel gains most?
-#
-# The same four channels at 4 bits, asymmetric. Commit to an answer first.
-
-# %% tags=["nbval-ignore-output"]
-recall.predict("07", "gain")
-
-# %%
-ex = calc.compare(calc.parse_channels(calc.EXAMPLE), bits=4, signed=True, symmetric=False)
-rows = [
-    {
-        "channel": r["channel"],
-        "own ruler finer by": r["per-tensor scale"] / r["per-channel scale"],
-        "per-tensor MAE": r["per-tensor MAE"],
-        "per-channel MAE": r["per-channel MAE"],
-    }
-    for r in ex.channels
-]
-print_table(rows, {"own ruler finer by": ".1f", "per-tensor MAE": ".4f", "per-channel MAE": ".4f"})
-_ = calc.plot(ex)
-
-# %% [markdown]
-# Channel 3's range is far narrower than the tensor's, so its own ruler is far finer and its
-# error falls the most. The shared ruler has less than one tick across its whole range. The
-# other channels span a good part of the tensor's range, so their own rulers are only about
-# 2 times finer. With five values a channel, each MAE ratio only roughly follows its scale ratio.
-#
 # ## 3. What the extra rulers cost
 #
-# The calculator stores each scale as an fp32 number: 4 bytes. An asymmetric ruler also
-# stores an int32 zero point, 4 bytes more. A symmetric ruler's zero point is fixed (0 for
-# signed codes), so it stores none.
+# In this calculator a scale is an fp32 number (4 bytes), and an asymmetric ruler adds an int32
+# zero point (4 bytes more); real formats often store less (see Going deeper). A symmetric
+# ruler's zero point is fixed (0 for signed codes), so it stores none. At 8 bits:
 
 # %%
 for symmetric in (True, False):
@@ -103,53 +121,50 @@ for zp_bytes in (0, 4):
 # a layer whose rows hold 384 values (MiniLM's FFN up-projection shape), the same metadata is
 # 1 to 2% of the layer.
 #
-# ## 4. One-sided data: symmetric or asymmetric?
+# ## 4. Is a zero point's 4 bytes worth it?
 #
 # GELU never returns less than about -0.17, so a post-GELU activation row is nearly one-sided.
-# The cell below prints 64 such values: GELU of 64 standard-normal draws, rounded to
-# 2 decimals. Paste the row into the calculator's box above, set **bits** to 4, and predict
-# before you press **Compare** with each mapping.
+# Take one row: GELU of 64 standard-normal draws, rounded to 2 decimals, under one ruler.
 
 # %%
-gelu_text = calc.gelu_row()
-print(gelu_text)
+gelu = calc.parse_channels(calc.gelu_row())
+print(f"{gelu[0].numel()} values from {gelu[0].min():.2f} to {gelu[0].max():.2f}; {int((gelu[0] < 0).sum())} below 0")
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("07", "gelu")
 
 # %%
-row = calc.parse_channels(gelu_text)
-mae = {}
-for symmetric in (True, False):
-    g = calc.compare(row, bits=4, symmetric=symmetric)
-    qmin, qmax = ql.qrange(4, symmetric=symmetric)
-    used = len(g.per_tensor[0].unique())
-    name = "symmetric" if symmetric else "asymmetric"
-    mae[name] = g.overall["per-tensor"]["MAE"]
-    print(
-        f"{name:<10}: scale {g.channels[0]['per-tensor scale']:.3f}, codes used {used} of {qmax - qmin + 1}, "
-        f"MAE {mae[name]:.4f}, bytes {g.memory['per-tensor total bytes']}"
-    )
-print(f"symmetric MAE / asymmetric MAE: {mae['symmetric'] / mae['asymmetric']:.1f}")
+for bits in (4, 8):
+    mae = {}
+    for symmetric in (True, False):
+        g = calc.compare(gelu, bits=bits, symmetric=symmetric)
+        qmin, qmax = ql.qrange(bits, symmetric=symmetric)
+        scale, zp = g.channels[0]["per-tensor scale"], g.channels[0]["per-tensor zero point"]
+        empty = round(float(g.per_tensor[0].min()) / scale) + zp - qmin  # codes below the smallest value's
+        name = "symmetric" if symmetric else "asymmetric"
+        mae[name] = g.overall["per-tensor"]["MAE"]
+        print(
+            f"{bits} bits, {name:<10}: scale {scale:.4f}, "
+            f"codes below the smallest value {empty} of {qmax - qmin + 1}, MAE {mae[name]:.4f}, "
+            f"bytes {g.memory['per-tensor total bytes']}"
+        )
+    print(f"{bits} bits: symmetric MAE / asymmetric MAE {mae['symmetric'] / mae['asymmetric']:.1f}")
 
 # %% [markdown]
-# Symmetric must reach -max to reach +max, so the codes it keeps for values below -0.17 stay
-# empty and each tick is about twice as wide. Asymmetric spreads its 16 codes over only the
-# range the values occupy. Its price on this row is one zero point: 4 bytes.
-#
-# In the calculator above, try the same row at 8 bits: asymmetric still wins, for the same
-# reason.
+# Symmetric must reach -max to reach +max, so the codes below -0.17 stay empty: close to half
+# of them, at 4 bits and at 8. Each tick is then about twice as wide, and more bits do not
+# change that fraction. On this row, 4 bytes of zero point buy an MAE 2 to 3 times lower.
 #
 # ## Summary
 #
-# * Per-channel makes a channel's ruler finer by the ratio of the tensor's range to its own:
-#   the tiny-range channel gains most; a channel as wide as the tensor gains nothing.
-# * Per scale, a symmetric ruler stores 4 bytes (fp32); an asymmetric one 8 (plus an int32
-#   zero point).
-# * That metadata rivals the codes on a 20-value toy and is 1 to 2% of an int8 layer with
-#   384-value rows.
-# * On one-sided data such as a post-GELU row, symmetric leaves the codes for the missing
-#   negative side empty; at 4 bits its MAE was 2.6 times asymmetric's here.
+# * With symmetric rulers, per-channel makes a channel's ruler finer by the tensor's largest
+#   |value| over the channel's own: a quiet channel gains most; the channel holding the
+#   tensor's largest |value| gains nothing.
+# * In this calculator a scale costs 4 bytes (fp32), 8 with an int32 zero point.
+# * That metadata rivals the codes on a 20-value toy at 8 bits and is 1 to 2% of an int8 layer
+#   with 384-value rows.
+# * On one-sided data such as a post-GELU row, a zero point's 4 bytes buy a tick about half as
+#   wide; the MAE was 2.6 times lower at 4 bits here.
 #
 # ## Pause and recall
 
@@ -170,26 +185,26 @@ recall.show("07")
 #
 # The calculator calls `qlesson.quant.quantize`:
 #
-# * asymmetric: `rmin = min(x.min(), 0)`, `rmax = max(x.max(), 0)`,
-#   `scale = (rmax - rmin) / (qmax - qmin)`, `zero_point = qmin - round(rmin / scale)`;
+# * asymmetric: the range is widened to include 0 (lesson 01), `rmin = min(x.min(), 0)`,
+#   `rmax = max(x.max(), 0)`, `scale = (rmax - rmin) / (qmax - qmin)`,
+#   `zero_point = qmin - round(rmin / scale)`;
 # * symmetric: `scale = absmax / (2^(b-1) - 1)`, zero point 0 (signed) or `2^(b-1)` (unsigned);
 # * `q = clamp(round(x / scale) + zero_point, qmin, qmax)`, `x_hat = (q - zero_point) * scale`;
 # * MAE = mean |x_hat - x|, RMSE = sqrt(mean (x_hat - x)^2), max error = max |x_hat - x|;
 # * memory: payload `elements * bits / 8` bytes, plus per scale 4 bytes (fp32 scale) and,
 #   if asymmetric, 4 bytes (int32 zero point).
 #
-# ### Where it differs from the web calculator it is modelled on
+# ### Asymmetric per-channel gains follow the widened range
 #
-# * The range is widened to include 0 before the zero point is computed. Without that, a
-#   negative-only channel gets a zero point outside the code range (lesson 05).
-# * The web calculator counts 8 bytes of metadata per scale for symmetric rulers too. A
-#   symmetric ruler's zero point is a constant of the format, so nothing is stored for it.
+# With asymmetric rulers the rule of section 1 uses each range widened to include 0: channel
+# 1's ruler spans [0, 1.44], not [0.88, 1.44], so its gain is far smaller than its narrow
+# values suggest.
 #
 # ### Real formats store less
 #
-# The fp32 scale and int32 zero point follow the web calculator. Real formats are leaner:
-# llama.cpp's Q4_0, for one, stores a single fp16 scale (2 bytes) per 32 weights and no zero
-# point (lesson 04).
+# The fp32 scale and int32 zero point are this calculator's convention. Real formats are
+# leaner: llama.cpp's Q4_0 stores a single fp16 scale (2 bytes) per 32 weights and no zero
+# point (lesson 04), and ONNX's `QuantizeLinear` stores an int8 or uint8 zero point (1 byte).
 #
 # ### 15 codes against 16
 #
@@ -206,5 +221,5 @@ recall.show("07")
 # ### The page as an app, and exports
 #
 # `make app` serves this page on its own, without code, on `http://127.0.0.1:8866/`. The
-# widget's **Download CSV** link saves the table, the overall errors and the byte counts;
-# **Make PDF** adds the plot, page by page for a layer of hundreds of channels.
+# widget's CSV link saves the table, the overall errors and the byte counts; its PDF button
+# adds the plot, page by page for a layer of hundreds of channels.

@@ -23,3 +23,21 @@ def test_symmetric_zero_points_are_fixed_so_not_stored():
     for signed, zp in ((True, 0), (False, 128)):
         r = calc.compare(chans, 8, signed=signed, symmetric=True)
         assert {row["per-channel zero point"] for row in r.channels} == {zp}
+
+
+def test_symmetric_per_channel_gain_is_the_ratio_of_largest_magnitudes():
+    """Section 1's rule: the channel holding the tensor's largest |value| gains nothing."""
+    chans = calc.parse_channels(calc.EXAMPLE)
+    r = calc.compare(chans, 4, symmetric=True)
+    top = max(float(c.abs().max()) for c in chans)
+    for c, row in zip(chans, r.channels, strict=True):
+        assert row["per-tensor scale"] / row["per-channel scale"] == pytest.approx(top / float(c.abs().max()), rel=1e-5)
+    assert r.channels[2]["per-tensor MAE"] == r.channels[2]["per-channel MAE"]
+
+
+def test_plot_can_share_one_y_scale():
+    from matplotlib.figure import Figure
+
+    r = calc.compare(calc.parse_channels(calc.EXAMPLE), 4)
+    fig = calc.plot(r, Figure(), sharey=True)
+    assert len({ax.get_ylim() for ax in fig.axes}) == 1

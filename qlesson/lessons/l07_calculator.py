@@ -8,59 +8,60 @@ from __future__ import annotations
 from qlesson.course.recall import LESSON, Numeric, Question, choice
 
 PREDICT = {
-    "gain": choice(
-        "The example's four channels at 4 bits, asymmetric: whose error falls most when it gets its own ruler?",
+    "none": choice(
+        "The example's four channels, symmetric, 4 bits: whose error does its own ruler not reduce at all?",
         (
-            "Channel 3, the tiny-range one",
+            "Channel 2, because it holds the tensor's largest |value| (-1.70)",
             True,
-            "Its range is many times narrower than the tensor's, so its own ruler is that many times finer; "
-            "under the shared ruler it has about one tick across all of its values.",
+            "The shared symmetric scale is set by the largest |value| in the tensor. That value is in channel "
+            "2, so channel 2's own scale is the shared one: same codes, same error.",
         ),
         (
-            "Channel 2, the negative-only one",
+            "Channel 3: its values are already tiny",
             False,
-            "It tempts because it is the odd one out, all below 0. But its range is the widest of the four, "
-            "so its own ruler is the least fine.",
+            "It tempts because tiny values have tiny errors. But the shared ruler's ticks are far wider than "
+            "channel 3's values, and its own ruler, fit to 0.11, is about 15 times finer.",
         ),
         (
-            "Channel 0, the one that crosses 0",
+            "Channel 1: it is one-sided, so it wastes codes either way",
             False,
-            "It tempts because it uses both signs, as the tensor does. Its range is still a good part of the "
-            "tensor's, so its own ruler is only a few times finer.",
+            "It tempts because a positive-only row leaves a symmetric ruler's negative codes empty. That is "
+            "true of both rulers, but its own ruler still reaches only 1.44 instead of 1.70, so it is a little "
+            "finer.",
         ),
         (
-            "All four about equally",
+            "None: its own ruler always helps",
             False,
-            "It tempts if per-channel is a fixed improvement. The gain is the ratio of the tensor's range to "
-            "the channel's own, and these ratios differ a lot.",
+            "It tempts if per-channel is a fixed improvement. A channel's own ruler is finer only by the "
+            "tensor's largest |value| over the channel's, and for one channel that ratio is 1.",
         ),
     ),
     "gelu": choice(
-        "64 post-GELU values (from -0.17 up to about 2) at 4 bits: which ruler gives the lower MAE, and by "
-        "about how much?",
+        "64 post-GELU values (from -0.17 up to 1.91), one ruler: how does symmetric's MAE compare with "
+        "asymmetric's at 4 bits and at 8 bits?",
         (
-            "Asymmetric, about 2 to 3 times lower",
+            "About 2 to 3 times asymmetric's at both widths",
             True,
-            "Symmetric must reach -max to reach +max, so the codes below -0.17 stay empty and each tick is "
-            "about twice as wide; the many values near 0 lose a little more.",
+            "Symmetric must reach -1.91 to reach +1.91, so close to half its codes lie below -0.17 and stay "
+            "empty at any width; each tick is about twice as wide, and the MAE follows the tick.",
         ),
         (
-            "About equal: the negative side is tiny",
+            "About 2 to 3 times at 4 bits, nearly equal at 8 bits",
             False,
-            "It tempts because few values are far below 0. But symmetric spends half its codes on the mirror "
-            "image of the positive side, where no value lies.",
+            "It tempts because 255 codes feel like plenty. But the empty codes are a fixed fraction of them, "
+            "so at 8 bits symmetric's tick is still about twice asymmetric's.",
         ),
         (
-            "Symmetric: it has no zero point to get wrong",
+            "Only about 10% higher at both: asymmetric gains just one code, -8",
             False,
-            "It tempts because the zero point looks like one more thing to round. It is an integer, and 0.0 "
-            "is exact under both rulers; the loss is symmetric's empty codes.",
+            "It tempts because 16 codes against 15 is the visible difference. The larger loss is the "
+            "negative codes symmetric leaves empty: 6 of its 15 at 4 bits on this row.",
         ),
         (
-            "Asymmetric, 10 times lower or more",
+            "About equal at both: the negative side is tiny",
             False,
-            "It tempts if asymmetric seems to fix everything. It gains at most the codes symmetric leaves "
-            "empty: about twice the ticks, not ten times.",
+            "It tempts because few values are far below 0. But symmetric spends its negative codes on the "
+            "mirror image of the positive side, where no value lies.",
         ),
     ),
 }
@@ -100,33 +101,26 @@ RECALL: tuple[Question, ...] = (
         ),
         source=LESSON,
     ),
-    choice(
-        "With symmetric rulers, one channel's per-channel scale equals the per-tensor scale. Why?",
-        (
-            "It holds the tensor's largest |value|, so its own absmax is the tensor's",
-            True,
-            "The shared scale is set by that channel; its codes and error are the same either way.",
-        ),
-        (
-            "It is the quietest channel",
-            False,
-            "It tempts because a quiet channel is the one per-channel is for. But the quietest channel gets "
-            "the finest scale of all.",
-        ),
-        (
-            "Per-channel scales always equal the per-tensor scale",
-            False,
-            "It tempts if 'per-channel' is read as one scale copied to every channel. Each channel's scale is "
-            "its own absmax / qmax; only the loudest channel's equals the shared one.",
+    Numeric(
+        "Symmetric rulers. A tensor's largest |value| is 2.4, and one of its channels has largest |value| "
+        "0.3. How many times finer is that channel's own ruler than the shared one?",
+        8,
+        "Each symmetric scale is its absmax / qmax, so the ratio of the scales is 2.4 / 0.3 = 8, at any bit width.",
+        tol=0.01,
+        mistakes=(
+            (0.125, "that is the shared ruler's tick over the channel's: inverted"),
+            (2.1, "that is the difference of the two magnitudes; the scales are in their ratio"),
+            (1, "that would be the channel that holds the tensor's largest |value|; this one is quieter"),
         ),
         source=LESSON,
     ),
     choice(
-        "Lesson 05: why does the calculator widen each range to include 0 before computing the zero point?",
+        "Lesson 01: why does an asymmetric ruler's range always include 0?",
         (
             "So the zero point is a code inside the range and 0.0 is stored exactly",
             True,
-            "Without it a one-sided channel gets a zero point outside the codes (lesson 05).",
+            "The zero point is the code that 0.0 maps to; if 0 were outside the range, that code would be "
+            "outside the codes.",
         ),
         (
             "To make the scale finer",
@@ -139,7 +133,6 @@ RECALL: tuple[Question, ...] = (
             "It tempts because symmetric rulers are centred on 0. They have zero point 0 already; the "
             "widening is for asymmetric ones.",
         ),
-        source=LESSON,
     ),
     Numeric(
         "Lesson 04: how many bytes of codes does one channel of 1536 values take at 4 bits?",

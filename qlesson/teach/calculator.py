@@ -296,9 +296,9 @@ def worst_channels(r: Result, k: int = DETAIL) -> list[int]:
     return sorted(range(len(rel)), key=lambda i: -rel[i])[:k]
 
 
-def plot(r: Result, fig: Any = None) -> Any:
+def plot(r: Result, fig: Any = None, sharey: bool = False) -> Any:
     """The error ``x_hat - x`` of every value, per-tensor against per-channel: one panel per
-    channel, or for many channels a summary.
+    channel, or for many channels a summary. ``sharey`` draws the channels' panels on one y-scale.
 
     Errors rather than values: at 8 bits both reconstructions sit on top of the original and
     would hide each other.
@@ -317,6 +317,9 @@ def plot(r: Result, fig: Any = None) -> Any:
     axes = list(fig.subplots(1, len(shown) + (n > MAX_PANELS), squeeze=False)[0])
     if n > MAX_PANELS:
         _mae_panel(axes.pop(0), r, shown, COLORS)
+    if sharey:
+        for ax in axes[1:]:
+            ax.sharey(axes[0])
     for i, ax in zip(shown, axes, strict=True):
         x = r.originals[i]
         idx = range(len(x))
