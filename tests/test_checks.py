@@ -328,6 +328,18 @@ def _mx_numpy_no_int(raw):
 
 
 WRONG_08 = {
+    "08.fewest_scale_bits": [
+        (lambda c, t: _bits_by_hand(c, t, step=1.0), "counted a whole step"),
+        (lambda c, t: _bits_by_hand(c, t, qmax=1), "bounded the scale's relative error"),
+        (lambda c, t: _bits_by_hand(c, t, strict=True), "strictly below"),
+        (lambda c, t: int(math.log2(2 ** (c - 1) - 1)) + 2, "None"),
+    ],
+    "08.sub_scales": [
+        (lambda s, b: _sub_by_hand(s, b, lowest=0), "let a quiet block"),
+        (lambda s, b: _sub_by_hand(s, b, fp16=False), "kept the super-scale in float64"),
+        (lambda s, b: _sub_by_hand(s, b, rnd=np.floor), "truncated"),
+        (lambda s, b: _sub_by_hand(s, b, top=np.mean), "None"),
+    ],
     "08.decode_mxfp4": [
         (lambda raw: _mx_by_hand(raw, interleaved=True), "interleaved the nibbles"),
         (lambda raw: _mx_by_hand(raw, signed=False), "dropped the sign bit"),
@@ -345,11 +357,6 @@ WRONG_08 = {
         (lambda a: round(math.log2(a)) - 2 + 127 if a else 0, "None"),
         (lambda a: math.floor(math.log2(a)) + 125 if a else 127, "None"),
         (lambda a: math.ceil(math.log2(a / 6)) + 127 if a else 0, "None"),
-    ],
-    "08.double_quant_bits": [
-        (lambda b, g, sb, sg: b + sb / g + 32 / (sg * 64), "None"),
-        (lambda b, g, sb, sg: b + (sb + 32) / g, "None"),
-        (lambda b, g, sb, sg: b + sb / 8 / g, "None"),
     ],
 }
 WRONG |= WRONG_08
@@ -370,6 +377,22 @@ WRONG_05 = {
     ],
 }
 WRONG |= WRONG_05
+
+
+def _sub_by_hand(ideal, bits, *, lowest=1, fp16=True, rnd=np.round, top=np.max):
+    """Lesson 08's sub-scales as a learner might write them, one block at a time."""
+    m = 2**bits - 1
+    d = top(ideal) / m
+    d = float(np.float16(d)) if fp16 else float(d)
+    return np.array([min(max(rnd(s / d), lowest), m) * d for s in ideal])
+
+
+def _bits_by_hand(code_bits, max_ticks, *, step=0.5, qmax=None, strict=False):
+    q = 2 ** (code_bits - 1) - 1 if qmax is None else qmax
+    b = 1
+    while not (q * step / (2**b - 1) < max_ticks if strict else q * step / (2**b - 1) <= max_ticks):
+        b += 1
+    return b
 
 
 def test_every_task_has_at_least_two_wrong_answers():

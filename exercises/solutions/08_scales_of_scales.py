@@ -21,8 +21,8 @@
 # # Exercise 08 · Scales of scales (SOLUTIONS: spoilers)
 #
 # Practice for lesson `notebooks/08_scales_of_scales.ipynb`.
-# An MXFP4 block decoded by hand, K-quant and double-quantization bits per weight, and the
-# E8M0 exponent of a block.
+# Block scales stored as small integers under a super-scale, how many bits a scale needs, an
+# MXFP4 block decoded by hand, K-quant bits per weight, and the E8M0 exponent of a block.
 #
 # **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
 # check cell right below it. Write your code, run your cell, then run the check: a pass prints
@@ -44,7 +44,60 @@ from qlesson.course import recall
 from qlesson.course.tasks import check
 
 # %% [markdown]
-# ## Task 1 · Decode one MXFP4 block by hand
+# ## Task 1 · Sub-scales under a super-scale
+#
+# Write `sub_scales(ideal, bits)`: `ideal` is a numpy array of the ideal scales of the blocks
+# in one super-block (all positive). Store them the K-quant way, as in the lesson: each block
+# gets an unsigned `bits`-bit integer, never 0, times one super-scale shared by the whole
+# super-block; the super-scale is stored as a float16 number, chosen so that the loudest block
+# gets the largest integer. Return the scales as stored (a numpy array of floats), not the
+# integers. Some cases are hidden: you see only that one failed, and why if the mistake is a
+# known one.
+
+
+# %% tags=["solution"]
+def sub_scales(ideal, bits):
+    ...  # STUB
+    # BEGIN SOLUTION
+    top = 2**bits - 1
+    d = float(np.float16(ideal.max() / top))
+    return np.clip(np.round(ideal / d), 1, top) * d
+    # END SOLUTION
+
+
+# %% qlesson={"task": "08.sub_scales"} tags=["check"]
+check("08.sub_scales", sub_scales)
+
+
+# %% [markdown]
+# ## Task 2 · How many bits does a scale need?
+#
+# Write `fewest_scale_bits(code_bits, max_ticks)`: blocks use symmetric signed codes of
+# `code_bits` bits (int4: -7 to 7) and store their scales as in Task 1. Return the fewest
+# sub-scale bits for which rounding the sub-scale can move the largest code of the
+# super-block's loudest block by at most `max_ticks` ticks. Work it out from what the scale's
+# rounding does to that code; the lesson's tables let you check your answer for int4 and 6-bit
+# codes. Some cases are hidden.
+
+
+# %% tags=["solution"]
+def fewest_scale_bits(code_bits, max_ticks):
+    ...  # STUB
+    # BEGIN SOLUTION
+    qmax = 2 ** (code_bits - 1) - 1
+    b = 1
+    while qmax / (2 * (2**b - 1)) > max_ticks:  # half a step of the sub-scale, times qmax ticks
+        b += 1
+    return b
+    # END SOLUTION
+
+
+# %% qlesson={"task": "08.fewest_scale_bits"} tags=["check"]
+check("08.fewest_scale_bits", fewest_scale_bits)
+
+
+# %% [markdown]
+# ## Task 3 · Decode one MXFP4 block by hand
 #
 # Write `decode_mxfp4(raw)`: `raw` is the 17 bytes (`np.uint8`) of one MXFP4 block as gguf
 # stores it. Byte 0 is the E8M0 exponent `e`: the scale is `2**(e - 127)`. Bytes 1 to 16 hold
@@ -74,7 +127,7 @@ check("08.decode_mxfp4", decode_mxfp4)
 
 
 # %% [markdown]
-# ## Task 2 · K-quant bits per weight from its fields
+# ## Task 4 · K-quant bits per weight from its fields
 #
 # Write `kquant_bits(code_bits, sub_block, sub_scale_bits, has_min)` for a llama.cpp K-quant:
 # super-blocks of 256 weights, cut into sub-blocks of `sub_block` weights. Each sub-block
@@ -97,11 +150,12 @@ check("08.kquant_bits", kquant_bits)
 
 
 # %% [markdown]
-# ## Task 3 · The E8M0 exponent of a block
+# ## Task 5 · The E8M0 exponent of a block
 #
-# Write `e8m0_floor(amax)`: the biased exponent byte MXFP4's floor rule stores for a block
-# whose largest magnitude is `amax`: `floor(log2(amax)) - 2 + 127`, where 2 is the exponent of
-# FP4's largest value (6 = 1.5 x 2**2). An all-zero block gets 0; the byte is never negative.
+# Write `e8m0_floor(amax)`: the byte MXFP4's floor rule (the OCP specification's) stores for a
+# block whose largest magnitude is `amax`. The rule picks the power of two that puts `amax`
+# between 4 and 8 times the scale (FP4's largest value, 6, is 1.5 x 2**2); the byte holds that
+# power's exponent plus a bias of 127. An all-zero block gets 0; the byte is never negative.
 
 
 # %% tags=["solution"]
@@ -119,51 +173,32 @@ check("08.e8m0_floor", e8m0_floor)
 
 
 # %% [markdown]
-# ## Task 4 · Bits per weight with double-quantized scales
-#
-# Write `double_quant_bits(bits, group_size, scale_bits, scale_group)`: `bits`-bit codes, one
-# scale per `group_size` weights stored as a `scale_bits`-bit code, and one fp32 second-level
-# scale per `scale_group` group scales (QLoRA: 4, 64, 8, 256).
-
-
-# %% tags=["solution"]
-def double_quant_bits(bits, group_size, scale_bits, scale_group):
-    ...  # STUB
-    # BEGIN SOLUTION
-    return bits + (scale_bits + 32 / scale_group) / group_size
-    # END SOLUTION
-
-
-# %% qlesson={"task": "08.double_quant_bits"} tags=["check"]
-check("08.double_quant_bits", double_quant_bits)
-
-# %% [markdown]
 # ## Recall
 
 # %% [markdown]
-# ### Recall 08.4
+# ### Recall 08.3
 #
-# Which magnitudes does FP4 E2M1 represent?
+# 6-bit codes: 4-bit sub-scales lose about 1.5 dB, mostly gone when codes are not clamped to -31..31. Why?
 #
-# - **a)** 0 to 7 in steps of 1
-# - **b)** 0, 1, 2, 4, 8, 16, 32, 64
-# - **c)** 0, 0.5, 1, 1.5, 2, 3, 4, 6
+# - **a)** The 4-bit sub-scale overflows and wraps around
+# - **b)** A scale rounded up clips the largest weight
+# - **c)** The scale's rounding moves the top code most of a tick; rounded down, it lands past 31.5 and clips
 #
 # Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
-recall_4 = ...  # STUB
+recall_3 = ...  # STUB
 # BEGIN SOLUTION
-recall_4 = "c"
+recall_3 = "c"
 # END SOLUTION
 
-# %% qlesson={"task": "recall 08.4"} tags=["check"]
-recall.answer("08", 4, recall_4)
+# %% qlesson={"task": "recall 08.3"} tags=["check"]
+recall.answer("08", 3, recall_3)
 
 # %% [markdown]
 # ### Recall 08.5
 #
-# MXFP4 floor rule: a block's largest magnitude is 5.0. What is its scale?
+# MXFP4 floor rule (the OCP spec's): a block's largest magnitude is 5.0. What is its scale?
 #
 # Answer with a number.
 
@@ -181,8 +216,8 @@ recall.answer("08", 5, recall_5)
 #
 # Why does NVFP4 store an fp32 tensor scale above its FP8 block scales?
 #
-# - **a)** E4M3's normal numbers span only 2**-6 to 448, so the tensor scale moves that window onto the tensor's range
-# - **b)** To store the block's zero point
+# - **a)** To store the block's zero point
+# - **b)** E4M3's normal numbers span only 2**-6 to 448, so the tensor scale moves that window onto the tensor's range
 # - **c)** Because FP4 values need an exponent of their own
 #
 # Answer with the option's letter as a string (in quotes).
@@ -190,7 +225,7 @@ recall.answer("08", 5, recall_5)
 # %% tags=["solution"]
 recall_6 = ...  # STUB
 # BEGIN SOLUTION
-recall_6 = "a"
+recall_6 = "b"
 # END SOLUTION
 
 # %% qlesson={"task": "recall 08.6"} tags=["check"]

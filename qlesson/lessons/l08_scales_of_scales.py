@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from qlesson.course.checking import Case, Mistake, Task
-from qlesson.course.recall import INTERVIEW, LESSON, Numeric, Question, choice
+from qlesson.course.recall import LESSON, Numeric, Question, choice
 from qlesson.quant import formats
 
 FP4 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0], dtype=np.float32)
@@ -60,13 +60,118 @@ def _e8m0_floor(amax: float) -> int:
     return max(math.floor(math.log2(amax)) - 2 + 127, 0)
 
 
-def _double_bits(bits: int, group_size: int, scale_bits: int, scale_group: int) -> float:
-    return bits + (scale_bits + 32 / scale_group) / group_size
+def _sub_scales(ideal, bits: int, *, steps=None, fp16: bool = True, rounding=np.round, lowest: int = 1) -> np.ndarray:
+    """One super-block's stored scales: an integer 1..m (m = 2**bits - 1) times one fp16 super-scale."""
+    s = np.asarray(ideal, dtype=np.float64)
+    m = 2**bits - 1 if steps is None else steps(bits)
+    d = s.max() / m
+    d = float(np.float16(d)) if fp16 else d
+    return np.clip(rounding(s / d), lowest, m) * d
+
+
+def _ideal(seed: int, n: int, quiet: float = 0.0) -> np.ndarray:
+    """n block scales of one super-block (positive), the first one ``quiet`` times the loudest when given."""
+    rng = np.random.default_rng(880 + seed)
+    s = rng.uniform(0.2, 1.0, n) * 10.0 ** rng.uniform(-3, 0)
+    if quiet:
+        s[0] = quiet * s.max()
+    return s
+
+
+def _fewest_bits(code_bits: int, max_ticks: float, *, step: float = 0.5, levels=None, qmax=None) -> int:
+    q = 2 ** (code_bits - 1) - 1 if qmax is None else qmax(code_bits)
+    for b in range(1, 33):
+        m = 2**b - 1 if levels is None else levels(b)
+        if q * step / m <= max_ticks:
+            return b
+    raise ValueError(f"max_ticks={max_ticks} needs more than 32 bits")
+
+
+def _fewest_bits_strict(code_bits: int, max_ticks: float) -> int:
+    q = 2 ** (code_bits - 1) - 1
+    return next(b for b in range(1, 33) if q / (2 * (2**b - 1)) < max_ticks)
 
 
 _AMAX = [5.0, 6.0, 0.75, 448.0, 1e-3, 2.0**-10, 1e-39, 0.0]  # 1e-39 (a float32 subnormal): below 2**-125, e is 0
 
 TASKS: list[Task] = [
+    Task(
+        "08.sub_scales",
+        "store a super-block's block scales as small integers under one fp16 super-scale",
+        lambda ideal, bits: _sub_scales(ideal, bits),
+        [
+            Case((_ideal(0, 8), 6), "8 blocks, 6-bit sub-scales (Q4_K's width)"),
+            Case((_ideal(1, 16), 8), "16 blocks, 8-bit sub-scales"),
+            Case((_ideal(2, 8, quiet=0.004), 6), "a very quiet block beside loud ones"),
+            Case((_ideal(3, 8), 4), "4-bit sub-scales (Q2_K's width)"),
+            Case((_ideal(4, 8, quiet=0.01), 4), "4-bit sub-scales, a quiet block", hidden=True),
+            Case((_ideal(5, 16), 5), "16 blocks, 5-bit sub-scales", hidden=True),
+            Case((_ideal(6, 8, quiet=0.02), 8), "8-bit sub-scales, a quiet block", hidden=True),
+        ],
+        "the super-scale is a float16 number set so that the loudest block gets the largest integer the bits hold; "
+        "every block then gets the nearest integer number of super-scales, and no block may get 0",
+        [
+            Mistake(
+                "let a quiet block's integer round to 0: its weights would all decode to 0; the smallest integer is 1",
+                lambda ideal, bits: _sub_scales(ideal, bits, lowest=0),
+            ),
+            Mistake(
+                "used 2**bits as the largest integer: a bits-bit unsigned integer stops at 2**bits - 1",
+                lambda ideal, bits: _sub_scales(ideal, bits, steps=lambda b: 2**b),
+            ),
+            Mistake(
+                "kept the super-scale in float64: it is stored as float16, and the integers fit the stored one",
+                lambda ideal, bits: _sub_scales(ideal, bits, fp16=False),
+            ),
+            Mistake(
+                "truncated (floor) instead of rounding to the nearest integer: every scale comes out low",
+                lambda ideal, bits: _sub_scales(ideal, bits, rounding=np.floor),
+            ),
+        ],
+        rtol=1e-9,
+        atol=0.0,
+    ),
+    Task(
+        "08.fewest_scale_bits",
+        "how many bits a block scale needs",
+        lambda code_bits, max_ticks: _fewest_bits(code_bits, max_ticks),
+        [
+            Case((4, 0.1), "int4 codes, the largest code may move 0.1 tick"),
+            Case((6, 0.1), "6-bit codes, 0.1 tick"),
+            Case((4, 0.5), "int4 codes, half a tick (at most half: equal is fine)"),
+            Case((8, 0.1), "int8 codes, 0.1 tick"),
+            Case((5, 0.1), "5-bit codes, 0.1 tick", hidden=True),
+            Case((6, 0.3), "6-bit codes, 0.3 tick", hidden=True),
+            Case((3, 0.05), "3-bit codes, 0.05 tick", hidden=True),
+            Case((2, 0.1), "2-bit codes, 0.1 tick", hidden=True),
+            Case((4, 0.45), "int4 codes, 0.45 tick", hidden=True),
+        ],
+        "the sub-scale is rounded to the nearest step; in the loudest block of its super-block a step is the "
+        "whole scale divided by the largest integer; the block's largest code sits at the codes' top, qmax ticks out",
+        [
+            Mistake(
+                "counted a whole step of the sub-scale: rounding to the nearest is off by at most half a step",
+                lambda c, t: _fewest_bits(c, t, step=1.0),
+            ),
+            Mistake(
+                "bounded the scale's relative error, not the move of the largest code: multiply by qmax, the number "
+                "of ticks between 0 and the largest code",
+                lambda c, t: _fewest_bits(c, t, qmax=lambda b: 1),
+            ),
+            Mistake(
+                "took 2**bits steps: a bits-bit sub-scale runs from 1 to 2**bits - 1",
+                lambda c, t: _fewest_bits(c, t, levels=lambda b: 2**b),
+            ),
+            Mistake(
+                "used 2**code_bits - 1 as the codes' top: symmetric signed codes run to 2**(code_bits - 1) - 1",
+                lambda c, t: _fewest_bits(c, t, qmax=lambda b: 2**b - 1),
+            ),
+            Mistake(
+                "asked for a move strictly below max_ticks: the task says at most",
+                _fewest_bits_strict,
+            ),
+        ],
+    ),
     Task(
         "08.decode_mxfp4",
         "decode one MXFP4 block by hand",
@@ -138,8 +243,8 @@ TASKS: list[Task] = [
             Case((a,), f"amax = {a:g}" + (" (below 2**-125: the byte stops at 0)" if 0 < a < 2.0**-125 else ""))
             for a in _AMAX
         ],
-        "the power of two that brings the block's amax within FP4's range (its largest value, 6, is 1.5 * 2**2), "
-        "plus the bias; an all-zero block gets 0 and e never goes below 0",
+        "the power of two that puts amax between 4 and 8 times the scale (FP4's largest value, 6, is 1.5 * 2**2), "
+        "stored as its exponent plus the bias; an all-zero block gets 0 and the byte never goes below 0",
         [
             Mistake(
                 "forgot to subtract FP4's largest exponent 2",
@@ -156,27 +261,60 @@ TASKS: list[Task] = [
             ),
         ],
     ),
-    Task(
-        "08.double_quant_bits",
-        "bits per weight with double-quantized group scales",
-        _double_bits,
-        [
-            Case((4, 64, 8, 256), "QLoRA: int4 g64, 8-bit scales, one fp32 per 256 scales"),
-            Case((4, 32, 8, 64), "int4 g32, 8-bit scales, one fp32 per 64"),
-            Case((3, 16, 6, 128), "int3 g16, 6-bit scales, one fp32 per 128"),
-        ],
-        "each scale is shared by the weights under it: a group's scale code by its group_size weights, a 32-bit "
-        "second-level scale by scale_group whole groups",
-        [
-            Mistake("left out the fp32 second-level scales", lambda b, g, sb, sg: b + sb / g),
-            Mistake(
-                "shared the fp32 scale by scale_group weights, not scale_group groups",
-                lambda b, g, sb, sg: b + sb / g + 32 / sg,
-            ),
-            Mistake("kept fp16 group scales (no double quantization)", lambda b, g, sb, sg: b + 16 / g),
-        ],
-    ),
 ]
+
+PREDICT = {
+    "six_bit_sub_scale": choice(
+        "Q4_K stores each block's scale as a 6-bit integer (1 to 63) times an fp16 super-scale, instead of a whole "
+        "fp16 number. On L0.output (int4 codes, blocks of 32), how much SQNR does that lose against exact fp32 scales?",
+        (
+            "under a hundredth of a dB",
+            True,
+            "The sub-scale is off by at most 1/126 in the loudest block, which moves that block's largest code, 7 "
+            "ticks out, by at most 7/126 of a tick (a few hundredths at the median block): lost beside the half tick "
+            "that rounding already costs every weight.",
+        ),
+        (
+            "about 1 dB: 6 bits are far coarser than fp16's 11 significant bits",
+            False,
+            "Tempting when bits feel like precision lost one for one; but what counts is how far the rounded scale "
+            "moves the codes, and 7/126 of a tick is small beside half a tick.",
+        ),
+        (
+            "about 0.5 dB, like doubling the group size in lesson 04",
+            False,
+            "Tempting because group sizes moved the SQNR by tenths of a dB; but here every block keeps its own scale, "
+            "only rounded a little.",
+        ),
+        (
+            "nothing: an integer times an fp16 number is exact",
+            False,
+            "The integer is the nearest whole number of super-scales, off by up to half a step: the loss is small, "
+            "not zero.",
+        ),
+    ),
+    "six_bit_codes": choice(
+        "Now 6-bit codes (-31..31) on the same layer, blocks of 16, super-blocks of 16. Which is the narrowest "
+        "sub-scale that keeps the loss against fp32 scales under 0.1 dB?",
+        (
+            "8 bits (Q6_K's int8 sub-scales, 127 steps)",
+            True,
+            "The block's largest code sits 31 ticks out instead of 7, so the same relative scale error moves it 4.4 "
+            "times as far: 6-bit sub-scales now lose about 0.17 dB, 8-bit ones about 0.05.",
+        ),
+        (
+            "6 bits, as for int4 codes: a scale's precision does not depend on the codes",
+            False,
+            "Tempting: the sub-scale is the same number. But its error is relative, and the largest code moves by "
+            "qmax times it: 31 ticks out instead of 7.",
+        ),
+        (
+            "4 bits: finer codes make up for a coarser scale",
+            False,
+            "Tempting if more bits feel like more slack; but finer ticks turn the same scale error into more ticks.",
+        ),
+    ),
+}
 
 RECALL: tuple[Question, ...] = (
     Numeric(
@@ -190,84 +328,39 @@ RECALL: tuple[Question, ...] = (
         ),
     ),
     Numeric(
-        "Bits per weight of llama.cpp's Q4_K (144 bytes per 256 weights)?",
-        4.5,
-        "144 x 8 / 256 = 4.5: 4-bit codes, 12 bytes of 6-bit scales and minimums, fp16 d and dmin.",
-        tol=0.001,
+        "A 5-bit sub-scale (1 to 31) times an fp16 super-scale, in the loudest block of its super-block, int4 codes "
+        "(-7..7). At most how many ticks can rounding the sub-scale move the block's largest code?",
+        7 / 62,
+        "The sub-scale is off by at most half a step, 1/62 of the scale; the largest code sits 7 ticks out, so it "
+        "moves by up to 7/62, about 0.11 of a tick.",
+        tol=0.002,
         mistakes=(
-            (4.0, "the scales, minimums and super-scales are stored too"),
-            (4.375, "that leaves out the two fp16 super-scales (d and dmin)"),
-        ),
-    ),
-    Numeric(
-        "Bits per weight of MXFP4 (32 FP4 values and one E8M0 byte per block)?",
-        4.25,
-        "4 + 8 / 32 = 4.25: the scale is one byte, an exponent only.",
-        tol=0.001,
-        mistakes=((4.5, "that is a 16-bit scale per 32, or NVFP4's 8-bit scale per 16"),),
-    ),
-    choice(
-        "Which magnitudes does FP4 E2M1 represent?",
-        ("0, 0.5, 1, 1.5, 2, 3, 4, 6", True, "Two per binade: the steps double from 0.5 to 2."),
-        ("0 to 7 in steps of 1", False, "That is an unsigned 3-bit integer grid, evenly spaced."),
-        ("0, 1, 2, 4, 8, 16, 32, 64", False, "Those are powers of two, E8M0-like, no mantissa bit."),
-        source=LESSON,
-    ),
-    Numeric(
-        "MXFP4 floor rule: a block's largest magnitude is 5.0. What is its scale?",
-        1.0,
-        "2**(floor(log2 5) - 2) = 2**(2 - 2) = 1: 5.0 / 1 = 5 lies in [4, 8); 5.0 itself is a tie between 4 and 6.",
-        tol=0.0001,
-        mistakes=(
-            (2.0, "that is the ceil rule: 2**(ceil(log2 5) - 2)"),
-            (4.0, "subtract FP4's largest exponent, 2: the scale is 2**(2 - 2)"),
-            (5.0 / 6.0, "an absmax / 6 scale is NVFP4's (before E4M3 rounding); MXFP4 scales are powers of two"),
+            (7 / 31, "that is a whole step; rounding to the nearest is off by at most half of one"),
+            (1 / 62, "that is the scale's relative error; the largest code sits 7 ticks out: multiply by 7"),
+            (7 / 64, "a 5-bit sub-scale runs from 1 to 31, not 32: half a step is 1/62"),
         ),
     ),
     choice(
-        "Why does NVFP4 store an fp32 tensor scale above its FP8 block scales?",
+        "6-bit codes: 4-bit sub-scales lose about 1.5 dB, mostly gone when codes are not clamped to -31..31. Why?",
         (
-            "E4M3's normal numbers span only 2**-6 to 448, so the tensor scale moves that window onto the "
-            "tensor's range",
+            "The scale's rounding moves the top code most of a tick; rounded down, it lands past 31.5 and clips",
             True,
-            "The block scales are E4M3 numbers relative to it. On MiniLM's L0.intermediate it buys only about a tenth "
-            "of a dB. Where block maxima lie below about 0.1, block scales turn subnormal and lose precision (below "
-            "about 0.006 they flush to zero); above about 2,700 (6 x 448) they overflow: there it decides whether "
-            "block scales work at all.",
-        ),
-        ("Because FP4 values need an exponent of their own", False, "E2M1 elements have their exponent bits."),
-        ("To store the block's zero point", False, "NVFP4 is symmetric: no zero point."),
-        source=LESSON,
-    ),
-    choice(
-        "Interview: 'K-quants are just per-group int4 with groups of 32'. What is missing?",
-        (
-            "The second level: 4- to 8-bit integer sub-scales (and minimums in Q2_K and Q4_K/Q5_K) "
-            "under fp16 super-scales per 256 weights",
-            True,
-            "That is how Q4_K gets a 6-bit minimum per 32 weights for Q4_0's 4.5 bits, and Q6_K an int8 scale per 16.",
+            "Same rule, further out: 31 / (2 x 15) is about a tick. Below half a tick the move only adds error to the "
+            "largest weight; past it, a scale rounded down clips.",
         ),
         (
-            "Nothing: they store an fp16 scale per 32 like Q4_0",
+            "A scale rounded up clips the largest weight",
             False,
-            "Common wrong answer: the sub-block scales are small integers (6-bit in Q4_K, int8 in Q6_K).",
+            "Tempting, since rounding is what moves the top code; but a larger scale pulls every code inward, toward "
+            "0. Only a scale rounded down pushes the largest code past 31.",
         ),
-        ("K-quants use floating-point codes", False, "The codes are integers; MXFP4 and NVFP4 use FP4 codes."),
-        source=INTERVIEW,
-    ),
-    Numeric(
-        "A 6-bit sub-scale near the top of its range (63) is off by at most half a step. What is that, in percent?",
-        100 / 126,
-        "Half of 1/63 is 1/126, about 0.79%: at a block's largest int4 code, 7 ticks out, about 0.06 of a tick.",
-        tol=0.02,
-        mistakes=(
-            (100 / 63, "that is a whole step; rounding to the nearest is off by at most half of one"),
-            (
-                100 / 64,
-                "in this lesson's model a sub-scale runs from 1 to 63: steps are 1/63 of the super-block's largest, "
-                "half a step is 1/126",
-            ),
+        (
+            "The 4-bit sub-scale overflows and wraps around",
+            False,
+            "Tempting from integer overflow elsewhere; but the sub-scale is clamped to 1..15 by construction, and the "
+            "loudest block gets 15 exactly.",
         ),
+        source=LESSON,
     ),
     choice(
         "A block's scale is rounded up to a power of two. Why does that cost FP4 codes less than int4 codes?",
@@ -282,6 +375,58 @@ RECALL: tuple[Question, ...] = (
             "FP4 and symmetric int4 (-7..7) both have 15 distinct values (FP4's 16th code is a negative zero).",
         ),
         ("FP4 never saturates", False, "FP4 saturates at 6 x scale; rounding the scale up avoids saturation for both."),
+        source=LESSON,
+    ),
+    Numeric(
+        "MXFP4 floor rule (the OCP spec's): a block's largest magnitude is 5.0. What is its scale?",
+        1.0,
+        "2**(floor(log2 5) - 2) = 2**(2 - 2) = 1: 5.0 / 1 = 5 lies in [4, 8); 5.0 itself is a tie between 4 and 6.",
+        tol=0.0001,
+        mistakes=(
+            (2.0, "that is torchao's ceil rule: 2**(ceil(log2 5) - 2)"),
+            (4.0, "subtract FP4's largest exponent, 2: the scale is 2**(2 - 2)"),
+            (5.0 / 6.0, "an absmax / 6 scale is NVFP4's (before E4M3 rounding); MXFP4 scales are powers of two"),
+        ),
+    ),
+    choice(
+        "Why does NVFP4 store an fp32 tensor scale above its FP8 block scales?",
+        (
+            "E4M3's normal numbers span only 2**-6 to 448, so the tensor scale moves that window onto the "
+            "tensor's range",
+            True,
+            "The block scales are E4M3 numbers relative to it. On MiniLM's L0.intermediate it buys about a tenth of a "
+            "dB; on the same layer divided by 100 every block scale falls below 2**-6 without it, and the weights "
+            "round to zero. llama.cpp's own NVFP4 quantizer stores no tensor scale.",
+        ),
+        ("Because FP4 values need an exponent of their own", False, "E2M1 elements have their exponent bits."),
+        ("To store the block's zero point", False, "NVFP4 is symmetric: no zero point."),
+        source=LESSON,
+    ),
+    choice(
+        "Lesson 04 revisited: int4 codes with one fp16 scale per group; the group shrinks from 32 to 16 weights. "
+        "What happens to the bits per weight?",
+        (
+            "they grow by 0.5",
+            True,
+            "The scales cost 16 / g bits per weight: 0.5 at g = 32, 1 at g = 16. That growth is what small-block "
+            "formats avoid with cheaper scales.",
+        ),
+        (
+            "they grow by 1",
+            False,
+            "1 bit per weight is the scales' whole cost at g = 16; at g = 32 they already cost 0.5, so the growth is "
+            "0.5.",
+        ),
+        (
+            "they grow by 0.25",
+            False,
+            "That is the growth with one-byte scales (MXFP4's E8M0: 8/16 - 8/32); fp16 scales are 16 bits.",
+        ),
+        (
+            "they stay the same: the same scale bits are shared by fewer weights",
+            False,
+            "Tempting if one pictures the same scales; but halving the group doubles the number of scales.",
+        ),
         source=LESSON,
     ),
 )

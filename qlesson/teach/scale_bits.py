@@ -11,23 +11,25 @@ The same symmetric integer codes (``bits``, codes ``-qmax..qmax``), one scale pe
   (up to 31) and ``8-bit x fp16`` (up to 127, Q6_K's int8 width) the same with other widths;
 * ``E4M3 x fp32``: an FP8 number times one fp32 per tensor that puts the largest block scale at
   448 (NVFP4's two levels), rounded to nearest (a block may clip a hair);
-* ``E8M0 (nearest)``: the power of two nearest the ideal scale in log terms (rounding down clips
-  the block's top weights);
-* ``E8M0 (up)``: the power of two at or above the ideal scale (an MX scale byte; rounding up
-  never clips, and costs up to half the range).
+* ``E8M0 floor``: the OCP MX specification's rule (torchao's ``ScaleCalculationMode.FLOOR``),
+  ``2**(floor(log2 amax) - floor(log2 qmax))``: the block's largest weight lands in [4, 8) ticks
+  for int4 and FP4 codes, and whatever lies past the grid's top (7 or 6) clips;
+* ``E8M0 rceil``: torchao's ``RCEIL`` (NVIDIA's rule), the power of two at or above the ideal
+  scale ``amax / qmax``: never clips, and costs up to half the range.
 
 >>> x = torch.tensor([[0.05, -0.08, 0.12, -0.15], [2.0, -3.1, 1.7, -2.6]])
 >>> rows = scale_rows(x, block=4, super_blocks=2)
 >>> [r["scale format"] for r in rows][:6]
 ['fp32', 'fp16', '4-bit x fp16', '5-bit x fp16', '6-bit x fp16', '8-bit x fp16']
 >>> [r["scale format"] for r in rows][6:]
-['E4M3 x fp32', 'E8M0 (nearest)', 'E8M0 (up)']
+['E4M3 x fp32', 'E8M0 floor', 'E8M0 rceil']
 >>> rows[4]["scales"]  # the quiet row's 6-bit sub-scale is 3 steps of a super-scale set by the loud row
 [0.021091, 0.442921]
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -40,14 +42,21 @@ from qlesson.quant.minifloat import E2M1_MAX, E4M3_MAX, round_to
 SUB_BITS = {"4-bit x fp16": 4, "5-bit x fp16": 5, "6-bit x fp16": 6, "8-bit x fp16": 8}  # two-level integer formats
 # the largest sub-scale of each (the smallest is 1): 2**bits - 1, but 127 for 8 bits (Q6_K's signed int8 magnitudes)
 SUB_MAX = {fmt: min(2**b - 1, 127) for fmt, b in SUB_BITS.items()}
-FORMATS = ("fp32", "fp16", *SUB_BITS, "E4M3 x fp32", "E8M0 (nearest)", "E8M0 (up)")
+FORMATS = ("fp32", "fp16", *SUB_BITS, "E4M3 x fp32", "E8M0 floor", "E8M0 rceil")
 
 
-def stored_scales(ideal: torch.Tensor, fmt: str, super_blocks: int = 8) -> torch.Tensor:
+def stored_scales(
+    ideal: torch.Tensor, fmt: str, super_blocks: int = 8, amax: torch.Tensor | None = None, qmax: float = 7
+) -> torch.Tensor:
     """The scales ``fmt`` stores for ``ideal`` scales ``[rows, blocks]`` (float64, all > 0).
 
-    >>> stored_scales(torch.tensor([[0.3, 1.0]], dtype=torch.float64), "E8M0 (up)").tolist()
+    ``E8M0 floor`` works from the blocks' largest magnitudes ``amax`` (default ``ideal x qmax``) and
+    the grid's top ``qmax`` (7 for int4, 6 for FP4: both give the exponent 2).
+
+    >>> stored_scales(torch.tensor([[0.3, 1.0]], dtype=torch.float64), "E8M0 rceil").tolist()
     [[0.5, 1.0]]
+    >>> stored_scales(torch.tensor([[1.0, 8 / 7]], dtype=torch.float64), "E8M0 floor").tolist()  # amax 7, 8
+    [[1.0, 2.0]]
     """
     if fmt not in FORMATS:
         raise ValueError(f"fmt={fmt!r} is not one of {', '.join(FORMATS)}")
@@ -56,10 +65,12 @@ def stored_scales(ideal: torch.Tensor, fmt: str, super_blocks: int = 8) -> torch
         return s.float().double()
     if fmt == "fp16":
         return s.half().double()
-    if fmt == "E8M0 (up)":
+    if fmt == "E8M0 rceil":
         return torch.exp2(torch.ceil(torch.log2(s)))
-    if fmt == "E8M0 (nearest)":
-        return torch.exp2(torch.round(torch.log2(s)))
+    if fmt == "E8M0 floor":
+        a = s * qmax if amax is None else amax.double()
+        e = torch.floor(torch.log2(a)) - math.floor(math.log2(qmax))
+        return torch.where(a > 0, torch.exp2(e), s)
     if fmt == "E4M3 x fp32":
         t = float(np.float32(float(s.max()) / E4M3_MAX))
         return torch.from_numpy(round_to((s / t).numpy(), "E4M3")) * t
@@ -104,7 +115,7 @@ def _measure(
     blocks = t.reshape(t.shape[0], -1, block)
     amax = blocks.abs().amax(-1)
     ideal = torch.where(amax > 0, amax / qmax, torch.ones_like(amax))
-    s = stored_scales(ideal, fmt, super_blocks)
+    s = stored_scales(ideal, fmt, super_blocks, amax=amax, qmax=qmax)
     v = blocks / s[..., None]
     if codes == "E2M1":  # FP4's nearest value, ties to even, saturating at 6 (as torchao and NVFP4)
         q = torch.from_numpy(round_to(v.numpy(), "E2M1"))
@@ -137,10 +148,10 @@ def scale_rows(
     codes past ``qmax``, which would not fit in ``bits``), so the SQNR lost to clipping shows apart from the
     SQNR lost to the scale's rounding.
 
-    >>> x = torch.tensor([[0.4, -0.7, 1.0, 0.1]])  # ideal scale 1 / 7; E8M0 nearest rounds it down to 1 / 8
-    >>> rows = [scale_rows(x, 4, formats=("E8M0 (nearest)",), clip=c)[0] for c in (True, False)]
-    >>> [round(float(r["SQNR dB"]), 2) for r in rows]  # the 1.0 clips to 7 ticks; unclamped it keeps 8
-    [19.33, 26.46]
+    >>> x = torch.tensor([[0.4, -0.7, 1.9, 0.1]])  # E8M0 floor: scale 2**(0 - 2) = 1 / 4, so 1.9 is 7.6 ticks
+    >>> rows = [scale_rows(x, 4, formats=("E8M0 floor",), clip=c)[0] for c in (True, False)]
+    >>> [round(float(r["SQNR dB"]), 2) for r in rows]  # the 1.9 clips to 7 ticks; unclamped it keeps 8
+    [19.77, 21.19]
     """
     if not clip and codes != "int":
         raise ValueError("clip=False applies to integer codes; FP4 codes saturate at 6 as the format does")
@@ -150,8 +161,8 @@ def scale_rows(
     per_weight = {
         "fp32": 32 * n_scales / numel,
         "fp16": 16 * n_scales / numel,
-        "E8M0 (nearest)": 8 * n_scales / numel,
-        "E8M0 (up)": 8 * n_scales / numel,
+        "E8M0 floor": 8 * n_scales / numel,
+        "E8M0 rceil": 8 * n_scales / numel,
         "E4M3 x fp32": (8 * n_scales + 32) / numel,
     } | {f: (b * n_scales + 16 * n_scales / super_blocks) / numel for f, b in SUB_BITS.items()}
     signal = float(t.square().sum())
@@ -180,8 +191,8 @@ def grid_rows(
     with int4 codes (-7..7) and with FP4 E2M1 codes: the grid's share and the scale's share of the error.
 
     >>> x = {"a": torch.linspace(-1, 1, 64).reshape(2, 32)}
-    >>> [r["scale format"] for r in grid_rows(x, formats=("fp32", "E8M0 (up)"))]
-    ['fp32', 'E8M0 (up)']
+    >>> [r["scale format"] for r in grid_rows(x, formats=("fp32", "E8M0 rceil"))]
+    ['fp32', 'E8M0 rceil']
     """
     if not weights:
         raise ValueError("weights is empty; pass a mapping of layer names to [rows, K] weights")
@@ -212,3 +223,46 @@ def chain(steps: Sequence[tuple[str, float]]) -> str:
     parts = [f"{steps[0][0]} {values[0]:.2f} dB"]
     parts += [f"{label} {v - prev:+.2f}" for (label, _), v, prev in zip(steps[1:], values[1:], values, strict=False)]
     return ", ".join(parts) + f": {values[-1]:.2f} dB"
+
+
+def rule_rows(
+    x: ArrayLike,
+    block: int = 32,
+    bits: int = 4,
+    super_blocks: int = 8,
+    formats: Sequence[str] = ("fp16", *SUB_BITS, "E4M3 x fp32"),
+) -> list[dict[str, Any]]:
+    """Lesson 08's rule against the measurement, one row per scale format (integer codes ``-qmax..qmax``).
+
+    A sub-scale of ``m`` steps (1 to ``m`` times its super-scale) is off by up to half a step,
+    ``1 / (2m)`` of the scale in the super-block's loudest block, which moves that block's largest
+    code (``qmax`` ticks out) by up to ``qmax / (2m)`` ticks: the ``rule`` column (blank for formats
+    without integer steps). ``median move``: the same move measured at the median block.
+    ``SQNR loss dB``: fp32 scales' SQNR minus this format's; ``clipping dB``: the part of that loss
+    that goes away when codes are not clamped to ``-qmax..qmax`` (:func:`scale_rows` with ``clip=False``).
+
+    >>> x = torch.linspace(-1, 1, 512).reshape(4, 128)
+    >>> [round(r["rule (ticks)"], 3) for r in rule_rows(x, formats=("6-bit x fp16", "8-bit x fp16"))]
+    [0.056, 0.028]
+    """
+    qmax = 2 ** (bits - 1) - 1
+    every = ("fp32", *formats)
+    kept, free = (
+        {r["scale format"]: r for r in scale_rows(x, block, bits, super_blocks, 0, every, clip=c)}
+        for c in (True, False)
+    )
+    rows = []
+    for fmt in formats:
+        m = SUB_MAX.get(fmt)
+        rows.append(
+            {
+                "scale format": fmt,
+                "scale bits / weight": kept[fmt]["scale bits / weight"],
+                "steps m": m if m else "",
+                "rule (ticks)": qmax / (2 * m) if m else "",
+                "median move (ticks)": kept[fmt]["top code moves (ticks)"],
+                "SQNR loss dB": kept["fp32"]["SQNR dB"] - kept[fmt]["SQNR dB"],
+                "clipping dB": free[fmt]["SQNR dB"] - kept[fmt]["SQNR dB"],
+            }
+        )
+    return rows
