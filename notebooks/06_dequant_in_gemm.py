@@ -16,23 +16,21 @@
 # %% [markdown]
 # # 06 · What dequantization costs inside a matrix multiply
 #
-# **The question**: where does a weight's scale go inside a matrix multiply, and what does
-# dequantizing cost?
+# **The question**: where does a weight's scale go inside a matrix multiply, and when do compact
+# weights save time?
 #
 # **The answer**: a per-channel (or per-tensor) scale is constant along the reduction axis, so
 # it multiplies each output once after the product, while a per-group scale must act inside
-# the reduction. Compact weights save time only when the kernel reads the codes directly;
-# dequantizing the whole weight to a full-precision copy before the product is slower than
-# not quantizing at all, at small batch.
+# the reduction. At batch 1 the weight's bytes set the time, so codes help only when the kernel
+# reads them directly; dequantizing the whole weight first moves more bytes than fp32 does.
 #
 # **What you will do**
-# * follow each scale through `y = x @ W.T` (per-channel, per-input-channel, per-group, W8A8,
-#   zero points);
-# * time fp32, bf16, int8 and int4 products side by side on this CPU, and place them on a
-#   roofline built from this machine's measured peak and bandwidth.
+# * follow each scale through `y = x @ W.T` (per-channel, per-input-channel, per-group, W8A8);
+# * count a product's FLOPs per weight byte, then time fp32, bf16, int8 and int4 products on
+#   your machine at M = 1 and M = 128.
 #
 # **What you need**: lessons 02 to 05.
-# **Time**: about 60 minutes, plus about 15 for the exercise.
+# **Time**: about 23 minutes, plus about 28 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -51,9 +49,10 @@ ql.show_environment()
 # ```
 #
 # `s[n]` does not depend on k, so it leaves the sum: multiply on the codes, then scale each
-# output column once. That is M x N multiplies per call instead of N x K to dequantize the
-# weight, and no dequantized weight is written to memory. Per-tensor is the special case of
-# one scale for every column.
+# output column once. That is M x N multiplies next to the product's M x N x K multiply-adds, and
+# no dequantized weight is written to memory. Hence the common claim that per-channel scales add
+# "under 5%" to a GEMM's time: section 4 times it. Per-tensor is the special case of one scale
+# for every column.
 
 # %%
 import torch
@@ -133,20 +132,14 @@ print("y (fp32 weights):", [[round(v, 4) for v in r] for r in (xs @ qw.dequantiz
 # A `[M, K] x [K, N]` product does `2 M K N` FLOPs and reads the whole weight once. At M = 1
 # that is 2 FLOPs per weight element, far less arithmetic than a CPU or GPU can do while the
 # weight streams in. So the weight bytes set a floor under the time, and fewer bits per weight
-# lower it in proportion, for a kernel whose own work keeps up with the reads. The two int4
-# rows: symmetric codes with one fp16 scale per group of 128 (4.125 bits per weight), and the
-# layout PyTorch's int4 kernel reads, a bf16 scale and a bf16 zero per group (4.25 bits).
+# lower it in proportion, for a kernel whose own work keeps up with the reads. The int4 row is
+# the layout PyTorch's int4 kernel reads: a bf16 scale and a bf16 zero per group of 128
+# (4.25 bits per weight).
 
 # %%
 rows = []
-for m in (1, 16, 256):
-    for label, bits in (
-        ("fp32", 32),
-        ("bf16", 16),
-        ("int8", 8),
-        ("int4 g128, fp16 scale", 4.125),
-        ("int4 g128, bf16 scale + zero", 4.25),
-    ):
+for m in (1, 128):
+    for label, bits in (("fp32", 32), ("bf16", 16), ("int8", 8), ("int4 g128, bf16 scale + zero", 4.25)):
         fb = gemm.flops_and_bytes(m, 4096, 4096, bits)
         rows.append(
             {
@@ -162,101 +155,71 @@ print_table(rows, {"GFLOP": ".3f", "weight MB": ".1f", "FLOPs per weight byte": 
 # %% [markdown]
 # As M grows, the same weight bytes serve more FLOPs. A product turns compute bound where its
 # FLOPs per byte reach the kernel's **ridge point**: its peak FLOP rate divided by the memory
-# bandwidth. Each kernel has its own peak, so section 5 measures them.
+# bandwidth. Past it the bytes no longer set the time, and the kernel's arithmetic does.
 #
-# ## 4. Zero points inside an integer GEMM
+# ## 4. Measure it: your machine, now
 #
-# With asymmetric codes, `x = s_x (q_x - z_x)` and `w = s_w (q_w - z_w)`, the int32 sum
-# expands into the GEMM on the raw codes plus three corrections:
-#
-# ```
-# sum_k (q_x - z_x)(q_w - z_w) = q_x @ q_w.T - z_w * rowsum(q_x) - z_x * colsum(q_w) + K z_x z_w
-# ```
-#
-# `colsum(q_w)` is computed once offline; `rowsum(q_x)` costs M x K adds per call. With a
-# static activation zero point the last two terms are constants per output channel and fold
-# into the int32 bias; with symmetric weights (`z_w = 0`) the row-sum term vanishes too.
-
-# %%
-g8 = torch.Generator().manual_seed(1)
-qx8 = torch.randint(0, 256, (3, 64), generator=g8)  # uint8 activation codes, zero point 128
-qw8 = torch.randint(-8, 8, (5, 64), generator=g8)  # int4 weight codes, a zero point per channel
-zw8 = torch.randint(-3, 4, (5,), generator=g8)
-direct = (qx8 - 128) @ (qw8 - zw8[:, None]).T
-print(f"corrections == direct: {torch.equal(gemm.int_gemm_zero_points(qx8, 128, qw8, zw8), direct)}")
-sx, sw, bias = 0.02, torch.full((5,), 0.01), torch.tensor([0.5, -1.0, 0.25, 0.0, 2.0])
-bias_q = torch.round(bias / (sx * sw)).long()  # int32 bias at scale s_x * s_w
-y = (direct + bias_q) * sx * sw
-err = float((y - (direct * sx * sw + bias)).abs().max())
-print(f"bias in int32: {bias_q.tolist()}; max |error| vs the float bias {err:.1e}")
-k8, m8, n8 = 2048, 16, 2048
-share = (m8 * k8 + 3 * m8 * n8) / (m8 * n8 * k8)  # a row sum and three [M, N] terms, against M N K
-print(f"the corrections' arithmetic for [{m8}, {k8}] x [{k8}, {n8}]: {share:.3%} of the GEMM's")
-
-# %% [markdown]
-# In arithmetic the corrections are almost free. In time they are free only inside the GEMM
-# kernel, on values already in registers; as separate operations each is one more pass over
-# memory. The next section times that.
-#
-# ## 5. Measure it: the benchmark, live
-#
-# `qlesson.bench.gemm` times every method side by side in one run for M = 1, 16, 256 and
-# K = N = 4096, and measures this machine's memory bandwidth first. Read the `x fp32` column
-# (ratio to the fp32 `F.linear` of the same M) and the `x half` column (ratio to the bf16 one).
-# Timings vary from run to run, so these outputs are not graded; the verdict lines under the
-# table state this run's conclusions, computed from its numbers. Two rows do identical work
-# (the fp32 baseline and the GEMM on codes stored as fp32): their gap is the run's noise, and
-# any smaller gap between two other rows is called a tie. The benchmark takes about a minute.
+# `qlesson.bench.gemm` times the methods side by side, K = N = 4096, at M = 1 and M = 128
+# (about 30 s on a 2-core VM, more while it is busy). These are one run's timings on your
+# machine, now: they vary from run to run, so read the verdict lines under the table, which
+# state this run's conclusions with a tie wherever a gap is inside the run's own noise.
+# `x fp32` is the ratio to fp32 `F.linear` at the same M; `of read BW` is the rate at which an
+# M = 1 row consumed its weight bytes, against the roofline's bandwidth: the larger of a `sum()`
+# probe and the fastest such rate a row of this run reached, so no row can sit above it.
 
 # %% tags=["nbval-ignore-output"]
-recall.predict("06", "dequant_first")
+recall.predict("06", "int4_at_128")
 
 # %% tags=["nbval-ignore-output"]
 from qlesson.bench import gemm as bench_gemm
 
-result, bw = bench_gemm.main(quick=True, full=False)  # the key rows first
+result, bw = bench_gemm.main(quick=True, full=False, ms=(1, 128), rows_for=bench_gemm.LESSON_ROWS)
 print()
 for line in bench_gemm.verdict(result):
     print(line)
+print(f"\nthis run's rates at M = 128, with the roofline bandwidth {bw.read_gb_s:.1f} GB/s:")
+rates = bench_gemm.ridge_rows(bench_gemm.rates_at(result, 128), bw.read_gb_s, "GFLOP/s at M = 128")
+print_table(
+    rates,
+    {
+        "GFLOP/s at M = 128": ".1f",
+        "ridge FLOPs/byte": ".1f",
+        "FLOPs per byte at M = 1": ".2f",
+        "compute bound from M =": ".1f",
+    },
+)
 
 # %%
 _ = plots.bandwidth_lines(plots.gemm_times(result), bw.copy_gb_s, bw.read_gb_s)
 
-# %% tags=["nbval-ignore-output"]
-peaks = bench_gemm.kernel_peaks(rows=result)  # each kernel on [512, 4096] x [4096, 4096], or a faster row
-print(f"read bandwidth {bw.read_gb_s:.1f} GB/s; each kernel's peak (its rate at M = 512, or a faster row's):")
-fmt = {
-    "peak GFLOP/s": ".0f",
-    "ridge FLOPs/byte": ".1f",
-    "FLOPs per byte at M = 1": ".2f",
-    "compute bound from M =": ".1f",
-}
-print_table(bench_gemm.ridge_rows(peaks, bw.read_gb_s), fmt)
-zp = bench_gemm.zero_point_cost()
-print(f"int8 GEMM [16, 2048] x [2048, 2048]: {zp['symmetric ms']:.2f} ms symmetric, ", end="")
-print(f"{zp['with zero points ms']:.2f} ms with the zero-point corrections as separate ops ({zp['ratio']:.2f}x)")
-print(f"the corrections are exact: {zp['exact']}; their arithmetic is {zp['work share']:.3%} of the GEMM's")
-
 # %% [markdown]
-# **How to read it** (check each point against the verdict lines of this run):
+# What to see: on the left, each method's time from M = 1 to M = 128 (128 times the work); a
+# line that rises far less than 128-fold was paying for bytes at M = 1. On the right, each M = 1
+# row's weight-read rate against the roofline bandwidth (dashed): a row far left of the line
+# spent its time on something other than reading its stored weight.
 #
-# * **Dequantize-then-matmul** is many times slower than fp32 at small M: `q.float() * s`
-#   writes full fp32 copies of the weight and the GEMM reads them again, more bytes than the
-#   fp32 weight alone.
-# * At **M = 1**, the fused int8 and int4 kernels read the codes and take bf16 activations:
-#   compare them with the bf16 `F.linear` (`x half`). They keep an edge over it only while the
-#   product is memory bound. The bandwidth probe and the weight copies may sit in this
-#   machine's cache: the cache line under the bandwidth says so, and then the `of read BW`
-#   column is a rate, not proof of memory traffic.
-# * The **scale rows** time a separate multiply `y_codes * s` after the GEMM and a scale folded
-#   into `x`; the verdict line gives each as a share of the GEMM. That is the interview note's
-#   "per-channel adds under 5%", judged on this machine.
-# * At **larger M** a kernel's arithmetic decides. The peak table gives each kernel's own peak
-#   and the M from which it is compute bound. A weight-only kernel that converts its codes to
-#   floats inside the loop can be bound by that work from M of about 1: then batch-1 decoding
-#   with it is not memory bound at all, and the "compute bound from M =" column says so.
+# At M = 128 PyTorch's CPU int4 kernel does the fp32 multiply-adds plus a conversion per code:
+# once arithmetic sets the time, the bytes it saves no longer help. Your M = 128 verdict line
+# shows where it landed against fp32.
 #
-# ## 6. On a GPU
+# **How to read it** (check each point against your verdict lines):
+#
+# * **Dequantize-then-matmul** at M = 1: `q.float() * s` reads the codes and writes a full fp32
+#   copy, and the GEMM reads that copy again: more bytes than the fp32 weight alone, where bytes
+#   set the time. The factor beyond the bytes is mostly allocation: the preallocated-buffer row
+#   (`buf.copy_(q)`, no new memory) removes part of it.
+# * **Fused kernels** at M = 1 read a quarter (int8) or about a seventh (int4) of fp32's bytes.
+#   They beat the dense product only if their conversion work keeps up with the reads. Compare
+#   them with the *faster* dense product, as the verdict does: bf16 `F.linear` is the fair
+#   baseline only on a CPU with bf16 instructions (AVX-512 BF16, AMX); without them it is
+#   slower than fp32.
+# * The **scale row** times a separate multiply `y_codes * s` after the GEMM; the verdict gives
+#   it as a share of the GEMM: the "under 5%" claim, judged on your machine.
+# * The **rate table** turns the M = 128 rows into ridges: "compute bound from M =" is where each
+#   kernel's weight read at this bandwidth takes as long as its arithmetic at this rate. A value
+#   near 128 means M = 128 is still memory bound for that kernel, so its rate is below its peak.
+#
+# ## 5. On a GPU
 #
 # A GPU's tensor cores outgrow its memory far more than a CPU's vector units outgrow its
 # DRAM, so its ridge sits much higher. From a stored H100 measurement:
@@ -269,22 +232,20 @@ for gpu in bench_gemm.stored_rooflines():
 
 # %% [markdown]
 # That is where "memory bound until a few hundred tokens" comes from: on such a GPU, bf16
-# weights stay memory bound well past batch 1. *Going deeper* reads the stored H100 timings.
+# weights stay memory bound well past batch 1, so a kernel that reads int4 codes has a wide
+# range of M in which to win. *Going deeper* reads the stored H100 timings.
 #
 # ## Summary
 #
 # * A per-output-channel (or per-tensor) scale is constant along K: apply it after the GEMM,
 #   M x N multiplies. A per-input-channel scale moves onto the activations (or into the op that
 #   made them). A per-group scale acts inside the reduction: fused kernels scale each tile of
-#   codes in registers just before multiplying it.
+#   codes in registers just before multiplying it, or scale each group's partial sum.
 # * W8A8 rescales the int32 accumulator by the rank-1 matrix `s_x s_w^T`.
-# * Asymmetric codes cost cross terms; with a static activation zero point the constant terms
-#   fold into the int32 bias. Fuse the rest into the kernel.
 # * At small M the weight bytes set a floor under the time, so compact weights help only when
-#   the kernel reads the codes directly. Dequantize-then-matmul is slower than fp32.
+#   the kernel reads the codes directly. Dequantize-then-matmul moves more bytes than fp32.
 # * Each kernel has its own ridge point (peak FLOPs / bandwidth); past it, the kernel's
 #   arithmetic, and its design, decide.
-# * Timings are noisy: a "faster" needs a gap larger than the noise, measured in the same run.
 #
 # ## Pause and recall
 
@@ -296,8 +257,9 @@ recall.show("06")
 
 # %% [markdown]
 # **Exercise**: `exercises/06_dequant_in_gemm.ipynb`: scales after the product, per-group
-# scales, the W8A8 rescale, the zero-point corrections from sums alone, the bytes a
-# dequantize-first pass moves, and the M at which a kernel turns compute bound.
+# scales, the zero-point corrections from sums alone, the bytes a dequantize-first call moves,
+# the M at which a kernel turns compute bound, and the M from which an int4 kernel loses to
+# fp16 on the stored H100 numbers.
 #
 # ## Going deeper
 #
@@ -316,12 +278,45 @@ shown = "below 1e-5" if diff < 1e-5 else f"{diff:.2e}"
 print(f"max |difference| {shown} on outputs of size {float(b.abs().max()):.1f}")
 
 # %% [markdown]
+# ### Zero points inside an integer GEMM
+#
+# With asymmetric codes, `x = s_x (q_x - z_x)` and `w = s_w (q_w - z_w)`, the int32 sum expands
+# into the GEMM on the raw codes plus three corrections,
+# `q_x @ q_w.T - z_w * rowsum(q_x) - z_x * colsum(q_w) + K z_x z_w`. `colsum(q_w)` is computed
+# once offline and `rowsum(q_x)` costs M x K adds per call; with a static activation zero point
+# the last two terms are constants per output channel and fold into the int32 bias, and with
+# symmetric weights (`z_w = 0`) the row-sum term vanishes. In arithmetic the corrections are
+# almost free; as separate operations each is one more pass over memory.
+
+# %%
+g8 = torch.Generator().manual_seed(1)
+qx8 = torch.randint(0, 256, (3, 64), generator=g8)  # uint8 activation codes, zero point 128
+qw8 = torch.randint(-8, 8, (5, 64), generator=g8)  # int4 weight codes, a zero point per channel
+zw8 = torch.randint(-3, 4, (5,), generator=g8)
+direct = (qx8 - 128) @ (qw8 - zw8[:, None]).T
+print(f"corrections == direct: {torch.equal(gemm.int_gemm_zero_points(qx8, 128, qw8, zw8), direct)}")
+sx, sw, bias = 0.02, torch.full((5,), 0.01), torch.tensor([0.5, -1.0, 0.25, 0.0, 2.0])
+bias_q = torch.round(bias / (sx * sw)).long()  # int32 bias at scale s_x * s_w
+y = (direct + bias_q) * sx * sw
+err = float((y - (direct * sx * sw + bias)).abs().max())
+print(f"bias in int32: {bias_q.tolist()}; max |error| vs the float bias {err:.1e}")
+k8, m8, n8 = 2048, 16, 2048
+share = (m8 * k8 + 3 * m8 * n8) / (m8 * n8 * k8)  # a row sum and three [M, N] terms, against M N K
+print(f"the corrections' arithmetic for [{m8}, {k8}] x [{k8}, {n8}]: {share:.3%} of the GEMM's")
+
+# %% [markdown]
+# `bench_gemm.zero_point_cost()` times the corrections as separate PyTorch ops next to
+# `torch._int_mm`. On a CPU without int8 dot-product instructions (VNNI, AMX) `torch._int_mm`
+# itself takes a slow path, so the ratio it prints understates what the same ops cost next to
+# a fast int8 GEMM.
+#
 # ### Folding needs a producer
 #
 # An input-channel scale folds offline only into an operation that can absorb it: a norm whose
-# every consumer accepts the same scale, or a Linear with only linear, ReLU or elementwise
-# steps in between. After a GELU, AWQ keeps the division as a runtime op (llm-awq's
-# `ScaledActivation`): one M x K multiply per call.
+# every consumer accepts the same scale, or a Linear followed only by steps that commute with a
+# positive per-channel scale (ReLU, a per-channel multiply such as SwiGLU's `up` branch). After
+# a GELU, AWQ keeps the division as a runtime op (llm-awq's `ScaledActivation`): one M x K
+# multiply per call.
 #
 # ### Bytes of the int4 layouts
 #
@@ -333,30 +328,33 @@ print(f"max |difference| {shown} on outputs of size {float(b.abs().max()):.1f}")
 #
 # ### Reading the CPU benchmark closely
 #
-# * `print(bench_gemm.format_table(result, bw))` prints every row of the run: every
-#   dequantize-first granularity, the fp32-activation int8 kernel, every int4 group size.
-# * Every method cycles through four copies of its weight at every M, so every M runs under the
-#   same cache conditions; the copies keep a weight out of cache only where together they are
-#   larger than the last-level cache. Some server CPUs and VMs report hundreds of MiB of L3:
-#   then the bandwidth probe fits in it too, and a share above 100% of read bandwidth means
-#   part of the weight came from cache, or the probe under-measured.
-# * A ratio against fp32 mixes two steps: fp32 to bf16 (which a bf16 model has already taken)
-#   and bf16 to int8/int4 codes. Hence the `x half` column.
-# * The preallocated-buffer row removes the allocation (page faults) from dequantize-first but
-#   not the traffic. A CPU has no kernel launches: the extra time is the extra passes
-#   themselves plus page faults; dispatch costs microseconds.
+# * The whole benchmark (every row, M = 1, 16 and 256: every dequantize-first granularity, the
+#   fp32-activation int8 kernel, every int4 group size, W8A8) is
+#   `bench_gemm.main(quick=True)`, or `python -m qlesson.bench gemm --quick`. On a 2-core VM it
+#   took about 2.5 minutes; `bench_gemm.kernel_peaks()` and `bench_gemm.zero_point_cost()`
+#   (each format's rate at M = 512, and the zero-point ops) about 1.2 minutes more.
+# * Noise: two rows do identical work (the fp32 baseline and the GEMM on codes stored as fp32),
+#   so their gap is a rough estimate of the run's noise, and the verdicts call any smaller gap
+#   (and any gap under 10%) a tie. One pair of medians is a rough estimate, not a bound: a row
+#   that comes out cheaper than an operation it contains shows noise, not a result.
+# * Every method cycles through four copies of its weight at every M; the copies keep a weight
+#   out of cache only where together they exceed the last-level cache (the cache line says
+#   so). The `sum()` bandwidth probe can under-measure on a VM; a matrix-vector product may
+#   stream faster, which is why the roofline takes the larger of the two.
+# * A CPU has no kernel launches: the extra time of dequantize-first is the extra passes plus
+#   page faults; dispatch costs microseconds.
 # * The fused int8 kernel with fp32 activations falls back to scalar code on an x86 CPU; with
 #   bf16 activations it takes the vectorized path, which multiplies each weight vector by its
 #   scale inside the K loop.
+# * PyTorch's CPU weight-only kernels convert codes to fp32 inside the loop and use fp32 FMA
+#   units, converting each weight block again for every 4 rows of `x`. So their work per weight
+#   grows with M, and one peak measured at large M misstates where they turn compute bound at
+#   M = 1, where each conversion serves one row.
 # * On a CPU with a matrix unit (AMX) the bf16 and W8A8 peaks can sit far above the fp32 one;
-#   bf16 and int8 dot-product instructions (AVX-512 BF16, VNNI) give a smaller gain. PyTorch's
-#   CPU weight-only kernels convert codes to fp32 inside the loop and use fp32 FMA units,
-#   converting each weight block again for every few rows of `x`.
-# * W8A8, whose arithmetic is int8 itself, is the only compact format that can keep an edge at
-#   large M in principle (int8 matrix units run at up to twice the bf16 rate); this row's
-#   separate quantize and rescale passes cost it time.
-# * Zero-point corrections as separate PyTorch ops cost far more than their share of the
-#   arithmetic (the ratio printed under the peak table): extra passes and operator calls.
+#   bf16 and int8 dot-product instructions (AVX-512 BF16, VNNI) give a smaller gain. W8A8, whose
+#   arithmetic is int8 itself, is the only compact format that can keep an edge at large M in
+#   principle. On a CPU without VNNI or AMX, `torch._int_mm` alone takes most of the W8A8 row's
+#   time: the int8 GEMM itself is slow there, not its quantize and rescale passes.
 #
 # ### The stored H100 run
 #
@@ -391,11 +389,15 @@ for path in stored:
 # launch sit inside every GPU time. In a running model the host queues launches ahead and much
 # of that overlaps.
 #
+# * fp16 `F.linear` takes about the same time at M = 1, 16 and 256: memory bound (or bound by
+#   the per-call floor) throughout, as the ridge above predicts.
 # * At M = 1 tinygemm beats fp16 `F.linear` (the `x half` column), by less than its quarter of
-#   the bytes would allow. By M = 16 it is slower, but fp16's single copy now fits in L2. A run
-#   with the uniform copies would settle M = 16. At M = 256 it runs at a small fraction of
-#   fp16's rate (the TFLOP/s line): it computes one 16 x 8 output tile per thread block over the
-#   whole K, so it loads and dequantizes every weight tile once per 16 rows of `x`.
+#   the bytes would allow: the separate scale multiply, which moves a few KB, still takes
+#   microseconds (the lines under the table), a per-call floor that sits under both rows. At
+#   M = 16 it is slower, which the exercise's last task predicts from the rates alone. At M = 256 it
+#   runs at a small fraction of fp16's rate (the TFLOP/s line): it computes one 16 x 8 output
+#   tile per thread block over the whole K, so it loads and dequantizes every weight tile once
+#   per 16 rows of `x`.
 # * PyTorch's CUDA int8 weight-only op is a reference kernel (one thread per output element,
 #   scalar multiply-adds, no tensor cores): slower than fp32 at every M.
 # * The W8A8 rows exist only at M = 256: CUDA `torch._int_mm` refuses M of 16 or less. At

@@ -169,17 +169,14 @@ WRONG = {
         (lambda x, q, s, g: x @ (q * s.repeat(1, g)).T, "repeat instead of repeat_interleave"),
         (lambda x, q, s, g: x @ (q * s.repeat_interleave(4, dim=1)).T, "None"),
     ],
-    "06.w8a8_rescale": [
-        (lambda acc, s_x, s_w: acc * s_w, "only the weight scales"),
-        (lambda acc, s_x, s_w: acc * s_x.unsqueeze(1), "only the activation scales"),
-    ],
     "06.zero_point_gemm": [
         (lambda a, r, c, zx, zw, k: a - zw * r[:, None] - zx * c, "constant term"),
-        (lambda a, r, c, zx, zw, k: a - zw * r[:, None] - zx * c + zx * zw, "None"),
+        (lambda a, r, c, zx, zw, k: a - zw * r[:, None] - zx * c + zx * zw, "summed over all K"),
         (lambda a, r, c, zx, zw, k: a - zw * r[:, None] - zx * c - k * zx * zw, "subtracted the constant"),
     ],
     "06.dequant_first_bytes": [
-        (lambda n, k, b: n * k * b / 8 + 4 * n + 4 * n * k, "left out the write"),
+        (lambda n, k, b: n * k * b / 8 + 4 * n + 4 * n * k, "counted the fp32 copy once"),
+        (lambda n, k, b: n * k * b / 8 + 2 * n + 8 * n * k, "scales are fp32"),
         (lambda n, k, b: n * k * b / 8 + 8 * n * k, "left out the scales"),
         (lambda n, k, b: n * k + 4 * n + 8 * n * k, "None"),
     ],
@@ -240,6 +237,31 @@ WRONG = {
             "below one shared tick",
         ),
         (lambda w, bits: _good("02.rescued_rows")(w, 4), "4 hard-coded"),
+    ],
+    "06.int4_loses_from": [
+        (lambda p, b, bw, r: r / bw * b / 2, "factor of 1000"),
+        (lambda p, b, bw, r: 1000 * p / bw * b / 2, "dense GEMM turns compute bound"),
+        (lambda p, b, bw, r: 1000 * r / bw * 4.25 / 16, "its own ridge"),
+        (lambda p, b, bw, r: 1000 * r / bw * b, "one FLOP per multiply-add"),
+        (lambda p, b, bw, r: 1000 * r * b / bw / 8, "None"),
+    ],
+    "10.choose_axis": [
+        (lambda q, k, v, which, bits: "channel" if which == "k" else "token", "KIVI's rule"),
+        (lambda q, k, v, which, bits: "token", "None"),
+    ],
+    "10.key_bits": [
+        (lambda b, g, t, r: _good("10.key_bits")(b, g, t, r) * 0 + b, "codes only"),
+        (
+            lambda b, g, t, r: (
+                (
+                    _good("10.quantized_tokens")(t, r, g) * (b + 16 / g)
+                    + (t - _good("10.quantized_tokens")(t, r, g)) * 16
+                )
+                / t
+            ),
+            "no minimum",
+        ),
+        (lambda b, g, t, r: b + 32 / g, "None"),
     ],
 }
 
@@ -523,7 +545,11 @@ def test_wrong_answer_fails_and_names_the_mistake(task_id, k, capsys):
         assert "mistake:" not in out, out
     else:
         assert "mistake:" in out and words in message, message
-    assert "came back:" in out and "hint:" in out
+    assert "hint:" in out
+    if "failed: a hidden case" in out:  # a hidden case shows neither what came back nor what was expected
+        assert "came back:" not in out and "expected:" not in out
+        return
+    assert "came back:" in out
     assert ("expected:" in out) != tasks()[task_id].is_value  # a value task's expected value is its answer
 
 

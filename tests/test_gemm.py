@@ -257,6 +257,14 @@ def test_stored_gpu_run_supports_the_lessons_reading():
 
     int4 = "fused int4 weight-only group 128"
     assert ms(1, int4) < ms(1, "float16") and ms(16, int4) > ms(16, "float16")
+    half = [ms(m, "float16") for m in (1, 16, 256)]
+    assert max(half) < 1.35 * min(half)  # "fp16 takes about the same time at M = 1, 16 and 256"
+    # the exercise's crossover from the stored rates falls between the two M that bracket the flip
+    from qlesson.lessons.l06_dequant_in_gemm import _int4_loses_from
+
+    gpu = bench.stored_rooflines()[0]
+    cross = _int4_loses_from(gpu["bf16 GEMM GFLOP/s"] / 1e3, 2.0, gpu["read GB/s"], bench.tflops(rows, 256, int4))
+    assert 1 < cross < 16, cross
     assert ms(256, int4) > 5 * ms(256, "float16")  # "many times slower"
     assert ms(256, "float16") < 1.25 * ms(1, "float16")  # "about as long at M = 256 as at M = 1"
     assert ms(16, "float16") < ms(1, "float16")  # "its time fell below its M = 1 time" (L2-resident at M = 16)
@@ -287,3 +295,53 @@ def test_main_returns_cpu_rows_only_and_stores_the_gpu_ones(monkeypatch, tmp_pat
     rows, _ = bench.main(quick=True, csv_path=str(tmp_path / "g.csv"))
     assert {r.device for r in rows} == {"cpu"}
     assert {r.device for r in bench.read_csv(tmp_path / "g.csv")} == {"cuda"}
+
+
+def test_roofline_bandwidth_is_never_beaten_by_a_row_of_the_run():
+    """The sum() probe can under-measure: the roofline takes the fastest M = 1 weight stream when it is faster."""
+    probe = bench.Bandwidth(copy_gb_s=4.0, read_gb_s=2.0)
+    rows = [
+        bench.GemmRow("cpu", 1, "fp32 F.linear (baseline)", 10.0, 1.0, 60_000_000, 6.0, 0.0),
+        bench.GemmRow("cpu", 1, bench.SEPARATE_SCALE, 0.001, 0.0, 16384, 16.4, 0.0, bench.EPILOGUE),  # no weight read
+        bench.GemmRow("cpu", 16, "fp32 F.linear (baseline)", 10.0, 1.0, 60_000_000, 60.0, 0.0),  # reuse, not M = 1
+    ]
+    assert bench.roofline_bandwidth(probe, rows).read_gb_s == 6.0
+    assert bench.roofline_bandwidth(bench.Bandwidth(4.0, 9.0), rows).read_gb_s == 9.0  # the probe when it is faster
+    assert bench.roofline_bandwidth(probe, []).read_gb_s == 2.0
+    shares = [r["of read BW"] for r in _key_dicts(rows[:1], bench.roofline_bandwidth(probe, rows))]
+    assert shares == ["100%"]
+
+
+def _key_dicts(rows, bw):
+    lines = bench.key_table(rows, bw).splitlines()
+    head = [h.strip() for h in lines[0].split("|")]
+    return [dict(zip(head, (c.strip() for c in line.split("|")), strict=False)) for line in lines[2:]]
+
+
+def test_lesson_rows_time_only_the_chosen_methods():
+    chosen = {1: bench.LESSON_ROWS[1]}  # M = 32 is absent: every method is timed there
+    rows = bench.run(ms=(1, 32), k=256, n=128, min_run_time=0.001, progress=False, copies=1, rows_for=chosen)
+    at1 = [r.method for r in rows if r.m == 1]
+    assert len(at1) == len(chosen[1]) and all(any(m.startswith(p) for p in chosen[1]) for m in at1), at1
+    assert len([r for r in rows if r.m == 32]) > len(at1)
+    lines = bench.verdict(rows)
+    assert any("against the faster dense product" in line for line in lines), lines
+
+
+def test_compact_kernels_are_compared_with_the_faster_dense_product():
+    rows = _rows(
+        1,
+        {
+            "fp32 F.linear (baseline)": 10.0,
+            "GEMM on pre-converted codes: F.linear(x, q_fp32)": 10.0,
+            "bfloat16 F.linear": 20.0,  # a CPU without bf16 instructions: slower than fp32
+            "fused int8 weight-only per-channel, bf16 x": 15.0,  # faster than bf16, slower than fp32
+            "fused int4 weight-only group 128": 5.0,
+        },
+    )
+    line = bench.faster_than_dense(rows, 1)
+    assert line == (
+        "against the faster dense product, fp32 F.linear: int8 weight-only 1.50x (slower), "
+        "int4 g128 weight-only 0.50x (faster)"
+    ), line
+    assert "bfloat16 F.linear takes 2.00x the fp32 time" in "\n".join(bench.verdict(rows))

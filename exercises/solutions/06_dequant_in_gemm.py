@@ -21,8 +21,8 @@
 # # Exercise 06 · Dequantization in a GEMM (SOLUTIONS: spoilers)
 #
 # Practice for lesson `notebooks/06_dequant_in_gemm.ipynb`.
-# Where the scales go in `y = x @ W.T`, what zero points cost, what dequantize-first moves, and
-# from which batch a kernel is compute bound.
+# Where the scales go in `y = x @ W.T`, what zero points cost, what dequantize-first moves, from
+# which batch a kernel is compute bound, and from which batch an int4 kernel loses to fp16.
 #
 # **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
 # check cell right below it. Write your code, run your cell, then run the check: a pass prints
@@ -36,7 +36,6 @@
 # are: an edited or deleted check cell is reported, never counted as a pass.
 
 # %%
-import torch
 
 from qlesson.course import recall
 from qlesson.course.tasks import check
@@ -82,25 +81,7 @@ check("06.group_gemm", group_gemm)
 
 
 # %% [markdown]
-# ## Task 3 · The W8A8 rescale
-#
-# Write `w8a8_rescale(acc, s_x, s_w)`: the int32 accumulator `acc [M, N]` (as floats), per-token
-# scales `s_x [M]`, per-channel scales `s_w [N]`.
-
-
-# %% tags=["solution"]
-def w8a8_rescale(acc, s_x, s_w):
-    ...  # STUB
-    # BEGIN SOLUTION
-    return acc * torch.outer(s_x, s_w)
-    # END SOLUTION
-
-
-# %% qlesson={"task": "06.w8a8_rescale"} tags=["check"]
-check("06.w8a8_rescale", w8a8_rescale)
-
-# %% [markdown]
-# ## Task 4 · Zero points from sums alone
+# ## Task 3 · Zero points from sums alone
 #
 # An int8 kernel has already computed `acc = q_x @ q_w.T` on the raw codes. Write
 # `zero_point_gemm(acc, rowsum_x, colsum_w, zx, zw, k)` that returns what the kernel really
@@ -122,13 +103,12 @@ def zero_point_gemm(acc, rowsum_x, colsum_w, zx, zw, k):
 check("06.zero_point_gemm", zero_point_gemm)
 
 # %% [markdown]
-# ## Task 5 · What dequantize-first moves
+# ## Task 4 · What dequantize-first moves
 #
 # A weight of `n x k` codes of `code_bits` bits has one fp32 scale per output channel. The
-# dequantize-first path runs two steps: one pass reads the codes and the scales and writes the
-# dequantized fp32 weight; then the fp32 GEMM reads that weight. Write
-# `dequant_first_bytes(n, k, code_bits)`: the bytes of weight data the two steps read and
-# write in all (leave the activations and the output aside).
+# dequantize-first path is `F.linear(x, q.float() * s[:, None])`. Write
+# `dequant_first_bytes(n, k, code_bits)`: the bytes of weight data this call moves to and from
+# memory in all (leave the activations and the output aside).
 
 
 # %% tags=["solution"]
@@ -143,7 +123,7 @@ def dequant_first_bytes(n, k, code_bits):
 check("06.dequant_first_bytes", dequant_first_bytes)
 
 # %% [markdown]
-# ## Task 6 · From which M is a kernel compute bound?
+# ## Task 5 · From which M is a kernel compute bound?
 #
 # A kernel peaks at `peak_gflops` GFLOP/s; memory reads run at `read_gb_s` GB/s; its weight
 # takes `weight_bits` bits per weight, scales included. Write
@@ -163,6 +143,44 @@ def compute_bound_from(peak_gflops, read_gb_s, weight_bits):
 
 # %% qlesson={"task": "06.compute_bound_from"} tags=["check"]
 check("06.compute_bound_from", compute_bound_from)
+
+# %% [markdown]
+# ## Task 6 · From which M does int4 lose?
+#
+# The stored H100 run (lesson 06, *Going deeper*) measured a half-precision GEMM peak of about
+# 760 TFLOP/s, a read bandwidth of about 2713 GB/s, and tinygemm's int4 kernel at about
+# 28.7 TFLOP/s at M = 256, where it is compute bound. Write
+# `int4_loses_from(dense_tflops, dense_bytes, read_gb_s, int4_tflops)`: the M (a float) from
+# which the int4 kernel, running at `int4_tflops`, takes longer than a dense GEMM with
+# `dense_bytes` bytes per weight and a peak of `dense_tflops`, on a `[M, K] x [K, N]` product
+# with large K and N. Assume the int4 kernel is slower than the dense peak.
+
+
+# %% tags=["solution"]
+def int4_loses_from(dense_tflops, dense_bytes, read_gb_s, int4_tflops):
+    ...  # STUB
+    # BEGIN SOLUTION
+    # the dense GEMM is memory bound here: K N dense_bytes / bandwidth; int4 is compute bound: 2 M K N / rate
+    return int4_tflops * 1e3 / read_gb_s * dense_bytes / 2
+    # END SOLUTION
+
+
+# %% qlesson={"task": "06.int4_loses_from"} tags=["check"]
+check("06.int4_loses_from", int4_loses_from)
+
+# %% [markdown]
+# Now check it against the stored run: where does your crossover fall between the M the run
+# timed? The cell below prints tinygemm's and fp16's times at M = 1, 16 and 256.
+
+# %%
+from qlesson.bench import gemm as bench_gemm
+
+for path in bench_gemm.stored_results():
+    stored = bench_gemm.read_csv(path)
+    for m in sorted({r.m for r in stored}):
+        int4 = bench_gemm._row(stored, m, "fused int4 weight-only group 128").median_ms * 1e3
+        half = bench_gemm._row(stored, m, "float16 F.linear").median_ms * 1e3
+        print(f"{path.name}, M = {m}: int4 {int4:.0f} us, fp16 {half:.0f} us")
 
 # %% [markdown]
 # ## Recall

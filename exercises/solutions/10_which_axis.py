@@ -21,7 +21,8 @@
 # # Exercise 10 · Which axis? The KV cache (SOLUTIONS: spoilers)
 #
 # Practice for lesson `notebooks/10_which_axis.ipynb`.
-# What a KV cache costs, keys quantized per channel, and the residual window.
+# What a KV cache costs, keys quantized per channel, the residual window, choosing an axis by
+# measuring, and what a per-channel key cache really costs in bits.
 #
 # **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
 # check cell right below it. Write your code, run your cell, then run the check: a pass prints
@@ -63,9 +64,10 @@ check("10.kv_bytes", kv_bytes)
 # ## Task 2 · Keys per channel, asymmetric
 #
 # Write `keys_per_channel(k, bits)`: `k [tokens, channels]`; return `k` quantized and dequantized
-# with one **asymmetric** ruler per **channel** (column): `lo` and `hi` are the channel's minimum
-# and maximum over the tokens, the scale is `(hi - lo) / (2**bits - 1)`, the codes are
-# `round((k - lo) / scale)` clamped to `[0, 2**bits - 1]`, and the value is `code * scale + lo`.
+# with one **asymmetric** ruler per **channel** (column), KIVI's kind: the ruler runs from the
+# channel's minimum to its maximum over the tokens, with `2**bits` codes, and stores the
+# minimum as a float (no widening to include 0). Think about a channel whose values are all
+# equal, such as any channel of a one-token group: it must come back exact.
 
 
 # %% tags=["solution"]
@@ -74,7 +76,8 @@ def keys_per_channel(k, bits):
     # BEGIN SOLUTION
     lo, hi = k.amin(0, keepdim=True), k.amax(0, keepdim=True)
     scale = (hi - lo) / (2**bits - 1)
-    return torch.round((k - lo) / scale).clamp(0, 2**bits - 1) * scale + lo
+    safe = torch.where(scale > 0, scale, torch.ones_like(scale))  # a constant channel: any step, code 0
+    return torch.round((k - lo) / safe).clamp(0, 2**bits - 1) * scale + lo
     # END SOLUTION
 
 
@@ -102,60 +105,137 @@ def quantized_tokens(tokens, residual, group):
 check("10.quantized_tokens", quantized_tokens)
 
 # %% [markdown]
+# ## Task 4 · Choose the axis by measuring
+#
+# One attention head: `q`, `k`, `v`, each `[tokens, dim]`. The cache will store `which` (`"k"` or
+# `"v"`) at `bits` bits with KIVI's asymmetric rulers (your Task 2; its transpose gives a ruler
+# per token), the other tensor exact. Write `choose_axis(q, k, v, which, bits)`: return
+# `"token"` or `"channel"`, whichever this head should use. Do not apply a rule from a paper:
+# measure. The visible cases are a key cache with one loud channel and a value cache with a
+# sink (a token every query leans on, whose value is tiny); hidden cases have other structures.
+
+
+# %% tags=["solution"]
+def choose_axis(q, k, v, which, bits):
+    ...  # STUB
+
+    # BEGIN SOLUTION
+    def head(k, v):
+        return torch.softmax(q @ k.T / k.shape[1] ** 0.5, dim=-1) @ v
+
+    exact = head(k, v)
+    errors = {}
+    for axis, rulers in (
+        ("token", lambda x: keys_per_channel(x.T, bits).T),
+        ("channel", lambda x: keys_per_channel(x, bits)),
+    ):
+        out = head(rulers(k), v) if which == "k" else head(k, rulers(v))
+        errors[axis] = float((out - exact).square().sum())
+    return min(errors, key=errors.get)
+    # END SOLUTION
+
+
+# %% qlesson={"task": "10.choose_axis"} tags=["check"]
+check("10.choose_axis", choose_axis)
+
+# %% [markdown]
+# ## Task 5 · What a per-channel key cache really costs
+#
+# A key cache stores keys per channel at `bits` bits, KIVI's way: asymmetric rulers over groups
+# of `group` tokens, each with an fp16 scale and an fp16 minimum; the `residual` newest tokens,
+# and any older ones that do not fill a group, stay in fp16. Write
+# `key_bits(bits, group, tokens, residual)`: the mean number of bits stored per cached key value.
+
+
+# %% tags=["solution"]
+def key_bits(bits, group, tokens, residual):
+    ...  # STUB
+    # BEGIN SOLUTION
+    n_q = quantized_tokens(tokens, residual, group)
+    stored = n_q * bits + (n_q // group) * 2 * 16 + (tokens - n_q) * 16
+    return stored / tokens
+    # END SOLUTION
+
+
+# %% qlesson={"task": "10.key_bits"} tags=["check"]
+check("10.key_bits", key_bits)
+
+# %% [markdown]
 # ## Recall
 
 # %% [markdown]
 # ### Recall 10.1
 #
-# KIVI quantizes keys per channel and values per token. Why keys per channel?
+# KIVI quantizes keys per channel. What did KIVI observe in LLaMA-family models that motivates it?
 #
-# - **a)** Per-channel scales can be computed as each token arrives
-# - **b)** Key outliers sit in a few channels on every token: a scale per channel isolates them
-# - **c)** Keys are smaller than values
+# - **a)** Keys matter less than values, so they can take the coarser ruler
+# - **b)** MiniLM's key map shows a bright vertical stripe, a loud channel
+# - **c)** A few key channels are much larger than the rest on every token; a per-channel ruler isolates them
+# - **d)** Per-channel scales can be computed as each token arrives
 #
 # Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
 recall_1 = ...  # STUB
 # BEGIN SOLUTION
-recall_1 = "b"
+recall_1 = "c"
 # END SOLUTION
 
 # %% qlesson={"task": "recall 10.1"} tags=["check"]
 recall.answer("10", 1, recall_1)
 
 # %% [markdown]
-# ### Recall 10.3
+# ### Recall 10.2
 #
-# LLaMA-7B-like: 32 layers, 32 KV heads of 128 channels. MiB of its fp16 KV cache for 4096 tokens?
+# MiniLM: per-channel keys (a ruler per sentence) beat per-token keys 2.6x. What separates structure from ruler size?
 #
-# Answer with a number.
+# - **a)** Repeat at 4 bits: if per channel still wins, the win is structure
+# - **b)** Use more sentences: a narrower interval settles the cause
+# - **c)** Compare at equal metadata (32 values per ruler both ways), on the real and on shuffled keys
+#
+# Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
-recall_3 = ...  # STUB
+recall_2 = ...  # STUB
 # BEGIN SOLUTION
-recall_3 = 2048
+recall_2 = "c"
 # END SOLUTION
 
-# %% qlesson={"task": "recall 10.3"} tags=["check"]
-recall.answer("10", 3, recall_3)
+# %% qlesson={"task": "recall 10.2"} tags=["check"]
+recall.answer("10", 2, recall_2)
 
 # %% [markdown]
 # ### Recall 10.4
 #
+# Llama-3-8B-like: 32 layers, 32 query heads sharing 8 KV heads of 128. MiB of fp16 KV cache, 8192 tokens?
+#
+# Answer with a number.
+
+# %% tags=["solution"]
+recall_4 = ...  # STUB
+# BEGIN SOLUTION
+recall_4 = 1024
+# END SOLUTION
+
+# %% qlesson={"task": "recall 10.4"} tags=["check"]
+recall.answer("10", 4, recall_4)
+
+# %% [markdown]
+# ### Recall 10.6
+#
 # Interview: vLLM's FP8 KV cache uses one scale per tensor. Why is that enough when 2-bit needs more?
 #
-# - **a)** FP8 carries an exponent per value, so one scale only has to place the range, not resolve it
-# - **b)** FP8 values have no outliers
+# - **a)** FP8 values have no outliers
+# - **b)** FP8 carries an exponent per value, so one scale only has to place the range, not resolve it
 # - **c)** Attention ignores small errors
 #
 # Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
-recall_4 = ...  # STUB
+recall_6 = ...  # STUB
 # BEGIN SOLUTION
-recall_4 = "a"
+recall_6 = "b"
 # END SOLUTION
 
-# %% qlesson={"task": "recall 10.4"} tags=["check"]
-recall.answer("10", 4, recall_4)
+# %% qlesson={"task": "recall 10.6"} tags=["check"]
+recall.answer("10", 6, recall_6)

@@ -13,7 +13,7 @@ import csv
 import itertools
 import platform
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -144,13 +144,27 @@ def _pack_int4(w: torch.Tensor, group: int) -> tuple[torch.Tensor, torch.Tensor,
 
 def _int4_op(x: torch.Tensor, w: torch.Tensor, group: int, device: str) -> Op:
     """PyTorch's fused int4 weight-only kernel (tinygemm layout), packed once, bf16 activations."""
-    q4, sz, _ = _pack_int4(w, group)
-    x_bf, sz_bf = x.to(torch.bfloat16), sz.to(torch.bfloat16)
-    if device == "cpu":
-        packed = torch.ops.aten._convert_weight_to_int4pack_for_cpu(q4, 2)
-        return lambda: torch.ops.aten._weight_int4pack_mm_for_cpu(x_bf, packed, group, sz_bf)
-    packed = torch.ops.aten._convert_weight_to_int4pack((q4[:, ::2] << 4 | q4[:, 1::2]).to(torch.uint8), 8)
-    return lambda: torch.ops.aten._weight_int4pack_mm(x_bf, packed, group, sz_bf)
+    x_bf = x.to(torch.bfloat16)
+    packed: list[tuple[torch.Tensor, torch.Tensor]] = []  # packed once, only for the rows that are timed
+
+    def pack() -> tuple[torch.Tensor, torch.Tensor]:
+        if not packed:
+            q4, sz, _ = _pack_int4(w, group)
+            if device == "cpu":
+                codes = torch.ops.aten._convert_weight_to_int4pack_for_cpu(q4, 2)
+            else:
+                codes = torch.ops.aten._convert_weight_to_int4pack((q4[:, ::2] << 4 | q4[:, 1::2]).to(torch.uint8), 8)
+            packed.append((codes, sz.to(torch.bfloat16)))
+        return packed[0]
+
+    def op() -> torch.Tensor:
+        codes, sz = pack()
+        if device == "cpu":
+            return torch.ops.aten._weight_int4pack_mm_for_cpu(x_bf, codes, group, sz)
+        return torch.ops.aten._weight_int4pack_mm(x_bf, codes, group, sz)
+
+    op.prepare = pack  # type: ignore[attr-defined]  # ``run`` packs every copy it times before timing
+    return op
 
 
 def methods(x: torch.Tensor, w: torch.Tensor, device: str, quick: bool = False) -> list[tuple[str, Op, int, str]]:
@@ -200,11 +214,18 @@ def methods(x: torch.Tensor, w: torch.Tensor, device: str, quick: bool = False) 
         ),
     ]
     qf = q.float()
-    y_codes = F.linear(x, qf)
+    y_codes: list[torch.Tensor] = []  # the GEMM on the codes, computed once, only where its row is timed
+
+    def scale_alone() -> torch.Tensor:
+        if not y_codes:
+            y_codes.append(F.linear(x, qf))
+        return y_codes[0] * s
+
+    scale_alone.prepare = lambda: scale_alone() is None  # type: ignore[attr-defined]  # run() calls it untimed
     s_in = torch.linspace(0.5, 2.0, k, device=device)
     ops += [
         ("GEMM on pre-converted codes: F.linear(x, q_fp32)", lambda: F.linear(x, qf), fp32_bytes, UNSCALED),
-        (SEPARATE_SCALE, lambda: y_codes * s, 4 * n, EPILOGUE),
+        (SEPARATE_SCALE, scale_alone, 4 * n, EPILOGUE),
         (
             "input-channel scale folded into x: F.linear(x * s_in, q_fp32)",
             lambda: F.linear(x * s_in, qf),
@@ -292,6 +313,7 @@ def run(
     progress: bool = True,
     quick: bool = False,
     copies: int = 4,
+    rows_for: Mapping[int, Sequence[str]] | None = None,
 ) -> list[GemmRow]:
     """Time every method for every M on ``device``; returns rows (also usable as a table).
 
@@ -299,6 +321,7 @@ def run(
     derives from it: codes, buffers, packed layouts), so every M is measured under the same cache
     conditions. The copies keep a weight out of the last-level cache only where together they are
     larger than it (``last_level_cache_bytes``); ``main`` prints which formats that holds for.
+    ``rows_for`` maps an M to the method-name prefixes timed at that M (all methods where absent).
     """
     if copies < 1:
         raise ValueError(f"copies={copies!r}: pass at least 1 (4 is the default)")
@@ -317,6 +340,11 @@ def run(
         weights = [w] + [w.clone() for _ in range(copies - 1)]
         per_copy = [methods(x, wc, device, quick) for wc in weights]
         for j, (name, op, nbytes, note) in enumerate(per_copy[0]):
+            wanted = None if rows_for is None else rows_for.get(m)
+            if wanted is not None and not any(name.startswith(p) for p in wanted):
+                continue
+            for lst in per_copy:  # a layout packed lazily is packed now, outside the timing
+                getattr(lst[j][1], "prepare", lambda: None)()
             timed = _rotating([lst[j][1] for lst in per_copy]) if len(per_copy) > 1 else op
             try:
                 y = op()
@@ -364,23 +392,40 @@ def write_csv(rows: Sequence[GemmRow], path: str | Path) -> None:
 
 
 def main(
-    quick: bool = False, csv_path: str | None = None, size: int = 4096, full: bool = True
+    quick: bool = False,
+    csv_path: str | None = None,
+    size: int = 4096,
+    full: bool = True,
+    ms: Sequence[int] = (1, 16, 256),
+    rows_for: Mapping[int, Sequence[str]] | None = None,
 ) -> tuple[list[GemmRow], Bandwidth]:
     """Print the machine, its bandwidth and the table (``full=False``: the key rows only);
-    ``quick`` uses short timings (seconds, not minutes).
+    ``quick`` uses short timings (seconds, not minutes); ``ms`` and ``rows_for`` (see ``run``)
+    choose the batch sizes and the rows (``LESSON_ROWS``: the lesson's short run).
+
+    The returned bandwidth is the roofline's (``roofline_bandwidth``): the larger of the read
+    probe and the fastest rate at which an M = 1 row of this run streamed its weight.
 
     Returns this CPU's rows and bandwidth only, so verdicts, peaks and plots never mix devices.
     With a CUDA GPU its rows are printed too, and ``csv_path`` stores them (the CPU rows otherwise).
     """
     print(
-        f"GEMM y = x @ W.T, K = N = {size}, M in (1, 16, 256); {platform.machine()}, torch {torch.__version__}, "
+        f"GEMM y = x @ W.T, K = N = {size}, M in {tuple(ms)}; {platform.machine()}, torch {torch.__version__}, "
         f"{torch.get_num_threads()} threads"
     )
     probe = 128 if quick else 256
     bw = measure_bandwidth(probe, min_run_time=0.1 if quick else 0.3)
     print(f"CPU memory bandwidth: copy {bw.copy_gb_s:.1f} GB/s, read-only reduction {bw.read_gb_s:.1f} GB/s")
     print(cache_line(size, probe))
-    rows = run(k=size, n=size, min_run_time=0.02 if quick else 0.2, quick=quick)
+    rows = run(ms=ms, k=size, n=size, min_run_time=0.02 if quick else 0.2, quick=quick, rows_for=rows_for)
+    probe_read, bw = bw.read_gb_s, roofline_bandwidth(bw, rows)
+    if bw.read_gb_s > probe_read:
+        print(
+            f"roofline bandwidth {bw.read_gb_s:.1f} GB/s: an M = 1 row streamed its weight faster than the sum() "
+            f"probe's {probe_read:.1f} GB/s, so the faster rate is used"
+        )
+    else:
+        print(f"roofline bandwidth {bw.read_gb_s:.1f} GB/s: the probe's (no M = 1 row streamed its weight faster)")
     print(format_table(rows, bw) if full else key_table(rows, bw))
     if torch.cuda.is_available():
         gbw = measure_bandwidth(1024, device="cuda")
@@ -394,6 +439,70 @@ def main(
         write_csv(gpu_rows or rows, csv_path)
         print(f"wrote {csv_path} ({'GPU' if gpu_rows else 'CPU'} rows)")
     return rows, bw
+
+
+# the lesson's short run: its argument at M = 1 (bytes decide) and M = 128 (arithmetic decides)
+LESSON_ROWS: dict[int, tuple[str, ...]] = {
+    1: (
+        "fp32 F.linear",
+        "bfloat16 F.linear",
+        "naive: dequant per-channel",
+        "same, preallocated buffer",
+        "GEMM on pre-converted codes",
+        "per-channel scale alone",
+        "input-channel scale folded",
+        "fused int8 weight-only per-channel, bf16",
+        "fused int4 weight-only group 128",
+    ),
+    128: (
+        "fp32 F.linear",
+        "GEMM on pre-converted codes",
+        "fused int8 weight-only per-channel, bf16",
+        "fused int4 weight-only group 128",
+    ),
+}
+
+
+def rates_at(rows: Sequence[GemmRow], m: int, size: int = 4096) -> dict[str, float]:
+    """Each weight format's rate (GFLOP/s) in this run at M, keyed as ``FORMATS`` (only the formats timed at M).
+
+    At an M where a kernel is compute bound this is its peak; below that, less.
+
+    >>> rates_at([GemmRow("cpu", 256, "fp32 F.linear (baseline)", 1.0, 1.0, 0, 0.0, 0.0)], 256, 1000)
+    {'fp32': 512.0}
+    """
+    out = {}
+    for label, _, prefix in FORMATS:
+        r = _row(rows, m, prefix)
+        if r is not None and r.median_ms > 0:
+            out[label] = 2 * m * size * size / r.median_ms / 1e6
+    return out
+
+
+def streaming_read_gb_s(rows: Sequence[GemmRow], m: int = 1) -> tuple[float, str] | None:
+    """The fastest rate (GB/s) at which a row at M streamed its stored weight bytes, and that row's method.
+
+    Each such row read its whole weight once per call, so its bytes over its time is a read rate this
+    machine reached; the row that only scales an output (no weight read) is left out.
+
+    >>> rows = [GemmRow("cpu", 1, "fp32 F.linear (baseline)", 10.0, 1.0, 64 * 10**6, 6.4, 0.0),
+    ...         GemmRow("cpu", 1, SEPARATE_SCALE, 0.01, 0.0, 16384, 99.0, 0.0, EPILOGUE)]
+    >>> streaming_read_gb_s(rows)
+    (6.4, 'fp32 F.linear (baseline)')
+    """
+    seen = [(r.gb_per_s, r.method) for r in rows if r.m == m and r.note not in NO_WEIGHT_READ and r.gb_per_s > 0]
+    return max(seen) if seen else None
+
+
+def roofline_bandwidth(bandwidth: Bandwidth, rows: Sequence[GemmRow]) -> Bandwidth:
+    """The read bandwidth for the roofline: the larger of the ``sum()`` probe and ``streaming_read_gb_s``.
+
+    A reduction can under-measure what the memory delivers (on some VMs a matrix-vector product
+    streams faster than ``src.sum()``), and a roofline must not sit below a rate the same run reached.
+    """
+    best = streaming_read_gb_s(rows)
+    read = max(bandwidth.read_gb_s, best[0]) if best else bandwidth.read_gb_s
+    return Bandwidth(copy_gb_s=bandwidth.copy_gb_s, read_gb_s=read)
 
 
 KEY_ROWS = (
@@ -485,12 +594,13 @@ def kernel_peaks(
     return out
 
 
-def ridge_rows(peaks: dict[str, float], read_gb_s: float) -> list[dict[str, object]]:
+def ridge_rows(peaks: dict[str, float], read_gb_s: float, rate_name: str = "peak GFLOP/s") -> list[dict[str, object]]:
     """The roofline's ridge point of each weight format, from its own peak, and the M where it is reached.
 
     A ``[M, K] x [K, N]`` product does ``2 M K N`` FLOPs and reads ``K N * bytes`` of weight, so its
     intensity is ``2 M / bytes`` FLOPs per weight byte; with its kernel's peak it turns compute bound
-    at ``M = peak / bandwidth * bytes / 2``.
+    at ``M = peak / bandwidth * bytes / 2``. ``rate_name`` labels the rate column (a run's rate at one M
+    is a peak only where that M is compute bound).
 
     >>> ridge_rows({"fp32": 100.0}, 50.0)[0]["compute bound from M ="]
     4.0
@@ -502,7 +612,7 @@ def ridge_rows(peaks: dict[str, float], read_gb_s: float) -> list[dict[str, obje
         {
             "weights": label,
             "bytes per weight": b,
-            "peak GFLOP/s": peaks[label],
+            rate_name: peaks[label],
             "ridge FLOPs/byte": peaks[label] / read_gb_s,
             "FLOPs per byte at M = 1": 2 / b,
             "compute bound from M =": peaks[label] / read_gb_s * b / 2,
@@ -607,11 +717,10 @@ def verdict(rows: Sequence[GemmRow]) -> list[str]:
             f"M = {m}: two identical fp32 products {measured}; gaps under {margin:.0%} (that gap or a "
             f"{NOISE_FLOOR:.0%} floor, the larger) are called ties"
         )
-        fused, half = _row(rows, m, "fused int8 weight-only per-channel, bf16"), _row(rows, m, "bfloat16 F.linear")
-        if fused and half and fused.median_ms == fused.median_ms:
+        half, fp32 = _half_row(rows, m), _row(rows, m, "fp32")
+        if half and fp32 and half.median_ms == half.median_ms:
             lines.append(
-                f"M = {m}: fused int8 (bf16 x) takes {fused.x_fp32:.2f}x the fp32 time and "
-                f"{fused.median_ms / half.median_ms:.2f}x the bf16 time"
+                f"M = {m}: {half.method.split()[0]} F.linear takes {half.median_ms / fp32.median_ms:.2f}x the fp32 time"
             )
         naive = _row(rows, m, "naive: dequant per-channel")
         if naive:
@@ -639,8 +748,39 @@ def verdict(rows: Sequence[GemmRow]) -> list[str]:
                 f"the fp32 GEMM on the codes{half_share} (the under-5% claim {holds} here); folding an "
                 f"input-channel scale into x changes its time by {folded:+.1%}{noise}"
             )
-        lines.append(f"M = {m}: {faster_than_baselines(rows, m)}")
+        lines.append(f"M = {m}: {faster_than_dense(rows, m)}")
     return lines
+
+
+def _half_row(rows: Sequence[GemmRow], m: int) -> GemmRow | None:
+    return next((r for r in rows if r.m == m and r.method.split()[0] in ("bfloat16", "float16")), None)
+
+
+def faster_than_dense(rows: Sequence[GemmRow], m: int) -> str:
+    """Each compact-weight kernel at M against the faster dense product timed at M (fp32 or the half-width one).
+
+    A half-width ``F.linear`` is the fair baseline only where the machine has fast half-width arithmetic;
+    a CPU without bf16 instructions runs bf16 slower than fp32, so the faster of the two is the bar to beat.
+    Gaps inside the run's noise at M (``noise_margin``) are ties.
+
+    >>> rows = [GemmRow("cpu", 1, "fp32 F.linear (baseline)", 10.0, 1.0, 0, 0.0, 0.0),
+    ...         GemmRow("cpu", 1, "bfloat16 F.linear", 20.0, 2.0, 0, 0.0, 0.0),
+    ...         GemmRow("cpu", 1, "fused int4 weight-only group 128", 5.0, 0.5, 0, 0.0, 0.0)]
+    >>> faster_than_dense(rows, 1)
+    'against the faster dense product, fp32 F.linear: int4 g128 weight-only 0.50x (faster)'
+    """
+    dense = [r for r in (_row(rows, m, "fp32"), _half_row(rows, m)) if r and r.median_ms == r.median_ms]
+    if not dense:
+        return "no dense product timed"
+    base, margin = min(dense, key=lambda r: r.median_ms), noise_margin(rows, m)
+    said = []
+    for prefix, short in COMPACT.items():
+        r = _row(rows, m, prefix)
+        if r is not None and r.median_ms == r.median_ms:
+            ratio = r.median_ms / base.median_ms
+            said.append(f"{short} {ratio:.2f}x ({compare(r.median_ms, base.median_ms, margin)})")
+    name = " ".join(base.method.split()[:2])
+    return f"against the faster dense product, {name}: {', '.join(said) if said else 'no compact kernel timed'}"
 
 
 # the key table's compact-weight kernels, by short name

@@ -29,10 +29,6 @@ def _group_gemm(x: torch.Tensor, q: torch.Tensor, s: torch.Tensor, g: int) -> to
     return x @ deq.T
 
 
-def _w8a8_rescale(acc: torch.Tensor, s_x: torch.Tensor, s_w: torch.Tensor) -> torch.Tensor:
-    return acc * s_x[:, None] * s_w[None, :]
-
-
 def _codes(n: int, k: int, bits: int = 4) -> torch.Tensor:
     return torch.randint(-(2 ** (bits - 1) - 1), 2 ** (bits - 1), (n, k), generator=_G).float()
 
@@ -43,11 +39,6 @@ def _gemm_case(m: int, k: int, n: int) -> Case:
 
 def _group_case(m: int, k: int, n: int, g: int) -> Case:
     return Case((_w(m, k), _codes(n, k), torch.rand(n, k // g, generator=_G) + 0.05, g), f"M={m}, K={k}, N={n}, g={g}")
-
-
-def _acc_case(m: int, n: int) -> Case:
-    acc = torch.randint(-9000, 9000, (m, n), generator=_G).float()
-    return Case((acc, torch.rand(m, generator=_G) + 0.05, torch.rand(n, generator=_G) + 0.05), f"M={m}, N={n}")
 
 
 def _zero_point_gemm(acc, rowsum_x, colsum_w, zx, zw, k):
@@ -69,6 +60,12 @@ def _dequant_first_bytes(n: int, k: int, code_bits: int) -> float:
 def _compute_bound_from(peak_gflops: float, read_gb_s: float, weight_bits: float) -> float:
     ridge = peak_gflops / read_gb_s  # FLOPs per byte
     return ridge * weight_bits / 16  # 2 M K N FLOPs over K N bits / 8 bytes = 16 M / bits FLOPs per byte
+
+
+def _int4_loses_from(dense_tflops: float, dense_bytes: float, read_gb_s: float, int4_tflops: float) -> float:
+    # the dense GEMM reads K N dense_bytes per call (memory bound below its ridge); the int4 kernel, compute bound,
+    # takes 2 M K N / int4 rate: equal at M = rate / bandwidth * dense_bytes / 2 (TFLOP/s over GB/s: x 1000)
+    return int4_tflops * 1000 / read_gb_s * dense_bytes / 2
 
 
 TASKS: list[Task] = [
@@ -102,18 +99,6 @@ TASKS: list[Task] = [
         ],
     ),
     Task(
-        "06.w8a8_rescale",
-        "rescale an int32 accumulator",
-        _w8a8_rescale,
-        [_acc_case(3, 4), _acc_case(1, 2), _acc_case(5, 3)],
-        "each output element needs its row's activation scale and its column's weight scale",
-        [
-            Mistake("used only the weight scales", lambda a, sx, sw: a * sw[None, :]),
-            Mistake("used only the activation scales", lambda a, sx, sw: a * sx[:, None]),
-            Mistake("divided by the scales instead of multiplying", lambda a, sx, sw: a / sx[:, None] / sw[None, :]),
-        ],
-    ),
-    Task(
         "06.zero_point_gemm",
         "the zero-point product from sums alone",
         _zero_point_gemm,
@@ -129,6 +114,10 @@ TASKS: list[Task] = [
             Mistake(
                 "left out the constant term K * zx * zw",
                 lambda a, r, c, zx, zw, k: a - zw[None, :] * r[:, None] - zx * c[None, :],
+            ),
+            Mistake(
+                "added zx * zw once: the constant is summed over all K terms",
+                lambda a, r, c, zx, zw, k: a - zw[None, :] * r[:, None] - zx * c[None, :] + zx * zw[None, :],
             ),
             Mistake(
                 "subtracted the constant term K * zx * zw instead of adding it",
@@ -151,12 +140,15 @@ TASKS: list[Task] = [
             Case((11008, 4096, 4), "an FFN-sized int4 weight", hidden=True),
             Case((3, 64, 2), "int2 codes, three channels", hidden=True),
         ],
-        "count every read and every write of weight data in the two steps, the scales included; the lesson "
-        "says where this path loses",
+        "follow the weight through both steps and count every read and every write of weight data, the scales included",
         [
             Mistake(
-                "left out the write of the fp32 copy",
+                "counted the fp32 copy once: it is written, then read again",
                 lambda n, k, b: n * k * b / 8 + 4 * n + 4 * n * k,
+            ),
+            Mistake(
+                "counted 2-byte scales: the statement's scales are fp32 (4 bytes each)",
+                lambda n, k, b: n * k * b / 8 + 2 * n + 8 * n * k,
             ),
             Mistake("left out the scales", lambda n, k, b: n * k * b / 8 + 8 * n * k),
             Mistake("counted the codes in bits, not bytes", lambda n, k, b: n * k * b + 4 * n + 8 * n * k),
@@ -182,6 +174,33 @@ TASKS: list[Task] = [
             Mistake("returned the ridge point itself (FLOPs per byte), not M", lambda p, bw, b: p / bw),
         ],
         rtol=1e-6,
+    ),
+    Task(
+        "06.int4_loses_from",
+        "from which M a fused int4 kernel loses to a dense GEMM",
+        _int4_loses_from,
+        [
+            Case((760.0, 2.0, 2713.0, 28.7), "the stored H100 run: fp16 GEMM peak, read bandwidth, tinygemm's rate"),
+            Case((51.4, 4.0, 2713.0, 28.7), "the same H100 against its fp32 GEMM"),
+            Case((989.0, 2.0, 3350.0, 40.0), "a faster int4 kernel on another GPU", hidden=True),
+            Case((2.0, 4.0, 8.0, 0.9), "a CPU: fp32 against a slow int4 kernel", hidden=True),
+        ],
+        "at small M the dense GEMM's time is set by one thing and the int4 kernel's by another as soon as it is "
+        "compute bound: find the M where those two times meet",
+        [
+            Mistake("mixed TFLOP/s with GB/s (a factor of 1000)", lambda p, b, bw, r: r / bw * b / 2),
+            Mistake(
+                "returned where the int4 kernel turns compute bound (its own ridge), not where it loses",
+                lambda p, b, bw, r: r / bw * 4.25 / 16 * 1000,
+            ),
+            Mistake(
+                "returned where the dense GEMM turns compute bound: it stays memory bound until far later",
+                lambda p, b, bw, r: p / bw * b / 2 * 1000,
+            ),
+            Mistake("counted one FLOP per multiply-add instead of two", lambda p, b, bw, r: r / bw * b * 1000),
+            Mistake("left out the dense format's bytes per weight", lambda p, b, bw, r: r / bw * 1000),
+        ],
+        rtol=1e-3,
     ),
 ]
 
@@ -213,23 +232,23 @@ RECALL: tuple[Question, ...] = (
         ),
     ),
     choice(
-        "At M = 1, why is dequantize-then-matmul slower than the fp32 GEMM?",
+        "A weight has one scale per INPUT channel, W[n, k] = s_in[k] * q[n, k]. Where can that scale go, short of "
+        "dequantizing the weight?",
         (
-            "It writes and re-reads a full fp32 copy of the weight: more bytes than fp32 alone",
+            "Onto the activations: (x * s_in) @ q.T, or folded offline into the op that made x",
             True,
-            "At M = 1 the GEMM is bound by the bytes it moves, and this path moves more than fp32's.",
+            "s_in[k] multiplies feature k of every token, so it moves to x; AWQ and SmoothQuant apply theirs this way.",
         ),
         (
-            "int8 arithmetic is slower than fp32 arithmetic",
+            "After the GEMM, one multiply per output",
             False,
-            "Tempting, since the codes are int8; but no int8 arithmetic happens on that path: the codes are "
-            "converted to fp32 first and the GEMM is an fp32 one.",
+            "Tempting, since per-output-channel scales go there; but s_in changes with k, so it cannot leave the sum.",
         ),
         (
-            "It is not slower: it reads a quarter of the weight bytes",
+            "Nowhere: it changes along K like a group scale, so it must act inside the reduction",
             False,
-            "Tempting, since int8 is a quarter of fp32; but the fp32 copy it writes is read again by the GEMM, so "
-            "the total traffic is larger, not smaller.",
+            "It does change along K, but it is the same for every output row n, so the whole column k of the "
+            "product can carry it: on x, before the sum.",
         ),
     ),
     choice(
@@ -257,8 +276,8 @@ RECALL: tuple[Question, ...] = (
         (
             "As a separate multiply after the GEMM",
             False,
-            "Same multiplies, but one more pass over the [M, N] output and one more operator call (a kernel launch "
-            "on a GPU): on the stored H100 run that fixed cost is far above 5% of a small GEMM.",
+            "Same multiplies, but one more pass over the [M, N] output and one more operator call: on a GPU a kernel "
+            "launch and a pass, a few microseconds, which is a sizeable share of a decode GEMM of about ten.",
         ),
         (
             "By dequantizing the weight before the GEMM",
@@ -302,24 +321,27 @@ PREDICT = {
             "The gap is not rounding: it is the difference between each group's scale and the row's mean.",
         ),
     ),
-    "dequant_first": choice(
-        "At M = 1, int8 codes are dequantized to an fp32 weight and then multiplied. Against the plain fp32 GEMM, "
-        "that takes...",
+    "int4_at_128": choice(
+        "At M = 1 the int4 weight is a seventh of the fp32 one. Now M = 128: every weight byte serves 128 tokens. "
+        "Against fp32 F.linear, PyTorch's CPU int4 kernel (it converts each code to fp32 inside its loop) takes...",
         (
-            "More time: it writes a full fp32 weight and reads it again",
+            "A quarter of the time or less: it still reads a seventh of the bytes",
+            False,
+            "Tempting, since bytes decided at M = 1; but at M = 128 the fp32 product does 64 FLOPs per weight byte, "
+            "so arithmetic decides, and int4 saves no arithmetic.",
+        ),
+        (
+            "No less than fp32: at this M arithmetic decides, and it does fp32's multiply-adds plus a conversion per "
+            "code",
             True,
-            "At M = 1 the time follows the bytes moved, and this path moves the codes, the fp32 copy (written and "
-            "read) and more: several times fp32's traffic.",
+            "The bytes it saves no longer set the time; the fp32 multiply-adds are the same and the conversions are "
+            "extra, done again for every few rows of x.",
         ),
         (
-            "Less time: it reads a quarter of the weight bytes",
+            "Exactly fp32's time: both are compute bound at the same fp32 peak",
             False,
-            "Tempting, since the stored weight is a quarter of fp32; but what the GEMM reads is the fp32 copy.",
-        ),
-        (
-            "About the same: the GEMM dominates",
-            False,
-            "At M = 1 the GEMM does 2 FLOPs per weight; the extra conversion passes are as large as the GEMM itself.",
+            "Close in spirit, but the conversion is work fp32 does not do, and a hand-written kernel rarely matches "
+            "the tuned fp32 GEMM's blocking.",
         ),
     ),
 }

@@ -23,15 +23,22 @@ def _kv_bytes(layers: int, kv_heads: int, head_dim: int, tokens: int, bytes_per_
 # ---- task 2: keys per channel, asymmetric --------------------------------------------------------
 
 
-def _keys_per_channel(k: torch.Tensor, bits: int, axis: int = 0, symmetric: bool = False) -> torch.Tensor:
-    """Asymmetric per-channel fake quantization of ``k [tokens, channels]``: min and max over the tokens."""
+def _keys_per_channel(
+    k: torch.Tensor, bits: int, axis: int = 0, symmetric: bool = False, levels: int | None = None, add_lo: bool = True
+) -> torch.Tensor:
+    """Asymmetric per-channel fake quantization of ``k [tokens, channels]``: min and max over the tokens.
+
+    A channel whose values are all equal (one token, or a constant) comes back exact: its scale is 0.
+    ``levels``, ``add_lo`` and ``symmetric`` are the named mistakes' variants.
+    """
     qmax = 2**bits - 1
     if symmetric:
         s = k.abs().amax(axis, keepdim=True) / (2 ** (bits - 1) - 1)
         return torch.round(k / s).clamp(-(2 ** (bits - 1) - 1), 2 ** (bits - 1) - 1) * s
     lo, hi = k.amin(axis, keepdim=True), k.amax(axis, keepdim=True)
-    s = (hi - lo) / qmax
-    return torch.round((k - lo) / s).clamp(0, qmax) * s + lo
+    scale = (hi - lo) / (levels or qmax)
+    codes = torch.round((k - lo) / torch.where(scale > 0, scale, torch.ones_like(scale))).clamp(0, qmax)
+    return codes * scale + (lo if add_lo else 0)
 
 
 def _keys(tokens: int, channels: int, shift: float = 0.0) -> torch.Tensor:
@@ -40,11 +47,77 @@ def _keys(tokens: int, channels: int, shift: float = 0.0) -> torch.Tensor:
     return k
 
 
+def _with_constant_channel(tokens: int, channels: int) -> torch.Tensor:
+    k = _keys(tokens, channels)
+    k[:, 1] = 0.75  # a channel with one value on every token: hi == lo
+    return k
+
+
 # ---- task 3: how many tokens are quantized -------------------------------------------------------
 
 
 def _quantized_tokens(tokens: int, residual: int, group: int) -> int:
     return max(tokens - residual, 0) // group * group
+
+
+# ---- task 4: choose the axis by measuring ---------------------------------------------------------
+
+
+def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    return torch.softmax(q @ k.T / k.shape[1] ** 0.5, dim=-1) @ v
+
+
+def _axis_errors(q, k, v, which: str, bits: int, on_output: bool = True) -> dict[str, float]:  # noqa: ANN001
+    """Squared error of each axis's quantization of ``which``: on the attention output, or on the tensor."""
+    o = _attention(q, k, v)
+    x = k if which == "k" else v
+    errors = {}
+    for axis, dim in (("token", 1), ("channel", 0)):
+        x_hat = _keys_per_channel(x, bits, axis=dim)  # dim 1: a ruler per token (over its channels)
+        if not on_output:
+            errors[axis] = float((x - x_hat).square().sum())
+            continue
+        o_hat = _attention(q, x_hat, v) if which == "k" else _attention(q, k, x_hat)
+        errors[axis] = float((o - o_hat).square().sum())
+    return errors
+
+
+def _choose_axis(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, which: str, bits: int) -> str:
+    errors = _axis_errors(q, k, v, which, bits)
+    return min(errors, key=errors.get)
+
+
+def _head(kind: str, seed: int, tokens: int = 48, dim: int = 16) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One toy head ``(q, k, v)``, each ``[tokens, dim]``, with one kind of structure."""
+    g = torch.Generator().manual_seed(seed)
+    q, k, v = (torch.randn(tokens, dim, generator=g, dtype=torch.float64) for _ in range(3))
+    if kind == "loud key channel":
+        k[:, 2] = k[:, 2] * 10 + 20
+    elif kind == "value sink":  # every query leans on token 0, whose value is tiny
+        q, k[0] = q + 1.0, 0.9
+        v = v * torch.linspace(0.2, 5.0, dim, dtype=torch.float64)
+        v[0] = 0.01 * torch.randn(dim, generator=g, dtype=torch.float64)
+    elif kind == "value offsets":
+        v = v + torch.linspace(-6.0, 6.0, dim, dtype=torch.float64)
+    elif kind == "key token offsets":
+        k = k + 6 * torch.randn(tokens, 1, generator=g, dtype=torch.float64)
+    elif kind == "loud key tokens":
+        k[[3, 9, 20]] *= 10
+    return q, k, v
+
+
+def _case4(kind: str, seed: int, which: str, bits: int, hidden: bool = False) -> Case:
+    return Case(lambda: (*_head(kind, seed), which, bits), f"{kind}, {bits} bits", hidden=hidden)
+
+
+# ---- task 5: what a key cache really costs --------------------------------------------------------
+
+
+def _key_bits(bits: int, group: int, tokens: int, residual: int, minimum: bool = True, window: bool = True) -> float:
+    """Mean bits per cached key: codes, an fp16 scale (and minimum) per group of tokens, the fp16 window."""
+    n_q = _quantized_tokens(tokens, residual if window else 0, group)
+    meta = (32 if minimum else 16) * n_q / group
+    return (n_q * bits + meta + (tokens - n_q) * 16) / tokens
 
 
 TASKS: list[Task] = [
@@ -75,8 +148,12 @@ TASKS: list[Task] = [
             Case((_keys(16, 8), 2), "16 tokens x 8 channels, 2 bits"),
             Case((_keys(10, 4, shift=2.0), 3), "shifted keys (all one sign in some channels), 3 bits"),
             Case((_keys(24, 6), 4), "24 tokens x 6 channels, 4 bits"),
+            Case((_keys(1, 5), 3), "one token: every channel's minimum is its maximum", hidden=True),
+            Case((_with_constant_channel(12, 4), 2), "a channel that is constant", hidden=True),
+            Case((_keys(7, 3, shift=-1.5), 4), "another shape, 4 bits", hidden=True),
         ],
-        "one ruler per channel (column), fitted to that channel's minimum and maximum over the tokens",
+        "one ruler per channel (column) from that channel's minimum to its maximum over the tokens, with "
+        "2**bits codes; a channel whose values are all equal must come back exact, not NaN",
         [
             Mistake(
                 "quantized per token (one ruler per row): the wrong axis for keys",
@@ -86,7 +163,17 @@ TASKS: list[Task] = [
                 "symmetric rulers: a channel that is all one sign wastes half its codes",
                 lambda k, b: _keys_per_channel(k, b, symmetric=True),
             ),
+            Mistake(
+                "the step is (hi - lo) / 2**bits: 2**bits codes have 2**bits - 1 steps between them, so the "
+                "maximum is never reached",
+                lambda k, b: _keys_per_channel(k, b, levels=2**b),
+            ),
+            Mistake(
+                "forgot to add the minimum back: a code counts steps up from the channel's minimum",
+                lambda k, b: _keys_per_channel(k, b, add_lo=False),
+            ),
         ],
+        keeps_inputs=True,
     ),
     Task(
         "10.quantized_tokens",
@@ -108,22 +195,168 @@ TASKS: list[Task] = [
             Mistake("subtracted the residual after rounding to groups", lambda t, r, g: max(t // g * g - r, 0)),
         ],
     ),
+    Task(
+        "10.choose_axis",
+        "choose a cache axis by measuring",
+        _choose_axis,
+        [
+            _case4("loud key channel", 0, "k", 3),
+            _case4("value sink", 0, "v", 2),
+            _case4("value offsets", 1, "v", 3, hidden=True),
+            _case4("key token offsets", 2, "k", 2, hidden=True),
+            _case4("loud key tokens", 2, "k", 3, hidden=True),
+            _case4("value sink", 3, "v", 2, hidden=True),
+        ],
+        "quantize the tensor both ways, leave the other one exact, and compare where the cache's error "
+        "lands: in what the head computes from it",
+        [
+            Mistake(
+                "applied KIVI's rule (keys per channel, values per token) instead of measuring this head",
+                lambda q, k, v, which, b: "channel" if which == "k" else "token",
+            ),
+            Mistake(
+                "compared the error on the cached tensor itself: attention weights each token's error, and a "
+                "key error acts through the softmax",
+                lambda q, k, v, which, b: min((e := _axis_errors(q, k, v, which, b, on_output=False)), key=e.get),
+            ),
+        ],
+    ),
+    Task(
+        "10.key_bits",
+        "the bits a per-channel key cache really costs",
+        _key_bits,
+        [
+            Case((2, 32, 4096, 32), "KIVI-2 keys, 4096 tokens, window 32"),
+            Case((2, 32, 100, 32), "100 tokens, window 32"),
+            Case((4, 64, 1000, 128), "4 bits, groups of 64, window 128"),
+            Case((2, 32, 20, 32), "shorter than the window", hidden=True),
+            Case((3, 1, 50, 0), "groups of one token, no window", hidden=True),
+            Case((2, 32, 131072, 128), "131,072 tokens, window 128", hidden=True),
+        ],
+        "count every bit stored for the keys of one channel (codes, each group's metadata, the tokens left "
+        "in fp16) and divide by the number of keys",
+        [
+            Mistake(
+                "counted a scale but no minimum: an asymmetric ruler stores both",
+                lambda b, g, t, r: _key_bits(b, g, t, r, minimum=False),
+            ),
+            Mistake(
+                "quantized the window too: the newest tokens stay in fp16",
+                lambda b, g, t, r: _key_bits(b, g, t, r, window=False),
+            ),
+            Mistake("counted the codes only: each group also stores its ruler", lambda b, g, t, r: float(b)),
+            Mistake(
+                "quantized the partial group: a per-channel ruler needs all its tokens",
+                lambda b, g, t, r: (max(t - r, 0) * (b + 32 / g) + min(r, t) * 16) / t,
+            ),
+        ],
+    ),
 ]
+PREDICT = {
+    "shuffled_keys": choice(
+        "On MiniLM's keys at 2 bits, per channel (one ruler per channel over one sentence) beats per token "
+        "(one ruler per token over 32 channels) 2.6 times over. Shuffle each sentence's keys at random. "
+        "What does per channel do on the shuffled keys?",
+        (
+            "It ties with per token: shuffling destroys the channel structure a per-channel ruler exploits",
+            False,
+            "Tempting if the win came only from the keys' channels; but a per-channel ruler here also spans "
+            "fewer values (about 12.5 against 32) and stores more metadata, and that helps on any numbers.",
+        ),
+        (
+            "It still wins clearly: a ruler over a dozen values fits a tighter range than one over 32, "
+            "structure or not",
+            True,
+            "The maximum minus the minimum of 12 random numbers is smaller than of 32; the extra scales cost "
+            "1.56 more bits per value. Only at equal metadata does the structure show.",
+        ),
+        (
+            "It loses to per token: without structure, a row's 32 values share a range better than a column's",
+            False,
+            "Tempting because per token has more values per ruler to average over; but a ruler's step follows "
+            "its range, and a range over more values is wider, not narrower.",
+        ),
+    ),
+    "sink": choice(
+        "Values at 2, 3 and 4 bits on MiniLM: first with [CLS] quantized like every token, then with [CLS] "
+        "kept in fp16. Which axis gives the lower attention-output error?",
+        (
+            "Per token both times: values have no outlier channels, so a per-channel ruler never pays",
+            False,
+            "Tempting because it is KIVI's rule for values; but a rule measured on LLaMA is not a measurement "
+            "of this cache, and the verdict here hangs on one token.",
+        ),
+        (
+            "Per token with [CLS] quantized, per channel with [CLS] in fp16",
+            True,
+            "A per-channel ruler spans the words' large values and rounds [CLS]'s tiny value to something "
+            "many times its size; the attention on [CLS] multiplies that error. Without [CLS], the channels' "
+            "own ranges win.",
+        ),
+        (
+            "Per channel both times: its rulers span fewer values (about 12 tokens against 32 channels)",
+            False,
+            "Tempting after the keys; but with [CLS] quantized, one badly rounded token that takes most of the "
+            "attention outweighs the tighter rulers.",
+        ),
+        (
+            "It makes no difference: attention averages the errors away",
+            False,
+            "Attention averages with its own weights; an error on a token that takes half the attention is "
+            "not averaged away but kept.",
+        ),
+    ),
+}
 
 RECALL: tuple[Question, ...] = (
     choice(
-        "KIVI quantizes keys per channel and values per token. Why keys per channel?",
+        "KIVI quantizes keys per channel. What did KIVI observe in LLaMA-family models that motivates it?",
         (
-            "Key outliers sit in a few channels on every token: a scale per channel isolates them",
+            "A few key channels are much larger than the rest on every token; a per-channel ruler isolates them",
             True,
-            "Lesson 10 measured it on MiniLM: per-channel keys gave the lower attention error at 2, 3 and 4 bits.",
+            "That is KIVI's measurement on LLaMA-family models (KVQuant reports it too). MiniLM's keys have no "
+            "such channels; there per channel wins through the channels' offsets.",
         ),
-        ("Keys are smaller than values", False, "Size is not the reason; where the large values sit is."),
+        (
+            "MiniLM's key map shows a bright vertical stripe, a loud channel",
+            False,
+            "Tempting because the stripe is vertical; but it is a whole head of 32 channels, and a per-token "
+            "ruler already has one ruler per head.",
+        ),
         (
             "Per-channel scales can be computed as each token arrives",
             False,
-            "The opposite: a channel's scale computed from the data needs a group of tokens, hence the "
-            "residual window (KVQuant avoids it with scales calibrated offline).",
+            "The opposite: a channel's scale over a group of tokens needs the whole group, hence the fp16 "
+            "window (KVQuant avoids it with scales calibrated offline).",
+        ),
+        (
+            "Keys matter less than values, so they can take the coarser ruler",
+            False,
+            "Tempting because a value error reaches the output directly; but a key error acts through the "
+            "softmax and can move a whole row of attention.",
+        ),
+        source=LESSON,
+    ),
+    choice(
+        "MiniLM: per-channel keys (a ruler per sentence) beat per-token keys 2.6x. What separates structure "
+        "from ruler size?",
+        (
+            "Compare at equal metadata (32 values per ruler both ways), on the real and on shuffled keys",
+            True,
+            "Shuffled keys keep 1.9x with one-sentence rulers but nearly tie at equal metadata; the real keys "
+            "keep 1.7x there: that part is structure.",
+        ),
+        (
+            "Repeat at 4 bits: if per channel still wins, the win is structure",
+            False,
+            "Tempting because it repeats the test; but both rulers keep their sizes at 4 bits, so the confound "
+            "comes along.",
+        ),
+        (
+            "Use more sentences: a narrower interval settles the cause",
+            False,
+            "A narrower interval makes the difference surer, not its cause clearer; the comparison stays "
+            "unequal in metadata.",
         ),
         source=LESSON,
     ),
@@ -136,16 +369,35 @@ RECALL: tuple[Question, ...] = (
             "Until then the keys wait in full precision. (KIVI keeps its newest values in fp16 too, for "
             "accuracy, although per-token values could be quantized at once.)",
         ),
-        ("The newest tokens matter least", False, "In causal LLMs recent tokens get much of the attention."),
-        ("To save memory", False, "Full precision costs more memory, not less."),
+        (
+            "The newest tokens matter least",
+            False,
+            "Tempting because they are few; but in causal LLMs recent tokens get much of the attention.",
+        ),
+        ("To save memory", False, "Tempting because windows sound like buffers; but fp16 costs more, not less."),
         source=LESSON,
     ),
     Numeric(
-        "LLaMA-7B-like: 32 layers, 32 KV heads of 128 channels. MiB of its fp16 KV cache for 4096 tokens?",
-        2048,
-        "2 (keys and values) x 32 x 32 x 128 x 4096 x 2 bytes = 2 GiB.",
+        "Llama-3-8B-like: 32 layers, 32 query heads sharing 8 KV heads of 128. MiB of fp16 KV cache, 8192 tokens?",
+        1024,
+        "2 (keys and values) x 32 layers x 8 KV heads x 128 x 8192 tokens x 2 bytes = 1 GiB.",
         tol=0.5,
-        mistakes=((1024, "that counts keys or values only; the cache stores both"),),
+        mistakes=(
+            (4096, "that counts the 32 query heads; the cache holds only the 8 KV heads"),
+            (512, "that counts keys or values only; the cache stores both"),
+        ),
+    ),
+    Numeric(
+        "Lesson 05 widened an asymmetric range to include 0, so the zero point is an integer code. A key channel "
+        "spans [2.0, 3.0]; at 2 bits, what is its step after widening? (KIVI's float minimum gives 1/3.)",
+        1.0,
+        "Widened to [0, 3.0]: 3 steps of 1.0, three times KIVI's 1/3. A channel with an offset pays for the "
+        "range down to 0.",
+        tol=0.01,
+        mistakes=(
+            (0.3333, "that is KIVI's step, from the channel's own minimum; widening starts the range at 0"),
+            (0.75, "2 bits give 4 codes, so 3 steps between them, not 4"),
+        ),
     ),
     choice(
         "Interview: vLLM's FP8 KV cache uses one scale per tensor. Why is that enough when 2-bit needs more?",
@@ -154,8 +406,16 @@ RECALL: tuple[Question, ...] = (
             True,
             "An integer code has a fixed step; a float code's step scales with the value.",
         ),
-        ("Attention ignores small errors", False, "Attention is sensitive to key errors (lesson 10 measured it)."),
-        ("FP8 values have no outliers", False, "The outliers are in the keys, whatever the format."),
+        (
+            "Attention ignores small errors",
+            False,
+            "Tempting because softmax squashes; but a key error moves probability between tokens.",
+        ),
+        (
+            "FP8 values have no outliers",
+            False,
+            "Tempting because 8 bits sounds like plenty; but the outliers are in the keys whatever the format.",
+        ),
         source=INTERVIEW,
     ),
 )

@@ -51,42 +51,10 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.
     return probs, probs @ v
 
 
-def channel_spread(x: torch.Tensor) -> tuple[float, float]:
-    """``(channel, token)`` spread of ``[heads, tokens, head_dim]``: the largest over the median absmax.
-
-    A large channel spread means a few channels are loud on every token (per-channel outliers); a
-    large token spread means a few tokens are loud.
-    """
-    a = x.abs()
-    per_channel = a.amax(dim=1).reshape(-1)  # per (head, channel), over tokens
-    per_token = a.amax(dim=(0, 2))  # per token, over heads and channels
-    return float(per_channel.max() / per_channel.median()), float(per_token.max() / per_token.median())
-
-
 def shuffled(x: torch.Tensor, seed: int = 0) -> torch.Tensor:
     """``x`` with its entries in a random order (fixed seed): the same numbers, no structure."""
     g = torch.Generator().manual_seed(seed)
     return x.reshape(-1)[torch.randperm(x.numel(), generator=g)].reshape(x.shape)
-
-
-def spread_rows(qkv: Sequence[dict[str, list[torch.Tensor]]]) -> list[dict[str, Any]]:
-    """Per layer: keys' and values' channel and token spreads, medians over the sentences.
-
-    ``shuffled`` columns give the channel spread of the same numbers in a random order: what the
-    measure shows with no structure at all (a max over many channels exceeds one over few tokens).
-    """
-    rows = []
-    for i, layer in enumerate(qkv):
-        row: dict[str, Any] = {"layer": i}
-        for name in ("k", "v"):
-            spreads = np.array([channel_spread(t) for t in layer[name]])
-            null = np.array([channel_spread(shuffled(t, j))[0] for j, t in enumerate(layer[name])])
-            label = "keys" if name == "k" else "values"
-            row[f"{label} channel max/median"] = float(np.median(spreads[:, 0]))
-            row[f"{label} shuffled"] = float(np.median(null))
-            row[f"{label} token max/median"] = float(np.median(spreads[:, 1]))
-        rows.append(row)
-    return rows
 
 
 def errors_per_sentence(
@@ -149,14 +117,15 @@ def rope(x: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
     return torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1)
 
 
-# (model, layers, kv heads, head dim)
-SHAPES = (("LLaMA-7B-like", 32, 32, 128), ("MiniLM", 6, 12, 32))
+# (model, layers, kv heads, head dim): a grouped-query-attention model, 32 query heads sharing 8 KV heads
+SHAPES = (("Llama-3-8B-like", 32, 8, 128),)
 # (name, keys: bits/axis/group, values: bits/axis/group, symmetric, residual); fp16 is bits 16
 SCHEMES: tuple[tuple[str, tuple[int, str, int | None], tuple[int, str, int | None], bool, int], ...] = (
     ("fp16", (16, "token", None), (16, "token", None), True, 0),
     ("FP8 per tensor (vLLM)", (8, "token", None), (8, "token", None), True, 0),
-    ("int4 g64 (g32 on MiniLM), residual 128 (transformers)", (4, "token", 64), (4, "token", 64), False, 128),
-    ("KIVI-2: K per-channel g32, V per-token g32, residual 32", (2, "channel", 32), (2, "token", 32), False, 32),
+    ("int4 per token g64, window 128 (transformers)", (4, "token", 64), (4, "token", 64), False, 128),
+    ("KIVI-2: K per channel g32, V per token g32, window 32", (2, "channel", 32), (2, "token", 32), False, 32),
+    ("KIVI-2, window 128", (2, "channel", 32), (2, "token", 32), False, 128),
 )
 
 
@@ -177,7 +146,7 @@ def cache_bytes(shape: tuple[str, int, int, int], tokens: int, keys: tuple, valu
     return total
 
 
-def memory_rows(contexts: Sequence[int] = (4096, 32768)) -> list[dict[str, Any]]:
+def memory_rows(contexts: Sequence[int] = (8192, 131072)) -> list[dict[str, Any]]:
     """KV-cache bytes for one sequence, per model shape, context and scheme, with bits per value."""
     rows = []
     for shape in SHAPES:
@@ -231,43 +200,14 @@ TOOLS = (
         "source": "docs.vllm.ai features/quantization/quantized_kvcache",
     },
     {
-        "tool": "llama.cpp --cache-type-k q8_0",
+        "tool": "llama.cpp --cache-type-k / -v",
         "keys": "per token, blocks of 32 channels",
-        "values": "same with --cache-type-v (needs flash attention)",
-        "bits / group": "8 + fp16 scale / 32 (Q8_0); default f16",
+        "values": "same (a quantized V needs flash attention)",
+        "bits / group": "q8_0, q4_0 (symmetric), q4_1, q5_1 (with a minimum) / 32; default f16",
         "residual": "-",
-        "source": "ggml-org/llama.cpp common/arg.cpp; ggml Q8_0 block",
+        "source": "ggml-org/llama.cpp common/arg.cpp; ggml block types",
     },
 )
-
-
-def axis_rows(qkv: Sequence[dict[str, list[torch.Tensor]]], bits: Sequence[int] = (2, 3, 4)) -> list[dict[str, Any]]:
-    """Keys (values in full precision) and values (keys in full precision), per token vs per channel.
-
-    Per row: both schemes' mean attention-output error and (keys) probability error, and the
-    per-token minus per-channel difference of the output error with a paired 95% interval over
-    the sentences; ``lower`` names the better axis, or ``tie``.
-    """
-    from qlesson.teach.intervals import paired_bootstrap
-
-    rows = []
-    for tensor in ("keys", "values"):
-        for b in bits:
-            got = {}
-            for axis in ("token", "channel"):
-                q = scheme(b, axis)
-                got[axis] = errors_per_sentence(qkv, q, None) if tensor == "keys" else errors_per_sentence(qkv, None, q)
-            d = paired_bootstrap(got["token"][1], got["channel"][1], pairs=True)
-            row: dict[str, Any] = {"quantized": tensor, "bits": b}
-            if tensor == "keys":
-                row |= {"prob err per-token": got["token"][0].mean(), "prob err per-channel": got["channel"][0].mean()}
-            else:
-                row |= {"prob err per-token": 0.0, "prob err per-channel": 0.0}
-            row |= {"out err per-token": got["token"][1].mean(), "out err per-channel": got["channel"][1].mean()}
-            row |= {"token - channel": d.diff, "95% CI": [d.lo, d.hi]}
-            row["lower"] = d.verdict("per-channel", "per-token").replace(" higher", "")
-            rows.append(row)
-    return rows
 
 
 # (label, axis, group along the other axis, symmetric) at a fixed bit width: what a scale costs and buys
@@ -301,6 +241,9 @@ def variant_rows(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Each :data:`VARIANTS` scheme on keys and on values: bits per value and attention-output error.
 
+    Bits per value count an fp16 scale (and minimum) per ruler; a per-channel ruler spans one
+    sentence's tokens, so its metadata is spread over the sentences' mean length.
+
     Returns the table and the comparisons the lesson draws from it, each a paired 95% interval
     over the sentences' pairs: finer per-token groups against per-channel keys, finer per-token
     groups of values, and symmetric against asymmetric on each tensor's better axis.
@@ -317,10 +260,15 @@ def variant_rows(
 
         err[label, "keys"] = errors_per_sentence(qkv, q, None)[1]
         err[label, "values"] = errors_per_sentence(qkv, None, q)[1]
+        if axis == "channel":  # one ruler per channel over each sentence's tokens, as measured
+            meta = 16 if sym else 32
+            per_value = bits + meta / float(np.mean([k.shape[1] for k in qkv[0]["k"]]))
+        else:
+            per_value = variant_bits(bits, axis, group, sym)
         rows.append(
             {
                 "scheme": label,
-                "bits per value": variant_bits(bits, axis, group, sym),
+                "bits per value": per_value,
                 "keys out err": err[label, "keys"].mean(),
                 "values out err": err[label, "values"].mean(),
             }
@@ -445,3 +393,269 @@ def cls_rows(qkv: Sequence[dict[str, list[torch.Tensor]]]) -> list[dict[str, Any
             }
         )
     return rows
+
+
+# ---- the lesson's main line: where the structure is, keys at equal metadata, values and the sink ----
+
+
+def _shuffle_within_heads(x: torch.Tensor, seed: int) -> torch.Tensor:
+    """``x [heads, tokens, head_dim]`` with each head's entries in a random order (fixed seed)."""
+    g = torch.Generator().manual_seed(seed)
+    flat = x.reshape(x.shape[0], -1)
+    idx = torch.stack([torch.randperm(flat.shape[1], generator=g) for _ in range(x.shape[0])])
+    return torch.gather(flat, 1, idx).reshape(x.shape)
+
+
+def _within_head_spread(x: torch.Tensor) -> float:
+    """Median over heads of (loudest channel's absmax / median channel's absmax) inside the head."""
+    a = x.abs().amax(dim=1)  # [heads, head_dim]
+    return float((a.amax(1) / a.median(1).values).median())
+
+
+def _channel_mean_share(x: torch.Tensor) -> float:
+    """Share of a sentence's variance (per head, summed) that sits in the channels' means over its tokens."""
+    centre = x.mean(dim=(1, 2), keepdim=True)
+    between = (x.mean(dim=1, keepdim=True) - centre).square().sum() * x.shape[1]
+    return float(between / (x - centre).square().sum())
+
+
+def head_rows(qkv: Sequence[dict[str, list[torch.Tensor]]]) -> list[dict[str, Any]]:
+    """Per layer, the keys: is the structure in a head, in loud channels, or in channel offsets?
+
+    ``loudest head / median head``: rms of the loudest head's keys over the median head's;
+    ``channel spread in a head``: the loudest channel's absmax over the median channel's, inside
+    one head (median over heads); ``channel means' share``: the share of the keys' variance that
+    sits in each channel's own mean over the sentence's tokens. Each measure has its ``shuffled``
+    control: the same numbers in a random order inside each head. Medians over the sentences.
+    """
+    rows = []
+    for i, layer in enumerate(qkv):
+        ks = layer["k"]
+        rms = torch.stack([k.square().mean(dim=(1, 2)).sqrt() for k in ks]).mean(0)
+        shuffled_ks = [_shuffle_within_heads(k, j) for j, k in enumerate(ks)]
+        rows.append(
+            {
+                "layer": i,
+                "loudest head / median head": float(rms.max() / rms.median()),
+                "channel spread in a head": float(np.median([_within_head_spread(k) for k in ks])),
+                "shuffled": float(np.median([_within_head_spread(k) for k in shuffled_ks])),
+                "channel means' share": float(np.median([_channel_mean_share(k) for k in ks])),
+                "shuffled ": float(np.median([_channel_mean_share(k) for k in shuffled_ks])),
+            }
+        )
+    return rows
+
+
+def quantize_sentences(
+    xs: Sequence[torch.Tensor], bits: int, ruler: str, *, sink_fp16: bool = False, residual: int = 0
+) -> list[torch.Tensor]:
+    """Each sentence's keys or values ``[heads, tokens, head_dim]`` quantized with one of three rulers.
+
+    ``ruler``: ``"token"`` (per token and head: 32 channels), ``"channel"`` (per channel over one
+    sentence's tokens) or ``"channel32"`` (per channel over 32 consecutive tokens of the sentences
+    laid end to end, as one long text: 32 values per ruler, as per token). ``sink_fp16`` keeps
+    each sentence's first token (``[CLS]``) in full precision, out of every ruler (KVQuant's
+    option to keep the first tokens in fp16). ``residual`` keeps each sentence's newest tokens in
+    fp16 too, out of every ruler (a full-precision window).
+    """
+    if ruler not in ("token", "channel", "channel32"):
+        raise ValueError(f"ruler={ruler!r} must be 'token', 'channel' or 'channel32'")
+    first = 1 if sink_fp16 else 0
+    body = [x[:, first : max(x.shape[1] - residual, first)] for x in xs]
+    lens = [b.shape[1] for b in body]
+    long = torch.cat(body, dim=1)  # every sentence's tokens end to end: one call instead of one per sentence
+    if ruler == "token":
+        hat = fake_quantize_kv(long, bits, "token")
+    else:
+        per = torch.arange(long.shape[1]) // 32 if ruler == "channel32" else torch.repeat_interleave(torch.tensor(lens))
+        hat = _channel_segments(long, per, bits)
+    body = list(torch.split(hat, lens, dim=1))
+    return [torch.cat([x[:, :first], b, x[:, first + b.shape[1] :]], dim=1) for x, b in zip(xs, body, strict=True)]
+
+
+def _channel_segments(x: torch.Tensor, segment: torch.Tensor, bits: int) -> torch.Tensor:
+    """``x [heads, tokens, dim]`` with one asymmetric ruler per channel and segment of tokens (``segment[t]``).
+
+    The same arithmetic as :func:`qlesson.quant.kv.fake_quantize_kv` per channel on each segment alone
+    (bit for bit), in one pass.
+    """
+    if segment.numel() and bool((segment[1:] < segment[:-1]).any()):
+        raise ValueError("segments must be runs of consecutive tokens")
+    n = int(segment.max()) + 1 if segment.numel() else 0
+    idx = segment.view(1, -1, 1).expand_as(x)
+    shape = (x.shape[0], n, x.shape[2])
+    lo = torch.full(shape, float("inf"), dtype=x.dtype).scatter_reduce(1, idx, x, "amin")[:, segment]
+    hi = torch.full(shape, float("-inf"), dtype=x.dtype).scatter_reduce(1, idx, x, "amax")[:, segment]
+    qmax = 2**bits - 1
+    scale = torch.where(hi > lo, (hi - lo) / qmax, torch.ones_like(hi))
+    return torch.round((x - lo) / scale).clamp(0, qmax) * scale + lo
+
+
+def _pad(xs: Sequence[torch.Tensor], tokens: int) -> torch.Tensor:
+    """Sentences ``[heads, t_i, dim]`` stacked into ``[sentences, heads, tokens, dim]``, zeros after each one's end."""
+    out = torch.zeros(len(xs), xs[0].shape[0], tokens, xs[0].shape[2], dtype=xs[0].dtype)
+    for i, x in enumerate(xs):
+        out[i, :, : x.shape[1]] = x
+    return out
+
+
+def _masked_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, keys: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`attention` on padded sentences: ``keys [sentences, 1, 1, tokens]`` is False at the padding."""
+    scores = (q @ k.transpose(-1, -2) / q.shape[-1] ** 0.5).masked_fill(~keys, float("-inf"))
+    probs = torch.softmax(scores, dim=-1)
+    return probs, probs @ v
+
+
+def exact_attention(qkv: Sequence[dict[str, list[torch.Tensor]]]) -> list[dict[str, torch.Tensor]]:
+    """Per layer, the sentences padded into one batch, with their full-precision probabilities and outputs.
+
+    Computed once and shared by every ruler (:func:`output_errors`); padded positions are masked out.
+    """
+    lens = torch.tensor([k.shape[1] for k in qkv[0]["k"]])
+    tokens = int(lens.max())
+    valid = torch.arange(tokens)[None, :] < lens[:, None]  # [sentences, tokens]
+    keys, rows = valid[:, None, None, :], valid[:, None, :, None]
+    out = []
+    for layer in qkv:
+        q, k, v = (_pad(layer[n], tokens) for n in ("q", "k", "v"))
+        p, o = _masked_attention(q, k, v, keys)
+        out.append(
+            {
+                "q": q,
+                "k": k,
+                "v": v,
+                "p": p,
+                "o": o,
+                "keys": keys,
+                "rows": rows,
+                "norm": (o * rows).square().sum((1, 2, 3)),
+            }
+        )
+    return out
+
+
+def output_errors(
+    qkv: Sequence[dict[str, list[torch.Tensor]]],
+    tensor: str,
+    bits: int,
+    ruler: str,
+    *,
+    sink_fp16: bool = False,
+    residual: int = 0,
+    exact: list[dict[str, torch.Tensor]] | None = None,
+) -> np.ndarray:
+    """Per sentence, mean over layers: relative attention-output error, ``tensor`` (``"k"`` or ``"v"``) quantized.
+
+    The same error as :func:`errors_per_sentence`, ``||o - o_hat||^2 / ||o||^2``, on all sentences at
+    once. ``exact`` (from :func:`exact_attention`) saves recomputing the reference. A value error
+    leaves the probabilities as they are, so quantized values only need ``probs @ v_hat``.
+    """
+    exact = exact if exact is not None else exact_attention(qkv)
+    err = torch.zeros(len(qkv[0]["k"]), dtype=torch.float64)
+    for layer, ref in zip(qkv, exact, strict=True):
+        hat = quantize_sentences(layer[tensor], bits, ruler, sink_fp16=sink_fp16, residual=residual)
+        hat = _pad(hat, ref["q"].shape[2])
+        if tensor == "k":
+            o_hat = _masked_attention(ref["q"], hat, ref["v"], ref["keys"])[1]
+        else:
+            o_hat = ref["p"] @ hat
+        err += ((ref["o"] - o_hat) * ref["rows"]).square().sum((1, 2, 3)) / ref["norm"]
+    return (err / len(qkv)).numpy()
+
+
+def ruler_bits(bits: int, ruler: str, mean_tokens: float, head_dim: int = HEAD_DIM) -> float:
+    """Bits per stored value: the codes plus an fp16 scale and an fp16 minimum (32 bits) per ruler.
+
+    >>> ruler_bits(2, "token", 12.5), ruler_bits(2, "channel32", 12.5), round(ruler_bits(2, "channel", 12.5), 2)
+    (3.0, 3.0, 4.56)
+    """
+    per_ruler = {"token": head_dim, "channel": mean_tokens, "channel32": 32}[ruler]
+    return bits + 32 / per_ruler
+
+
+def _shuffled_keys(qkv: Sequence[dict[str, list[torch.Tensor]]]) -> list[dict[str, list[torch.Tensor]]]:
+    return [{"q": lay["q"], "k": [shuffled(k, j) for j, k in enumerate(lay["k"])], "v": lay["v"]} for lay in qkv]
+
+
+RULERS = (
+    ("per token (32 channels)", "token"),
+    ("per channel (one sentence)", "channel"),
+    ("per channel (32 tokens)", "channel32"),
+)
+
+
+def key_rows(qkv: Sequence[dict[str, list[torch.Tensor]]], bits: int = 2) -> tuple[list[dict[str, Any]], list[str]]:
+    """Keys: the three :data:`RULERS` on the real keys and on each sentence's keys shuffled.
+
+    Returns the table (values per ruler, bits per value, mean attention-output error on real and
+    shuffled keys) and one line per comparison against per-token: the ratio of the mean errors
+    and the paired 95% interval of the difference (per-token minus per-channel) over sentence pairs.
+    """
+    from qlesson.teach.intervals import paired_bootstrap
+
+    mean_tokens = float(np.mean([k.shape[1] for k in qkv[0]["k"]]))
+    data = {"real": qkv, "shuffled": _shuffled_keys(qkv)}
+    exact = {d: exact_attention(data[d]) for d in data}
+    err = {(d, r): output_errors(data[d], "k", bits, r, exact=exact[d]) for d in data for _, r in RULERS}
+    rows = [
+        {
+            "ruler": label,
+            "values per ruler": {"token": 32.0, "channel": mean_tokens, "channel32": 32.0}[r],
+            "bits per value": ruler_bits(bits, r, mean_tokens),
+            "error, real keys": err["real", r].mean(),
+            "error, shuffled keys": err["shuffled", r].mean(),
+        }
+        for label, r in RULERS
+    ]
+    lines = []
+    for label, r in RULERS[1:]:
+        for d in data:
+            ci = paired_bootstrap(err[d, "token"], err[d, r], pairs=True)
+            ratio = err[d, "token"].mean() / err[d, r].mean()
+            lines.append(
+                f"{d:>8} keys, per token / {label}: {ratio:.2f}x "
+                f"(difference {ci.diff:+.4f}, 95% CI [{ci.lo:+.4f}, {ci.hi:+.4f}])"
+            )
+    return rows, lines
+
+
+def value_rows(
+    qkv: Sequence[dict[str, list[torch.Tensor]]], bits: Sequence[int] = (2, 3, 4)
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Values per token vs per channel, with ``[CLS]`` quantized like any token or kept in fp16.
+
+    Per row: the mean attention-output error per token, per channel over one sentence and per
+    channel over 32 tokens (equal metadata with per token), and ``token - channel`` (one sentence)
+    with its paired 95% interval over sentence pairs; ``lower`` names the better ruler, or ``tie``.
+    The lines compare per token with per channel over 32 tokens (equal metadata), ``[CLS]`` in fp16.
+    """
+    from qlesson.teach.intervals import paired_bootstrap
+
+    rows, lines = [], []
+    exact = exact_attention(qkv)
+    for sink in (False, True):
+        for b in bits:
+            tok, ch = (output_errors(qkv, "v", b, r, sink_fp16=sink, exact=exact) for r in ("token", "channel"))
+            ch32 = output_errors(qkv, "v", b, "channel32", sink_fp16=sink, exact=exact)
+            d = paired_bootstrap(tok, ch, pairs=True)
+            rows.append(
+                {
+                    "[CLS] value": "fp16" if sink else "quantized",
+                    "bits": b,
+                    "per token": tok.mean(),
+                    "per channel": ch.mean(),
+                    "per channel (32 tokens)": ch32.mean(),
+                    "token - channel": d.diff,
+                    "95% CI": [d.lo, d.hi],
+                    "lower": d.verdict("per-channel", "per-token").replace(" higher", ""),
+                }
+            )
+            if sink:
+                e = paired_bootstrap(tok, ch32, pairs=True)
+                lines.append(
+                    f"[CLS] in fp16, {b} bits, per token - per channel (32 tokens): {e.diff:+.4f}, "
+                    f"95% CI [{e.lo:+.4f}, {e.hi:+.4f}]"
+                )
+    return rows, lines

@@ -280,8 +280,8 @@ def token_feature_map(
 # Lesson 06's methods get their own colours: red, teal, yellow and green mean a granularity elsewhere.
 GEMM_LINES = {
     "fp32 F.linear": ("#30343f", "-"),
-    "bfloat16 F.linear": ("#30343f", "--"),
-    "float16 F.linear": ("#30343f", "--"),
+    "bfloat16 F.linear": ("#8d99ae", "--"),
+    "float16 F.linear": ("#8d99ae", "--"),
     "naive: dequant per-channel": ("#9c6644", "-"),
     "same, preallocated buffer": ("#c9a227", "-"),
     "fused int8 weight-only per-channel, bf16": ("#3d5a80", "-"),
@@ -325,7 +325,7 @@ def gemm_times(rows: Sequence[Any], *, fig: Figure | None = None) -> Figure:
 def bandwidth_lines(fig: Figure, copy_gb_s: float, read_gb_s: float) -> Figure:
     """Add the measured memory bandwidth (the roofline at M = 1) to :func:`gemm_times`' right panel."""
     ax = fig.axes[1]
-    ax.axvline(read_gb_s, color="#6c757d", ls="--", label=f"read-only bandwidth {read_gb_s:.0f} GB/s")
+    ax.axvline(read_gb_s, color="#6c757d", ls="--", label=f"roofline read bandwidth {read_gb_s:.0f} GB/s")
     ax.axvline(copy_gb_s, color="#6c757d", ls=":", label=f"copy bandwidth {copy_gb_s:.0f} GB/s")
     ax.legend(fontsize=7, frameon=False, loc="center right")
     return fig

@@ -1,0 +1,101 @@
+"""Lesson 10's main-line studies: rulers at equal metadata, the shuffled control, the sink, the cache's bits."""
+
+import pytest
+import torch
+
+from qlesson.quant.kv import fake_quantize_kv, kv_cache_bytes
+from qlesson.teach import kv
+
+
+def _layer(n=6, heads=2, tokens=8, dim=32, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return {
+        name: [torch.randn(heads, tokens, dim, generator=g, dtype=torch.float64) for _ in range(n)]
+        for name in ("q", "k", "v")
+    }
+
+
+def test_rulers_quantize_what_they_say():
+    layer = _layer()
+    ks = layer["k"]
+    assert all(
+        torch.equal(a, fake_quantize_kv(k, 2, "token"))
+        for a, k in zip(kv.quantize_sentences(ks, 2, "token"), ks, strict=True)
+    )
+    assert all(
+        torch.equal(a, fake_quantize_kv(k, 2, "channel"))
+        for a, k in zip(kv.quantize_sentences(ks, 2, "channel"), ks, strict=True)
+    )
+    # 32-token rulers over the sentences laid end to end: 6 sentences of 8 tokens are 48 tokens, a ruler of 32
+    # and one of 16; the first four sentences share one ruler per channel
+    long = torch.cat(ks, dim=1)
+    pooled = torch.cat(kv.quantize_sentences(ks, 2, "channel32"), dim=1)
+    assert torch.equal(pooled[:, :32], fake_quantize_kv(long[:, :32], 2, "channel"))
+    assert torch.equal(pooled[:, 32:], fake_quantize_kv(long[:, 32:], 2, "channel"))
+    with pytest.raises(ValueError, match="ruler="):
+        kv.quantize_sentences(ks, 2, "row")
+
+
+def test_sink_fp16_keeps_the_first_token_exact_and_out_of_every_ruler():
+    ks = _layer()["v"]
+    for ruler in ("token", "channel", "channel32"):
+        got = kv.quantize_sentences(ks, 2, ruler, sink_fp16=True)
+        assert all(
+            torch.equal(a[:, 0], k[:, 0]) and not torch.equal(a[:, 1:], k[:, 1:]) for a, k in zip(got, ks, strict=True)
+        )
+    got = kv.quantize_sentences(ks, 2, "channel", sink_fp16=True)
+    assert torch.equal(got[0][:, 1:], fake_quantize_kv(ks[0][:, 1:], 2, "channel"))
+
+
+def test_a_tiny_attended_first_value_decides_the_axis():
+    layer = _layer(tokens=10, seed=3)
+    for q, k, v in zip(layer["q"], layer["k"], layer["v"], strict=True):
+        q += 1.0
+        k[:, 0] = 2.0  # every query leans on token 0
+        v[:, 0] = 0.01  # whose value is tiny
+        v[:, 1:] *= torch.linspace(0.2, 5.0, 32, dtype=torch.float64)  # channels of different sizes
+    rows, lines = kv.value_rows([layer], bits=(2,))
+    quantized, fp16 = rows
+    assert quantized["lower"] == "per-token" and fp16["lower"] == "per-channel"
+    assert len(lines) == 1 and "fp16" in lines[0]
+
+
+def test_key_rows_give_equal_metadata_the_same_bits_and_name_both_controls():
+    layer = _layer()
+    for k in layer["k"]:
+        k += torch.linspace(-4.0, 4.0, 32, dtype=torch.float64)  # each channel its own offset
+    rows, lines = kv.key_rows([layer], bits=2)
+    by = {r["ruler"]: r for r in rows}
+    assert by["per token (32 channels)"]["bits per value"] == by["per channel (32 tokens)"]["bits per value"] == 3.0
+    assert by["per channel (one sentence)"]["bits per value"] == 2 + 32 / 8
+    # offsets are structure: per channel wins at equal metadata on the real keys, far less on shuffled ones
+    real = by["per token (32 channels)"]["error, real keys"] / by["per channel (32 tokens)"]["error, real keys"]
+    shuf = by["per token (32 channels)"]["error, shuffled keys"] / by["per channel (32 tokens)"]["error, shuffled keys"]
+    assert real > 3 and shuf < 1.5
+    assert len(lines) == 4 and all("95% CI" in line for line in lines)
+
+
+def test_head_rows_see_offsets_and_loud_heads_but_not_in_shuffled_numbers():
+    layer = _layer(tokens=12)
+    for k in layer["k"]:
+        k[0] *= 3.0  # a loud head
+        k += torch.linspace(-3.0, 3.0, 32, dtype=torch.float64)  # channel offsets
+    (row,) = kv.head_rows([layer])
+    assert row["loudest head / median head"] > 1.5
+    assert row["channel means' share"] > 0.3 > 0.15 > row["shuffled "]
+
+
+def test_ruler_bits_and_memory_rows_count_the_rulers_and_the_window():
+    assert kv.ruler_bits(2, "token", 12.5) == 3.0 and kv.ruler_bits(2, "channel", 16.0) == 4.0
+    rows = {(r["context"], r["scheme"]): r for r in kv.memory_rows()}
+    fp16 = rows[8192, "fp16"]
+    assert fp16["MiB"] == 2 * 32 * 8 * 128 * 8192 * 2 / 2**20 == kv_cache_bytes(32, 8, 128, 8192) / 2**20
+    kivi = [r for (c, s), r in rows.items() if c == 8192 and s.startswith("KIVI")]
+    assert kivi[0]["bits per value"] < kivi[1]["bits per value"]  # a longer fp16 window costs bits
+
+
+def test_a_residual_window_stays_exact_and_matches_the_streaming_quantizer():
+    ks = _layer(tokens=11)["k"]
+    got = kv.quantize_sentences(ks, 2, "channel", residual=4)
+    assert all(torch.equal(a, fake_quantize_kv(k, 2, "channel", residual=4)) for a, k in zip(got, ks, strict=True))
+    assert all(torch.equal(a[:, -4:], k[:, -4:]) for a, k in zip(got, ks, strict=True))
