@@ -21,13 +21,14 @@
 #
 # **The answer**: A scale (the spacing of the ticks) and a zero point define a ruler: divide by
 # the scale, round to the nearest tick, clamp to the codes the bits allow. Inside the ruler the
-# error is at most half a tick; a value beyond it is clipped, and its error has no such bound.
+# error is at most half a tick; a value more than half a tick beyond the last tick is clipped,
+# and its error has no such bound.
 #
-# **What you will do**: quantize six values by hand on a 3-bit ruler, check the half-tick bound
-# on 1,000 values, and watch a calibrated ruler clip a new value.
+# **What you will do**: follow six values through a 3-bit ruler, check the half-tick bound on
+# 1,000 values, and watch a calibrated ruler clip a new value.
 #
 # **What you need**: lesson 00 (how to run the notebooks); nothing to download.
-# **Time**: about 14 minutes, plus about 23 for the exercise.
+# **Time**: about 15 minutes, plus about 22 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -72,21 +73,20 @@ _ = plots.ruler(values, bits=3)
 #
 # `b` bits give `2^b` integer codes. The symmetric signed ruler leaves out one of them,
 # `-2^(b-1)`, so that +x and -x get mirror-image codes: int4 uses [-7, 7], int8 [-127, 127].
-# This restricted range is the usual convention for int8 *weights*: the TFLite int8
-# specification, PyTorch's XNNPACKQuantizer and its qnnpack symmetric weight observers, and
-# TensorRT all store weights in [-127, 127]. Activations usually keep all 256 codes.
+# TFLite and TensorRT store int8 weights in [-127, 127]; activations keep all 256 codes;
+# PyTorch offers both.
 #
-# Before you run the next cell, predict what one more bit does to the six values above.
+# Before you run the next cell, predict what one more bit does to the ruler's rounding bound.
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("01", "one_more_bit")
 
 # %%
-print_table(ruler.bits_table(absmax=0.91), {"scale": ".5f", "max rounding error": ".5f"})
+print_table(ruler.bits_table(absmax=0.91), {"scale": ".5f", "rounding bound (scale/2)": ".5f"})
 
 # %% [markdown]
-# From 3 to 4 bits the scale falls from 0.91 / 3 to 0.91 / 7: the worst rounding error drops
-# to 3/7 of what it was, a little better than half. The range stays [-0.91, 0.91]; bits only
+# From 3 to 4 bits the scale falls from 0.91 / 3 to 0.91 / 7: the rounding bound drops to
+# 3/7 of what it was, a little better than half. The range stays [-0.91, 0.91]; bits only
 # decide how finely it is cut. From 7 to 8 bits the ratio is 63/127, close to one half.
 #
 # ## 3. Rounding error is at most half a tick, inside the range
@@ -128,8 +128,11 @@ ruler.print_steps(values + [1.6], bits=3, scale=fixed_scale)
 
 # %% [markdown]
 # `round` gives tick 5, which this ruler does not have; the **clamp** stores 3, the last tick.
-# The value comes back as 0.91, wrong by 0.69: four and a half half-ticks. The farther a value
-# lies beyond the last tick, the larger its error.
+# The value comes back as 0.91, wrong by 0.69: 4.5 times the rounding bound.
+#
+# A value is **clipped** when the clamp changes its code, that is, when it lies more than half
+# a tick past the last tick (closer than that, `round` already lands on the last tick). The
+# farther a clipped value lies, the larger its error. The figure shades where that starts.
 
 # %%
 _ = plots.ruler(values + [1.6], bits=3, scale=fixed_scale)
@@ -144,12 +147,16 @@ _ = plots.ruler(values + [1.6], bits=3, scale=fixed_scale)
 #
 # * **Symmetric**: the ruler is centred on 0 (zero point 0, or `2^(b-1)` for unsigned codes).
 #   Cheap: no zero point to store or subtract.
-# * **Asymmetric**: the ruler spans `[min(x.min(), 0), max(x.max(), 0)]`, and an integer zero
-#   point marks where 0.0 falls, so 0.0 is exactly representable.
+# * **Asymmetric**: the ruler spans `[rmin, rmax] = [min(x.min(), 0), max(x.max(), 0)]`, cut
+#   into the `2^b - 1` steps between the unsigned codes `0 .. 2^b - 1`:
+#   `scale = (rmax - rmin) / (2^b - 1)`. The integer zero point `round(-rmin / scale)`
+#   (clamped to the codes) marks where 0.0 falls, so 0.0 is exactly representable.
 # * **Signed or unsigned** only moves the integer labels (`-8..7` or `0..15`); with the same
 #   scale the reconstruction is the same.
 #
-# On positive-only data, such as ReLU outputs, the symmetric ruler wastes its negative half:
+# One worked row: the ReLU-like values below at 4 bits have `rmin = 0`, `rmax = 2.0`, so
+# `scale = 2.0 / 15 = 0.1333` and zero point 0. On such positive-only data the symmetric ruler
+# wastes its negative half:
 
 # %%
 relu_like = [0.0, 0.05, 0.3, 0.7, 1.2, 2.0]
@@ -162,10 +169,10 @@ print_table(ruler.compare_modes(relu_like, bits=4), {"scale": ".4f", "mae": ".4f
 #
 # ## 6. Try it: a value and a bit width
 #
-# The sliders move one extra value on the ruler fitted to the six values. At 3 bits, slide the
-# value up from 0.91 until the readout says **clipped**. Where does that happen, and why there
-# and not at 0.91? Then set 4 bits and repeat: does the clipping point move closer to 0.91 or
-# farther? (The figures above show the same picture on a page without widgets.)
+# The sliders move one extra value on the ruler fitted to the six values. At 3 bits, predict
+# where the readout first says **clipped**, then slide the value up from 0.91 to check. Then
+# set 4 bits and repeat: does the clipping point move closer to 0.91 or farther? (The figures
+# above show the same picture on a page without widgets.)
 
 # %% tags=["nbval-ignore-output"]
 from qlesson.teach import widgets
@@ -174,16 +181,20 @@ widgets.ruler_explorer(tuple(values))
 
 # %% [markdown]
 # At 3 bits the readout first says clipped at 1.07. A value up to half a tick beyond 0.91 still
-# rounds onto tick 3, so clipping starts at `0.91 + 0.303 / 2 = 1.062`. At 4 bits the half
-# tick is 0.065, and clipping starts at 0.975: more bits, a finer ruler, the same range.
+# rounds onto tick 3, so the clamp starts to change codes at `0.91 + 0.303 / 2 = 1.062`. At 4
+# bits the half tick is 0.065, and clipping starts at 0.975: more bits, a finer ruler, the same
+# range.
 #
 # ## Summary
 #
 # * `q = clamp(round(x / scale) + zero_point, qmin, qmax)`, `x_hat = (q - zero_point) * scale`.
 # * `b` bits give `2^b` codes; the symmetric signed ruler uses `2^b - 1` of them, the usual
 #   int8 weight range [-127, 127].
-# * Inside the range the error is at most half a tick; beyond it, clipping error grows
-#   without bound. Choosing the range trades one for the other.
+# * Inside the range the error is at most half a tick. A value more than half a tick past the
+#   last tick is clipped (the clamp changes its code), and its error grows without bound.
+#   Choosing the range trades one for the other.
+# * Asymmetric: `scale = (rmax - rmin) / (2^b - 1)` over a range widened to 0, zero point
+#   `round(-rmin / scale)`.
 #
 # ## Pause and recall
 #
@@ -204,9 +215,9 @@ recall.show("01")
 #
 # ### Three conventions for signed codes
 #
-# The restricted range is not the only choice. PyTorch's default `per_channel_symmetric`
-# observer uses all 16 codes `[-8, 7]` with `scale = absmax / 7.5` (at 8 bits: `[-128, 127]`
-# and `absmax / 127.5`). llama.cpp's Q4_0 takes the value of largest magnitude *with its sign*,
+# The restricted range is not the only choice. PyTorch's symmetric rule,
+# `absmax / ((qmax - qmin) / 2)`, with codes `[-8, 7]` gives `absmax / 7.5` (its int8
+# default: `[-128, 127]`, `absmax / 127.5`). llama.cpp's Q4_0 takes the value of largest magnitude *with its sign*,
 # `d = value / -8`, so that value lands exactly on code -8 and the other side stops at +7. The
 # calculator this course draws on divides by 8 (by 128 at 8 bits) and clamps to `[-8, 7]`. One
 # row of 32 values whose largest magnitude, 1.3, is positive, then the same row with -1.3:
@@ -229,10 +240,12 @@ for extreme in (1.3, -1.3):
 # would clip at +7. Dividing by 8 and clamping to `[-8, 7]` clips a positive maximum by a
 # whole tick: the calculator source's formula loses its own largest value.
 #
-# ### PyTorch's observers, both ways
+# ### Who uses [-127, 127], and PyTorch's two observers
 #
-# PyTorch ships both int8 weight conventions. Its default weight observer uses `[-128, 127]`;
-# the observer that its qnnpack symmetric configurations use is restricted to `[-127, 127]`:
+# Who uses the restricted `[-127, 127]` for int8 weights: the TFLite int8 specification,
+# TensorRT, ExecuTorch's XNNPACKQuantizer, and PyTorch's qnnpack symmetric configurations.
+# PyTorch ships both int8 weight conventions: its default weight observer uses `[-128, 127]`;
+# the observer of its qnnpack symmetric configurations is restricted to `[-127, 127]`:
 
 # %%
 from torch.ao.quantization import observer

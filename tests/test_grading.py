@@ -331,8 +331,8 @@ def test_a_value_task_never_prints_its_answer():
     from qlesson.course.checking import evaluate
     from qlesson.course.tasks import tasks
 
-    v = evaluate(tasks()["04.q4_0_bits_per_weight"], 3.0)
-    assert v.status == "fail" and "4.5" not in v.detail + v.summary and "expected" not in v.detail
+    v = evaluate(tasks()["04.q5_0_bits_per_weight"], 3.0)
+    assert v.status == "fail" and "5.5" not in v.detail + v.summary and "expected" not in v.detail
 
 
 def test_a_wrong_number_gets_its_explanation_only_after_three_tries(capsys):

@@ -41,3 +41,15 @@ def test_pytorch_ships_both_int8_weight_ranges_the_lesson_names():
     full = observer.default_weight_observer()
     full(w)
     assert float(full.calculate_qparams()[0]) == pytest.approx(1.27 / 127.5)
+
+
+def test_the_worked_asymmetric_row_and_the_clipping_shade():
+    from qlesson.teach import ruler
+
+    rows = {r["mode"]: r for r in ruler.compare_modes([0.0, 0.05, 0.3, 0.7, 1.2, 2.0], bits=4)}
+    assert rows["asymmetric unsigned"]["scale"] == pytest.approx(2.0 / 15)
+    assert rows["asymmetric unsigned"]["zero point"] == 0
+    assert rows["asymmetric unsigned"]["mae"] < rows["symmetric signed"]["mae"]
+    # the lesson's definition of clipped (the clamp changes the code) starts half a tick past 0.91
+    scale = 0.91 / 3
+    assert round(1.06 / scale) == 3 and round(1.07 / scale) == 4

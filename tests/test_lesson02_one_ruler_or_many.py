@@ -1,16 +1,36 @@
-"""Lesson 02's claims: the 63.5 tie, and the rescued-rows task against ``ql.quantize``."""
+"""Lesson 02's claims: the note's codes, the 63.5 tie, the rescue threshold, and the rescued-rows task."""
+
+from decimal import ROUND_HALF_UP, Decimal
 
 import torch
 
 import qlesson as ql
 from qlesson.course.tasks import tasks
-from qlesson.teach import examples
+from qlesson.teach import analysis, examples
 
 
-def test_the_note_code_63_is_a_tie_that_float_paths_round_apart():
-    assert float(torch.tensor(0.05) / (torch.tensor(0.1) / 127)) == 63.5
-    assert round(0.05 / (0.1 / 127)) == 63 and int(torch.round(torch.tensor(63.5))) == 64
-    assert int(ql.quantize(examples.three_channels(), 8, granularity=ql.PerChannel(0)).q[2, 2]) == 64
+def test_the_note_divided_channel_2_by_the_displayed_scale_rounding_halves_up():
+    by_display = [Decimal(str(v)) / Decimal("0.0008") for v in examples.THREE_CHANNELS[2]]
+    assert (
+        tuple(int(v.quantize(Decimal(1), ROUND_HALF_UP)) for v in by_display)
+        == (examples.NOTE_PRINTED_Q["per-channel"][2])
+    )
+    exact = ql.quantize(examples.three_channels(), 8, granularity=ql.PerChannel(0)).q[2]
+    assert exact.int().tolist() == [-127, -102, 64, 114]
+    assert float(torch.tensor(0.05) / (torch.tensor(0.1) / 127)) == 63.5  # the tie torch.round sends to 64
+
+
+def test_row_a_gets_its_first_nonzero_code_past_the_recall_threshold():
+    w = examples.two_rows()
+    for m, nonzero in ((1.47, False), (1.49, True)):
+        scaled = w.clone()
+        scaled[0] *= m
+        assert bool((ql.quantize(scaled, 4).q[0] != 0).any()) == nonzero
+
+
+def test_the_row_near_the_shared_ticks_gets_more_error_from_its_own_ruler():
+    pt, pc = analysis.method_table(torch.tensor([[3.0, 1.05, -2.0, 2.0], [7.0, -5.0, 0.5, 1.5]]), bits=4)
+    assert pc["row 0 MAE"] > pt["row 0 MAE"] > 0
 
 
 def test_rescued_rows_agree_with_quantize():

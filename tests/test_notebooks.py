@@ -60,15 +60,43 @@ def test_not_stripped_and_mostly_compared(path):
     assert len([c for c in ignored if "recall.predict" not in c.source]) <= 4
 
 
+HEADER = ("**The question**", "**The answer**", "**What you will do**", "**What you need**", "**Time**")
+# lessons still to be reshaped by issue 30 (predict-then-run moments, Going deeper): their headers follow HEADER
+PREDICT_PENDING = {"09_smarter_rounding"}
+
+
 @pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)
 def test_structure(path):
     nb = nbformat.read(str(path), as_version=4)
     first_code = next(c for c in nb.cells if c.cell_type == "code")
     assert "show_environment()" in first_code.source
+    header = next(c for c in nb.cells if c.cell_type == "markdown").source
+    at = [header.find(label) for label in HEADER]
+    assert all(i >= 0 for i in at) and at == sorted(at), f"the first cell states {HEADER} in that order"
     text = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert "changelog" not in text.lower() and "earlier versions of this lesson" not in text.lower()
     if path.stem != "00_start_here":
-        assert ("**What you will learn**" in text or "**The question**" in text) and "**What you need**" in text
-        assert "## Summary" in text and "## Pause and recall" in text and "**Exercise**" in text
+        at = {h: text.find(h) for h in ("## Summary", "## Pause and recall", "**Exercise**")}
+        assert all(i >= 0 for i in at.values()), at
+        assert at["## Summary"] < min(at["## Pause and recall"], at["**Exercise**"])
+        if path.stem not in PREDICT_PENDING:
+            assert "Answers to the questions above" not in text, "one numbering: the recall bank only"
+        deeper = text.find("## Going deeper")
+        assert deeper < 0 or deeper > max(at.values()), "Going deeper comes after the summary, recall and exercise"
+
+
+@pytest.mark.parametrize("path", [p for p in WITH_RECALL if p.stem not in PREDICT_PENDING], ids=lambda p: p.stem)
+def test_two_predictions_each_before_the_cell_that_answers_it(path):
+    from qlesson.course.recall import predictions
+
+    nb = nbformat.read(str(path), as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    asked = [(i, c) for i, c in enumerate(code) if "recall.predict(" in c.source]
+    assert len(asked) >= 2, "at least two predict-then-run moments"
+    keys = set(predictions(path.stem[:2]))
+    for i, c in asked:
+        assert any(f'"{k}"' in c.source for k in keys), c.source
+        assert i + 1 < len(code) and "recall." not in code[i + 1].source, "a prediction is followed by its reveal"
 
 
 @pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.stem)

@@ -165,11 +165,15 @@ new = torch.cat([torch.randn(1000, generator=gen), torch.tensor([6.0, -7.5, 9.0,
 # %% tags=["solutions-only"]
 for bits in (8, 3):
     rounding, clipping = error_split(calibration, new, bits)
-    print(f"int{bits}: rounding {float(rounding):.1f}, clipping {float(clipping):.1f}")
+    qmax = 2 ** (bits - 1) - 1
+    n_clipped = int((torch.round(new / (calibration.abs().max() / qmax)).abs() > qmax).sum())
+    print(f"int{bits}: rounding {float(rounding):.1f}, clipping {float(clipping):.1f} ({n_clipped} values clipped)")
 
 # %% [markdown] tags=["solutions-only"]
-# Five clipped values outweigh a thousand rounded ones at 8 bits, where a tick is tiny. At 3
-# bits every tick is coarse, and rounding dominates. Which error to fight depends on the bits.
+# At 8 bits a tick is tiny: the few clipped values (the five outliers, plus any fresh value
+# that lands more than half a tick past the calibration's absmax) outweigh a thousand rounded
+# ones. At 3 bits every tick is coarse, and rounding dominates. Which error to fight depends on
+# the bits.
 
 # %% [markdown]
 # ## Recall
@@ -177,7 +181,7 @@ for bits in (8, 3):
 # %% [markdown]
 # ### Recall 01.1
 #
-# An int8 symmetric ruler has scale 0.01. What is the largest value it can store?
+# An int8 symmetric ruler (codes [-127, 127]) has scale 0.01. What is the largest value it can give back (reconstruct)?
 #
 # Answer with a number.
 
@@ -193,11 +197,11 @@ recall.answer("01", 1, recall_1)
 # %% [markdown]
 # ### Recall 01.4
 #
-# A value falls beyond the last tick of a fixed ruler. What happens?
+# A value falls far (more than half a tick) beyond the last tick of a fixed ruler. What happens?
 #
 # - **a)** It rounds to the nearest tick, with error at most half a tick
 # - **b)** The scale grows so that the value fits
-# - **c)** The clamp stores the last tick; its error is its distance from it, which can exceed half a tick
+# - **c)** The clamp stores the last tick; its error is its distance from it, more than half a tick
 # - **d)** It wraps around to the negative end
 #
 # Answer with the option's letter as a string (in quotes).

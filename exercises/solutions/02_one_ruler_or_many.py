@@ -173,6 +173,12 @@ layer = torch.randn(8, 64, generator=torch.Generator().manual_seed(5)) * (0.5 **
 for bits in (3, 4, 8):
     print(f"int{bits}: rows erased by the shared scale: {rescued_rows(layer, bits).nonzero().flatten().tolist()}")
 
+# %% [markdown] tags=["solutions-only"]
+# A row is erased when its largest magnitude is below half a shared tick, that is below
+# `absmax / (2 * qmax)`: 1/6 of the loudest row's absmax at int3, 1/14 at int4, 1/254 at int8.
+# Compare each row's absmax with that threshold: at int8 even the quietest of eight rows that
+# roughly halve stays above it.
+
 # %% [markdown]
 # ## Recall
 
@@ -219,14 +225,14 @@ recall.answer("02", 3, recall_3)
 # %% [markdown]
 # ### Recall 02.4
 #
-# In the 3x4 int8 note example, what code does 1.8 get under the shared scale 2.0 / 127?
+# Per-tensor int4; Row B sets the scale (absmax 3.10). From what factor m does Row A (absmax 0.15) get a nonzero code?
 #
 # Answer with a number.
 
 # %% tags=["solution"]
 recall_4 = ...  # STUB
 # BEGIN SOLUTION
-recall_4 = 114
+recall_4 = 1.48
 # END SOLUTION
 
 # %% qlesson={"task": "recall 02.4"} tags=["check"]
@@ -235,18 +241,19 @@ recall.answer("02", 4, recall_4)
 # %% [markdown]
 # ### Recall 02.5
 #
-# (Lesson 01) A row's per-channel scale is never larger than the shared one. What does that guarantee?
+# (Lesson 01) Shared int4 scale 3.10 / 7: a scaled-up Row A value gets code -1. Its error is at most...
 #
-# - **a)** Its values can no longer be clipped
-# - **b)** Its mean absolute error is never larger
-# - **c)** Its worst-case rounding error, half its tick, is never larger
+# - **a)** a whole shared tick, about 0.44
+# - **b)** half a shared tick, about 0.22
+# - **c)** no bound: the value was clipped
+# - **d)** half of Row A's own tick, 0.15 / 14
 #
 # Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
 recall_5 = ...  # STUB
 # BEGIN SOLUTION
-recall_5 = "c"
+recall_5 = "b"
 # END SOLUTION
 
 # %% qlesson={"task": "recall 02.5"} tags=["check"]

@@ -21,7 +21,8 @@
 # # Exercise 04 · Groups and formats (SOLUTIONS: spoilers)
 #
 # Practice for lesson `notebooks/04_groups_and_formats.ipynb`.
-# Per-group quantization, its metadata, and llama.cpp's Q4_0.
+# Per-group quantization, what its scales cost, the bytes of a llama.cpp block the lesson did not
+# show, one Q4_0 block read by hand, and a bit budget spent on a weight the lesson did not show.
 #
 # **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
 # check cell right below it. Write your code, run your cell, then run the check: a pass prints
@@ -67,28 +68,10 @@ check("04.quantize_per_group", quantize_per_group)
 
 
 # %% [markdown]
-# ## Task 2 · Count the metadata bytes
+# ## Task 2 · Bits per weight
 #
-# Write `metadata_bytes(n, k, group_size, scale_bytes)`: bytes of scales for per-group
-# quantization of an `[n, k]` weight.
-
-
-# %% tags=["solution"]
-def metadata_bytes(n, k, group_size, scale_bytes):
-    ...  # STUB
-    # BEGIN SOLUTION
-    return n * (k // group_size) * scale_bytes
-    # END SOLUTION
-
-
-# %% qlesson={"task": "04.metadata_bytes"} tags=["check"]
-check("04.metadata_bytes", metadata_bytes)
-
-
-# %% [markdown]
-# ## Task 3 · Bits per weight
-#
-# Write `bits_per_weight(bits, group_size, scale_bits)`: code bits plus the scale's share.
+# Write `bits_per_weight(bits, group_size, scale_bits)`: what one weight costs in storage, on
+# average, when every `group_size` weights share one scale of `scale_bits` bits.
 
 
 # %% tags=["solution"]
@@ -103,67 +86,102 @@ def bits_per_weight(bits, group_size, scale_bits):
 check("04.bits_per_weight", bits_per_weight)
 
 # %% [markdown]
-# ## Task 4 · Predict Q4_0's bits per weight
+# ## Task 3 · Count the bytes of a block the lesson did not show
 #
-# A Q4_0 block holds 32 weights: an fp16 scale, then the 4-bit codes packed two per byte.
-# Compute its bits per weight (a number, not a function).
+# llama.cpp's Q5_0 keeps Q4_0's blocks of 32 weights and its one fp16 scale `d`, but gives every
+# weight a 5-bit code. It stores the low 4 bits of the codes two per byte, as Q4_0 does, and
+# gathers the 32 fifth bits, one bit each, in a field of their own. What does one weight cost
+# in bits? Give a number, not a function.
 
 # %% tags=["solution"]
-q4_0_bits = ...  # STUB
+q5_0_bits = ...  # STUB
 # BEGIN SOLUTION
-q4_0_bits = (2 + 32 // 2) * 8 / 32
+q5_0_bits = (2 + 32 // 8 + 32 // 2) * 8 / 32  # d, fifth bits, low nibbles: 22 bytes per 32 weights
 # END SOLUTION
 
-# %% qlesson={"task": "04.q4_0_bits_per_weight"} tags=["check"]
-check("04.q4_0_bits_per_weight", q4_0_bits)
+# %% qlesson={"task": "04.q5_0_bits_per_weight"} tags=["check"]
+check("04.q5_0_bits_per_weight", q5_0_bits)
+
+# %% [markdown]
+# ## Task 4 · Read one Q4_0 block by hand
+#
+# Write `dequantize_q4_0_block(block)`: `block` is one Q4_0 block, a `torch.uint8` tensor of 18
+# bytes exactly as llama.cpp stores it (the lesson's section 5 takes one apart). Return its 32
+# weights as a float32 tensor, in order. Use only torch: no `gguf`, no `qlesson`.
+
+
+# %% tags=["solution"]
+def dequantize_q4_0_block(block):
+    ...  # STUB
+    # BEGIN SOLUTION
+    d = block[:2].view(torch.float16).float()  # bytes 0-1: the scale, fp16 little-endian
+    qs = block[2:].to(torch.int32)  # 16 bytes, two 4-bit codes each
+    q = torch.cat([qs & 15, qs >> 4]) - 8  # low nibbles: elements 0-15; high nibbles: 16-31
+    return d * q.float()
+    # END SOLUTION
+
+
+# %% qlesson={"task": "04.dequantize_q4_0_block"} tags=["check"]
+check("04.dequantize_q4_0_block", dequantize_q4_0_block)
+
+
+# %% [markdown]
+# ## Task 5 · Spend a budget of bits
+#
+# A runtime stores one fp16 scale per group; `group_size` equal to a row's length is
+# per-channel. Write `best_setting(w, budget, settings)`: `settings` is a list of
+# `(bits, group_size)` pairs, `budget` a number of bits per weight that counts every bit stored.
+# Return the pair that fits the budget and, quantized with your `quantize_per_group` from
+# Task 1 and dequantized, has the smallest mean squared error on `w`.
+#
+# The check's first two cases share a shape, `[16, 256]`, a budget, 4.2 bits per weight, and
+# the settings `[(3, 32), (4, 256), (4, 128), (4, 32)]`. The first weight is plain Gaussian; the
+# second has one outlier, 40 times the others, in every row. Before you write the search,
+# predict the winner on each, as `((bits, group_size) on the plain one, (bits, group_size) on
+# the spiked one)`; the check says whether you were right.
+
+# %% tags=["solution"]
+prediction = ...  # STUB
+# BEGIN SOLUTION
+prediction = ((4, 128), (3, 32))
+# END SOLUTION
+
+# %% qlesson={"task": "04.budget_prediction"} tags=["check"]
+check("04.budget_prediction", prediction)
+
+# %% [markdown]
+# Now write the search and see it agree.
+
+
+# %% tags=["solution"]
+def best_setting(w, budget, settings):
+    ...  # STUB
+
+    # BEGIN SOLUTION
+    def error(bits, g):
+        q, s = quantize_per_group(w, bits, g)
+        w_hat = (q.reshape(w.shape[0], -1, g) * s[..., None]).reshape(w.shape)
+        return float((w_hat - w).pow(2).mean())
+
+    fits = [(bits, g) for bits, g in settings if bits + 16 / g <= budget]
+    return min(fits, key=lambda setting: error(*setting))
+    # END SOLUTION
+
+
+# %% qlesson={"task": "04.best_setting"} tags=["check"]
+check("04.best_setting", best_setting)
 
 # %% [markdown]
 # ## Recall
 
 # %% [markdown]
-# ### Recall 04.2
-#
-# Interview: why use group-wise instead of pure per-channel everywhere?
-#
-# - **a)** Because groups are mathematically exact and channels are not
-# - **b)** Because per-channel is not supported by any hardware
-# - **c)** At low bits it keeps much more accuracy for a small metadata cost, with regular kernels
-#
-# Answer with the option's letter as a string (in quotes).
-
-# %% tags=["solution"]
-recall_2 = ...  # STUB
-# BEGIN SOLUTION
-recall_2 = "c"
-# END SOLUTION
-
-# %% qlesson={"task": "recall 04.2"} tags=["check"]
-recall.answer("04", 2, recall_2)
-
-# %% [markdown]
-# ### Recall 04.6
-#
-# A [4, 1024] weight with group size 128: how many scales?
-#
-# Answer with a number.
-
-# %% tags=["solution"]
-recall_6 = ...  # STUB
-# BEGIN SOLUTION
-recall_6 = 32
-# END SOLUTION
-
-# %% qlesson={"task": "recall 04.6"} tags=["check"]
-recall.answer("04", 6, recall_6)
-
-# %% [markdown]
 # ### Recall 04.1
 #
-# What trade-off does group-wise quantization balance?
+# One weight in a row of 4096 is 50x the others. At int4 with groups of 32, which weights does it coarsen?
 #
-# - **a)** Signed against unsigned codes
-# - **b)** Local fit (error) against metadata bytes and kernel regularity
-# - **c)** Speed of rounding against speed of clamping
+# - **a)** None: groups of 32 remove the outlier's damage
+# - **b)** Only the 32 weights of the outlier's group
+# - **c)** The whole row, as with per-channel
 #
 # Answer with the option's letter as a string (in quotes).
 
@@ -175,3 +193,43 @@ recall_1 = "b"
 
 # %% qlesson={"task": "recall 04.1"} tags=["check"]
 recall.answer("04", 1, recall_1)
+
+# %% [markdown]
+# ### Recall 04.4
+#
+# In a llama.cpp Q4_0 block, the low nibble of the first code byte holds element 0. What does its high nibble hold?
+#
+# - **a)** Element 16
+# - **b)** Element 31
+# - **c)** Element 1
+#
+# Answer with the option's letter as a string (in quotes).
+
+# %% tags=["solution"]
+recall_4 = ...  # STUB
+# BEGIN SOLUTION
+recall_4 = "a"
+# END SOLUTION
+
+# %% qlesson={"task": "recall 04.4"} tags=["check"]
+recall.answer("04", 4, recall_4)
+
+# %% [markdown]
+# ### Recall 04.5
+#
+# A per-channel scale is applied after the dot product (lesson 03). Where does a matmul apply group scales?
+#
+# - **a)** After the dot product, like per-channel: any scale factors out of a sum
+# - **b)** To each group's partial dot product (or to the weights, dequantized before the product)
+# - **c)** Nowhere: group scales only shrink the file, a matmul cannot use them
+#
+# Answer with the option's letter as a string (in quotes).
+
+# %% tags=["solution"]
+recall_5 = ...  # STUB
+# BEGIN SOLUTION
+recall_5 = "b"
+# END SOLUTION
+
+# %% qlesson={"task": "recall 04.5"} tags=["check"]
+recall.answer("04", 5, recall_5)

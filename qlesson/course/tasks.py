@@ -2,8 +2,8 @@
 
 Learners call :func:`check` from a check cell, passing their function (or value) in:
 
->>> check("04.q4_0_bits_per_weight", 4.5)
-✓ 04.q4_0_bits_per_weight case 1: 32 weights in one Q4_0 block
+>>> check("04.q5_0_bits_per_weight", 5.5)
+✓ 04.q5_0_bits_per_weight case 1: one Q5_0 block of 32 weights
 """
 
 from __future__ import annotations

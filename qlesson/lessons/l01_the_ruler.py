@@ -74,6 +74,11 @@ TASKS: list[Task] = [
             Mistake("divided by 2**bits - 1 (the unsigned count of steps)", lambda x, b: x.abs().max() / (2**b - 1)),
             Mistake("used x.max() instead of the absolute maximum", lambda x, b: x.max() / qmax(b)),
             Mistake("divided by 7 whatever the bits (int4 hard-coded)", lambda x, b: x.abs().max() / 7),
+            Mistake(
+                "used the full-range rule absmax / ((2**bits - 1) / 2) (PyTorch's default, codes [-128, 127]); the "
+                "restricted ruler puts absmax exactly on the last code",
+                lambda x, b: x.abs().max() / ((2**b - 1) / 2),
+            ),
         ],
     ),
     Task(
@@ -145,6 +150,18 @@ TASKS: list[Task] = [
                 lambda x, b: _asym_qparams_steps(x, b, 2**b),
             ),
             Mistake(
+                "rounded the zero point down (floor, or int() which truncates) instead of to the nearest code",
+                lambda x, b: (
+                    _asym_qparams(x, b)[0],
+                    torch.floor(-torch.clamp(x.min(), max=0) / _asym_qparams(x, b)[0]),
+                ),
+            ),
+            Mistake(
+                "shifted the zero point by -2**(bits-1) (a signed zero point); the codes here are unsigned, 0 .. "
+                "2**bits - 1",
+                lambda x, b: (_asym_qparams(x, b)[0], _asym_qparams(x, b)[1] - 2 ** (b - 1)),
+            ),
+            Mistake(
                 "rounded the zero point up (ceil) instead of to the nearest code",
                 lambda x, b: (
                     _asym_qparams(x, b)[0],
@@ -181,6 +198,11 @@ TASKS: list[Task] = [
             Mistake(
                 "divided by 2**(bits-1) instead of 2**(bits-1) - 1 when fitting the ruler",
                 lambda c, b: _clip_start(c, b, divisor=2 ** (b - 1)),
+            ),
+            Mistake(
+                "took the half tick from 2**bits - 1 steps (an unsigned ruler); the fitted symmetric ruler's tick is "
+                "absmax / (2**(bits-1) - 1)",
+                lambda c, b: c.abs().max() + 0.5 * c.abs().max() / (2**b - 1),
             ),
         ],
     ),
@@ -219,13 +241,19 @@ TASKS: list[Task] = [
 
 RECALL: tuple[Question, ...] = (
     Numeric(
-        "An int8 symmetric ruler has scale 0.01. What is the largest value it can store?",
+        "An int8 symmetric ruler (codes [-127, 127]) has scale 0.01. What is the largest value it can give back "
+        "(reconstruct)?",
         1.27,
-        "The last tick is 127, and 127 * 0.01 = 1.27.",
+        "The last code times the scale: the ruler gives back nothing beyond its last tick.",
         tol=0.004,
         mistakes=(
             (1.28, "that is 128 x 0.01; the restricted symmetric int8 ruler ends at 127"),
             (2.55, "that is 255 x 0.01, the unsigned count; a signed ruler spends half its codes on negatives"),
+            (
+                1.275,
+                "that is where clipping starts (half a tick past the last tick); a value up to there comes back as "
+                "the last tick, not as itself",
+            ),
         ),
     ),
     Numeric(
@@ -240,8 +268,8 @@ RECALL: tuple[Question, ...] = (
         (
             "So +x and -x get mirror-image codes under one scale, absmax / 127",
             True,
-            "-128 has no positive partner. TFLite, PyTorch's XNNPACKQuantizer and TensorRT keep weights in [-127, "
-            "127]; some formats (llama.cpp's Q4_0) do use the extra code.",
+            "-128 has no positive partner. TFLite, TensorRT and ExecuTorch's XNNPACKQuantizer keep weights in "
+            "[-127, 127]; PyTorch's default observer and llama.cpp's Q4_0 do use the extra code.",
         ),
         (
             "Because -128 cannot be stored in 8 bits",
@@ -262,17 +290,18 @@ RECALL: tuple[Question, ...] = (
         ),
     ),
     choice(
-        "A value falls beyond the last tick of a fixed ruler. What happens?",
+        "A value falls far (more than half a tick) beyond the last tick of a fixed ruler. What happens?",
         (
-            "The clamp stores the last tick; its error is its distance from it, which can exceed half a tick",
+            "The clamp stores the last tick; its error is its distance from it, more than half a tick",
             True,
-            "Clipping error grows with the distance beyond the ruler: it has no bound.",
+            "The value is clipped: the clamp changes its code, and the error grows with the distance beyond the "
+            "ruler, without bound.",
         ),
         (
             "It rounds to the nearest tick, with error at most half a tick",
             False,
-            "Tempting because the half-tick bound was just shown; but it holds only inside the range, where a "
-            "nearest tick exists.",
+            "Tempting because the half-tick bound was just shown; it is true up to half a tick past the last tick, "
+            "but farther out the nearest tick does not exist and the clamp takes over.",
         ),
         (
             "It wraps around to the negative end",
@@ -330,7 +359,8 @@ RECALL: tuple[Question, ...] = (
 
 PREDICT = {
     "one_more_bit": choice(
-        "The six values get a 4-bit ruler instead of a 3-bit one (same absmax, 0.91). The worst rounding error...",
+        "The six values get a 4-bit ruler instead of a 3-bit one (same absmax, 0.91). The bound on the rounding "
+        "error (half a tick)...",
         (
             "drops to a little less than half: 3 ticks per side become 7",
             True,
@@ -367,9 +397,10 @@ PREDICT = {
             "rounding.",
         ),
         (
-            "0.91 with error at most half a tick, 0.15",
+            "nothing: the value overflows and raises an error",
             False,
-            "The clamp does store 0.91, but the half-tick bound holds only inside the ruler: 1.6 - 0.91 = 0.69.",
+            "Tempting if you expect integer overflow to be caught; quantizers clamp silently, so the error shows "
+            "up only in the numbers.",
         ),
         (
             "-0.91: the code wraps around to the other end",

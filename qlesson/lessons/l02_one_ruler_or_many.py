@@ -39,6 +39,13 @@ def _row_maes(w: torch.Tensor, bits: int) -> tuple[torch.Tensor, torch.Tensor]:
     return (q_t * s_t - w).abs().mean(1), (q * s[:, None] - w).abs().mean(1)
 
 
+def _row_maes_by_column(w: torch.Tensor, bits: int) -> tuple[torch.Tensor, torch.Tensor]:
+    q_t, s_t = _per_tensor(w, bits)
+    s = w.abs().amax(dim=0, keepdim=True) / qmax(bits)
+    q = torch.clamp(torch.round(codes(w, s)), -qmax(bits), qmax(bits))
+    return (q_t * s_t - w).abs().mean(1), (q * s - w).abs().mean(1)
+
+
 def _rescued(w: torch.Tensor, bits: int, divisor: float | None = None, half_up: bool = False) -> torch.Tensor:
     s = w.abs().max() / (divisor or qmax(bits))
     x = codes(w, s)
@@ -99,6 +106,11 @@ TASKS: list[Task] = [
                 "reduced over the wrong axis (one scale per input column)",
                 lambda w, b: w.abs().amax(dim=0) / qmax(b),
             ),
+            Mistake(
+                "kept the reduced dimension (keepdim=True): the axis is right, but return one scale per row as a 1-D "
+                "tensor of shape [N]",
+                lambda w, b: w.abs().amax(dim=1, keepdim=True) / qmax(b),
+            ),
             Mistake("divided by 2**(bits-1) instead of 2**(bits-1) - 1", lambda w, b: w.abs().amax(1) / 2 ** (b - 1)),
             Mistake("divided by 7 whatever the bits (int4 hard-coded)", lambda w, b: w.abs().amax(1) / 7),
         ],
@@ -157,6 +169,11 @@ TASKS: list[Task] = [
                 lambda w, b: tuple(m.mean() * torch.ones(w.shape[0]) for m in _row_maes(w, b)),
             ),
             Mistake("used int4 whatever the bits (4 hard-coded)", lambda w, b: _row_maes(w, 4)),
+            Mistake(
+                "gave each input column its own scale (reduced over the rows, axis 0); a row's scale comes from "
+                "that row",
+                lambda w, b: _row_maes_by_column(w, b),
+            ),
         ],
     ),
     Task(
@@ -258,27 +275,54 @@ RECALL: tuple[Question, ...] = (
         source=INTERVIEW,
     ),
     Numeric(
-        "In the 3x4 int8 note example, what code does 1.8 get under the shared scale 2.0 / 127?",
-        114,
-        "1.8 / (2.0 / 127) = 114.3, which rounds to 114 (the note prints 115).",
-        tol=0.01,
+        "Per-tensor int4; Row B sets the scale (absmax 3.10). From what factor m does Row A (absmax 0.15) get a "
+        "nonzero code?",
+        1.48,
+        "Row A's largest magnitude must pass half a shared tick: 0.15 m > (3.10 / 7) / 2, so m > 1.48.",
+        tol=0.02,
         mistakes=(
-            (115, "the interview note's value; 1.8 / (2.0 / 127) = 114.3 rounds to 114"),
-            (114.3, "that is 1.8 / scale before rounding; a code is an integer"),
+            (2.95, "that is where 0.15 m reaches a whole shared tick; from half a tick up it already rounds to 1"),
+            (1.29, "that uses the tick 3.10 / 8; the restricted int4 ruler ends at code 7, so the tick is 3.10 / 7"),
         ),
     ),
     choice(
-        "(Lesson 01) A row's per-channel scale is never larger than the shared one. What does that guarantee?",
+        "(Lesson 01) Shared int4 scale 3.10 / 7: a scaled-up Row A value gets code -1. Its error is at most...",
+        (
+            "half a shared tick, about 0.22",
+            True,
+            "Lesson 01's bound: a value inside the ruler moves at most half a tick when rounded, here half of "
+            "3.10 / 7.",
+        ),
+        (
+            "half of Row A's own tick, 0.15 / 14",
+            False,
+            "Tempting because per-channel would give Row A that tick; under per-tensor Row A uses the shared ruler.",
+        ),
+        (
+            "no bound: the value was clipped",
+            False,
+            "Tempting because the value was small for the ruler; but clipping happens more than half a tick past "
+            "the last tick, and -1 is deep inside the ruler.",
+        ),
+        (
+            "a whole shared tick, about 0.44",
+            False,
+            "Tempting because -1 is one tick from 0; but rounding picks the nearest tick, so the error is at most "
+            "half a tick.",
+        ),
+    ),
+    choice(
+        "A row's per-channel scale is never larger than the shared one. What does that guarantee?",
         (
             "Its worst-case rounding error, half its tick, is never larger",
             True,
             "Lesson 01's bound is half a tick, and the row's tick can only shrink. Its actual error can still rise, "
-            "as the lucky row in section 6 shows.",
+            "as the row near the shared ticks in section 6 shows.",
         ),
         (
             "Its mean absolute error is never larger",
             False,
-            "Tempting because a finer ruler sounds better everywhere; but a row whose values sat on the shared "
+            "Tempting because a finer ruler sounds better everywhere; but a row whose values sat near the shared "
             "ticks (section 6) gets more error from its own ruler.",
         ),
         (
@@ -287,6 +331,7 @@ RECALL: tuple[Question, ...] = (
             "Tempting, but a freshly fitted ruler never clips the data it was fitted to, per-tensor or per-channel; "
             "the guarantee is about rounding.",
         ),
+        source=LESSON,
     ),
 )
 
@@ -317,22 +362,23 @@ PREDICT = {
         ),
     ),
     "lucky_row": choice(
-        "Row 0 = [3, 1, -2, 2] sits exactly on the shared ticks (scale 1). With its own scale, 3 / 7, its MAE...",
+        "Row 0 = [3, 1.05, -2, 2] lies on or near the shared ticks (scale 1). With its own scale, 3 / 7, its MAE...",
         (
-            "rises above 0: the finer ticks miss values that sat on the old ones",
+            "rises: the finer ticks miss values that sat on or near the old ones",
             True,
-            "Under the shared scale Row 0's error is exactly 0; its own ticks, 3/7 apart, do not fall on 1, -2 and 2.",
+            "Under the shared scale only 1.05 is off a tick, by 0.05; its own ticks, 3/7 apart, miss 1.05, -2 and 2 "
+            "by more.",
         ),
         (
-            "stays 0: a finer ruler can only help",
+            "drops: a finer ruler has a smaller rounding bound, so less error",
             False,
-            "Tempting because every tick of the shared ruler seems covered by the finer one; but 1 is not a multiple "
-            "of 3/7, so the new ruler misses it.",
+            "Tempting because the bound, half a tick, does shrink from 0.5 to 0.21; but the bound caps the error, "
+            "and row 0's errors were already far below the old cap.",
         ),
         (
-            "drops: per-channel always lowers every row's error",
+            "stays the same: the row's largest value, 3, is stored exactly either way",
             False,
-            "The common belief this cell tests: per-channel lowers each row's error bound, not each row's error.",
+            "Tempting because 3 is exact under both rulers; but the other values move to different ticks.",
         ),
     ),
 }

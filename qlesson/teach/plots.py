@@ -88,8 +88,10 @@ def ruler(
     if qmax - qmin <= 64:
         ticks = (np.arange(qmin, qmax + 1) - zp) * s
         ax.vlines(ticks, -0.15, 0.15, color=COLORS["per-channel"], lw=1)
-    ax.axvspan(left, lo, color=COLORS["per-tensor"], alpha=0.08)
-    ax.axvspan(hi, right, color=COLORS["per-tensor"], alpha=0.08, label="outside the range: clipped")
+    clip_lo, clip_hi = lo - s / 2, hi + s / 2  # past half a tick beyond the last tick, the clamp changes the code
+    left, right = min(left, clip_lo - 0.02 * span), max(right, clip_hi + 0.02 * span)
+    ax.axvspan(left, clip_lo, color=COLORS["per-tensor"], alpha=0.08)
+    ax.axvspan(clip_hi, right, color=COLORS["per-tensor"], alpha=0.08, label="clipped: the clamp changes the code")
     q = torch.clamp(torch.round(x / s) + zp, qmin, qmax)
     x_hat = (q - zp) * s
     for v, r in zip(x.tolist(), x_hat.tolist(), strict=True):
@@ -121,9 +123,9 @@ def rows_reconstruction(
             ax.bar(idx + k * width, rec[r].numpy(), width, color=COLORS[name.split(" ")[0]], label=name)
         ax.axhline(0, color="0.7", lw=0.8)
         ax.set(
-            title=f"row {r} ({bits}-bit)",
+            title=f"Row {chr(ord('A') + r)} ({bits}-bit)" if x.shape[0] <= 26 else f"row {r} ({bits}-bit)",
             xlabel="column",
-            ylabel="weight value (unitless)",
+            ylabel="weight value",
             xticks=idx + width * len(recons) / 2,
         )
         ax.set_xticklabels([str(i) for i in idx])
@@ -177,34 +179,49 @@ def channel_error_profile(w: torch.Tensor, bits: int, name: str = "", *, fig: Fi
 
 
 def pareto(
-    points: Sequence[Mapping[str, Any]], *, highlight: Mapping[str, Any] | None = None, fig: Figure | None = None
+    points: Sequence[Mapping[str, Any]],
+    *,
+    highlight: Mapping[str, Any] | None = None,
+    fig: Figure | None = None,
+    db: bool = False,
 ) -> Figure:
-    """Error against bits per weight; one marker per (method, bits), lines join one method."""
+    """Error against bits per weight; one marker per (method, bits), lines join one method.
+
+    ``db=True`` draws SQNR in dB (``-20 log10`` of the relative RMSE, higher is better) instead of
+    the relative RMSE on a log axis. Group sizes get shades of one colour, darker for smaller
+    groups, and a marker each.
+    """
     fig = _figure(fig, size=(8, 4))
     ax = fig.axes[0]
     methods = list(dict.fromkeys(p["method"] for p in points))
     groups = [m for m in methods if m.startswith("per-group")]
-    shades = dict(zip(groups, np.linspace(1.0, 0.45, max(len(groups), 1)), strict=False))
-    markers = dict(zip(groups, "osD^v<>", strict=False))
+    cmap = matplotlib.colormaps["YlOrBr"]
+    shades = dict(zip(groups, (cmap(x) for x in np.linspace(0.35, 0.95, max(len(groups), 1))), strict=False))
+    markers = dict(zip(groups, "osD^vP<>", strict=False))
+
+    def y(p: Mapping[str, Any]) -> float:
+        r = p["rmse / rms"]
+        return -20 * float(np.log10(r)) if db else r
+
     for method in methods:
         pts = sorted((p for p in points if p["method"] == method), key=lambda p: p["bits per weight"])
         ax.plot(
             [p["bits per weight"] for p in pts],
-            [p["rmse / rms"] for p in pts],
+            [y(p) for p in pts],
             f"{markers.get(method, 'o')}-",
-            color=COLORS[method.split(" ")[0]],
-            alpha=shades.get(method, 1.0),
+            color=shades.get(method, COLORS[method.split(" ")[0]]),
             label=method,
         )
     if highlight:
-        ax.plot(highlight["bits per weight"], highlight["rmse / rms"], "*", ms=16, color="black", label="you are here")
-    ax.set(
-        yscale="log",
-        xlabel="bits per weight (payload + fp16 scales)",
-        ylabel="relative RMSE (rmse / rms of weights)",
-    )
-    plain_log_ticks(ax)
-    ax.set_title("Error against storage: lower left is better")
+        ax.plot(highlight["bits per weight"], y(highlight), "*", ms=16, color="black", label="you are here")
+    ax.set(xlabel="bits per weight (payload + fp16 scales)")
+    if db:
+        ax.set(ylabel="SQNR dB (higher is better)")
+        ax.set_title("Error against storage: upper left is better")
+    else:
+        ax.set(yscale="log", ylabel="relative RMSE (rmse / rms of weights)")
+        plain_log_ticks(ax)
+        ax.set_title("Error against storage: lower left is better")
     ax.legend(fontsize=7, ncol=2, frameon=False)
     return fig
 

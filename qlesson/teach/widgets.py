@@ -182,8 +182,8 @@ def two_rows_explorer() -> Any:
 
     from qlesson.teach.plots import COLORS
 
-    a = W.FloatLogSlider(value=1.0, base=10, min=-1, max=1, description="Row A x")
-    b = W.FloatLogSlider(value=1.0, base=10, min=-1, max=1, description="Row B x")
+    a = W.FloatLogSlider(value=1.0, base=10, min=-1, max=1, step=0.01, description="Row A x")
+    b = W.FloatLogSlider(value=1.0, base=10, min=-1, max=1, step=0.01, description="Row B x")
     bits = W.IntSlider(value=4, min=2, max=8, description="bits")
     sym = W.ToggleButtons(options=["symmetric", "asymmetric"], value="symmetric")
     gran = W.ToggleButtons(options=["per-tensor", "per-channel"], value="per-tensor")
@@ -213,8 +213,13 @@ def two_rows_explorer() -> Any:
     return box
 
 
-def group_explorer(w: torch.Tensor, name: str = "layer", points: list[dict[str, Any]] | None = None) -> Any:
-    """Lesson 04: group size and bits on one real layer, with the point on the error/bits curve."""
+def group_explorer(
+    w: torch.Tensor, name: str = "layer", points: list[dict[str, Any]] | None = None, *, db: bool = False
+) -> Any:
+    """Lesson 04: group size and bits on one real layer, with the point on the error/bits curve.
+
+    ``db=True`` plots SQNR in dB instead of the relative RMSE (see :func:`qlesson.teach.plots.pareto`).
+    """
     import ipywidgets as W
 
     from qlesson.teach.plots import pareto
@@ -235,12 +240,13 @@ def group_explorer(w: torch.Tensor, name: str = "layer", points: list[dict[str, 
 
     def update() -> tuple[str, Any]:
         st = group_state(w, size.value, bits.value)
-        pareto(curve, highlight=_point(st), fig=fig)
+        pareto(curve, highlight=_point(st), fig=fig, db=db)
         html = (
             f"{escape(str(name), quote=False)}: group {st['group_size']} x int{st['bits']}: {st['n_scales']} scales, "
             f"{st['metadata_bytes']} metadata bytes of {st['total_bytes']}, "
-            f"{st['bits_per_weight']:.3f} bits per weight, relative RMSE {st['rmse / rms']:.4f}, "
-            f"SQNR {st['sqnr_db']:.1f} dB"
+            f"{st['bits_per_weight']:.3f} bits per weight, "
+            + ("" if db else f"relative RMSE {st['rmse / rms']:.4f}, ")
+            + f"SQNR {st['sqnr_db']:.2f} dB"
         )
         return html, fig
 
