@@ -16,20 +16,20 @@
 # %% [markdown]
 # # 09 · Smarter rounding: GPTQ and AWQ at every granularity
 #
-# **What you will learn**
-# * GPTQ's idea on lesson 02's 2x4 example, with numbers: round one weight, push its error onto
-#   the weights not yet rounded; same ticks, a smarter choice of tick;
-# * AWQ's idea: scale the weights that meet loud inputs up before rounding, and fold `1/s` into
-#   the previous layer;
-# * why GPTQ wants many more calibration tokens than the layer has inputs (and what happens with
-#   too few);
-# * on MiniLM: RTN, GPTQ, AWQ and AWQ+GPTQ at int4 (per-channel, g128, g32) and int3
-#   (per-channel, g32), measured
-#   on every layer's output and on the sentence embeddings;
-# * the question of this lesson: how much of the granularity gap does smarter rounding close,
-#   and does it change which granularity to pick?
+# **The question**: can smarter rounding (GPTQ, AWQ) stand in for a finer granularity?
 #
-# **What you need**: notebooks 02 to 05 (scales, per-channel, groups, folding). About 20 minutes.
+# **The answer**: GPTQ keeps the scales and chooses each weight's tick with the error of the
+# weights already rounded in mind; on MiniLM it lowers the error at every granularity by a
+# similar factor. It does not let per-channel catch up with plain rounding in groups of 32 on
+# held-out text, but g128 with GPTQ beats plain g32 at int4.
+#
+# **What you will do**
+# * run GPTQ's error feedback by hand on lesson 02's 2x4 example, and AWQ's input-aware scaling;
+# * compare RTN, GPTQ, AWQ and AWQ+GPTQ at int4 and int3 on MiniLM's layers and embeddings,
+#   on calibration text and on held-out text.
+#
+# **What you need**: lessons 02 to 05 (scales, per-channel, groups, folding).
+# **Time**: about 60 minutes, plus about 19 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql

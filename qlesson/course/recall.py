@@ -5,7 +5,7 @@ In a notebook :func:`quiz` renders a lesson's questions as widgets (options, a C
 feedback). Without widgets, :func:`answer` checks one response and prints the feedback, so
 an exercise notebook graded by nbval can use it:
 
->>> answer("04", 3, 4.125)
+>>> answer("04", 2, 4.125)
 ✓ correct: 4 bits of code plus 16 bits of fp16 scale shared by 128 weights: 4 + 16/128.
 """
 
@@ -220,7 +220,7 @@ def show(lesson: str) -> Sheet:
     """The questions as text, with the answers folded in the HTML view (static pages).
 
     >>> print(repr(show("04")).splitlines()[0])
-    1. What trade-off does group-wise quantization balance?
+    1. One weight in a row of 4096 is 50x the others. At int4 with groups of 32, which weights does it coarsen?
     >>> "<details>" in show("04")._repr_html_()
     True
     """
