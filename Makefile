@@ -54,9 +54,11 @@ test-latest:
 grade: $(STAMP)
 	$(PY) -m qlesson grade
 
+# ruff, then each lesson's words, run time and honest time against its stated time (python -m qlesson stats)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check course.py qlesson tests notebooks exercises
 	$(VENV)/bin/ruff format --check course.py qlesson tests notebooks exercises
+	$(PY) -m qlesson stats
 
 bench: $(STAMP)
 	$(PY) -m qlesson.bench quantize
