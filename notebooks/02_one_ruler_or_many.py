@@ -134,12 +134,11 @@ per_channel_q = ql.quantize(W3, 8, granularity=ql.PerChannel(0)).q.int()
 print(f"1.8 -> code {int(ql.quantize(W3, 8).q[1, 3])};  channel 2 -> {per_channel_q[2].tolist()}")
 
 # %% [markdown]
-# ## 6. Per-channel bounds the error; it does not promise less error on every row
+# ## 6. Does a finer ruler lower every row's error?
 #
 # Each row's per-channel scale is never larger than the shared one, so each row's error
-# *bound* (half its tick) never gets worse. Row 0 below, `[3, 1.05, -2, 2]`, lies on or near
-# the shared int4 ticks: the shared scale is `7 / 7 = 1`. What happens to row 0's MAE when it
-# gets its own ruler?
+# *bound* (half its tick) never gets worse. Take row 0, `[3, 1.05, -2, 2]`, in a tensor whose
+# shared int4 scale is `7 / 7 = 1`. What happens to row 0's MAE when it gets its own ruler?
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("02", "lucky_row")

@@ -106,7 +106,7 @@ check("04.q5_0_bits_per_weight", q5_0_bits)
 # ## Task 4 · Read one Q4_0 block by hand
 #
 # Write `dequantize_q4_0_block(block)`: `block` is one Q4_0 block, a `torch.uint8` tensor of 18
-# bytes exactly as llama.cpp stores it (the lesson's section 5 takes one apart). Return its 32
+# bytes exactly as llama.cpp stores it (the lesson's section 6 takes one apart). Return its 32
 # weights as a float32 tensor, in order. Use only torch: no `gguf`, no `qlesson`.
 
 

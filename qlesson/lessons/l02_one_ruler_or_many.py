@@ -362,7 +362,7 @@ PREDICT = {
         ),
     ),
     "lucky_row": choice(
-        "Row 0 = [3, 1.05, -2, 2] lies on or near the shared ticks (scale 1). With its own scale, 3 / 7, its MAE...",
+        "Row 0 = [3, 1.05, -2, 2] shares a tensor whose int4 scale is 1. With its own scale, 3 / 7, its MAE...",
         (
             "rises: the finer ticks miss values that sat on or near the old ones",
             True,

@@ -564,7 +564,7 @@ PREDICT = {
         (
             "int3 g16, by several dB: smaller groups always win",
             False,
-            "Tempting after the table, where each halving of the group helps; but from int4 to int3 every step "
+            "Tempting because each halving of the group helps (section 1); but from int4 to int3 every step "
             "grows 7/3 times, and the groups only about win that back.",
         ),
         (
