@@ -27,7 +27,7 @@
 # * capture MiniLM's layer-0 activations, calibrate on one text and score on another;
 # * predict, then measure, what a zero point buys on a GELU output, and what per-token scales
 #   buy against an outlier token;
-# * smooth two layers' inputs and see how sure the gain is.
+# * smooth two inputs of layer 0 (QKV and FC1) and see where the gain comes from.
 #
 # **What you need**: lessons 01 to 03 (nothing to download).
 # **Time**: about 15 minutes, plus about 19 for the exercise.
@@ -70,30 +70,35 @@ print(f"L0.output input: min {float(x.min()):+.2f}, max {float(x.max()):+.1f}")
 # the 256 codes of uint8, and an integer **zero point**: the code that stands for 0.0.
 # It is an integer so that 0.0 comes back exactly.
 #
-# Both rulers below are per-tensor and static (fitted to the calibration text's min and max),
-# or per-token and dynamic. Before you run the cell, predict:
+# The table below compares both rulers twice: per-tensor and static (fitted to the calibration
+# text's min and max), and per-token and dynamic (each token's own min and max). Per-tensor, the
+# zero point halves the step. Per-token, each token already gets a ruler fitted to itself.
+# Before you run the cell, predict:
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("05", "one_sided")
 
 # %%
-fmt = {"symmetric dB": ".1f", "asymmetric dB": ".1f", "gain dB": "+.2f", "95% CI": "+.2f"}
-print_table(activations.one_sided_rows(calib["L0.output"], x, labels), fmt)
+fmt = {"symmetric dB": ".1f", "asymmetric dB": ".1f", "gain dB": "+.2f"}
+sided = activations.one_sided_rows(calib["L0.output"], x, labels)
+print_table([{k: v for k, v in r.items() if k != "95% CI"} for r in sided], fmt)
+print(f"lowest token minimum {float(x.amin(1).min()):+.2f}, highest {float(x.amin(1).max()):+.2f}")
 
 # %% [markdown]
-# The zero point gains about 5.5 dB with either kind of scale. That is close to one bit
-# (6 dB): the asymmetric step is the range over 255 steps, about half the symmetric step
-# of max over 127. The interval is a paired bootstrap over the 120 sentence pairs. It is
-# narrow because the gain is the same on every sentence: every token is one-sided.
+# The zero point gains about 5.4 dB with either kind of scale, nearly one bit: the asymmetric
+# step is the range over 255 steps, about half the symmetric step of max over 127. Per-token
+# scales do not take that gain away, because every token's minimum is GELU's -0.17 (last line):
+# each token is one-sided, not just the tensor.
 #
 # The zero point `z` has a cost in the integer GEMM: `sum_k (q_k - z) w_k` is
 # `sum_k q_k w_k - z sum_k w_k`, and the last sum is one number per output channel, computed
 # once from the weights. Lesson 06 measures what that correction costs.
 #
-# ## 2. An outlier token: per-token scales
+# ## 2. Three loud features
 #
 # FC1's input (`L0.intermediate`) comes out of a LayerNorm and has both signs. The largest
-# |value| of each of its 384 features, over all evaluation tokens:
+# |value| of each of its 384 features, over all evaluation tokens, then the three loudest
+# features' |x| on the `[CLS]` tokens and on every other token:
 
 # %%
 xi = evals["L0.intermediate"]
@@ -101,36 +106,38 @@ _ = plots.activation_features(xi, "L0.intermediate input")
 top = xi.abs().amax(0).topk(3)
 print(f"loudest features {top.indices.tolist()}, absmax {[round(v, 1) for v in top.values.tolist()]}")
 print(f"median feature absmax {float(xi.abs().amax(0).median()):.1f}")
+profile = activations.feature_profile(xi, labels, [99, 63, 267])
+print_table(profile, {k: ".1f" for k in profile[0] if k != "feature"})
 
 # %% [markdown]
-# Feature 99 reaches about 28, fifteen times the typical feature. A per-token scale gives
-# each row `[token, :]` its own ruler. Predict what it does here:
+# A per-token scale gives each row `[token, :]` its own ruler. Using the table (which tokens
+# is each feature loud on?), predict what per-token scales gain over one per-tensor scale:
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("05", "outlier_token")
 
 # %%
-profile = activations.feature_profile(xi, labels, [99, 63, 267])
-print_table(profile, {k: ".1f" for k in profile[0] if k != "feature"})
-print()
-fmt = {"all tokens SQNR dB": ".1f", "without [CLS] SQNR dB": ".1f"}
-print_table(activations.granularity_rows(xi, labels, bits=8), fmt)
+print_table(activations.granularity_control_rows(xi, labels, bits=8), {"SQNR dB": ".1f"})
+loudest = xi[~activations.cls_mask(labels)].abs().amax(1)
+low, high = (float(loudest.quantile(q)) for q in (0.05, 0.95))
+print(f"ordinary tokens' loudest |x|: {low:.1f} to {high:.1f} (5th to 95th percentile)")
 
 # %% [markdown]
 # Feature 99 is loud on one token per sentence: about 28 on every `[CLS]` token, under 2 on
-# every other token. So per-token scales gain about 9.5 dB over per-tensor: the
-# spike now sets only its own row's scale. The control is the last column: without the
-# `[CLS]` rows, per-tensor alone gains about 7 dB.
+# every other token. Per-token scales gain about 9.5 dB over per-tensor (both dynamic here,
+# fitted to this text). The control, on the same tokens, gives only the `[CLS]` rows their own
+# scales: isolating them recovers about 6.5 of the 9.5 dB. The rest is per-token scales fitting
+# ordinary tokens, whose loudest values differ about fivefold from token to token (last line).
 #
 # Per-token scales also fit an integer GEMM. A token's scale is constant along the reduction
 # axis K, so it multiplies the int32 sum once per row, like a per-channel weight scale.
 #
 # ## 3. Outlier features: what per-token scales cannot reach
 #
-# Features 63 and 267 are different: loud on ordinary tokens (the "other tokens" columns),
-# several times the typical feature on every row. Per-feature scales would fix them; the
-# table shows them about 11 dB above per-token. But a per-feature scale changes along K,
-# inside the sum, so it cannot be applied to the int32 result.
+# Features 63 and 267 are different: loud on most ordinary tokens, where their medians (the
+# "other tokens median" column) are 5 to 8 times the typical feature's. Per-feature scales would
+# fit them; the table shows them about 11 dB above per-token. But a per-feature scale changes
+# along K, inside the sum, so it cannot be applied to the int32 result.
 #
 # **SmoothQuant** moves it out of the activations. Divide feature `j` by `s_j` and multiply
 # weight column `j` by `s_j`: `(x / s) @ (w * s).T` equals `x @ w.T` exactly. With
@@ -142,22 +149,18 @@ print_table(activations.granularity_rows(xi, labels, bits=8), fmt)
 # alpha sets how much of feature `j`'s range moves into the weights (the paper's default
 # is 0.5).
 #
-# The division must cost nothing at run time, so `1/s` is folded into the norm that feeds
-# the Linear. In BERT that is a LayerNorm (`1/s` into its weight and bias). LLaMA's RMSNorm
-# has a weight and no bias, so `1/s` goes into the weight alone. One norm feeds several
-# Linears, so they share one `s`: query, key and value share one; in LLaMA, gate and up
-# share another.
-#
-# The down-projection's input is the GELU output of section 1. `GELU(z) / s` is not
-# `GELU(z / s)`, so `1/s` cannot be folded into FC1 ahead of the GELU, and no norm sits in
-# between. BERT's down-projection stays unsmoothed; its one-sided input is where the zero
-# point helps.
+# The division costs nothing at run time when `1/s` is folded into the preceding norm: in OPT
+# (pre-LN) into the LayerNorm's weight and bias, in LLaMA into the RMSNorm's weight (it has no
+# bias). Linears fed by one norm share one `s`: query, key and value; LLaMA's gate and up.
+# BERT's down-projection reads a GELU output, and `GELU(z) / s` is not `GELU(z / s)`, so it stays
+# unsmoothed; its one-sided input is where the zero point helps.
 #
 # ## 4. Smoothing, calibrated on one text and scored on another
 #
 # Int8 weights per output channel, int8 symmetric activations. The factors `s` and the
 # static per-tensor scale come from the calibration sentences; the output SQNR of
-# `x @ w.T` is measured on the evaluation sentences. Gains are over no smoothing:
+# `x @ w.T` is measured on the evaluation sentences. Gains are over no smoothing, on all tokens
+# and on the ordinary tokens alone (every row but `[CLS]`):
 
 # %%
 W = models.linear_weights(model)
@@ -166,30 +169,31 @@ cases = [
     ("L0 QKV", calib["L0.query"], evals["L0.query"], qkv),
     ("L0.intermediate", calib["L0.intermediate"], evals["L0.intermediate"], W["L0.intermediate"]),
 ]
-rows = activations.smoothing_rows(cases, labels, alphas=(0.5, 0.75))
-print_table(rows, {"none dB": ".1f"} | {k: "+.2f" for k in rows[0] if "alpha" in k})
+rows, lowest = activations.smoothing_split_rows(cases, labels, alphas=(0.5, 0.75))
+print_table(rows, {"none dB": ".1f"} | {k: "+.1f" for k in rows[0] if "alpha" in k})
+print(f"every all-token gain's 95% interval excludes 0: {lowest > 0}")
 
 # %% [markdown]
-# Smoothing helps both inputs with both kinds of scale, and every interval excludes 0. It
-# helps most with per-tensor scales: on FC1's input alpha 0.75 gains about 14 dB there,
-# against about 7 with per-token scales, which start 9 dB higher.
-# The best alpha is a property of the layer and the scales: 0.75 on FC1's input, while on the
-# QKV input with per-token scales 0.5 gains a little more.
-#
-# Each row quantizes one layer as if the fold were free. It is in a pre-LN model such as
-# LLaMA, where the norm feeds only the Linears. MiniLM is post-LN: the same LayerNorm also
-# feeds the residual, which would need its own `* s`.
+# Smoothing shrinks every loud feature, feature 99 included, and much of the gain is the
+# `[CLS]` spike. With per-tensor scales the one static scale is set by that spike, so shrinking
+# it refines every row's step: ordinary tokens gain as much as all tokens. With per-token
+# scales, the `[CLS]` spike is still an outlier inside its own row, and smoothing tames it there:
+# on FC1's input the all-token gain is 6 to 7 dB, but on the ordinary tokens, where 63 and 267
+# live, about 2 dB. (MiniLM is post-LN, where the fold would also rescale the residual: *Going
+# deeper*.)
 #
 # ## Summary
 #
 # * Match the ruler to the data. A GELU output is one-sided: an asymmetric int8 ruler with an
-#   integer zero point gains about 5.5 dB (one bit) on MiniLM's down-projection input.
-# * An outlier *token* (`[CLS]`, feature 99) is handled by per-token scales, which factor out
-#   of the integer GEMM.
+#   integer zero point gains about 5.4 dB (nearly one bit) on MiniLM's down-projection input,
+#   per-tensor or per-token: every token is one-sided.
+# * An outlier *token* (`[CLS]`, feature 99) is kept out of the other rows' rulers by per-token
+#   scales, which factor out of the integer GEMM.
 # * Outlier *features* (63, 267) need per-feature treatment, which cannot leave the sum.
 #   SmoothQuant moves it into the weights: `1/s` into the preceding norm, one `s` per norm.
 # * Fit static scales and `s` on calibration text, score on other text: smoothing then gains
-#   1.5 to 14 dB on layer 0's QKV and FC1 inputs.
+#   1.6 to 14 dB on layer 0's QKV and FC1 inputs, most of it from shrinking the `[CLS]` spike;
+#   on ordinary tokens with per-token scales, 0.7 to 2.5 dB.
 #
 # ## Pause and recall
 
@@ -211,7 +215,8 @@ recall.show("05")
 # A channel that does not contain 0 would get a zero point outside the codes: for a uint8
 # channel in `[-1.70, -0.94]` the formula gives about 570. Widening the range to include 0
 # fixes it at the price of a coarser step. llama.cpp's Q4_1 stores a float minimum `m`
-# instead (`x = d q + m`): no widening, no exact 0.0. At 4 bits on that channel:
+# instead (`x = d q + m`): no widening, but 0.0 is not exact in general. At 4 bits on that
+# channel:
 
 # %%
 from qlesson.teach import examples
@@ -222,7 +227,7 @@ d = (hi - lo) / 15  # a Q4_1-style ruler: float minimum, 16 codes across [min, m
 float_min = torch.round((neg - lo) / d) * d + lo
 int_zp = ql.fake_quantize(neg, 4, symmetric=False, signed=False)  # range widened to include 0
 int_scale = float(ql.quantize(neg, 4, symmetric=False, signed=False).scale)
-print(f"zero point without widening: {(0 - lo / ((hi - lo) / 255)):.0f} (uint8 codes stop at 255)")
+print(f"zero point without widening, at 8 bits: {(0 - lo / ((hi - lo) / 255)):.0f} (uint8 codes stop at 255)")
 print(f"float minimum:      step {d:.4f}, MAE {float((float_min - neg).abs().mean()):.4f}")
 print(f"integer zero point: step {int_scale:.4f}, MAE {float((int_zp - neg).abs().mean()):.4f}")
 
@@ -248,8 +253,8 @@ print(f"unit 856: median {float(x[cls, 856].median()):.1f} on [CLS], at most {fl
 # The 99.99th percentile lands at about 5, far below the `[CLS]` spike of about 25 (hidden
 # unit 856, one value on each `[CLS]` token: the last line). It clips the spike, and the
 # layer loses 8 dB.
-# The MSE-optimal clip trims a little off the top and gains about 1 dB. Outliers that carry
-# meaning must survive calibration.
+# The MSE-optimal clip trims a little off the top and gains about 1 dB. An outlier that every
+# sentence's `[CLS]` carries must survive calibration.
 #
 # ### Smoothing a layer whose weights are loud too
 #
@@ -270,6 +275,19 @@ print_table(rows, {"none dB": ".1f"} | {k: "+.1f" for k in rows[0] if "alpha" in
 # scales. Alpha 0.75 moves more of the range into the weights and gains about 7 dB; with
 # per-token scales it ties with no smoothing.
 #
+# ### How sure the gains are
+#
+# Section 4's intervals are a paired bootstrap over the 120 evaluation sentence pairs, with `s`
+# and the static scale held fixed. They do not cover the choice of calibration text, which this
+# run does not vary: read them as "this calibration, other evaluation text". The tables of
+# sections 1 and 4 with their intervals:
+
+# %%
+rows = activations.smoothing_rows(cases, labels, alphas=(0.5, 0.75))
+print_table(rows, {"none dB": ".1f"} | {k: "+.2f" for k in rows[0] if "alpha" in k})
+print_table(sided, {"symmetric dB": ".1f", "asymmetric dB": ".1f", "gain dB": "+.2f", "95% CI": "+.2f"})
+
+# %% [markdown]
 # ### The fold in a post-LN model
 #
 # MiniLM is a post-LN BERT: the LayerNorm before FC1 also feeds the residual around the FFN.

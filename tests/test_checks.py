@@ -462,11 +462,22 @@ def _max_only_05(lo, hi):  # the symmetric step from the max, ignoring the negat
     return ("asymmetric" if top / 127 >= 1.5 * (top - bottom) / 255 else "symmetric", token)
 
 
+def _token_rule_05(lo, hi, token_top, typical, reverse=False):  # the right asymmetric answer, a wrong per-token rule
+    bottom, top = min(float(lo.min()), 0.0), max(float(hi.max()), 0.0)
+    plain, token = max(-bottom, top) / 127, float(typical(token_top)) / 127
+    wins = token >= 1.5 * plain if reverse else plain >= 1.5 * token
+    return ("asymmetric" if plain >= 1.5 * (top - bottom) / 255 else "symmetric", "per-token" if wins else "per-tensor")
+
+
 WRONG_05 = {
     "05.choose_ruler": [
         (lambda lo, hi: ("asymmetric", "per-token"), "None"),
         (lambda lo, hi: ("symmetric", "per-tensor"), "None"),
         (_max_only_05, "max only"),
+        (lambda lo, hi: _token_rule_05(lo, hi, hi.abs(), torch.median), "its max only"),
+        (lambda lo, hi: _token_rule_05(lo, hi, hi - lo, torch.median), "its range"),
+        (lambda lo, hi: _token_rule_05(lo, hi, torch.maximum(lo.abs(), hi.abs()), torch.mean), "the mean"),
+        (lambda lo, hi: _token_rule_05(lo, hi, torch.maximum(lo.abs(), hi.abs()), torch.median, True), "never"),
     ],
 }
 WRONG |= WRONG_05

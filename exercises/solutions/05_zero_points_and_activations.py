@@ -113,13 +113,10 @@ check("05.smooth_factors", smooth_factors)
 # `token_max` (one number per token). Choose the int8 ruler for this activation: symmetric or
 # asymmetric, per-tensor or per-token (lesson 01's rulers, int8).
 #
-# Each upgrade costs run time (a zero-point correction; a pass over every row), so take it
-# only where it makes the step at least 1.5 times finer. Decide the two questions separately:
-#
-# * asymmetric if its per-tensor step is at least 1.5 times finer than the symmetric
-#   per-tensor step;
-# * per-token if the median token's symmetric step is at least 1.5 times finer than the
-#   symmetric per-tensor step.
+# Start from the plain ruler, symmetric per-tensor. Each upgrade costs run time (a zero-point
+# correction; a pass over every row), so take it only where it makes the step at least 1.5 times
+# finer than the plain ruler's. Decide the two upgrades separately: an asymmetric per-tensor
+# ruler, and symmetric per-token scales judged by a typical token.
 #
 # Write `choose_ruler(token_min, token_max)` returning a pair such as
 # `("symmetric", "per-tensor")`. Some of the check's cases are hidden.
@@ -167,11 +164,11 @@ recall.answer("05", 2, recall_2)
 # %% [markdown]
 # ### Recall 05.4
 #
-# Feature 63 is loud on every token. Which tool handles it in an integer GEMM?
+# A feature is loud on most tokens, several times the others. Which tool handles it in an integer GEMM?
 #
-# - **a)** An asymmetric ruler
+# - **a)** Per-token scales
 # - **b)** SmoothQuant: divide the feature by s, multiply the weight column by s
-# - **c)** Per-token scales
+# - **c)** An asymmetric ruler
 #
 # Answer with the option's letter as a string (in quotes).
 

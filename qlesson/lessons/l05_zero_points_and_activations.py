@@ -110,6 +110,35 @@ def _choose_any_spread(tmin: torch.Tensor, tmax: torch.Tensor) -> tuple[str, str
     return (_choose_ruler(tmin, tmax)[0], "per-token" if float(token.max() - token.min()) > 0 else "per-tensor")
 
 
+def _choose_token_max_only(tmin: torch.Tensor, tmax: torch.Tensor) -> tuple[str, str]:
+    sym, _, _ = _steps(tmin, tmax)
+    token = tmax.abs() / 127
+    return (_choose_ruler(tmin, tmax)[0], "per-token" if sym >= 1.5 * float(token.median()) else "per-tensor")
+
+
+def _choose_token_range(tmin: torch.Tensor, tmax: torch.Tensor) -> tuple[str, str]:
+    sym, _, _ = _steps(tmin, tmax)
+    token = (tmax - tmin) / 127
+    return (_choose_ruler(tmin, tmax)[0], "per-token" if sym >= 1.5 * float(token.median()) else "per-tensor")
+
+
+def _choose_mean_token(tmin: torch.Tensor, tmax: torch.Tensor) -> tuple[str, str]:
+    sym, _, token = _steps(tmin, tmax)
+    return (_choose_ruler(tmin, tmax)[0], "per-token" if sym >= 1.5 * float(token.mean()) else "per-tensor")
+
+
+def _choose_asym_token(tmin: torch.Tensor, tmax: torch.Tensor) -> tuple[str, str]:
+    sym, _, _ = _steps(tmin, tmax)
+    token = (tmax.clamp(min=0) - tmin.clamp(max=0)) / 255
+    return (_choose_ruler(tmin, tmax)[0], "per-token" if sym >= 1.5 * float(token.median()) else "per-tensor")
+
+
+def _choose_one_sided(tmin: torch.Tensor, tmax: torch.Tensor) -> tuple[str, str]:
+    lo, hi = float(tmin.min()), float(tmax.max())
+    one_sided = max(-lo, 0.0) < 0.1 * max(hi, 0.0) or max(hi, 0.0) < 0.1 * max(-lo, 0.0)
+    return ("asymmetric" if one_sided else "symmetric", _choose_ruler(tmin, tmax)[1])
+
+
 def _token_stats(n: int, lo: tuple[float, float], hi: tuple[float, float], loud: dict[int, tuple[float, float]]):
     """Per-token (min, max) for ``n`` tokens drawn in the given bands, a few tokens set by ``loud``."""
     tmin = lo[0] + (lo[1] - lo[0]) * torch.rand(n, generator=_G_STATS, dtype=torch.float64)
@@ -208,9 +237,21 @@ TASKS: list[Task] = [
                 hidden=True,
             ),
             Case(_token_stats(11, (-0.9, -0.5), (5.0, 6.0), {}), "small negative side", hidden=True),
+            Case(_token_stats(13, (-3.0, -2.0), (0.0, 0.1), {}), "13 tokens, maxes near 0, no loud token"),
+            Case(
+                _token_stats(11, (-1.2, -1.0), (1.0, 1.2), {4: (-2.2, 2.2)}),
+                "both signs, one token a little louder",
+                hidden=True,
+            ),
+            Case(
+                _token_stats(11, (-6.0, -5.5), (5.5, 6.0), {i: (-10.0, 10.0) for i in (1, 3, 5, 7, 9)}),
+                "five loud tokens of eleven",
+                hidden=True,
+            ),
         ],
         "work out the step each ruler gives (lesson 01's rulers over the range these statistics allow), "
-        "then compare as the statement says; the median token stands for the typical one",
+        "then compare each upgrade's step with the symmetric per-tensor step; a typical token is one that "
+        "a few loud tokens cannot move",
         [
             Mistake("the symmetric step came from the max only: the negative side counts too", _choose_max_not_absmax),
             Mistake(
@@ -218,8 +259,31 @@ TASKS: list[Task] = [
                 _choose_any_imbalance,
             ),
             Mistake(
-                "judged per-token by its largest token's step, which is the per-tensor step: per-token never wins",
+                "your rule never chooses per-token: a typical token's step must be 1.5 times *smaller* than the "
+                "per-tensor step (and the largest token's step is the per-tensor step itself)",
                 _choose_largest_token,
+            ),
+            Mistake(
+                "a token's symmetric step came from its max only: a loud negative side counts too",
+                _choose_token_max_only,
+            ),
+            Mistake(
+                "a token's symmetric step came from its range (max - min): a symmetric ruler spans [-absmax, absmax]",
+                _choose_token_range,
+            ),
+            Mistake(
+                "the typical token was the mean: a few loud tokens pull the mean up, so take the median",
+                _choose_mean_token,
+            ),
+            Mistake(
+                "judged per-token with asymmetric per-token rulers: the question is whether symmetric per-token "
+                "scales alone pay off",
+                _choose_asym_token,
+            ),
+            Mistake(
+                "chose asymmetric only where the data is (nearly) one-sided: a small negative side still nearly "
+                "halves the step; compare the steps, not the signs",
+                _choose_one_sided,
             ),
             Mistake("chose per-token whenever the tokens' ranges differ at all", _choose_any_spread),
         ],
@@ -228,52 +292,55 @@ TASKS: list[Task] = [
 
 PREDICT = {
     "one_sided": choice(
-        "On the GELU output (min -0.17, max about 25), what does an asymmetric int8 ruler gain over a symmetric "
-        "one, per-tensor, scored on new text?",
+        "On the GELU output, per-tensor, the zero point roughly halves the step. With per-token (dynamic) "
+        "scales each token already gets a ruler fitted to its own values: what does the zero point gain there?",
         (
-            "About 6 dB, one bit's worth",
+            "About as much as per-tensor, nearly one bit: every token is one-sided",
             True,
-            "The symmetric ruler spends half its codes below 0, where the data reaches only -0.17. The "
-            "asymmetric step is about half as large, and halving the step cuts the noise power by 4: 6 dB.",
+            "Every token's minimum is GELU's -0.17 while its maximum is positive, so a symmetric ruler wastes "
+            "half its codes on every row, and the zero point halves every row's step. Halving the step is 6 dB; "
+            "the table shows a little less because many values sit just below 0, where even the coarse ruler "
+            "errs less than its step suggests.",
         ),
         (
-            "Nothing: both rulers have 256 codes",
+            "Nothing: per-token scales already fit each token",
             False,
-            "Tempting, because the count of codes is the same. But the symmetric ruler spreads them over "
-            "[-25, 25] and the data uses only [-0.17, 25], so its step is twice as coarse.",
+            "Tempting, because per-token scales fix so much elsewhere. But a symmetric per-token ruler fits "
+            "each token's absmax, not its range: it still spans [-max, +max] while the token uses [-0.17, max].",
         ),
         (
-            "Far more than 6 dB: most values sit near 0, and 0.0 is now an exact code",
+            "Less than per-tensor: per-token scales take the easy part of the gain",
             False,
-            "Tempting, because the zero point makes 0.0 exact. But GELU's outputs near 0 are small numbers, "
-            "not exact zeros, so they are still rounded, with a step half as large: about 6 dB, not more.",
+            "Tempting, since per-token and per-tensor gains usually overlap. But they fix different waste: "
+            "per-token fixes loud rows, the zero point fixes the empty negative side, and every row has one.",
         ),
         (
-            "It loses a little: the zero point adds its own rounding",
+            "Far more than per-tensor: small tokens get a tiny step that the zero point halves again",
             False,
-            "The zero point is an integer and is subtracted exactly. It moves the ruler; it adds no error.",
+            "Tempting, but a gain in dB is a ratio of steps: halving a small step gains the same 6 dB as "
+            "halving a large one.",
         ),
     ),
     "outlier_token": choice(
-        "Feature 99 of FC1's input is the loudest column, fifteen times the typical one. What do per-token "
-        "scales (one per row) gain over one per-tensor scale?",
+        "Looking at where each loud feature is loud: what do per-token scales (one per row) gain over one "
+        "per-tensor scale on FC1's input?",
         (
-            "Several dB: feature 99 is loud on a few tokens, and only their rows get a coarse scale",
+            "Several dB: feature 99 is loud only on the [CLS] rows, so only those rows get a coarse ruler",
             True,
-            "Feature 99 spikes on the [CLS] token of each sentence only. Per-token scales confine its range "
-            "to those rows; every other row gets a ruler fitted to its own values.",
+            "The table shows feature 99 at about 28 on every [CLS] token and under 2 elsewhere. Per-token "
+            "scales confine its range to those rows; every other row gets a ruler fitted to its own values.",
+        ),
+        (
+            "About as much as per-feature scales: the loud column is tamed either way",
+            False,
+            "Tempting, because both rescale around the outlier. But per-token scales cannot tame features "
+            "63 and 267, loud on ordinary tokens: inside each row they still set a coarse step for the rest.",
         ),
         (
             "Nothing: a loud column needs per-feature scales",
             False,
             "Tempting, because the plot ranks columns. But a column can be loud on one row only; where "
             "the loud values sit decides which scales isolate them.",
-        ),
-        (
-            "It loses: every row now has a feature 99, so every row's scale is large",
-            False,
-            "A row's scale is set by that row's own largest value, never more than the tensor's. Per-token "
-            "is never coarser than per-tensor on any row.",
         ),
     ),
 }
@@ -295,9 +362,10 @@ RECALL: tuple[Question, ...] = (
             "ruler covers a different range, so its scale changes.",
         ),
         (
-            "256 times finer, because the zero point adds a byte",
+            "The same: the largest value, 24.7, sets both steps",
             False,
-            "The zero point is one integer per ruler: it moves the ruler, it adds no codes.",
+            "Tempting, because 24.7 is the absmax either way. But the asymmetric ruler spans [-0.17, 24.7] "
+            "with 255 steps; the symmetric one spans [-24.7, 24.7] with 254, twice the width.",
         ),
     ),
     Numeric(
@@ -333,7 +401,7 @@ RECALL: tuple[Question, ...] = (
         ),
     ),
     choice(
-        "Feature 63 is loud on every token. Which tool handles it in an integer GEMM?",
+        "A feature is loud on most tokens, several times the others. Which tool handles it in an integer GEMM?",
         (
             "SmoothQuant: divide the feature by s, multiply the weight column by s",
             True,
@@ -343,8 +411,8 @@ RECALL: tuple[Question, ...] = (
         (
             "Per-token scales",
             False,
-            "Tempting, because they handled the [CLS] spike. But feature 63 is in every row, so every row's "
-            "scale stays coarse.",
+            "Tempting, because they handled the [CLS] spike. But this feature is loud in most rows, so most "
+            "rows' scales stay coarse.",
         ),
         (
             "An asymmetric ruler",
@@ -368,8 +436,8 @@ RECALL: tuple[Question, ...] = (
         (
             "It makes the weights easier to quantize too",
             False,
-            "The opposite: the weight columns grow by s_j. The bet is that weights, quantized per output "
-            "channel, can afford it.",
+            "The opposite: the loud features' weight columns grow by s_j. The bet is that weights, quantized "
+            "per output channel, can afford it.",
         ),
     ),
     choice(

@@ -530,3 +530,49 @@ def observer_rows(
             }
         )
     return out
+
+
+def granularity_control_rows(x: torch.Tensor, labels: Sequence[tuple[int, int, str]], bits: int = 8) -> list[dict]:
+    """SQNR over every token of ``x`` with dynamic int8 scales (fitted to ``x`` itself): per-tensor,
+    the control (each ``[CLS]`` row its own scale, every other row one shared scale), per-token and
+    per-feature. The control isolates the ``[CLS]`` rows on the same tokens as the other rows."""
+    cls = cls_mask(labels)
+    control = x.clone()
+    control[cls] = fake_quantize(x[cls], bits, granularity=PerChannel(0))
+    control[~cls] = fake_quantize(x[~cls], bits, granularity=PerTensor())
+    rows = [
+        ("per-tensor (this text's absmax)", fake_quantize(x, bits, granularity=PerTensor())),
+        ("[CLS] rows own scales, the rest one", control),
+        ("per-token", fake_quantize(x, bits, granularity=PerChannel(0))),
+        ("per-feature", fake_quantize(x, bits, granularity=PerChannel(1))),
+    ]
+    return [{"int8 scales (dynamic)": name, "SQNR dB": errors(x, xq).sqnr_db} for name, xq in rows]
+
+
+def smoothing_split_rows(
+    cases: Sequence[tuple[str, torch.Tensor, torch.Tensor, torch.Tensor]],
+    labels: Sequence[tuple[int, int, str]],
+    alphas: Sequence[float] = (0.5, 0.75),
+) -> tuple[list[dict[str, Any]], float]:
+    """:func:`smoothing_rows` without the interval columns, plus each alpha's gain on the ordinary
+    tokens alone (every row but the ``[CLS]`` rows). Also returns the lowest lower bound of the
+    all-token gains' 95% intervals (paired bootstrap over sentence pairs)."""
+    sentence = sentence_of(labels)
+    n = int(sentence.max()) + 1
+    keep = ~cls_mask(labels)
+    rows, lowest = [], float("inf")
+    for name, x_cal, x_ev, w in cases:
+        for acts in ("per-tensor", "per-token"):
+            sums = {a: _w8a8_noise(x_cal, x_ev, w, a, acts) for a in (None, *alphas)}
+            signal = _per_sentence(sums[None][0], sentence, n)
+            noise = {a: _per_sentence(v[1], sentence, n) for a, v in sums.items()}
+            row: dict[str, Any] = {"input": name, "int8 act scales": acts, "none dB": pooled_sqnr(signal, noise[None])}
+            for a in alphas:
+                d = sqnr_difference(signal, noise[a], noise[None])
+                lowest = min(lowest, d.lo)
+                row[f"alpha {a:g} gain dB"] = d.diff
+            for a in alphas:
+                ordinary = float(sums[None][1][keep].sum() / sums[a][1][keep].sum())
+                row[f"ordinary tokens, alpha {a:g}"] = 10 * np.log10(ordinary)
+            rows.append(row)
+    return rows, lowest
