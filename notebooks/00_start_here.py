@@ -51,7 +51,7 @@
 # | `03_per_channel_on_real_weights` | Are a real transformer's output channels unequal enough for per-channel scales to matter, and which axis is "the channel"? | 18 + 22 min |
 # | `04_groups_and_formats` | When one scale per channel is still too coarse at 4 bits, what does one scale per run of `g` weights buy, and what does it cost? | 21 + 26 min |
 # | `05_zero_points_and_activations` | How should a transformer's activations, which arrive at run time, be quantized to int8? | 15 + 19 min |
-# | `06_dequant_in_gemm` | Where does a weight's scale go inside a matrix multiply, and what does dequantizing cost? | 23 + 28 min |
+# | `06_dequant_in_gemm` | Where does a weight's scale go inside a matrix multiply, and when do compact weights save time? | 23 + 28 min |
 # | `07_calculator` | On numbers you paste, what does one ruler per channel buy over one shared ruler, and what does it cost? | 12 min |
 # | `08_scales_of_scales` | Small blocks make fp16 scales expensive: how many bits does a block's scale really need? | 25 + 25 min |
 # | `09_smarter_rounding` | Can smarter rounding (GPTQ, AWQ) stand in for a finer granularity? | 60 + 19 min |
@@ -82,19 +82,17 @@ ql.show_environment()
 #
 # Every lesson except this one and 07 (the calculator) has an exercise notebook in
 # `exercises/`. Write your code in the cells marked as yours, run the check cell below each,
-# and save. Then grade all of them from the repository's root folder, the one above
-# `workspace/`:
+# and save. Then grade them from the repository's root folder, the one above `workspace/`:
 #
-# ```bash
-# make grade
-# ```
+# 1. open **File ▸ New ▸ Terminal** (JupyterLab's file browser cannot show the root);
+# 2. type `cd "$JUPYTER_SERVER_ROOT/.."`;
+# 3. type `make grade`.
 #
-# It reads your saved notebooks, never changes them, and prints a score table. JupyterLab's
-# file browser cannot show the root: open **File ▸ New ▸ Terminal** and type
-# `cd "$JUPYTER_SERVER_ROOT/.."`. After you have tried a task, read its worked solution with
-# `less exercises/solutions/02_one_ruler_or_many.py`. (Windows: `py course.py grade`; in the
-# PowerShell terminal, `cd $env:JUPYTER_SERVER_ROOT\..` and then
-# `Get-Content exercises\solutions\02_one_ruler_or_many.py`.)
+# It reads your saved notebooks, never changes them, and prints a score table. After you have
+# tried a task, read its worked solution there with
+# `less exercises/solutions/02_one_ruler_or_many.py` (press `q` to leave). (Windows, in the
+# PowerShell terminal: `cd $env:JUPYTER_SERVER_ROOT\..`, then `py course.py grade`, and
+# `Get-Content exercises\solutions\02_one_ruler_or_many.py` for a solution.)
 #
 # ## Summary
 #

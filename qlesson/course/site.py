@@ -80,7 +80,7 @@ def quiz_html(lesson: str) -> str:
     """
     from qlesson.course import recall
 
-    return recall.show(lesson)._repr_html_()
+    return recall.show(lesson).page_html()
 
 
 def page_links(source: str) -> str:
