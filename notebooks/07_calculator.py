@@ -17,17 +17,16 @@
 # # 07 · Calculator: per-tensor or per-channel on your own numbers
 #
 # **The question**: On numbers you paste, what does one ruler per channel buy over one shared
-# ruler, and what does it cost?
+# ruler, and what does it cost, with and without a zero point?
 #
 # **The answer**: With symmetric rulers, a channel's own ruler is finer by the tensor's largest
 # |value| over the channel's, so a quiet channel gains most and the channel that holds the
 # tensor's largest |value| gains nothing. In this calculator (an fp32 scale, an int32 zero point)
-# each ruler costs 4 bytes, 8 with a zero point: 1 to 2% of an int8 layer with 384-value rows,
-# and on one-sided data such as a post-GELU row a zero point's 4 bytes buy a tick about half as
-# wide.
+# each ruler costs 4 bytes, 8 with a zero point: 1 to 2% of an int8 layer with 384-value rows;
+# on one-sided data such as a post-GELU row, a zero point is worth its 4 bytes.
 #
-# **What you will do**: predict which channel gains nothing, count the bytes, decide whether a
-# zero point is worth its bytes, and paste rows of your own.
+# **What you will do**: predict which channel gains nothing, count the bytes, count the codes a
+# symmetric ruler leaves empty on a GELU row, and paste rows of your own.
 #
 # **What you need**: lessons 01, 02 and 05 (zero points).
 # **Time**: about 12 minutes.
@@ -102,10 +101,13 @@ from qlesson.teach import widgets
 widgets.calculator()
 
 # %% [markdown]
+# *Check for the Try-this*: at 5 bits half a tick is 1.70 / 15 / 2, about 0.057, so 0.11, 0.08
+# and -0.06 now reach a code.
+#
 # ## 3. What the extra rulers cost
 #
 # In this calculator a scale is an fp32 number (4 bytes), and an asymmetric ruler adds an int32
-# zero point (4 bytes more); real formats often store less (see Going deeper). A symmetric
+# zero point (4 bytes more); many real formats store less. A symmetric
 # ruler's zero point is fixed (0 for signed codes), so it stores none. At 8 bits:
 
 # %%
@@ -123,8 +125,10 @@ for zp_bytes in (0, 4):
 #
 # ## 4. Is a zero point's 4 bytes worth it?
 #
-# GELU never returns less than about -0.17, so a post-GELU activation row is nearly one-sided.
-# Take one row: GELU of 64 standard-normal draws, rounded to 2 decimals, under one ruler.
+# Lesson 05 measured this on MiniLM's GELU outputs at 8 bits: GELU never goes below -0.17, so
+# symmetric leaves its negative codes empty and a zero point gains nearly one bit. New here:
+# how many codes does symmetric waste, at 4 bits and at 8, and is that worth 4 bytes? Take one
+# row: GELU of 64 standard-normal draws, rounded to 2 decimals, under one ruler.
 
 # %%
 gelu = calc.parse_channels(calc.gelu_row())
@@ -151,9 +155,9 @@ for bits in (4, 8):
     print(f"{bits} bits: symmetric MAE / asymmetric MAE {mae['symmetric'] / mae['asymmetric']:.1f}")
 
 # %% [markdown]
-# Symmetric must reach -max to reach +max, so the codes below -0.17 stay empty: close to half
-# of them, at 4 bits and at 8. Each tick is then about twice as wide, and more bits do not
-# change that fraction. On this row, 4 bytes of zero point buy an MAE 2 to 3 times lower.
+# Symmetric must reach -max to reach +max, so the codes below -0.17 stay empty: 6 of 15 at 4
+# bits, close to half of them at 8 too. Each tick is then about twice as wide, and more bits do
+# not change that fraction. On this row, 4 bytes of zero point buy an MAE 2 to 3 times lower.
 #
 # ## Summary
 #
@@ -200,11 +204,12 @@ recall.show("07")
 # 1's ruler spans [0, 1.44], not [0.88, 1.44], so its gain is far smaller than its narrow
 # values suggest.
 #
-# ### Real formats store less
+# ### What real formats store
 #
-# The fp32 scale and int32 zero point are this calculator's convention. Real formats are
-# leaner: llama.cpp's Q4_0 stores a single fp16 scale (2 bytes) per 32 weights and no zero
-# point (lesson 04), and ONNX's `QuantizeLinear` stores an int8 or uint8 zero point (1 byte).
+# The fp32 scale and int32 zero point are this calculator's convention. Many real formats
+# store less: llama.cpp's Q4_0 stores a single fp16 scale (2 bytes) per 32 weights and no zero
+# point (lesson 04), and ONNX's `QuantizeLinear` usually stores an int8 or uint8 zero point
+# (1 byte).
 #
 # ### 15 codes against 16
 #

@@ -11,57 +11,63 @@ PREDICT = {
     "none": choice(
         "The example's four channels, symmetric, 4 bits: whose error does its own ruler not reduce at all?",
         (
-            "Channel 2, because it holds the tensor's largest |value| (-1.70)",
-            True,
-            "The shared symmetric scale is set by the largest |value| in the tensor. That value is in channel "
-            "2, so channel 2's own scale is the shared one: same codes, same error.",
+            "Channel 0",
+            False,
+            "It tempts because channel 0 spans both signs and so uses both halves of the ruler. But its "
+            "largest |value| is 0.91, against the tensor's 1.70, so its own ruler is about 1.9 times finer.",
         ),
         (
-            "Channel 3: its values are already tiny",
+            "Channel 1: it holds the tensor's largest value, 1.44",
+            False,
+            "It tempts because 1.44 is the largest number on the page. But a symmetric ruler is set by the "
+            "largest |value|, and -1.70 in channel 2 is larger in magnitude, so channel 1's own ruler is "
+            "1.70 / 1.44, about 1.2 times, finer.",
+        ),
+        (
+            "Channel 2",
+            True,
+            "The shared symmetric scale is set by the tensor's largest |value|, -1.70, which is in channel 2, "
+            "so channel 2's own scale is the shared one: same codes, same error.",
+        ),
+        (
+            "Channel 3",
             False,
             "It tempts because tiny values have tiny errors. But the shared ruler's ticks are far wider than "
             "channel 3's values, and its own ruler, fit to 0.11, is about 15 times finer.",
         ),
         (
-            "Channel 1: it is one-sided, so it wastes codes either way",
-            False,
-            "It tempts because a positive-only row leaves a symmetric ruler's negative codes empty. That is "
-            "true of both rulers, but its own ruler still reaches only 1.44 instead of 1.70, so it is a little "
-            "finer.",
-        ),
-        (
-            "None: its own ruler always helps",
+            "None",
             False,
             "It tempts if per-channel is a fixed improvement. A channel's own ruler is finer only by the "
             "tensor's largest |value| over the channel's, and for one channel that ratio is 1.",
         ),
     ),
     "gelu": choice(
-        "64 post-GELU values (from -0.17 up to 1.91), one ruler: how does symmetric's MAE compare with "
-        "asymmetric's at 4 bits and at 8 bits?",
+        "64 post-GELU values (from -0.17 up to 1.91), one symmetric 4-bit ruler with codes -7 to 7: how many "
+        "of those 15 codes can a value of this row round to?",
         (
-            "About 2 to 3 times asymmetric's at both widths",
+            "All 15: the ruler is fitted to this row",
+            False,
+            "It tempts because the scale is computed from the data. But symmetric fits only the largest "
+            "|value|, 1.91, and mirrors it to -1.91, where no value lies.",
+        ),
+        (
+            "8: codes 0 to 7, because the row is one-sided",
+            False,
+            "It tempts because the row is nearly one-sided. But a tick is 1.91 / 7, about 0.27, and -0.17 is "
+            "more than half a tick below 0, so it rounds to code -1.",
+        ),
+        (
+            "9: codes -1 to 7",
             True,
-            "Symmetric must reach -1.91 to reach +1.91, so close to half its codes lie below -0.17 and stay "
-            "empty at any width; each tick is about twice as wide, and the MAE follows the tick.",
+            "A tick is 1.91 / 7, about 0.27; -0.17 is about -0.6 ticks and rounds to -1. Codes -7 to -2 stay "
+            "empty: 6 of the 15. Asymmetric spends all 16 of its codes on [-0.17, 1.91].",
         ),
         (
-            "About 2 to 3 times at 4 bits, nearly equal at 8 bits",
+            "About 12: GELU's negative dip uses most of the negative codes",
             False,
-            "It tempts because 255 codes feel like plenty. But the empty codes are a fixed fraction of them, "
-            "so at 8 bits symmetric's tick is still about twice asymmetric's.",
-        ),
-        (
-            "Only about 10% higher at both: asymmetric gains just one code, -8",
-            False,
-            "It tempts because 16 codes against 15 is the visible difference. The larger loss is the "
-            "negative codes symmetric leaves empty: 6 of its 15 at 4 bits on this row.",
-        ),
-        (
-            "About equal at both: the negative side is tiny",
-            False,
-            "It tempts because few values are far below 0. But symmetric spends its negative codes on the "
-            "mirror image of the positive side, where no value lies.",
+            "It tempts because GELU does go below 0. But its dip ends at -0.17, less than one tick, while "
+            "the ruler's negative side reaches -1.91.",
         ),
     ),
 }
@@ -123,9 +129,10 @@ RECALL: tuple[Question, ...] = (
             "outside the codes.",
         ),
         (
-            "To make the scale finer",
+            "So that negative values are not clipped",
             False,
-            "It tempts because widening sounds like an improvement. Widening can only make the scale coarser.",
+            "It tempts because widening looks like making room. But for all-positive data there is nothing "
+            "negative to clip; the range reaches 0 only so that 0.0 has a code.",
         ),
         (
             "Because symmetric quantization requires it",
