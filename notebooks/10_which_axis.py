@@ -20,19 +20,20 @@
 # scale cover one token or one channel?
 #
 # **The answer**: On MiniLM, keys do better per channel even when both rulers span 32 values,
-# because each key channel sits at its own offset (LLaMA-family models add loud outlier channels,
+# partly because each key channel sits at its own offset and mostly because a per-token ruler
+# must fit the `[CLS]` and `[SEP]` keys whole (LLaMA-family models add loud outlier channels,
 # KIVI reports). Values do better per token only while the attention sink `[CLS]` is quantized
 # with them: keep it in fp16 and per-channel values win.
 #
 # **What you will do**:
 # * recap attention and the cache, and find where the structure of MiniLM's keys sits;
-# * compare per-token and per-channel keys at equal metadata, beside a shuffled control;
-# * find the one token that decides the values' axis;
+# * compare per-token and per-channel keys at equal metadata, beside shuffled and centred controls;
+# * find which token decides the values' axis;
 # * count what a cache costs with its scales, minimums and full-precision window.
 #
 # **What you need**: lessons 02 (granularity), 05 (activations) and 09 (intervals over
 # sentence pairs); nothing to download.
-# **Time**: about 22 minutes, plus about 24 for the exercise.
+# **Time**: about 27 minutes, plus about 24 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -95,10 +96,10 @@ print_table(heads, {k: ".2f" for k in heads[0] if k != "layer"})
 
 # %% [markdown]
 # Layer 0's loudest head is more than twice the median head (first column). Inside a head, the
-# loudest channel is barely louder than in shuffled numbers: MiniLM, a bidirectional encoder
-# without RoPE, has no outlier key channels. What it has is offsets: each key channel sits
-# around its own mean, which holds two to five times the share of the variance it holds in the
-# shuffled control (last two columns). The model has no reason to centre its keys: adding one
+# loudest channel is barely louder than in shuffled numbers, in the median head and in the head
+# where it is loudest (columns 2 to 5): MiniLM has no outlier key channels. What it has is
+# offsets: each key channel sits around its own mean, which holds more of the variance than in
+# the shuffled control (last two columns). The model has no reason to centre its keys: adding one
 # vector to every key adds the same number to all of a query's scores, and the softmax ignores
 # that.
 #
@@ -133,12 +134,25 @@ print("\n".join(key_lines))
 # Shuffled keys keep most of the win (1.9x against 2.6x). That part is the group size, not
 # the keys: a ruler over a dozen values fits a tighter range than one over 32, and pays for it
 # with 4.56 bits per value against 3. At equal metadata (last row) the shuffled keys nearly
-# tie, while the real keys keep a 1.7x win: that part comes from their structure. Section 2
-# found one structure inside a head: channel offsets, which a per-channel minimum absorbs and a
-# per-token ruler must span. So per-channel keys win on MiniLM too, but by less than the
-# one-sentence comparison suggests, and for a different reason than LLaMA's outlier channels.
+# tie, while the real keys keep a 1.7x win: that part comes from their structure. Which
+# structure? Section 2 found channel offsets, and they can be removed without changing the
+# attention: subtract each channel's mean over the sentence (the softmax ignores the shift), so
+# only the ruler's job changes. Second control: keep `[CLS]` and `[SEP]` in fp16 in both rulers.
+# Equal metadata, 2 bits:
+
+# %%
+centred = kv.centred_key_rows(qkv, bits=2)
+print_table(centred, {"per token": ".4f", "per channel (32 tokens)": ".4f", "token / channel": ".2f"})
+
+# %% [markdown]
+# Removing the offsets cuts the win from 1.7x to 1.5x: offsets explain part of it. Removing them
+# *and* keeping the two special tokens exact leaves about 1.2x (either control alone leaves 1.5x
+# or more): once the offsets are gone, most of the rest is the `[CLS]` and `[SEP]` keys, which a
+# per-token ruler must fit whole and a per-channel ruler shares out over 32 tokens. So
+# per-channel keys win on MiniLM too, but by less than the one-sentence comparison suggests, and
+# for reasons partly different from LLaMA's outlier channels.
 #
-# ## 4. Values: the token that decides
+# ## 4. Values: which token decides?
 #
 # Values reach the output weighted by attention, so look at where attention goes:
 
@@ -148,12 +162,19 @@ print_table(kv.cls_rows(qkv), {"attention to [CLS]": ".2f", "[CLS] value / media
 # %% [markdown]
 # In layers 1 to 4 more than half of all attention lands on `[CLS]`, the first token, whose
 # value is a few hundredths of a typical token's: an *attention sink*, a place to put
-# attention that adds little. Now quantize the values per token or per channel, first with
-# `[CLS]` quantized like any token, then with `[CLS]` kept in fp16 (KVQuant has this option
-# for the first tokens). Predict:
+# attention that adds little. Quantize the values at 2 bits per token or per channel (over one
+# sentence), with one token per sentence kept in fp16 and out of every ruler (KVQuant has this
+# option for the first tokens). Predict which kept token flips the verdict:
 
 # %% tags=["nbval-ignore-output"]
-recall.predict("10", "sink")
+recall.predict("10", "kept_token")
+
+# %%
+print_table(kv.kept_token_rows(qkv, bits=2), {"per token": ".3f", "per channel": ".3f"})
+
+# %% [markdown]
+# Only `[CLS]` flips it: keeping `[SEP]` or a random word exact barely moves either ruler. The
+# same comparison at 2, 3 and 4 bits, with per channel also over 32 tokens (equal metadata):
 
 # %%
 values, value_lines = kv.value_rows(qkv)
@@ -166,17 +187,20 @@ print("\n".join(value_lines))
 # words' large values, so `[CLS]`'s tiny value is rounded to something many times its size,
 # and the attention on `[CLS]` multiplies that error; a per-token ruler fits `[CLS]`'s own
 # small range. With `[CLS]` in fp16 the verdict flips at every bit width, and per channel wins
-# even at equal metadata (last column and last three lines: 3 bits per value each). So on
-# MiniLM the values' axis depends on the sink: quantize it with the rest and per token wins;
-# keep it out and per channel wins. Per token keeps one advantage either way, the next
+# even at equal metadata (last column and last three lines: 3 bits per quantized value each; the
+# fp16 `[CLS]` costs both the same, about one bit per value in these short sentences and almost
+# nothing in a long context). So on MiniLM the values' axis depends on the sink: quantize it
+# with the rest and per token wins; keep it out and per channel wins. Per token keeps one advantage either way, the next
 # section's.
 #
 # ## 5. Streaming, and what a cache costs
 #
 # During generation the cache grows one token at a time. A per-token ruler exists as soon as
 # its token does. A per-channel ruler over a group of `G` tokens exists only once the group is
-# complete, so the newest keys wait in full precision. KIVI's policy: keep a *window* of the
-# `R` newest tokens in fp16 and quantize whole groups of the older ones. For `G = R = 32`:
+# complete, so the newest keys wait in full precision. A simple policy: keep a fixed window of
+# the `R` newest tokens in fp16 and quantize whole groups of the older ones (KIVI's code instead
+# quantizes keys in chunks of `R`, so 0 to `R - 1` keys wait, and keeps the `R` newest values).
+# For `G = R = 32`:
 
 # %%
 rows = []
@@ -186,19 +210,6 @@ for t in (20, 64, 100, 4096):
 print_table(rows)
 
 # %% [markdown]
-# The window is also the exact part of the cache. Per-channel keys at 2 bits, with each
-# sentence's newest 4 tokens kept in fp16 or not (4 tokens are a third of a sentence here, a
-# far larger share than a 32-token window in a long context):
-
-# %%
-for r in (0, 4):
-    err = kv.output_errors(qkv, "k", 2, "channel", residual=r)
-    print(f"keys per channel, 2 bits, newest {r} tokens in fp16: attention-output error {err.mean():.4f}")
-
-# %% [markdown]
-# Fewer quantized tokens, less error. In a long context the same window is a small share of
-# the tokens, so on average it buys correspondingly less.
-#
 # What one sequence's cache costs in a Llama-3-8B-like model (32 layers, 8 KV heads of 128
 # channels; `bits per value` includes the scales, the minimums and the fp16 window):
 
@@ -209,8 +220,9 @@ print(f"Llama-3-8B's own weights in fp16 (8.03e9 parameters): {8.03e9 * 2 / 2**3
 
 # %% [markdown]
 # At 131,072 tokens one sequence's fp16 cache outgrows the model's own fp16 weights, and a
-# server holds one cache per sequence. 2-bit KIVI spends about one bit per value on minimums
-# and scales and still cuts the cache about 5x; the window costs a fraction of a bit at 8k
+# server holds one cache per sequence. 2-bit keys and values with a fixed 32-token window
+# spend about one bit per value on minimums and scales and still cut the cache about 5x; the
+# window costs a fraction of a bit at 8k
 # tokens and nothing visible at 131k.
 #
 # ## Summary
@@ -220,10 +232,11 @@ print(f"Llama-3-8B's own weights in fp16 (8.03e9 parameters): {8.03e9 * 2 / 2**3
 # * MiniLM's keys have a loud head but no outlier channels; each key channel has its own
 #   offset. LLaMA-family keys have outlier channels, as KIVI and KVQuant report.
 # * Per-channel keys beat per-token keys 2.6x at 2 bits over one sentence, but shuffled keys
-#   keep 1.9x of that: the smaller group. At equal metadata the real keys still win 1.7x, the
-#   shuffled ones barely.
-# * Values: per token wins while the sink `[CLS]` is quantized; keep it in fp16 and per channel
-#   wins at 2, 3 and 4 bits.
+#   still show 1.9x: the smaller group. At equal metadata the real keys still win 1.7x, the
+#   shuffled ones barely; the channels' offsets explain part of that, the `[CLS]` and `[SEP]`
+#   keys most of the rest.
+# * Values: per token wins while the sink `[CLS]` is quantized; keep it (and only it) in fp16
+#   and per channel wins at 2, 3 and 4 bits.
 # * Per-channel rulers need whole groups of tokens, hence a full-precision window of the
 #   newest; count its bits and the rulers' minimums and scales in the cache's size.
 #
@@ -279,6 +292,20 @@ print_table(comparisons, {"A - B": "+.4f", "95% CI": "+.4f"})
 # course's symmetric ruler has three codes (`-1, 0, +1` times the absmax), against four from
 # the minimum to the maximum. Values per channel are the exception (compare the last two
 # rows' values column): a symmetric grid has an exact 0, and `[CLS]`'s tiny value rounds to it.
+#
+# ### An fp16 window is exact, and shrinks the rulers
+#
+# Per-channel keys at 2 bits, each sentence's newest 4 tokens exact or not (a third of a
+# sentence here, far more than a 32-token window in a long context; and on MiniLM, whose
+# attention does not favour recent tokens). Restoring the newest 4 after quantizing with a ruler
+# over all tokens separates the exact tokens from the smaller ruler over the rest:
+
+# %%
+for name, err in kv.window_errors(qkv, bits=2, residual=4).items():
+    print(f"keys per channel, 2 bits, {name}: attention-output error {err:.4f}")
+
+# %% [markdown]
+# About half of the drop is the exact tokens, half the smaller ruler over the rest.
 #
 # ### What the tools do
 #

@@ -90,7 +90,7 @@ def test_ruler_bits_and_memory_rows_count_the_rulers_and_the_window():
     rows = {(r["context"], r["scheme"]): r for r in kv.memory_rows()}
     fp16 = rows[8192, "fp16"]
     assert fp16["MiB"] == 2 * 32 * 8 * 128 * 8192 * 2 / 2**20 == kv_cache_bytes(32, 8, 128, 8192) / 2**20
-    kivi = [r for (c, s), r in rows.items() if c == 8192 and s.startswith("KIVI")]
+    kivi = [r for (c, s), r in rows.items() if c == 8192 and s.startswith("2-bit")]
     assert kivi[0]["bits per value"] < kivi[1]["bits per value"]  # a longer fp16 window costs bits
 
 

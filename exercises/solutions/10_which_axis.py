@@ -141,9 +141,10 @@ check("10.choose_axis", choose_axis)
 # %% [markdown]
 # ## Task 5 · What a per-channel key cache really costs
 #
-# A key cache stores keys per channel at `bits` bits, KIVI's way: asymmetric rulers over groups
-# of `group` tokens, each with an fp16 scale and an fp16 minimum; the `residual` newest tokens,
-# and any older ones that do not fill a group, stay in fp16. Write
+# A key cache stores keys per channel at `bits` bits with the lesson's simple policy, a fixed
+# window: asymmetric rulers over groups of `group` tokens, each with an fp16 scale and an fp16
+# minimum; the `residual` newest tokens, and any older ones that do not fill a group, stay in
+# fp16. (KIVI's own code flushes keys in chunks instead; this task is not KIVI's rule.) Write
 # `key_bits(bits, group, tokens, residual)`: the mean number of bits stored per cached key value.
 
 
@@ -168,8 +169,8 @@ check("10.key_bits", key_bits)
 #
 # KIVI quantizes keys per channel. What did KIVI observe in LLaMA-family models that motivates it?
 #
-# - **a)** Keys matter less than values, so they can take the coarser ruler
-# - **b)** MiniLM's key map shows a bright vertical stripe, a loud channel
+# - **a)** The largest keys are the ones attention uses most, so they deserve scales of their own
+# - **b)** Keys matter less than values, so they can take the coarser ruler
 # - **c)** A few key channels are much larger than the rest on every token; a per-channel ruler isolates them
 # - **d)** Per-channel scales can be computed as each token arrives
 #

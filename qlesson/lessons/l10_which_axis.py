@@ -103,6 +103,10 @@ def _head(kind: str, seed: int, tokens: int = 48, dim: int = 16) -> tuple[torch.
         k = k + 6 * torch.randn(tokens, 1, generator=g, dtype=torch.float64)
     elif kind == "loud key tokens":
         k[[3, 9, 20]] *= 10
+    elif kind == "loud unread key channels":  # the queries read two channels; the others are loud
+        q[:, 2:] = 0.0
+        k[:, 2:] *= 8
+        k[[3, 9, 20, 30]] *= 4
     return q, k, v
 
 
@@ -206,6 +210,7 @@ TASKS: list[Task] = [
             _case4("key token offsets", 2, "k", 2, hidden=True),
             _case4("loud key tokens", 2, "k", 3, hidden=True),
             _case4("value sink", 3, "v", 2, hidden=True),
+            _case4("loud unread key channels", 0, "k", 3, hidden=True),
         ],
         "quantize the tensor both ways, leave the other one exact, and compare where the cache's error "
         "lands: in what the head computes from it",
@@ -215,8 +220,8 @@ TASKS: list[Task] = [
                 lambda q, k, v, which, b: "channel" if which == "k" else "token",
             ),
             Mistake(
-                "compared the error on the cached tensor itself: attention weights each token's error, and a "
-                "key error acts through the softmax",
+                "your measure picks a different axis than the error in the head's output does here: measure "
+                "what the head computes from the cache",
                 lambda q, k, v, which, b: min((e := _axis_errors(q, k, v, which, b, on_output=False)), key=e.get),
             ),
         ],
@@ -226,8 +231,8 @@ TASKS: list[Task] = [
         "the bits a per-channel key cache really costs",
         _key_bits,
         [
-            Case((2, 32, 4096, 32), "KIVI-2 keys, 4096 tokens, window 32"),
-            Case((2, 32, 100, 32), "100 tokens, window 32"),
+            Case((2, 32, 4096, 32), "2-bit keys, 4096 tokens, fixed window 32"),
+            Case((2, 32, 100, 32), "100 tokens, fixed window 32"),
             Case((4, 64, 1000, 128), "4 bits, groups of 64, window 128"),
             Case((2, 32, 20, 32), "shorter than the window", hidden=True),
             Case((3, 1, 50, 0), "groups of one token, no window", hidden=True),
@@ -277,33 +282,34 @@ PREDICT = {
             "its range, and a range over more values is wider, not narrower.",
         ),
     ),
-    "sink": choice(
-        "Values at 2, 3 and 4 bits on MiniLM: first with [CLS] quantized like every token, then with [CLS] "
-        "kept in fp16. Which axis gives the lower attention-output error?",
+    "kept_token": choice(
+        "Values at 2 bits on MiniLM: with every token quantized, per token beats per channel (one sentence). "
+        "Keep one token per sentence in fp16, out of every ruler. Which one flips the verdict to per channel?",
         (
-            "Per token both times: values have no outlier channels, so a per-channel ruler never pays",
+            "[CLS]",
+            True,
+            "It takes more than half of the attention in layers 1 to 4 and its value is tiny; a per-channel "
+            "ruler spanning the words' values rounds it to something many times its size, and that attention "
+            "multiplies the error. Take it out and the channels' own ranges win.",
+        ),
+        (
+            "[SEP]",
+            False,
+            "Tempting because [SEP] is special too, and its key troubles a per-token ruler; but keeping it "
+            "exact barely moves either ruler: the per-channel error comes from a token that is both tiny and "
+            "heavily attended.",
+        ),
+        (
+            "Any of them: one token fewer narrows every per-channel ruler",
+            False,
+            "Tempting after the keys' group-size effect; but one token out of about 12 barely narrows a ruler "
+            "unless it is the token the ruler rounds badly.",
+        ),
+        (
+            "None: values belong per token, KIVI's rule",
             False,
             "Tempting because it is KIVI's rule for values; but a rule measured on LLaMA is not a measurement "
-            "of this cache, and the verdict here hangs on one token.",
-        ),
-        (
-            "Per token with [CLS] quantized, per channel with [CLS] in fp16",
-            True,
-            "A per-channel ruler spans the words' large values and rounds [CLS]'s tiny value to something "
-            "many times its size; the attention on [CLS] multiplies that error. Without [CLS], the channels' "
-            "own ranges win.",
-        ),
-        (
-            "Per channel both times: its rulers span fewer values (about 12 tokens against 32 channels)",
-            False,
-            "Tempting after the keys; but with [CLS] quantized, one badly rounded token that takes most of the "
-            "attention outweighs the tighter rulers.",
-        ),
-        (
-            "It makes no difference: attention averages the errors away",
-            False,
-            "Attention averages with its own weights; an error on a token that takes half the attention is "
-            "not averaged away but kept.",
+            "of this cache, and here the verdict hangs on one token.",
         ),
     ),
 }
@@ -315,13 +321,13 @@ RECALL: tuple[Question, ...] = (
             "A few key channels are much larger than the rest on every token; a per-channel ruler isolates them",
             True,
             "That is KIVI's measurement on LLaMA-family models (KVQuant reports it too). MiniLM's keys have no "
-            "such channels; there per channel wins through the channels' offsets.",
+            "such channels; there per channel wins through the channels' offsets and the [CLS] and [SEP] keys.",
         ),
         (
-            "MiniLM's key map shows a bright vertical stripe, a loud channel",
+            "The largest keys are the ones attention uses most, so they deserve scales of their own",
             False,
-            "Tempting because the stripe is vertical; but it is a whole head of 32 channels, and a per-token "
-            "ruler already has one ruler per head.",
+            "Tempting because loud sounds important; but the argument is about ranges, not importance: a few "
+            "channels large on every token stretch every per-token ruler, whatever attention does with them.",
         ),
         (
             "Per-channel scales can be computed as each token arrives",
@@ -374,7 +380,12 @@ RECALL: tuple[Question, ...] = (
             False,
             "Tempting because they are few; but in causal LLMs recent tokens get much of the attention.",
         ),
-        ("To save memory", False, "Tempting because windows sound like buffers; but fp16 costs more, not less."),
+        (
+            "The newest keys are the largest and would stretch the rulers",
+            False,
+            "Tempting because new tokens feel unsettled; but nothing makes the newest keys larger. The wait is "
+            "about when a ruler can be computed.",
+        ),
         source=LESSON,
     ),
     Numeric(
@@ -417,5 +428,33 @@ RECALL: tuple[Question, ...] = (
             "Tempting because 8 bits sounds like plenty; but the outliers are in the keys whatever the format.",
         ),
         source=INTERVIEW,
+    ),
+    choice(
+        "With [CLS] quantized like every token, why do per-channel values lose to per-token values on MiniLM?",
+        (
+            "A per-channel ruler spans the words' large values, so [CLS]'s tiny value is rounded to something "
+            "many times its size, and the attention on [CLS] multiplies that error",
+            True,
+            "A per-token ruler fits [CLS]'s own small range. Keep [CLS] alone in fp16 and per channel wins.",
+        ),
+        (
+            "Values have outlier channels that a per-channel ruler cannot handle",
+            False,
+            "Tempting because outlier channels decide the keys' axis; but a per-channel ruler is the one that "
+            "isolates a loud channel, and keeping one token in fp16 flips the verdict, which channels cannot.",
+        ),
+        (
+            "[CLS]'s value is the loudest and stretches every per-channel ruler",
+            False,
+            "Tempting because outliers stretch rulers; but [CLS]'s value is a few hundredths of a typical "
+            "token's: it is the one rounded badly, not the one stretching the ruler.",
+        ),
+        (
+            "Per-channel rulers span more values than per-token ones",
+            False,
+            "Here it is the reverse: a channel over one sentence spans about 12.5 values, a token's ruler 32; "
+            "and the same rulers win once [CLS] is in fp16.",
+        ),
+        source=LESSON,
     ),
 )

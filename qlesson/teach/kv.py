@@ -124,8 +124,8 @@ SCHEMES: tuple[tuple[str, tuple[int, str, int | None], tuple[int, str, int | Non
     ("fp16", (16, "token", None), (16, "token", None), True, 0),
     ("FP8 per tensor (vLLM)", (8, "token", None), (8, "token", None), True, 0),
     ("int4 per token g64, window 128 (transformers)", (4, "token", 64), (4, "token", 64), False, 128),
-    ("KIVI-2: K per channel g32, V per token g32, window 32", (2, "channel", 32), (2, "token", 32), False, 32),
-    ("KIVI-2, window 128", (2, "channel", 32), (2, "token", 32), False, 128),
+    ("2-bit K per channel g32, V per token g32, fixed window 32", (2, "channel", 32), (2, "token", 32), False, 32),
+    ("2-bit as above, fixed window 128", (2, "channel", 32), (2, "token", 32), False, 128),
 )
 
 
@@ -364,7 +364,8 @@ def token_channel_map(x: torch.Tensor, title: str = "") -> Any:
     flat = x.abs().transpose(0, 1).reshape(x.shape[1], -1)  # [tokens, heads x head_dim]
     image = ax.imshow(flat.numpy() + 1e-3, aspect="auto", cmap="magma", norm=LogNorm(1e-2, float(flat.max())))
     for h in range(1, x.shape[0]):
-        ax.axvline(h * x.shape[2] - 0.5, color="white", lw=0.3)
+        ax.axvline(h * x.shape[2] - 0.5, color="white", lw=1)
+    ax.set_xticks(range(0, x.shape[0] * x.shape[2] + 1, x.shape[2]))
     ax.set(xlabel="channel (12 heads of 32, separated by lines)", ylabel="token", title=title)
     fig.colorbar(image, ax=ax, label="|value| (log scale)", pad=0.01)
     return fig
@@ -406,10 +407,11 @@ def _shuffle_within_heads(x: torch.Tensor, seed: int) -> torch.Tensor:
     return torch.gather(flat, 1, idx).reshape(x.shape)
 
 
-def _within_head_spread(x: torch.Tensor) -> float:
-    """Median over heads of (loudest channel's absmax / median channel's absmax) inside the head."""
+def _within_head_spread(x: torch.Tensor, over_heads: str = "median") -> float:
+    """Median (or max) over heads of (loudest channel's absmax / median channel's absmax) inside the head."""
     a = x.abs().amax(dim=1)  # [heads, head_dim]
-    return float((a.amax(1) / a.median(1).values).median())
+    spread = a.amax(1) / a.median(1).values
+    return float(spread.max() if over_heads == "max" else spread.median())
 
 
 def _channel_mean_share(x: torch.Tensor) -> float:
@@ -424,7 +426,8 @@ def head_rows(qkv: Sequence[dict[str, list[torch.Tensor]]]) -> list[dict[str, An
 
     ``loudest head / median head``: rms of the loudest head's keys over the median head's;
     ``channel spread in a head``: the loudest channel's absmax over the median channel's, inside
-    one head (median over heads); ``channel means' share``: the share of the keys' variance that
+    one head (median over heads; ``max over heads``: in the head where it is largest); ``channel
+    means' share``: the share of the keys' variance that
     sits in each channel's own mean over the sentence's tokens. Each measure has its ``shuffled``
     control: the same numbers in a random order inside each head. Medians over the sentences.
     """
@@ -439,6 +442,8 @@ def head_rows(qkv: Sequence[dict[str, list[torch.Tensor]]]) -> list[dict[str, An
                 "loudest head / median head": float(rms.max() / rms.median()),
                 "channel spread in a head": float(np.median([_within_head_spread(k) for k in ks])),
                 "shuffled": float(np.median([_within_head_spread(k) for k in shuffled_ks])),
+                "max over heads": float(np.median([_within_head_spread(k, "max") for k in ks])),
+                "shuffled max": float(np.median([_within_head_spread(k, "max") for k in shuffled_ks])),
                 "channel means' share": float(np.median([_channel_mean_share(k) for k in ks])),
                 "shuffled ": float(np.median([_channel_mean_share(k) for k in shuffled_ks])),
             }
@@ -659,3 +664,86 @@ def value_rows(
                     f"95% CI [{e.lo:+.4f}, {e.hi:+.4f}]"
                 )
     return rows, lines
+
+
+def centred_key_rows(qkv: Sequence[dict[str, list[torch.Tensor]]], bits: int = 2) -> list[dict[str, Any]]:
+    """Keys per token against per channel over 32 tokens (equal metadata): the offsets' and special tokens' share.
+
+    Rows: the real keys; each channel's mean over its sentence removed (the attention is unchanged:
+    the softmax ignores a shift common to all of a query's scores); ``[CLS]`` and ``[SEP]`` kept in
+    fp16 in both rulers; both. Columns: the mean attention-output errors and their ratio.
+    """
+    centred = [{"q": lay["q"], "k": [k - k.mean(dim=1, keepdim=True) for k in lay["k"]], "v": lay["v"]} for lay in qkv]
+    rows = []
+    exact = {"real": exact_attention(qkv), "channel means removed": exact_attention(centred)}
+    for special in (False, True):
+        for name, data in (("real", qkv), ("channel means removed", centred)):
+            kw = {"sink_fp16": special, "residual": 1 if special else 0, "exact": exact[name]}
+            tok, ch = (output_errors(data, "k", bits, r, **kw).mean() for r in ("token", "channel32"))
+            rows.append(
+                {
+                    "keys": name,
+                    "[CLS], [SEP]": "fp16" if special else "quantized",
+                    "per token": tok,
+                    "per channel (32 tokens)": ch,
+                    "token / channel": tok / ch,
+                }
+            )
+    return rows
+
+
+def kept_token_rows(qkv: Sequence[dict[str, list[torch.Tensor]]], bits: int = 2, seed: int = 0) -> list[dict[str, Any]]:
+    """Values per token against per channel (one sentence), with one token per sentence kept in fp16.
+
+    The kept token is none, ``[CLS]`` (the first), ``[SEP]`` (the last) or a word drawn at random
+    (fixed seed); it stays exact and out of every ruler. Columns: mean attention-output errors.
+    """
+    exact = exact_attention(qkv)
+    lens = [v.shape[1] for v in qkv[0]["v"]]
+    g = torch.Generator().manual_seed(seed)
+    word = [int(torch.randint(1, t - 1, (1,), generator=g)) for t in lens]
+    kept = {"none": [None] * len(lens), "[CLS]": [0] * len(lens), "[SEP]": [t - 1 for t in lens], "a random word": word}
+    rows = []
+    for name, idx in kept.items():
+        # move the kept token to the front (neither ruler depends on the tokens' order), keep it as the sink
+        order = [
+            list(range(t)) if i is None else [i, *(j for j in range(t) if j != i)]
+            for t, i in zip(lens, idx, strict=True)
+        ]
+        back = [torch.argsort(torch.tensor(o)) for o in order]
+        row: dict[str, Any] = {"kept in fp16": name}
+        for label, ruler in (("per token", "token"), ("per channel", "channel")):
+            err = torch.zeros(len(lens), dtype=torch.float64)
+            for layer, ref in zip(qkv, exact, strict=True):
+                moved = [v[:, o] for v, o in zip(layer["v"], order, strict=True)]
+                hat = quantize_sentences(moved, bits, ruler, sink_fp16=name != "none")
+                hat = [h[:, b] for h, b in zip(hat, back, strict=True)]
+                o_hat = ref["p"] @ _pad(hat, ref["q"].shape[2])
+                err += ((ref["o"] - o_hat) * ref["rows"]).square().sum((1, 2, 3)) / ref["norm"]
+            row[label] = float((err / len(qkv)).mean())
+        row["lower"] = "per token" if row["per token"] < row["per channel"] else "per channel"
+        rows.append(row)
+    return rows
+
+
+def window_errors(qkv: Sequence[dict[str, list[torch.Tensor]]], bits: int = 2, residual: int = 4) -> dict[str, float]:
+    """Per-channel keys: no window; the ruler over all tokens then the newest restored; the ruler over the rest."""
+    exact = exact_attention(qkv)
+    restored = []
+    for layer in qkv:
+        hat = quantize_sentences(layer["k"], bits, "channel")
+        for h, k in zip(hat, layer["k"], strict=True):
+            h[:, -residual:] = k[:, -residual:]
+        restored.append({"q": layer["q"], "k": hat, "v": layer["v"]})
+    err = torch.zeros(len(qkv[0]["k"]), dtype=torch.float64)
+    for layer, ref in zip(restored, exact, strict=True):
+        hat = _pad(layer["k"], ref["q"].shape[2])
+        o_hat = _masked_attention(ref["q"], hat, ref["v"], ref["keys"])[1]
+        err += ((ref["o"] - o_hat) * ref["rows"]).square().sum((1, 2, 3)) / ref["norm"]
+    return {
+        "no window": float(output_errors(qkv, "k", bits, "channel", exact=exact).mean()),
+        "newest exact, ruler over all": float((err / len(qkv)).mean()),
+        "newest exact, ruler over the rest": float(
+            output_errors(qkv, "k", bits, "channel", residual=residual, exact=exact).mean()
+        ),
+    }
