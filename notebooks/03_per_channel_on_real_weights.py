@@ -19,11 +19,11 @@
 # **The question**: are the output channels of a real transformer's weights unequal enough that
 # one scale per channel matters, and which axis is "the channel"?
 #
-# **The answer**: in all-MiniLM-L6-v2 the FFN output layers have one channel tens of times louder
-# than the median, so one per-tensor int4 scale erases most of their rows and the sentence
-# embeddings fall to a mean cosine of 0.44 against FP32, while one scale per output channel keeps
-# 0.92. The channel is the output axis, because only its scale factors out of the matrix multiply;
-# read it from the layout, since GPT-2's `Conv1D` stores its weight `[in, out]`.
+# **The answer**: in all-MiniLM-L6-v2 one layer type has a channel so loud that one per-tensor
+# int4 scale can erase most of a layer's rows, and the sentence embeddings move far from FP32; one
+# scale per output channel keeps them close. The channel is the output axis, because only its
+# scale factors out of the matrix multiply; read it from the layout, since GPT-2's `Conv1D` stores
+# its weight `[in, out]`.
 #
 # **What you will do**: measure the channel spread of all 37 Linear layers; watch per-tensor int4
 # erase one of them; find the output axis of five layer types; quantize the whole model and compare
@@ -75,11 +75,16 @@ from qlesson.course import recall
 recall.predict("03", "spread")
 
 # %%
+spread = studies.spread_by_type(W)
+for row in spread:  # add the loudest channel over the median channel (worst layer of the type)
+    amax = [w.abs().amax(1) for n, w in W.items() if models.layer_type_of_short(n) == row["type"]]
+    row["worst max/median"] = max(float(a.max() / a.median()) for a in amax)
 print_table(
-    studies.spread_by_type(W),
+    spread,
     {
         "median max/min": ".1f",
         "worst max/min": ".1f",
+        "worst max/median": ".1f",
         "int4 SQNR per-tensor dB": ".1f",
         "int4 SQNR per-channel dB": ".1f",
     },
@@ -88,8 +93,8 @@ _ = plots.channel_spread(W)
 
 # %% [markdown]
 # Query, key and value are fairly even: the loudest channel is a few times the quietest. The FFN
-# `output` layers are not. They write back into the residual stream, and in the first layers one
-# of their channels is tens of times louder than the others. There per-tensor int4 leaves an SQNR
+# `output` layers are not. They write back into the residual stream, and in the worst of them one
+# channel is 42 times the median row. There per-tensor int4 leaves an SQNR
 # near 0 dB: the noise is as large as the weights. Per-channel brings every type above 13 dB.
 #
 # ## 3. One layer that per-tensor int4 erases
@@ -108,13 +113,16 @@ mae_t = ql.channel_errors(w0, qt0.dequantize()).mae
 mae_c = ql.channel_errors(w0, ql.fake_quantize(w0, 4, granularity=ql.PerChannel(0))).mae
 print(f"mean channel MAE: per-tensor {float(mae_t.mean()):.5f}, per-channel {float(mae_c.mean()):.5f}")
 print(f"mean |w| {float(w0.abs().mean()):.5f}: per-tensor, the error is the weight itself")
-print(f"channels better under per-channel: {int((mae_c < mae_t).sum())}; unchanged: {int((mae_c == mae_t).sum())}")
+print(f"loudest row: {int(w0.abs().amax(1).argmax())}")
+unchanged = torch.nonzero(mae_c == mae_t).flatten().tolist()
+print(f"channels better under per-channel: {int((mae_c < mae_t).sum())}; unchanged: {unchanged}")
 _ = plots.channel_error_profile(w0, bits=4, name="L0.output")
 
 # %% [markdown]
 # Almost every row's largest weight is below half a tick, so the row rounds to zeros and its
-# error is the weight it had. One scale per row restores all of them. The one unchanged channel
-# is 99: it set the shared scale, so its own scale is the same, like Row B of lesson 02.
+# error is the weight it had. One scale per row gives every one of them nonzero codes again, and
+# the mean error falls to about a fifth of mean |w|. The one unchanged channel is 99: it set
+# the shared scale, so its own scale is the same, like Row B of lesson 02.
 #
 # ## 4. Which axis is "the channel"?
 #
@@ -124,8 +132,8 @@ _ = plots.channel_error_profile(w0, bits=4, name="L0.output")
 # applies the scale. A scale per *input* channel changes along the sum and cannot be pulled out
 # after it. SmoothQuant and AWQ deal with input channels offline instead: they multiply each
 # input column of `W` by a factor and divide the activations by it in the layer before. Then they
-# quantize the rescaled weight as usual, with scales along the output axis: per output channel,
-# or per group within each row (AWQ's usual choice, lesson 04).
+# quantize the rescaled weight with scales that factor out: SmoothQuant's paper per-tensor (its
+# code also offers per-channel), AWQ in groups of 128 within each row (lesson 04).
 #
 # The cell checks the algebra on `L0.intermediate`. Then it reads the output axis of five layer
 # types from their modules, and tests it: doubling one slice along the output axis must change
@@ -144,7 +152,8 @@ for label, module in axes.zoo().items():
     checked = axes.touches_one_output(module, axis) and not any(axes.touches_one_output(module, a) for a in others)
     shape = tuple(module.weight.shape)
     scales = ql.scale_shape(ql.PerChannel(axis), shape)
-    print(f"{label:<28} weight {str(shape):<14} output axis {axis}: scales {scales}; experiment agrees: {checked}")
+    what = "rows (tokens) axis" if isinstance(module, torch.nn.Embedding) else "output axis"
+    print(f"{label:<28} weight {str(shape):<14} {what} {axis}: scales {scales}; experiment agrees: {checked}")
 
 # %% [markdown]
 # Conv2d keeps the output at axis 0, and each scale covers a whole filter. GPT-2's `Conv1D`
@@ -175,9 +184,9 @@ print_table([s.row() for s in scores.values()], fmt)
 
 # %% [markdown]
 # Per-tensor int4 breaks the model: a mean cosine near 0.44 means the embeddings point
-# elsewhere. Per-channel int4 keeps 0.92, for 0.03 bits per weight of fp16 scales. The layer
-# averages of section 2 (per-channel 5 to 9 dB of SQNR ahead on most types) did not announce a
-# gap this large.
+# elsewhere. Per-channel int4 keeps 0.92, for 0.03 bits per weight of fp16 scales. The layers
+# section 2 found near 0 dB are not the only cause: the other types, about 5 to 9 dB of SQNR
+# behind per-channel there, add to the gap.
 #
 # **How sure are these numbers?** The 240 sentences are a sample. The `95% CI` column is a
 # bootstrap interval: draw 120 pairs with replacement, recompute the mean, repeat 2000 times, keep
@@ -200,7 +209,7 @@ print(f"{a} - {b}: mean cosine {d.diff:+.4f}, 95% interval [{d.lo:+.4f}, {d.hi:+
 # ## Summary
 #
 # * Real transformer layers have unequal output channels. In MiniLM the FFN output layers are
-#   the worst: one channel tens of times louder than the median.
+#   the worst: in one of them, a channel is 42 times the median row.
 # * Per-tensor int4 erases MiniLM's `L0.output`: 378 of 384 rows become zeros, the quiet row of
 #   lesson 02 at full size. Per-channel lowers the error of every row but the loud one, which is
 #   unchanged.

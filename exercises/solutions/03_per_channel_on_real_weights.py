@@ -64,7 +64,7 @@ check("03.outlier_channel", outlier_channel)
 # ## Task 2 · Per-output-channel scales of a conv weight
 #
 # Write `conv_scales(w, bits)` for a Conv2d weight `[out, in, kh, kw]`: one symmetric scale per
-# output channel.
+# output channel, returned as a tensor of shape `(out,)`.
 
 
 # %% tags=["solution"]

@@ -90,8 +90,10 @@ def _cases_erased() -> list[Case]:
     )  # int4: the scale is exactly 1.0; channel 1 reaches exactly half a tick (rounds to 0), channel 2 0.6 (kept)
     rows = _w(8, 3)  # row-spread weights stored [in 8, out 3]: erased input rows, no erased output channel
     rows[7, 0] = 9.0
+    plus = torch.tensor([[7.0, 0.5, 0.2], [1.0, -0.3, 0.6], [-2.0, 0.1, -0.4]])  # channel 1 reaches +0.5 tick
     cases = [
         Case((half, 4), "[in 5, out 4] weight, int4, shared scale 1.0"),
+        Case((plus, 4), "[in 3, out 3] weight, int4, a channel at exactly +half a tick", hidden=True),
         Case((rows, 4), "[in 8, out 3] weight with one loud input row, int4"),
         Case((half, 8), "the same [5, 4] weight at int8", hidden=True),
         Case((_w(6, 10).T.contiguous(), 3), "[in 10, out 6] row-spread weight, int3", hidden=True),
@@ -184,6 +186,10 @@ TASKS: list[Task] = [
                 lambda w, b: int((w.abs().amax(dim=0) < w.abs().max() / qmax(b) / 2).sum()),
             ),
             Mistake(
+                "rounded half up (floor(x + 0.5)); torch.round sends exactly half a tick to the even code, 0",
+                lambda w, b: int((torch.floor(w / (w.abs().max() / qmax(b)) + 0.5) == 0).all(dim=0).sum()),
+            ),
+            Mistake(
                 "gave every channel its own scale: then none is erased, but the task asks about one shared scale",
                 lambda w, b: 0,
             ),
@@ -260,12 +266,13 @@ PREDICT = {
             "Both settings near 0.99: the rounding errors of ten million weights average out",
             False,
             "Independent errors do partly cancel, but per-tensor int4 does not add small noise everywhere: "
-            "it erases most rows of the FFN output layers (section 3).",
+            "it erases most rows of four FFN output layers (section 3 shows one).",
         ),
         (
             "Per-tensor about 0.4 to 0.5; per-channel above 0.9",
             True,
-            "Per-tensor int4 erases most rows of the FFN output layers (section 3) and the embeddings move far; "
+            "Per-tensor int4 erases most rows of four FFN output layers (section 3 shows one), and with coarse codes "
+            "elsewhere too the embeddings move far; "
             "one scale per row keeps every row's codes spread over the range.",
         ),
         (
@@ -335,7 +342,8 @@ RECALL: tuple[Question, ...] = (
         (
             "Every code of the row rounds to 0: its largest weight is below half of the shared tick",
             True,
-            "Channel 99's 7.9 sets a tick of about 1.13; a median row's absmax is about 0.19, so the layer is erased.",
+            "Channel 99's 7.9 sets a tick of about 1.13; a median row's absmax is about 0.19, "
+            "so most of the layer is erased.",
         ),
         (
             "They clip at +-7",
