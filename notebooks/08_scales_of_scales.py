@@ -19,19 +19,18 @@
 # **The question**: Small blocks make fp16 scales expensive; how many bits does a block's scale
 # really need?
 #
-# **The answer**: A scale rounded to `m` steps is off by up to half a step, which moves the
-# block's largest code, `qmax` ticks out, by up to `qmax / (2m)` ticks; while that stays near a
-# tenth of a tick the loss is a few hundredths of a dB, so a scale needs about `log2(qmax) + 2`
-# to `3` bits (6 for int4 codes, 8 for 6-bit codes), and its range can come from a level above.
-# A power of two (no mantissa bits) moves the top code by up to half its ticks: it costs int4
-# codes 2 to 3.5 dB, FP4 codes 1.3 to 1.5.
+# **The answer**: A block scale rounded to `m` steps moves the largest code, `qmax` ticks out,
+# by up to `qmax / (2m)` ticks in its super-block's loudest block; kept near a tenth of a tick
+# that costs hundredths of a dB, and the scale's range can come from a level above. A power of
+# two (no mantissa bits) moves the top code by up to half its ticks: dB on int4 codes, less on
+# FP4's float grid.
 #
 # **What you will do**: count what scales cost per weight; shrink a block scale from fp16 to 4
 # bits on a MiniLM layer, with int4 and with 6-bit codes; put power-of-two scales (MX's E8M0)
 # under int4 and FP4 codes; take NVFP4's tensor scale away.
 #
 # **What you need**: lessons 02 to 04 (group scales and bits per weight); nothing to download.
-# **Time**: about 25 minutes, plus about 25 for the exercise.
+# **Time**: about 29 minutes, plus about 24 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -68,7 +67,7 @@ print_table(rows, {"scale bits / weight": ".4f", "bits per weight": ".4f"})
 # Three ways to make a scale cheap:
 #
 # * llama.cpp's **K-quants** store each sub-block's scale as a small integer, 6 bits in Q4_K and
-#   8 in Q6_K, times one fp16 **super-scale** per 256 weights (Q4_K also stores a 6-bit minimum
+#   a signed int8 in Q6_K, times one fp16 **super-scale** per 256 weights (Q4_K also stores a 6-bit minimum
 #   per sub-block, and all of it costs Q4_0's 0.5 bits per weight);
 # * **MXFP4** (the OCP Microscaling format) stores one byte per 32 weights, an exponent only:
 #   the scale is a power of two, `2**(e - 127)`;
@@ -80,17 +79,19 @@ print_table(rows, {"scale bits / weight": ".4f", "bits per weight": ".4f"})
 #
 # Take symmetric codes `-qmax..qmax` (`qmax = 7` for int4) and one scale per block. The ideal
 # scale, `amax / qmax`, puts the block's largest weight exactly on code `qmax`. Now store that
-# scale as K-quants do: an integer `sc` from 1 to `m` (`m = 63` for 6 bits) times a super-scale
+# scale as K-quants do: an integer `sc` up to `m` (`m = 63` for 6 bits; this course keeps it at
+# least 1, llama.cpp lets a very quiet block round to 0) times a super-scale
 # `d` shared by 8 blocks, with `d` set so that the loudest of them gets `sc = m`. Rounding `sc`
 # to the nearest integer is off by at most half a step, `1 / (2m)` of the loudest block's scale.
-# The block's largest weight then lands up to about `qmax / (2m)` ticks off its code; quieter
-# blocks have fewer steps and move further. Every other weight was already off by up to half a
-# tick from its own rounding.
+# In the super-block's loudest block, the largest weight then lands up to about `qmax / (2m)`
+# ticks off its code; a block `r` times quieter has `r` times fewer steps and moves up to
+# `qmax / (2m/r)`. Every other weight was already off by up to half a tick from its own rounding.
 #
 # The layer is MiniLM's `L0.output` (lesson 03's FFN output), int4 codes in blocks of 32,
-# every scale rounded to the nearest. The columns: the rule's `qmax / (2m)`, the move measured at
-# the median block, and the SQNR lost against exact fp32 scales (`clipping dB` is the part of
-# that loss caused by codes clamped at `qmax`; more on it in section 3).
+# every scale rounded to the nearest. The columns: the rule's `qmax / (2m)`, the move measured
+# at the median, the 95th-percentile and the worst block, and the SQNR lost against exact fp32
+# scales (`clipping dB` is the part of that loss caused by codes clamped at `qmax`; more on it in
+# section 3).
 
 # %%
 recall.predict("08", "six_bit_sub_scale")
@@ -99,6 +100,7 @@ recall.predict("08", "six_bit_sub_scale")
 model = models.load_minilm()
 W = {n: w for n, w in models.linear_weights(model).items() if n != "pooler"}
 fmt_rule = {"scale bits / weight": ".3f", "rule (ticks)": ".3f", "median move (ticks)": ".3f"}
+fmt_rule |= {"95th-pct move": ".3f", "worst move": ".2f"}
 fmt_rule |= {"SQNR loss dB": ".3f", "clipping dB": ".3f"}
 print("L0.output, int4 codes (qmax 7), blocks of 32, super-blocks of 8:")
 print_table(scale_bits.rule_rows(W["L0.output"], block=32, bits=4, super_blocks=8), fmt_rule)
@@ -106,13 +108,18 @@ print_table(scale_bits.rule_rows(W["L0.output"], block=32, bits=4, super_blocks=
 # %% [markdown]
 # Q4_K's 6-bit sub-scale costs int4 codes under a hundredth of a dB: it moves the top code by
 # a few hundredths of a tick, lost beside the half tick that rounding costs every weight. Each
-# bit fewer doubles the move, and the loss grows with it: about a tenth of a dB at 4 bits. E4M3
-# (3 mantissa bits, NVFP4's scale) moves the top code about as far as a 4-bit sub-scale.
+# bit fewer doubles the move, and the loss grows with it: about a tenth of a dB at 4 bits. The
+# rule bounds the loudest block only: the 95th-percentile block moves further than it, and the
+# worst, many times quieter than its loudest neighbour and held at `sc = 1`, by whole ticks. Those
+# quiet blocks carry little of the layer's energy, so the SQNR barely sees them. A float scale
+# has no such tail: E4M3 (3 mantissa bits, NVFP4's scale) has the same relative step however
+# quiet the block, and at the median block moves the top code about as far as a 4-bit sub-scale.
 #
 # ## 3. More code bits need more scale bits
 #
 # With 6-bit codes (`-31..31`) the block's largest weight sits 31 ticks out instead of 7.
-# The same layer in blocks of 16 under super-blocks of 16 (Q6_K's layout):
+# The same layer in blocks of 16 under super-blocks of 16 (Q6_K's layout; the `int8` row is
+# Q6_K's signed sub-scale, 8 bits stored but 127 steps: 7 bits of steps):
 
 # %%
 recall.predict("08", "six_bit_codes")
@@ -124,34 +131,40 @@ print_table(scale_bits.rule_rows(W["L0.output"], block=16, bits=6, super_blocks=
 # %% [markdown]
 # The same sub-scale now moves the top code 31 / 7, about 4.4 times as far, and the loss
 # follows the move, not the sub-scale's width: 6-bit sub-scales now lose about 0.17 dB, the
-# order of what 4-bit ones cost int4 codes, whose top code they move about as far. Past half a
+# order of what 4-bit ones cost int4 codes, whose top code they move about as far (the blocks
+# of 16 add to it: each block's largest weight is one in 16 weights instead of one in 32). Past half a
 # tick a second effect starts: a scale rounded *down* pushes the top weight past `qmax + 0.5`,
 # and the clamp clips it. That is most of the loss at 4 bits (the top code moves 0.8 ticks at
 # the median block) and little of it at 6 bits; it is the same rule, seen from further out.
-# So one number decides: **how far the scale's rounding moves the largest code**. Keeping
-# `qmax / (2m)` near a tenth of a tick asks for `m` of about `5 qmax`, that is `log2(qmax) + 2`
-# to `3` bits:
+# So, for a given block size, one number decides: **how far the scale's rounding moves the
+# largest code**. Keeping `qmax / (2m)` near a tenth of a tick asks for `m` of about `5 qmax`,
+# that is `log2(qmax) + 2` to `3` bits of steps; each format's own steps `m`, against that:
 
 # %%
-for qmax, used in ((7, "Q4_K: 6-bit sub-scales"), (31, "Q6_K: int8 sub-scales, m = 127"), (127, "Q8_0: fp16")):
+cases = [(7, "int4 -7..7", "6-bit sub-scale", 63), (15, "Q4_K's 0..15 over a minimum", "6-bit sub-scale", 63)]
+cases += [(31, "6-bit -31..31", "Q6_K's int8", 127), (127, "int8 -127..127", "fp16, at least", 1024)]
+for qmax, codes, used, m in cases:
     b = next(b for b in range(2, 16) if qmax / (2 * (2**b - 1)) <= 0.1)
-    print(f"qmax {qmax:3d}: log2(qmax) = {np.log2(qmax):.1f}; {b} bits move the top code <= 0.1 tick ({used})")
+    print(f"qmax {qmax:3d} ({codes}): {b} bits of steps move <= 0.1 tick; {used} m = {m}: {qmax / (2 * m):.3f} tick")
 
 # %% [markdown]
-# The formats sit at or near the rule: 6 bits for int4 codes, 7 bits of steps for Q6_K's
-# 6-bit codes, fp16's 11 significant bits for int8 codes. What the sub-scale does not hold, the
-# scale's *range*, comes from the level above: the fp16 super-scale spans the super-block.
+# The formats sit at or near the rule: a 6-bit sub-scale for int4 codes (a little over a tenth
+# for Q4_K's own 0..15 codes), 7 bits of steps for Q6_K's 6-bit codes (a little over a tenth,
+# about 0.05 dB in the table above), fp16 (at least 1024 steps per binade) for int8 codes. What
+# the sub-scale does not hold, the scale's *range*, comes from the level above: the fp16
+# super-scale spans the super-block.
 #
 # ## 4. No mantissa at all: a power-of-two scale
 #
 # MX formats store a block's scale as one exponent byte (E8M0). The OCP MX specification's rule
 # is `2**(floor(log2 amax) - 2)`, 2 being the exponent of the grid's largest power of two (4 on
 # both int4's and FP4's grids): the block's largest weight lands between 4 and 8 ticks, and
-# past the grid's top (7 for int4, 6 for FP4) it clips. torchao implements it as
-# `ScaleCalculationMode.FLOOR` and offers alternatives; its `RCEIL` (NVIDIA's rule) takes the
-# power of two at or above `amax / qmax`, which never clips but leaves the top code anywhere
-# from `qmax / 2` to `qmax`: up to a bit of resolution gone. Either way the top code moves by up
-# to half its ticks, far past a tenth. Over all 36 Linear layers, blocks of 32, int4 codes and
+# past the grid's top (7 for int4, 6 for FP4) it clips (the specification has no int4 element;
+# this is the same rule on int4's grid). NVIDIA's rule, *rceil*, takes the power of two at or
+# above `amax / qmax`, which never clips but leaves the top code anywhere from `qmax / 2` to
+# `qmax`: up to a bit of resolution gone. Either way the top code moves by whole ticks (floor:
+# anywhere from 4 to 8 against `qmax`, clipped at the top; rceil: by up to `qmax / 2`), far past
+# a tenth. Over all 36 Linear layers, blocks of 32, int4 codes and
 # FP4 (E2M1) codes:
 
 # %%
@@ -162,15 +175,9 @@ i4, fp4 = "int4 -7..7 SQNR dB", "FP4 E2M1 SQNR dB"
 for rule in ("floor", "rceil"):
     loss = {c: g32["fp32"][c] - g32[f"E8M0 {rule}"][c] for c in (i4, fp4)}
     print(f"E8M0 {rule} against fp32 scales: int4 codes lose {loss[i4]:.2f} dB, FP4 codes {loss[fp4]:.2f} dB")
-wi = W["L0.intermediate"]
-for rule in ("floor", "rceil"):
-    ours = scale_bits.scale_rows(wi, block=32, codes="E2M1", formats=(f"E8M0 {rule}",))[0]["SQNR dB"]
-    mx = ql.errors(wi, torch.from_numpy(microscaling.quantize_mx(wi.numpy(), rule).values())).sqnr_db
-    print(f"L0.intermediate: FP4 codes under E8M0 {rule} {ours:.4f} dB = MXFP4 {rule} {mx:.4f} dB")
 
 # %% [markdown]
-# FP4 codes under these scales *are* MXFP4 (the last lines; qlesson's MXFP4 matches torchao's
-# value for value in the tests). Both rules cost int4 codes dB, not hundredths. FP4 codes lose
+# FP4 codes under these scales *are* MXFP4. Both rules cost int4 codes dB, not hundredths. FP4 codes lose
 # less because their grid is a float grid: its ticks (0, 0.5, 1, 1.5, 2, 3, 4, 6) crowd near
 # zero, so a scale twice too large moves every value down one binade, where the relative step
 # is the same; only values pushed to the bottom ticks lose. On int4's even ticks, doubling the
@@ -181,12 +188,10 @@ for rule in ("floor", "rceil"):
 # bits section 2 measured at about a 4-bit sub-scale's cost. E4M3's *range* is narrow (normal
 # numbers from 2**-6 to 448), so NVFP4 stores one fp32 scale per tensor that puts the largest
 # block scale at 448. The two levels again: precision in the block scale, range from above.
-# llama.cpp's own NVFP4 quantizer (`quantize_row_nvfp4_ref` in `ggml-quants.c`) writes each
-# block's `amax / 6` straight into E4M3, with no tensor scale; a GGUF carries one only when it
-# was converted from an NVFP4 checkpoint that has one (NVIDIA's ModelOpt writes them).
 # `L0.intermediate` and the same layer divided by 100, with and without the tensor scale:
 
 # %%
+wi = W["L0.intermediate"]
 nv_rows = []
 for factor in (1, 100):
     x = wi.numpy() / factor
@@ -201,8 +206,8 @@ print_table(nv_rows, {"SQNR dB": ".2f", "block scales below 2**-6 %": ".1f"})
 # %% [markdown]
 # With the tensor scale, dividing the layer by 100 changes nothing: the tensor scale absorbs it
 # (the control). Without it, every block scale of the smaller layer falls below E4M3's smallest
-# normal number, 2**-6. qlesson, like torchao, clamps such a scale to 2**-6 (llama.cpp rounds
-# it to a subnormal, or to zero): either way the scale is far too coarse for the block, and
+# normal number, 2**-6. qlesson, like torchao, clamps such a scale to 2**-6: the scale is far
+# too coarse for the block, and
 # its weights round to zero. On the layer as stored, a fifth of the blocks are below 2**-6, and
 # the loss is about a tenth of a dB. The scale needed no more precision; it needed a level
 # above it for its range.
@@ -228,23 +233,29 @@ _ = format_plots.block(st["values"], st["reconstructed"], "L0.query, row 0, weig
 widgets.format_explorer(W)
 
 # %% [markdown]
-# (Those blocks have `f` above 1.5: the floor rule's scale is `2**(k - 2)`, so the largest
-# weight lands at `4f` ticks, past FP4's 6.)
+# <details><summary>Why there?</summary>
+#
+# Those blocks have `f` above 1.5: the floor rule's scale is `2**(k - 2)`, so the largest
+# weight lands at `4f` ticks, past FP4's 6.
+#
+# </details>
 #
 # ## Summary
 #
-# * A scale rounded to `m` steps is off by up to `1 / (2m)`, and moves a block's largest code,
-#   `qmax` ticks out, by up to `qmax / (2m)` ticks. The SQNR lost follows that move: under a
+# * A scale rounded to `m` steps is off by up to `1 / (2m)`, and moves the largest code, `qmax`
+#   ticks out, by up to `qmax / (2m)` ticks in its super-block's loudest block (quieter blocks
+#   move further; a float scale's relative step does not grow in them). The SQNR lost follows that move: under a
 #   hundredth of a dB at a few hundredths of a tick, 0.05 to 0.17 dB at 0.15 to 0.2 of a tick,
 #   and clipping once the move passes half a tick on a scale rounded down.
-# * So a scale needs about `log2(qmax) + 2` to `3` bits: 6 for int4 codes (Q4_K), 7 to 8 for
-#   6-bit codes (Q6_K's int8 sub-scales), fp16 for int8 codes. Its range comes from a level
+# * So a scale needs about `log2(qmax) + 2` to `3` bits of steps for a tenth of a tick: 6 for
+#   int4 -7..7 codes, 8 for 6-bit codes (Q6_K's int8 sub-scales hold 127 steps, 7 bits: 0.12
+#   tick, about 0.05 dB), fp16 for int8 codes. Its range comes from a level
 #   above: an fp16 super-scale per 256 weights, an fp32 scale per tensor.
-# * A power of two (MX's E8M0; the OCP spec's floor rule or torchao's RCEIL) moves the top code
-#   by up to half its ticks: about 2.3 to 3.5 dB on int4 codes, about 1.3 to 1.5 dB on FP4
+# * A power of two (MX's E8M0, by the OCP spec's floor rule or NVIDIA's rceil) moves the top
+#   code by whole ticks: about 2.3 to 3.5 dB on int4 codes, about 1.3 to 1.5 dB on FP4
 #   codes, whose float grid keeps its relative step when a value halves.
 # * NVFP4's E4M3 scales have a 4-bit sub-scale's precision but a narrow range: without the fp32
-#   tensor scale (llama.cpp's own NVFP4 quantizer stores none), small tensors lose their blocks.
+#   tensor scale, small tensors lose their blocks.
 #
 # ## Pause and recall
 #
@@ -380,6 +391,13 @@ theirs = NVFP4Tensor(d, s, 16, torch.float32, torch.tensor(ts)).dequantize(torch
 print(f"NVFP4 on L0.intermediate, values identical to torchao's: {np.array_equal(nv.values(), theirs)}")
 
 # %% [markdown]
+# llama.cpp's own NVFP4 quantizer (`quantize_row_nvfp4_ref` in `ggml-quants.c`, as of
+# November 2026) writes each block's `amax / 6` straight into E4M3 with no tensor scale, and
+# rounds a scale below 2**-6 to a subnormal or to zero. A GGUF carries a tensor scale (a
+# `.scale` tensor) when it was converted from an NVFP4 checkpoint that has one: NVIDIA ModelOpt's
+# `weight_scale_2` or a compressed-tensors checkpoint's `weight_global_scale`.
+
+# %% [markdown]
 # ### Every format on all 36 layers
 #
 # Every encoder Linear weight of MiniLM (the pooler is not used for sentence embeddings)
@@ -485,10 +503,15 @@ print_table(
 # `e - 127 = floor(log2 amax) - 2`: `amax / scale` lies in [4, 8), and values above 6 x scale
 # saturate to 6. torchao also offers *ceil* (`ceil(log2 amax) - 2`: nothing saturates, small
 # values lose a bit), *even* (round `amax` to FP4's one mantissa bit first, then floor) and
-# *rceil* (the smallest power of two with `amax / scale <= 6`, NVIDIA's rule). qlesson
-# implements each and is checked here against torchao, value for value, on `L0.intermediate`:
+# *rceil* (the smallest power of two with `amax / scale <= 6`, NVIDIA's rule). FP4 codes under
+# section 4's E8M0 scales are MXFP4; qlesson implements each rule and is checked here against
+# torchao, value for value, on `L0.intermediate`:
 
 # %%
+for rule in ("floor", "rceil"):
+    ours = scale_bits.scale_rows(wi, block=32, codes="E2M1", formats=(f"E8M0 {rule}",))[0]["SQNR dB"]
+    mx = ql.errors(wi, torch.from_numpy(microscaling.quantize_mx(wi.numpy(), rule).values())).sqnr_db
+    print(f"L0.intermediate: FP4 codes under E8M0 {rule} {ours:.4f} dB = MXFP4 {rule} {mx:.4f} dB")
 with quiet_imports():
     from torchao.prototype.mx_formats.config import ScaleCalculationMode
     from torchao.prototype.mx_formats.mx_tensor import to_dtype, to_mx

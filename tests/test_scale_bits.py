@@ -60,9 +60,9 @@ def test_floor_power_of_two_puts_the_block_max_in_4_to_8_ticks_and_may_clip():
 
 def test_eight_bit_sub_scales_are_finer_than_six_bit_ones():
     rows = {r["scale format"]: r for r in scale_bits.scale_rows(_layer(), block=16, bits=6, super_blocks=16)}
-    assert rows["8-bit x fp16"]["median scale error"] < rows["6-bit x fp16"]["median scale error"]
-    assert rows["8-bit x fp16"]["SQNR dB"] > rows["6-bit x fp16"]["SQNR dB"]
-    assert rows["8-bit x fp16"]["scale bits / weight"] == (8 * 256 + 16 * 16) / (16 * 256)
+    assert rows["int8 x fp16"]["median scale error"] < rows["6-bit x fp16"]["median scale error"]
+    assert rows["int8 x fp16"]["SQNR dB"] > rows["6-bit x fp16"]["SQNR dB"]
+    assert rows["int8 x fp16"]["scale bits / weight"] == (8 * 256 + 16 * 16) / (16 * 256)
 
 
 def test_fp4_codes_under_e4m3_scales_are_nvfp4_and_under_e8m0_are_mxfp4_rceil_and_floor():
@@ -113,7 +113,7 @@ def test_grid_rows_refuses_no_layers():
 
 @pytest.mark.parametrize("bits, block, super_blocks", [(4, 32, 8), (4, 16, 8), (6, 16, 16)])
 def test_more_sub_scale_bits_never_cost_more_than_noise(bits, block, super_blocks):
-    sweep = ("4-bit x fp16", "5-bit x fp16", "6-bit x fp16", "8-bit x fp16", "fp32")
+    sweep = ("4-bit x fp16", "5-bit x fp16", "6-bit x fp16", "int8 x fp16", "fp32")
     for seed in (0, 1, 2):
         rows = scale_bits.scale_rows(
             _layer(seed=seed), block=block, bits=bits, super_blocks=super_blocks, formats=sweep
@@ -163,7 +163,7 @@ def test_rule_rows_give_qmax_over_2m_and_the_loss_follows_the_move():
     for fmt, m in scale_bits.SUB_MAX.items():
         assert by[fmt]["steps m"] == m and by[fmt]["rule (ticks)"] == 31 / (2 * m)
     assert by["fp16"]["rule (ticks)"] == "" and by["E4M3 x fp32"]["steps m"] == ""
-    sweep = [by[f] for f in ("4-bit x fp16", "5-bit x fp16", "6-bit x fp16", "8-bit x fp16")]
+    sweep = [by[f] for f in ("4-bit x fp16", "5-bit x fp16", "6-bit x fp16", "int8 x fp16")]
     moves = [r["median move (ticks)"] for r in sweep]
     assert moves == sorted(moves, reverse=True)  # more steps, a smaller move
     assert sweep[0]["SQNR loss dB"] > sweep[-1]["SQNR loss dB"] > 0

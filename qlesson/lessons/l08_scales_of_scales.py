@@ -109,10 +109,12 @@ TASKS: list[Task] = [
             Case((_ideal(6, 8, quiet=0.02), 8), "8-bit sub-scales, a quiet block", hidden=True),
         ],
         "the super-scale is a float16 number set so that the loudest block gets the largest integer the bits hold; "
-        "every block then gets the nearest integer number of super-scales, and no block may get 0",
+        "every block then gets the nearest integer number of super-scales, and (this course's convention; llama.cpp "
+        "lets a very quiet block round to 0) no block gets less than 1",
         [
             Mistake(
-                "let a quiet block's integer round to 0: its weights would all decode to 0; the smallest integer is 1",
+                "let a quiet block's integer round to 0: its weights would all decode to 0; in this course's "
+                "convention the smallest integer is 1",
                 lambda ideal, bits: _sub_scales(ideal, bits, lowest=0),
             ),
             Mistake(
@@ -165,6 +167,11 @@ TASKS: list[Task] = [
             Mistake(
                 "used 2**code_bits - 1 as the codes' top: symmetric signed codes run to 2**(code_bits - 1) - 1",
                 lambda c, t: _fewest_bits(c, t, qmax=lambda b: 2**b - 1),
+            ),
+            Mistake(
+                "took 2**(code_bits - 1) as the codes' top (Q4_0's -8): symmetric codes stop at "
+                "2**(code_bits - 1) - 1, 7 for int4",
+                lambda c, t: _fewest_bits(c, t, qmax=lambda b: 2 ** (b - 1)),
             ),
             Mistake(
                 "asked for a move strictly below max_ticks: the task says at most",
@@ -256,6 +263,16 @@ TASKS: list[Task] = [
                 lambda a: max(math.ceil(math.log2(a)) - 2 + 127, 0) if a else 0,
             ),
             Mistake(
+                "that is rceil (NVIDIA's rule, the power of two at or above amax / 6); the floor rule works from "
+                "floor(log2 amax) - 2",
+                lambda a: max(math.ceil(math.log2(a / 6)) + 127, 0) if a else 0,
+            ),
+            Mistake(
+                "divided by 6 first: the floor rule uses the grid's largest power of two, 4 (2**2), not its top "
+                "value 6",
+                lambda a: max(math.floor(math.log2(a / 6)) + 127, 0) if a else 0,
+            ),
+            Mistake(
                 "did not clamp at 0: for amax below 2**-125 the exponent would be negative, and E8M0 stops at 0",
                 lambda a: math.floor(math.log2(a)) - 2 + 127 if a else 0,
             ),
@@ -294,24 +311,33 @@ PREDICT = {
         ),
     ),
     "six_bit_codes": choice(
-        "Now 6-bit codes (-31..31) on the same layer, blocks of 16, super-blocks of 16. Which is the narrowest "
-        "sub-scale that keeps the loss against fp32 scales under 0.1 dB?",
+        "Now 6-bit codes (-31..31) on the same layer, in Q6_K's layout: blocks of 16, super-blocks of 16. How much "
+        "SQNR do the same 6-bit sub-scales (Q4_K's) lose against fp32 scales here?",
         (
-            "8 bits (Q6_K's int8 sub-scales, 127 steps)",
+            "under a hundredth of a dB, as with int4 codes",
+            False,
+            "Tempting: the sub-scale is the same number, as precise as before. But its error is relative, and the "
+            "largest code moves by qmax times it: 31 ticks out instead of 7.",
+        ),
+        (
+            "less than with int4 codes: finer codes make up for a coarser scale",
+            False,
+            "Tempting if more code bits feel like more slack; but finer ticks turn the same scale error into more "
+            "ticks.",
+        ),
+        (
+            "about a sixth of a dB",
             True,
-            "The block's largest code sits 31 ticks out instead of 7, so the same relative scale error moves it 4.4 "
-            "times as far: 6-bit sub-scales now lose about 0.17 dB, 8-bit ones about 0.05.",
+            "The largest code sits 31 ticks out instead of 7, so the same relative error moves it 31/7, about 4.4 "
+            "times as far (up to 31/126, a quarter tick, in the loudest block); in blocks of 16 that largest weight "
+            "is also one weight in 16 rather than in 32. About 0.17 dB: the order of what 4-bit sub-scales cost "
+            "int4 codes.",
         ),
         (
-            "6 bits, as for int4 codes: a scale's precision does not depend on the codes",
+            "several dB: the scale is now far too coarse and the codes clip",
             False,
-            "Tempting: the sub-scale is the same number. But its error is relative, and the largest code moves by "
-            "qmax times it: 31 ticks out instead of 7.",
-        ),
-        (
-            "4 bits: finer codes make up for a coarser scale",
-            False,
-            "Tempting if more bits feel like more slack; but finer ticks turn the same scale error into more ticks.",
+            "Tempting after section 2's clipping column; but clipping needs a move past half a tick, and a quarter "
+            "tick is the most the loudest block moves.",
         ),
     ),
 }

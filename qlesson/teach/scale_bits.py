@@ -8,7 +8,8 @@ The same symmetric integer codes (``bits``, codes ``-qmax..qmax``), one scale pe
 * ``6-bit x fp16``: an unsigned 6-bit integer ``sc`` (1 to 63) times one fp16 super-scale ``d``
   shared by ``super_blocks`` consecutive blocks, ``d = max(amax / qmax) / 63`` (the K-quants' two
   levels, Q4_K's sub-scales); ``4-bit x fp16`` (``sc`` up to 15, Q2_K's width), ``5-bit x fp16``
-  (up to 31) and ``8-bit x fp16`` (up to 127, Q6_K's int8 width) the same with other widths;
+  (up to 31) and ``int8 x fp16`` (up to 127: Q6_K's signed int8 stores 8 bits, 7 bits of steps) the same
+  with other widths;
 * ``E4M3 x fp32``: an FP8 number times one fp32 per tensor that puts the largest block scale at
   448 (NVFP4's two levels), rounded to nearest (a block may clip a hair);
 * ``E8M0 floor``: the OCP MX specification's rule (torchao's ``ScaleCalculationMode.FLOOR``),
@@ -20,7 +21,7 @@ The same symmetric integer codes (``bits``, codes ``-qmax..qmax``), one scale pe
 >>> x = torch.tensor([[0.05, -0.08, 0.12, -0.15], [2.0, -3.1, 1.7, -2.6]])
 >>> rows = scale_rows(x, block=4, super_blocks=2)
 >>> [r["scale format"] for r in rows][:6]
-['fp32', 'fp16', '4-bit x fp16', '5-bit x fp16', '6-bit x fp16', '8-bit x fp16']
+['fp32', 'fp16', '4-bit x fp16', '5-bit x fp16', '6-bit x fp16', 'int8 x fp16']
 >>> [r["scale format"] for r in rows][6:]
 ['E4M3 x fp32', 'E8M0 floor', 'E8M0 rceil']
 >>> rows[4]["scales"]  # the quiet row's 6-bit sub-scale is 3 steps of a super-scale set by the loud row
@@ -39,8 +40,10 @@ import torch
 from qlesson.quant._checks import ArrayLike, as_float_tensor, check_bits, check_whole
 from qlesson.quant.minifloat import E2M1_MAX, E4M3_MAX, round_to
 
-SUB_BITS = {"4-bit x fp16": 4, "5-bit x fp16": 5, "6-bit x fp16": 6, "8-bit x fp16": 8}  # two-level integer formats
-# the largest sub-scale of each (the smallest is 1): 2**bits - 1, but 127 for 8 bits (Q6_K's signed int8 magnitudes)
+SUB_BITS = {"4-bit x fp16": 4, "5-bit x fp16": 5, "6-bit x fp16": 6, "int8 x fp16": 8}  # two-level integer formats
+# (stored bits)
+# the largest sub-scale of each (qlesson's smallest is 1; llama.cpp lets a very quiet sub-block round to 0):
+# 2**bits - 1, but 127 for int8 (Q6_K's signed int8 magnitudes: 7 bits of steps)
 SUB_MAX = {fmt: min(2**b - 1, 127) for fmt, b in SUB_BITS.items()}
 FORMATS = ("fp32", "fp16", *SUB_BITS, "E4M3 x fp32", "E8M0 floor", "E8M0 rceil")
 
@@ -178,6 +181,8 @@ def scale_rows(
                 "median scale error": float(rel.median()),
                 "worst scale error": float(rel.max()),
                 "top code moves (ticks)": float(rel.median()) * qmax,
+                "95th-pct move (ticks)": float(rel.quantile(0.95)) * qmax,
+                "worst move (ticks)": float(rel.max()) * qmax,
                 "scales": [round(float(v), 6) for v in s.reshape(-1)[:shown_scales]],
             }
         )
@@ -237,12 +242,14 @@ def rule_rows(
     A sub-scale of ``m`` steps (1 to ``m`` times its super-scale) is off by up to half a step,
     ``1 / (2m)`` of the scale in the super-block's loudest block, which moves that block's largest
     code (``qmax`` ticks out) by up to ``qmax / (2m)`` ticks: the ``rule`` column (blank for formats
-    without integer steps). ``median move``: the same move measured at the median block.
+    without integer steps). ``median move``: the same move measured at the median block; ``95th-pct
+    move`` and ``worst move``: at the 95th-percentile and the worst block (quieter blocks of a
+    super-block have fewer steps and move further).
     ``SQNR loss dB``: fp32 scales' SQNR minus this format's; ``clipping dB``: the part of that loss
     that goes away when codes are not clamped to ``-qmax..qmax`` (:func:`scale_rows` with ``clip=False``).
 
     >>> x = torch.linspace(-1, 1, 512).reshape(4, 128)
-    >>> [round(r["rule (ticks)"], 3) for r in rule_rows(x, formats=("6-bit x fp16", "8-bit x fp16"))]
+    >>> [round(r["rule (ticks)"], 3) for r in rule_rows(x, formats=("6-bit x fp16", "int8 x fp16"))]
     [0.056, 0.028]
     """
     qmax = 2 ** (bits - 1) - 1
@@ -261,6 +268,8 @@ def rule_rows(
                 "steps m": m if m else "",
                 "rule (ticks)": qmax / (2 * m) if m else "",
                 "median move (ticks)": kept[fmt]["top code moves (ticks)"],
+                "95th-pct move": kept[fmt]["95th-pct move (ticks)"],
+                "worst move": kept[fmt]["worst move (ticks)"],
                 "SQNR loss dB": kept["fp32"]["SQNR dB"] - kept[fmt]["SQNR dB"],
                 "clipping dB": free[fmt]["SQNR dB"] - kept[fmt]["SQNR dB"],
             }
