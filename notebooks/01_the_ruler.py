@@ -28,7 +28,7 @@
 # 1,000 values, and watch a calibrated ruler clip a new value.
 #
 # **What you need**: lesson 00 (how to run the notebooks); nothing to download.
-# **Time**: about 15 minutes, plus about 22 for the exercise.
+# **Time**: about 19 minutes, plus about 22 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql

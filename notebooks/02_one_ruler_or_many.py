@@ -28,7 +28,7 @@
 # interview note prints, and test whether per-channel lowers every row's error.
 #
 # **What you need**: lesson 01 (scale, round, clamp); nothing to download.
-# **Time**: about 14 minutes, plus about 24 for the exercise.
+# **Time**: about 18 minutes, plus about 24 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql

@@ -32,7 +32,7 @@
 # * take one Q4_0 block apart byte by byte, checked against the `gguf` package.
 #
 # **What you need**: lessons 02 and 03; nothing to download (MiniLM comes with the course).
-# **Time**: about 21 minutes, plus about 26 for the exercise.
+# **Time**: about 26 minutes, plus about 26 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql

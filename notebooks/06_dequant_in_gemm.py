@@ -30,7 +30,7 @@
 #   your machine at M = 1 and M = 128.
 #
 # **What you need**: lessons 02 to 05.
-# **Time**: about 23 minutes, plus about 28 for the exercise.
+# **Time**: about 25 minutes, plus about 28 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql

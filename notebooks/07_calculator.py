@@ -29,7 +29,7 @@
 # symmetric ruler leaves empty on a GELU row, and paste rows of your own.
 #
 # **What you need**: lessons 01, 02 and 05 (zero points).
-# **Time**: about 12 minutes.
+# **Time**: about 16 minutes.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql

@@ -29,7 +29,7 @@
 #   on calibration text and on held-out text.
 #
 # **What you need**: lessons 02 to 05 (scales, per-channel, groups, folding).
-# **Time**: about 60 minutes, plus about 19 for the exercise.
+# **Time**: about 68 minutes, plus about 19 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql

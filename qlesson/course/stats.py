@@ -6,7 +6,8 @@ printed output, its code cells and code words, the main line's run time (measure
 ``python -m qlesson stats --measure``, which executes the notebook and stores the seconds in
 ``notebooks/results/run_times.json``), and an honest time:
 
-* the lesson: prose / 150 + code / 150 + printed output / 80 words a minute, plus the run time;
+* the lesson: prose / 150 + code / 150 + printed output / 80 words a minute, plus the run time,
+  plus a minute for each predict-then-run question and two for each widget's guided experiment;
 * the exercise: its prose / 150 words a minute, plus 3 minutes a graded task and 1 a recall answer.
 
 Each lesson states its times in its first cell (``**Time**: about N minutes, plus about M for
@@ -35,6 +36,7 @@ RUN_TIMES = LESSONS / "results" / "run_times.json"
 
 PROSE_WPM, CODE_WPM, OUTPUT_WPM = 150, 150, 80
 TASK_MINUTES, RECALL_MINUTES = 3.0, 1.0
+PREDICT_MINUTES, WIDGET_MINUTES = 1.0, 2.0  # committing to a prediction; a widget's guided experiment
 MAX_PROSE = 2000  # main-line prose words; 00 and 07 get half
 MAX_RUN_S = 60.0  # main-line run time on 2 cores
 TOLERANCE = 0.2  # stated times within 20% of the computed ones
@@ -52,9 +54,11 @@ def words(text: str) -> int:
     return len(_WORD.findall(_HTML_TAG.sub(" ", _LINK_TARGET.sub("]", text))))
 
 
-def honest_minutes(prose: int, code: int, output: int, run_s: float) -> float:
-    """Reading at 150 (prose, code) and 80 (printed output) words a minute, plus the run time."""
-    return round(prose / PROSE_WPM + code / CODE_WPM + output / OUTPUT_WPM + run_s / 60, 1)
+def honest_minutes(prose: int, code: int, output: int, run_s: float, predicts: int = 0, widgets: int = 0) -> float:
+    """Reading at 150 (prose, code) and 80 (printed output) words a minute, plus the run time,
+    a minute per prediction and two per widget experiment."""
+    reading = prose / PROSE_WPM + code / CODE_WPM + output / OUTPUT_WPM + run_s / 60
+    return round(reading + PREDICT_MINUTES * predicts + WIDGET_MINUTES * widgets, 1)
 
 
 def _source(cell: Any) -> str:
@@ -166,6 +170,8 @@ def lesson_stats(path: Path, times: dict[str, dict[str, float]] | None = None) -
     timed = (run_times() if times is None else times).get(number, {})
     run_s = timed.get("main_s")
     said, said_ex = stated(cells)
+    predicts = sum(1 for c in code if "recall.predict(" in _source(c))
+    widgets = sum(1 for c in code if "widgets." in _source(c))
     return LessonStats(
         lesson=number,
         prose=prose,
@@ -175,7 +181,7 @@ def lesson_stats(path: Path, times: dict[str, dict[str, float]] | None = None) -
         code=code_words,
         run_s=run_s,
         deeper_run_s=timed.get("deeper_s"),
-        minutes=honest_minutes(prose, code_words, output, run_s or 0.0),
+        minutes=honest_minutes(prose, code_words, output, run_s or 0.0, predicts, widgets),
         exercise=exercise_minutes(number),
         stated=said,
         stated_exercise=said_ex,
