@@ -197,11 +197,7 @@ class Sheet:
         return text(self.lesson)
 
     def _repr_html_(self) -> str:
-        """In a notebook the quiz widget above already asks these questions: the sheet stays folded."""
-        return (
-            "<details class='ql-recall-sheet'><summary>The same questions on one page, with their answers "
-            f"(to print or to review later)</summary>{self.page_html()}</details>"
-        )
+        return self.page_html()
 
     def page_html(self) -> str:
         """The questions with each answer folded: the static site's quiz, where no widget runs."""
