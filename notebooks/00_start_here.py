@@ -52,7 +52,7 @@
 # | `04_groups_and_formats` | When one scale per channel is still too coarse at 4 bits, what does one scale per run of `g` weights buy, and what does it cost? | 26 + 26 min |
 # | `05_zero_points_and_activations` | How should a transformer's activations, which arrive at run time, be quantized to int8? | 17 + 19 min |
 # | `06_dequant_in_gemm` | Where does a weight's scale go inside a matrix multiply, and when do compact weights save time? | 25 + 28 min |
-# | `07_calculator` | On numbers you paste, what does one ruler per channel buy over one shared ruler, and what does it cost? | 16 min |
+# | `07_calculator` | On numbers you paste, what does one ruler per channel buy over one shared ruler, and what does it cost? | 16 + 18 min |
 # | `08_scales_of_scales` | Small blocks make fp16 scales expensive: how many bits does a block's scale really need? | 29 + 24 min |
 # | `09_smarter_rounding` | Can smarter rounding (GPTQ, AWQ) stand in for a finer granularity? | 68 + 19 min |
 # | `10_which_axis` | When the KV cache is quantized, should each scale cover one token or one channel? | 27 + 24 min |
@@ -80,7 +80,7 @@ ql.show_environment()
 #
 # ## 5. Exercises and grading
 #
-# Every lesson except this one and 07 (the calculator) has an exercise notebook in
+# Every lesson except this one has an exercise notebook in
 # `exercises/`. Write your code in the cells marked as yours, run the check cell below each,
 # and save. Then grade them from the repository's root folder, the one above `workspace/`:
 #

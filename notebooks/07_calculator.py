@@ -20,8 +20,7 @@
 # ruler, and what does it cost, with and without a zero point?
 #
 # **The answer**: With symmetric rulers, a channel's own ruler is finer by the tensor's largest
-# |value| over the channel's, so a quiet channel gains most and the channel that holds the
-# tensor's largest |value| gains nothing. In this calculator (an fp32 scale, an int32 zero point)
+# |value| over the channel's, so the quieter a channel, the more it gains. In this calculator (an fp32 scale, an int32 zero point)
 # each ruler costs 4 bytes, 8 with a zero point: 1 to 2% of an int8 layer with 384-value rows;
 # on one-sided data such as a post-GELU row, a zero point is worth its 4 bytes.
 #
@@ -29,7 +28,7 @@
 # symmetric ruler leaves empty on a GELU row, and paste rows of your own.
 #
 # **What you need**: lessons 01, 02 and 05 (zero points).
-# **Time**: about 16 minutes.
+# **Time**: about 16 minutes, plus about 18 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -101,8 +100,11 @@ from qlesson.teach import widgets
 widgets.calculator()
 
 # %% [markdown]
-# *Check for the Try-this*: at 5 bits half a tick is 1.70 / 15 / 2, about 0.057, so 0.11, 0.08
-# and -0.06 now reach a code.
+# <details><summary>Check for the Try-this (open it after you tried)</summary>
+#
+# At 5 bits half a tick is 1.70 / 15 / 2, about 0.057, so 0.11, 0.08 and -0.06 now reach a code.
+#
+# </details>
 #
 # ## 3. What the extra rulers cost
 #
@@ -126,7 +128,7 @@ for zp_bytes in (0, 4):
 # ## 4. Is a zero point's 4 bytes worth it?
 #
 # Lesson 05 measured this on MiniLM's GELU outputs at 8 bits: GELU never goes below -0.17, so
-# symmetric leaves its negative codes empty and a zero point gains nearly one bit. New here:
+# symmetric leaves most of its negative codes empty and a zero point gains nearly one bit. New here:
 # how many codes does symmetric waste, at 4 bits and at 8, and is that worth 4 bytes? Take one
 # row: GELU of 64 standard-normal draws, rounded to 2 decimals, under one ruler.
 
@@ -156,8 +158,8 @@ for bits in (4, 8):
 
 # %% [markdown]
 # Symmetric must reach -max to reach +max, so the codes below -0.17 stay empty: 6 of 15 at 4
-# bits, close to half of them at 8 too. Each tick is then about twice as wide, and more bits do
-# not change that fraction. On this row, 4 bytes of zero point buy an MAE 2 to 3 times lower.
+# bits, 116 of 255 at 8. Each tick is then about twice as wide, and more bits barely change
+# that fraction. On this row, 4 bytes of zero point buy an MAE 2 to 3 times lower.
 #
 # ## Summary
 #
@@ -179,8 +181,8 @@ recall.quiz("07")
 recall.show("07")
 
 # %% [markdown]
-# **Exercise**: lesson 07 has none of its own: the calculator is the thing to play with, and the
-# exercises of lessons 02 and 05 practise these formulas.
+# **Exercise**: `exercises/07_calculator.ipynb`: how much finer each channel's own ruler is, and
+# which codes a symmetric ruler leaves unused, on tensors and rows the lesson did not show.
 
 # %% [markdown]
 # ## Going deeper

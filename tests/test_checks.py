@@ -468,6 +468,38 @@ def _token_rule_05(lo, hi, token_top, typical, reverse=False):  # the right asym
     wins = token >= 1.5 * plain if reverse else plain >= 1.5 * token
     return ("asymmetric" if plain >= 1.5 * (top - bottom) / 255 else "symmetric", "per-token" if wins else "per-tensor")
 
+WRONG_07 = {
+    "07.finer_by": [
+        (lambda w: w.amax(dim=1).abs().max() / w.amax(dim=1), "not the largest |value|"),
+        (lambda w: w.abs().amax(dim=1) / w.abs().max(), "inverted"),
+        (lambda w: w.abs().max() / w.abs().amax(dim=0), "wrong axis"),
+    ],
+    "07.unreachable_codes": [
+        (lambda r, b: 2 ** (b - 1) - 1, "every negative code is empty"),
+        (
+            lambda r, b: int(torch.round(r.min() / (r.abs().max() / (2 ** (b - 1) - 1)))) + 2 ** (b - 1) - 1,
+            "only the codes below the smallest value",
+        ),
+        (
+            lambda r, b: (
+                2**b
+                - (
+                    int(torch.round(r.max() / (r.abs().max() / (2 ** (b - 1) - 1))))
+                    - int(torch.round(r.min() / (r.abs().max() / (2 ** (b - 1) - 1))))
+                    + 1
+                )
+            ),
+            "out of 2**bits codes",
+        ),
+    ],
+}
+WRONG_07["07.metadata_share"] = [
+    (lambda r, c, b, s: 8 * r / (8 * r + r * c * b / 8), "zero point for a symmetric ruler"),
+    (lambda r, c, b, s: (4 if s else 8) / ((4 if s else 8) + c), "one byte per code"),
+    (lambda r, c, b, s: 4 / (4 + c * b / 8), "zero point"),
+]
+WRONG |= WRONG_07
+
 
 WRONG_05 = {
     "05.choose_ruler": [

@@ -1,11 +1,15 @@
-"""Lesson 07 · Calculator: the predictions and recall questions (the lesson has no exercise of its own).
+"""Lesson 07 · Calculator: the predictions, the recall questions and the exercise tasks.
 
-Source: ``notebooks/07_calculator.py``.
+Source: ``notebooks/07_calculator.py``; the exercise ``exercises/solutions/07_calculator.py``.
 """
 
 from __future__ import annotations
 
+import torch
+
+from qlesson.course.checking import Case, Mistake, Task
 from qlesson.course.recall import LESSON, Numeric, Question, choice
+from qlesson.lessons._shared import qmax
 
 PREDICT = {
     "none": choice(
@@ -87,8 +91,7 @@ RECALL: tuple[Question, ...] = (
         source=LESSON,
     ),
     choice(
-        "A ReLU output row (every value >= 0, max 3.0) is quantized to signed int8. What does an asymmetric "
-        "ruler buy over a symmetric one?",
+        "A ReLU row (all values >= 0, max 3.0) goes to signed int8. What does asymmetric buy over symmetric?",
         (
             "A tick about half as wide: symmetric leaves its negative codes empty",
             True,
@@ -108,8 +111,7 @@ RECALL: tuple[Question, ...] = (
         source=LESSON,
     ),
     Numeric(
-        "Symmetric rulers. A tensor's largest |value| is 2.4, and one of its channels has largest |value| "
-        "0.3. How many times finer is that channel's own ruler than the shared one?",
+        "Symmetric: a tensor's largest |value| is 2.4, a channel's is 0.3. How many times finer is its own ruler?",
         8,
         "Each symmetric scale is its absmax / qmax, so the ratio of the scales is 2.4 / 0.3 = 8, at any bit width.",
         tol=0.01,
@@ -152,3 +154,125 @@ RECALL: tuple[Question, ...] = (
         ),
     ),
 )
+
+
+def _finer_by(w: torch.Tensor) -> torch.Tensor:
+    return w.abs().max() / w.abs().amax(dim=1)
+
+
+def _unreachable_codes(row: torch.Tensor, bits: int) -> int:
+    scale = row.abs().max() / qmax(bits)
+    lo, hi = int(torch.round(row.min() / scale)), int(torch.round(row.max() / scale))
+    return 2 * qmax(bits) + 1 - (hi - lo + 1)
+
+
+def _row(seed: int, n: int, act: str) -> torch.Tensor:
+    x = torch.randn(n, generator=torch.Generator().manual_seed(seed))
+    y = {"silu": torch.nn.functional.silu, "relu": torch.relu, "gelu": torch.nn.functional.gelu}[act](x)
+    return torch.round(y * 100) / 100
+
+
+def _metadata_share(rows: int, cols: int, bits: int, symmetric: bool) -> float:
+    meta = rows * (4 if symmetric else 8)
+    return meta / (meta + rows * cols * bits / 8)
+
+
+_W = torch.tensor(
+    [
+        [0.40, -0.10, 0.25, -0.30, 0.05, 0.12],
+        [-2.40, -1.10, -0.70, -1.90, -0.20, -0.90],  # the tensor's largest |value| is negative
+        [0.02, -0.06, 0.04, 0.01, -0.03, 0.05],
+    ]
+)
+_TIED = torch.tensor([[1.5, -0.2, 0.3, 0.9], [-1.5, 0.7, 0.1, -0.4], [0.6, 0.2, -0.3, 0.1]])
+_SPREAD = torch.randn(6, 32, generator=torch.Generator().manual_seed(7)) * torch.logspace(0, -2, 6)[:, None]
+
+TASKS: list[Task] = [
+    Task(
+        "07.finer_by",
+        "how much finer each channel's own ruler is",
+        _finer_by,
+        [
+            Case((_W,), "[3, 6]: the loudest value is negative"),
+            Case((_SPREAD,), "[6, 32], rows from loud to 100 times quieter"),
+            Case((torch.tensor([[0.5, -1.0, 0.25]]),), "a single channel"),
+            Case((_TIED,), "two channels share the largest |value|", hidden=True),
+            Case((-_SPREAD[:, :5],), "[6, 5], signs flipped", hidden=True),
+        ],
+        "symmetric rulers: each scale is set by one number of its channel (or of the tensor); compare the two "
+        "scales, and give the shared one over the channel's own",
+        [
+            Mistake("used the largest value, not the largest |value|", lambda w: w.max() / w.amax(dim=1)),
+            Mistake("inverted: the channel's scale over the shared one", lambda w: w.abs().amax(dim=1) / w.abs().max()),
+            Mistake("compared mean |values|, not the largest", lambda w: w.abs().max() / w.abs().mean(dim=1)),
+            Mistake(
+                "reduced over the wrong axis (one number per column)", lambda w: w.abs().max() / w.abs().amax(dim=0)
+            ),
+        ],
+    ),
+    Task(
+        "07.unreachable_codes",
+        "the symmetric codes a row cannot reach",
+        _unreachable_codes,
+        [
+            Case((_row(1, 64, "silu"), 4), "64 SiLU outputs, 4 bits"),
+            Case((_row(2, 48, "relu"), 8), "48 ReLU outputs (all >= 0), 8 bits"),
+            Case((torch.tensor([-1.0, 0.3, 0.9, -0.4]), 3), "both signs, 3 bits"),
+            Case((-_row(3, 40, "gelu"), 4), "a negated GELU row: the long side is negative", hidden=True),
+            Case((_row(4, 64, "gelu"), 8), "64 GELU outputs, 8 bits", hidden=True),
+            Case((_row(5, 32, "silu"), 6), "32 SiLU outputs, 6 bits", hidden=True),
+        ],
+        "first the ruler (symmetric: its scale comes from the row's largest |value|), then ask which code the "
+        "row's most negative and most positive values land on: every value in between lands between them",
+        [
+            Mistake(
+                "assumed every negative code is empty when the row is mostly positive",
+                lambda r, b: qmax(b),
+            ),
+            Mistake(
+                "counted only the codes below the smallest value (the empty side can be the top)",
+                lambda r, b: int(torch.round(r.min() / (r.abs().max() / qmax(b)))) + qmax(b),
+            ),
+            Mistake(
+                "counted out of 2**bits codes; the symmetric ruler has 2**bits - 1",
+                lambda r, b: _unreachable_codes(r, b) + 1,
+            ),
+            Mistake(
+                "truncated toward zero instead of rounding",
+                lambda r, b: (
+                    2 * qmax(b)
+                    - int((r.max() / (r.abs().max() / qmax(b))).trunc() - (r.min() / (r.abs().max() / qmax(b))).trunc())
+                ),
+            ),
+        ],
+    ),
+    Task(
+        "07.metadata_share",
+        "the share of a layer's bytes that per-channel rulers take",
+        _metadata_share,
+        [
+            Case((4096, 4096, 4, True), "[4096, 4096] int4, symmetric"),
+            Case((1536, 384, 8, False), "[1536, 384] int8, asymmetric"),
+            Case((10, 6, 8, True), "[10, 6] int8, symmetric: a toy", hidden=True),
+            Case((384, 1536, 2, False), "[384, 1536] int2, asymmetric", hidden=True),
+            Case((32, 64, 16, True), "[32, 64] 16-bit codes, symmetric", hidden=True),
+        ],
+        "count the bytes of the codes at the given width and the bytes each row's ruler stores in this calculator; "
+        "the share is of the whole layer",
+        [
+            Mistake(
+                "stored a zero point for a symmetric ruler too",
+                lambda r, c, b, s: 8 * r / (8 * r + r * c * b / 8),
+            ),
+            Mistake(
+                "forgot the asymmetric ruler's zero point",
+                lambda r, c, b, s: 4 * r / (4 * r + r * c * b / 8),
+            ),
+            Mistake("counted one byte per code whatever the bits", lambda r, c, b, s: _metadata_share(r, c, 8, s)),
+            Mistake(
+                "divided by the codes' bytes, not by the whole layer's",
+                lambda r, c, b, s: r * (4 if s else 8) / (r * c * b / 8),
+            ),
+        ],
+    ),
+]

@@ -1,0 +1,199 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     notebook_metadata_filter: kernelspec,jupytext,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown] tags=["solutions-only"]
+# > **SPOILERS.** This is the solution notebook.
+# > The exercise is `exercises/07_calculator.ipynb`; try it first.
+
+# %% [markdown]
+# # Exercise 07 · Calculator (SOLUTIONS: spoilers)
+#
+# Practice for lesson `notebooks/07_calculator.ipynb`.
+# What a channel's own ruler buys, and which codes a symmetric ruler leaves unused, on numbers
+# the lesson did not show.
+#
+# **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
+# check cell right below it. Write your code, run your cell, then run the check: a pass prints
+# one `✓` line per test case; a failure shows the first failing case, what came back, what
+# was expected and a hint (naming the mistake when it is a known one). Some cases are hidden:
+# a failure there shows only the hint. When you are done, save the notebook and grade it
+# from the repo root with `make grade` (or `python -m qlesson grade 07`): grading runs your
+# functions in a fresh process against the course's own cases and ignores what the check
+# cells printed, so a print or a warning in your code is fine. Leave the check cells as they
+# are: an edited or deleted check cell is reported, never counted as a pass.
+
+# %%
+import torch
+
+from qlesson.course import recall
+from qlesson.course.tasks import check
+
+# %% [markdown]
+# ## Task 1 · How much finer is each channel's own ruler?
+#
+# Write `finer_by(w)`: `w` is a weight `[channels, values]`, quantized with symmetric rulers at
+# some bit width. Return one number per channel (a 1-D tensor): how many times finer that
+# channel's own ruler is than one ruler shared by the whole tensor at the same bit width. Every
+# channel holds at least one nonzero value.
+
+
+# %% tags=["solution"]
+def finer_by(w):
+    ...  # STUB
+    # BEGIN SOLUTION
+    return w.abs().max() / w.abs().amax(dim=1)
+    # END SOLUTION
+
+
+# %% qlesson={"task": "07.finer_by"} tags=["check"]
+check("07.finer_by", finer_by)
+
+# %% [markdown]
+# ## Task 2 · Codes a symmetric ruler cannot use
+#
+# A symmetric `bits`-bit ruler for one row has the codes `-(2**(bits-1) - 1) .. 2**(bits-1) - 1`,
+# its scale set from the row. Write `unreachable_codes(row, bits)`: how many of those codes can
+# no value between the row's smallest and largest value round to? Lesson 07 counted them on a
+# GELU row; here the row can be any activation, of either sign.
+#
+# Predict first: for a ReLU row (every value >= 0) at 8 bits, how many?
+
+
+# %% tags=["solution"]
+def unreachable_codes(row, bits):
+    ...  # STUB
+    # BEGIN SOLUTION
+    top = 2 ** (bits - 1) - 1
+    scale = row.abs().max() / top
+    lowest, highest = int(torch.round(row.min() / scale)), int(torch.round(row.max() / scale))
+    return (2 * top + 1) - (highest - lowest + 1)
+    # END SOLUTION
+
+
+# %% qlesson={"task": "07.unreachable_codes"} tags=["check"]
+check("07.unreachable_codes", unreachable_codes)
+
+# %% [markdown]
+# ## Task 3 · What the rulers cost on a real layer
+#
+# Write `metadata_share(rows, cols, bits, symmetric)`: a layer `[rows, cols]` quantized with one
+# ruler per row, stored the way lesson 07's calculator stores it, its codes packed at `bits` bits
+# each. Return the fraction of the layer's bytes (codes and rulers together) that the rulers
+# take, as a float.
+
+
+# %% tags=["solution"]
+def metadata_share(rows, cols, bits, symmetric):
+    ...  # STUB
+    # BEGIN SOLUTION
+    ruler_bytes = rows * (4 if symmetric else 4 + 4)  # an fp32 scale, and an int32 zero point if asymmetric
+    code_bytes = rows * cols * bits / 8
+    return ruler_bytes / (ruler_bytes + code_bytes)
+    # END SOLUTION
+
+
+# %% qlesson={"task": "07.metadata_share"} tags=["check"]
+check("07.metadata_share", metadata_share)
+
+# %% [markdown]
+# ## Recall
+
+# %% [markdown]
+# ### Recall 07.1
+#
+# The example has 4 channels. With symmetric rulers, how many metadata bytes does per-channel store (fp32 scales)?
+#
+# Answer with a number.
+
+# %% tags=["solution"]
+recall_1 = ...  # STUB
+# BEGIN SOLUTION
+recall_1 = 16
+# END SOLUTION
+
+# %% qlesson={"task": "recall 07.1"} tags=["check"]
+recall.answer("07", 1, recall_1)
+
+# %% [markdown]
+# ### Recall 07.2
+#
+# A ReLU row (all values >= 0, max 3.0) goes to signed int8. What does asymmetric buy over symmetric?
+#
+# - **a)** An exact 0.0, which symmetric cannot store
+# - **b)** A tick about half as wide: symmetric leaves its negative codes empty
+# - **c)** Nothing: there are no negative values to clip
+#
+# Answer with the option's letter as a string (in quotes).
+
+# %% tags=["solution"]
+recall_2 = ...  # STUB
+# BEGIN SOLUTION
+recall_2 = "b"
+# END SOLUTION
+
+# %% qlesson={"task": "recall 07.2"} tags=["check"]
+recall.answer("07", 2, recall_2)
+
+# %% [markdown]
+# ### Recall 07.3
+#
+# Symmetric: a tensor's largest |value| is 2.4, a channel's is 0.3. How many times finer is its own ruler?
+#
+# Answer with a number.
+
+# %% tags=["solution"]
+recall_3 = ...  # STUB
+# BEGIN SOLUTION
+recall_3 = 8
+# END SOLUTION
+
+# %% qlesson={"task": "recall 07.3"} tags=["check"]
+recall.answer("07", 3, recall_3)
+
+# %% [markdown]
+# ### Recall 07.4
+#
+# Lesson 01: why does an asymmetric ruler's range always include 0?
+#
+# - **a)** Because symmetric quantization requires it
+# - **b)** So that negative values are not clipped
+# - **c)** So the zero point is a code inside the range and 0.0 is stored exactly
+#
+# Answer with the option's letter as a string (in quotes).
+
+# %% tags=["solution"]
+recall_4 = ...  # STUB
+# BEGIN SOLUTION
+recall_4 = "c"
+# END SOLUTION
+
+# %% qlesson={"task": "recall 07.4"} tags=["check"]
+recall.answer("07", 4, recall_4)
+
+# %% [markdown]
+# ### Recall 07.5
+#
+# Lesson 04: how many bytes of codes does one channel of 1536 values take at 4 bits?
+#
+# Answer with a number.
+
+# %% tags=["solution"]
+recall_5 = ...  # STUB
+# BEGIN SOLUTION
+recall_5 = 768
+# END SOLUTION
+
+# %% qlesson={"task": "recall 07.5"} tags=["check"]
+recall.answer("07", 5, recall_5)
