@@ -20,9 +20,10 @@
 # ruler, and what does it cost, with and without a zero point?
 #
 # **The answer**: With symmetric rulers, a channel's own ruler is finer by the tensor's largest
-# |value| over the channel's, so the quieter a channel, the more it gains. In this calculator (an fp32 scale, an int32 zero point)
-# each ruler costs 4 bytes, 8 with a zero point: 1 to 2% of an int8 layer with 384-value rows;
-# on one-sided data such as a post-GELU row, a zero point is worth its 4 bytes.
+# |value| over the channel's, so the quieter a channel, the more it gains. In this calculator
+# (an fp32 scale, an int32 zero point) each ruler costs 4 bytes, 8 with a zero point: 1 to 2%
+# of an int8 layer with 384-value rows; on one-sided data such as a post-GELU row, a zero point
+# is worth its 4 bytes.
 #
 # **What you will do**: predict which channel gains nothing, count the bytes, count the codes a
 # symmetric ruler leaves empty on a GELU row, and paste rows of your own.
