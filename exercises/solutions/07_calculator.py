@@ -64,9 +64,10 @@ check("07.finer_by", finer_by)
 # ## Task 2 · Codes a symmetric ruler cannot use
 #
 # A symmetric `bits`-bit ruler for one row has the codes `-(2**(bits-1) - 1) .. 2**(bits-1) - 1`,
-# its scale set from the row. Write `unreachable_codes(row, bits)`: how many of those codes can
-# no value between the row's smallest and largest value round to? Lesson 07 counted them on a
-# GELU row; here the row can be any activation, of either sign.
+# its scale set from the row. Write `unreachable_codes(row, bits)`: how many of those codes lie
+# outside the row's span, so that no number from the row's smallest to its largest value could
+# round to them? Lesson 07 counted them on a GELU row; here the row can be any activation, of
+# either sign.
 #
 # Predict first: for a ReLU row (every value >= 0) at 8 bits, how many?
 

@@ -193,7 +193,7 @@ TASKS: list[Task] = [
         "how much finer each channel's own ruler is",
         _finer_by,
         [
-            Case((_W,), "[3, 6]: the loudest value is negative"),
+            Case((_W,), "[3, 6]"),
             Case((_SPREAD,), "[6, 32], rows from loud to 100 times quieter"),
             Case((torch.tensor([[0.5, -1.0, 0.25]]),), "a single channel"),
             Case((_TIED,), "two channels share the largest |value|", hidden=True),
@@ -234,6 +234,10 @@ TASKS: list[Task] = [
                 lambda r, b: int(torch.round(r.min() / (r.abs().max() / qmax(b)))) + qmax(b),
             ),
             Mistake(
+                "counted the codes the row's own values use; the span from its smallest to its largest value counts",
+                lambda r, b: 2 * qmax(b) + 1 - len(torch.round(r / (r.abs().max() / qmax(b))).unique()),
+            ),
+            Mistake(
                 "counted out of 2**bits codes; the symmetric ruler has 2**bits - 1",
                 lambda r, b: _unreachable_codes(r, b) + 1,
             ),
@@ -256,6 +260,7 @@ TASKS: list[Task] = [
             Case((10, 6, 8, True), "[10, 6] int8, symmetric: a toy", hidden=True),
             Case((384, 1536, 2, False), "[384, 1536] int2, asymmetric", hidden=True),
             Case((32, 64, 16, True), "[32, 64] 16-bit codes, symmetric", hidden=True),
+            Case((100, 792, 4, True), "[100, 792] int4, symmetric: where the rulers reach 1%", hidden=True),
         ],
         "count the bytes of the codes at the given width and the bytes each row's ruler stores in this calculator; "
         "the share is of the whole layer",
@@ -269,6 +274,7 @@ TASKS: list[Task] = [
                 lambda r, c, b, s: 4 * r / (4 * r + r * c * b / 8),
             ),
             Mistake("counted one byte per code whatever the bits", lambda r, c, b, s: _metadata_share(r, c, 8, s)),
+            Mistake("returned a percent; return a fraction", lambda r, c, b, s: 100 * _metadata_share(r, c, b, s)),
             Mistake(
                 "divided by the codes' bytes, not by the whole layer's",
                 lambda r, c, b, s: r * (4 if s else 8) / (r * c * b / 8),
