@@ -22,15 +22,17 @@ $(STAMP): requirements/requirements.txt requirements/lock.txt pyproject.toml cou
 	$(PYTHON) course.py setup
 
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
-# Your own copies of the notebooks live in workspace/ (git ignores it): edit them freely.
+# Your own copies of the notebooks live in workspace/ (git ignores it): edit them freely. What a
+# course update changed (new.NN_*.ipynb beside an edited copy) is printed before JupyterLab's log and again once it is up.
 lab: $(STAMP)
 	$(PY) -m qlesson lab
 
-# The calculator as a standalone page (no code shown), served by Voila on localhost.
+# Lesson 07's calculator alone (app/calculator.ipynb: no code, no lesson text), served by Voila on
+# localhost with one pre-heated kernel, so the widget shows a second or two after the page loads.
 APP_PORT ?= 8866
 app: $(STAMP)
 	@echo "qlesson calculator: open http://127.0.0.1:$(APP_PORT)/ (Ctrl-C to stop)"
-	$(VENV)/bin/voila notebooks/07_calculator.ipynb --no-browser --port=$(APP_PORT) --Voila.ip=127.0.0.1
+	$(PY) -m qlesson.course.app --port=$(APP_PORT)
 
 # One thread per process: two xdist workers, each with its own kernel, on two cores (more threads
 # only fight over the cores). tests/test_portable.py re-runs the model notebooks on a second float path.
@@ -50,9 +52,15 @@ site: $(STAMP)
 test-latest:
 	$(PYTHON) course.py latest
 
-# Grade your exercises: a score table, exit code 0 only when every task passes.
+# Grade your exercises: done / to do / failing per exercise. `make grade 02` for one exercise,
+# `make grade detail` (or `make grade 02 detail`) for the full messages. Exit code 0 when nothing
+# fails (unfinished is fine), 1 when a task fails. -I: the current folder and PYTHON* imports nothing.
+ifeq (grade,$(firstword $(MAKECMDGOALS)))
+GRADE_ARGS := $(wordlist 2,$(words $(MAKECMDGOALS)),$(MAKECMDGOALS))
+$(eval $(GRADE_ARGS):;@:)
+endif
 grade: $(STAMP)
-	$(PY) -m qlesson grade
+	$(PY) -I -m qlesson grade $(patsubst detail,--detail,$(GRADE_ARGS))
 
 # ruff, then each lesson's words, run time and honest time against its stated time (python -m qlesson stats)
 lint: $(STAMP)

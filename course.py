@@ -37,6 +37,7 @@ CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 TORCH_PIN = "torch==2.13.0"
 PROBE_SECONDS = 5.0
 MIN_PYTHON = (3, 11)
+BAR = ["--progress-bar", "on"]  # the two large installs show pip's download bar (never --quiet)
 
 
 def venv_python(venv: Path = VENV) -> Path:
@@ -73,7 +74,7 @@ def torch_commands(python: Path, spec: str, index: str, reachable: bool) -> list
     PyPI; ``index="pypi"`` means PyPI's own build. torch alone (``--no-deps``): its dependencies
     come with the course's, under the lock.
     """
-    pip = [str(python), "-m", "pip", "install", "--quiet", "--no-deps"]
+    pip = [str(python), "-m", "pip", "install", *BAR, "--no-deps"]
     if index == "pypi":
         return [[*pip, spec]]
     fallback = [*pip, TORCH_PIN]
@@ -118,14 +119,39 @@ def run(cmd: list[str]) -> None:
         raise SystemExit(code)
 
 
+# What each stage puts on disk (measured in a Linux .venv; tests/test_setup.py keeps these within 25%)
+TORCH_MB = 760
+PINS_MB = 1200
+
+
+def stage(n: int, what: str) -> None:
+    """One line per set-up stage, flushed before pip's own output (and its download bar) begins."""
+    print(f"setup {n}/4: {what}", flush=True)
+
+
+def pinned_count(lock: Path = LOCK) -> int:
+    """How many packages the lock pins (torch, installed on its own, left out)."""
+    names = [line.split("==")[0].strip().lower() for line in lock.read_text().splitlines() if "==" in line]
+    return len([n for n in names if n and not n.startswith("#") and n != "torch"])
+
+
 def setup(venv: Path = VENV) -> Path:
-    """Create ``venv`` with the pinned versions (torch first, from the CPU index) and qlesson."""
+    """Create ``venv`` with the pinned versions (torch first, from the CPU index) and qlesson.
+
+    One line per stage, with what it puts on disk; pip shows its download bar for the two large ones.
+    """
+    made = venv_python(venv).exists()
+    stage(1, f"a virtual environment in {venv.name}" + (" (there already: kept)" if made else ""))
     python = make_venv(venv)
+    build = "CPU build" if torch_index() == CPU_INDEX else f"from {torch_index()}"
+    stage(2, f"{TORCH_PIN.replace('==', ' ')}, {build} (about {TORCH_MB} MB on disk; pip's bar shows the download)")
     install_torch(python)
-    pip = [str(python), "-m", "pip", "install", "--quiet"]
-    run([*pip, "-r", str(REQUIREMENTS), "-c", str(LOCK)])
-    run([*pip, "--no-deps", "-e", str(ROOT)])
+    stage(3, f"the course's {pinned_count()} pinned packages (about {PINS_MB / 1000:.1f} GB on disk)")
+    run([str(python), "-m", "pip", "install", *BAR, "-r", str(REQUIREMENTS), "-c", str(LOCK)])
+    stage(4, "qlesson itself (editable, under 1 MB)")
+    run([str(python), "-m", "pip", "install", "--quiet", "--no-deps", "-e", str(ROOT)])
     (venv / STAMP_NAME).touch()
+    print(f"setup done: {venv.name} is ready; next: make lab (Windows: py course.py lab)", flush=True)
     return python
 
 
@@ -189,7 +215,7 @@ COMMANDS = {
     "lab": ["-m", "qlesson", "lab"],
     "test": ["-m", "pytest", "-n", "2", "--dist", "loadfile", "--nbval"],
     "site": ["-m", "qlesson.course.site"],
-    "grade": ["-m", "qlesson", "grade"],
+    "grade": ["-I", "-m", "qlesson", "grade"],  # -I: the current folder and PYTHON* variables import nothing
     "stats": ["-m", "qlesson", "stats"],
 }
 

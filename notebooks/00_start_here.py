@@ -120,7 +120,7 @@ ql.show_environment()
 #
 # `git pull` brings course updates without conflicts, since git ignores `workspace/`. `make lab`
 # then refreshes every copy you have not edited, and puts the new version of an edited one
-# beside it (`NN_name.new.ipynb`).
+# beside it (`new.NN_name.ipynb`).
 #
 # ### More ways to grade
 #

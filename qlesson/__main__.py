@@ -2,8 +2,9 @@
 
     python -m qlesson lab            copy the notebooks into workspace/ (first run) and open JupyterLab there
     python -m qlesson update         bring workspace/ up to date with the course, keeping your edits
-    python -m qlesson grade [NN ...] grade your exercises in workspace/exercises
-    python -m qlesson reset PATH     start one notebook again (yours is kept as PATH.bak)
+    python -m qlesson grade [NN ...] grade your exercises in workspace/exercises (--detail: full messages)
+    python -m qlesson grade --submissions DIR   instructors: grade learners' copies in a clean room
+    python -m qlesson reset PATH     start one notebook again (yours is kept as old.NAME)
     python -m qlesson stats [NN ...] each lesson's words, run time and honest time (--measure, --check)
 
 ``make lab`` and ``make grade`` call these.
@@ -12,7 +13,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 
 
@@ -24,14 +24,9 @@ def _update() -> None:
 
 
 def _lab(args: list[str]) -> int:
-    from qlesson.course.workspace import WORKSPACE
+    from qlesson.course.workspace import lab
 
-    _update()
-    cmd = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={WORKSPACE}", *args]
-    if hasattr(os, "getuid") and os.getuid() == 0:
-        cmd.append("--allow-root")
-    cmd.append("notebooks/00_start_here.ipynb")
-    return subprocess.call(cmd, cwd=WORKSPACE)
+    return lab(args)  # the update summary before JupyterLab's log and again once it is up
 
 
 def main(argv: list[str]) -> int:

@@ -86,7 +86,7 @@ def test_grade_cli_exit_codes(capsys):
     out = capsys.readouterr().out
     n = len(grade.course_tasks(next(p for p in LEARNER if p.stem.startswith("04")).stem))
     assert f"total: {n} / {n} tasks pass" in out
-    assert grade.main([str(next(p for p in LEARNER if p.stem.startswith("04")))]) == 1
+    assert grade.main([str(next(p for p in LEARNER if p.stem.startswith("04")))]) == 0  # to do is not failing
     with pytest.raises(SystemExit, match="no exercise called 'nope'"):
         grade.main(["nope"])
 

@@ -242,7 +242,7 @@ def test_a_learner_rewriting_the_checker_file_changes_no_verdict(tmp_path):
         "from pathlib import Path; from qlesson.course import grade\n"
         f"args = Path({str(path)!r}), Path({str(ROOT / 'exercises')!r})\n"
         "check_files = grade._changed\n"
-        "grade._changed = lambda before: []  # the verdict alone, as if the rewrite went unnoticed\n"
+        "grade._changed = lambda *a: []  # the verdict alone, as if the rewrite went unnoticed\n"
         "print([(r.task, r.status) for r in grade.grade_notebook(*args) if r.task == '02.per_channel_scale'])\n"
         "grade._changed = check_files\n"
         "print({(r.status, r.detail) for r in grade.grade_notebook(*args)})"

@@ -72,6 +72,62 @@ def test_setup_installs_torch_first_from_the_cpu_index(monkeypatch, tmp_path):
     assert len(calls) == 3 and (venv / course.STAMP_NAME).exists()
 
 
+def test_setup_says_each_stage_with_its_size_and_shows_pips_bar_for_the_big_ones(monkeypatch, capsys, tmp_path):
+    course = _course()
+    calls = []
+
+    def call(cmd, **kw):
+        calls.append(cmd)
+        print(f"<pip {len(calls)}>")  # where pip's own output lands among the stage lines
+        return 0
+
+    monkeypatch.setattr(course.subprocess, "call", call)
+    monkeypatch.setattr(course, "index_answers", lambda index, seconds=5: True)
+    monkeypatch.delenv("TORCH_INDEX", raising=False)
+    venv = tmp_path / "venv"
+    course.venv_python(venv).parent.mkdir(parents=True)
+    course.venv_python(venv).touch()
+    course.setup(venv)
+    lines = capsys.readouterr().out.splitlines()
+    assert [line[:9] for line in lines[:-1]] == [
+        "setup 1/4",
+        "setup 2/4",
+        "<pip 1>",
+        "setup 3/4",
+        "<pip 2>",
+        "setup 4/4",
+        "<pip 3>",
+    ], lines
+    assert "torch 2.13.0, CPU build (about 760 MB on disk" in lines[1]
+    assert f"{course.pinned_count()} pinned packages (about 1.2 GB on disk)" in lines[3]
+    assert lines[-1].startswith("setup done") and "make lab" in lines[-1]
+    for big in calls[:2]:  # torch and the pins: pip's progress bar, never --quiet
+        assert "--quiet" not in big and big[4:6] == ["--progress-bar", "on"]
+    assert "--quiet" in calls[2]  # qlesson itself: small, quiet
+
+
+def _installed_mb(names: set[str] | None = None, leave_out: frozenset = frozenset()) -> float:
+    from importlib import metadata
+
+    total = 0
+    for dist in metadata.distributions():
+        name = dist.metadata["Name"].lower()
+        if (names is None or name in names) and name not in leave_out:
+            total += sum(p.stat().st_size for f in dist.files or [] if (p := Path(dist.locate_file(f))).is_file())
+    return total / 1e6
+
+
+def test_the_stated_sizes_match_this_venv():
+    """The sizes the stage lines state are within 25% of what this environment holds."""
+    course = _course()
+    lock = {n.lower().replace("_", "-") for n in _pins((ROOT / "requirements/lock.txt").read_text().splitlines())}
+    assert course.pinned_count() == len(lock - {"torch"})
+    torch_mb = _installed_mb({"torch"})
+    pins_mb = _installed_mb(lock - {"torch"})
+    assert abs(torch_mb / course.TORCH_MB - 1) < 0.25, torch_mb
+    assert abs(pins_mb / course.PINS_MB - 1) < 0.25, pins_mb
+
+
 def test_unreachable_index_falls_back_to_pypi_quickly(monkeypatch, capsys, tmp_path):
     course = _course()
     monkeypatch.setenv("TORCH_INDEX", "http://127.0.0.1:9/whl/cpu")  # nothing listens on port 9
@@ -81,7 +137,7 @@ def test_unreachable_index_falls_back_to_pypi_quickly(monkeypatch, capsys, tmp_p
     calls = []
     monkeypatch.setattr(course.subprocess, "call", lambda cmd, **kw: calls.append(cmd) or 0)
     course.install_torch(tmp_path / "python")
-    assert calls == [[str(tmp_path / "python"), "-m", "pip", "install", "--quiet", "--no-deps", "torch==2.13.0"]]
+    assert calls == [[str(tmp_path / "python"), "-m", "pip", "install", *course.BAR, "--no-deps", "torch==2.13.0"]]
     out = capsys.readouterr().out
     assert out.count("\n") == 1 and "is not reachable" in out and "from PyPI instead" in out
 
@@ -96,7 +152,7 @@ def test_failed_index_install_falls_back_and_pypi_override(monkeypatch, capsys, 
     assert "failed; installing torch==2.13.0 from PyPI instead" in capsys.readouterr().out
     monkeypatch.setenv("TORCH_INDEX", "pypi")  # the documented switch to PyPI's (CUDA) build
     cmds = course.torch_commands(tmp_path / "python", "torch==2.13.0", course.torch_index(), True)
-    assert cmds == [[str(tmp_path / "python"), "-m", "pip", "install", "--quiet", "--no-deps", "torch==2.13.0"]]
+    assert cmds == [[str(tmp_path / "python"), "-m", "pip", "install", *course.BAR, "--no-deps", "torch==2.13.0"]]
 
 
 def test_course_script_is_stdlib_only_and_names_venv_paths_per_os():

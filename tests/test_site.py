@@ -7,6 +7,7 @@ HTTP from localhost, as a static host would, and follows the index to every less
 from __future__ import annotations
 
 import functools
+import html
 import http.server
 import re
 import threading
@@ -15,7 +16,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from qlesson.course import recall, site
+from qlesson.course import recall, site, stats
 
 ROOT = Path(__file__).resolve().parents[1]
 WIDGET_REPR = re.compile(r"\b(VBox|HBox|Tab|Output)\(children=|\b(Float|Int)(Range)?Slider\(")
@@ -63,6 +64,79 @@ def test_quiz_answers_are_folded(built):
     assert "recall.quiz(" not in page  # the widget cell is gone; recall.show's folded answers stay
 
 
+def _text(page: str) -> str:
+    """A page's visible words: tags dropped, entities decoded, backticks and runs of space folded."""
+    body = re.sub(r"<(style|script)\b.*?</\1>", " ", page, flags=re.S)
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", body)).replace("`", "").split())
+
+
+def test_index_lists_each_lesson_with_its_time_and_answer(built):
+    """Each lesson's entry carries the time its first cell states and the first cell's **The answer**."""
+    index = (built / "index.html").read_text()
+    entries = re.findall(r"<li>(.*?)</li>", index, re.S)
+    assert len(entries) == len(site.lessons())
+    for entry, path in zip(entries, site.lessons(), strict=True):
+        nb = nbformat.read(str(path), as_version=4)
+        lesson, exercise = stats.stated(nb.cells)
+        assert lesson is not None, f"{path.name} states no time"
+        time = f"(about {lesson} + {exercise} min)" if exercise else f"(about {lesson} min)"
+        answer = re.search(r"\*\*The answer\*\*:(.*?)\n\n", nb.cells[0].source, re.S)
+        assert answer, f"{path.name} has no **The answer** paragraph"
+        text = _text(entry)
+        assert path.with_suffix(".html").name in entry and time in text, (path.name, text[:200])
+        words = re.sub(r"\W", "", _text(answer.group(1)))  # letters and digits: markdown and tags aside
+        assert words in re.sub(r"\W", "", text), (path.name, answer.group(1), text)
+
+
+def _widget_only(cell) -> bool:
+    """Does the cell show a widget and nothing a page could show instead (no figure, no text)?"""
+    kinds = [site.WIDGET in o.get("data", {}) for o in cell.get("outputs", [])]
+    return any(kinds) and all(kinds)
+
+
+def test_every_widget_cell_says_what_it_does_and_how_to_run_it(built):
+    """Where a widget stood, a note (the widget function's docstring) and the command that runs it."""
+    from qlesson.teach import widgets
+
+    seen = 0
+    for path in site.lessons():
+        nb = nbformat.read(str(path), as_version=4)
+        shown = [c for c in nb.cells if c.cell_type == "code" and "recall." not in c.source and _widget_only(c)]
+        calls = [re.search(r"widgets\.(\w+)\(", c.source).group(1) for c in shown]
+        notes = re.findall(
+            r'<div class="ql-widget-note">(.*?)</div>', (built / path.with_suffix(".html").name).read_text()
+        )
+        assert len(notes) == len(calls), path.name
+        for name, note in zip(calls, notes, strict=True):
+            doc = " ".join(getattr(widgets, name).__doc__.split("\n\n")[0].split())
+            assert _text(doc.split(": ", 1)[-1])[:30].lower() in _text(note).lower(), (name, note)
+            assert "make lab" in note and ("make app" in note) == (name == "calculator")
+        seen += len(calls)
+    assert seen >= 5  # lessons 01, 02, 04, 07 and 08 each have one
+
+
+def test_recall_questions_appear_once_on_each_page(built):
+    for path in site.lessons():
+        number = path.name[:2]
+        if number not in recall.bank():
+            continue
+        text = _text((built / path.with_suffix(".html").name).read_text())
+        for q in recall.questions(number):
+            prompt = _text(html.escape(q.prompt))
+            assert text.count(prompt) == 1, (path.name, prompt, text.count(prompt))
+
+
+def test_a_markdown_list_repeating_the_questions_is_left_out_and_nothing_else():
+    prompts = [q.prompt for q in recall.questions("01")]
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_markdown_cell(f"## Pause and recall\n\n1. {prompts[0]}\n2. {prompts[1]}\n3. My own note."),
+            nbformat.v4.new_code_cell('recall.show("01")', outputs=[]),
+        ]
+    )
+    assert site.for_the_web(nb).cells[0].source == "## Pause and recall\n\n3. My own note."
+
+
 def test_for_the_web_drops_widgets_and_makes_the_quiz_static():
     widget = nbformat.v4.new_output(
         "display_data", data={site.WIDGET: {"model_id": "x"}, "text/plain": "VBox(children=(IntSlider(value=1),))"}
@@ -79,9 +153,14 @@ def test_for_the_web_drops_widgets_and_makes_the_quiz_static():
     web = site.for_the_web(nb)
     assert [c.cell_type for c in web.cells] == ["markdown", "code", "code"]
     assert web.cells[0].source == "See [lesson 2](02_one_ruler_or_many.html)."
-    assert web.cells[1].outputs == [figure]
+    assert web.cells[1].outputs == [figure]  # a figure stays: no note needed
     assert web.cells[2].outputs[0]["data"]["text/html"] == site.quiz_html("01")
     assert nb.cells[1].outputs == [widget, figure]  # the notebook itself is not touched
+    alone = site.for_the_web(
+        nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("widgets.calculator()", outputs=[widget])])
+    )
+    note = alone.cells[0].outputs[0]["data"]["text/html"]
+    assert "paste channels" in note and "make app" in note and "make lab" in note
 
 
 def test_site_command_writes_into_the_folder_given(tmp_path, capsys, monkeypatch):

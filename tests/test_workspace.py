@@ -3,6 +3,7 @@
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -55,9 +56,9 @@ def test_an_update_replaces_untouched_copies_and_never_edited_ones(tmp_path, cou
         _edit(course / rel, _first_code(course / rel), "print('course v2')")
     messages = workspace.prepare(ws, course)
     assert mine.read_bytes() == before
-    new = ws / "exercises" / "01_the_ruler.new.ipynb"
+    new = ws / "exercises" / "new.01_the_ruler.ipynb"
     assert "print('course v2')" in new.read_text()
-    assert any(m.startswith("exercises/01_the_ruler.ipynb: the course changed it") for m in messages)
+    assert any(m.startswith("exercises/01_the_ruler.ipynb: the course has a newer version") for m in messages)
     assert "updated: notebooks/01_the_ruler.ipynb (you had not edited it)" in messages
     assert "print('course v2')" in (ws / "notebooks" / "01_the_ruler.ipynb").read_text()
     assert len(messages) == 2
@@ -91,14 +92,14 @@ def test_reset_keeps_a_backup(tmp_path, course):
     mine = ws / "exercises" / "02_one_ruler_or_many.ipynb"
     _edit(mine, _first_code(mine), "broken(")
     workspace.reset("exercises/02_one_ruler_or_many.ipynb", ws, course)
-    assert "broken(" in (ws / "exercises" / "02_one_ruler_or_many.ipynb.bak").read_text()
+    assert "broken(" in (ws / "exercises" / "old.02_one_ruler_or_many.ipynb").read_text()
     assert "broken(" not in mine.read_text()
     with pytest.raises(ValueError, match="not a course notebook"):
         workspace.reset("exercises/99_nope.ipynb", ws, course)
 
 
 def test_grading_skips_new_versions(tmp_path):
-    for name in ("01_the_ruler.ipynb", "01_the_ruler.new.ipynb"):
+    for name in ("01_the_ruler.ipynb", "01_the_ruler.new.ipynb", "new.01_the_ruler.ipynb", "old.01_the_ruler.ipynb"):
         shutil.copy(ROOT / "exercises" / "01_the_ruler.ipynb", tmp_path / name)
     assert [p.name for p in grade.exercise_paths([], tmp_path)] == ["01_the_ruler.ipynb"]
 
@@ -136,18 +137,103 @@ def test_work_in_a_new_version_is_backed_up_before_the_next_update(tmp_path, cou
     _edit(mine, _first_code(mine), "my_answer = 42")
     _update_course(course, "print('course v2')")
     workspace.prepare(ws, course)
-    new = ws / "exercises" / "01_the_ruler.new.ipynb"
+    new = ws / "exercises" / "new.01_the_ruler.ipynb"
     _edit(new, _first_code(new), "work done in the new version")
     _update_course(course, "print('course v3')")
     messages = workspace.prepare(ws, course)
-    bak = ws / "exercises" / "01_the_ruler.new.ipynb.bak"
+    bak = ws / "exercises" / "old.new.01_the_ruler.ipynb"
     assert "work done in the new version" in bak.read_text() and "course v3" in new.read_text()
-    assert any("saved as 01_the_ruler.new.ipynb.bak" in m for m in messages), messages
+    assert any("new.01_the_ruler.ipynb is saved as old.new.01_the_ruler.ipynb" in m for m in messages), messages
     _edit(new, _first_code(new), "more work")
     _update_course(course, "print('course v4')")
     workspace.prepare(ws, course)
     assert "work done in the new version" in bak.read_text()  # the first backup is never overwritten
-    assert "more work" in (ws / "exercises" / "01_the_ruler.new.ipynb.bak2").read_text()
+    assert "more work" in (ws / "exercises" / "old2.new.01_the_ruler.ipynb").read_text()
+
+
+def test_an_untouched_new_version_is_refreshed_and_no_backup_appears(tmp_path, course):
+    """A new. file the learner never opened is the course's: the next update replaces it, nothing else."""
+    ws = tmp_path / "ws"
+    workspace.prepare(ws, course)
+    mine = ws / "exercises" / "01_the_ruler.ipynb"
+    _edit(mine, _first_code(mine), "my_answer = 42")
+    _update_course(course, "print('course v2')")
+    workspace.prepare(ws, course)
+    _update_course(course, "print('course v3')")
+    messages = workspace.prepare(ws, course)
+    assert "course v3" in (ws / "exercises" / "new.01_the_ruler.ipynb").read_text()
+    assert sorted(p.name for p in (ws / "exercises").glob("*01_the_ruler*")) == [
+        "01_the_ruler.ipynb",
+        "new.01_the_ruler.ipynb",
+    ]
+    assert "saved as" not in messages[0] and "my_answer = 42" in mine.read_text()
+
+
+def test_a_learner_can_tell_the_files_of_one_exercise_apart_by_their_first_characters(tmp_path, course):
+    """A file browser cuts long names (``02_one_ruler_o...``): yours, the new version and the saved
+    copies must differ within the first 6 characters, and only yours is graded."""
+    ws = tmp_path / "ws"
+    workspace.prepare(ws, course)
+    rel = "exercises/02_one_ruler_or_many.ipynb"
+    for text in ("mine v1", "mine v2"):  # two resets: two saved copies
+        _edit(ws / rel, _first_code(ws / rel), text)
+        workspace.reset(rel, ws, course)
+    _edit(ws / rel, _first_code(ws / rel), "mine v3")
+    _edit(course / rel, _first_code(course / rel), "print('course v2')")
+    workspace.prepare(ws, course)
+    names = sorted(p.name for p in (ws / "exercises").glob("*02_one_ruler_or_many*"))
+    assert len(names) == 4, names
+    assert len({n[:6] for n in names}) == 4, names
+    assert [p.name for p in grade.exercise_paths(["02"], ws / "exercises")] == ["02_one_ruler_or_many.ipynb"]
+
+
+def test_pending_update_says_when_a_newer_exercise_waits(tmp_path, course):
+    ws = tmp_path / "ws"
+    workspace.prepare(ws, course)
+    mine = ws / "exercises" / "01_the_ruler.ipynb"
+    assert workspace.pending_update(mine, course) is None
+    _edit(mine, _first_code(mine), "my_answer = 42")
+    _update_course(course, "print('course v2')")
+    note = workspace.pending_update(mine, course)  # the course changed; the workspace not yet updated
+    assert note is not None and "make lab" in note
+    workspace.prepare(ws, course)
+    note = workspace.pending_update(mine, course)
+    assert note is not None and "new.01_the_ruler.ipynb" in note
+    workspace.reset("exercises/01_the_ruler.ipynb", ws, course)  # takes the new version
+    assert workspace.pending_update(mine, course) is None
+    assert not (ws / "exercises" / "new.01_the_ruler.ipynb").exists()  # the same file as yours now: removed
+    assert "my_answer = 42" in (ws / "exercises" / "old.01_the_ruler.ipynb").read_text()
+
+
+def test_lab_prints_the_summary_before_the_server_log_and_again_once_it_is_up(tmp_path, course, capfd, monkeypatch):
+    ws = tmp_path / "ws"
+    workspace.prepare(ws, course)
+    mine = ws / "exercises" / "01_the_ruler.ipynb"
+    _edit(mine, _first_code(mine), "my_answer = 42")
+    _update_course(course, "print('course v2')")
+    monkeypatch.setattr(workspace.prepare, "__defaults__", (ws, course))
+    runtime = tmp_path / "runtime"
+    runtime.mkdir()
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(runtime))
+    server = (  # a stand-in for JupyterLab: a log line, its runtime file once up, more log
+        "import os, sys, time; print('SERVER STARTING', flush=True); "
+        f"open(os.path.join({str(runtime)!r}, f'jpserver-{{os.getpid()}}.json'), 'w').write('{{}}'); "
+        "print('SERVER URL', flush=True); time.sleep(2.5); print('SERVER LATER', flush=True)"
+    )
+    real_popen = subprocess.Popen
+    seen = []
+    monkeypatch.setattr(
+        workspace.subprocess, "Popen", lambda cmd, **kw: seen.append(cmd) or real_popen([sys.executable, "-c", server])
+    )
+    assert workspace.lab([], ws) == 0
+    out = capfd.readouterr().out
+    assert "jupyterlab" in seen[0] and f"--ServerApp.root_dir={ws}" in seen[0]
+    first, second = (i for i, line in enumerate(out.splitlines()) if "new.01_the_ruler.ipynb" in line)
+    lines = out.splitlines()
+    assert first < lines.index("SERVER STARTING") < lines.index("SERVER URL") < second < lines.index("SERVER LATER")
+    assert lines[second].strip().startswith("exercises/01_the_ruler.ipynb: the course has a newer version")
+    again = workspace.summary(workspace.prepare(ws, course), ws)  # the next `make lab`: what still waits
+    assert "waiting: exercises/new.01_the_ruler.ipynb" in again and "reset exercises/01_the_ruler.ipynb" in again
 
 
 def test_resetting_twice_keeps_both_backups(tmp_path, course):
@@ -157,8 +243,8 @@ def test_resetting_twice_keeps_both_backups(tmp_path, course):
     for text in ("first try", "second try"):
         _edit(ws / rel, _first_code(ws / rel), text)
         workspace.reset(rel, ws, course)
-    assert "first try" in (ws / (rel + ".bak")).read_text()
-    assert "second try" in (ws / (rel + ".bak2")).read_text()
+    assert "first try" in (ws / "exercises" / "old.01_the_ruler.ipynb").read_text()
+    assert "second try" in (ws / "exercises" / "old2.01_the_ruler.ipynb").read_text()
 
 
 @pytest.mark.parametrize(
@@ -199,7 +285,7 @@ def test_an_unreadable_copy_is_kept_and_the_new_version_written_beside_it(tmp_pa
     _update_course(course, "print('course v2')")
     messages = workspace.prepare(ws, course)
     assert mine.read_text() == "{ this is not JSON"
-    assert "course v2" in (ws / "exercises" / "01_the_ruler.new.ipynb").read_text()
+    assert "course v2" in (ws / "exercises" / "new.01_the_ruler.ipynb").read_text()
     assert any("cannot be read" in m for m in messages), messages
 
 

@@ -4,10 +4,23 @@ The grader must judge behaviour where the learner's code cannot reach it: an ans
 replaces a name in :mod:`qlesson.course.checking` changes only the child process. The parent
 sends inputs (pickled: the parent's own data), the child runs the learner's function and sends
 back the result as plain data (:mod:`qlesson.course.plain`: JSON, arrays as raw bytes), never a
-pickle, so nothing the learner's code returns can run code in the parent. The child is
-``python -m qlesson.course.sandbox`` talking over a loopback socket (so whatever the learner
-prints cannot garble the exchange). A call that does not return in time stops the child; the
-sandbox is then ``broken`` and the grader starts a fresh one for the remaining tasks.
+pickle, so nothing the learner's code returns can run code in the parent. The exchange runs over
+a private socket (a socket pair on Linux and macOS, loopback with a token on Windows), so
+whatever the learner prints cannot garble it. A call that does not return in time stops the
+child; the sandbox is then ``broken`` and the grader starts a fresh one for the remaining tasks.
+
+The child is isolated where that costs nothing:
+
+* ``python -I`` (no ``PYTHON*`` variables, no user site, no current directory on ``sys.path``),
+  importing the parent's own ``qlesson`` package by its path;
+* a throw-away working directory (``folder``'s files copied in, so a helper ``.py`` beside the
+  notebook imports as in JupyterLab), deleted at the end;
+* a scrubbed environment (:func:`child_env`), with ``QLESSON_GRADING=1`` so that ``make grade``
+  run from inside a graded notebook refuses instead of recursing;
+* its own process group (session), killed whole at the end: a background process a cell
+  started dies with it;
+* optionally an OS sandbox: ``wrap(workdir)`` gives a command prefix (the clean room's
+  bubblewrap, :mod:`qlesson.course.cleanroom`).
 
 >>> with Sandbox(["def double(x):\\n    print('debug output is fine')\\n    return 2 * x", "n = 7"]) as box:
 ...     box.answer("double")(21), box.answer("n"), box.answer("missing").defined
@@ -16,23 +29,42 @@ sandbox is then ``broken`` and the grader starts a fresh one for the remaining t
 
 from __future__ import annotations
 
+import os
 import pickle
 import secrets
+import shutil
+import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
 import torch
 
+import qlesson
 from qlesson.course import plain
 from qlesson.course.checking import RaisedElsewhere, changed_inputs
 
 CALL_TIMEOUT_S = 30.0
-START_TIMEOUT_S = 600.0
+START_TIMEOUT_S = 120.0  # the whole notebook's cells; the solutions take under 10 s on one core
+GRADING_VAR = "QLESSON_GRADING"  # set in the child: `make grade` inside a graded notebook refuses
+# what the child keeps of the environment (everything else, tokens and PYTHON* included, is dropped)
+_KEEP = {"PATH", "HOME", "USER", "LOGNAME", "LANG", "TZ", "TERM", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "TORCH_HOME"}
+_KEEP |= {"SYSTEMROOT", "WINDIR", "COMSPEC", "PATHEXT", "USERPROFILE", "APPDATA", "LOCALAPPDATA", "XDG_CACHE_HOME"}
+_KEEP_PREFIXES = ("LC_", "HF_", "TRANSFORMERS_", "TOKENIZERS_")
+# the child imports exactly the parent's qlesson, by path, whatever sys.path says
+_BOOT = (
+    "import importlib.util as u, sys; pkg = sys.argv[1]\n"
+    "spec = u.spec_from_file_location('qlesson', pkg + '/__init__.py', submodule_search_locations=[pkg])\n"
+    "m = sys.modules['qlesson'] = u.module_from_spec(spec); spec.loader.exec_module(m)\n"
+    "from qlesson.course.sandbox import _child; _child(sys.argv[2])"
+)
 
 
 @dataclass(frozen=True)
@@ -83,6 +115,7 @@ def _run_cells(sources: list[str]) -> tuple[dict[str, Any], list[str]]:
     from IPython.core.interactiveshell import InteractiveShell
 
     os.environ["MPLBACKEND"] = "Agg"  # plots are drawn nowhere; `%matplotlib inline` is accepted
+    sys.path.insert(0, os.getcwd())  # as in JupyterLab: a helper .py beside the notebook imports (this process only)
     shell = InteractiveShell.instance(colors="nocolor")
     shell.register_magic_function(lambda line: None, "line", "matplotlib")  # any backend: nothing to show
     errors = []
@@ -130,13 +163,32 @@ def _serve(conn: Connection, sources: list[str]) -> None:  # runs in the child p
         _reply(conn, "ok-changed-input" if changed_inputs(before, args) else "ok", value)
 
 
-def _child(port: int) -> None:
-    """Entry point of the child: read the token and the cells from stdin, then serve."""
-    token, sources = pickle.loads(sys.stdin.buffer.read())
-    sock = socket.create_connection(("127.0.0.1", port))
-    conn = Connection(sock.detach())
-    conn.send_bytes(token.encode("ascii"))
+def _child(where: str) -> None:
+    """Entry point of the child: ``fd:N`` (an inherited socket) or ``port:N`` (loopback, with a token on stdin)."""
+    kind, _, number = where.partition(":")
+    if kind == "fd":
+        conn = Connection(int(number))
+        sources = pickle.loads(conn.recv_bytes())
+    else:
+        token, sources = pickle.loads(sys.stdin.buffer.read())
+        sock = socket.create_connection(("127.0.0.1", int(number)))
+        conn = Connection(sock.detach())
+        conn.send_bytes(token.encode("ascii"))
     _serve(conn, sources)
+
+
+def child_env(workdir: Path) -> dict[str, str]:
+    """The child's environment: a short allow-list of the parent's, plus the grader's own settings.
+
+    >>> env = child_env(Path("w"))
+    >>> env["QLESSON_GRADING"], env["MPLBACKEND"], "PYTHONPATH" in env, "HF_TOKEN" in env
+    ('1', 'Agg', False, False)
+    """
+    env = {k: v for k, v in os.environ.items() if k in _KEEP or k.startswith(_KEEP_PREFIXES)}
+    env.pop("HF_TOKEN", None)
+    env |= {"MPLBACKEND": "Agg", "MPLCONFIGDIR": str(workdir / ".matplotlib"), GRADING_VAR: "1"}
+    env |= {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TMPDIR": str(workdir)}
+    return env
 
 
 class _Remote:
@@ -159,36 +211,52 @@ class _Remote:
 
 
 class Sandbox:
-    """A child process that ran ``sources`` (code cells, IPython syntax allowed) in order."""
+    """A child process that ran ``sources`` (code cells, IPython syntax allowed) in order.
 
-    def __init__(self, sources: list[str]) -> None:
+    ``folder``: files copied into the child's throw-away working directory (the notebook's own
+    folder); ``wrap``: given that directory, a command prefix that runs the child in an OS sandbox.
+    """
+
+    def __init__(
+        self,
+        sources: list[str],
+        folder: Path | None = None,
+        wrap: Callable[[Path], list[str]] | None = None,
+        start_timeout_s: float = START_TIMEOUT_S,
+    ) -> None:
         self.sources = sources
+        self.folder, self.wrap, self.start_timeout_s = folder, wrap, start_timeout_s
         self.errors: list[str] = []
         self.broken: str | None = None  # why the child was stopped; every later call fails at once
         self.deadline: float | None = None  # time.monotonic() by which calls must return
         self.limit_s = CALL_TIMEOUT_S
 
+    def _workdir(self) -> Path:
+        work = Path(tempfile.mkdtemp(prefix="qlesson-grade-")).resolve()
+        if self.folder is not None and self.folder.is_dir():
+            skip = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", ".git", "*.bak*")
+            shutil.copytree(self.folder, work, ignore=skip, dirs_exist_ok=True, symlinks=True)
+        return work
+
     def __enter__(self) -> Sandbox:
-        token = secrets.token_hex(16)
-        server = socket.create_server(("127.0.0.1", 0))
-        server.settimeout(60)
-        cmd = [sys.executable, "-m", "qlesson.course.sandbox", str(server.getsockname()[1])]
-        out = subprocess.DEVNULL
-        self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=out, stderr=out)
-        self._proc.stdin.write(pickle.dumps((token, self.sources)))
-        self._proc.stdin.close()
+        self.workdir = self._workdir()
+        package = str(Path(qlesson.__file__).resolve().parent)
+        cmd = [*(self.wrap(self.workdir) if self.wrap else []), sys.executable, "-I", "-c", _BOOT, package]
+        popen = {"cwd": self.workdir, "env": child_env(self.workdir), "stdout": subprocess.DEVNULL}
+        popen["stderr"] = subprocess.DEVNULL
+        if os.name == "posix":  # a private socket pair; the child leads its own session (process group)
+            mine, theirs = socket.socketpair()
+            cmd.append(f"fd:{theirs.fileno()}")
+            self._proc = subprocess.Popen(cmd, pass_fds=[theirs.fileno()], start_new_session=True, **popen)
+            theirs.close()
+            self._conn = Connection(mine.detach())
+            self._start_posix()
+        else:
+            self._start_loopback(cmd, popen)
         try:
-            sock, _ = server.accept()
-        except TimeoutError:
-            self._proc.kill()
-            raise LearnerError("the grading process did not start within 60 s") from None
-        finally:
-            server.close()
-        self._conn = Connection(sock.detach())
-        try:
-            if self._conn.recv_bytes(64) != token.encode("ascii") or not self._conn.poll(START_TIMEOUT_S):
+            if not self._conn.poll(self.start_timeout_s):
                 self.close()
-                raise LearnerError(f"your notebook did not finish running within {START_TIMEOUT_S:.0f} s")
+                raise LearnerError(f"your notebook did not finish running within {self.start_timeout_s:.0f} s")
             status, errors = _reply_status(self._conn.recv_bytes())
         except (EOFError, OSError):
             self.close()
@@ -199,14 +267,56 @@ class Sandbox:
         self.errors = errors
         return self
 
+    def _start_posix(self) -> None:
+        try:
+            _send(self._conn, self.sources)
+        except OSError:
+            self.close()
+            raise LearnerError("the grading process did not start") from None
+
+    def _start_loopback(self, cmd: list[str], popen: dict[str, Any]) -> None:
+        token = secrets.token_hex(16)
+        server = socket.create_server(("127.0.0.1", 0))
+        server.settimeout(60)
+        cmd.append(f"port:{server.getsockname()[1]}")
+        flags = getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
+        self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, creationflags=flags, **popen)
+        self._proc.stdin.write(pickle.dumps((token, self.sources)))
+        self._proc.stdin.close()
+        try:
+            sock, _ = server.accept()
+        except TimeoutError:
+            self.close()
+            raise LearnerError("the grading process did not start within 60 s") from None
+        finally:
+            server.close()
+        self._conn = Connection(sock.detach())
+        try:
+            ok = self._conn.recv_bytes(64) == token.encode("ascii")
+        except (EOFError, OSError):
+            ok = False
+        if not ok:
+            self.close()
+            raise LearnerError("your notebook's code ended the Python process (exit() or a crash)")
+
     def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:
+        """Stop the child and everything it started in its process group, and delete its directory."""
         if hasattr(self, "_conn"):
             self._conn.close()
-        self._proc.kill()
-        self._proc.wait(5)
+        if hasattr(self, "_proc"):
+            if os.name == "posix":
+                try:
+                    os.killpg(self._proc.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            self._proc.kill()
+            self._proc.wait(5)
+        if getattr(self, "workdir", None) is not None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            self.workdir = None
 
     def limit(self, seconds: float) -> None:
         """Calls from now on must all return within ``seconds`` (one task's time)."""
@@ -244,4 +354,4 @@ class Sandbox:
 
 
 if __name__ == "__main__":
-    _child(int(sys.argv[1]))
+    _child(sys.argv[1])

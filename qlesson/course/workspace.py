@@ -9,9 +9,16 @@ and ``git pull`` never conflicts. ``make grade`` grades ``workspace/exercises/``
 When the course is updated, each copy is treated by what happened to it:
 
 - the learner never edited it (its cells are as copied): it is replaced by the new version;
-- the learner edited it (or it cannot be read): it stays as it is, and the new version is
-  written beside it as ``NN_name.new.ipynb``, with a one-line message; a ``.new.ipynb`` the
-  learner worked in is first saved as ``NN_name.new.ipynb.bak`` (then ``.bak2``, ...).
+- the learner edited it (or it cannot be read): it stays as it is, under its own name, and the
+  new version is written beside it as ``new.NN_name.ipynb`` (the word that tells them apart
+  comes first, so a file browser that cuts long names still shows it), with a message. A
+  ``new.`` file the learner never touched is simply refreshed; one they worked in is first
+  copied to ``old.new.NN_name.ipynb`` (then ``old2.``, ...), and the message says so.
+
+Nothing the learner wrote is renamed or overwritten without a message naming where it is.
+``make lab`` prints these messages, and the list of new versions still waiting, before
+JupyterLab's log and again once the server is up (:func:`lab`). :func:`pending_update` tells
+the grader whether an exercise has a newer version the learner has not taken.
 
 A file the commands cannot use (a manifest that is not JSON, ``workspace`` being a file, a
 course notebook that cannot be read) stops them with :class:`CourseFileError`: one line naming
@@ -33,7 +40,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import nbformat
@@ -117,9 +129,16 @@ def _digest_or_none(path: Path) -> str | None:
 
 
 def backup(path: Path) -> Path:
-    """Copy ``path`` to the first free ``path.bak``, ``path.bak2``, ...; never overwrites a backup."""
+    """Copy ``path`` to the first free ``old.NAME``, ``old2.NAME``, ...; never overwrites a backup.
+
+    >>> import tempfile
+    >>> f = Path(tempfile.mkdtemp()) / "02_x.ipynb"
+    >>> _ = f.write_text("{}")
+    >>> backup(f).name, backup(f).name
+    ('old.02_x.ipynb', 'old2.02_x.ipynb')
+    """
     n = 1
-    while (bak := path.with_name(f"{path.name}.bak{n if n > 1 else ''}")).exists():
+    while (bak := path.with_name(f"old{n if n > 1 else ''}.{path.name}")).exists():
         n += 1
     shutil.copy(path, bak)
     return bak
@@ -147,8 +166,12 @@ def _copy(src: Path, dst: Path) -> None:
 
 
 def new_version_path(path: Path) -> Path:
-    """Where the course's new version of an edited notebook goes: ``NN_name.new.ipynb``."""
-    return path.with_name(f"{path.stem}.new.ipynb")
+    """Where the course's new version of an edited notebook goes: ``new.NN_name.ipynb``, beside it.
+
+    >>> new_version_path(Path("exercises/02_one_ruler_or_many.ipynb")).as_posix()
+    'exercises/new.02_one_ruler_or_many.ipynb'
+    """
+    return path.with_name(f"new.{path.name}")
 
 
 def prepare(workspace: Path = WORKSPACE, course: Path = ROOT) -> list[str]:
@@ -174,18 +197,7 @@ def prepare(workspace: Path = WORKSPACE, course: Path = ROOT) -> list[str]:
             if mine == new:
                 pass  # already the course's version
             elif mine is None or rel not in manifest or mine != manifest[rel]:
-                beside = new_version_path(dst)
-                saved = ""
-                if beside.is_file() and _digest_or_none(beside) != new:  # the learner may have worked in it
-                    saved = f"; your {beside.name} is saved as {backup(beside).name}"
-                elif beside.exists() and not beside.is_file():
-                    raise CourseFileError(f"{beside} is a folder, not a notebook: rename or remove it")
-                _copy(src, beside)
-                kept = "your copy has your edits" if mine is not None else "your copy cannot be read as a notebook"
-                messages.append(
-                    f"{rel}: the course changed it and {kept}; "
-                    f"the new version is {beside.relative_to(workspace).as_posix()} (yours is untouched{saved})"
-                )
+                messages.append(_write_beside(src, dst, workspace, mine, (manifest.get(rel), new)))
             else:
                 _copy(src, dst)
                 messages.append(f"updated: {rel} (you had not edited it)")
@@ -195,6 +207,71 @@ def prepare(workspace: Path = WORKSPACE, course: Path = ROOT) -> list[str]:
     if first:
         messages.insert(0, f"workspace ready: {copied} notebook{'s' if copied != 1 else ''} copied")
     return messages
+
+
+def _write_beside(
+    src: Path, dst: Path, workspace: Path, mine: str | None, course_versions: tuple[str | None, str]
+) -> str:
+    """Write the course's version of ``dst`` as ``new.NAME`` beside it; the message for the learner.
+
+    A ``new.`` file holding a course version (the last one written there, or this one) is the
+    course's and is refreshed; one the learner worked in is first copied to ``old.new.NAME``.
+    """
+    beside = new_version_path(dst)
+    saved = ""
+    if beside.exists() and not beside.is_file():
+        raise CourseFileError(f"{beside} is a folder, not a notebook: rename or remove it")
+    if beside.is_file() and _digest_or_none(beside) not in course_versions:  # the learner worked in it
+        saved = f"; your work in {beside.name} is saved as {backup(beside).name}"
+    _copy(src, beside)
+    kept = "keeps your edits" if mine is not None else "cannot be read as a notebook"
+    rel, new_rel = (p.relative_to(workspace).as_posix() for p in (dst, beside))
+    return f"{rel}: the course has a newer version, {new_rel}; yours {kept} and is untouched{saved}"
+
+
+def waiting(workspace: Path = WORKSPACE) -> list[str]:
+    """One line per ``new.`` version waiting beside a learner's copy that differs from it."""
+    lines = []
+    for folder in FOLDERS:
+        for beside in sorted((workspace / folder).glob("new.[0-9][0-9]_*.ipynb")):
+            mine = beside.with_name(beside.name.removeprefix("new."))
+            if mine.is_file() and _digest_or_none(mine) == _digest_or_none(beside):
+                continue
+            rel = f"{folder}/{mine.name}"
+            lines.append(
+                f"waiting: {folder}/{beside.name} is the newer version of your {rel}; to switch to it, "
+                f"python -m qlesson reset {rel} (yours is kept as {backup_name(mine)})"
+            )
+    return lines
+
+
+def backup_name(path: Path) -> str:
+    """The name :func:`backup` would give ``path`` now (``old.NAME``, or ``oldN.NAME`` when taken)."""
+    n = 1
+    while (bak := path.with_name(f"old{n if n > 1 else ''}.{path.name}")).exists():
+        n += 1
+    return bak.name
+
+
+def pending_update(path: Path, course: Path = ROOT) -> str | None:
+    """A one-line note when the learner's copy at ``path`` has a newer course version they have not taken.
+
+    ``path`` is a copy in a workspace (``workspace/exercises/NN_name.ipynb``). The note names the
+    waiting ``new.`` file, or says that the course changed since the last ``make lab``; None when
+    the copy is the newest there is. Never raises for a damaged workspace (the grader reports that).
+    """
+    beside = new_version_path(path)
+    if beside.is_file() and _digest_or_none(beside) != _digest_or_none(path):
+        return f"a newer version of this notebook waits in {beside.name} (yours is graded as it is)"
+    src = course / path.parent.name / path.name
+    manifest_path = path.parent.parent / MANIFEST
+    try:
+        seen = _read_manifest(manifest_path).get(f"{path.parent.name}/{path.name}") if manifest_path.is_file() else None
+    except CourseFileError:
+        return None
+    if src.is_file() and seen is not None and _digest_or_none(src) not in (seen, None):
+        return "the course has a newer version of this notebook: run `make lab` (or python -m qlesson update) to get it"
+    return None
 
 
 def check_folders(workspace: Path = WORKSPACE) -> None:
@@ -218,7 +295,10 @@ def _read_manifest(path: Path) -> dict[str, str]:
 
 def reset(rel: str, workspace: Path = WORKSPACE, course: Path = ROOT) -> Path:
     """Throw away the learner's copy of ``rel`` (e.g. ``exercises/02_one_ruler_or_many.ipynb``)
-    after saving it as ``.bak``, and copy the course version again."""
+    after saving it as ``old.NAME`` (see :func:`backup`), and copy the course version again.
+
+    A ``new.NAME`` beside it that holds exactly this course version is removed: it is the same file.
+    """
     src = course_notebooks(course).get(rel)
     if src is None:
         raise CourseFileError(f"{rel!r} is not a course notebook; choose from {', '.join(course_notebooks(course))}")
@@ -233,4 +313,51 @@ def reset(rel: str, workspace: Path = WORKSPACE, course: Path = ROOT) -> Path:
     manifest = _read_manifest(manifest_path) if manifest_path.exists() else {}
     manifest[rel] = inputs_digest(src)
     manifest_path.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    beside = new_version_path(dst)
+    if beside.is_file() and _digest_or_none(beside) == manifest[rel]:
+        beside.unlink()
     return dst
+
+
+def summary(messages: list[str], workspace: Path = WORKSPACE) -> str:
+    """What ``make lab`` tells the learner about their workspace: this update's messages and what waits."""
+    told = " ".join(messages)
+    lines = [*messages, *(w for w in waiting(workspace) if w.split()[1] not in told)] or ["no course updates"]
+    rule = "-" * 72
+    return "\n".join([rule, f"qlesson: your workspace is {workspace}", *(f"  {line}" for line in lines), rule])
+
+
+def lab(args: list[str], workspace: Path = WORKSPACE) -> int:
+    """Update ``workspace``, print :func:`summary`, open JupyterLab there; print the summary again once it is up.
+
+    JupyterLab's log would scroll the first copy away; the second comes right after its startup
+    lines. Ctrl-C reaches JupyterLab, which asks before it stops.
+    """
+    text = summary(prepare(workspace), workspace)
+    print(text, flush=True)
+    cmd = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={workspace}", *args]
+    if hasattr(os, "getuid") and os.getuid() == 0:
+        cmd.append("--allow-root")
+    cmd.append("notebooks/00_start_here.ipynb")
+    proc = subprocess.Popen(cmd, cwd=workspace)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server handles Ctrl-C (after Popen: not inherited)
+    try:
+        if _wait_until_up(proc):
+            print(text, flush=True)
+        return proc.wait()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _wait_until_up(proc: subprocess.Popen, timeout: float = 120.0, settle: float = 1.0) -> bool:
+    """Wait for the server ``proc`` to write its runtime file, then ``settle`` seconds for its startup lines."""
+    from jupyter_core.paths import jupyter_runtime_dir
+
+    info = Path(jupyter_runtime_dir()) / f"jpserver-{proc.pid}.json"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        if info.exists():
+            time.sleep(settle)
+            return proc.poll() is None
+        time.sleep(0.2)
+    return False
