@@ -468,6 +468,7 @@ def _token_rule_05(lo, hi, token_top, typical, reverse=False):  # the right asym
     wins = token >= 1.5 * plain if reverse else plain >= 1.5 * token
     return ("asymmetric" if plain >= 1.5 * (top - bottom) / 255 else "symmetric", "per-token" if wins else "per-tensor")
 
+
 WRONG_07 = {
     "07.finer_by": [
         (lambda w: w.amax(dim=1).abs().max() / w.amax(dim=1), "not the largest |value|"),

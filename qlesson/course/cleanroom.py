@@ -65,7 +65,16 @@ def bwrap_prefix(workdir: Path) -> list[str]:
     >>> bwrap_prefix(Path("/tmp/w"))[-7:]
     ['--chdir', '/tmp/w', '--unshare-all', '--die-with-parent', '--new-session', '--cap-drop', 'ALL']
     """
-    return ["bwrap", *BWRAP, "--bind", str(workdir), str(workdir), "--chdir", str(workdir), *BWRAP_FLAGS]
+    return ["bwrap", *BWRAP, *_kept(), "--bind", str(workdir), str(workdir), "--chdir", str(workdir), *BWRAP_FLAGS]
+
+
+def _kept() -> list[str]:
+    """Read-only binds for the course and the Pythons that live under /tmp (which the sandbox replaces)."""
+    keep = []
+    for path in sorted({str(ROOT), sys.prefix, sys.base_prefix}):
+        if path == "/tmp" or path.startswith("/tmp/"):
+            keep += ["--ro-bind", path, path]
+    return keep
 
 
 @functools.cache
