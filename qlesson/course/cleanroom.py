@@ -70,9 +70,10 @@ def bwrap_prefix(workdir: Path) -> list[str]:
 
 def _kept() -> list[str]:
     """Read-only binds for the course and the Pythons that live under /tmp (which the sandbox replaces)."""
-    keep = []
-    for path in sorted({str(ROOT), sys.prefix, sys.base_prefix}):
-        if path == "/tmp" or path.startswith("/tmp/"):
+    keep: list[str] = []
+    for path in sorted({str(ROOT), sys.prefix, sys.base_prefix}):  # a parent sorts before what it holds
+        inside = any(path == k or path.startswith(k + "/") for k in keep[1::3])
+        if (path == "/tmp" or path.startswith("/tmp/")) and not inside:
             keep += ["--ro-bind", path, path]
     return keep
 
