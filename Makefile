@@ -13,7 +13,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup lab app test test-latest doctor site grade lint bench lessons execute exercises clean
+.PHONY: setup lab app test test-latest doctor site grade lint bench lessons execute exercises clean mutate
 
 setup: $(STAMP)
 
@@ -61,6 +61,11 @@ $(eval $(GRADE_ARGS):;@:)
 endif
 grade: $(STAMP)
 	$(PY) -I -m qlesson grade $(patsubst detail,--detail,$(GRADE_ARGS))
+
+# One-line mutants of the checked modules, each run against its fast tests (by hand, not part of
+# `make test`: 30 to 40 minutes). A surviving mutant is a missing test or an equivalent change.
+mutate: $(STAMP)
+	$(PY) tests/mutate.py
 
 # ruff, then each lesson's words, run time and honest time against its stated time (python -m qlesson stats)
 lint: $(STAMP)

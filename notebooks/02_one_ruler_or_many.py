@@ -14,7 +14,7 @@
 # ---
 
 # %% [markdown]
-# # 02 · One ruler or many? The quiet row that collapses
+# # 02 · One ruler or many? A quiet row beside a loud one
 #
 # **The question**: When the rows of a weight matrix have very different magnitudes, what does
 # one shared scale cost them, and what does one scale per row fix?
@@ -24,11 +24,11 @@
 # per row (per-channel) fits each ruler to its own row: the quiet row survives, and the row that
 # set the shared scale keeps exactly the codes it had.
 #
-# **What you will do**: quantize a 2x4 int4 example both ways, check the int8 codes an
-# interview note prints, and test whether per-channel lowers every row's error.
+# **What you will do**: quantize a 2x4 example both ways, measure how much of the int8 range
+# each row of a 3x4 example uses, and compare one row's error under both rulers.
 #
 # **What you need**: lesson 01 (scale, round, clamp); nothing to download.
-# **Time**: about 18 minutes, plus about 24 for the exercise.
+# **Time**: about 19 minutes, plus about 27 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -40,7 +40,8 @@ ql.show_environment()
 # %% [markdown]
 # ## 1. Two rows, very different magnitudes
 #
-# Row A is quiet, Row B is loud. We quantize to symmetric int4, codes [-7, 7].
+# Row A is quiet, Row B is loud. We quantize them to symmetric int8 (codes [-127, 127]) and
+# int4 (codes [-7, 7]).
 
 # %%
 import torch
@@ -53,21 +54,25 @@ print(W)
 # %% [markdown]
 # ## 2. Per-tensor: one ruler, set by the loudest value
 #
-# The largest magnitude anywhere is 3.10, in Row B, so the shared scale is `3.10 / 7`, about
-# 0.44. Row A's largest magnitude is 0.15. Predict Row A's codes before the next cell.
+# The largest magnitude anywhere is 3.10, in Row B, so Row B sets the one shared scale. Start
+# with int8: predict Row A's codes before the next cell.
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("02", "quiet_row")
 
 # %%
+shared8 = ql.quantize(W, bits=8)
+print(f"int8: shared scale = 3.10 / 127 = {float(shared8.scale):.4f}; Row A codes {shared8.q[0].int().tolist()}")
 shared = ql.quantize(W, bits=4)
-print(f"shared scale = {float(W.abs().max()):.2f} / 7 = {float(shared.scale):.4f}")
+print(f"int4: shared scale = {float(W.abs().max()):.2f} / 7 = {float(shared.scale):.4f}")
 ruler.print_steps(W[0], bits=4, scale=float(shared.scale))
 
 # %% [markdown]
-# Every `|x / scale|` is below 0.5, so every value rounds to 0: **Row A collapses to
-# `[0, 0, 0, 0]`**. The quiet row did nothing wrong; it lost the scale fight. Rounding is not
-# proportional: a value below half a tick is not stored small, it is not stored at all.
+# At int8 Row A survives, but on a few small codes: it reaches code 6 of a ruler that goes to
+# 127. At int4 the shared tick is 0.44, every `|x / scale|` is below 0.5, and every value rounds
+# to 0: **Row A collapses to `[0, 0, 0, 0]`**. The quiet row did nothing wrong; it lost the
+# scale fight. Rounding is not proportional: a value below half a tick is not stored small, it
+# is not stored at all.
 #
 # ## 3. Per-channel: each row gets its own ruler
 #
@@ -105,16 +110,17 @@ print(f"Row A MAE per-tensor / per-channel: {pt['row 0 MAE'] / pc['row 0 MAE']:.
 
 # %% [markdown]
 # Row B is untouched because its per-channel scale *is* the old shared scale: it was the row
-# that set the ruler.
+# that set the ruler. In the plot, look at Row A's per-tensor bars, flat at zero, and its
+# per-channel bars, which follow the original values.
 
 # %%
 _ = plots.rows_reconstruction(W, bits=4)
 
 # %% [markdown]
-# ## 5. The 3x4 int8 example, and what the interview note prints
+# ## 5. Three channels at int8: how much of the range each row uses
 #
-# An interview note uses three channels with absmax 0.5, 2.0 and 0.1 and int8 (codes
-# [-127, 127]). How much of the range does each row use?
+# An interview note uses three channels with absmax 0.5, 2.0 and 0.1, at int8. How much of the
+# range does each row use?
 
 # %%
 W3 = examples.three_channels()
@@ -122,26 +128,16 @@ print_table(analysis.range_usage(W3, bits=8), {"absmax": ".2f"})
 
 # %% [markdown]
 # Under one shared scale the quiet channel uses 5% of the range: a handful of distinct codes.
-# Per-channel gives every row the full range.
+# Per-channel gives every row the full range. This is int8's version of section 2's cost: the
+# quiet row is not erased, but it is stored on a few coarse steps.
 #
-# The note also prints codes, and some are wrong: 1.8 under the shared scale gets 114, not the
-# printed 115, and channel 2's printed per-channel codes `[-125, -100, 63, 113]` are what
-# dividing by the displayed scale 0.0008 gives (62.5 and 112.5 rounded up); the exact scale
-# `0.1 / 127` gives the codes below. Always divide by the exact scale.
-
-# %%
-per_channel_q = ql.quantize(W3, 8, granularity=ql.PerChannel(0)).q.int()
-print(f"1.8 -> code {int(ql.quantize(W3, 8).q[1, 3])};  channel 2 -> {per_channel_q[2].tolist()}")
-
-# %% [markdown]
-# ## 6. Does a finer ruler lower every row's error?
+# ## 6. One row, two rulers
 #
-# Each row's per-channel scale is never larger than the shared one, so each row's error
-# *bound* (half its tick) never gets worse. Take row 0, `[3, 1.05, -2, 2]`, in a tensor whose
-# shared int4 scale is `7 / 7 = 1`. What happens to row 0's MAE when it gets its own ruler?
+# Take row 0, `[3, 1.05, -2, 2]`, in a tensor whose shared int4 scale is `7 / 7 = 1`. Its own
+# scale is `3 / 7`, a finer ruler. What happens to row 0's MAE when it gets its own ruler?
 
 # %% tags=["nbval-ignore-output"]
-recall.predict("02", "lucky_row")
+recall.predict("02", "row0_own_ruler")
 
 # %%
 lucky = torch.tensor([[3.0, 1.05, -2.0, 2.0], [7.0, -5.0, 0.5, 1.5]])
@@ -153,9 +149,9 @@ print_table(
 
 # %% [markdown]
 # Row 0's error goes *up* with its own, finer ruler: its values sat on or near the shared
-# ticks, and the new ticks miss them. Per-channel lowers the bound, not necessarily every row's
-# error. Such luck is rare on real weights: lesson 03 finds none among the 384 channels of one
-# MiniLM layer.
+# ticks, and the new ticks miss them. What per-channel guarantees is smaller: a row's own scale
+# is never larger than the shared one, so its error bound, half a tick, never grows. Its actual
+# error can.
 #
 # ## 7. Try it: move the rows and the bits
 #
@@ -170,18 +166,22 @@ from qlesson.teach import widgets
 widgets.two_rows_explorer()
 
 # %% [markdown]
-# Row A's first nonzero code appears at x1.48: there `1.48 x 0.15 = 0.222` passes half a shared
-# tick, `0.4429 / 2 = 0.2214` (Row B still sets the shared scale). Per-channel needs no
+# <details><summary>Check what you found (open it after you tried)</summary>
+#
+# Row A's first nonzero code appears at x1.48: there `1.48 x 0.15 = 0.222` passes half a
+# shared tick, `0.4429 / 2 = 0.2214` (Row B still sets the shared scale). Per-channel needs no
 # multiplier, since Row A's largest value always sits on tick 7.
+#
+# </details>
 
 # %% [markdown]
 # ## Summary
 #
-# * Per-tensor: the loudest value sets one scale; a quiet row below half a tick vanishes.
+# * Per-tensor: the loudest value sets one scale; a quiet row below half a tick vanishes (here
+#   at int4), and above it may keep only a few codes (here at int8).
 # * Per-channel: every row's largest value sits on the last tick; the loudest row is unchanged.
 # * Per-channel lowers each row's error bound, not always its actual error.
 # * The cost: one scale per row instead of one per tensor (lesson 04 counts the bytes).
-# * Recompute printed numbers: divide by the exact scale, not by a rounded display of it.
 #
 # ## Pause and recall
 #
@@ -206,15 +206,41 @@ recall.show("02")
 # The source lesson prints Row B's reconstruction, `[2.21, -3.10, 1.77, -2.66]`, but not its
 # inputs. Row B = `[2.0, -3.1, 1.7, -2.6]` reproduces it. The source also rounds Row A's
 # per-channel MAE to "about 0.005"; the table in section 4 computes it.
-#
-# ### The interview note's codes, checked
-#
-# Every code the note prints that differs from rounding with the exact scale, then channel 2
-# divided by the displayed 0.0008 in exact decimal arithmetic, with halves rounded up as by
-# hand:
 
 # %%
 print(f"Row B's reconstruction, per-tensor: {[round(v, 2) for v in pt['row 1 x_hat']]}")
+
+# %% [markdown]
+# ### How often does a row lose on real weights?
+#
+# Over every Linear weight of MiniLM, the rows whose MAE rises when they get their own scale:
+
+# %%
+from qlesson.teach import models
+
+for bits in (4, 8):
+    n_rows, losers = 0, []  # losers: each losing row's absmax as a share of its layer's absmax
+    for w in models.minilm_linear_weights().values():
+        err_pt = (ql.fake_quantize(w, bits) - w).abs().mean(dim=1)
+        err_pc = (ql.fake_quantize(w, bits, granularity=ql.PerChannel(0)) - w).abs().mean(dim=1)
+        n_rows += w.shape[0]
+        losers += (w.abs().amax(dim=1) / w.abs().max())[err_pc > err_pt].tolist()
+    near = f"; each has an absmax at least {min(losers):.2f} of its layer's" if losers else ""
+    print(f"int{bits}: {len(losers)} of {n_rows:,} rows have a higher MAE per-channel than per-tensor{near}")
+
+# %% [markdown]
+# At int4 no row loses. At int8 the few that do are rows almost as loud as their layer's
+# loudest, so their own ruler is barely finer than the shared one, and where the ticks happen
+# to fall decides.
+#
+# ### The interview note's codes, checked
+#
+# The note prints codes for section 5's example, and some are wrong: 1.8 under the shared scale
+# gets 114, not the printed 115, and channel 2's printed per-channel codes
+# `[-125, -100, 63, 113]` are what dividing by the displayed scale 0.0008 gives (62.5 and 112.5
+# rounded up). Always divide by the exact scale. Below, every code the note prints that differs
+# from rounding with the exact scale, then channel 2 divided by the displayed 0.0008 in exact
+# decimal arithmetic, with halves rounded up as by hand:
 
 # %%
 from decimal import ROUND_HALF_UP, Decimal
@@ -230,4 +256,5 @@ print(f"halves rounded up: {[int(v.quantize(Decimal(1), ROUND_HALF_UP)) for v in
 
 # %% [markdown]
 # With the exact scale, `0.05 / (0.1 / 127)` is exactly 63.5 in real arithmetic, a tie:
-# `torch.round` sends it to the even code, 64.
+# `torch.round` sends it to the even code, 64. In float64, as NumPy computes it, the quotient is
+# 63.49999999999999 and rounds to 63, the note's value: at a tie, even the float width decides.

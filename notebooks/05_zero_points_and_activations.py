@@ -19,9 +19,10 @@
 # **The question**: how should the activations of a transformer, which arrive at run time,
 # be quantized to int8?
 #
-# **The answer**: match the ruler to the data's shape. A GELU output is one-sided, so a zero
-# point buys about one bit; an outlier *token* needs per-token scales; outlier *features* need
-# SmoothQuant, which moves their range into the weights.
+# **The answer**: Match the ruler to the data's shape. A GELU output is one-sided, so a zero
+# point halves the step of a per-tensor ruler; an outlier *token* needs per-token scales; outlier
+# *features* are what SmoothQuant moves into the weights, and in MiniLM's first layer they cost
+# a few dB at int8.
 #
 # **What you will do**:
 # * capture MiniLM's layer-0 activations, calibrate on one text and score on another;
@@ -30,7 +31,7 @@
 # * smooth two inputs of layer 0 (QKV and FC1) and see where the gain comes from.
 #
 # **What you need**: lessons 01 to 03 (nothing to download).
-# **Time**: about 17 minutes, plus about 19 for the exercise.
+# **Time**: about 20 minutes, plus about 26 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -110,8 +111,9 @@ profile = activations.feature_profile(xi, labels, [99, 63, 267])
 print_table(profile, {k: ".1f" for k in profile[0] if k != "feature"})
 
 # %% [markdown]
-# A per-token scale gives each row `[token, :]` its own ruler. Using the table (which tokens
-# is each feature loud on?), predict what per-token scales gain over one per-tensor scale:
+# A per-token scale gives each row `[token, :]` its own ruler; here it gains about 9.5 dB over
+# one per-tensor scale. The table shows where feature 99 is loud. The cell below also runs a
+# control: only the `[CLS]` rows get their own scales, every other row shares one. Predict:
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("05", "outlier_token")
@@ -121,13 +123,23 @@ print_table(activations.granularity_control_rows(xi, labels, bits=8), {"SQNR dB"
 loudest = xi[~activations.cls_mask(labels)].abs().amax(1)
 low, high = (float(loudest.quantile(q)) for q in (0.05, 0.95))
 print(f"ordinary tokens' loudest |x|: {low:.1f} to {high:.1f} (5th to 95th percentile)")
+W = models.linear_weights(model)
+row99 = W["L0.output"][99]
+unit = int(row99.abs().argmax())
+cls = activations.cls_mask(labels)
+print(f"L0.output weight row 99: largest |w| {float(row99[unit].abs()):.1f}, on GELU unit {unit}, ", end="")
+print(f"whose median on [CLS] is {float(x[cls, unit].median()):.1f}")
 
 # %% [markdown]
 # Feature 99 is loud on one token per sentence: about 28 on every `[CLS]` token, under 2 on
-# every other token. Per-token scales gain about 9.5 dB over per-tensor (both dynamic here,
-# fitted to this text). The control, on the same tokens, gives only the `[CLS]` rows their own
-# scales: isolating them recovers about 6.5 of the 9.5 dB. The rest is per-token scales fitting
-# ordinary tokens, whose loudest values differ about fivefold from token to token (last line).
+# every other token. It is residual dimension 99, the loud row lesson 03 found in `L0.output`'s
+# weights: that row's largest weight reads GELU unit 856, about 25 on a typical `[CLS]` token
+# (last line), so the same layer's FFN writes a large value into dimension 99 of `[CLS]` again.
+#
+# Per-token scales gain about 9.5 dB over per-tensor (both dynamic here, fitted to this text).
+# The control, on the same tokens, isolates the `[CLS]` rows and recovers about 6.5 of the
+# 9.5 dB. The rest is per-token scales fitting ordinary tokens, whose loudest values differ about
+# fivefold from token to token (the line before last).
 #
 # Per-token scales also fit an integer GEMM. A token's scale is constant along the reduction
 # axis K, so it multiplies the int32 sum once per row, like a per-channel weight scale.
@@ -136,7 +148,7 @@ print(f"ordinary tokens' loudest |x|: {low:.1f} to {high:.1f} (5th to 95th perce
 #
 # Features 63 and 267 are different: loud on most ordinary tokens, where their medians (the
 # "other tokens median" column) are 5 to 8 times the typical feature's. Per-feature scales would
-# fit them; the table shows them about 11 dB above per-token. But a per-feature scale changes
+# fit them, and per-feature is the best row of section 2's table. But a per-feature scale changes
 # along K, inside the sum, so it cannot be applied to the int32 result.
 #
 # **SmoothQuant** moves it out of the activations. Divide feature `j` by `s_j` and multiply
@@ -146,14 +158,14 @@ print(f"ordinary tokens' loudest |x|: {low:.1f} to {high:.1f} (5th to 95th perce
 # s_j = max|x_j|^alpha / max|w_j|^(1 - alpha)
 # ```
 #
-# alpha sets how much of feature `j`'s range moves into the weights (the paper's default
-# is 0.5).
+# alpha sets how much of feature `j`'s range moves into the weights (0.5 is the paper's usual
+# choice; some models need more).
 #
-# The division costs nothing at run time when `1/s` is folded into the preceding norm: in OPT
-# (pre-LN) into the LayerNorm's weight and bias, in LLaMA into the RMSNorm's weight (it has no
-# bias). Linears fed by one norm share one `s`: query, key and value; LLaMA's gate and up.
-# BERT's down-projection reads a GELU output, and `GELU(z) / s` is not `GELU(z / s)`, so it stays
-# unsmoothed; its one-sided input is where the zero point helps.
+# In a pre-LN model (OPT, LLaMA) the division costs nothing at run time: `1/s` is folded into the
+# norm before the Linears, and Linears that read the same norm share one `s` (query, key and value
+# here). MiniLM is post-LN: that norm also feeds the residual, so folding `1/s` into it changes the
+# model (*Going deeper* measures by how much). Here `s` is applied as a division, to measure what
+# smoothing does to the int8 error.
 #
 # ## 4. Smoothing, calibrated on one text and scored on another
 #
@@ -163,7 +175,6 @@ print(f"ordinary tokens' loudest |x|: {low:.1f} to {high:.1f} (5th to 95th perce
 # and on the ordinary tokens alone (every row but `[CLS]`):
 
 # %%
-W = models.linear_weights(model)
 qkv = torch.cat([W["L0.query"], W["L0.key"], W["L0.value"]])  # one input, one s
 cases = [
     ("L0 QKV", calib["L0.query"], evals["L0.query"], qkv),
@@ -174,13 +185,24 @@ print_table(rows, {"none dB": ".1f"} | {k: "+.1f" for k in rows[0] if "alpha" in
 print(f"every all-token gain's 95% interval excludes 0: {lowest > 0}")
 
 # %% [markdown]
-# Smoothing shrinks every loud feature, feature 99 included, and much of the gain is the
-# `[CLS]` spike. With per-tensor scales the one static scale is set by that spike, so shrinking
-# it refines every row's step: ordinary tokens gain as much as all tokens. With per-token
-# scales, the `[CLS]` spike is still an outlier inside its own row, and smoothing tames it there:
-# on FC1's input the all-token gain is 6 to 7 dB, but on the ordinary tokens, where 63 and 267
-# live, about 2 dB. (MiniLM is post-LN, where the fold would also rescale the residual: *Going
-# deeper*.)
+# How much of that gain is the `[CLS]` spike, and how much the outlier features? Three controls
+# smooth only some features (every other `s_j` set to 1): feature 99, features 63 and 267, and
+# features 99 and 63; alpha 0.5, all tokens:
+
+# %%
+only99 = activations.smoothing_feature_rows(cases, labels, features=([99], [63, 267], [99, 63]), alpha=0.5)
+print_table(only99, {k: "+.1f" for k in only99[0] if "dB" in k})
+xq, cls = evals["L0.query"], activations.cls_mask(labels)
+print(f"QKV input: feature 99 on [CLS] up to {float(xq[cls, 99].abs().max()):.1f}, ", end="")
+print(f"feature 63 on other tokens up to {float(xq[~cls, 63].abs().max()):.1f}")
+
+# %% [markdown]
+# On FC1's input the gain is mostly the `[CLS]` spike: smoothing feature 99 alone gives about
+# 7 of the 9 dB with per-tensor scales, whose one static scale the spike sets. On the QKV input
+# the spike and feature 63 are nearly as loud (last line): smoothing either alone leaves the other
+# to set the static scale and gains nothing; smoothing both gains about 3.8 dB, about as much as
+# smoothing every feature. With per-token scales, smoothing 63 and 267 alone gains at most about
+# 1 dB.
 #
 # ## Summary
 #
@@ -189,11 +211,14 @@ print(f"every all-token gain's 95% interval excludes 0: {lowest > 0}")
 #   per-tensor or per-token: every token is one-sided.
 # * An outlier *token* (`[CLS]`, feature 99) is kept out of the other rows' rulers by per-token
 #   scales, which factor out of the integer GEMM.
-# * Outlier *features* (63, 267) need per-feature treatment, which cannot leave the sum.
-#   SmoothQuant moves it into the weights: `1/s` into the preceding norm, one `s` per norm.
+# * Outlier *features* (63, 267) would need per-feature scales, which cannot leave the sum.
+#   SmoothQuant moves their range into the weights: `1/s` into the preceding norm, one `s` per
+#   norm (exact in a pre-LN model).
 # * Fit static scales and `s` on calibration text, score on other text: smoothing then gains
-#   1.6 to 14 dB on layer 0's QKV and FC1 inputs, most of it from shrinking the `[CLS]` spike;
-#   on ordinary tokens with per-token scales, 0.7 to 2.5 dB.
+#   1.6 to 14 dB on layer 0's QKV and FC1 inputs. On FC1, most of it is the `[CLS]` spike
+#   (feature 99 alone: about 7 of 9 dB per-tensor). On QKV, the spike and feature 63 tie for the
+#   static scale: either alone gains nothing, both together about 3.8 dB. With per-token scales,
+#   features 63 and 267 alone gain at most about 1 dB.
 #
 # ## Pause and recall
 
@@ -205,8 +230,8 @@ recall.show("05")
 
 # %% [markdown]
 # **Exercise**: `exercises/05_zero_points_and_activations.ipynb`: an asymmetric round trip,
-# per-token scales, SmoothQuant's factors, and choosing an activation's ruler from its
-# statistics.
+# per-token scales, SmoothQuant's factors, per-token scales or smoothing for a new activation's
+# outliers, and choosing an activation's ruler from its statistics.
 #
 # ## Going deeper
 #
@@ -247,7 +272,9 @@ observers = activations.static_scale_rows(calib["L0.output"], x, bits=8)
 print_table(observers, fmt)
 print_table(activations.observer_rows(observers, x, labels), {"dB": "+.1f", "95% CI": "+.1f"})
 cls = activations.cls_mask(labels)
-print(f"unit 856: median {float(x[cls, 856].median()):.1f} on [CLS], at most {float(x[~cls, 856].max()):.1f} elsewhere")
+top_else = float(x[~cls, 856].max())
+print(f"unit 856: median {float(x[cls, 856].median()):.1f} on [CLS], ", end="")
+print("never above 0 elsewhere" if top_else <= 0 else f"at most {top_else:.1f} elsewhere")
 
 # %% [markdown]
 # The 99.99th percentile lands at about 5, far below the `[CLS]` spike of about 25 (hidden
@@ -278,9 +305,8 @@ print_table(rows, {"none dB": ".1f"} | {k: "+.1f" for k in rows[0] if "alpha" in
 # ### How sure the gains are
 #
 # Section 4's intervals are a paired bootstrap over the 120 evaluation sentence pairs, with `s`
-# and the static scale held fixed. They do not cover the choice of calibration text, which this
-# run does not vary: read them as "this calibration, other evaluation text". The tables of
-# sections 1 and 4 with their intervals:
+# and the static scale held fixed. They do not cover the choice of calibration text: read them as
+# "this calibration, other evaluation text". The tables of sections 1 and 4 with their intervals:
 
 # %%
 rows = activations.smoothing_rows(cases, labels, alphas=(0.5, 0.75))
@@ -288,6 +314,61 @@ print_table(rows, {"none dB": ".1f"} | {k: "+.2f" for k in rows[0] if "alpha" in
 print_table(sided, {"symmetric dB": ".1f", "asymmetric dB": ".1f", "gain dB": "+.2f", "95% CI": "+.2f"})
 
 # %% [markdown]
+# How much does the calibration text move them? Recalibrate `s` and the static scale on four
+# disjoint quarters of the calibration text (6 sentences each) and score each on the same
+# evaluation text. The alpha 0.5 gains over no smoothing, all tokens:
+
+# %%
+calib_sentence = activations.sentence_of(models.token_labels(model, activations.CALIBRATION_SENTENCES))
+recal = []
+for part in range(4):
+    keep = (calib_sentence // 6) == part
+    sub = [(name, x_cal[keep], x_ev, w) for name, x_cal, x_ev, w in cases]
+    gains = activations.smoothing_split_rows(sub, labels, alphas=(0.5,))[0]
+    row = {"calibration": f"sentences {6 * part + 1}-{6 * part + 6}"}
+    row |= {f"{r['input']}, {r['int8 act scales']}": r["alpha 0.5 gain dB"] for r in gains}
+    recal.append(row)
+full = {f"{r['input']}, {r['int8 act scales']}": r["alpha 0.5: gain dB"] for r in rows}
+recal.append({"calibration": "all 24 (section 4)"} | full)
+print_table(recal, {k: "+.1f" for k in recal[0] if k != "calibration"})
+
+# %% [markdown]
+# The four quarters agree within about 0.1 dB; all 24 sentences together give up to 0.7 dB
+# less. On these inputs the calibration text moves the gains by under 1 dB: more than the
+# evaluation intervals above, far less than the gains themselves.
+
+# %% [markdown]
+# ### What per-feature's lead is made of
+#
+# Per-feature beats per-token by about 11 dB on FC1's input. Do 63 and 267 cause that lead? The
+# control gives only those features their own scales, every token a scale fitted to the rest:
+
+# %%
+rows = activations.granularity_control_rows(xi, labels, bits=8, features=([63, 267], [99, 63, 267]))
+print_table(
+    [r for r in rows if r["int8 scales (dynamic)"].startswith("per-")][1:], {k: ".1f" for k in rows[0] if "dB" in k}
+)
+
+# %% [markdown]
+# On these tokens, 63 and 267 with their own scales add only about 1 dB over per-token (about
+# 3.6 dB on the ordinary tokens). Adding feature 99 brings it within about 3 dB of per-feature:
+# most of per-feature's lead is feature 99 inside the `[CLS]` rows, where the 28 sets a coarse
+# step for the row's other features.
+#
+# ### Where `1/s` is folded, model by model
+#
+# In OPT (pre-LN) `1/s` goes into the LayerNorm's weight and bias, in LLaMA into the RMSNorm's
+# weight (it has no bias). Linears fed by one norm share one `s`: query, key and value; LLaMA's
+# gate and up. BERT's down-projection reads a GELU output, and `GELU(z) / s` is not
+# `GELU(z / s)`, so it stays unsmoothed; its one-sided input is where the zero point helps.
+#
+# ### Outlier features in large models
+#
+# MiniLM's outlier features cost a few dB at int8. In large language models they are what breaks
+# W8A8: LLM.int8() (Dettmers et al., 2022) finds systematic outlier features from about 6.7B
+# parameters on, and SmoothQuant (Xiao et al., 2022) was built for those models. This course does
+# not measure a model of that size.
+#
 # ### The fold in a post-LN model
 #
 # MiniLM is a post-LN BERT: the LayerNorm before FC1 also feeds the residual around the FFN.

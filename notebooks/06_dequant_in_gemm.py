@@ -20,9 +20,10 @@
 # weights save time?
 #
 # **The answer**: a per-channel (or per-tensor) scale is constant along the reduction axis, so
-# it multiplies each output once after the product, while a per-group scale must act inside
-# the reduction. At batch 1 the weight's bytes set the time, so codes help only when the kernel
-# reads them directly; dequantizing the whole weight first moves more bytes than fp32 does.
+# it multiplies each output once after the product; section 1 finds where the other scales go.
+# At batch 1 the weight's bytes set a floor under the time on any machine: dequantizing the
+# whole weight first raises it above fp32's, and a kernel that reads the codes directly lowers
+# it, but reaches it only if its conversion work keeps up with the reads.
 #
 # **What you will do**
 # * follow each scale through `y = x @ W.T` (per-channel, per-input-channel, per-group, W8A8);
@@ -30,7 +31,7 @@
 #   your machine at M = 1 and M = 128.
 #
 # **What you need**: lessons 02 to 05.
-# **Time**: about 25 minutes, plus about 28 for the exercise.
+# **Time**: about 27 minutes, plus about 28 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -50,9 +51,11 @@ ql.show_environment()
 #
 # `s[n]` does not depend on k, so it leaves the sum: multiply on the codes, then scale each
 # output column once. That is M x N multiplies next to the product's M x N x K multiply-adds, and
-# no dequantized weight is written to memory. Hence the common claim that per-channel scales add
-# "under 5%" to a GEMM's time: section 4 times it. Per-tensor is the special case of one scale
-# for every column.
+# no dequantized weight is written to memory. A fast kernel does it in its *epilogue*: it scales
+# the accumulator tile in registers before writing it out. Hence the common claim that
+# per-channel scales add "under 5%" to a GEMM's time: it is a claim about the epilogue. Section 4
+# times the scale as a separate operation after the GEMM, on your CPU. Per-tensor is the special
+# case of one scale for every column.
 
 # %%
 import torch
@@ -78,13 +81,15 @@ recall.predict("06", "group_after")
 # %%
 s_group = torch.tensor([[0.5, 1.0], [0.25, 2.0]])  # groups of 2 along K: the scale changes inside the sum
 deq = (q.float().reshape(2, 2, 2) * s_group[..., None]).reshape(2, 4)
-print("dequantize first              =", (x @ deq.T).tolist())
-print("one tile of codes at a time   =", gemm.tile_dequant_gemm(x, q, s_group, 2).tolist())
-print("wrong: row's mean scale after =", gemm.scale_after_gemm(x, q, s_group.mean(1)).tolist())
+print("dequantize first                 =", (x @ deq.T).tolist())
+print("each group's partial sum, scaled =", gemm.group_scaled_gemm(x, q, s_group, 2).tolist())
+print("one tile of codes at a time      =", gemm.tile_dequant_gemm(x, q, s_group, 2).tolist())
+print("wrong: row's mean scale after    =", gemm.scale_after_gemm(x, q, s_group.mean(1)).tolist())
 
 # %% [markdown]
-# A group scale changes with k, so no single number per row can stand for it after the sum.
-# Fused weight-only kernels do what the middle line does (`gemm.tile_dequant_gemm`, ten lines):
+# A group scale changes with k, so no single number per row can stand for it after the whole
+# sum. Within one group it is constant, so it can leave that group's partial sum. Fused
+# weight-only kernels do the same work in another order (`gemm.tile_dequant_gemm`, ten lines):
 # walk K one group at a time, load that tile of codes, scale it in registers, and multiply it
 # at once. The whole dequantized weight never exists in memory.
 #
@@ -123,18 +128,22 @@ print(
     "rank-1 rescale s_x s_w^T:",
     [[round(v, 6) for v in r] for r in torch.outer(xs.abs().amax(1) / 127, qw.scale).tolist()],
 )
-print("y (W8A8):        ", [[round(v, 4) for v in r] for r in y.tolist()])
-print("y (fp32 weights):", [[round(v, 4) for v in r] for r in (xs @ qw.dequantize().T).tolist()])
+print("y (W8A8):          ", [[round(v, 4) for v in r] for r in y.tolist()])
+print("y (int8 w, fp32 x):", [[round(v, 4) for v in r] for r in (xs @ qw.dequantize().T).tolist()])
 
 # %% [markdown]
+# The two y's differ a little: W8A8 also rounds the activations to int8 (lesson 05). The rescale
+# itself adds only float rounding, since the int32 accumulator is exact.
+#
 # ## 3. Bytes and FLOPs
 #
 # A `[M, K] x [K, N]` product does `2 M K N` FLOPs and reads the whole weight once. At M = 1
-# that is 2 FLOPs per weight element, far less arithmetic than a CPU or GPU can do while the
-# weight streams in. So the weight bytes set a floor under the time, and fewer bits per weight
-# lower it in proportion, for a kernel whose own work keeps up with the reads. The int4 row is
-# the layout PyTorch's int4 kernel reads: a bf16 scale and a bf16 zero per group of 128
-# (4.25 bits per weight).
+# that is 2 FLOPs per weight element, far less arithmetic than a GPU, or a CPU's tuned fp32
+# GEMM, can do while the weight streams in. So the weight bytes set a floor under the time, and
+# fewer bits per weight lower it in proportion. A kernel reaches its floor only if its own work
+# per weight (decoding a code, applying a scale) keeps up with the reads. The int4 row is the
+# layout PyTorch's int4 kernel reads: a bf16 scale and a bf16 zero per group of 128 (4.25 bits
+# per weight).
 
 # %%
 rows = []
@@ -160,12 +169,14 @@ print_table(rows, {"GFLOP": ".3f", "weight MB": ".1f", "FLOPs per weight byte": 
 # ## 4. Measure it: your machine, now
 #
 # `qlesson.bench.gemm` times the methods side by side, K = N = 4096, at M = 1 and M = 128
-# (about 30 s on a 2-core VM, more while it is busy). These are one run's timings on your
-# machine, now: they vary from run to run, so read the verdict lines under the table, which
-# state this run's conclusions with a tie wherever a gap is inside the run's own noise.
-# `x fp32` is the ratio to fp32 `F.linear` at the same M; `of read BW` is the rate at which an
-# M = 1 row consumed its weight bytes, against the roofline's bandwidth: the larger of a `sum()`
-# probe and the fastest such rate a row of this run reached, so no row can sit above it.
+# (30 s to a minute on a shared 2-core VM). Its second line names your CPU and the instruction
+# set PyTorch's kernels use on it (AVX2, AVX-512, AMX). Timings vary from run to run, so read
+# the verdict lines under the table: they call a gap inside the run's own noise a tie. The
+# output stored on this page was taken on a shared VM under heavy load (its bandwidth line reads
+# a few GB/s): it is one reading of a busy machine, not a property of the CPU, so run the cell
+# yourself. `x fp32` is the ratio to fp32 `F.linear` at the same M; `of read BW` is how fast an
+# M = 1 row consumed its stored weight bytes, as a share of the fastest read rate this run
+# measured.
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("06", "int4_at_128")
@@ -177,63 +188,58 @@ result, bw = bench_gemm.main(quick=True, full=False, ms=(1, 128), rows_for=bench
 print()
 for line in bench_gemm.verdict(result):
     print(line)
-print(f"\nthis run's rates at M = 128, with the roofline bandwidth {bw.read_gb_s:.1f} GB/s:")
-rates = bench_gemm.ridge_rows(bench_gemm.rates_at(result, 128), bw.read_gb_s, "GFLOP/s at M = 128")
-print_table(
-    rates,
-    {
-        "GFLOP/s at M = 128": ".1f",
-        "ridge FLOPs/byte": ".1f",
-        "FLOPs per byte at M = 1": ".2f",
-        "compute bound from M =": ".1f",
-    },
-)
 
 # %%
 _ = plots.bandwidth_lines(plots.gemm_times(result), bw.copy_gb_s, bw.read_gb_s)
 
 # %% [markdown]
 # What to see: on the left, each method's time from M = 1 to M = 128 (128 times the work); a
-# line that rises far less than 128-fold was paying for bytes at M = 1. On the right, each M = 1
-# row's weight-read rate against the roofline bandwidth (dashed): a row far left of the line
-# spent its time on something other than reading its stored weight.
+# line that rises far less than 128-fold was paying a cost per weight at M = 1 (reading it, or
+# converting its codes), not a cost per FLOP. On the right, each M = 1 row's weight-read rate
+# against the roofline bandwidth (dashed) says which: a row far left of the line spent its time
+# on something other than reading its stored weight.
 #
-# At M = 128 PyTorch's CPU int4 kernel does the fp32 multiply-adds plus a conversion per code:
-# once arithmetic sets the time, the bytes it saves no longer help. Your M = 128 verdict line
+# At M = 128 PyTorch's CPU int4 kernel does the fp32 multiply-adds plus the conversion of its
+# codes, redone for every 4 rows of `x`: once arithmetic sets the time, the bytes it saves no
+# longer help. Your M = 128 verdict line
 # shows where it landed against fp32.
 #
 # **How to read it** (check each point against your verdict lines):
 #
-# * **Dequantize-then-matmul** at M = 1: `q.float() * s` reads the codes and writes a full fp32
-#   copy, and the GEMM reads that copy again: more bytes than the fp32 weight alone, where bytes
-#   set the time. The factor beyond the bytes is mostly allocation: the preallocated-buffer row
-#   (`buf.copy_(q)`, no new memory) removes part of it.
-# * **Fused kernels** at M = 1 read a quarter (int8) or about a seventh (int4) of fp32's bytes.
-#   They beat the dense product only if their conversion work keeps up with the reads. Compare
-#   them with the *faster* dense product, as the verdict does: bf16 `F.linear` is the fair
-#   baseline only on a CPU with bf16 instructions (AVX-512 BF16, AMX); without them it is
-#   slower than fp32.
+# * **Dequantize-then-matmul** at M = 1: `q.float()` writes an fp32 copy of the weight, `* s`
+#   reads it and writes another, and the GEMM reads that: 17 bytes per int8 weight where fp32
+#   `F.linear` reads 4. The *fresh-copy* row, `F.linear(x, q.float()) * s`, moves the scale onto
+#   the output and saves one pass: 9 bytes per weight. The *preallocated* row moves the same
+#   9 bytes through a buffer allocated once, so the gap between those two rows is the cost of
+#   allocating a fresh copy (a verdict line says whether it stands above the noise).
+# * **Fused kernels** at M = 1 read a quarter (int8) or about a seventh (int4) of fp32's bytes,
+#   so their floor is lower. Their `of read BW` shows how close they came to it: a kernel far
+#   below the dense rows spent its time converting codes, not reading them. The verdict
+#   compares them with the faster dense product of your run, fp32 or bf16.
 # * The **scale row** times a separate multiply `y_codes * s` after the GEMM; the verdict gives
-#   it as a share of the GEMM: the "under 5%" claim, judged on your machine.
-# * The **rate table** turns the M = 128 rows into ridges: "compute bound from M =" is where each
-#   kernel's weight read at this bandwidth takes as long as its arithmetic at this rate. A value
-#   near 128 means M = 128 is still memory bound for that kernel, so its rate is below its peak.
+#   it as a share of this CPU's GEMM, which takes milliseconds, so the share comes out tiny. It
+#   says nothing about a fast GPU GEMM, next to which a separate operation's fixed cost per call
+#   is not small: that is why kernels scale in the epilogue instead.
 #
 # ## 5. On a GPU
 #
 # A GPU's tensor cores outgrow its memory far more than a CPU's vector units outgrow its
-# DRAM, so its ridge sits much higher. From a stored H100 measurement:
+# DRAM, so its ridge sits much higher. A stored H100 measurement (not re-run with this page):
 
 # %%
 for gpu in bench_gemm.stored_rooflines():
     ridge = gpu["bf16 GEMM GFLOP/s"] / gpu["read GB/s"]
-    print(f"{gpu['device']}: bf16 GEMM {gpu['bf16 GEMM GFLOP/s'] / 1e3:.0f} TFLOP/s, read {gpu['read GB/s']:.0f} GB/s")
+    print(f"{gpu['device']}, torch {gpu['torch']} (stored):")
+    print(f"  bf16 GEMM {gpu['bf16 GEMM GFLOP/s'] / 1e3:.0f} TFLOP/s, read {gpu['read GB/s']:.0f} GB/s")
     print(f"  ridge {ridge:.0f} FLOPs per byte: bf16 weights turn compute bound from M = {ridge:.0f}")
 
 # %% [markdown]
 # That is where "memory bound until a few hundred tokens" comes from: on such a GPU, bf16
-# weights stay memory bound well past batch 1, so a kernel that reads int4 codes has a wide
-# range of M in which to win. *Going deeper* reads the stored H100 timings.
+# weights stay memory bound well past batch 1, so a kernel that reads int4 codes could win up
+# to M of a few hundred, if its arithmetic kept up with the reads. The stored int4 kernel
+# (tinygemm) does not keep up for long: it beats fp16 at M = 1 and loses by M = 16. The
+# exercise's last task prints those stored times and finds the crossover from the rates alone;
+# *Going deeper* reads the whole stored H100 run.
 #
 # ## Summary
 #
@@ -242,8 +248,9 @@ for gpu in bench_gemm.stored_rooflines():
 #   made them). A per-group scale acts inside the reduction: fused kernels scale each tile of
 #   codes in registers just before multiplying it, or scale each group's partial sum.
 # * W8A8 rescales the int32 accumulator by the rank-1 matrix `s_x s_w^T`.
-# * At small M the weight bytes set a floor under the time, so compact weights help only when
-#   the kernel reads the codes directly. Dequantize-then-matmul moves more bytes than fp32.
+# * At small M the weight bytes set a floor under the time. Dequantize-then-matmul raises it
+#   above fp32's; a kernel that reads the codes directly lowers it, and reaches it only if its
+#   conversion work keeps up with the reads (your verdict lines say whether it did).
 # * Each kernel has its own ridge point (peak FLOPs / bandwidth); past it, the kernel's
 #   arithmetic, and its design, decide.
 #
@@ -281,12 +288,11 @@ print(f"max |difference| {shown} on outputs of size {float(b.abs().max()):.1f}")
 # ### Zero points inside an integer GEMM
 #
 # With asymmetric codes, `x = s_x (q_x - z_x)` and `w = s_w (q_w - z_w)`, the int32 sum expands
-# into the GEMM on the raw codes plus three corrections,
-# `q_x @ q_w.T - z_w * rowsum(q_x) - z_x * colsum(q_w) + K z_x z_w`. `colsum(q_w)` is computed
-# once offline and `rowsum(q_x)` costs M x K adds per call; with a static activation zero point
-# the last two terms are constants per output channel and fold into the int32 bias, and with
-# symmetric weights (`z_w = 0`) the row-sum term vanishes. In arithmetic the corrections are
-# almost free; as separate operations each is one more pass over memory.
+# into the GEMM on the raw codes plus three corrections (the exercise derives them). With a
+# static activation zero point, two of them need only the weights and the zero points: they
+# are computed once offline and fold into the int32 bias. The third needs a sum over each
+# token's activation codes, M x K adds per call. In arithmetic the corrections are almost free;
+# as separate operations each is one more pass over memory.
 
 # %%
 g8 = torch.Generator().manual_seed(1)
@@ -330,17 +336,26 @@ print(f"the corrections' arithmetic for [{m8}, {k8}] x [{k8}, {n8}]: {share:.3%}
 #
 # * The whole benchmark (every row, M = 1, 16 and 256: every dequantize-first granularity, the
 #   fp32-activation int8 kernel, every int4 group size, W8A8) is
-#   `bench_gemm.main(quick=True)`, or `python -m qlesson.bench gemm --quick`. On a 2-core VM it
-#   took about 2.5 minutes; `bench_gemm.kernel_peaks()` and `bench_gemm.zero_point_cost()`
-#   (each format's rate at M = 512, and the zero-point ops) about 1.2 minutes more.
-# * Noise: two rows do identical work (the fp32 baseline and the GEMM on codes stored as fp32),
-#   so their gap is a rough estimate of the run's noise, and the verdicts call any smaller gap
-#   (and any gap under 10%) a tie. One pair of medians is a rough estimate, not a bound: a row
-#   that comes out cheaper than an operation it contains shows noise, not a result.
+#   `bench_gemm.main(quick=True)`, or `python -m qlesson.bench gemm --quick`: minutes on a
+#   2-core VM. `bench_gemm.kernel_peaks()` and `bench_gemm.zero_point_cost()` time each format's
+#   rate at M = 512 and the zero-point ops.
+# * Noise: the rows at one M are timed in rounds, one call of every row per round (an op under
+#   a millisecond repeats to fill one), after a warm-up round: at least seven rounds, and more
+#   until 0.02 s per row has passed (`quick`). So a burst of load on a shared machine lands on
+#   every row, not on one. The table gives each row's median, and its spread is the
+#   interquartile range (IQR: upper minus lower quartile) of its calls. Two rows do identical
+#   work (the fp32 baseline and the GEMM on codes stored as fp32), so their gap estimates the
+#   run's noise too. A verdict calls a gap a tie when it is under the largest of 10%, that
+#   identical pair's gap, and either compared row's IQR over its median. These are rough
+#   estimates, not bounds: a row that comes out cheaper than an operation it contains shows
+#   noise, not a result.
+# * `of read BW` divides each M = 1 row's rate (its stored weight bytes over its time) by the
+#   roofline's bandwidth: the larger of a `sum()` probe and the fastest such rate a row of this
+#   run reached, so no row sits above it. The `sum()` probe can under-measure on a VM; a
+#   matrix-vector product may stream faster.
 # * Every method cycles through four copies of its weight at every M; the copies keep a weight
 #   out of cache only where together they exceed the last-level cache (the cache line says
-#   so). The `sum()` bandwidth probe can under-measure on a VM; a matrix-vector product may
-#   stream faster, which is why the roofline takes the larger of the two.
+#   so).
 # * A CPU has no kernel launches: the extra time of dequantize-first is the extra passes plus
 #   page faults; dispatch costs microseconds.
 # * The fused int8 kernel with fp32 activations falls back to scalar code on an x86 CPU; with
@@ -356,6 +371,28 @@ print(f"the corrections' arithmetic for [{m8}, {k8}] x [{k8}, {n8}]: {share:.3%}
 #   principle. On a CPU without VNNI or AMX, `torch._int_mm` alone takes most of the W8A8 row's
 #   time: the int8 GEMM itself is slow there, not its quantize and rescale passes.
 #
+# ### Each kernel's ridge in this run
+#
+# The M = 128 rows give each kernel's rate in this run, and with the roofline bandwidth a ridge
+# of its own. "compute bound from M =" is where the kernel's weight read at this bandwidth takes
+# as long as its arithmetic at this rate. A value near 128 means M = 128 was still memory bound
+# for that kernel, so its rate is below its peak. A value below a few means the kernel's own
+# work, not its bytes, already sets its time at small M on this CPU.
+
+# %% tags=["nbval-ignore-output"]
+print(f"this run's rates at M = 128, with the roofline bandwidth {bw.read_gb_s:.1f} GB/s:")
+rates = bench_gemm.ridge_rows(bench_gemm.rates_at(result, 128), bw.read_gb_s, "GFLOP/s at M = 128")
+print_table(
+    rates,
+    {
+        "GFLOP/s at M = 128": ".1f",
+        "ridge FLOPs/byte": ".1f",
+        "FLOPs per byte at M = 1": ".2f",
+        "compute bound from M =": ".1f",
+    },
+)
+
+# %% [markdown]
 # ### The stored H100 run
 #
 # The same benchmark runs on a CUDA GPU with CUDA events and an fp16 baseline, using only
@@ -369,7 +406,7 @@ if not stored:
     print("  python -m qlesson.bench gemm --csv notebooks/results/gemm_<device>.csv")
 for path in stored:
     rows = bench_gemm.read_csv(path)
-    print(f"{path.name}: measured with {rows[0].device} events, one call at a time")
+    print(f"{path.name} (stored): {rows[0].machine}, torch {rows[0].torch}, CUDA events, one call at a time")
     print(bench_gemm.key_table(rows))
     for m in sorted({r.m for r in rows}):
         share = bench_gemm.scale_shares(rows, m)

@@ -19,18 +19,17 @@
 # **The question**: Small blocks make fp16 scales expensive; how many bits does a block's scale
 # really need?
 #
-# **The answer**: A block scale rounded to `m` steps moves the largest code, `qmax` ticks out,
-# by up to `qmax / (2m)` ticks in its super-block's loudest block; kept near a tenth of a tick
-# that costs hundredths of a dB, and the scale's range can come from a level above. A power of
-# two (no mantissa bits) moves the top code by up to half its ticks: dB on int4 codes, less on
-# FP4's float grid.
+# **The answer**: A block scale rounded to `m` steps moves the block's largest code, `qmax`
+# ticks out, by up to `qmax / (2m)` ticks, and the SQNR lost follows that move; the scale's range
+# can come from a level above. A power of two (no mantissa bits) moves the top code by whole
+# ticks: dB on int4 codes, less on FP4's float grid.
 #
 # **What you will do**: count what scales cost per weight; shrink a block scale from fp16 to 4
 # bits on a MiniLM layer, with int4 and with 6-bit codes; put power-of-two scales (MX's E8M0)
 # under int4 and FP4 codes; take NVFP4's tensor scale away.
 #
 # **What you need**: lessons 02 to 04 (group scales and bits per weight); nothing to download.
-# **Time**: about 29 minutes, plus about 24 for the exercise.
+# **Time**: about 27 minutes, plus about 20 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -67,8 +66,8 @@ print_table(rows, {"scale bits / weight": ".4f", "bits per weight": ".4f"})
 # Three ways to make a scale cheap:
 #
 # * llama.cpp's **K-quants** store each sub-block's scale as a small integer, 6 bits in Q4_K and
-#   a signed int8 in Q6_K, times one fp16 **super-scale** per 256 weights (Q4_K also stores a 6-bit minimum
-#   per sub-block, and all of it costs Q4_0's 0.5 bits per weight);
+#   a signed int8 in Q6_K, times one fp16 **super-scale** per 256 weights. Q4_K also stores a
+#   6-bit minimum per sub-block; all of it costs 0.5 bits per weight, as Q4_0's fp16 scales do;
 # * **MXFP4** (the OCP Microscaling format) stores one byte per 32 weights, an exponent only:
 #   the scale is a power of two, `2**(e - 127)`;
 # * **NVFP4** stores an 8-bit float (E4M3) per 16 weights, under one fp32 scale per tensor.
@@ -78,115 +77,107 @@ print_table(rows, {"scale bits / weight": ".4f", "bits per weight": ".4f"})
 # ## 2. A rounded scale moves the block's largest code
 #
 # Take symmetric codes `-qmax..qmax` (`qmax = 7` for int4) and one scale per block. The ideal
-# scale, `amax / qmax`, puts the block's largest weight exactly on code `qmax`. Now store that
-# scale as K-quants do: an integer `sc` up to `m` (`m = 63` for 6 bits; this course keeps it at
-# least 1, llama.cpp lets a very quiet block round to 0) times a super-scale
-# `d` shared by 8 blocks, with `d` set so that the loudest of them gets `sc = m`. Rounding `sc`
-# to the nearest integer is off by at most half a step, `1 / (2m)` of the loudest block's scale.
-# In the super-block's loudest block, the largest weight then lands up to about `qmax / (2m)`
-# ticks off its code; a block `r` times quieter has `r` times fewer steps and moves up to
-# `qmax / (2m/r)`. Every other weight was already off by up to half a tick from its own rounding.
+# scale, `amax / qmax`, puts the block's largest weight exactly on code `qmax`. A scale off by a
+# fraction `e` moves that weight by about `e x qmax` ticks. Every other weight was already off by
+# up to half a tick from its own rounding.
 #
-# The layer is MiniLM's `L0.output` (lesson 03's FFN output), int4 codes in blocks of 32,
-# every scale rounded to the nearest. The columns: the rule's `qmax / (2m)`, the move measured
-# at the median, the 95th-percentile and the worst block, and the SQNR lost against exact fp32
-# scales (`clipping dB` is the part of that loss caused by codes clamped at `qmax`; more on it in
-# section 3).
+# Now store the scale as K-quants do: an integer `sc` from 1 to `m` (`m = 63` for 6 bits) times
+# a super-scale `d` shared by 8 blocks. `d` is set so that the loudest of the 8 gets `sc = m`.
+# Rounding `sc` to the nearest integer is off by at most half a step, `d / 2`. A block about as
+# loud as the loudest has a scale of `m` steps: it is off by up to `1 / (2m)`, and its largest
+# code moves by up to `qmax / (2m)` ticks. That is the rule. Quieter blocks have fewer steps of
+# `d`; the exercise works out what that does to them.
+#
+# The layer is MiniLM's `L0.output` (lesson 03's FFN output), int4 codes in blocks of 32 under
+# super-blocks of 8, every scale rounded to the nearest. The columns: the rule, the move measured
+# at the median block, and the SQNR lost against exact fp32 scales.
 
-# %%
+# %% tags=["nbval-ignore-output"]
 recall.predict("08", "six_bit_sub_scale")
 
 # %%
 model = models.load_minilm()
 W = {n: w for n, w in models.linear_weights(model).items() if n != "pooler"}
 fmt_rule = {"scale bits / weight": ".3f", "rule (ticks)": ".3f", "median move (ticks)": ".3f"}
-fmt_rule |= {"95th-pct move": ".3f", "worst move": ".2f"}
 fmt_rule |= {"SQNR loss dB": ".3f", "clipping dB": ".3f"}
+shown = ("scale format", "scale bits / weight", "steps m", "rule (ticks)", "median move (ticks)", "SQNR loss dB")
 print("L0.output, int4 codes (qmax 7), blocks of 32, super-blocks of 8:")
-print_table(scale_bits.rule_rows(W["L0.output"], block=32, bits=4, super_blocks=8), fmt_rule)
+int4_rows = scale_bits.rule_rows(W["L0.output"], block=32, bits=4, super_blocks=8)
+print_table([{k: r[k] for k in shown} for r in int4_rows], fmt_rule)
 
 # %% [markdown]
-# Q4_K's 6-bit sub-scale costs int4 codes under a hundredth of a dB: it moves the top code by
-# a few hundredths of a tick, lost beside the half tick that rounding costs every weight. Each
-# bit fewer doubles the move, and the loss grows with it: about a tenth of a dB at 4 bits. The
-# rule bounds the loudest block only: the 95th-percentile block moves further than it, and the
-# worst, many times quieter than its loudest neighbour and held at `sc = 1`, by whole ticks. Those
-# quiet blocks carry little of the layer's energy, so the SQNR barely sees them. A float scale
-# has no such tail: E4M3 (3 mantissa bits, NVFP4's scale) has the same relative step however
-# quiet the block, and at the median block moves the top code about as far as a 4-bit sub-scale.
+# Q4_K's 6-bit sub-scale costs int4 codes under a hundredth of a dB. It moves the top code by a
+# few hundredths of a tick, lost beside the half tick that rounding costs every weight. Each bit
+# fewer doubles the move, and the loss grows with it: 0.08 dB at 4 bits. E4M3, NVFP4's scale
+# with 3 mantissa bits, moves the top code about as far as a 4-bit sub-scale at the median block.
 #
 # ## 3. More code bits need more scale bits
 #
-# With 6-bit codes (`-31..31`) the block's largest weight sits 31 ticks out instead of 7.
-# The same layer in blocks of 16 under super-blocks of 16 (Q6_K's layout; the `int8` row is
-# Q6_K's signed sub-scale, 8 bits stored but 127 steps: 7 bits of steps):
+# With 6-bit codes (`-31..31`) the block's largest weight sits 31 ticks out instead of 7. The
+# same layer, the same blocks of 32 and super-blocks of 8: only the codes change. The `int8` row
+# is Q6_K's signed sub-scale: 8 bits stored, 127 steps. `clipping dB` is the part of the loss that
+# goes away when codes are not clamped to `-31..31`.
 
-# %%
+# %% tags=["nbval-ignore-output"]
 recall.predict("08", "six_bit_codes")
 
 # %%
-print("L0.output, 6-bit codes (qmax 31), blocks of 16, super-blocks of 16:")
-print_table(scale_bits.rule_rows(W["L0.output"], block=16, bits=6, super_blocks=16), fmt_rule)
+print("L0.output, 6-bit codes (qmax 31), blocks of 32, super-blocks of 8:")
+six_rows = scale_bits.rule_rows(W["L0.output"], block=32, bits=6, super_blocks=8)
+print_table([{k: r[k] for k in (*shown, "clipping dB")} for r in six_rows], fmt_rule)
 
 # %% [markdown]
-# The same sub-scale now moves the top code 31 / 7, about 4.4 times as far, and the loss
-# follows the move, not the sub-scale's width: 6-bit sub-scales now lose about 0.17 dB, the
-# order of what 4-bit ones cost int4 codes, whose top code they move about as far (the blocks
-# of 16 add to it: each block's largest weight is one in 16 weights instead of one in 32). Past half a
-# tick a second effect starts: a scale rounded *down* pushes the top weight past `qmax + 0.5`,
-# and the clamp clips it. That is most of the loss at 4 bits (the top code moves 0.8 ticks at
-# the median block) and little of it at 6 bits; it is the same rule, seen from further out.
-# So, for a given block size, one number decides: **how far the scale's rounding moves the
-# largest code**. Keeping `qmax / (2m)` near a tenth of a tick asks for `m` of about `5 qmax`,
-# that is `log2(qmax) + 2` to `3` bits of steps; each format's own steps `m`, against that:
+# The same sub-scale now moves the top code 31 / 7, about 4.4 times as far: 0.154 tick at the
+# median block, where 4-bit sub-scales put int4's top code (0.146). The loss follows the move:
+# 0.058 dB here, 0.082 dB there. Past half a tick a second effect starts. A scale rounded *down*
+# pushes the top weight past `qmax + 0.5`, and the clamp clips it. With 4-bit sub-scales the rule
+# allows about a tick, and clipping is most of the loss. Q6_K itself keeps its 6-bit codes in
+# blocks of 16 under super-blocks of 16; Going deeper measures that layout.
+#
+# So one number decides: **how far the scale's rounding moves the largest code**. Keeping
+# `qmax / (2m)` near a tenth of a tick asks for `m` of about `5 qmax`, that is `log2(qmax) + 2` to
+# `3` bits of steps. Each format's own steps `m`, against that:
 
 # %%
-cases = [(7, "int4 -7..7", "6-bit sub-scale", 63), (15, "Q4_K's 0..15 over a minimum", "6-bit sub-scale", 63)]
-cases += [(31, "6-bit -31..31", "Q6_K's int8", 127), (127, "int8 -127..127", "fp16, at least", 1024)]
+cases = [(7, "int4 -7..7", "Q4_K's 6-bit sub-scale", 63), (15, "Q4_K's 0..15", "Q4_K's 6-bit sub-scale", 63)]
+cases += [(31, "6-bit -31..31", "Q6_K's int8 sub-scale", 127), (127, "int8 -127..127", "fp16, at least", 1024)]
 for qmax, codes, used, m in cases:
-    b = next(b for b in range(2, 16) if qmax / (2 * (2**b - 1)) <= 0.1)
-    print(f"qmax {qmax:3d} ({codes}): {b} bits of steps move <= 0.1 tick; {used} m = {m}: {qmax / (2 * m):.3f} tick")
+    print(f"qmax {qmax:3d} ({codes}): {used}, m = {m}: the top code moves up to {qmax / (2 * m):.3f} tick")
 
 # %% [markdown]
-# The formats sit at or near the rule: a 6-bit sub-scale for int4 codes (a little over a tenth
-# for Q4_K's own 0..15 codes), 7 bits of steps for Q6_K's 6-bit codes (a little over a tenth,
-# about 0.05 dB in the table above), fp16 (at least 1024 steps per binade) for int8 codes. What
-# the sub-scale does not hold, the scale's *range*, comes from the level above: the fp16
-# super-scale spans the super-block.
+# The formats sit at or near the rule: a 6-bit sub-scale for int4 codes, 127 steps for Q6_K's
+# 6-bit codes, fp16 for int8 codes (fp16 has at least 1024 steps per binade). Q4_K's own codes
+# run 0..15 over a minimum, so its 6-bit sub-scale sits a little over a tenth. What the sub-scale
+# does not hold, the scale's *range*, comes from the level above: the fp16 super-scale spans the
+# super-block.
 #
 # ## 4. No mantissa at all: a power-of-two scale
 #
 # MX formats store a block's scale as one exponent byte (E8M0). The OCP MX specification's rule
 # is `2**(floor(log2 amax) - 2)`, 2 being the exponent of the grid's largest power of two (4 on
-# both int4's and FP4's grids): the block's largest weight lands between 4 and 8 ticks, and
-# past the grid's top (7 for int4, 6 for FP4) it clips (the specification has no int4 element;
-# this is the same rule on int4's grid). NVIDIA's rule, *rceil*, takes the power of two at or
-# above `amax / qmax`, which never clips but leaves the top code anywhere from `qmax / 2` to
-# `qmax`: up to a bit of resolution gone. Either way the top code moves by whole ticks (floor:
-# anywhere from 4 to 8 against `qmax`, clipped at the top; rceil: by up to `qmax / 2`), far past
-# a tenth. Over all 36 Linear layers, blocks of 32, int4 codes and
-# FP4 (E2M1) codes:
+# both int4's and FP4's grids). The block's largest weight lands between 4 and 8 ticks; past the
+# grid's top (7 for int4, 6 for FP4) it clips. So the top code moves by whole ticks, far past a
+# tenth. Over all 36 Linear layers, blocks of 32, int4 codes and FP4 (E2M1) codes:
 
 # %%
 grid_fmt = {"int4 -7..7 SQNR dB": ".2f", "FP4 E2M1 SQNR dB": ".2f", "FP4 - int4 dB": "+.2f"}
-g32 = {r["scale format"]: r for r in scale_bits.grid_rows(W, block=32, formats=("fp32", "E8M0 floor", "E8M0 rceil"))}
+g32 = {r["scale format"]: r for r in scale_bits.grid_rows(W, block=32, formats=("fp32", "E8M0 floor"))}
 print_table(list(g32.values()), grid_fmt)
 i4, fp4 = "int4 -7..7 SQNR dB", "FP4 E2M1 SQNR dB"
-for rule in ("floor", "rceil"):
-    loss = {c: g32["fp32"][c] - g32[f"E8M0 {rule}"][c] for c in (i4, fp4)}
-    print(f"E8M0 {rule} against fp32 scales: int4 codes lose {loss[i4]:.2f} dB, FP4 codes {loss[fp4]:.2f} dB")
+loss = {c: g32["fp32"][c] - g32["E8M0 floor"][c] for c in (i4, fp4)}
+print(f"E8M0 floor against fp32 scales: int4 codes lose {loss[i4]:.2f} dB, FP4 codes {loss[fp4]:.2f} dB")
 
 # %% [markdown]
-# FP4 codes under these scales *are* MXFP4. Both rules cost int4 codes dB, not hundredths. FP4 codes lose
-# less because their grid is a float grid: its ticks (0, 0.5, 1, 1.5, 2, 3, 4, 6) crowd near
-# zero, so a scale twice too large moves every value down one binade, where the relative step
-# is the same; only values pushed to the bottom ticks lose. On int4's even ticks, doubling the
-# scale halves every value's precision. Power-of-two scales pair with float elements, which is
-# MX's design: applying one is an exponent add.
+# FP4 codes under these scales *are* MXFP4. The power of two costs int4 codes dB, not
+# hundredths. FP4 codes lose less because their grid is a float grid. Its ticks (0, 0.5, 1, 1.5,
+# 2, 3, 4, 6) crowd near zero, so a scale twice too large moves every value down one binade,
+# where the relative step is the same; only values pushed to the bottom ticks lose. On int4's
+# evenly spaced ticks, doubling the scale halves every value's precision. Power-of-two scales
+# pair with float elements, which is MX's design: applying one is an exponent add.
 #
 # **NVFP4** spends 0.25 bits more than MXFP4: blocks of 16 and an E4M3 scale, whose 3 mantissa
-# bits section 2 measured at about a 4-bit sub-scale's cost. E4M3's *range* is narrow (normal
-# numbers from 2**-6 to 448), so NVFP4 stores one fp32 scale per tensor that puts the largest
+# bits section 2 measured at about a 4-bit sub-scale's cost. E4M3's *range* is narrow: its normal
+# numbers run from 2**-6 to 448. So NVFP4 stores one fp32 scale per tensor that puts the largest
 # block scale at 448. The two levels again: precision in the block scale, range from above.
 # `L0.intermediate` and the same layer divided by 100, with and without the tensor scale:
 
@@ -206,11 +197,10 @@ print_table(nv_rows, {"SQNR dB": ".2f", "block scales below 2**-6 %": ".1f"})
 # %% [markdown]
 # With the tensor scale, dividing the layer by 100 changes nothing: the tensor scale absorbs it
 # (the control). Without it, every block scale of the smaller layer falls below E4M3's smallest
-# normal number, 2**-6. qlesson, like torchao, clamps such a scale to 2**-6: the scale is far
-# too coarse for the block, and
-# its weights round to zero. On the layer as stored, a fifth of the blocks are below 2**-6, and
-# the loss is about a tenth of a dB. The scale needed no more precision; it needed a level
-# above it for its range.
+# normal number, 2**-6. qlesson, like torchao, clamps such a scale to 2**-6: the scale is far too
+# coarse for the block, and its weights round to zero. On the layer as stored, a fifth of the
+# blocks are below 2**-6, and the loss is about a tenth of a dB. The scale needed no more
+# precision; it needed a level above it for its range.
 #
 # ## 5. Try it: a format, a layer, a block
 #
@@ -219,10 +209,9 @@ print_table(nv_rows, {"SQNR dB": ".2f", "block scales below 2**-6 %": ".1f"})
 # of the default (Q4_K on `L0.query`) comes first.
 #
 # **Guided experiment**: set the format to `MXFP4 floor` and step through the layers until the
-# block's largest weight comes back smaller than it is (`L0.query` is one). Switch to
-# `MXFP4 rceil` on the same layer: the clipping goes, and the scale doubles. Find two more
-# layers where the two rules store different bytes. Why there? Write the block's largest
-# magnitude as `f x 2**k` with `f` between 1 and 2: what do those blocks' `f` have in common?
+# block's largest weight comes back smaller than it is (`L0.query` is one). Find two more such
+# layers. Why there? Write the block's largest magnitude as `f x 2**k` with `f` between 1 and 2:
+# what do those blocks' `f` have in common?
 
 # %%
 st = format_study.first_block(W["L0.query"], "Q4_K")
@@ -242,20 +231,22 @@ widgets.format_explorer(W)
 #
 # ## Summary
 #
-# * A scale rounded to `m` steps is off by up to `1 / (2m)`, and moves the largest code, `qmax`
-#   ticks out, by up to `qmax / (2m)` ticks in its super-block's loudest block (quieter blocks
-#   move further; a float scale's relative step does not grow in them). The SQNR lost follows that move: under a
-#   hundredth of a dB at a few hundredths of a tick, 0.05 to 0.17 dB at 0.15 to 0.2 of a tick,
-#   and clipping once the move passes half a tick on a scale rounded down.
+# * A scale rounded to `m` steps is off by up to `1 / (2m)` in a block as loud as its
+#   super-block's loudest. It moves that block's largest code, `qmax` ticks out, by up to
+#   `qmax / (2m)` ticks.
+# * The SQNR lost follows the move. At the median block: under a hundredth of a dB at a few
+#   hundredths of a tick, about 0.02 dB at 0.07 tick, 0.06 to 0.08 dB at 0.15 tick. Past half a
+#   tick, a scale rounded down also clips.
 # * So a scale needs about `log2(qmax) + 2` to `3` bits of steps for a tenth of a tick: 6 for
-#   int4 -7..7 codes, 8 for 6-bit codes (Q6_K's int8 sub-scales hold 127 steps, 7 bits: 0.12
-#   tick, about 0.05 dB), fp16 for int8 codes. Its range comes from a level
-#   above: an fp16 super-scale per 256 weights, an fp32 scale per tensor.
-# * A power of two (MX's E8M0, by the OCP spec's floor rule or NVIDIA's rceil) moves the top
-#   code by whole ticks: about 2.3 to 3.5 dB on int4 codes, about 1.3 to 1.5 dB on FP4
-#   codes, whose float grid keeps its relative step when a value halves.
-# * NVFP4's E4M3 scales have a 4-bit sub-scale's precision but a narrow range: without the fp32
-#   tensor scale, small tensors lose their blocks.
+#   int4 codes, 8 for 6-bit codes, fp16 for int8 codes. Q6_K's int8 sub-scales hold 127 steps,
+#   0.12 tick. The range comes from a level above: an fp16 super-scale per 256 weights, an fp32
+#   scale per tensor.
+# * A power of two (MX's E8M0, by the OCP spec's floor rule) moves the top code by whole ticks:
+#   about 2.3 dB on int4 codes, 1.3 dB on FP4 codes, whose float grid keeps its relative step
+#   when a value halves.
+# * NVFP4's E4M3 scales have about a 4-bit sub-scale's precision but a narrow range. Without the
+#   fp32 tensor scale, and with scales clamped at 2**-6 as torchao does, small tensors lose their
+#   blocks.
 #
 # ## Pause and recall
 #
@@ -270,9 +261,46 @@ recall.show("08")
 
 # %% [markdown]
 # **Exercise**: `exercises/08_scales_of_scales.ipynb`: store block scales as sub-scales under
-# a super-scale, find how many bits a scale needs, decode an MXFP4 block by hand.
+# a super-scale, find how many bits a quiet block's scale needs, decode an MXFP4 block by hand,
+# write MXFP4's exponent byte.
 #
 # ## Going deeper
+#
+# ### The quieter blocks of a super-block
+#
+# Section 2's rule holds for a block about as loud as its super-block's loudest. A quieter block
+# has fewer steps of `d`, so its scale's rounding moves its top code further. A block far below
+# the loudest is held at `sc = 1`: this course's floor, where llama.cpp lets a very quiet block
+# round to 0. Its top code moves by whole ticks. The 95th-percentile and the worst block of
+# section 2's table (a move is `|amax / s - qmax|` ticks under the stored scale `s`):
+
+# %%
+tail = ("scale format", "rule (ticks)", "median move (ticks)", "95th-pct move", "worst move")
+print_table([{k: r[k] for k in tail} for r in int4_rows], fmt_rule | {"95th-pct move": ".3f", "worst move": ".2f"})
+
+# %% [markdown]
+# The worst blocks sit many times below the loudest and carry little of the layer's energy, so
+# the SQNR barely sees them. A float scale has no such tail: E4M3's relative step is the same
+# however quiet the block, and its worst block moves less than half a tick.
+#
+# ### Q6_K's own layout
+#
+# Q6_K keeps its 6-bit codes in blocks of 16 under super-blocks of 16, where section 3 used
+# blocks of 32 under super-blocks of 8. One change at a time, 6-bit codes on `L0.output`:
+
+# %%
+layout_rows = []
+for block, sb in ((32, 8), (16, 8), (32, 16), (16, 16)):
+    for r in scale_bits.rule_rows(W["L0.output"], block, 6, sb, formats=("6-bit x fp16", "int8 x fp16")):
+        r = {k: r[k] for k in ("scale format", "median move (ticks)", "SQNR loss dB", "clipping dB")}
+        layout_rows.append({"blocks": block, "blocks per super-scale": sb} | r)
+print_table(layout_rows, fmt_rule)
+
+# %% [markdown]
+# Both changes add to the loss. Blocks of 16 make each block's largest weight one in 16 instead
+# of one in 32, so the moved top codes carry more of the layer's energy. Sixteen blocks per
+# super-scale leave more blocks far below the loudest one. In Q6_K's own layout the 6-bit
+# sub-scale loses about a sixth of a dB, and Q6_K's int8 sub-scale about 0.05 dB.
 #
 # ### Where each format's scale bits go
 #
@@ -300,9 +328,9 @@ row = W["L0.output"][0].numpy()
 raw = formats.quantize(row[:256], "Q4_K")
 f = kquants.fields(raw, "Q4_K")
 print(f"{raw.size} bytes; d = {float(f['d'][0]):.6g}, dmin = {float(f['dmin'][0]):.6g} (fp16)")
-print(f"6-bit sub-scales sc = {f['sc'][0].tolist()}\n6-bit sub-minimums m = {f['m'][0].tolist()}")
+print(f"6-bit sub-scales sc = {f['sc'][0].tolist()}\n6-bit minimum codes mn = {f['m'][0].tolist()}")
 print("super-block bytes 0-3 (fp16 d, fp16 dmin):", " ".join(f"{b:02x}" for b in raw[:4]))
-print("bytes 4-15 (sc and m, 6 bits each):", " ".join(f"{b:02x}" for b in raw[4:16]))
+print("bytes 4-15 (sc and mn, 6 bits each):", " ".join(f"{b:02x}" for b in raw[4:16]))
 same = np.array_equal(formats.dequantize(raw, "Q4_K"), quants.dequantize(raw, GGMLQuantizationType.Q4_K))
 print(f"gguf reads these bytes back to exactly our values: {same}")
 raw_s = formats.quantize(row[:256], "Q4_K", search=True)
@@ -314,9 +342,9 @@ print(f"squared error of these 256 weights: one pass {sq['one']:.4g}, search {sq
 
 # %% [markdown]
 # The 12 scale bytes (super-block bytes 4-15) hold sixteen 6-bit numbers: scale bytes 0-3
-# keep the low 6 bits of `sc[0..3]`, scale bytes 4-7 those of `m[0..3]`, and the top two bits
+# keep the low 6 bits of `sc[0..3]`, scale bytes 4-7 those of `mn[0..3]`, and the top two bits
 # of each of those eight bytes plus the nibbles of scale bytes 8-11 carry `sc[4..7]` and
-# `m[4..7]`. Decoding weight 0 by hand, `x = d x sc[0] x q - dmin x m[0]`:
+# `mn[4..7]`. Decoding weight 0 by hand, `x = d x sc[0] x q - dmin x mn[0]`:
 
 # %%
 q0 = int(f["q"][0, 0, 0])
@@ -393,7 +421,9 @@ print(f"NVFP4 on L0.intermediate, values identical to torchao's: {np.array_equal
 # %% [markdown]
 # llama.cpp's own NVFP4 quantizer (`quantize_row_nvfp4_ref` in `ggml-quants.c`, as of
 # November 2026) writes each block's `amax / 6` straight into E4M3 with no tensor scale, and
-# rounds a scale below 2**-6 to a subnormal or to zero. A GGUF carries a tensor scale (a
+# rounds a scale below 2**-6 to a subnormal or to zero: E4M3's subnormals reach down to 2**-9,
+# so without a tensor scale such a quantizer keeps some of the small blocks section 4's clamp
+# loses. A GGUF carries a tensor scale (a
 # `.scale` tensor) when it was converted from an NVFP4 checkpoint that has one: NVIDIA ModelOpt's
 # `weight_scale_2` or a compressed-tensors checkpoint's `weight_global_scale`.
 
@@ -459,7 +489,8 @@ table_db = {m: r["SQNR dB"] for m, r in by.items()}
 start = ("int4 g32 -7..7, fp32 scales", g32["fp32"][i4])
 via_nv = [start, ("blocks of 16", g16["fp32"][i4]), ("FP4 grid", g16["fp32"][fp4])]
 via_nv.append(("E4M3 x fp32 scales", g16["E4M3 x fp32"][fp4]))
-via_mx = [start, ("FP4 grid", g32["fp32"][fp4]), ("E8M0 rceil scales", g32["E8M0 rceil"][fp4])]
+rceil32 = scale_bits.grid_rows(W, block=32, formats=("E8M0 rceil",))[0]
+via_mx = [start, ("FP4 grid", g32["fp32"][fp4]), ("E8M0 rceil scales", rceil32[fp4])]
 via_kq = [start, ("Q4_0's 16th level (extreme on -8, fp16 scales)", table_db["Q4_0"])]
 via_kq += [("Q4_K's minimum per 32 (codes 0..15, 6-bit scales)", table_db["Q4_K"])]
 via_kq += [("llama.cpp's search", table_db["Q4_K search"])]
@@ -503,9 +534,17 @@ print_table(
 # `e - 127 = floor(log2 amax) - 2`: `amax / scale` lies in [4, 8), and values above 6 x scale
 # saturate to 6. torchao also offers *ceil* (`ceil(log2 amax) - 2`: nothing saturates, small
 # values lose a bit), *even* (round `amax` to FP4's one mantissa bit first, then floor) and
-# *rceil* (the smallest power of two with `amax / scale <= 6`, NVIDIA's rule). FP4 codes under
-# section 4's E8M0 scales are MXFP4; qlesson implements each rule and is checked here against
-# torchao, value for value, on `L0.intermediate`:
+# *rceil* (the smallest power of two with `amax / scale <= 6`, NVIDIA's rule). rceil never clips
+# but leaves the top code anywhere from half the grid's top to its top: up to a bit of resolution
+# gone. The specification has no int4 element; section 4 applies the floor rule to int4's grid.
+# Both rules on both grids, all 36 layers, blocks of 32:
+
+# %%
+print_table([g32["fp32"], g32["E8M0 floor"], rceil32], grid_fmt)
+
+# %% [markdown]
+# FP4 codes under section 4's E8M0 scales are MXFP4; qlesson implements each rule and is checked
+# here against torchao, value for value, on `L0.intermediate`:
 
 # %%
 for rule in ("floor", "rceil"):

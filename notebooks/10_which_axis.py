@@ -19,11 +19,10 @@
 # **The question**: when a transformer's cached keys and values are quantized, should each
 # scale cover one token or one channel?
 #
-# **The answer**: On MiniLM, keys do better per channel even when both rulers span 32 values,
-# partly because each key channel sits at its own offset and mostly because a per-token ruler
-# must fit the `[CLS]` and `[SEP]` keys whole (LLaMA-family models add loud outlier channels,
-# KIVI reports). Values do better per token only while the attention sink `[CLS]` is quantized
-# with them: keep it in fp16 and per-channel values win.
+# **The answer**: On MiniLM's short sentences, keys do better per channel even when both rulers
+# span 32 values: each key channel sits at its own offset, and with the offsets removed much of
+# the rest goes with the `[CLS]` and `[SEP]` keys. The values' best axis hangs on a single
+# token, and section 4 finds which.
 #
 # **What you will do**:
 # * recap attention and the cache, and find where the structure of MiniLM's keys sits;
@@ -97,11 +96,11 @@ print_table(heads, {k: ".2f" for k in heads[0] if k != "layer"})
 # %% [markdown]
 # Layer 0's loudest head is more than twice the median head (first column). Inside a head, the
 # loudest channel is barely louder than in shuffled numbers, in the median head and in the head
-# where it is loudest (columns 2 to 5): MiniLM has no outlier key channels. What it has is
-# offsets: each key channel sits around its own mean, which holds more of the variance than in
-# the shuffled control (last two columns). The model has no reason to centre its keys: adding one
-# vector to every key adds the same number to all of a query's scores, and the softmax ignores
-# that.
+# where it is widest (the two `spread` columns, each beside its shuffled control): MiniLM has no
+# outlier key channels. What it has is offsets: each key channel sits around its own mean, which
+# holds more of the variance than in the shuffled control (`means' share`). The model has no
+# reason to centre its keys: adding one vector to every key adds the same number to all of a
+# query's scores, and the softmax ignores that.
 #
 # ## 3. Keys: which axis, at what price?
 #
@@ -145,12 +144,15 @@ centred = kv.centred_key_rows(qkv, bits=2)
 print_table(centred, {"per token": ".4f", "per channel (32 tokens)": ".4f", "token / channel": ".2f"})
 
 # %% [markdown]
-# Removing the offsets cuts the win from 1.7x to 1.5x: offsets explain part of it. Removing them
-# *and* keeping the two special tokens exact leaves about 1.2x (either control alone leaves 1.5x
-# or more): once the offsets are gone, most of the rest is the `[CLS]` and `[SEP]` keys, which a
-# per-token ruler must fit whole and a per-channel ruler shares out over 32 tokens. So
-# per-channel keys win on MiniLM too, but by less than the one-sentence comparison suggests, and
-# for reasons partly different from LLaMA's outlier channels.
+# Removing the offsets cuts the win from 1.67x to 1.46x: offsets explain part of it. Keeping the
+# two special tokens exact lowers both errors by about a third but not the ratio (1.75x); after
+# the offsets are removed it leaves 1.17x: once the offsets are gone, much of the rest is the
+# `[CLS]` and `[SEP]` keys, which a per-token ruler must fit whole and a per-channel ruler
+# shares out over 32 tokens. In these short sentences they are about one token in six; in a long
+# cache they would be a tiny share of a per-channel ruler's tokens, while a per-token ruler
+# would still fit each of them whole. So per-channel keys win on MiniLM too, but by less than
+# the one-sentence comparison suggests, and for reasons partly different from LLaMA's outlier
+# channels.
 #
 # ## 4. Values: which token decides?
 #
@@ -161,8 +163,7 @@ print_table(kv.cls_rows(qkv), {"attention to [CLS]": ".2f", "[CLS] value / media
 
 # %% [markdown]
 # In layers 1 to 4 more than half of all attention lands on `[CLS]`, the first token, whose
-# value is a few hundredths of a typical token's: an *attention sink*, a place to put
-# attention that adds little. Quantize the values at 2 bits per token or per channel (over one
+# value is a few hundredths of a typical token's. Quantize the values at 2 bits per token or per channel (over one
 # sentence), with one token per sentence kept in fp16 and out of every ruler (KVQuant has this
 # option for the first tokens). Predict which kept token flips the verdict:
 
@@ -173,7 +174,8 @@ recall.predict("10", "kept_token")
 print_table(kv.kept_token_rows(qkv, bits=2), {"per token": ".3f", "per channel": ".3f"})
 
 # %% [markdown]
-# Only `[CLS]` flips it: keeping `[SEP]` or a random word exact barely moves either ruler. The
+# Only `[CLS]` flips it: keeping `[SEP]` or a random word exact barely moves either ruler.
+# `[CLS]` is an *attention sink*, a place to put attention that adds little. The
 # same comparison at 2, 3 and 4 bits, with per channel also over 32 tokens (equal metadata):
 
 # %%
@@ -188,10 +190,11 @@ print("\n".join(value_lines))
 # and the attention on `[CLS]` multiplies that error; a per-token ruler fits `[CLS]`'s own
 # small range. With `[CLS]` in fp16 the verdict flips at every bit width, and per channel wins
 # even at equal metadata (last column and last three lines: 3 bits per quantized value each; the
-# fp16 `[CLS]` costs both the same, about one bit per value in these short sentences and almost
+# fp16 `[CLS]` costs both the same, about 1.3 bits per value (16 bits over 12.5 tokens) in these
+# short sentences and almost
 # nothing in a long context). So on MiniLM the values' axis depends on the sink: quantize it
-# with the rest and per token wins; keep it out and per channel wins. Per token keeps one advantage either way, the next
-# section's.
+# with the rest and per token wins; keep it out and per channel wins. Per token keeps one
+# advantage either way: its ruler exists as soon as its token does (section 5).
 #
 # ## 5. Streaming, and what a cache costs
 #
@@ -233,8 +236,8 @@ print(f"Llama-3-8B's own weights in fp16 (8.03e9 parameters): {8.03e9 * 2 / 2**3
 #   offset. LLaMA-family keys have outlier channels, as KIVI and KVQuant report.
 # * Per-channel keys beat per-token keys 2.6x at 2 bits over one sentence, but shuffled keys
 #   still show 1.9x: the smaller group. At equal metadata the real keys still win 1.7x, the
-#   shuffled ones barely; the channels' offsets explain part of that, the `[CLS]` and `[SEP]`
-#   keys most of the rest.
+#   shuffled ones barely; the channels' offsets explain part of that and, once they are
+#   removed, the `[CLS]` and `[SEP]` keys (one token in six here) most of the rest.
 # * Values: per token wins while the sink `[CLS]` is quantized; keep it (and only it) in fp16
 #   and per channel wins at 2, 3 and 4 bits.
 # * Per-channel rulers need whole groups of tokens, hence a full-precision window of the

@@ -149,10 +149,25 @@ WRONG = {
         ),
         (lambda w, bits: _good("02.rescued_rows")(w, 4), "4 hard-coded"),
     ],
-    "03.outlier_channel": [
-        (lambda w: int(w.abs().max(0).values.argmax()), "input axis"),
-        (lambda w: int(w.max(1).values.argmax()), "forgot abs"),
-        (lambda w: int(torch.argmax(w.abs().amax(1))) + 1, "counted channels from 1"),
+    "02.erased_prediction": [
+        (([2, 3, 4, 5, 6, 7], [3, 4, 5, 6, 7], [7]), "one shared tick"),
+        (([4, 5, 6, 7, 8], [5, 6, 7, 8], []), "numbered the rows from 1"),
+        (([3, 4, 5, 6, 7], [4, 5, 6, 7], [4, 5, 6, 7]), "None"),
+    ],
+    "03.min_bits": [
+        (  # torch.trunc: a row survives only once its largest weight reaches a whole tick
+            lambda w: next(
+                b for b in range(2, 17) if (torch.trunc(w / (w.abs().max() / (2 ** (b - 1) - 1))) != 0).any(1).all()
+            ),
+            "truncated instead of rounding",
+        ),
+        (  # looped over columns, the input channels of nn.Linear
+            lambda w: next(
+                b for b in range(2, 17) if (torch.round(w / (w.abs().max() / (2 ** (b - 1) - 1))) != 0).any(0).all()
+            ),
+            "checked the columns",
+        ),
+        (lambda w: 4, "None"),  # int4 hard-coded, the lesson's bit width
     ],
     "03.conv_scales": [
         (lambda w, bits: torch.ones(w.shape[0]) * w.abs().max() / (2 ** (bits - 1) - 1), "per-tensor"),
@@ -174,9 +189,10 @@ WRONG = {
         (lambda w, bits, g: _good("04.quantize_per_group")(w, bits, 8), "None"),
     ],
     "04.bits_per_weight": [
-        (lambda bits, g, sb: bits, "left out the scale"),
-        (lambda bits, g, sb: bits + (sb // 8) / g, "bytes, not bits"),
-        (lambda bits, g, sb: bits + 16 / g, "16 scale bits whatever"),
+        (lambda bits, g, sb, zb: bits, "left out the metadata"),
+        (lambda bits, g, sb, zb: bits + sb / g, "left out the zero points"),
+        (lambda bits, g, sb, zb: bits + (sb + zb) / 8 / g, "bytes, not bits"),
+        (lambda bits, g, sb, zb: bits + (16 + zb) / g, "16 scale bits whatever"),
     ],
     "04.q5_0_bits_per_weight": [(5.0, "left out the fp16 scale"), (4.5, "fifth bits"), (5.25, "None")],
     "04.budget_prediction": [(((4, 128), (4, 128)), "outlier"), (((4, 256), (4, 256)), "None")],
@@ -211,7 +227,7 @@ WRONG = {
         (lambda a, r, c, zx, zw, k: a - zw * r[:, None] - zx * c - k * zx * zw, "subtracted the constant"),
     ],
     "06.dequant_first_bytes": [
-        (lambda n, k, b: n * k * b / 8 + 4 * n + 4 * n * k, "counted the fp32 copy once"),
+        (lambda n, k, b: n * k * b / 8 + 4 * n + 4 * n * k, "4 bytes per weight for the fp32 copy"),
         (lambda n, k, b: n * k * b / 8 + 2 * n + 8 * n * k, "scales are fp32"),
         (lambda n, k, b: n * k * b / 8 + 8 * n * k, "left out the scales"),
         (lambda n, k, b: n * k + 4 * n + 8 * n * k, "None"),
@@ -244,6 +260,11 @@ WRONG = {
         (lambda x, a: _awq(x.abs().max(dim=0).values, a), "SmoothQuant"),
         (lambda x, a: torch.clamp(x.abs().mean(dim=0) ** a, min=1e-4), "normalise"),
     ],
+    "09.fewest_tokens": [
+        (lambda w, xc, xh, ns, b: _fewest_09(w, xc, ns, b, lambda n: xc[:n]), "calibrated on"),
+        (lambda w, xc, xh, ns, b: next(n for n in ns if n >= w.shape[1]), "rule of thumb"),
+        (lambda w, xc, xh, ns, b: ns[len(ns) // 2], "None"),
+    ],
     "03.conv1d_scales": [
         (lambda w, bits: w.abs().amax(dim=1) / (2 ** (bits - 1) - 1), "axis 1"),
         (lambda w, bits: w.abs().max() / (2 ** (bits - 1) - 1) + 0 * w[0], "per-tensor"),
@@ -253,10 +274,6 @@ WRONG = {
         (lambda w, bits: int((torch.round(w / (w.abs().max() / (2 ** (bits - 1) - 1))) == 0).all(dim=1).sum()), "rows"),
         (lambda w, bits: int((w.abs() < w.abs().max() / (2 ** (bits - 1) - 1)).all(dim=0).sum()), "whole tick"),
         (lambda w, bits: 0, "every channel its own scale"),
-    ],
-    "03.verdict": [
-        (lambda lo, hi: "A" if lo + hi > 0 else "B", "centre"),
-        (lambda lo, hi: "B" if lo > 0 else "A" if hi < 0 else "tie", "swapped the sign"),
     ],
     "10.kv_bytes": [
         (lambda L, H, D, T, b: L * H * D * T * b, "keys only"),
@@ -329,6 +346,18 @@ def _gptq(w, x, bits, feedback=True, shrink=True):
     return q
 
 
+def _fewest_09(w, x_cal, ns, bits, judge_on):
+    """The first n whose GPTQ beats RTN on the tokens ``judge_on(n)`` (for wrong answers)."""
+    import qlesson as ql
+
+    rtn = ql.quantize(w, bits, granularity=ql.PerChannel(0)).dequantize()
+    for n in ns:
+        x, w_hat = judge_on(n), ql.gptq(w, x_cal[:n], bits).dequantize()
+        if (x @ (w - w_hat).T).square().sum() < (x @ (w - rtn).T).square().sum():
+            return n
+    return ns[-1]
+
+
 def _awq(stat, a):
     s = torch.clamp(stat**a, min=1e-4)
     return s / (s.max() * s.min()).sqrt()
@@ -382,11 +411,6 @@ WRONG_08 = {
         (_mx_numpy_no_int, "numpy uint8"),
         (lambda raw: _mx_by_hand(raw, bias=128), "None"),
     ],
-    "08.kquant_bits": [
-        (lambda c, s, b, m: c + b / s, "None"),
-        (lambda c, s, b, m: c + (2 if m else 1) * (b / 8) / s + 16 / 256, "None"),
-        (lambda c, s, b, m: (c * 256 + 16 + (2 if m else 1) * b * 256 / s) / 256, "counted one fp16 super-scale"),
-    ],
     "08.e8m0_floor": [
         (lambda a: math.floor(math.log2(a)) + 125 if a > 0 else 0, "did not clamp at 0"),
         (lambda a: round(math.log2(a)) - 2 + 127 if a else 0, "None"),
@@ -398,23 +422,27 @@ WRONG_08 = {
         (lambda s, b: _sub_by_hand(s, b, fp16=False), "kept the super-scale in float64"),
         (lambda s, b: _sub_by_hand(s, b, rnd=np.floor), "truncated"),
         (lambda s, b: _sub_by_hand(s, b, top=np.mean), "None"),
+        (lambda s, b: _sub_by_hand(s, b, mixed=True), "rounded with the float64 super-scale"),
     ],
-    "08.fewest_scale_bits": [
-        (lambda c, t: _bits_by_hand(c, t, step=1.0), "counted a whole step"),
-        (lambda c, t: _bits_by_hand(c, t, qmax=1), "bounded the scale's relative error"),
-        (lambda c, t: _bits_by_hand(c, t, strict=True), "strictly below"),
-        (lambda c, t: int(math.log2(2 ** (c - 1) - 1)) + 2, "None"),
+    "08.quiet_block_bits": [
+        (lambda c, r, t: _bits_by_hand(c, t), "answer for the loudest block"),
+        (lambda c, r, t: _bits_by_hand(c, t / r, step=1.0), "counted a whole step"),
+        (lambda c, r, t: _bits_by_hand(c, t / r, qmax=1), "bounded the scale's relative error"),
+        (lambda c, r, t: _bits_by_hand(c, t * r), "made the quiet block's move smaller"),
+        (lambda c, r, t: _bits_by_hand(c, t / r, strict=True), "strictly below"),
+        (lambda c, r, t: _bits_by_hand(c, t) + int(math.log2(r)), "None"),
     ],
 }
 WRONG |= WRONG_08
 
 
-def _sub_by_hand(ideal, bits, *, lowest=1, fp16=True, rnd=np.round, top=np.max):
+def _sub_by_hand(ideal, bits, *, lowest=1, fp16=True, rnd=np.round, top=np.max, mixed=False):
     """Lesson 08's sub-scales as a learner might write them, one block at a time."""
     m = 2**bits - 1
     d = top(ideal) / m
-    d = float(np.float16(d)) if fp16 else float(d)
-    return np.array([min(max(rnd(s / d), lowest), m) * d for s in ideal])
+    d16 = float(np.float16(d)) if fp16 else float(d)
+    step = float(d) if mixed else d16  # mixed: rounds with the float64 super-scale, stores the float16 one
+    return np.array([min(max(rnd(s / step), lowest), m) * d16 for s in ideal])
 
 
 def _bits_by_hand(code_bits, max_ticks, *, step=0.5, qmax=None, strict=False):
@@ -454,21 +482,6 @@ WRONG_04 = {
 }
 WRONG |= WRONG_04
 
-
-def _max_only_05(lo, hi):  # the symmetric step from the max, ignoring the negative side
-    top, bottom = float(hi.max()), min(float(lo.min()), 0.0)
-    absmax = torch.maximum(lo.abs(), hi.abs())
-    token = "per-token" if max(-bottom, top) >= 1.5 * float(absmax.median()) else "per-tensor"
-    return ("asymmetric" if top / 127 >= 1.5 * (top - bottom) / 255 else "symmetric", token)
-
-
-def _token_rule_05(lo, hi, token_top, typical, reverse=False):  # the right asymmetric answer, a wrong per-token rule
-    bottom, top = min(float(lo.min()), 0.0), max(float(hi.max()), 0.0)
-    plain, token = max(-bottom, top) / 127, float(typical(token_top)) / 127
-    wins = token >= 1.5 * plain if reverse else plain >= 1.5 * token
-    return ("asymmetric" if plain >= 1.5 * (top - bottom) / 255 else "symmetric", "per-token" if wins else "per-tensor")
-
-
 WRONG_07 = {
     "07.finer_by": [
         (lambda w: w.amax(dim=1).abs().max() / w.amax(dim=1), "not the largest |value|"),
@@ -502,7 +515,44 @@ WRONG_07["07.metadata_share"] = [
 WRONG |= WRONG_07
 
 
+def _max_only_05(lo, hi):  # the symmetric step from the max, ignoring the negative side
+    top, bottom = float(hi.max()), min(float(lo.min()), 0.0)
+    absmax = torch.maximum(lo.abs(), hi.abs())
+    token = "per-token" if max(-bottom, top) >= 1.5 * float(absmax.median()) else "per-tensor"
+    return ("asymmetric" if top / 127 >= 1.5 * (top - bottom) / 255 else "symmetric", token)
+
+
+def _token_rule_05(lo, hi, token_top, typical, reverse=False):  # the right asymmetric answer, a wrong per-token rule
+    bottom, top = min(float(lo.min()), 0.0), max(float(hi.max()), 0.0)
+    plain, token = max(-bottom, top) / 127, float(typical(token_top)) / 127
+    wins = token >= 1.5 * plain if reverse else plain >= 1.5 * token
+    return ("asymmetric" if plain >= 1.5 * (top - bottom) / 255 else "symmetric", "per-token" if wins else "per-tensor")
+
+
 WRONG_05 = {
+    "05.loudest_after_smoothing": [
+        (lambda x, w, a: int(x.abs().max(dim=0).values.argmax()), "loudest feature before smoothing"),
+        (lambda x, w, a: int(w.abs().max(dim=0).values.argmax()), "weight column is loudest"),
+        (
+            lambda x, w, a: int((x * (x.abs().amax(0) ** a / w.abs().amax(0) ** (1 - a))).abs().amax(0).argmax()),
+            "multiplied x by s",
+        ),
+        (lambda x, w, a: int((x / (x.abs().amax(0) ** a / w.abs().amax(0) ** (1 - a))).abs().argmax()), "None"),
+    ],
+    "05.which_tool": [
+        (
+            lambda x: "smooth" if float(x.abs().amax(0).max()) > 5 * float(x.abs().amax(0).median()) else "per-token",
+            "each feature's absmax alone",
+        ),
+        (
+            lambda x: "smooth" if float(x.abs().mean(0).max()) > 4 * float(x.abs().mean(0).median()) else "per-token",
+            "mean |x| over tokens",
+        ),
+        (
+            lambda x: "per-token" if float(x.abs().amax(1).max()) > 3 * float(x.abs().amax(1).median()) else "smooth",
+            "always answered per-token",
+        ),
+    ],
     "05.choose_ruler": [
         (lambda lo, hi: ("asymmetric", "per-token"), "None"),
         (lambda lo, hi: ("symmetric", "per-tensor"), "None"),
@@ -575,9 +625,9 @@ def test_plain_lists_are_accepted(task_id):
 
 
 def test_a_mistake_is_not_named_for_an_answer_that_matches_it_once():
-    """A 1-based index agrees with 'forgot abs()' on no case; an answer wrong in two ways names neither."""
-    t = tasks()["03.outlier_channel"]
-    v = evaluate(t, lambda w: int(w.amax(1).argmax()) + 1)  # forgot abs AND counted from 1
+    """Axis 1 agrees with 'forgot abs()' on no case; an answer wrong in two ways names neither."""
+    t = tasks()["03.conv1d_scales"]
+    v = evaluate(t, lambda w, bits: w.amax(1) / (2 ** (bits - 1) - 1))  # forgot abs AND reduced over axis 1
     assert v.status == "fail" and v.mistake is None
 
 
@@ -712,14 +762,14 @@ SHORTCUTS = {
     "02.quantize_per_channel": [
         lambda w, b: (torch.nan_to_num(_away(w / (w.abs().amax(1, keepdim=True) / _qm(b)))), w.abs().amax(1) / _qm(b)),
     ],
-    "03.outlier_channel": [
-        lambda w: int(w.norm(dim=1).argmax()),  # loudest by L2 norm, not by absmax
-        lambda w: int(w.abs().argmax()) // w.shape[1] + 1,
+    "03.min_bits": [
+        lambda w: math.ceil(math.log2(float(w.abs().max() / w.abs().amax(1).min()))) + 1,  # ratio in bits, no half tick
+        lambda w: 8,  # int8 is always enough
     ],
     "04.quantize_per_group": [
         lambda w, b, g: _rows_as_groups(w, b, g),
     ],
-    "04.bits_per_weight": [lambda b, g, sb: b + sb / 128, lambda b, g, sb: b * (1 + 1 / g)],
+    "04.bits_per_weight": [lambda b, g, sb, zb: b + (sb + zb) / 128, lambda b, g, sb, zb: b * (1 + 1 / g)],
     "05.asymmetric_roundtrip": [
         lambda x, b: _roundtrip(x, b, min(x.min(), 0), max(x.max(), 0)).clamp(min=x.min().item()),
         lambda x, b: _roundtrip(x, b, min(x.min(), 0), max(x.max(), 0), sign=-1) * (2**b - 1) / 2**b,
@@ -803,7 +853,7 @@ def test_a_hint_points_without_writing_the_solution(task_id):
     assert not re.search(r"\b\w+ = |\.\w+\(", hint), hint
 
 
-def test_a_check_cell_fails_an_in_place_change_only_where_the_task_keeps_inputs():
+def test_a_check_cell_fails_an_in_place_change_unless_the_task_asks_for_one():
     """The notebook's own check (a local function, no sandbox) sees the change on the arguments it passed."""
     import torch
 
@@ -814,11 +864,39 @@ def test_a_check_cell_fails_an_in_place_change_only_where_the_task_keeps_inputs(
         return x
 
     task = checking.Task("t.add", "add one", lambda x: x + 1, [checking.Case((torch.zeros(3),), "3 zeros")], "add 1")
-    assert checking.evaluate(task, add_one_in_place).passed
-    strict = checking.Task(**{**task.__dict__, "keeps_inputs": True})
-    v = checking.evaluate(strict, add_one_in_place)
+    v = checking.evaluate(task, add_one_in_place)
     assert v.status == "fail" and v.mistake == "changed its input in place", v
-    assert checking.evaluate(strict, lambda x: x + 1).passed
+    assert checking.evaluate(task, lambda x: x + 1).passed
+    in_place = checking.Task(**{**task.__dict__, "keeps_inputs": False})
+    assert checking.evaluate(in_place, add_one_in_place).passed
+
+
+def _changes_its_first_array(t):
+    def answer(*args):
+        out = t.reference(*args)  # the right value, computed before the change
+        a = next(a for a in args if isinstance(a, (torch.Tensor, np.ndarray)))
+        a[(0,) * a.ndim] += 1
+        return out
+
+    return answer
+
+
+@pytest.mark.parametrize(
+    "task_id",
+    [
+        k
+        for k in FUNCTION_TASKS
+        if any(isinstance(a, (torch.Tensor, np.ndarray)) for a in tasks()[k].cases[0].resolve())
+    ],
+)
+def test_every_task_fails_an_answer_that_changes_its_input(task_id):
+    """Today's 02, 04, 05, 10 answers that work in place would otherwise pass; the case's own inputs stay intact."""
+    t = tasks()[task_id]
+    before = [[a.clone() if isinstance(a, torch.Tensor) else a for a in c.resolve()] for c in t.cases]
+    v = evaluate(t, _changes_its_first_array(t))
+    assert v.status == "fail" and v.mistake == "changed its input in place", v
+    for c, b in zip(t.cases, before, strict=True):
+        assert all(not isinstance(x, torch.Tensor) or torch.equal(x, y) for x, y in zip(c.resolve(), b, strict=True))
 
 
 def test_a_function_that_prints_instead_of_returning_is_told_so():
@@ -830,3 +908,107 @@ def test_a_function_that_prints_instead_of_returning_is_told_so():
     v = checking.evaluate(task, lambda x: print(x + 1))
     assert v.status == "not attempted" and "a print instead of a return?" in v.summary, v
     assert "returns the stub" in checking.evaluate(task, lambda x: ...).summary
+
+
+# ---- issue 31: messages a learner can act on, and cases that catch what used to pass ------------------
+
+
+@pytest.mark.parametrize("task_id", FUNCTION_TASKS)
+def test_tuples_are_as_good_as_lists(task_id):
+    t = tasks()[task_id]
+
+    def as_tuples(*args):
+        out = t.reference(*args)
+        if isinstance(out, tuple):
+            return tuple(tuple(o.tolist()) if isinstance(o, torch.Tensor) and o.ndim == 1 else o for o in out)
+        return tuple(out.tolist()) if isinstance(out, torch.Tensor) and out.ndim == 1 else out
+
+    assert evaluate(t, as_tuples).passed
+
+
+def _first_case_output_is_array(t):
+    out = t.reference(*t.cases[0].resolve())
+    parts = out if isinstance(out, tuple) else (out,)
+    return any(isinstance(o, (torch.Tensor, np.ndarray)) and o.ndim >= 1 and o.size != 1 for o in parts)
+
+
+@pytest.mark.parametrize("task_id", [k for k in FUNCTION_TASKS if _first_case_output_is_array(tasks()[k])])
+def test_right_values_in_an_extra_dimension_are_said_to_be_a_shape_problem(task_id):
+    t = tasks()[task_id]
+
+    def extra_dim(*args):
+        out = t.reference(*args)
+        grow = lambda o: torch.as_tensor(o).unsqueeze(-1) if isinstance(o, (torch.Tensor, np.ndarray)) else o  # noqa: E731
+        return tuple(grow(o) for o in out) if isinstance(out, tuple) else grow(out)
+
+    v = evaluate(t, extra_dim)
+    assert v.status == "fail" and "shape: the values are right" in v.detail, v
+    if v.mistake is None:  # a named mistake (02's keepdim) says it in its own words
+        assert "right values in shape" in v.summary and t.hint not in v.summary, v.summary
+
+
+@pytest.mark.parametrize("task_id", FUNCTION_TASKS)
+def test_none_on_one_case_names_that_case(task_id):
+    t = tasks()[task_id]
+    calls = []
+
+    def forgets_one_return(*args):  # called once per case, in order: the last case falls through
+        calls.append(1)
+        return None if len(calls) == len(t.cases) else t.reference(*args)
+
+    v = evaluate(t, forgets_one_return)
+    n = len(t.cases)
+    assert v.status == "fail" and f"case {n} ({t.cases[-1].shown_label()}) returned None" in v.summary, v
+    assert evaluate(t, lambda *a: None).status == "not attempted"
+
+
+def test_a_verdict_passes_only_when_its_status_is_pass():
+    t = tasks()["01.symmetric_scale"]
+    raising = evaluate(t, lambda x, bits: 1 / 0)
+    stub = evaluate(t, None)
+    assert raising.status == "error" and not raising.passed
+    assert stub.status == "not attempted" and not stub.passed
+    assert evaluate(t, t.reference).passed
+
+
+def _fake_quantize_torch(x, bits):
+    """05's round trip with PyTorch's own fake quantization (which multiplies by 1 / scale)."""
+    lo, hi = torch.clamp(x.min(), max=0), torch.clamp(x.max(), min=0)
+    scale = float((hi - lo) / (2**bits - 1))
+    if scale == 0:
+        return torch.zeros_like(x)
+    zp = int(torch.round(-lo / scale).clamp(0, 2**bits - 1))
+    return torch.fake_quantize_per_tensor_affine(x, scale, zp, 0, 2**bits - 1)
+
+
+def test_pytorchs_fake_quantize_passes_the_round_trip():
+    t = tasks()["05.asymmetric_roundtrip"]
+    assert evaluate(t, _fake_quantize_torch).passed
+    tie = [
+        c.resolve() for c in t.cases if not torch.equal(_fake_quantize_torch(*c.resolve()), t.reference(*c.resolve()))
+    ]
+    assert tie, "no case has a tie that 1 / scale moves, so this test shows nothing"
+    assert evaluate(t, _roundtrip_no_clamp).status == "fail"  # the extra form lets no wrong answer through
+
+
+def test_a_zero_point_that_rounds_its_tie_up_fails():
+    def half_up(x, bits):
+        lo, hi = torch.clamp(x.min(), max=0), torch.clamp(x.max(), min=0)
+        scale = (hi - lo) / (2**bits - 1)
+        return scale, torch.floor(-lo / scale + 0.5)
+
+    v = evaluate(tasks()["01.asymmetric_qparams"], half_up)
+    assert v.status == "fail" and "a tie" in v.summary, v.summary
+
+
+@pytest.mark.parametrize("shift", [+1, -1])
+def test_a_residual_window_one_token_off_fails(shift):
+    def quantized(t, r, g):
+        return max(t - r + shift, 0) // g * g
+
+    def key_bits(b, g, t, r):
+        n = quantized(t, r, g)
+        return (n * (b + 32 / g) + (t - n) * 16) / t
+
+    assert evaluate(tasks()["10.quantized_tokens"], quantized).status == "fail"
+    assert evaluate(tasks()["10.key_bits"], key_bits).status == "fail"

@@ -341,7 +341,46 @@ def test_compact_kernels_are_compared_with_the_faster_dense_product():
     )
     line = bench.faster_than_dense(rows, 1)
     assert line == (
-        "against the faster dense product, fp32 F.linear: int8 weight-only 1.50x (slower), "
-        "int4 g128 weight-only 0.50x (faster)"
+        "against the faster dense product, fp32 F.linear (the faster of its two timings): int8 weight-only 1.50x "
+        "(slower), int4 g128 weight-only 0.50x (faster)"
     ), line
+    slow_draw = [
+        bench.GemmRow("cpu", 1, r.method, 14.0 if r.method.startswith("fp32") else r.median_ms, 1.0, 0, 0.0, 0.0)
+        for r in rows
+    ]  # fp32 F.linear drew slow; its twin did not
+    assert "int4 g128 weight-only 0.50x" in bench.faster_than_dense(slow_draw, 1)
     assert "bfloat16 F.linear takes 2.00x the fp32 time" in "\n".join(bench.verdict(rows))
+
+
+def test_rows_carry_their_spread_and_the_verdict_states_the_noise_rule():
+    rows = bench.run(ms=(1,), k=256, n=128, min_run_time=0.001, progress=False, copies=1, rows_for=bench.LESSON_ROWS)
+    assert all(r.iqr_ms >= 0 for r in rows) and {r.torch for r in rows} == {torch.__version__}
+    assert torch.backends.cpu.get_cpu_capability() in rows[0].machine
+    assert "IQR over its repeats" in bench.verdict(rows)[0]
+    assert any(r.method.startswith("per-channel scale after GEMM") for r in rows)  # the fresh-copy control
+    assert bench.median_and_iqr([4.0, 1.0, 3.0, 2.0, 5.0]) == (3.0, 2.0)
+
+
+def test_a_wide_spread_turns_a_gap_into_a_tie():
+    rows = [
+        bench.GemmRow("cpu", 1, "fp32 F.linear (baseline)", 10.0, 1.0, 0, 0.0, 0.0, iqr_ms=0.1),
+        bench.GemmRow("cpu", 1, "GEMM on pre-converted codes", 10.0, 1.0, 0, 0.0, 0.0, iqr_ms=0.1),
+        bench.GemmRow("cpu", 1, "fused int4 weight-only group 128", 7.0, 0.7, 0, 0.0, 0.0, iqr_ms=3.5),
+    ]
+    assert bench.faster_than_dense(rows, 1).endswith("int4 g128 weight-only 0.70x (tie)")
+    rows[2].iqr_ms = 0.1
+    assert bench.faster_than_dense(rows, 1).endswith("int4 g128 weight-only 0.70x (faster)")
+
+
+def test_stored_gpu_run_names_its_device_and_torch(tmp_path):
+    rows = bench.read_csv(bench.RESULTS / "gemm_nvidia_h100.csv")
+    assert {r.machine for r in rows} == {"NVIDIA H100 80GB HBM3"} and {r.torch for r in rows} == {"2.11.0+cu130"}
+    path = tmp_path / "g.csv"
+    bench.write_csv(rows[:2], path)
+    assert bench.read_csv(path)[0].machine == "NVIDIA H100 80GB HBM3"
+
+
+def test_load_line_warns_only_when_the_load_exceeds_the_cores():
+    assert bench.load_line(1.5, 2) == "load average 1.5 on 2 cores"
+    assert "busy" in bench.load_line(12.0, 2)
+    assert bench.load_line().startswith("load average")

@@ -8,7 +8,7 @@ from qlesson.course.checking import same
 from qlesson.course.recall import predictions
 from qlesson.lessons import l03_per_channel_on_real_weights as l03
 
-NEW = ("03.conv1d_scales", "03.erased_channels", "03.verdict")
+NEW = ("03.conv1d_scales", "03.erased_channels", "03.min_bits")
 TASKS = {t.task_id: t for t in l03.TASKS}
 
 
@@ -38,13 +38,30 @@ def test_exactly_half_a_tick_rounds_to_zero_as_the_erased_task_says():
     assert l03._erased_channels(w, bits) == 2
 
 
-def test_the_verdict_reads_only_whole_intervals():
-    assert [l03._verdict(lo, hi) for lo, hi in ((0.1, 0.2), (-0.2, -0.1), (-0.1, 0.2))] == ["A", "B", "tie"]
-
-
 def test_two_predictions_each_with_one_right_option_and_explained_wrong_ones():
     ps = predictions("03")
     assert set(ps) == {"spread", "cosine"}
     for q in ps.values():
         assert 2 <= len(q.options) <= 5 and sum(o.correct for o in q.options) == 1
         assert all(len(o.why) > 40 for o in q.options)
+
+
+def test_min_bits_is_where_the_quietest_row_first_survives():
+    w = torch.tensor([[7.0, -2.0, 1.0], [0.5, -0.25, 0.1], [1.5, 0.3, -0.2]])
+    # int4: the shared scale is exactly 1.0 and row 1 reaches exactly half a tick, which rounds to 0
+    assert l03._all_zero_rows(w, 4).tolist() == [False, True, False]
+    assert l03._min_bits(w) == 5
+    kept_half = TASKS["03.min_bits"].mistakes[2]
+    assert "half a tick" in kept_half.description and kept_half.fn(w) == 4
+
+
+def test_spread_by_type_uses_the_midpoint_median_and_reports_the_worst_layer():
+    from qlesson.teach import studies
+
+    g = torch.Generator().manual_seed(0)
+    weights = {f"L{i}.query": torch.randn(8, 4, generator=g) for i in range(4)}
+    weights["L1.query"][0, 0] = 40.0  # one loud layer: its per-tensor SQNR is the worst
+    (row,) = studies.spread_by_type(weights)
+    ratios = torch.tensor([float(w.abs().amax(1).max() / w.abs().amax(1).min()) for w in weights.values()])
+    assert row["median max/min"] == pytest.approx(float(ratios.sort().values[1:3].mean()))
+    assert row["worst layer per-tensor dB"] < row["int4 SQNR per-tensor dB"]

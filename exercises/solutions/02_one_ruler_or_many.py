@@ -134,8 +134,8 @@ print(f"per-row MAE, one shared scale: {[round(float(v), 4) for v in shared]}")
 print(f"per-row MAE, a scale per row:  {[round(float(v), 4) for v in own]}")
 
 # %% [markdown]
-# The shared scale erases the quiet row; its own scale keeps it. (Sketch from memory: *one
-# tensor scale → small row collapses; one channel scale → small row survives.*)
+# For the pair given, at int4, the shared scale erases the quiet row; its own scale keeps it.
+# Find bits at which your pair's quiet row survives the shared scale.
 
 # %% [markdown]
 # ## Task 5 · Which rows does one shared scale erase?
@@ -162,12 +162,30 @@ def rescued_rows(w, bits):
 check("02.rescued_rows", rescued_rows)
 
 # %% [markdown]
-# Now predict: `layer` below has 8 rows whose magnitudes halve from one row to the next. Which
-# rows does one shared scale erase at int3, at int4 and at int8? Then call
-# `rescued_rows(layer, bits)` for each in a cell of your own.
+# ## Task 6 · Predict before you run
+#
+# `layer` below has 8 rows of 64 weights, and its magnitudes halve from one row to the next:
+# row `i`'s largest magnitude is exactly `0.5**i` (printed). Which rows does one shared
+# symmetric scale erase at int3, at int4 and at int8? Answer without running `rescued_rows`:
+# `erased = (rows at int3, rows at int4, rows at int8)`, each a list of row indices, `[]` for
+# none. The check says whether you were right.
 
 # %%
-layer = torch.randn(8, 64, generator=torch.Generator().manual_seed(5)) * (0.5 ** torch.arange(8.0))[:, None]
+base = torch.randn(8, 64, generator=torch.Generator().manual_seed(5))
+layer = base / base.abs().amax(dim=1, keepdim=True) * (0.5 ** torch.arange(8.0))[:, None]
+print(f"each row's largest magnitude: {layer.abs().amax(dim=1).tolist()}")
+
+# %% tags=["solution"]
+erased = ...  # STUB
+# BEGIN SOLUTION
+erased = ([3, 4, 5, 6, 7], [4, 5, 6, 7], [])
+# END SOLUTION
+
+# %% qlesson={"task": "02.erased_prediction"} tags=["check"]
+check("02.erased_prediction", erased)
+
+# %% [markdown]
+# Now call `rescued_rows(layer, bits)` for each in a cell of your own and see it agree.
 
 # %% tags=["solutions-only"]
 for bits in (3, 4, 8):
@@ -176,8 +194,8 @@ for bits in (3, 4, 8):
 # %% [markdown] tags=["solutions-only"]
 # A row is erased when its largest magnitude is below half a shared tick, that is below
 # `absmax / (2 * qmax)`: 1/6 of the loudest row's absmax at int3, 1/14 at int4, 1/254 at int8.
-# Compare each row's absmax with that threshold: at int8 even the quietest of eight rows that
-# roughly halve stays above it.
+# Compare each row's absmax with that threshold: at int8 even the quietest row, 1/128, stays
+# above it.
 
 # %% [markdown]
 # ## Recall
@@ -207,16 +225,17 @@ recall.answer("02", 1, recall_1)
 #
 # Interview: why prefer per-channel over per-tensor for many weight matrices?
 #
-# - **a)** Because per-channel needs no scale metadata
-# - **b)** Channels live at different magnitudes; one shared scale erases the quiet ones
-# - **c)** Because per-channel removes quantization error entirely
+# - **a)** Channels live at different magnitudes; one shared scale leaves the quiet ones few codes, or none
+# - **b)** Because the loudest channel would otherwise be clipped by a shared scale fitted to the typical channel
+# - **c)** Because per-channel needs no scale metadata
+# - **d)** Because per-channel removes quantization error entirely
 #
 # Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
 recall_3 = ...  # STUB
 # BEGIN SOLUTION
-recall_3 = "b"
+recall_3 = "a"
 # END SOLUTION
 
 # %% qlesson={"task": "recall 02.3"} tags=["check"]
@@ -225,14 +244,14 @@ recall.answer("02", 3, recall_3)
 # %% [markdown]
 # ### Recall 02.4
 #
-# Per-tensor int4; Row B sets the scale (absmax 3.10). From what factor m does Row A (absmax 0.15) get a nonzero code?
+# Per-tensor int3; Row B sets the scale (absmax 3.10). From what factor m does Row A (absmax 0.15) get a nonzero code?
 #
 # Answer with a number.
 
 # %% tags=["solution"]
 recall_4 = ...  # STUB
 # BEGIN SOLUTION
-recall_4 = 1.48
+recall_4 = 3.44
 # END SOLUTION
 
 # %% qlesson={"task": "recall 02.4"} tags=["check"]

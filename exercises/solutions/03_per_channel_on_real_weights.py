@@ -20,15 +20,15 @@
 # %% [markdown]
 # # Exercise 03 · Per-channel on real weights (SOLUTIONS: spoilers)
 #
-# Practice for lesson `notebooks/03_per_channel_on_real_weights.ipynb`: find the loud channel
-# of a real layer, pick the output axis of `[out, in]`, conv and `[in, out]` weights, count what
-# one shared scale erases, and read a paired interval.
+# Practice for lesson `notebooks/03_per_channel_on_real_weights.ipynb`: pick the output axis of
+# conv and `[in, out]` weights, count what one shared scale erases, and find how many bits a real
+# layer needs before one shared scale erases none of its rows.
 #
 # **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
 # check cell right below it. Write your code, run your cell, then run the check: a pass prints
 # one `✓` line per test case; a failure shows the first failing case, what came back, what
 # was expected and a hint (naming the mistake when it is a known one). The cases vary every
-# argument (bit widths, group sizes, shapes) and include edge cases, so hard-coding a number
+# argument (bit widths, shapes, layouts) and include edge cases, so hard-coding a number
 # that works for one case fails another. When you are done, save the notebook and grade it
 # from the repo root with `make grade` (or `python -m qlesson grade 03`): grading runs your
 # functions in a fresh process against the course's own cases and ignores what the check
@@ -42,26 +42,7 @@ from qlesson.course import recall
 from qlesson.course.tasks import check
 
 # %% [markdown]
-# ## Task 1 · Find the outlier channel of a real MiniLM layer
-#
-# Write `outlier_channel(w)`: the index (an `int`) of the loudest output channel. The check
-# runs it on a small matrix with a negative outlier and on MiniLM's `L0.output` weight.
-
-
-# %% tags=["solution"]
-def outlier_channel(w):
-    ...  # STUB
-    # BEGIN SOLUTION
-    return int(w.abs().amax(dim=1).argmax())
-    # END SOLUTION
-
-
-# %% qlesson={"task": "03.outlier_channel"} tags=["check"]
-check("03.outlier_channel", outlier_channel)
-
-
-# %% [markdown]
-# ## Task 2 · Per-output-channel scales of a conv weight
+# ## Task 1 · Per-output-channel scales of a conv weight
 #
 # Write `conv_scales(w, bits)` for a Conv2d weight `[out, in, kh, kw]`: one symmetric scale per
 # output channel, returned as a tensor of shape `(out,)`.
@@ -79,7 +60,7 @@ def conv_scales(w, bits):
 check("03.conv_scales", conv_scales)
 
 # %% [markdown]
-# ## Task 3 · The output axis of an `[in, out]` weight
+# ## Task 2 · The output axis of an `[in, out]` weight
 #
 # GPT-2's `Conv1D` computes `y = x @ W + b`, with `W` stored `[in_features, out_features]`.
 # Write `conv1d_scales(w, bits)`: one symmetric int-`bits` scale per output channel, as the lesson
@@ -100,7 +81,7 @@ check("03.conv1d_scales", conv1d_scales)
 
 
 # %% [markdown]
-# ## Task 4 · How many channels does one shared scale erase?
+# ## Task 3 · How many channels does one shared scale erase?
 #
 # The lesson's `L0.output` lost 378 of its 384 rows to one per-tensor int4 scale. Now the weight
 # is stored `[in, out]`, as in GPT-2. Write `erased_channels(w, bits)`: the number of *output
@@ -122,28 +103,35 @@ check("03.erased_channels", erased_channels)
 
 
 # %% [markdown]
-# ## Task 5 · Does the interval support "A is better"?
+# ## Task 4 · How many bits before no row is erased?
 #
-# A paired comparison reports the difference A - B of a score where higher is better (mean
-# cosine, say) and its 95% interval `[lo, hi]`. Write `verdict(lo, hi)`: `"A"` when the data
-# support "A is better", `"B"` when they support "B is better", and `"tie"` otherwise. Then use it
-# on the lesson's table: is int4 per-group 32 better than int4 per-channel on those sentences?
+# Back to the `[out, in]` layout of `nn.Linear`. Write `min_bits(w)`: the fewest bits, from 2 to
+# 16, at which symmetric per-tensor quantization (one shared scale, `torch.round`) leaves no
+# output channel with all codes 0. No case has an all-zero row. One visible case is the lesson's
+# `L0.output`: before you run the check, guess how many bits it needs. Some cases are hidden.
 
 
 # %% tags=["solution"]
-def verdict(lo, hi):
+def min_bits(w):
     ...  # STUB
     # BEGIN SOLUTION
-    if lo > 0:
-        return "A"
-    if hi < 0:
-        return "B"
-    return "tie"
+    for bits in range(2, 17):
+        codes = torch.round(w / (w.abs().max() / (2 ** (bits - 1) - 1)))
+        if not (codes == 0).all(dim=1).any():
+            return bits
     # END SOLUTION
 
 
-# %% qlesson={"task": "03.verdict"} tags=["check"]
-check("03.verdict", verdict)
+# %% qlesson={"task": "03.min_bits"} tags=["check"]
+check("03.min_bits", min_bits)
+
+# %% [markdown]
+# Your guess, checked: what your `min_bits` returns for the lesson's `L0.output`.
+
+# %%
+from qlesson.teach.models import minilm_linear_weights
+
+print(f"L0.output needs {min_bits(minilm_linear_weights()['L0.output'])} bits before one shared scale erases no row")
 
 # %% [markdown]
 # ## Recall
@@ -186,22 +174,21 @@ recall_3 = 2304
 recall.answer("03", 3, recall_3)
 
 # %% [markdown]
-# ### Recall 03.6
+# ### Recall 03.4
 #
-# Two settings on 240 sentences: A - B in mean cosine is +0.003, 95% paired interval [-0.001, +0.007]. Report?
+# Per-tensor int4 on MiniLM's L0.output: what happens to most of its 384 rows?
 #
-# - **a)** A and B are equally good
-# - **b)** A is better: the difference is positive
-# - **c)** A tie at this sample size: neither is shown better
-# - **d)** B is better, since the interval reaches below 0
+# - **a)** They keep a coarse copy of their pattern in the codes -1, 0 and +1
+# - **b)** Every code of the row rounds to 0: its largest weight is below half of the shared tick
+# - **c)** They clip at +-7
 #
 # Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
-recall_6 = ...  # STUB
+recall_4 = ...  # STUB
 # BEGIN SOLUTION
-recall_6 = "c"
+recall_4 = "b"
 # END SOLUTION
 
-# %% qlesson={"task": "recall 03.6"} tags=["check"]
-recall.answer("03", 6, recall_6)
+# %% qlesson={"task": "recall 03.4"} tags=["check"]
+recall.answer("03", 4, recall_4)

@@ -68,17 +68,20 @@ check("04.quantize_per_group", quantize_per_group)
 
 
 # %% [markdown]
-# ## Task 2 · Bits per weight
+# ## Task 2 · Bits per weight, zero points included
 #
-# Write `bits_per_weight(bits, group_size, scale_bits)`: what one weight costs in storage, on
-# average, when every `group_size` weights share one scale of `scale_bits` bits.
+# GPTQ and AWQ checkpoints store an asymmetric ruler: beside each group's scale they store a
+# zero point, a small integer (lesson 05 builds it). Write
+# `bits_per_weight(bits, group_size, scale_bits, zero_bits)`: what one weight costs in storage,
+# on average, for `bits`-bit codes in groups of `group_size`, each group storing one scale of
+# `scale_bits` bits and one zero point of `zero_bits` bits (0 for a symmetric format).
 
 
 # %% tags=["solution"]
-def bits_per_weight(bits, group_size, scale_bits):
+def bits_per_weight(bits, group_size, scale_bits, zero_bits):
     ...  # STUB
     # BEGIN SOLUTION
-    return bits + scale_bits / group_size
+    return bits + (scale_bits + zero_bits) / group_size
     # END SOLUTION
 
 
@@ -106,7 +109,7 @@ check("04.q5_0_bits_per_weight", q5_0_bits)
 # ## Task 4 · Read one Q4_0 block by hand
 #
 # Write `dequantize_q4_0_block(block)`: `block` is one Q4_0 block, a `torch.uint8` tensor of 18
-# bytes exactly as llama.cpp stores it (the lesson's section 6 takes one apart). Return its 32
+# bytes exactly as llama.cpp stores it (lesson section 6 gives the layout). Return its 32
 # weights as a float32 tensor, in order. Use only torch: no `gguf`, no `qlesson`.
 
 
@@ -197,11 +200,11 @@ recall.answer("04", 1, recall_1)
 # %% [markdown]
 # ### Recall 04.4
 #
-# In a llama.cpp Q4_0 block, the low nibble of the first code byte holds element 0. What does its high nibble hold?
+# About 4 bits per weight for a layer whose rows have no weights far above the rest: int3 g16 or int4 per-channel?
 #
-# - **a)** Element 16
-# - **b)** Element 31
-# - **c)** Element 1
+# - **a)** int4 per-channel: its code bit makes every step 7/3 times finer, more than groups of 16 buy there
+# - **b)** int3 with groups of 16: smaller groups always lower the error more
+# - **c)** Either: at equal storage the two always land within a few tenths of a dB
 #
 # Answer with the option's letter as a string (in quotes).
 

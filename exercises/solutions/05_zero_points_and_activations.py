@@ -21,13 +21,14 @@
 # # Exercise 05 · Zero points and activations (SOLUTIONS: spoilers)
 #
 # Practice for lesson `notebooks/05_zero_points_and_activations.ipynb`.
-# Asymmetric rulers, per-token scales, SmoothQuant, and choosing an activation's ruler.
+# Asymmetric rulers, per-token scales, SmoothQuant and which feature it leaves loud, which tool an
+# outlier needs, and choosing an activation's ruler.
 #
 # **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
 # check cell right below it. Write your code, run your cell, then run the check: a pass prints
 # one `✓` line per test case; a failure shows the first failing case, what came back, what
 # was expected and a hint (naming the mistake when it is a known one). The cases vary every
-# argument (bit widths, group sizes, shapes) and include edge cases, so hard-coding a number
+# argument (bit widths, alphas, shapes) and include edge cases, so hard-coding a number
 # that works for one case fails another. When you are done, save the notebook and grade it
 # from the repo root with `make grade` (or `python -m qlesson grade 05`): grading runs your
 # functions in a fresh process against the course's own cases and ignores what the check
@@ -91,7 +92,8 @@ check("05.per_token_scales", per_token_scales)
 # ## Task 3 · SmoothQuant's factors
 #
 # Write `smooth_factors(x, w, alpha)` for activations `x [T, K]` and a Linear weight `w [N, K]`:
-# one SmoothQuant factor `s_j` per input feature `j`, as lesson 05 defines it.
+# one SmoothQuant factor `s_j` per input feature `j`, so that `(x / s) @ (w * s).T` equals
+# `x @ w.T` and `alpha` sets how much of feature `j`'s range moves into the weights.
 
 
 # %% tags=["solution"]
@@ -107,7 +109,51 @@ check("05.smooth_factors", smooth_factors)
 
 
 # %% [markdown]
-# ## Task 4 · Choose an activation's ruler from its statistics
+# ## Task 4 · Which feature stays loud?
+#
+# SmoothQuant smooths activations `x [T, K]` feeding a Linear `w [N, K]` with the factors of
+# Task 3 at this `alpha`. Write `loudest_after_smoothing(x, w, alpha)`: the index of the input
+# feature whose largest |value| is the largest after smoothing. Guess the first case from its
+# description before you run the check; some cases are hidden.
+
+
+# %% tags=["solution"]
+def loudest_after_smoothing(x, w, alpha):
+    ...  # STUB
+    # BEGIN SOLUTION
+    s = x.abs().amax(dim=0) ** alpha / w.abs().amax(dim=0) ** (1 - alpha)
+    return int((x / s).abs().amax(dim=0).argmax())
+    # END SOLUTION
+
+
+# %% qlesson={"task": "05.loudest_after_smoothing"} tags=["check"]
+check("05.loudest_after_smoothing", loudest_after_smoothing)
+
+
+# %% [markdown]
+# ## Task 5 · Per-token scales or smoothing?
+#
+# An activation `x [tokens, features]` has outliers: a few values far louder than the rest.
+# Write `which_tool(x)`: return `"per-token"` when per-token scales would keep the loud values
+# out of a typical token's ruler, and `"smooth"` when they would not, so the loud range must
+# move into the weights. Every case has outliers of one kind; some cases are hidden.
+
+
+# %% tags=["solution"]
+def which_tool(x):
+    ...  # STUB
+    # BEGIN SOLUTION
+    typical = x.abs().median(dim=0).values  # each feature's |x| on a typical token
+    return "smooth" if typical.max() >= 5 * typical.median() else "per-token"
+    # END SOLUTION
+
+
+# %% qlesson={"task": "05.which_tool"} tags=["check"]
+check("05.which_tool", which_tool)
+
+
+# %% [markdown]
+# ## Task 6 · Choose an activation's ruler from its statistics
 #
 # A profiler gives you only each token's smallest and largest value, `token_min` and
 # `token_max` (one number per token). Choose the int8 ruler for this activation: symmetric or

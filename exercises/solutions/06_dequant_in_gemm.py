@@ -37,6 +37,8 @@
 
 # %%
 
+import torch
+
 from qlesson.course import recall
 from qlesson.course.tasks import check
 
@@ -44,9 +46,9 @@ from qlesson.course.tasks import check
 # ## Task 1 · Scales after the product
 #
 # Write `scale_after_gemm(x, q, s)`: `x [M, K]`, integer codes `q [N, K]` (float tensor), per
-# output channel scales `s [N]`; return `y [M, N]`. Multiply the codes first and apply the
-# scales to the product: that is where a per-output-channel scale can live in a real kernel
-# (the result equals dequantizing first, so the check cannot tell the two apart).
+# output channel scales `s [N]`; return `y [M, N]` without building a scaled copy of the
+# weight, as a fast kernel does: it multiplies the codes as they are stored. Where can the
+# scales go? (The check compares `y` only, so it cannot tell this from dequantizing first.)
 
 
 # %% tags=["solution"]
@@ -64,15 +66,20 @@ check("06.scale_after_gemm", scale_after_gemm)
 # %% [markdown]
 # ## Task 2 · Per-group scales
 #
-# Write `group_gemm(x, q, s, group_size)` with `s [N, K // group_size]`. The scales change along
-# K, so they cannot simply multiply the output.
+# Write `group_gemm(x, q, s, group_size)` with `s [N, K // group_size]`, again without building
+# the dequantized `[N, K]` weight. The scales change along K, so they cannot simply multiply the
+# output. (The check compares `y` only: it cannot tell whether you dequantized first.)
 
 
 # %% tags=["solution"]
 def group_gemm(x, q, s, group_size):
     ...  # STUB
     # BEGIN SOLUTION
-    return x @ (q * s.repeat_interleave(group_size, dim=1)).T
+    m, k = x.shape
+    n, groups = s.shape
+    # each group's partial sum on the codes: [M, N, G]; its scale is constant inside it
+    partial = torch.einsum("mgk,ngk->mng", x.reshape(m, groups, group_size), q.reshape(n, groups, group_size))
+    return (partial * s).sum(-1)
     # END SOLUTION
 
 
@@ -106,9 +113,10 @@ check("06.zero_point_gemm", zero_point_gemm)
 # ## Task 4 · What dequantize-first moves
 #
 # A weight of `n x k` codes of `code_bits` bits has one fp32 scale per output channel. The
-# dequantize-first path is `F.linear(x, q.float() * s[:, None])`. Write
-# `dequant_first_bytes(n, k, code_bits)`: the bytes of weight data this call moves to and from
-# memory in all (leave the activations and the output aside).
+# dequantize-first path here runs the dequantize as one kernel (it reads the codes and the
+# scales and writes the fp32 weight `w`), then calls `F.linear(x, w)`. Write
+# `dequant_first_bytes(n, k, code_bits)`: the bytes of weight data these two steps move to and
+# from memory in all (leave the activations and the output aside).
 
 
 # %% tags=["solution"]
@@ -129,8 +137,8 @@ check("06.dequant_first_bytes", dequant_first_bytes)
 # takes `weight_bits` bits per weight, scales included. Write
 # `compute_bound_from(peak_gflops, read_gb_s, weight_bits)`: the number of tokens M (a float)
 # from which a `[M, K] x [K, N]` product on this kernel is compute bound, counting only the
-# weight's bytes (the activations are small). Then try it on the numbers your lesson 06 run
-# printed.
+# weight's bytes (the activations are small). Then try it on the rates your lesson 06 run
+# printed (*Going deeper*, "Each kernel's ridge in this run").
 
 
 # %% tags=["solution"]
@@ -149,7 +157,7 @@ check("06.compute_bound_from", compute_bound_from)
 #
 # The stored H100 run (lesson 06, *Going deeper*) measured a half-precision GEMM peak of about
 # 760 TFLOP/s, a read bandwidth of about 2713 GB/s, and tinygemm's int4 kernel at about
-# 28.7 TFLOP/s at M = 256, where it is compute bound. Write
+# 27.7 TFLOP/s at M = 256 (2 x 256 x 4096 x 4096 FLOPs in 0.31 ms), where it is compute bound. Write
 # `int4_loses_from(dense_tflops, dense_bytes, read_gb_s, int4_tflops)`: the M (a float) from
 # which the int4 kernel, running at `int4_tflops`, takes longer than a dense GEMM with
 # `dense_bytes` bytes per weight and a peak of `dense_tflops`, on a `[M, K] x [K, N]` product
@@ -178,8 +186,8 @@ from qlesson.bench import gemm as bench_gemm
 for path in bench_gemm.stored_results():
     stored = bench_gemm.read_csv(path)
     for m in sorted({r.m for r in stored}):
-        int4 = bench_gemm._row(stored, m, "fused int4 weight-only group 128").median_ms * 1e3
-        half = bench_gemm._row(stored, m, "float16 F.linear").median_ms * 1e3
+        int4 = bench_gemm.find_row(stored, m, "fused int4 weight-only group 128").median_ms * 1e3
+        half = bench_gemm.find_row(stored, m, "float16 F.linear").median_ms * 1e3
         print(f"{path.name}, M = {m}: int4 {int4:.0f} us, fp16 {half:.0f} us")
 
 # %% [markdown]

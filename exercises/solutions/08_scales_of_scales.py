@@ -21,8 +21,8 @@
 # # Exercise 08 · Scales of scales (SOLUTIONS: spoilers)
 #
 # Practice for lesson `notebooks/08_scales_of_scales.ipynb`.
-# Block scales stored as small integers under a super-scale, how many bits a scale needs, an
-# MXFP4 block decoded by hand, K-quant bits per weight, and the E8M0 exponent of a block.
+# Block scales stored as small integers under a super-scale, how many bits a quiet block's
+# scale needs, an MXFP4 block decoded by hand, and the E8M0 exponent of a block.
 #
 # **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
 # check cell right below it. Write your code, run your cell, then run the check: a pass prints
@@ -70,30 +70,33 @@ check("08.sub_scales", sub_scales)
 
 
 # %% [markdown]
-# ## Task 2 · How many bits does a scale need?
+# ## Task 2 · How many bits does a quiet block's scale need?
 #
-# Write `fewest_scale_bits(code_bits, max_ticks)`: blocks use symmetric signed codes of
-# `code_bits` bits (int4: -7 to 7) and store their scales as in Task 1. Return the fewest
-# sub-scale bits for which rounding the sub-scale can move the largest code of the
-# super-block's loudest block by at most `max_ticks` ticks. Work it out from what the scale's
-# rounding does to that code; the lesson's tables let you check your answer for int4 and 6-bit
-# codes. Some cases are hidden.
+# The lesson's rule holds for a block about as loud as its super-block's loudest. Take another
+# block of the same super-block, `r` times quieter: its ideal scale is `1 / r` of the loudest
+# block's. Write `quiet_block_bits(code_bits, r, max_ticks)`: blocks use symmetric signed codes
+# of `code_bits` bits (int4: -7 to 7) and store their scales as in Task 1. Return the fewest
+# sub-scale bits for which rounding that quiet block's sub-scale can move its largest code by at
+# most `max_ticks` ticks, in the worst case and counted as the lesson counts a move. Work it out
+# from what the scale's rounding does to that code; `r = 1` is the lesson's own case. Some cases
+# are hidden.
 
 
 # %% tags=["solution"]
-def fewest_scale_bits(code_bits, max_ticks):
+def quiet_block_bits(code_bits, r, max_ticks):
     ...  # STUB
     # BEGIN SOLUTION
     qmax = 2 ** (code_bits - 1) - 1
     b = 1
-    while qmax / (2 * (2**b - 1)) > max_ticks:  # half a step of the sub-scale, times qmax ticks
+    # the quiet block's scale is (2**b - 1) / r steps of the super-scale; rounding is off by half a step
+    while qmax * r / (2 * (2**b - 1)) > max_ticks:
         b += 1
     return b
     # END SOLUTION
 
 
-# %% qlesson={"task": "08.fewest_scale_bits"} tags=["check"]
-check("08.fewest_scale_bits", fewest_scale_bits)
+# %% qlesson={"task": "08.quiet_block_bits"} tags=["check"]
+check("08.quiet_block_bits", quiet_block_bits)
 
 
 # %% [markdown]
@@ -103,11 +106,8 @@ check("08.fewest_scale_bits", fewest_scale_bits)
 # stores it. Byte 0 is the E8M0 exponent `e`: the scale is `2**(e - 127)`. Bytes 1 to 16 hold
 # 32 four-bit codes: the low nibbles are weights 0 to 15, the high nibbles weights 16 to 31.
 # A code's bit 3 is the sign; bits 0 to 2 index the E2M1 magnitudes
-# `0, 0.5, 1, 1.5, 2, 3, 4, 6`. Return the 32 values (a numpy array).
-#
-# **Careful with numpy's `uint8`**: `raw[0] - 127` on a `uint8` stays a `uint8` and wraps
-# around 256 (for `e = 120` it gives 249, not -7). Turn the byte into a Python int first:
-# `int(raw[0]) - 127`.
+# `0, 0.5, 1, 1.5, 2, 3, 4, 6`. Return the 32 values (a numpy array). Mind numpy's `uint8`
+# arithmetic on the bytes.
 
 
 # %% tags=["solution"]
@@ -127,35 +127,12 @@ check("08.decode_mxfp4", decode_mxfp4)
 
 
 # %% [markdown]
-# ## Task 4 · K-quant bits per weight from its fields
+# ## Task 4 · The E8M0 exponent of a block
 #
-# Write `kquant_bits(code_bits, sub_block, sub_scale_bits, has_min)` for a llama.cpp K-quant:
-# super-blocks of 256 weights, cut into sub-blocks of `sub_block` weights. Each sub-block
-# stores a `sub_scale_bits`-bit scale (and, when `has_min`, a minimum of as many bits); each
-# super-block stores an fp16 super-scale `d` (and, when `has_min`, an fp16 `dmin`). Return the
-# total bits per weight (Q4_K: 4.5).
-
-
-# %% tags=["solution"]
-def kquant_bits(code_bits, sub_block, sub_scale_bits, has_min):
-    ...  # STUB
-    # BEGIN SOLUTION
-    fields = 2 if has_min else 1
-    return code_bits + fields * sub_scale_bits / sub_block + fields * 16 / 256
-    # END SOLUTION
-
-
-# %% qlesson={"task": "08.kquant_bits"} tags=["check"]
-check("08.kquant_bits", kquant_bits)
-
-
-# %% [markdown]
-# ## Task 5 · The E8M0 exponent of a block
-#
-# Write `e8m0_floor(amax)`: the byte MXFP4's floor rule (the OCP specification's) stores for a
-# block whose largest magnitude is `amax`. The rule picks the power of two that puts `amax`
-# between 4 and 8 times the scale (FP4's largest value, 6, is 1.5 x 2**2); the byte holds that
-# power's exponent plus a bias of 127. An all-zero block gets 0; the byte is never negative.
+# Write `e8m0_floor(amax)`: the byte MXFP4's floor rule (the OCP specification's, section 4 of
+# the lesson) stores for a block whose largest magnitude is `amax`. The byte holds the scale's
+# power of two as E8M0 does (section 1 gives how the byte turns into the scale). An all-zero
+# block gets 0; the byte is never negative.
 
 
 # %% tags=["solution"]
@@ -178,10 +155,10 @@ check("08.e8m0_floor", e8m0_floor)
 # %% [markdown]
 # ### Recall 08.3
 #
-# 6-bit codes: 4-bit sub-scales lose about 1.5 dB, mostly gone when codes are not clamped to -31..31. Why?
+# 6-bit codes under 4-bit sub-scales lose about 0.6 dB, most of it gone when codes are not clamped. Why?
 #
-# - **a)** The 4-bit sub-scale overflows and wraps around
-# - **b)** A scale rounded up clips the largest weight
+# - **a)** A scale rounded up clips the largest weight
+# - **b)** The 4-bit sub-scale overflows and wraps around
 # - **c)** The scale's rounding moves the top code most of a tick; rounded down, it lands past 31.5 and clips
 #
 # Answer with the option's letter as a string (in quotes).
@@ -216,9 +193,9 @@ recall.answer("08", 5, recall_5)
 #
 # Why does NVFP4 store an fp32 tensor scale above its FP8 block scales?
 #
-# - **a)** To store the block's zero point
+# - **a)** E4M3's 3 mantissa bits are too coarse, and the fp32 tensor scale adds precision to every block scale
 # - **b)** E4M3's normal numbers span only 2**-6 to 448, so the tensor scale moves that window onto the tensor's range
-# - **c)** Because FP4 values need an exponent of their own
+# - **c)** The tensor cores need an fp32 scale to accumulate the products in fp32
 #
 # Answer with the option's letter as a string (in quotes).
 

@@ -21,8 +21,9 @@
 # # Exercise 09 · Smarter rounding (SOLUTIONS: spoilers)
 #
 # Practice for lesson `notebooks/09_smarter_rounding.ipynb`.
-# GPTQ from its parts (the Hessian, one error-feedback step, the whole column loop) and AWQ's
-# candidate scale.
+# GPTQ from its parts (the Hessian, one error-feedback step, the whole column loop), AWQ's
+# candidate scale, and how many calibration tokens a layer needs before GPTQ beats plain rounding
+# on text it never saw.
 #
 # **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
 # check cell right below it. Write your code, run your cell, then run the check: a pass prints
@@ -47,8 +48,8 @@ from qlesson.course.tasks import check
 # %% [markdown]
 # ## Task 1 · The Hessian
 #
-# Write `hessian(x)` for calibration inputs `x [tokens, features]`: GPTQ's `H = 2 x.T x / tokens`,
-# a `[features, features]` matrix.
+# Write `hessian(x)` for calibration inputs `x [tokens, features]`: the Hessian GPTQ uses
+# (lesson 09, section 1), a `[features, features]` matrix averaged over the tokens.
 
 
 # %% tags=["solution"]
@@ -67,10 +68,10 @@ check("09.hessian", hessian)
 # ## Task 2 · One error-feedback step
 #
 # Column `j` of `w [N, K]` has just been rounded to `q_col` (the dequantized values, `[N]`).
-# Write `push_error(w, j, q_col, hinv)` returning a **copy** of `w` in which column `j` and the
-# later columns have absorbed the rounding error: with `err = (w[:, j] - q_col) / hinv[j, j]`,
-# subtract `err[:, None] * hinv[j, j:]` from `w[:, j:]`. (Column `j` then equals `q_col`; the
-# columns before `j` are already rounded and must not move.)
+# Write `push_error(w, j, q_col, hinv)` returning a **copy** of `w` in which the later columns
+# have absorbed the rounding error as GPTQ moves them (the rule and the trace in lesson 09,
+# section 1), every row at once. Column `j` itself ends at `q_col`; the columns before `j` are
+# already rounded and must not move.
 
 
 # %% tags=["solution"]
@@ -91,18 +92,16 @@ check("09.push_error", push_error)
 # %% [markdown]
 # ## Task 3 · GPTQ with per-channel scales, column by column
 #
-# Write `gptq_per_channel(w, x, bits)` returning the integer codes `[N, K]` (as floats is fine):
+# Write `gptq_per_channel(w, x, bits)` returning the integer codes `[N, K]` (as floats is fine),
+# as `ql.gptq(w, x, bits)` computes them without its speed-ups:
 #
-# 1. symmetric per-channel scales from the **original** `w`: `absmax of each row / (2**(bits-1) - 1)`;
-# 2. `H = 2 x.T x / tokens`, plus 1% of its mean diagonal on the diagonal (damping), and
-#    `hinv = torch.linalg.inv(H)`;
-# 3. for each column `j` in order: round `w[:, j] / scale` and clamp it to
-#    `[-(2**(bits-1) - 1), 2**(bits-1) - 1]` (the symmetric range: -7 to 7 at 4 bits, not -8) to get
-#    the codes, push the error of the dequantized column onto the later columns (task 2), then
-#    remove column `j` from the inverse Hessian: `hinv -= outer(hinv[:, j], hinv[j]) / hinv[j, j]`.
+# 1. the course's symmetric per-channel scales (lesson 02), from the **original** `w`;
+# 2. the Hessian of `x` with the paper's damping (lesson 09, section 3), and its inverse;
+# 3. column by column, in order: the codes, then the error feedback of task 2, then column `j`
+#    leaves the inverse Hessian. Removing it is `hinv - outer(hinv[:, j], hinv[j]) / hinv[j, j]`
+#    (this keeps `hinv` the inverse of the Hessian of the columns still free).
 #
-#    The clamp matters: error pushed onto a later column can carry it past the end of its row's
-#    ruler (lesson 09's 2x4 example is too small to show it; the check's cases do).
+# Error pushed onto a later column can carry it past the end of its row's ruler.
 
 
 # %% tags=["solution"]
@@ -130,9 +129,10 @@ check("09.gptq_per_channel", gptq_per_channel)
 # %% [markdown]
 # ## Task 4 · AWQ's candidate scale
 #
-# Write `awq_scale(x, alpha)` for activations `x [tokens, features]`: one scale per feature,
-# `s = (mean over tokens of |x|) ** alpha`, clamped below at `1e-4` (a silent feature must not
-# give 0), then divided by `sqrt(s.max() * s.min())`.
+# Write `awq_scale(x, alpha)` for activations `x [tokens, features]`: AWQ's candidate scale
+# for one `alpha`, one per feature, as `ql.awq_scales` builds it (lesson 09, section 2). A
+# feature that is always zero must still get a positive scale: llm-awq clamps the powered
+# statistic below at `1e-4` before normalising.
 
 
 # %% tags=["solution"]
@@ -146,6 +146,37 @@ def awq_scale(x, alpha):
 
 # %% qlesson={"task": "09.awq_scale"} tags=["check"]
 check("09.awq_scale", awq_scale)
+
+
+# %% [markdown]
+# ## Task 5 · How many calibration tokens before GPTQ really wins?
+#
+# A layer `w [N, K]`, its calibration tokens `x_cal` and more tokens `x_held` from the same
+# source, which GPTQ never sees. Write `fewest_tokens(w, x_cal, x_held, ns, bits)`: for each count
+# `n` in `ns` (increasing), calibrate GPTQ per-channel (`ql.gptq`) on the first `n` tokens of
+# `x_cal`, and return the smallest `n` with which GPTQ is better than round-to-nearest (the same
+# bits, per-channel) for this layer. You decide how to judge "better"; lesson 09 says what can
+# fool you. Every case has such an `n`.
+
+
+# %% tags=["solution"]
+def fewest_tokens(w, x_cal, x_held, ns, bits):
+    ...  # STUB
+    # BEGIN SOLUTION
+    import qlesson as ql
+
+    def output_error(w_hat):
+        return float((x_held @ (w - w_hat).T).square().sum() / (x_held @ w.T).square().sum())
+
+    rtn = ql.quantize(w, bits, granularity=ql.PerChannel(0)).dequantize()
+    for n in ns:
+        if output_error(ql.gptq(w, x_cal[:n], bits).dequantize()) < output_error(rtn):
+            return n
+    # END SOLUTION
+
+
+# %% qlesson={"task": "09.fewest_tokens"} tags=["check"]
+check("09.fewest_tokens", fewest_tokens)
 
 # %% [markdown]
 # ## Recall

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import csv
 import itertools
+import os
 import platform
+import statistics
 import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -43,6 +46,9 @@ class GemmRow:
     gb_per_s: float
     rel_error: float
     note: str = ""
+    iqr_ms: float = float("nan")  # the spread of the repeated timings: upper minus lower quartile
+    machine: str = ""  # the CPU or GPU model and its instruction set, as ``machine_name`` says
+    torch: str = ""  # the torch version that ran it
 
 
 @dataclass
@@ -72,6 +78,91 @@ def _time_cuda(fn: Op, repeats: int = 20) -> float:
         torch.cuda.synchronize()
         times.append(start.elapsed_time(end) / 1e3)
     return sorted(times)[len(times) // 2]
+
+
+def _call_seconds(fn: Op, device: str, min_block: float = 1e-3) -> float:
+    """Seconds per call of ``fn``: one call, or on a CPU as many as fill ``min_block`` seconds (tiny ops)."""
+    if device == "cuda":
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize()
+        start.record()
+        fn()
+        end.record()
+        torch.cuda.synchronize()
+        return start.elapsed_time(end) / 1e3
+    calls, t0 = 0, time.perf_counter()
+    while True:
+        fn()
+        calls += 1
+        elapsed = time.perf_counter() - t0
+        if elapsed >= min_block:
+            return elapsed / calls
+
+
+def _interleaved_times(ops: Sequence[Op], device: str, min_total: float) -> list[list[float]]:
+    """Seconds per call of every op, timed in rounds: each round times every op once, in turn.
+
+    Interleaving puts every op under the same background load, so a burst of load on a shared
+    machine lands on all of them rather than on one row. One warm-up round first, then at least
+    7 rounds (20 on a GPU), and more until ``min_total`` seconds have passed.
+    """
+    if not ops:
+        return []
+    for op in ops:
+        op()
+    times: list[list[float]] = [[] for _ in ops]
+    rounds, least, start = 0, 20 if device == "cuda" else 7, time.perf_counter()
+    while rounds < least or time.perf_counter() - start < min_total:
+        for i, op in enumerate(ops):
+            times[i].append(_call_seconds(op, device))
+        rounds += 1
+    return times
+
+
+def median_and_iqr(times: Sequence[float]) -> tuple[float, float]:
+    """The median of repeated timings and their spread: the interquartile range (upper minus lower quartile).
+
+    >>> median_and_iqr([1.0, 2.0, 3.0, 4.0, 5.0])
+    (3.0, 2.0)
+    """
+    if len(times) < 2:
+        return (times[0], 0.0) if times else (float("nan"), float("nan"))
+    q1, q2, q3 = statistics.quantiles(times, n=4, method="inclusive")
+    return q2, q3 - q1
+
+
+def machine_name(device: str = "cpu") -> str:
+    """The model that runs a benchmark: the GPU's name, or the CPU's model and the vector instructions PyTorch uses.
+
+    The instruction set decides which CPU kernels PyTorch runs (AVX2, AVX-512, with or without AMX), so a CPU
+    reading names it.
+    """
+    if device == "cuda":
+        return torch.cuda.get_device_name(0)
+    model = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    capability = torch.backends.cpu.get_cpu_capability()
+    flags = cpu_flags()
+    extra = [name for name, flag in (("AVX-512 BF16", "avx512_bf16"), ("AMX", "amx_tile")) if flag in flags]
+    extras = f" with {', '.join(extra)}" if extra else ""
+    return f"{model}, PyTorch CPU kernels: {capability}{extras}"
+
+
+def cpu_flags() -> set[str]:
+    """The CPU's feature flags as Linux lists them (``/proc/cpuinfo``); empty where they cannot be read."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
 
 
 def measure_bandwidth(mbytes: int = 256, device: str = "cpu", min_run_time: float = 0.3) -> Bandwidth:
@@ -322,6 +413,8 @@ def run(
     conditions. The copies keep a weight out of the last-level cache only where together they are
     larger than it (``last_level_cache_bytes``); ``main`` prints which formats that holds for.
     ``rows_for`` maps an M to the method-name prefixes timed at that M (all methods where absent).
+    The methods at one M are timed in interleaved rounds (``_interleaved_times``); each row keeps
+    the median of its calls and their IQR (``median_and_iqr``).
     """
     if copies < 1:
         raise ValueError(f"copies={copies!r}: pass at least 1 (4 is the default)")
@@ -330,17 +423,18 @@ def run(
     g = torch.Generator().manual_seed(0)
     w = (torch.randn(n, k, generator=g) * torch.rand(n, 1, generator=g) * 0.05).to(device)
     rows: list[GemmRow] = []
+    who, version = machine_name(device), torch.__version__
     bar = tqdm(
         total=len(ms), desc=f"gemm on {device} (one step per M)", file=sys.stderr, disable=not progress, leave=False
     )
     for m in ms:
         x = torch.randn(m, k, generator=torch.Generator().manual_seed(m)).to(device)
         ref = F.linear(x, w)
-        base = None
         weights = [w] + [w.clone() for _ in range(copies - 1)]
         per_copy = [methods(x, wc, device, quick) for wc in weights]
+        wanted = None if rows_for is None else rows_for.get(m)
+        found: list[tuple[str, int, str, float, Op] | GemmRow] = []
         for j, (name, op, nbytes, note) in enumerate(per_copy[0]):
-            wanted = None if rows_for is None else rows_for.get(m)
             if wanted is not None and not any(name.startswith(p) for p in wanted):
                 continue
             for lst in per_copy:  # a layout packed lazily is packed now, outside the timing
@@ -349,13 +443,26 @@ def run(
             try:
                 y = op()
                 err = float("nan") if note in (UNSCALED, FOLDED) else reference_error(y, ref)
-                t = _time_cuda(timed) if device == "cuda" else _time_cpu(timed, min_run_time)
             except (RuntimeError, NotImplementedError) as exc:  # an op this build or device lacks
                 nan = float("nan")
-                rows.append(GemmRow(device, m, name, nan, nan, nbytes, 0.0, nan, f"unsupported: {exc}"[:80]))
+                found.append(GemmRow(device, m, name, nan, nan, nbytes, 0.0, nan, f"unsupported: {exc}"[:80]))
                 continue
+            found.append((name, nbytes, note, err, timed))
+        ops = [f[4] for f in found if not isinstance(f, GemmRow)]
+        times = iter(_interleaved_times(ops, device, min_run_time * len(ops)))
+        base = None
+        for f in found:
+            if isinstance(f, GemmRow):
+                rows.append(f)
+                continue
+            name, nbytes, note, err, _ = f
+            t, iqr = median_and_iqr(next(times))
             base = base or t
-            rows.append(GemmRow(device, m, name, t * 1e3, t / base, nbytes, nbytes / t / 1e9, err, note))
+            rows.append(
+                GemmRow(
+                    device, m, name, t * 1e3, t / base, nbytes, nbytes / t / 1e9, err, note, iqr * 1e3, who, version
+                )
+            )
         del per_copy, weights
         bar.update()
     bar.close()
@@ -391,6 +498,20 @@ def write_csv(rows: Sequence[GemmRow], path: str | Path) -> None:
         writer.writerows(asdict(r) for r in rows)
 
 
+def load_line(load: float | None = None, cores: int | None = None) -> str:
+    """The machine's 1-minute load average against its core count, with a warning when it is busy."""
+    if load is None:
+        try:
+            load = os.getloadavg()[0]
+        except (AttributeError, OSError):  # not available on every platform
+            return "load average: not available on this platform"
+    cores = cores or os.cpu_count() or 1
+    line = f"load average {load:.1f} on {cores} cores"
+    if load > cores:
+        line += ": busy, other work shares the cores, so every time below is slower and noisier than on an idle machine"
+    return line
+
+
 def main(
     quick: bool = False,
     csv_path: str | None = None,
@@ -410,9 +531,10 @@ def main(
     With a CUDA GPU its rows are printed too, and ``csv_path`` stores them (the CPU rows otherwise).
     """
     print(
-        f"GEMM y = x @ W.T, K = N = {size}, M in {tuple(ms)}; {platform.machine()}, torch {torch.__version__}, "
-        f"{torch.get_num_threads()} threads"
+        f"GEMM y = x @ W.T, K = N = {size}, M in {tuple(ms)}; torch {torch.__version__}, "
+        f"{torch.get_num_threads()} threads\nCPU: {machine_name()}"
     )
+    print(load_line())
     probe = 128 if quick else 256
     bw = measure_bandwidth(probe, min_run_time=0.1 if quick else 0.3)
     print(f"CPU memory bandwidth: copy {bw.copy_gb_s:.1f} GB/s, read-only reduction {bw.read_gb_s:.1f} GB/s")
@@ -447,6 +569,7 @@ LESSON_ROWS: dict[int, tuple[str, ...]] = {
         "fp32 F.linear",
         "bfloat16 F.linear",
         "naive: dequant per-channel",
+        "per-channel scale after GEMM",
         "same, preallocated buffer",
         "GEMM on pre-converted codes",
         "per-channel scale alone",
@@ -656,6 +779,15 @@ def _row(rows: Sequence[GemmRow], m: int, prefix: str) -> GemmRow | None:
     return next((r for r in rows if r.m == m and r.method.strip().startswith(prefix)), None)
 
 
+def find_row(rows: Sequence[GemmRow], m: int, prefix: str) -> GemmRow | None:
+    """The row at M whose method starts with ``prefix`` (None where no such row was timed).
+
+    >>> find_row([GemmRow("cpu", 1, "fp32 F.linear (baseline)", 1.0, 1.0, 0, 0.0, 0.0)], 1, "fp32").method
+    'fp32 F.linear (baseline)'
+    """
+    return _row(rows, m, prefix)
+
+
 NOISE_FLOOR = 0.10
 
 
@@ -691,6 +823,27 @@ def identical_gap(rows: Sequence[GemmRow], m: int) -> float | None:
     return max(a.median_ms, b.median_ms) / min(a.median_ms, b.median_ms) - 1
 
 
+def spread(row: GemmRow) -> float:
+    """A row's spread as a fraction of its median: the IQR of its repeated timings over their median (0 if unknown).
+
+    >>> spread(GemmRow("cpu", 1, "fp32", 10.0, 1.0, 0, 0.0, 0.0, iqr_ms=1.5))
+    0.15
+    """
+    if not (row.iqr_ms == row.iqr_ms and row.median_ms > 0):
+        return 0.0
+    return row.iqr_ms / row.median_ms
+
+
+def pair_margin(rows: Sequence[GemmRow], m: int, a: GemmRow, b: GemmRow) -> float:
+    """The margin inside which rows ``a`` and ``b`` at M tie: ``noise_margin`` or either row's ``spread``, the larger.
+
+    >>> rows = [GemmRow("cpu", 1, "fp32 F.linear (baseline)", 10.0, 1.0, 0, 0.0, 0.0, iqr_ms=3.0)]
+    >>> pair_margin(rows, 1, rows[0], rows[0])
+    0.3
+    """
+    return max(noise_margin(rows, m), spread(a), spread(b))
+
+
 def compare(ms: float, base_ms: float, margin: float) -> str:
     """'faster', 'slower' or 'tie': a ratio inside ``1 +- margin`` (either way) is a tie.
 
@@ -713,10 +866,21 @@ def verdict(rows: Sequence[GemmRow]) -> list[str]:
     for m in sorted({r.m for r in rows}):
         margin, gap = noise_margin(rows, m), identical_gap(rows, m)
         measured = f"differed by {gap:.1%}" if gap is not None else "were not both timed"
-        lines.append(
-            f"M = {m}: two identical fp32 products {measured}; gaps under {margin:.0%} (that gap or a "
-            f"{NOISE_FLOOR:.0%} floor, the larger) are called ties"
-        )
+        spreads = [  # the rows that read a weight: the ones the verdicts compare
+            spread(r) for r in rows if r.m == m and r.iqr_ms == r.iqr_ms and r.median_ms > 0 and r.note != EPILOGUE
+        ]
+        if spreads:
+            lines.append(
+                f"M = {m}: two identical fp32 products {measured}; each row's timings spread by "
+                f"{min(spreads):.0%} to {max(spreads):.0%} of its median (IQR over its repeats); a gap under "
+                f"{margin:.0%} (that gap or a {NOISE_FLOOR:.0%} floor, the larger) or under either row's spread "
+                "is called a tie"
+            )
+        else:
+            lines.append(
+                f"M = {m}: two identical fp32 products {measured}; gaps under {margin:.0%} (that gap or a "
+                f"{NOISE_FLOOR:.0%} floor, the larger) are called ties"
+            )
         half, fp32 = _half_row(rows, m), _row(rows, m, "fp32")
         if half and fp32 and half.median_ms == half.median_ms:
             lines.append(
@@ -727,7 +891,7 @@ def verdict(rows: Sequence[GemmRow]) -> list[str]:
             lines.append(f"M = {m}: dequantize-then-matmul (per-channel) takes {naive.x_fp32:.2f}x the fp32 time")
         fresh, kept = _row(rows, m, "per-channel scale after GEMM"), _row(rows, m, "same, preallocated")
         if fresh and kept and fresh.x_fp32 > 1:
-            if compare(kept.median_ms, fresh.median_ms, margin) == "faster":
+            if compare(kept.median_ms, fresh.median_ms, pair_margin(rows, m, kept, fresh)) == "faster":
                 share = (fresh.median_ms - kept.median_ms) / (fresh.median_ms - _row(rows, m, "fp32").median_ms)
                 lines.append(
                     f"M = {m}: a preallocated buffer removes {share:.0%} of the extra time of a fresh q.float() copy "
@@ -741,7 +905,8 @@ def verdict(rows: Sequence[GemmRow]) -> list[str]:
             worst = max(share["scale after"], share.get("scale after, of half", 0.0))
             holds = "holds" if worst < 0.05 else "does not hold"
             folded = share["folded into x"]
-            noise = " (within noise)" if abs(folded) <= margin else ""
+            codes, fold = _row(rows, m, "GEMM on pre-converted"), _row(rows, m, "input-channel scale folded")
+            noise = " (within noise)" if abs(folded) <= pair_margin(rows, m, codes, fold) else ""
             half_share = f", {share['scale after, of half']:.2%} of the half-width GEMM" if len(share) > 4 else ""
             lines.append(
                 f"M = {m}: a separate per-channel scale multiply after the GEMM costs {share['scale after']:.2%} of "
@@ -761,7 +926,9 @@ def faster_than_dense(rows: Sequence[GemmRow], m: int) -> str:
 
     A half-width ``F.linear`` is the fair baseline only where the machine has fast half-width arithmetic;
     a CPU without bf16 instructions runs bf16 slower than fp32, so the faster of the two is the bar to beat.
-    Gaps inside the run's noise at M (``noise_margin``) are ties.
+    The fp32 product is timed twice (``F.linear`` and the GEMM on codes stored as fp32, the same work): its time
+    is the faster of the two, so a slow draw of the baseline alone does not make a kernel look faster.
+    Gaps inside the run's noise at M (``pair_margin``) are ties.
 
     >>> rows = [GemmRow("cpu", 1, "fp32 F.linear (baseline)", 10.0, 1.0, 0, 0.0, 0.0),
     ...         GemmRow("cpu", 1, "bfloat16 F.linear", 20.0, 2.0, 0, 0.0, 0.0),
@@ -769,17 +936,21 @@ def faster_than_dense(rows: Sequence[GemmRow], m: int) -> str:
     >>> faster_than_dense(rows, 1)
     'against the faster dense product, fp32 F.linear: int4 g128 weight-only 0.50x (faster)'
     """
-    dense = [r for r in (_row(rows, m, "fp32"), _half_row(rows, m)) if r and r.median_ms == r.median_ms]
+    fp32 = [r for r in (_row(rows, m, "fp32"), _row(rows, m, "GEMM on pre-converted")) if r and r.median_ms > 0]
+    dense = [r for r in (min(fp32, key=lambda r: r.median_ms) if fp32 else None, _half_row(rows, m)) if r]
+    dense = [r for r in dense if r.median_ms == r.median_ms]
     if not dense:
         return "no dense product timed"
-    base, margin = min(dense, key=lambda r: r.median_ms), noise_margin(rows, m)
+    base = min(dense, key=lambda r: r.median_ms)
     said = []
     for prefix, short in COMPACT.items():
         r = _row(rows, m, prefix)
         if r is not None and r.median_ms == r.median_ms:
-            ratio = r.median_ms / base.median_ms
+            ratio, margin = r.median_ms / base.median_ms, pair_margin(rows, m, r, base)
             said.append(f"{short} {ratio:.2f}x ({compare(r.median_ms, base.median_ms, margin)})")
-    name = " ".join(base.method.split()[:2])
+    name = "fp32 F.linear" if base in fp32 else " ".join(base.method.split()[:2])
+    if base in fp32 and len(fp32) == 2:
+        name += " (the faster of its two timings)"
     return f"against the faster dense product, {name}: {', '.join(said) if said else 'no compact kernel timed'}"
 
 
@@ -799,7 +970,6 @@ def faster_than_baselines(rows: Sequence[GemmRow], m: int) -> str:
     """
     half = next((r for r in rows if r.m == m and r.method.split()[0] in ("bfloat16", "float16")), None)
     fp32 = _row(rows, m, "fp32")
-    margin = noise_margin(rows, m)
     compact = {}
     for prefix, short in COMPACT.items():
         r = _row(rows, m, prefix)
@@ -809,7 +979,9 @@ def faster_than_baselines(rows: Sequence[GemmRow], m: int) -> str:
     for base in (fp32, half):
         if base is None:
             continue
-        said = {short: compare(r.median_ms, base.median_ms, margin) for short, r in compact.items()}
+        said = {
+            short: compare(r.median_ms, base.median_ms, pair_margin(rows, m, r, base)) for short, r in compact.items()
+        }
         won = [short for short, v in said.items() if v == "faster"]
         tied = [short for short, v in said.items() if v == "tie"]
         name = base.method.split()[0]
@@ -886,6 +1058,9 @@ def read_csv(path: str | Path) -> list[GemmRow]:
                 gb_per_s=float(r["gb_per_s"]),
                 rel_error=float(r["rel_error"]),
                 note=r["note"],
+                iqr_ms=float(r.get("iqr_ms") or "nan"),
+                machine=r.get("machine") or "",
+                torch=r.get("torch") or "",
             )
             for r in csv.DictReader(f)
         ]

@@ -5,10 +5,12 @@ mistakes, each a small wrong implementation with a description. :func:`evaluate`
 learner's function (passed in explicitly) on every case and returns a :class:`Verdict`:
 
 * ``pass``: every case agrees with the reference;
-* ``not attempted``: a stub (``...``, ``pass``, ``None``, ``NotImplementedError``);
+* ``not attempted``: a stub (``...``, ``pass``, ``None``, ``NotImplementedError``) on every case;
 * ``fail``: the first failing case, what came back, what was expected, the named mistake
   (only when the answer agrees with that mistake on *every* case, so a mistake is never
-  named for an answer that merely coincides with it once) and a hint;
+  named for an answer that merely coincides with it once) and a hint; a case that came back
+  ``None`` while others did not, a tensor argument changed in place, and right values in the
+  wrong shape (``[N, 1]`` for ``[N]``) are each said as such;
 * ``error``: the function raised.
 
 :func:`run_task` is what a check cell calls: it prints one ``✓`` line per case, or the
@@ -93,7 +95,7 @@ class Task:
     atol: float = 1e-6
     is_value: bool = False  # the learner gives a value, not a function
     also_correct: Sequence[Callable[..., Any]] = ()  # other right answers (another order of the same steps)
-    keeps_inputs: bool = False  # the task asks for a new tensor: changing an argument in place fails
+    keeps_inputs: bool = True  # changing a tensor or array argument in place fails (False: the task asks for it)
 
 
 Status = Literal["pass", "fail", "not attempted", "error"]
@@ -122,12 +124,13 @@ def _as_tensor(v: Any) -> torch.Tensor | None:
         return torch.from_numpy(np.asarray(v, dtype=np.float64))
     if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool):
         return torch.tensor(float(v), dtype=torch.float64)
-    if isinstance(v, list) and v and all(isinstance(x, (int, float, list)) and not isinstance(x, bool) for x in v):
+    seq = (list, tuple)  # a tuple of numbers is as good as a list (a tuple *answer* is compared part by part)
+    if isinstance(v, seq) and v and all(isinstance(x, (int, float, *seq)) and not isinstance(x, bool) for x in v):
         try:  # a plain list of numbers (or of lists) is as good as a tensor
             return torch.tensor(v, dtype=torch.float64)
         except (TypeError, ValueError):
             pass
-    if isinstance(v, list) and v:  # a list of 0-d tensors, numpy scalars or equal-shaped tensors
+    if isinstance(v, seq) and v:  # a list of 0-d tensors, numpy scalars or equal-shaped tensors
         parts = [_as_tensor(x) for x in v]
         if all(p is not None for p in parts) and len({p.shape for p in parts}) == 1:
             return torch.stack(parts)
@@ -144,6 +147,12 @@ def same(got: Any, expected: Any, rtol: float, atol: float, broadcast: bool = Fa
     True
     >>> same(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 2.0, 3.0]), 1e-5, 1e-6)
     False
+    >>> same((1.0, 2.0), torch.tensor([1.0, 2.0]), 1e-5, 1e-6), same(torch.full((3,), 2.0), 2.0, 1e-5, 1e-6)
+    (True, False)
+    >>> same(torch.ones(2), torch.ones(3), 1e-5, 1e-6, broadcast=True)  # shapes that cannot broadcast
+    False
+    >>> same("0.5", torch.tensor(0.5), 1e-5, 1e-6), same(None, 0.5, 1e-5, 1e-6)  # not numbers at all
+    (False, False)
     """
     if isinstance(expected, tuple):
         return (
@@ -200,12 +209,12 @@ def _outputs(task: Task, answer: Any, inputs: list[tuple]) -> list[Any]:
         return [answer for _ in inputs]
     out = []
     for args in inputs:
-        given = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+        given = [_copy(a) for a in args]  # the case's own inputs stay as they are, whatever the answer does
         try:
             value = answer(*given)
             # a local function changes `given` itself; one run in the sandbox reports it on the proxy
             changed = getattr(answer, "changed_input", False) or changed_inputs(
-                [a if isinstance(a, torch.Tensor) else None for a in args], given
+                [a if isinstance(a, (torch.Tensor, np.ndarray)) else None for a in args], given
             )
             out.append(_ChangedInput(value) if task.keeps_inputs and changed else value)
         except NotImplementedError:
@@ -213,6 +222,12 @@ def _outputs(task: Task, answer: Any, inputs: list[tuple]) -> list[Any]:
         except Exception as err:  # the learner's code failed: reported, never a pass
             out.append(_Raised(err))
     return out
+
+
+def _copy(a: Any) -> Any:
+    if isinstance(a, torch.Tensor):
+        return a.clone()
+    return a.copy() if isinstance(a, np.ndarray) else a
 
 
 class _ChangedInput:
@@ -223,15 +238,26 @@ class _ChangedInput:
 
 
 def changed_inputs(before: list[Any], after: Sequence[Any]) -> bool:
-    """Whether a call changed any tensor argument in place (``before`` holds untouched copies, None for others).
+    """Whether a call changed a tensor or array argument in place (``before``: untouched copies, None for others).
 
     Compared bit for bit, so a NaN that stayed a NaN is no change.
 
     >>> x = torch.tensor([1.0, float("nan")])
     >>> changed_inputs([x.clone()], [x]), changed_inputs([x.clone()], [x.mul_(2)])
     (False, True)
+    >>> changed_inputs([x.clone()], [x.unsqueeze_(0)])  # the same values in another shape
+    True
+    >>> raw = np.arange(3, dtype=np.uint8)
+    >>> changed_inputs([raw.copy()], [raw]), changed_inputs([raw.copy()], [np.add(raw, 1, out=raw)])
+    (False, True)
+    >>> changed_inputs([None], [raw])  # an argument without a copy (the sandbox copies tensors only) is not looked at
+    False
     """
     for b, a in zip(before, after, strict=True):
+        if isinstance(b, np.ndarray) and isinstance(a, np.ndarray):
+            if b.shape != a.shape or b.dtype != a.dtype or b.tobytes() != a.tobytes():
+                return True
+            continue
         if b is None or not isinstance(a, torch.Tensor):
             continue
         if b.shape != a.shape or b.dtype != a.dtype:
@@ -263,6 +289,29 @@ def _agrees_with_another_form(task: Task, inputs: list[tuple], got: list[Any]) -
     )
 
 
+def reshaped(got: Any, expected: Any, rtol: float, atol: float) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """``(your shape, expected shape)`` when ``got`` holds the right values in the wrong shape, else None.
+
+    A tuple answer is looked at part by part (the first part with this problem is named).
+
+    >>> reshaped(torch.ones(3, 1), torch.ones(3), 1e-5, 1e-6)
+    ((3, 1), (3,))
+    >>> reshaped(torch.ones(3), torch.ones(3), 1e-5, 1e-6) is None, reshaped(torch.ones(1, 3), torch.zeros(3), 0, 0)
+    (True, None)
+    >>> reshaped((2.0, torch.ones(2, 1)), (2.0, torch.ones(2)), 1e-5, 1e-6)  # the second part of a tuple answer
+    ((2, 1), (2,))
+    """
+    if isinstance(expected, tuple):
+        if not isinstance(got, (tuple, list)) or len(got) != len(expected):
+            return None
+        found = (reshaped(g, e, rtol, atol) for g, e in zip(got, expected, strict=True))
+        return next((f for f in found if f is not None), None)
+    g, e = _as_tensor(got), _as_tensor(expected)
+    if g is None or e is None or g.shape == e.shape or g.numel() != e.numel() or e.numel() <= 1:
+        return None
+    return (tuple(g.shape), tuple(e.shape)) if same(g.reshape(e.shape), e, rtol, atol) else None
+
+
 def _expected(task: Task, expected: Any) -> list[str]:
     """The expected line of a failure; none for a value task, where it would be the answer itself."""
     return [] if task.is_value else [f"  expected:  {show(expected)}"]
@@ -275,12 +324,17 @@ def evaluate(task: Task, answer: Any) -> Verdict:
         return Verdict(task.task_id, "not attempted", "not attempted yet: fill in your cell and run it")
     inputs = [case.resolve() for case in task.cases]
     got = _outputs(task, answer, inputs)
-    if any(_is_stub(g) for g in got):
+    if all(_is_stub(g) for g in got):
         said = "returns None (a print instead of a return?)" if any(g is None for g in got) else "returns the stub"
         return Verdict(task.task_id, "not attempted", f"not attempted yet: your function still {said}")
     for i, (case, args, g) in enumerate(zip(task.cases, inputs, got, strict=True), start=1):
         expected = task.reference(*args)
         label = case.shown_label()
+        if _is_stub(g):  # the other cases came back: this one fell through a branch without a return
+            said = "None (a branch without a return?)" if g is None else "the stub (... or NotImplementedError)"
+            lines = [f"{head}: case {i} failed: {label}", f"  came back: {said}", f"  hint: {task.hint}"]
+            summary = f"case {i} ({label}) returned {said}; the other cases returned a value"
+            return Verdict(task.task_id, "fail", summary, "\n".join(lines))
         if isinstance(g, _ChangedInput):
             lines = [f"{head}: case {i} failed: {label}", "  your function changed its input in place"]
             lines.append(f"  hint: {task.hint}")
@@ -295,13 +349,21 @@ def evaluate(task: Task, answer: Any) -> Verdict:
         if _agrees_with_another_form(task, inputs, got):
             break
         mistake = named_mistake(task, inputs, got)
+        shapes = reshaped(g, expected, task.rtol, task.atol)
         lines = [f"{head}: case {i} failed: {label}"]
         if not case.hidden:
             lines += [f"  came back: {show(g)}", *_expected(task, expected)]
+        if shapes:  # a hidden case's shapes are not shown
+            told = "" if case.hidden else f", but the shape is {shapes[0]}, not {shapes[1]}"
+            lines.append(f"  shape: the values are right{told}")
         if mistake:
             lines.append(f"  mistake: {mistake}")
         lines.append(f"  hint: {task.hint}")
-        summary = f"{mistake} [case {i}: {label}]" if mistake else f"case {i} ({label}) is wrong: {task.hint}"
+        summary = f"case {i} ({label}) is wrong: {task.hint}"
+        if shapes:
+            told = "the wrong shape" if case.hidden else f"shape {shapes[0]}; return shape {shapes[1]}"
+            summary = f"case {i} ({label}): right values in {told}"
+        summary = f"{mistake} [case {i}: {label}]" if mistake else summary
         return Verdict(task.task_id, "fail", summary, "\n".join(lines), mistake)
     labels = tuple(c.shown_label() for c in task.cases)
     return Verdict(task.task_id, "pass", f"all {len(labels)} cases pass", passed_cases=labels)

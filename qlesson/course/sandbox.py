@@ -106,6 +106,15 @@ def _reply_status(data: bytes) -> tuple[str, Any]:
     return reply
 
 
+def _copy(arg: Any) -> Any:
+    """An untouched copy of a tensor or array argument (None for anything else), to see in-place changes."""
+    import numpy as np
+
+    if isinstance(arg, torch.Tensor):
+        return arg.clone()
+    return arg.copy() if isinstance(arg, np.ndarray) else None
+
+
 def _run_cells(sources: list[str]) -> tuple[dict[str, Any], list[str]]:
     import io
     import os
@@ -126,7 +135,8 @@ def _run_cells(sources: list[str]) -> tuple[dict[str, Any], list[str]]:
             result = shell.run_cell(src, silent=True, store_history=False)
             err = result.error_before_exec or result.error_in_exec
             if err is not None:
-                errors.append(f"cell {i + 1}: {type(err).__name__}: {err}")
+                first = next((line.strip() for line in src.splitlines() if line.strip()), "")
+                errors.append(f"your code cell {i + 1} (it starts `{first[:60]}`): {type(err).__name__}: {err}")
     return shell.user_ns, errors
 
 
@@ -149,7 +159,7 @@ def _serve(conn: Connection, sources: list[str]) -> None:  # runs in the child p
         if kind == "get" and callable(target):
             _reply(conn, "callable")
             continue
-        before = [a.clone() if isinstance(a, torch.Tensor) else None for a in args]  # to see in-place changes
+        before = [_copy(a) for a in args]  # to see in-place changes
         try:
             with warnings.catch_warnings(), redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
                 warnings.simplefilter("ignore")

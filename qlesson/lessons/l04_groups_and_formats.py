@@ -75,8 +75,8 @@ def _strided_per_group(w: torch.Tensor, bits: int, g: int) -> tuple[torch.Tensor
     return q.reshape(n, k), s
 
 
-def _bits_per_weight(bits: int, g: int, scale_bits: int) -> float:
-    return bits + scale_bits / g
+def _bits_per_weight(bits: int, g: int, scale_bits: int, zero_bits: int) -> float:
+    return bits + (scale_bits + zero_bits) / g
 
 
 # ---- one Q4_0 block, by hand -------------------------------------------------------------------
@@ -110,8 +110,12 @@ def _q4_0_mistake(
     signed_nibbles: bool = False,
     offset_by: int = 8,
     big_endian: bool = False,
+    uint8_offset: bool = False,
 ) -> torch.Tensor:
     d, low, high = _q4_0_parts(block, d_fp32=d_fp32)
+    if uint8_offset:  # the nibbles taken and offset in the bytes' own dtype: 0 - 8 wraps to 248
+        qs = _block_bytes(block)[2:]
+        return d * (torch.cat([qs & 15, qs >> 4]) - 8).float()
     if big_endian:
         d = _block_bytes(block)[:2].flip(0).contiguous().view(torch.float16).float()
     if order == "halves":
@@ -167,6 +171,15 @@ def _by_worst_error(w: torch.Tensor, budget: float, settings: list) -> tuple[int
         return float(((q.reshape(n, k // g, g) * s[..., None]).reshape(n, k) - w).abs().max())
 
     return min([(b, g) for b, g in settings if b + 16 / g <= budget + 1e-12], key=lambda s: worst(*s))
+
+
+def _by_mae(w: torch.Tensor, budget: float, settings: list) -> tuple[int, int]:
+    def mae(bits: int, g: int) -> float:
+        q, s = _quantize_per_group(w, bits, g)
+        n, k = w.shape
+        return float(((q.reshape(n, k // g, g) * s[..., None]).reshape(n, k) - w).abs().mean())
+
+    return min([(b, g) for b, g in settings if b + 16 / g <= budget + 1e-12], key=lambda s: mae(*s))
 
 
 def _best_setting(w: torch.Tensor, budget: float, settings: list) -> tuple[int, int]:
@@ -269,18 +282,29 @@ TASKS: list[Task] = [
     ),
     Task(
         "04.bits_per_weight",
-        "bits per weight with group scales",
+        "bits per weight with group scales and zero points",
         _bits_per_weight,
         [
-            Case((4, 128, 16), "int4, g=128, fp16 scales"),
-            Case((8, 32, 16), "int8, g=32"),
-            Case((3, 64, 32), "int3, g=64, fp32"),
+            Case((4, 128, 16, 4), "int4, g=128, fp16 scales, 4-bit zero points"),
+            Case((8, 32, 16, 0), "int8, g=32, fp16 scales, symmetric (no zero points)"),
+            Case((3, 64, 32, 8), "int3, g=64, fp32 scales, 8-bit zero points"),
+            Case((2, 16, 16, 2), "int2, g=16, fp16 scales, 2-bit zero points", hidden=True),
         ],
-        "a group's scale is shared by its g weights: spread its bits over them",
+        "everything a group stores beside its codes is shared by its g weights",
         [
-            Mistake("left out the scale metadata", lambda b, g, sb: float(b)),
-            Mistake("added scale bytes, not bits, per weight", lambda b, g, sb: b + sb / 8 / g),
-            Mistake("used 16 scale bits whatever scale_bits says", lambda b, g, sb: b + 16 / g),
+            Mistake(
+                "left out the metadata: a group stores its scale and zero point too", lambda b, g, sb, zb: float(b)
+            ),
+            Mistake(
+                "left out the zero points: they are stored per group, like the scales",
+                lambda b, g, sb, zb: b + sb / g,
+            ),
+            Mistake(
+                "charged the zero point to every weight; one zero point is shared by its group's g weights",
+                lambda b, g, sb, zb: b + sb / g + zb,
+            ),
+            Mistake("added metadata bytes, not bits, per weight", lambda b, g, sb, zb: b + (sb + zb) / 8 / g),
+            Mistake("used 16 scale bits whatever scale_bits says", lambda b, g, sb, zb: b + (16 + zb) / g),
         ],
     ),
     Task(
@@ -337,6 +361,10 @@ TASKS: list[Task] = [
             ),
             Mistake("forgot the offset: a nibble holds code + 8", lambda b: _q4_0_mistake(b, offset=False)),
             Mistake(
+                "subtracted 8 in uint8, where 0 - 8 wraps around to 248; convert the bytes to int before subtracting",
+                lambda b: _q4_0_mistake(b, uint8_offset=True),
+            ),
+            Mistake(
                 "read a nibble as a signed 4-bit number; it holds code + 8, from 0 to 15",
                 lambda b: _q4_0_mistake(b, signed_nibbles=True),
             ),
@@ -372,7 +400,8 @@ TASKS: list[Task] = [
             Mistake("(4, 32) costs 4 + 16/32 = 4.5 bits per weight: over the budget", lambda: ((4, 32), (4, 32))),
             Mistake("(4, 32) costs 4 + 16/32 = 4.5 bits per weight: over the budget", lambda: ((4, 128), (4, 32))),
             Mistake(
-                "(4, 256) fits, but (4, 128) fits too, and its finer groups lower the error",
+                "(4, 256) fits the budget, but it is not the best setting that fits the plain weight: price every "
+                "setting again",
                 lambda: ((4, 256), (3, 32)),
             ),
         ],
@@ -388,6 +417,11 @@ TASKS: list[Task] = [
             Case((_PLAIN_384, 4.125, [(3, 64), (4, 128), (4, 64), (5, 384)]), "budget exactly met", hidden=True),
             Case((_SPIKED_384, 4.0, [(3, 16), (3, 32), (4, 384), (3, 384)]), "outliers, budget 4.0", hidden=True),
             Case((_PLAIN, 4.1, [(4, 16), (4, 64), (4, 256), (3, 16)]), "Gaussian, budget 4.1", hidden=True),
+            Case(
+                (_outlier_rows(8, 384, 20.0, 5000), 4.5, [(4, 16), (4, 64), (3, 16), (4, 128)]),
+                "one outlier (20x) per row, budget 4.5",
+                hidden=True,
+            ),
         ],
         "count every bit a setting stores, keep the settings within the budget, then measure each one's error "
         "on this weight: which setting wins depends on the weight",
@@ -406,6 +440,7 @@ TASKS: list[Task] = [
             ),
             Mistake("treated a setting that exactly meets the budget as over it", _strictly_under),
             Mistake("ranked the settings by their worst error; rank them by mean squared error", _by_worst_error),
+            Mistake("ranked the settings by mean absolute error; rank them by mean squared error", _by_mae),
             Mistake(
                 "took the most code bits that fit without measuring: an outlier can make smaller groups win", _most_bits
             ),
@@ -445,49 +480,55 @@ RECALL: tuple[Question, ...] = (
         "4 bits of code plus 16 bits of fp16 scale shared by 128 weights: 4 + 16/128.",
         tol=0.001,
         mistakes=(
-            (4.0, "the scales are stored too: 16 bits shared by 128 weights"),
-            (4.5, "that is groups of 32 (Q4_0); here 128 weights share one scale"),
-            (4.015625, "that adds 2 bytes per 128 weights; count the scale in bits: 16 / 128"),
+            (4.0, "that counts only the code bits; every group stores its scale beside them"),
+            (4.5, "that is the cost for groups of 32 (Q4_0); here four times as many weights share each scale"),
+            (4.015625, "that spreads the scale's 2 bytes as if they were 2 bits; a byte is 8 bits"),
         ),
     ),
     choice(
         "Interview: why use group-wise instead of per-channel scales for 4-bit weights?",
         (
-            "At 4 bits it cuts the error a lot for a fraction of a bit per weight (0.125 at g = 128)",
+            "It lowers the error at 4 bits for a fraction of a bit per weight (0.125 at g = 128)",
             True,
-            "Groups along in_features give every row several rulers, each fitted to fewer weights.",
+            "Groups along in_features give every row several rulers, each fitted to fewer weights: +1.1 dB on "
+            "L0.intermediate (section 3), +3.6 dB on the six FFN outputs (section 4).",
         ),
         (
-            "Group-wise stores fewer scales than per-channel",
+            "128 consecutive output channels share a scale, which saves metadata over per-channel",
             False,
-            "Tempting because 'group' sounds like merging channels; but groups along in_features give each row "
-            "K / g scales: many more than per-channel's one.",
+            "Tempting because 'group' sounds like merging channels, and the interview note writes it so; but that "
+            "gives L0.intermediate 12 scales for 1536 rows, coarser and far worse (section 3). GPTQ and AWQ group "
+            "along in_features: K / g scales per row, more than per-channel's one.",
         ),
         (
-            "Groups round exactly and channels do not",
+            "It lowers every weight's rounding error, since a group's ruler is never coarser than its row's",
             False,
-            "Common wrong answer: both round to the nearest tick; groups only make the ticks finer.",
+            "Tempting because each group's step is at most its row's; but a finer ruler bounds each error, it does "
+            "not lower each one: a weight can sit farther from the finer ruler's ticks than from the coarser one's.",
         ),
         source=INTERVIEW,
     ),
     choice(
-        "In a llama.cpp Q4_0 block, the low nibble of the first code byte holds element 0. What does its high "
-        "nibble hold?",
+        "About 4 bits per weight for a layer whose rows have no weights far above the rest: int3 g16 or int4 "
+        "per-channel?",
         (
-            "Element 16",
+            "int4 per-channel: its code bit makes every step 7/3 times finer, more than groups of 16 buy there",
             True,
-            "Code byte j holds element j (low nibble) and element j + 16 (high nibble): the block's first half in "
-            "the low nibbles, its second half in the high ones.",
+            "Without a few large weights, a group of 16's absmax is about 2/3 of its row's, so its ruler is only "
+            "about 1.5 times finer; the code bit wins by about 3 dB on MiniLM's layers outside the six FFN "
+            "outputs (section 4).",
         ),
         (
-            "Element 1",
+            "int3 with groups of 16: smaller groups always lower the error more",
             False,
-            "Tempting because packing neighbours is the obvious layout; Q4_0 pairs element j with j + 16 instead.",
+            "Tempting because each halving of the group lowers the error; but at equal storage the groups must "
+            "win back int3's 7/3 times coarser steps, and without outliers they do not.",
         ),
         (
-            "Element 31",
+            "Either: at equal storage the two always land within a few tenths of a dB",
             False,
-            "Tempting if you picture the block folded end to end; the second half is not reversed.",
+            "Tempting after the six FFN output layers, where they do; but their rows have a few weights far above "
+            "the rest. Without such weights the code bit wins by about 3 dB.",
         ),
         source=LESSON,
     ),
@@ -519,9 +560,9 @@ RECALL: tuple[Question, ...] = (
         "An 18-byte block (2-byte fp16 scale + 16 bytes of codes) for 32 weights: 18 * 8 / 32.",
         tol=0.001,
         mistakes=(
-            (4.0, "the fp16 scale is stored in every block too: 16 bits per 32 weights"),
-            (4.125, "that is a group of 128; a Q4_0 block holds 32 weights"),
-            (4.0625, "that adds 2 bytes per 32 weights; count the scale in bits: 16 / 32"),
+            (4.0, "that counts only the code bits; every block stores its fp16 scale beside them"),
+            (4.125, "that is the cost for groups of 128; a Q4_0 block holds 32 weights"),
+            (4.0625, "that spreads the scale's 2 bytes as if they were 2 bits; a byte is 8 bits"),
         ),
     ),
 )
@@ -572,6 +613,28 @@ PREDICT = {
             True,
             "At equal storage neither the code bit nor the bit of scales wins by much here; section 5 shows the "
             "winner changing from layer to layer.",
+        ),
+    ),
+    "control": choice(
+        "L0.intermediate ([1536, 384]) is the FFN layer just before L0.output. There, int3 with groups of 16 "
+        "against int4 per-channel, at about 4 bits per weight each: which has the higher SQNR?",
+        (
+            "Within 0.3 dB of each other, as on the six FFN outputs",
+            False,
+            "Tempting because equal storage gave a near tie above; but that tie belongs to the six layers' "
+            "weights, whose rows have a few weights far above the rest. This layer's rows do not.",
+        ),
+        (
+            "int4 per-channel, by about 3 dB",
+            True,
+            "int3 g16 lands near where it did on the six; int4 per-channel rises, because no few large weights "
+            "stretch this layer's row rulers.",
+        ),
+        (
+            "int3 g16, by about 1 dB: only 16 weights share each scale",
+            False,
+            "Tempting because smaller groups always help; but here a group of 16's absmax is still about 2/3 of "
+            "its row's, while the code bit makes every step 7/3 times finer.",
         ),
     ),
     "axis": choice(

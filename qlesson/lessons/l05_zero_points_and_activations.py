@@ -15,6 +15,7 @@ from qlesson.lessons.l01_the_ruler import _asym_qparams
 
 _G = torch.Generator().manual_seed(1234 + 5)
 _G_STATS = torch.Generator().manual_seed(5005)
+_G_SMOOTH = torch.Generator().manual_seed(5055)  # its own stream: the other tasks' cases stay as they were
 
 
 def _w(*shape: int, spread: bool = True) -> torch.Tensor:
@@ -54,6 +55,19 @@ def _wrong_sign(x: torch.Tensor, bits: int) -> torch.Tensor:
     scale, _ = _asym_qparams(x, bits)
     zp = torch.clamp(torch.round(torch.clamp(x.min(), max=0) / scale), 0, 2**bits - 1)
     return _roundtrip(x, scale, zp, bits)
+
+
+def _float_zero_point(x: torch.Tensor, bits: int) -> torch.Tensor:
+    rmin, rmax = torch.clamp(x.min(), max=0), torch.clamp(x.max(), min=0)
+    scale = (rmax - rmin) / (2**bits - 1)
+    zp = -rmin / scale if scale > 0 else torch.zeros(())
+    q = torch.clamp(torch.round(codes(x, scale) + zp), 0, 2**bits - 1)
+    return (q - zp) * scale
+
+
+def _float_minimum(x: torch.Tensor, bits: int) -> torch.Tensor:
+    d = (x.max() - x.min()) / (2**bits - 1)
+    return torch.round(codes(x - x.min(), d)) * d + x.min()
 
 
 def _symmetric(x: torch.Tensor, bits: int) -> torch.Tensor:
@@ -133,6 +147,107 @@ def _choose_asym_token(tmin: torch.Tensor, tmax: torch.Tensor) -> tuple[str, str
     return (_choose_ruler(tmin, tmax)[0], "per-token" if sym >= 1.5 * float(token.median()) else "per-tensor")
 
 
+def _choose_quietest_token(tmin: torch.Tensor, tmax: torch.Tensor) -> tuple[str, str]:
+    sym, _, token = _steps(tmin, tmax)
+    return (_choose_ruler(tmin, tmax)[0], "per-token" if sym >= 1.5 * float(token.min()) else "per-tensor")
+
+
+def _choose_any_loud_token(tmin: torch.Tensor, tmax: torch.Tensor) -> tuple[str, str]:
+    _, _, token = _steps(tmin, tmax)
+    loud = float(token.max()) > 2 * float(token.median())
+    return (_choose_ruler(tmin, tmax)[0], "per-token" if loud else "per-tensor")
+
+
+def _loudest_after_smoothing(x: torch.Tensor, w: torch.Tensor, alpha: float) -> int:
+    return int((x / _smooth_factors(x, w, alpha)).abs().amax(0).argmax())
+
+
+def _smoothing_case(
+    tokens: int, features: int, out: int, x_gain: dict[int, float], w_gain: dict[int, float]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Activations ``[tokens, features]`` and a weight ``[out, features]``: feature ``j`` of x is
+    ``x_gain[j]`` on one token, weight column ``j`` ``w_gain[j]`` times louder (the whole column)."""
+    x = torch.rand(tokens, features, generator=_G_SMOOTH, dtype=torch.float64) * 2 - 1
+    w = (torch.rand(out, features, generator=_G_SMOOTH, dtype=torch.float64) * 2 - 1) * 0.1
+    for j, g in x_gain.items():
+        x[tokens // 2, j] = g
+    for j, g in w_gain.items():
+        w[:, j] *= g
+    return x, w
+
+
+def _cases_loudest_after_smoothing() -> list[Case]:
+    return [
+        Case(
+            (*_smoothing_case(10, 8, 4, {2: 20.0, 5: 6.0}, {5: 8.0}), 0.5),
+            "alpha 0.5: feature 2 is 20 with a quiet weight column, feature 5 is 6 with a loud one",
+        ),
+        Case(
+            (*_smoothing_case(12, 6, 5, {1: 10.0}, {4: 4.0}), 0.75), "alpha 0.75: feature 1 loud, weight column 4 loud"
+        ),
+        Case((*_smoothing_case(9, 10, 3, {7: 12.0}, {7: 9.0}), 0.5), "alpha 0.5: feature 7 loud in both"),
+        Case(
+            (*_smoothing_case(16, 12, 6, {0: 10.0, 4: 6.0}, {4: 0.05}), 0.5),
+            "feature 4 has a near-silent weight column",
+            hidden=True,
+        ),
+        Case((*_smoothing_case(14, 9, 4, {3: 30.0, 8: 5.0}, {8: 12.0}), 0.25), "alpha 0.25", hidden=True),
+        Case((*_smoothing_case(8, 7, 5, {6: 8.0, 2: 3.0}, {2: 5.0, 6: 0.5}), 0.9), "alpha 0.9", hidden=True),
+    ]
+
+
+def _which_tool(x: torch.Tensor) -> str:
+    typical = x.abs().median(dim=0).values  # each feature on a typical token
+    return "smooth" if float(typical.max()) >= 5 * float(typical.median()) else "per-token"
+
+
+def _which_by_column_absmax(x: torch.Tensor) -> str:
+    a = x.abs().amax(dim=0)
+    return "smooth" if float(a.max()) >= 5 * float(a.median()) else "per-token"
+
+
+def _which_by_column_mean(x: torch.Tensor) -> str:
+    m = x.abs().mean(dim=0)
+    return "smooth" if float(m.max()) >= 5 * float(m.median()) else "per-token"
+
+
+def _acts(tokens: int, features: int) -> torch.Tensor:
+    return torch.randn(tokens, features, generator=_G_STATS, dtype=torch.float64)
+
+
+def _cls_spike(tokens: int, features: int, every: int, feature: int, value: float) -> torch.Tensor:
+    x = _acts(tokens, features)
+    x[::every, feature] = value  # one loud value on the first token of every sentence
+    return x
+
+
+def _loud_features(tokens: int, features: int, loud: dict[int, float], share: float = 1.0) -> torch.Tensor:
+    x = _acts(tokens, features)
+    on = torch.arange(tokens) < round(share * tokens)
+    for j, gain in loud.items():
+        x[on, j] *= gain
+    return x
+
+
+def _loud_tokens(tokens: int, features: int, rows: list[int], gain: float) -> torch.Tensor:
+    x = _acts(tokens, features)
+    x[rows] *= gain
+    return x
+
+
+def _cases_which_tool() -> list[Case]:
+    return [
+        Case((_cls_spike(24, 16, 6, 3, 30.0),), "4 sentences of 6 tokens, feature 3 is 30 on each first token"),
+        Case((_loud_features(20, 12, {5: 20.0}),), "feature 5 twenty times louder on every token"),
+        Case((_loud_tokens(18, 10, [4, 11], 12.0),), "tokens 4 and 11 twelve times louder on every feature"),
+        Case(
+            (_loud_features(30, 16, {2: 15.0, 9: 10.0}, share=0.6),), "features 2, 9 loud on 60% of tokens", hidden=True
+        ),
+        Case((_cls_spike(36, 20, 12, 7, 25.0),), "feature 7 at 25 on one token in twelve", hidden=True),
+        Case((_loud_tokens(15, 24, [0], 40.0),), "one token forty times louder", hidden=True),
+    ]
+
+
 def _choose_one_sided(tmin: torch.Tensor, tmax: torch.Tensor) -> tuple[str, str]:
     lo, hi = float(tmin.min()), float(tmax.max())
     one_sided = max(-lo, 0.0) < 0.1 * max(hi, 0.0) or max(hi, 0.0) < 0.1 * max(-lo, 0.0)
@@ -175,6 +290,16 @@ TASKS: list[Task] = [
             Mistake("returned the codes q, not the reconstruction (q - zp) * scale", lambda x, b: _codes_only(x, b)),
             Mistake("used the symmetric signed ruler instead of an asymmetric one", _symmetric),
             Mistake("forgot to clamp the codes to [0, 2**bits - 1]", _unclamped),
+            Mistake(
+                "kept the zero point as a float (-min / scale): it must be an integer code, or 0.0 does not come "
+                "back exactly",
+                _float_zero_point,
+            ),
+            Mistake(
+                "stored a float minimum (x = d * q + min, as llama.cpp's Q4_1): the task's ruler has an integer "
+                "zero point and a range widened to include 0",
+                _float_minimum,
+            ),
         ],
         also_correct=[_clamp_after_adding],
     ),
@@ -198,6 +323,15 @@ TASKS: list[Task] = [
                 lambda x, b: x.abs().max() / qmax(b) * torch.ones(x.shape[0]),
             ),
             Mistake("divided by 127 whatever the bits (int8 hard-coded)", lambda x, b: x.abs().amax(dim=1) / 127),
+            Mistake(
+                "divided by 2**(bits-1); symmetric int-b uses the codes -(2**(bits-1) - 1) .. 2**(bits-1) - 1",
+                lambda x, b: x.abs().amax(dim=1) / 2 ** (b - 1),
+            ),
+            Mistake(
+                "used each token's range (max - min) over 2**bits - 1, an asymmetric scale; the task asks for "
+                "symmetric scales",
+                lambda x, b: (x.amax(dim=1) - x.amin(dim=1)) / (2**b - 1),
+            ),
         ],
     ),
     Task(
@@ -210,7 +344,7 @@ TASKS: list[Task] = [
             Case((_w(5, 4, spread=False), _w(3, 4), 0.25), "alpha 0.25, x [5, 4], w [3, 4]"),
         ],
         "one factor per input feature j, from column j of the activations and column j of the weights, balanced by "
-        "alpha",
+        "alpha (lesson 05, section 3)",
         [
             Mistake("swapped alpha and 1 - alpha", lambda x, w, a: _smooth_factors(x, w, 1 - a)),
             Mistake(
@@ -219,6 +353,55 @@ TASKS: list[Task] = [
             ),
             Mistake("used alpha 0.5 whatever alpha is (hard-coded)", lambda x, w, a: _smooth_factors(x, w, 0.5)),
         ],
+    ),
+    Task(
+        "05.loudest_after_smoothing",
+        "which feature stays loudest after smoothing",
+        _loudest_after_smoothing,
+        _cases_loudest_after_smoothing(),
+        "smooth x with alpha, then look at each feature's largest |value|; a feature is divided by its own factor, "
+        "which depends on its weight column too",
+        [
+            Mistake(
+                "returned the loudest feature before smoothing: each feature is divided by its own factor, so the "
+                "order can change",
+                lambda x, w, a: int(x.abs().amax(0).argmax()),
+            ),
+            Mistake(
+                "returned the feature whose weight column is loudest",
+                lambda x, w, a: int(w.abs().amax(0).argmax()),
+            ),
+            Mistake(
+                "multiplied x by s instead of dividing: the activations are divided, the weights multiplied",
+                lambda x, w, a: int((x * _smooth_factors(x, w, a)).abs().amax(0).argmax()),
+            ),
+        ],
+        rtol=0,
+        atol=0,
+    ),
+    Task(
+        "05.which_tool",
+        "per-token scales or smoothing for an activation's outliers",
+        _which_tool,
+        _cases_which_tool(),
+        '"per-token" or "smooth": which tokens carry the loud values, and would a per-token scale keep them out of '
+        "a typical token's ruler?",
+        [
+            Mistake(
+                "judged by each feature's absmax alone: a feature can be loud on one token in six (a [CLS] spike), "
+                "and per-token scales isolate that",
+                _which_by_column_absmax,
+            ),
+            Mistake(
+                "judged by each feature's mean |x| over tokens: a spike on a few tokens pulls the mean up; ask "
+                "whether the feature is loud on a typical token",
+                _which_by_column_mean,
+            ),
+            Mistake("always answered smooth", lambda x: "smooth"),
+            Mistake("always answered per-token", lambda x: "per-token"),
+        ],
+        rtol=0,
+        atol=0,
     ),
     Task(
         "05.choose_ruler",
@@ -246,6 +429,16 @@ TASKS: list[Task] = [
             Case(
                 _token_stats(11, (-6.0, -5.5), (5.5, 6.0), {i: (-10.0, 10.0) for i in (1, 3, 5, 7, 9)}),
                 "five loud tokens of eleven",
+                hidden=True,
+            ),
+            Case(
+                _token_stats(13, (-4.2, -3.8), (3.8, 4.2), {3: (-0.5, 0.4), 8: (-0.3, 0.5)}),
+                "two near-silent tokens among even ones",
+                hidden=True,
+            ),
+            Case(
+                _token_stats(13, (-1.1, -0.9), (0.9, 1.1), {6: (-2.6, 2.5)}),
+                "one token 2.5 times the others",
                 hidden=True,
             ),
         ],
@@ -286,6 +479,16 @@ TASKS: list[Task] = [
                 _choose_one_sided,
             ),
             Mistake("chose per-token whenever the tokens' ranges differ at all", _choose_any_spread),
+            Mistake(
+                "judged per-token by the quietest token: a typical token is the median, which a few silent tokens "
+                "cannot move either",
+                _choose_quietest_token,
+            ),
+            Mistake(
+                "chose per-token whenever one token is louder than twice the median: a loud token is not enough, "
+                "compare the typical token's step with the per-tensor step",
+                _choose_any_loud_token,
+            ),
         ],
     ),
 ]
@@ -322,25 +525,29 @@ PREDICT = {
         ),
     ),
     "outlier_token": choice(
-        "Looking at where each loud feature is loud: what do per-token scales (one per row) gain over one "
-        "per-tensor scale on FC1's input?",
+        "On FC1's input, per-token scales gain about 9.5 dB over one per-tensor scale. The control gives only "
+        "the [CLS] rows (one per sentence) their own scales; every other row shares one scale. How much of the "
+        "9.5 dB does it recover?",
         (
-            "Several dB: feature 99 is loud only on the [CLS] rows, so only those rows get a coarse ruler",
+            "Almost none: per-token's gain comes from fitting every row, and [CLS] is one row in twelve",
+            False,
+            "It tempts because [CLS] rows are few. But feature 99's 28 on them sets the shared scale for every "
+            "row; once they have their own scales, the shared scale of the rest drops to the ordinary tokens' "
+            "range, and every ordinary row gains.",
+        ),
+        (
+            "Most of it, roughly two thirds: the spike sets the shared scale, and the rest is ordinary tokens "
+            "differing from each other",
             True,
-            "The table shows feature 99 at about 28 on every [CLS] token and under 2 elsewhere. Per-token "
-            "scales confine its range to those rows; every other row gets a ruler fitted to its own values.",
+            "Isolating the [CLS] rows lets the other rows share a scale fitted to ordinary tokens, about 6.5 "
+            "of the 9.5 dB; the rest is per-token scales fitting ordinary tokens whose loudest values differ "
+            "about fivefold.",
         ),
         (
-            "About as much as per-feature scales: the loud column is tamed either way",
+            "All of it, or more: feature 99 on [CLS] is the only outlier",
             False,
-            "Tempting, because both rescale around the outlier. But per-token scales cannot tame features "
-            "63 and 267, loud on ordinary tokens: inside each row they still set a coarse step for the rest.",
-        ),
-        (
-            "Nothing: a loud column needs per-feature scales",
-            False,
-            "Tempting, because the plot ranks columns. But a column can be loud on one row only; where "
-            "the loud values sit decides which scales isolate them.",
+            "It tempts because the [CLS] spike dominates the plot. But ordinary tokens are not alike either: "
+            "their loudest values differ about fivefold, and one shared scale cannot fit them all.",
         ),
     ),
 }
@@ -451,7 +658,7 @@ RECALL: tuple[Question, ...] = (
         (
             "Into the RMSNorm's weight and bias",
             False,
-            "That is BERT's LayerNorm. LLaMA's RMSNorm has no bias: 1/s goes into its weight alone.",
+            "That is OPT's LayerNorm. LLaMA's RMSNorm has no bias: 1/s goes into its weight alone.",
         ),
         (
             "A separate s for each, each folded into its own copy of the norm",

@@ -143,8 +143,13 @@ TASKS: list[Task] = [
         "follow the weight through both steps and count every read and every write of weight data, the scales included",
         [
             Mistake(
-                "counted the fp32 copy once: it is written, then read again",
+                "counted 4 bytes per weight for the fp32 copy: it is written (4 bytes), then read (4 bytes)",
                 lambda n, k, b: n * k * b / 8 + 4 * n + 4 * n * k,
+            ),
+            Mistake(
+                "counted two passes (q.float(), then * s), as eager PyTorch runs them: this task's dequantize is one "
+                "kernel that writes the fp32 weight once",
+                lambda n, k, b: n * k * b / 8 + 4 * n + 16 * n * k,
             ),
             Mistake(
                 "counted 2-byte scales: the statement's scales are fp32 (4 bytes each)",
@@ -180,8 +185,8 @@ TASKS: list[Task] = [
         "from which M a fused int4 kernel loses to a dense GEMM",
         _int4_loses_from,
         [
-            Case((760.0, 2.0, 2713.0, 28.7), "the stored H100 run: fp16 GEMM peak, read bandwidth, tinygemm's rate"),
-            Case((51.4, 4.0, 2713.0, 28.7), "the same H100 against its fp32 GEMM"),
+            Case((760.0, 2.0, 2713.0, 27.7), "the stored H100 run: fp16 GEMM peak, read bandwidth, tinygemm's rate"),
+            Case((51.4, 4.0, 2713.0, 27.7), "the same H100 against its fp32 GEMM"),
             Case((989.0, 2.0, 3350.0, 40.0), "a faster int4 kernel on another GPU", hidden=True),
             Case((2.0, 4.0, 8.0, 0.9), "a CPU: fp32 against a slow int4 kernel", hidden=True),
         ],
@@ -228,7 +233,7 @@ RECALL: tuple[Question, ...] = (
         tol=0.01,
         mistakes=(
             (4096, "that is one per output channel; each of the 256 rows of the output is scaled"),
-            (256 * 4096 * 4096, "that counts the GEMM's multiplies; the scales touch each output once"),
+            (256 * 4096 * 4096, "that counts the GEMM's multiply-adds, which run over K; a scale does not"),
         ),
     ),
     choice(
@@ -292,7 +297,7 @@ RECALL: tuple[Question, ...] = (
         "4 bits of code plus 16 bits of scale shared by 128 weights: 4 + 16/128.",
         tol=0.001,
         mistakes=(
-            (4.0, "the scales are read too: 16 bits per group of 128"),
+            (4.0, "that counts the codes alone; the kernel reads the scales too"),
             (4.25, "that counts a zero point as well (a bf16 scale and zero, as PyTorch's int4 kernel stores)"),
             (20.0, "the scale is shared by the 128 weights of its group, not paid by each"),
         ),
@@ -302,46 +307,48 @@ RECALL: tuple[Question, ...] = (
 
 PREDICT = {
     "group_after": choice(
-        "The weight has one scale per group of 2 along K. You multiply x @ q.T on the codes, then scale each "
-        "output by its row's mean scale. What comes out?",
+        "The weight has one scale per group of 2 along K. Which of these gives the exact y without writing a "
+        "dequantized weight to memory?",
         (
-            "A wrong result: the scale changes inside the sum, so no one number per row stands for it",
+            "Multiply all the codes, x @ q.T, then scale each output by its row's mean scale",
+            False,
+            "Tempting, because per-channel worked this way; but the mean weighs both groups' partial sums equally, "
+            "and they differ, so the result is wrong.",
+        ),
+        (
+            "Split the sum into groups of 2: each group's partial sum on the codes, times that group's scale, added",
             True,
-            "The sum mixes products at different scales; only a scale that is constant along K can leave it.",
+            "Inside one group the scale is constant along k, so it leaves that group's partial sum, as a "
+            "per-channel scale leaves the whole sum.",
         ),
         (
-            "The exact result: scaling is linear",
+            "None: a scale that changes along K forces dequantizing the whole weight first",
             False,
-            "Tempting, because per-channel worked; but linearity lets a constant leave the sum, and this scale is "
-            "not constant along k.",
-        ),
-        (
-            "The exact result up to float rounding",
-            False,
-            "The gap is not rounding: it is the difference between each group's scale and the row's mean.",
+            "Tempting, since the scale changes inside the sum; but it is constant within each group, and a sum "
+            "splits into the groups' partial sums.",
         ),
     ),
     "int4_at_128": choice(
-        "At M = 1 the int4 weight is a seventh of the fp32 one. Now M = 128: every weight byte serves 128 tokens. "
-        "Against fp32 F.linear, PyTorch's CPU int4 kernel (it converts each code to fp32 inside its loop) takes...",
+        "The int4 weight is a seventh of the fp32 one's bytes. At M = 128 every weight byte serves 128 tokens. "
+        "Against fp32 F.linear at M = 128, PyTorch's CPU int4 kernel takes...",
         (
             "A quarter of the time or less: it still reads a seventh of the bytes",
             False,
-            "Tempting, since bytes decided at M = 1; but at M = 128 the fp32 product does 64 FLOPs per weight byte, "
-            "so arithmetic decides, and int4 saves no arithmetic.",
+            "Tempting, since fewer bytes lower the floor; but at M = 128 the fp32 product does 64 FLOPs per weight "
+            "byte, so arithmetic decides, and int4 saves no arithmetic.",
         ),
         (
-            "No less than fp32: at this M arithmetic decides, and it does fp32's multiply-adds plus a conversion per "
-            "code",
+            "About fp32's time or more: at this M arithmetic decides, and it does fp32's multiply-adds plus a "
+            "conversion per code",
             True,
-            "The bytes it saves no longer set the time; the fp32 multiply-adds are the same and the conversions are "
-            "extra, done again for every few rows of x.",
+            "The bytes it saves no longer set the time; it multiplies in fp32 like F.linear, and its conversions "
+            "are extra work, done again for every few rows of x.",
         ),
         (
-            "Exactly fp32's time: both are compute bound at the same fp32 peak",
+            "Less than fp32: each code is converted once, and the conversion is shared by all 128 tokens",
             False,
-            "Close in spirit, but the conversion is work fp32 does not do, and a hand-written kernel rarely matches "
-            "the tuned fp32 GEMM's blocking.",
+            "Tempting, since each weight byte now serves 128 tokens; but PyTorch's CPU kernel converts each weight "
+            "block again for every few rows of x, so its conversion work grows with M.",
         ),
     ),
 }

@@ -49,11 +49,6 @@ def _decode_uint8_wrap(raw: np.ndarray) -> np.ndarray:
     return _decode(raw) * 2.0 ** (wrapped - (int(raw[0]) - 127))
 
 
-def _kquant_bits(code_bits: int, sub_block: int, sub_scale_bits: int, has_min: bool) -> float:
-    fields = 2 if has_min else 1  # a scale (and a minimum) per sub-block, an fp16 d (and dmin) per 256
-    return code_bits + fields * sub_scale_bits / sub_block + fields * 16 / 256
-
-
 def _e8m0_floor(amax: float) -> int:
     if amax == 0:
         return 0
@@ -78,18 +73,37 @@ def _ideal(seed: int, n: int, quiet: float = 0.0) -> np.ndarray:
     return s
 
 
-def _fewest_bits(code_bits: int, max_ticks: float, *, step: float = 0.5, levels=None, qmax=None) -> int:
+def _quiet_bits(
+    code_bits: int, r: float, max_ticks: float, *, step: float = 0.5, levels=None, qmax=None, quiet=None
+) -> int:
+    """Fewest sub-scale bits that keep the top code of a block ``r`` times quieter than its super-block's
+    loudest within ``max_ticks`` ticks: that block's scale spans ``m / r`` steps of the super-scale."""
     q = 2 ** (code_bits - 1) - 1 if qmax is None else qmax(code_bits)
-    for b in range(1, 33):
+    k = r if quiet is None else quiet(r)
+    for b in range(1, 41):
         m = 2**b - 1 if levels is None else levels(b)
-        if q * step / m <= max_ticks:
+        if q * step * k / m <= max_ticks:
             return b
-    raise ValueError(f"max_ticks={max_ticks} needs more than 32 bits")
+    raise ValueError(f"max_ticks={max_ticks} needs more than 40 bits")
 
 
-def _fewest_bits_strict(code_bits: int, max_ticks: float) -> int:
+def _quiet_bits_strict(code_bits: int, r: float, max_ticks: float) -> int:
     q = 2 ** (code_bits - 1) - 1
-    return next(b for b in range(1, 33) if q / (2 * (2**b - 1)) < max_ticks)
+    return next(b for b in range(1, 41) if q * r / (2 * (2**b - 1)) < max_ticks)
+
+
+def _quiet_bits_exact(code_bits: int, r: float, max_ticks: float) -> int:
+    """The move under a scale rounded down by half a step, exactly: qmax / (2m / r - 1)."""
+    q = 2 ** (code_bits - 1) - 1
+    return next(b for b in range(1, 41) if 2 * (2**b - 1) / r > 1 and q / (2 * (2**b - 1) / r - 1) <= max_ticks)
+
+
+def _sub_scales_mixed(ideal, bits: int) -> np.ndarray:
+    """Rounded with the float64 super-scale, multiplied back by the stored float16 one."""
+    s = np.asarray(ideal, dtype=np.float64)
+    m = 2**bits - 1
+    d = s.max() / m
+    return np.clip(np.round(s / d), 1, m) * float(np.float16(d))
 
 
 _AMAX = [5.0, 6.0, 0.75, 448.0, 1e-3, 2.0**-10, 1e-39, 0.0]  # 1e-39 (a float32 subnormal): below 2**-125, e is 0
@@ -109,8 +123,7 @@ TASKS: list[Task] = [
             Case((_ideal(6, 8, quiet=0.02), 8), "8-bit sub-scales, a quiet block", hidden=True),
         ],
         "the super-scale is a float16 number set so that the loudest block gets the largest integer the bits hold; "
-        "every block then gets the nearest integer number of super-scales, and (this course's convention; llama.cpp "
-        "lets a very quiet block round to 0) no block gets less than 1",
+        "every block then gets the nearest integer number of super-scales, and no block gets less than 1",
         [
             Mistake(
                 "let a quiet block's integer round to 0: its weights would all decode to 0; in this course's "
@@ -126,6 +139,12 @@ TASKS: list[Task] = [
                 lambda ideal, bits: _sub_scales(ideal, bits, fp16=False),
             ),
             Mistake(
+                "rounded with the float64 super-scale but multiplied by the float16 one: a few blocks get a "
+                "different integer than the stored super-scale gives them (the values differ in the 4th or 5th "
+                "significant digit)",
+                _sub_scales_mixed,
+            ),
+            Mistake(
                 "truncated (floor) instead of rounding to the nearest integer: every scale comes out low",
                 lambda ideal, bits: _sub_scales(ideal, bits, rounding=np.floor),
             ),
@@ -134,49 +153,63 @@ TASKS: list[Task] = [
         atol=0.0,
     ),
     Task(
-        "08.fewest_scale_bits",
-        "how many bits a block scale needs",
-        lambda code_bits, max_ticks: _fewest_bits(code_bits, max_ticks),
+        "08.quiet_block_bits",
+        "how many bits a quiet block's scale needs",
+        lambda code_bits, r, max_ticks: _quiet_bits(code_bits, r, max_ticks),
         [
-            Case((4, 0.1), "int4 codes, the largest code may move 0.1 tick"),
-            Case((6, 0.1), "6-bit codes, 0.1 tick"),
-            Case((4, 0.5), "int4 codes, half a tick (at most half: equal is fine)"),
-            Case((8, 0.1), "int8 codes, 0.1 tick"),
-            Case((5, 0.1), "5-bit codes, 0.1 tick", hidden=True),
-            Case((6, 0.3), "6-bit codes, 0.3 tick", hidden=True),
-            Case((3, 0.05), "3-bit codes, 0.05 tick", hidden=True),
-            Case((2, 0.1), "2-bit codes, 0.1 tick", hidden=True),
-            Case((4, 0.45), "int4 codes, 0.45 tick", hidden=True),
+            Case((4, 1, 0.1), "int4 codes, the loudest block itself (r = 1), 0.1 tick"),
+            Case((4, 4, 0.1), "int4 codes, a block 4 times quieter, 0.1 tick"),
+            Case((6, 2, 0.25), "6-bit codes, a block twice as quiet, a quarter tick"),
+            Case((3, 4, 0.375), "3-bit codes, 4 times quieter, 0.375 tick"),
+            Case((3, 5, 0.5), "3-bit codes, 5 times quieter, half a tick (at most: equal is fine)"),
+            Case((4, 10, 0.5), "int4 codes, 10 times quieter, half a tick"),
+            Case((8, 3, 0.1), "int8 codes, 3 times quieter, 0.1 tick", hidden=True),
+            Case((4, 100, 0.25), "int4 codes, 100 times quieter, a quarter tick", hidden=True),
+            Case((5, 1.5, 0.1), "5-bit codes, 1.5 times quieter, 0.1 tick", hidden=True),
+            Case((3, 8, 0.05), "3-bit codes, 8 times quieter, 0.05 tick", hidden=True),
+            Case((6, 16, 0.2), "6-bit codes, 16 times quieter, 0.2 tick", hidden=True),
+            Case((4, 6, 0.7), "int4 codes, 6 times quieter, 0.7 tick", hidden=True),
         ],
-        "the sub-scale is rounded to the nearest step; in the loudest block of its super-block a step is the "
-        "whole scale divided by the largest integer; the block's largest code sits at the codes' top, qmax ticks out",
+        "all blocks of a super-block share one super-scale, the step of their integers; the loudest block's "
+        "scale is the largest integer's worth of steps, a block r times quieter has r times fewer; count the worst "
+        "rounding, then what that does to the block's largest code",
         [
             Mistake(
-                "counted a whole step of the sub-scale: rounding to the nearest is off by at most half a step",
-                lambda c, t: _fewest_bits(c, t, step=1.0),
+                "that is the answer for the loudest block: a quieter block's scale spans fewer steps of the "
+                "super-scale, so the same half step is a larger part of it",
+                lambda c, r, t: _quiet_bits(c, 1, t),
             ),
             Mistake(
-                "bounded the scale's relative error, not the move of the largest code: multiply by qmax, the number "
-                "of ticks between 0 and the largest code",
-                lambda c, t: _fewest_bits(c, t, qmax=lambda b: 1),
+                "made the quiet block's move smaller than the loudest's: its scale is smaller, but the step (the "
+                "super-scale) is the same, so its relative error is larger",
+                lambda c, r, t: _quiet_bits(c, r, t, quiet=lambda k: 1 / k),
+            ),
+            Mistake(
+                "counted a whole step of the sub-scale: rounding to the nearest is off by at most half a step",
+                lambda c, r, t: _quiet_bits(c, r, t, step=1.0),
+            ),
+            Mistake(
+                "bounded the scale's relative error, not the move of the largest code: that code sits qmax ticks out",
+                lambda c, r, t: _quiet_bits(c, r, t, qmax=lambda b: 1),
             ),
             Mistake(
                 "took 2**bits steps: a bits-bit sub-scale runs from 1 to 2**bits - 1",
-                lambda c, t: _fewest_bits(c, t, levels=lambda b: 2**b),
+                lambda c, r, t: _quiet_bits(c, r, t, levels=lambda b: 2**b),
             ),
             Mistake(
-                "used 2**code_bits - 1 as the codes' top: symmetric signed codes run to 2**(code_bits - 1) - 1",
-                lambda c, t: _fewest_bits(c, t, qmax=lambda b: 2**b - 1),
+                "used 2**code_bits - 1 as the codes' top: symmetric signed codes stop at 2**(code_bits - 1) - 1",
+                lambda c, r, t: _quiet_bits(c, r, t, qmax=lambda b: 2**b - 1),
             ),
             Mistake(
-                "took 2**(code_bits - 1) as the codes' top (Q4_0's -8): symmetric codes stop at "
-                "2**(code_bits - 1) - 1, 7 for int4",
-                lambda c, t: _fewest_bits(c, t, qmax=lambda b: 2 ** (b - 1)),
+                "took 2**(code_bits - 1) as the codes' top (Q4_0's -8): symmetric codes stop one short of it",
+                lambda c, r, t: _quiet_bits(c, r, t, qmax=lambda b: 2 ** (b - 1)),
             ),
             Mistake(
-                "asked for a move strictly below max_ticks: the task says at most",
-                _fewest_bits_strict,
+                "measured the move under a scale rounded down half a step, exactly; the lesson counts a move to "
+                "first order: the scale's relative error times the ticks out to the largest code",
+                _quiet_bits_exact,
             ),
+            Mistake("asked for a move strictly below max_ticks: the task says at most", _quiet_bits_strict),
         ],
     ),
     Task(
@@ -215,31 +248,6 @@ TASKS: list[Task] = [
                 lambda raw: _decode(raw, signed_int=True),
             ),
             Mistake("forgot the E8M0 bias: the scale is 2**(e - 127), not 2**e", lambda raw: _decode(raw, bias=0)),
-        ],
-    ),
-    Task(
-        "08.kquant_bits",
-        "K-quant bits per weight from its fields",
-        _kquant_bits,
-        [
-            Case((4, 32, 6, True), "Q4_K: 4-bit codes, sub-blocks of 32, 6-bit scales and minimums"),
-            Case((6, 16, 8, False), "Q6_K: 6-bit codes, sub-blocks of 16, int8 scales"),
-            Case((3, 16, 6, False), "Q3_K: 3-bit codes, sub-blocks of 16, 6-bit scales"),
-            Case((2, 16, 4, True), "Q2_K: 2-bit codes, sub-blocks of 16, 4-bit scales and minimums"),
-        ],
-        "add the code bits, each sub-block's scale (and minimum) bits spread over its weights, and the fp16 "
-        "super-scale(s) spread over 256 weights",
-        [
-            Mistake("left out the fp16 super-scale(s)", lambda c, s, b, m: c + (2 if m else 1) * b / s),
-            Mistake(
-                "counted one fp16 super-scale even with minimums (dmin is a second one)",
-                lambda c, s, b, m: c + (2 if m else 1) * b / s + 16 / 256,
-            ),
-            Mistake("left out the minimums' bits", lambda c, s, b, m: c + b / s + (2 if m else 1) * 16 / 256),
-            Mistake(
-                "counted the sub-scales as fp16 (16 bits), the cost a second level avoids",
-                lambda c, s, b, m: _kquant_bits(c, s, 16, m) - (2 if m else 1) * 16 / 256,
-            ),
         ],
     ),
     Task(
@@ -287,9 +295,9 @@ PREDICT = {
         (
             "under a hundredth of a dB",
             True,
-            "The sub-scale is off by at most 1/126 in the loudest block, which moves that block's largest code, 7 "
-            "ticks out, by at most 7/126 of a tick (a few hundredths at the median block): lost beside the half tick "
-            "that rounding already costs every weight.",
+            "In a block about as loud as the loudest, the sub-scale is off by at most 1/126, which moves the block's "
+            "largest code, 7 ticks out, by at most 7/126 of a tick (a few hundredths at the median block): lost "
+            "beside the half tick that rounding already costs every weight.",
         ),
         (
             "about 1 dB: 6 bits are far coarser than fp16's 11 significant bits",
@@ -311,8 +319,8 @@ PREDICT = {
         ),
     ),
     "six_bit_codes": choice(
-        "Now 6-bit codes (-31..31) on the same layer, in Q6_K's layout: blocks of 16, super-blocks of 16. How much "
-        "SQNR do the same 6-bit sub-scales (Q4_K's) lose against fp32 scales here?",
+        "Now 6-bit codes (-31..31) on the same layer, in the same blocks of 32 under super-blocks of 8. How much "
+        "SQNR do the same 6-bit sub-scales lose against fp32 scales here?",
         (
             "under a hundredth of a dB, as with int4 codes",
             False,
@@ -326,18 +334,17 @@ PREDICT = {
             "ticks.",
         ),
         (
-            "about a sixth of a dB",
+            "several hundredths of a dB, about what a 4- or 5-bit sub-scale costs int4 codes",
             True,
             "The largest code sits 31 ticks out instead of 7, so the same relative error moves it 31/7, about 4.4 "
-            "times as far (up to 31/126, a quarter tick, in the loudest block); in blocks of 16 that largest weight "
-            "is also one weight in 16 rather than in 32. About 0.17 dB: the order of what 4-bit sub-scales cost "
-            "int4 codes.",
+            "times as far: as far as a sub-scale with 4.4 times fewer steps (about 14, a 4-bit one) moves int4's. "
+            "The loss follows the move.",
         ),
         (
             "several dB: the scale is now far too coarse and the codes clip",
             False,
-            "Tempting after section 2's clipping column; but clipping needs a move past half a tick, and a quarter "
-            "tick is the most the loudest block moves.",
+            "Tempting, since the move grew 4.4 times; but clipping needs a move past half a tick, and the rule gives "
+            "at most a quarter tick.",
         ),
     ),
 }
@@ -349,25 +356,25 @@ RECALL: tuple[Question, ...] = (
         "16 bits shared by 16 weights: 1 bit per weight, a quarter of an int4 payload.",
         tol=0.001,
         mistakes=(
-            (0.125, "that is 2 bytes per 16 weights; count bits: 16 / 16"),
+            (0.125, "that counts bytes (2 per 16 weights); the question asks for bits"),
             (0.5, "that is groups of 32"),
         ),
     ),
     Numeric(
-        "A 5-bit sub-scale (1 to 31) times an fp16 super-scale, in the loudest block of its super-block, int4 codes "
-        "(-7..7). At most how many ticks can rounding the sub-scale move the block's largest code?",
+        "A 5-bit sub-scale (1 to 31) times an fp16 super-scale, in a block about as loud as its super-block's "
+        "loudest, int4 codes (-7..7). At most how many ticks can rounding the sub-scale move the block's largest code?",
         7 / 62,
         "The sub-scale is off by at most half a step, 1/62 of the scale; the largest code sits 7 ticks out, so it "
         "moves by up to 7/62, about 0.11 of a tick.",
         tol=0.002,
         mistakes=(
             (7 / 31, "that is a whole step; rounding to the nearest is off by at most half of one"),
-            (1 / 62, "that is the scale's relative error; the largest code sits 7 ticks out: multiply by 7"),
-            (7 / 64, "a 5-bit sub-scale runs from 1 to 31, not 32: half a step is 1/62"),
+            (1 / 62, "that is the scale's relative error, not the move of the largest code, which sits 7 ticks out"),
+            (7 / 64, "that takes 32 steps; a 5-bit sub-scale runs from 1 to 31"),
         ),
     ),
     choice(
-        "6-bit codes: 4-bit sub-scales lose about 1.5 dB, mostly gone when codes are not clamped to -31..31. Why?",
+        "6-bit codes under 4-bit sub-scales lose about 0.6 dB, most of it gone when codes are not clamped. Why?",
         (
             "The scale's rounding moves the top code most of a tick; rounded down, it lands past 31.5 and clips",
             True,
@@ -393,14 +400,21 @@ RECALL: tuple[Question, ...] = (
         (
             "Halving every value moves it down one binade of the float grid, where the relative step is the same",
             True,
-            "Only values pushed to the bottom ticks (0 and 0.5) lose; int4's even ticks lose half their precision.",
+            "Only values pushed to the bottom ticks (0 and 0.5) lose; on int4's evenly spaced ticks every value loses "
+            "half its precision.",
         ),
         (
-            "FP4 has more values than int4",
+            "FP4's ticks are finer than int4's everywhere",
             False,
-            "FP4 and symmetric int4 (-7..7) both have 15 distinct values (FP4's 16th code is a negative zero).",
+            "Tempting from its 0.5 steps near zero; but near the top FP4's ticks are 2 apart (4 to 6), coarser than "
+            "int4's 1. What helps is that a halved value keeps its relative step.",
         ),
-        ("FP4 never saturates", False, "FP4 saturates at 6 x scale; rounding the scale up avoids saturation for both."),
+        (
+            "A power of two is exact in binary, so it adds no rounding to FP4's codes",
+            False,
+            "Tempting: multiplying by a power of two is exact. But the scale itself can be up to about twice too "
+            "large for the block, on either grid; the grids differ in what that does to the values.",
+        ),
         source=LESSON,
     ),
     Numeric(
@@ -409,8 +423,12 @@ RECALL: tuple[Question, ...] = (
         "2**(floor(log2 5) - 2) = 2**(2 - 2) = 1: 5.0 / 1 = 5 lies in [4, 8); 5.0 itself is a tie between 4 and 6.",
         tol=0.0001,
         mistakes=(
-            (2.0, "that is torchao's ceil rule: 2**(ceil(log2 5) - 2)"),
-            (4.0, "subtract FP4's largest exponent, 2: the scale is 2**(2 - 2)"),
+            (2.0, "that is torchao's ceil rule, which rounds log2 amax up; the OCP rule rounds it down"),
+            (
+                4.0,
+                "that is 2**floor(log2 5), the power of two at or below amax: 5 would land at 1.25, at the bottom "
+                "of FP4's grid; the rule leaves room for the grid's own largest power of two",
+            ),
             (5.0 / 6.0, "an absmax / 6 scale is NVFP4's (before E4M3 rounding); MXFP4 scales are powers of two"),
         ),
     ),
@@ -424,8 +442,18 @@ RECALL: tuple[Question, ...] = (
             "dB; on the same layer divided by 100 every block scale falls below 2**-6 without it, and the weights "
             "round to zero. llama.cpp's own NVFP4 quantizer stores no tensor scale.",
         ),
-        ("Because FP4 values need an exponent of their own", False, "E2M1 elements have their exponent bits."),
-        ("To store the block's zero point", False, "NVFP4 is symmetric: no zero point."),
+        (
+            "E4M3's 3 mantissa bits are too coarse, and the fp32 tensor scale adds precision to every block scale",
+            False,
+            "Tempting, since fp32 is precise; but one number per tensor cannot refine each block's rounding: E4M3's "
+            "relative step is the same wherever the tensor scale puts its window.",
+        ),
+        (
+            "The tensor cores need an fp32 scale to accumulate the products in fp32",
+            False,
+            "Tempting from the hardware; but the accumulator is fp32 whatever the scales are. The tensor scale is "
+            "applied once per output, after the GEMM.",
+        ),
         source=LESSON,
     ),
     choice(

@@ -131,6 +131,54 @@ def _awq_x(tokens: int, features: int, silent: int | None = None) -> torch.Tenso
     return x
 
 
+# ---- task 5: how many calibration tokens before GPTQ wins -------------------------------------
+
+
+def _relative_output_error(x: torch.Tensor, w: torch.Tensor, w_hat: torch.Tensor) -> float:
+    return float((x @ (w - w_hat).T).square().sum() / (x @ w.T).square().sum())
+
+
+def _fewest_tokens(
+    w: torch.Tensor,
+    x_cal: torch.Tensor,
+    x_held: torch.Tensor,
+    ns: tuple,
+    bits: int,
+    score_on: str = "held",
+    pick: str = "first",
+) -> int:
+    from qlesson.quant.gptq import gptq
+    from qlesson.quant.granularity import PerChannel
+    from qlesson.quant.quantize import fake_quantize
+
+    rtn = fake_quantize(w, bits, granularity=PerChannel(0))
+    gaps = []
+    for n in ns:
+        x = x_held if score_on == "held" else x_cal[:n]
+        w_hat = gptq(w, x_cal[:n], bits).dequantize()
+        gaps.append(_relative_output_error(x, w, w_hat) - _relative_output_error(x, w, rtn))
+    if pick == "least":
+        return ns[min(range(len(ns)), key=lambda i: gaps[i])]
+    return next(n for n, gap in zip(ns, gaps, strict=True) if gap < 0)
+
+
+def _rule_of_thumb(w: torch.Tensor, x_cal: torch.Tensor, x_held: torch.Tensor, ns: tuple, bits: int) -> int:
+    return next(n for n in ns if n >= w.shape[1])
+
+
+def _tokens_case(seed: int, n_out: int, k: int, ns: tuple, bits: int) -> tuple:
+    """A layer ``[n_out, k]`` and inputs whose features are mixed (so GPTQ has errors to move), from one source."""
+    g = torch.Generator().manual_seed(seed)
+    w = torch.randn(n_out, k, generator=g, dtype=torch.float64)
+    mix = torch.eye(k, dtype=torch.float64) + torch.randn(k, k, generator=g, dtype=torch.float64) / k**0.5
+
+    def draw(tokens: int) -> torch.Tensor:
+        base = torch.randn(tokens, k, generator=g, dtype=torch.float64)
+        return (base + 0.9 * base.roll(1, dims=1)) @ mix
+
+    return (w, draw(max(ns)), draw(4 * max(ns)), ns, bits)
+
+
 TASKS: list[Task] = [
     Task(
         "09.hessian",
@@ -228,6 +276,106 @@ TASKS: list[Task] = [
     ),
 ]
 
+TASKS.append(
+    Task(
+        "09.fewest_tokens",
+        "how many calibration tokens before GPTQ really wins",
+        _fewest_tokens,
+        [
+            Case(_tokens_case(0, 16, 32, (4, 8, 16, 24, 32, 64, 128), 4), "[16, 32], int4"),
+            Case(_tokens_case(0, 24, 48, (6, 12, 24, 36, 48, 96, 192), 3), "[24, 48], int3"),
+            Case(_tokens_case(1, 16, 32, (8, 16, 24, 32, 48, 96), 4), "[16, 32], int4, another layer"),
+            Case(_tokens_case(3, 32, 40, (5, 10, 20, 30, 40, 80, 160), 4), "[32, 40], int4", hidden=True),
+            Case(_tokens_case(4, 8, 64, (16, 32, 48, 64, 128, 256), 4), "[8, 64], int4", hidden=True),
+        ],
+        "GPTQ fits the tokens it is calibrated on; judge it where that fit cannot help it, with the lesson's "
+        "measure of a layer's error",
+        [
+            Mistake(
+                "scored GPTQ on the tokens it was calibrated on: there it beats RTN with almost any number of tokens",
+                lambda w, xc, xh, ns, b: _fewest_tokens(w, xc, xh, ns, b, score_on="calib"),
+            ),
+            Mistake(
+                "used the rule of thumb (as many tokens as inputs) instead of measuring",
+                _rule_of_thumb,
+            ),
+            Mistake(
+                "returned the count with the least error, not the fewest tokens with which GPTQ beats RTN",
+                lambda w, xc, xh, ns, b: _fewest_tokens(w, xc, xh, ns, b, pick="least"),
+            ),
+        ],
+    )
+)
+
+PREDICT = {
+    "salient": choice(
+        "L3.intermediate at int3, groups of 128: keep 4 of its 384 input channels (1%) in fp16 and round the rest. "
+        "Which 4 remove the most output error on held-out text?",
+        (
+            "The 4 whose inputs are loudest (largest mean |x| on the calibration text)",
+            True,
+            "A weight's rounding error reaches the output multiplied by its input, so the columns that meet loud "
+            "inputs carry the most output error.",
+        ),
+        (
+            "The 4 columns with the largest weights",
+            False,
+            "Tempting: large weights look important. But every weight in a group is rounded on the same ruler, so a "
+            "large weight has no larger rounding error, and its error is not amplified unless its input is loud.",
+        ),
+        (
+            "Any 4: 1% of the channels is too few to matter",
+            False,
+            "Tempting when errors seem spread evenly over the columns; but the inputs are far from even, and a few "
+            "loud ones carry much of the error.",
+        ),
+    ),
+    "few_tokens": choice(
+        "GPTQ int4 per-channel on L3.intermediate (384 inputs), calibrated on only its first 100 calibration tokens. "
+        "On held-out text, how does it compare with plain rounding (RTN)?",
+        (
+            "Worse than RTN",
+            True,
+            "With fewer tokens than inputs GPTQ fits the calibration tokens (almost perfectly) by pushing errors into "
+            "directions they never excite; other text does excite them.",
+        ),
+        (
+            "Better than RTN, only by less than with more tokens",
+            False,
+            "Tempting: GPTQ minimises the output error, so it seems it can only help. It minimises it on the "
+            "calibration tokens; with too few of them that minimum says little about other text.",
+        ),
+        (
+            "The same as RTN: with fewer tokens than inputs the Hessian is singular and GPTQ cannot move any error",
+            False,
+            "Tempting, because a rank-deficient Hessian has no inverse; but the damping makes it invertible, and GPTQ "
+            "moves errors all the more freely in the directions the tokens do not constrain.",
+        ),
+    ),
+    "per_channel_vs_g32": choice(
+        "Block 3 of MiniLM, int4, 2,223 calibration tokens: on those tokens GPTQ per-channel (4.03 bits per weight) "
+        "has a lower output error than RTN with groups of 32 (4.5). On held-out text?",
+        (
+            "RTN g32 is lower",
+            True,
+            "GPTQ's error grows from the calibration tokens to held-out ones while RTN's does not: part of GPTQ's "
+            "gain is a fit to the calibration tokens.",
+        ),
+        (
+            "GPTQ per-channel is still lower: a better rounding carries over to any text",
+            False,
+            "Tempting, since GPTQ used 2,223 tokens, more than any of these layers' 384 inputs; but the FFN output "
+            "layer has 1536 inputs, and every layer's fit is partly to these tokens.",
+        ),
+        (
+            "A tie: 240 held-out sentences are too few to tell",
+            False,
+            "Tempting after lesson 03's ties; but the layer-output error is summed over about 3,000 tokens, and the "
+            "paired interval over sentences is narrow.",
+        ),
+    ),
+}
+
 RECALL: tuple[Question, ...] = (
     choice(
         "What does GPTQ change compared with round-to-nearest at the same granularity?",
@@ -260,7 +408,7 @@ RECALL: tuple[Question, ...] = (
         "A layer has in_features 1536, out_features 384. At least how many calibration tokens give a "
         "full-rank Hessian?",
         1536,
-        "H = 2 x.T x / tokens is [1536, 1536] and has rank at most the number of tokens.",
+        "The Hessian is square over the layer's inputs, and its rank is at most the number of tokens.",
         tol=0.5,
         mistakes=(
             (384, "that is out_features; the Hessian is over the inputs, [in_features, in_features]"),
@@ -285,7 +433,7 @@ RECALL: tuple[Question, ...] = (
     choice(
         "Interview: does GPTQ make per-group scales unnecessary?",
         (
-            "No: it lowers the error at every granularity; groups still help, and g128 with GPTQ is the usual pick",
+            "No: it lowers the error at every granularity; groups still help, and GPTQ with groups of 128 is common",
             True,
             "In lesson 09 per-channel GPTQ beat RTN g32 only on the calibration tokens it was fitted to; on "
             "held-out text and on the embeddings it stayed behind.",
@@ -301,6 +449,19 @@ RECALL: tuple[Question, ...] = (
             "GPTQ stores one scale per group or channel like RTN; it changes the codes.",
         ),
         source=INTERVIEW,
+    ),
+    Numeric(
+        "Lesson 04 revisited: GPTQ int4 codes, symmetric, one fp16 scale per group of 128 weights. Bits per weight "
+        "(leave out any format's extra metadata)?",
+        4.125,
+        "GPTQ stores the same layout as round-to-nearest: the code bits plus the scale's 16 bits shared by its group.",
+        tol=0.001,
+        mistakes=(
+            (4.0, "that leaves out the scales: 16 bits for every 128 weights"),
+            (4.5, "that is groups of 32"),
+            (4.25, "that counts a 16-bit zero point too; a symmetric ruler has none"),
+        ),
+        source=LESSON,
     ),
     choice(
         "AWQ's grid includes alpha = 0. What does that candidate give?",

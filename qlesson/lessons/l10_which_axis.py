@@ -97,6 +97,10 @@ def _head(kind: str, seed: int, tokens: int = 48, dim: int = 16) -> tuple[torch.
         q, k[0] = q + 1.0, 0.9
         v = v * torch.linspace(0.2, 5.0, dim, dtype=torch.float64)
         v[0] = 0.01 * torch.randn(dim, generator=g, dtype=torch.float64)
+    elif kind == "value sink, offsets":  # channels offset (per channel fits the tensor) and a leaned-on tiny token 0
+        q, k[0] = q + 1.5, 0.9
+        v = v + torch.linspace(-2.0, 2.0, dim, dtype=torch.float64)
+        v[0] = 0.01 * torch.randn(dim, generator=g, dtype=torch.float64)
     elif kind == "value offsets":
         v = v + torch.linspace(-6.0, 6.0, dim, dtype=torch.float64)
     elif kind == "key token offsets":
@@ -189,6 +193,7 @@ TASKS: list[Task] = [
             Case((128, 32, 32), "128 tokens"),
             Case((20, 32, 32), "20 tokens: shorter than the residual window"),
             Case((1000, 128, 64), "1000 tokens, residual 128, groups of 64"),
+            Case((95, 32, 32), "95 tokens, residual 32: 63 older tokens fill one group, one token short of two"),
         ],
         "the newest tokens stay in full precision; of the rest, only complete groups have a scale",
         [
@@ -211,6 +216,8 @@ TASKS: list[Task] = [
             _case4("loud key tokens", 2, "k", 3, hidden=True),
             _case4("value sink", 3, "v", 2, hidden=True),
             _case4("loud unread key channels", 0, "k", 3, hidden=True),
+            _case4("value sink, offsets", 3, "v", 2, hidden=True),
+            _case4("value sink, offsets", 2, "v", 3, hidden=True),
         ],
         "quantize the tensor both ways, leave the other one exact, and compare where the cache's error "
         "lands: in what the head computes from it",
@@ -234,6 +241,7 @@ TASKS: list[Task] = [
             Case((2, 32, 4096, 32), "2-bit keys, 4096 tokens, fixed window 32"),
             Case((2, 32, 100, 32), "100 tokens, fixed window 32"),
             Case((4, 64, 1000, 128), "4 bits, groups of 64, window 128"),
+            Case((2, 32, 95, 32), "95 tokens, window 32: one token short of a second group"),
             Case((2, 32, 20, 32), "shorter than the window", hidden=True),
             Case((3, 1, 50, 0), "groups of one token, no window", hidden=True),
             Case((2, 32, 131072, 128), "131,072 tokens, window 128", hidden=True),
@@ -425,7 +433,8 @@ RECALL: tuple[Question, ...] = (
         (
             "FP8 values have no outliers",
             False,
-            "Tempting because 8 bits sounds like plenty; but the outliers are in the keys whatever the format.",
+            "Tempting because 8 bits sounds like plenty; but outliers belong to the model's keys (LLaMA's outlier "
+            "channels), not to the format that stores them.",
         ),
         source=INTERVIEW,
     ),

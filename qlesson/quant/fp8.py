@@ -72,6 +72,12 @@ def quantize_fp8(x: ArrayLike, granularity: Granularity = DEEPSEEK) -> FP8Tensor
             f"x holds {top:.6g}, beyond float32's largest {limit:.6g}; FP8's scales are float32, so "
             "scale the tensor down first (e.g. x / 1e30) and keep that factor"
         )
+    if top > 0 and float(torch.tensor(top, dtype=torch.float32)) == 0:  # float64 below float32's subnormals
+        raise ValueError(
+            f"x's largest magnitude, {top:.6g}, rounds to 0 in float32 (its smallest positive number is "
+            f"{2.0**-149:.6g}); FP8's scales are float32, so scale the tensor up first (e.g. x * 1e30) and keep "
+            "that factor"
+        )
     t = t.float()
     if t.ndim == 0:
         raise ValueError("quantize_fp8 needs at least one axis; got a 0-d scalar")

@@ -21,7 +21,7 @@ import math
 
 import torch
 
-from qlesson.quant._checks import ArrayLike, as_float_tensor, check_bits, check_flag, check_whole
+from qlesson.quant._checks import ArrayLike, as_float_tensor, check_bits, check_flag, check_magnitude, check_whole
 from qlesson.quant.granularity import PerChannel, PerGroup
 from qlesson.quant.quantize import fake_quantize
 
@@ -32,6 +32,11 @@ def _check_axis(axis: str) -> str:
     if axis not in AXES:
         raise ValueError(f"axis={axis!r} must be 'token' (a scale per token) or 'channel' (a scale per channel)")
     return axis
+
+
+def _check_group(group: int | None) -> int | None:
+    """``None`` (one group over the whole axis) or a whole number of at least 1."""
+    return None if group is None else check_whole(group, "group", 1, "e.g. 32, or None for one group")
 
 
 def quantized_tokens(tokens: int, axis: str, group: int | None = None, residual: int = 0) -> int:
@@ -85,6 +90,7 @@ def fake_quantize_kv(
     if not 2 <= bits <= 8:
         raise ValueError(f"bits={bits} is outside the KV cache's usual 2 to 8; pick 2, 3, 4 or 8")
     symmetric = check_flag(symmetric, "symmetric")
+    group = _check_group(group)
     if t.ndim < 2:
         raise ValueError(f"x has shape {tuple(t.shape)}; pass [tokens, channels] or [heads, tokens, head_dim]")
     n_tok, n_ch = t.shape[-2], t.shape[-1]
@@ -95,7 +101,7 @@ def fake_quantize_kv(
     old = t[..., :n_q, :]
     if axis == "token":
         rows = old.reshape(-1, n_ch)
-        if group is not None and n_ch % check_whole(group, "group", 1, "e.g. 32 channels"):
+        if group is not None and n_ch % group:
             raise ValueError(f"group={group} does not divide the {n_ch} channels; pick a divisor such as 32")
         out[..., :n_q, :] = _rows(rows, bits, group, symmetric).reshape(old.shape)
     else:
@@ -114,8 +120,10 @@ def _rows(x: torch.Tensor, bits: int, group: int | None, symmetric: bool) -> tor
         return fake_quantize(x, bits, granularity=g, symmetric=True)
     blocks = x.reshape(x.shape[0], -1, x.shape[1] if group is None else group)
     lo, hi = blocks.amin(-1, keepdim=True), blocks.amax(-1, keepdim=True)
+    check_magnitude(lo, hi, x.dtype)  # beyond half the dtype's maximum, hi - lo overflows to inf
     qmax = 2**bits - 1
-    scale = torch.where(hi > lo, (hi - lo) / qmax, torch.ones_like(hi))
+    tiny = torch.finfo(x.dtype).tiny  # never a subnormal (or zero) scale, as quantize
+    scale = torch.where(hi > lo, ((hi - lo) / qmax).clamp_min(tiny), torch.ones_like(hi))
     return (torch.round((blocks - lo) / scale).clamp(0, qmax) * scale + lo).reshape(x.shape)
 
 
@@ -147,11 +155,13 @@ def kv_cache_bytes(
     for name, v in (("layers", layers), ("kv_heads", kv_heads), ("head_dim", head_dim)):
         check_whole(v, name, 1, "a positive whole number")
     tokens = check_whole(tokens, "tokens", 0, "the context length")
-    if bits == 16:
-        return 2 * layers * kv_heads * head_dim * tokens * 2
     bits = check_bits(bits)
     symmetric = check_flag(symmetric, "symmetric")
-    n_q = quantized_tokens(tokens, axis, group, residual)
+    group = _check_group(group)
+    scale_bytes = check_whole(scale_bytes, "scale_bytes", 0, "2 for fp16 scales")
+    n_q = quantized_tokens(tokens, axis, group, residual)  # checks axis and residual, at 16 bits too
+    if bits == 16:
+        return 2 * layers * kv_heads * head_dim * tokens * 2
     if axis == "token":
         size = head_dim if group is None else group
         if head_dim % size:

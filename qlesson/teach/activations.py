@@ -532,10 +532,17 @@ def observer_rows(
     return out
 
 
-def granularity_control_rows(x: torch.Tensor, labels: Sequence[tuple[int, int, str]], bits: int = 8) -> list[dict]:
+def granularity_control_rows(
+    x: torch.Tensor, labels: Sequence[tuple[int, int, str]], bits: int = 8, features: Sequence[Sequence[int]] = ()
+) -> list[dict]:
     """SQNR over every token of ``x`` with dynamic int8 scales (fitted to ``x`` itself): per-tensor,
     the control (each ``[CLS]`` row its own scale, every other row one shared scale), per-token and
-    per-feature. The control isolates the ``[CLS]`` rows on the same tokens as the other rows."""
+    per-feature. The control isolates the ``[CLS]`` rows on the same tokens as the other rows.
+
+    Each entry of ``features`` adds a second control after per-token: those features get their own
+    scales (per feature, over every token) and every token a scale fitted to its other features. With
+    ``features`` given, a column adds the SQNR over the ordinary tokens (every row but ``[CLS]``).
+    """
     cls = cls_mask(labels)
     control = x.clone()
     control[cls] = fake_quantize(x[cls], bits, granularity=PerChannel(0))
@@ -544,9 +551,67 @@ def granularity_control_rows(x: torch.Tensor, labels: Sequence[tuple[int, int, s
         ("per-tensor (this text's absmax)", fake_quantize(x, bits, granularity=PerTensor())),
         ("[CLS] rows own scales, the rest one", control),
         ("per-token", fake_quantize(x, bits, granularity=PerChannel(0))),
-        ("per-feature", fake_quantize(x, bits, granularity=PerChannel(1))),
     ]
-    return [{"int8 scales (dynamic)": name, "SQNR dB": errors(x, xq).sqnr_db} for name, xq in rows]
+    for chosen in features:
+        own = torch.zeros(x.shape[1], dtype=torch.bool)
+        own[list(chosen)] = True
+        xq = torch.empty_like(x)
+        xq[:, own] = fake_quantize(x[:, own], bits, granularity=PerChannel(1))
+        xq[:, ~own] = fake_quantize(x[:, ~own], bits, granularity=PerChannel(0))
+        rows.append((f"per-token, features {', '.join(map(str, chosen))} own scales", xq))
+    rows.append(("per-feature", fake_quantize(x, bits, granularity=PerChannel(1))))
+    out = []
+    for name, xq in rows:
+        row = {"int8 scales (dynamic)": name, "SQNR dB": errors(x, xq).sqnr_db}
+        if features:
+            row["ordinary tokens dB"] = errors(x[~cls], xq[~cls]).sqnr_db
+        out.append(row)
+    return out
+
+
+def smoothing_feature_rows(
+    cases: Sequence[tuple[str, torch.Tensor, torch.Tensor, torch.Tensor]],
+    labels: Sequence[tuple[int, int, str]],
+    features: Sequence[Sequence[int]],
+    alpha: float = 0.5,
+) -> list[dict[str, Any]]:
+    """The control for :func:`smoothing_split_rows`: the all-token gain of smoothing at ``alpha`` when
+    every feature is smoothed, and when only the features of each entry of ``features`` are (every
+    other ``s_j`` set to 1). ``s`` and the static scales come from the calibration activations."""
+    rows = []
+    for name, x_cal, x_ev, w in cases:
+        s = smoothing_factors(x_cal.double(), w.double(), alpha)
+        variants = [("every feature", s)]
+        for chosen in features:
+            only = torch.ones_like(s)
+            only[list(chosen)] = s[list(chosen)]
+            label = "feature" if len(chosen) == 1 else "features"
+            variants.append((f"{label} {', '.join(map(str, chosen))} only", only))
+        for acts in ("per-tensor", "per-token"):
+            base = _w8a8_noise_s(x_cal, x_ev, w, None, acts).sum()
+            row: dict[str, Any] = {"input": name, "int8 act scales": acts}
+            for label, factors in variants:
+                noise = _w8a8_noise_s(x_cal, x_ev, w, factors, acts).sum()
+                row[f"{label} gain dB"] = 10 * np.log10(float(base / noise))
+            rows.append(row)
+    return rows
+
+
+def _w8a8_noise_s(
+    x_cal: torch.Tensor, x_ev: torch.Tensor, w: torch.Tensor, s: torch.Tensor | None, acts: str
+) -> torch.Tensor:
+    """Per-token squared error of int8 ``x_ev @ w.T`` after dividing by the given factors ``s``."""
+    x_cal, x_ev, w = x_cal.double(), x_ev.double(), w.double()
+    y = x_ev @ w.T
+    if s is not None:
+        x_cal, x_ev, w = x_cal / s, x_ev / s, w * s
+    wq = fake_quantize(w, 8, granularity=PerChannel(0))
+    if acts == "per-tensor":
+        top = float(x_cal.abs().max())
+        xq = static_fake_quant(x_ev, -top, top, 8)
+    else:
+        xq = fake_quantize(x_ev, 8, granularity=PerChannel(0))
+    return ((xq @ wq.T - y) ** 2).sum(1)
 
 
 def smoothing_split_rows(

@@ -150,3 +150,30 @@ def mode_grid(x: torch.Tensor, bits: int) -> list[dict[str, Any]]:
             row["mean MAE"] = float(mae.mean())
             rows.append(row)
     return rows
+
+
+def bits_or_scales(w: torch.Tensor, group_size: int = 16) -> dict[str, float]:
+    """int3 with groups of ``group_size`` against int4 per-channel on one weight ``[N, K]`` (lesson 04).
+
+    Both cost about 4 bits per weight with fp16 scales at ``group_size = 16``. Also returns how far the
+    rows' largest weights stand out: the median row's absmax over its rms, and the mean absmax of a
+    group as a share of its row's absmax.
+
+    >>> r = bits_or_scales(torch.tensor([[1.0, 0.5, 0.25, 0.25], [1.0, 1.0, 1.0, 1.0]]), group_size=2)
+    >>> list(r)
+    ['int3 g2 dB', 'int4 per-channel dB', 'row absmax / rms (median)', 'g2 absmax / row absmax (mean)']
+    >>> r["g2 absmax / row absmax (mean)"]  # row 0's groups: 1.0 and 0.25 of its absmax; row 1's: 1.0 and 1.0
+    0.8125
+    """
+    from qlesson.quant.metrics import errors
+    from qlesson.quant.quantize import fake_quantize
+
+    g = group_size
+    standout = w.abs().amax(1) / w.pow(2).mean(1).sqrt()
+    share = w.reshape(w.shape[0], -1, g).abs().amax(-1) / w.abs().amax(1, keepdim=True)
+    return {
+        f"int3 g{g} dB": errors(w, fake_quantize(w, 3, granularity=PerGroup(g))).sqnr_db,
+        "int4 per-channel dB": errors(w, fake_quantize(w, 4, granularity=PerChannel(0))).sqnr_db,
+        "row absmax / rms (median)": float(standout.median()),
+        f"g{g} absmax / row absmax (mean)": float(share.mean()),
+    }

@@ -84,6 +84,9 @@ _DECIMAL_COMMA = re.compile(r"(?<![^\s;])([+-]?\d+),(\d+)(?=,?(?:\s|;|$))")
 # "1,000.5" or "1,000,000": a thousands separator, which would split into 1, 0.5 or 1, 0, 0
 _THOUSANDS = re.compile(r"(?<![^\s;])[+-]?\d{1,3}(?:,\d{3})+(?:\.\d*)?(?=,?(?:\s|;|$))")
 # every line end str.splitlines() knows (U+2028, NEL, form feed, ...), and ';'
+# "1.000,5" or "-12.345.678,9": '.' between thousands and a decimal comma (German, Italian, ...), which would
+# split into 1.000 and 5
+_EUROPEAN = re.compile(r"(?<![^\s;])[+-]?\d{1,3}(?:\.\d{3})+,\d+(?=,?(?:\s|;|$))")
 _CHANNEL_BREAK = re.compile(r"[;\r\n\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 _MINUS = str.maketrans({"\u2212": "-", "\ufe63": "-", "\uff0d": "-"})  # typographic minus signs read as '-'
 
@@ -116,6 +119,16 @@ def _parse_line(i: int, line: str) -> torch.Tensor:
         raise ValueError(
             f"channel {i}: {t.group(0)!r} looks like {plain} written with thousands separators; write {plain} "
             "(no separators) and separate values with a comma and a space, or with spaces"
+        )
+    e = _EUROPEAN.search(line) if _COMMA_DIGIT.search(line) else None
+    if e:
+        whole, frac = e.group(0).split(",")
+        plain = f"{whole.replace('.', '')}.{frac}"
+        two = f", or the two values {whole} and {frac}" if whole.count(".") == 1 else ""
+        raise ValueError(
+            f"channel {i}: {e.group(0)!r} could be {plain} written with a decimal comma and '.' between "
+            f"thousands{two}; write {plain} (a decimal point, no separators) and separate values with a comma "
+            "and a space, or with spaces"
         )
     m = _DECIMAL_COMMA.search(line) if _COMMA_DIGIT.search(line) else None
     if m:

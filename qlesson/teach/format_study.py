@@ -208,7 +208,7 @@ def scales_text(x: torch.Tensor, method: str, row: int = 0) -> str:
         if fmt == "Q4_K":
             return (
                 f"fp16 d = {float(f['d'][0]):.3g}, dmin = {float(f['dmin'][0]):.3g}; "
-                f"sub-block 0: 6-bit sc = {int(f['sc'][0, 0])}, m = {int(f['m'][0, 0])}"
+                f"sub-block 0: 6-bit sc = {int(f['sc'][0, 0])}, 6-bit min code = {int(f['m'][0, 0])}"
             )
         return f"fp16 d = {float(f['d'][0]):.3g}; sub-block 0 (16 weights): int8 sc = {int(f['sc'][0, 0])}"
     if method in ("Q4_0", "Q8_0", "Q4_1"):

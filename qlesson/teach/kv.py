@@ -21,6 +21,46 @@ HEADS, HEAD_DIM = 12, 32
 Quantizer = Callable[[torch.Tensor], torch.Tensor]
 
 
+def _check_qkv(qkv: Sequence[dict[str, list[torch.Tensor]]], *, even: bool = False) -> None:
+    """Raise a ValueError unless ``qkv`` is what :func:`capture_qkv` returns and every error is defined.
+
+    Every sentence needs ``q``, ``k`` and ``v`` of one shape ``[heads, tokens, head_dim]`` and values that
+    are not all 0 (the relative output error divides by the output); ``even``: a rotary embedding pairs
+    the channels, so ``head_dim`` must be even.
+
+    >>> _check_qkv([{"q": [torch.ones(1, 2, 3)], "k": [torch.ones(1, 2, 3)], "v": [torch.ones(1, 2, 3)]}], even=True)
+    Traceback (most recent call last):
+    ...
+    ValueError: head_dim=3 is odd; a rotary embedding rotates channel pairs (i, i + head_dim/2), ...
+    """
+    if not qkv or not all(isinstance(lay, dict) and {"q", "k", "v"} <= set(lay) for lay in qkv):
+        raise ValueError("qkv must be a non-empty list of layers, each {'q': [...], 'k': [...], 'v': [...]}")
+    n = len(qkv[0]["k"])
+    for i, layer in enumerate(qkv):
+        if n == 0 or not len(layer["q"]) == len(layer["k"]) == len(layer["v"]) == n:
+            raise ValueError(f"layer {i} must hold the same number (at least 1) of q, k and v sentences as layer 0")
+        for s, (q, k, v) in enumerate(zip(layer["q"], layer["k"], layer["v"], strict=True)):
+            if v.ndim != 3 or not q.shape == k.shape == v.shape or v.numel() == 0:
+                raise ValueError(
+                    f"layer {i}, sentence {s}: q, k and v must share one shape [heads, tokens, head_dim]; "
+                    f"got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
+                )
+            if not bool(v.any()):
+                raise ValueError(
+                    f"layer {i}, sentence {s}: every value is 0, so the attention output is 0 and its relative "
+                    "error ||o - o_hat||^2 / ||o||^2 is undefined; drop that sentence"
+                )
+    if even and qkv[0]["k"][0].shape[-1] % 2:
+        _odd(qkv[0]["k"][0].shape[-1])
+
+
+def _odd(head_dim: int) -> None:
+    raise ValueError(
+        f"head_dim={head_dim} is odd; a rotary embedding rotates channel pairs (i, i + head_dim/2), "
+        "so pass an even head_dim"
+    )
+
+
 def capture_qkv(model: Any, sentences: Sequence[str]) -> list[dict[str, torch.Tensor]]:
     """Per layer, a dict ``{"q", "k", "v"}`` of per-sentence tensors ``[heads, tokens, head_dim]`` (float64)."""
     from qlesson.teach.models import embed
@@ -73,6 +113,7 @@ def errors_per_sentence(
     """
     if rotary not in (None, "pre", "post"):
         raise ValueError(f"rotary={rotary!r} must be None, 'pre' or 'post'")
+    _check_qkv(qkv, even=rotary is not None)
     n = len(qkv[0]["k"])
     prob_err, out_err = np.zeros(n), np.zeros(n)
     for layer in qkv:
@@ -108,6 +149,10 @@ def rope(x: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
     >>> bool(torch.allclose(rope(x)[0, 0], x[0, 0])), bool(torch.allclose(rope(x).norm(dim=-1), x.norm(dim=-1)))
     (True, True)
     """
+    if x.ndim < 2:
+        raise ValueError(f"x has shape {tuple(x.shape)}; pass [heads, tokens, head_dim]")
+    if x.shape[-1] % 2:
+        _odd(x.shape[-1])
     d = x.shape[-1]
     half = d // 2
     freq = base ** (-torch.arange(half, dtype=torch.float64) * 2 / d)
@@ -148,6 +193,9 @@ def cache_bytes(shape: tuple[str, int, int, int], tokens: int, keys: tuple, valu
 
 def memory_rows(contexts: Sequence[int] = (8192, 131072)) -> list[dict[str, Any]]:
     """KV-cache bytes for one sequence, per model shape, context and scheme, with bits per value."""
+    for tokens in contexts:
+        if isinstance(tokens, bool) or not isinstance(tokens, (int, np.integer)) or tokens < 1:
+            raise ValueError(f"context {tokens!r} must be a whole number of tokens >= 1, e.g. 8192")
     rows = []
     for shape in SHAPES:
         for tokens in contexts:
@@ -248,6 +296,7 @@ def variant_rows(
     over the sentences' pairs: finer per-token groups against per-channel keys, finer per-token
     groups of values, and symmetric against asymmetric on each tensor's better axis.
     """
+    _check_qkv(qkv)
     from qlesson.quant.kv import fake_quantize_kv
     from qlesson.teach.intervals import paired_bootstrap
 
@@ -302,6 +351,7 @@ def cls_value_rows(qkv: Sequence[dict[str, list[torch.Tensor]]], bits: int = 2) 
     Mean over sentences of ``||v_cls - q(v)_cls||`` beside ``||v_cls||`` itself, and the same
     ratio asymmetric / symmetric for the other tokens' values.
     """
+    _check_qkv(qkv)
     from qlesson.quant.kv import fake_quantize_kv
 
     rows = []
@@ -331,6 +381,7 @@ def rope_rows(qkv: Sequence[dict[str, list[torch.Tensor]]], bits: Sequence[int] 
 
     Output error of each, and ``post - pre`` for per-channel keys with a paired 95% interval.
     """
+    _check_qkv(qkv, even=True)
     from qlesson.teach.intervals import paired_bootstrap
 
     rows = []
@@ -362,7 +413,13 @@ def token_channel_map(x: torch.Tensor, title: str = "") -> Any:
     fig = _figure(None, size=(10, 3.2))
     ax = fig.axes[0]
     flat = x.abs().transpose(0, 1).reshape(x.shape[1], -1)  # [tokens, heads x head_dim]
-    image = ax.imshow(flat.numpy() + 1e-3, aspect="auto", cmap="magma", norm=LogNorm(1e-2, float(flat.max())))
+    image = ax.imshow(
+        flat.numpy() + 1e-3,
+        aspect="auto",
+        cmap="magma",
+        interpolation="nearest",
+        norm=LogNorm(1e-2, float(flat.max())),
+    )
     for h in range(1, x.shape[0]):
         ax.axvline(h * x.shape[2] - 0.5, color="white", lw=1)
     ax.set_xticks(range(0, x.shape[0] * x.shape[2] + 1, x.shape[2]))
@@ -378,6 +435,7 @@ def cls_rows(qkv: Sequence[dict[str, list[torch.Tensor]]]) -> list[dict[str, Any
     position 0; ``[CLS] value / median value``: the norm of its value vector over the median
     token's, per head, medians over the sentences.
     """
+    _check_qkv(qkv)
     rows = []
     for i, layer in enumerate(qkv):
         share, ratio = [], []
@@ -425,12 +483,21 @@ def head_rows(qkv: Sequence[dict[str, list[torch.Tensor]]]) -> list[dict[str, An
     """Per layer, the keys: is the structure in a head, in loud channels, or in channel offsets?
 
     ``loudest head / median head``: rms of the loudest head's keys over the median head's;
-    ``channel spread in a head``: the loudest channel's absmax over the median channel's, inside
-    one head (median over heads; ``max over heads``: in the head where it is largest); ``channel
-    means' share``: the share of the keys' variance that
-    sits in each channel's own mean over the sentence's tokens. Each measure has its ``shuffled``
-    control: the same numbers in a random order inside each head. Medians over the sentences.
+    ``spread, median head``: the loudest channel's absmax over the median channel's, inside one
+    head (median over heads; ``spread, widest head``: in the head where it is largest); ``means'
+    share``: the share of the keys' variance that sits in each channel's own mean over the
+    sentence's tokens. Each measure is followed by its ``(shuffled)`` control (keys padded with
+    spaces to stay distinct): the same numbers in a random order inside each head. Medians over
+    the sentences.
     """
+    _check_qkv(qkv)
+    for i, layer in enumerate(qkv):
+        for s, k in enumerate(layer["k"]):
+            if not bool((k.abs().amax(1).median(1).values > 0).all()) or not bool(k.std(dim=(1, 2)).gt(0).all()):
+                raise ValueError(
+                    f"layer {i}, sentence {s}: a head's keys are constant (or its median channel is all 0), so "
+                    "the spread and share ratios divide by 0; drop that sentence"
+                )
     rows = []
     for i, layer in enumerate(qkv):
         ks = layer["k"]
@@ -440,12 +507,12 @@ def head_rows(qkv: Sequence[dict[str, list[torch.Tensor]]]) -> list[dict[str, An
             {
                 "layer": i,
                 "loudest head / median head": float(rms.max() / rms.median()),
-                "channel spread in a head": float(np.median([_within_head_spread(k) for k in ks])),
-                "shuffled": float(np.median([_within_head_spread(k) for k in shuffled_ks])),
-                "max over heads": float(np.median([_within_head_spread(k, "max") for k in ks])),
-                "shuffled max": float(np.median([_within_head_spread(k, "max") for k in shuffled_ks])),
-                "channel means' share": float(np.median([_channel_mean_share(k) for k in ks])),
-                "shuffled ": float(np.median([_channel_mean_share(k) for k in shuffled_ks])),
+                "spread, median head": float(np.median([_within_head_spread(k) for k in ks])),
+                "(shuffled)": float(np.median([_within_head_spread(k) for k in shuffled_ks])),
+                "spread, widest head": float(np.median([_within_head_spread(k, "max") for k in ks])),
+                "(shuffled) ": float(np.median([_within_head_spread(k, "max") for k in shuffled_ks])),
+                "means' share": float(np.median([_channel_mean_share(k) for k in ks])),
+                "(shuffled)  ": float(np.median([_channel_mean_share(k) for k in shuffled_ks])),
             }
         )
     return rows
@@ -518,6 +585,7 @@ def exact_attention(qkv: Sequence[dict[str, list[torch.Tensor]]]) -> list[dict[s
 
     Computed once and shared by every ruler (:func:`output_errors`); padded positions are masked out.
     """
+    _check_qkv(qkv)
     lens = torch.tensor([k.shape[1] for k in qkv[0]["k"]])
     tokens = int(lens.max())
     valid = torch.arange(tokens)[None, :] < lens[:, None]  # [sentences, tokens]
@@ -598,6 +666,7 @@ def key_rows(qkv: Sequence[dict[str, list[torch.Tensor]]], bits: int = 2) -> tup
     shuffled keys) and one line per comparison against per-token: the ratio of the mean errors
     and the paired 95% interval of the difference (per-token minus per-channel) over sentence pairs.
     """
+    _check_qkv(qkv)
     from qlesson.teach.intervals import paired_bootstrap
 
     mean_tokens = float(np.mean([k.shape[1] for k in qkv[0]["k"]]))
@@ -636,6 +705,7 @@ def value_rows(
     with its paired 95% interval over sentence pairs; ``lower`` names the better ruler, or ``tie``.
     The lines compare per token with per channel over 32 tokens (equal metadata), ``[CLS]`` in fp16.
     """
+    _check_qkv(qkv)
     from qlesson.teach.intervals import paired_bootstrap
 
     rows, lines = [], []
@@ -673,6 +743,7 @@ def centred_key_rows(qkv: Sequence[dict[str, list[torch.Tensor]]], bits: int = 2
     the softmax ignores a shift common to all of a query's scores); ``[CLS]`` and ``[SEP]`` kept in
     fp16 in both rulers; both. Columns: the mean attention-output errors and their ratio.
     """
+    _check_qkv(qkv)
     centred = [{"q": lay["q"], "k": [k - k.mean(dim=1, keepdim=True) for k in lay["k"]], "v": lay["v"]} for lay in qkv]
     rows = []
     exact = {"real": exact_attention(qkv), "channel means removed": exact_attention(centred)}
@@ -698,6 +769,7 @@ def kept_token_rows(qkv: Sequence[dict[str, list[torch.Tensor]]], bits: int = 2,
     The kept token is none, ``[CLS]`` (the first), ``[SEP]`` (the last) or a word drawn at random
     (fixed seed); it stays exact and out of every ruler. Columns: mean attention-output errors.
     """
+    _check_qkv(qkv)
     exact = exact_attention(qkv)
     lens = [v.shape[1] for v in qkv[0]["v"]]
     g = torch.Generator().manual_seed(seed)
@@ -728,6 +800,7 @@ def kept_token_rows(qkv: Sequence[dict[str, list[torch.Tensor]]], bits: int = 2,
 
 def window_errors(qkv: Sequence[dict[str, list[torch.Tensor]]], bits: int = 2, residual: int = 4) -> dict[str, float]:
     """Per-channel keys: no window; the ruler over all tokens then the newest restored; the ruler over the rest."""
+    _check_qkv(qkv)
     exact = exact_attention(qkv)
     restored = []
     for layer in qkv:

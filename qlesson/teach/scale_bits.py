@@ -143,9 +143,10 @@ def scale_rows(
     codes are symmetric ``bits``-bit integers (``codes="int"``) or FP4 E2M1 values (``"E2M1"``,
     ideal scale ``amax / 6``). ``scale bits / weight`` counts every stored scale (the super-scale
     and the tensor scale too). ``median / worst scale error``: the relative difference between a
-    stored and the ideal scale over the blocks; ``top code moves``: what the median error does to
-    a block's largest weight, in steps of the scale (``qmax x`` the error; for integer codes a
-    step is one tick, and rounding a weight moves it by up to half a tick). ``formats``: which of
+    stored and the ideal scale over the blocks; ``top code moves``: how far the block's largest
+    weight lands from the grid's top, ``|amax / s - qmax|`` in steps of the stored scale ``s``
+    (``qmax |s - ideal| / s``), at the median block (``95th-pct`` and ``worst``: at those blocks);
+    for integer codes a step is one tick, and rounding a weight moves it by up to half a tick. ``formats``: which of
     :data:`FORMATS` to measure, in that order. ``clip=False`` is a diagnostic, not a format: integer codes
     are rounded but not clamped to ``-qmax..qmax`` (a block whose stored scale is below the ideal then keeps
     codes past ``qmax``, which would not fit in ``bits``), so the SQNR lost to clipping shows apart from the
@@ -173,6 +174,7 @@ def scale_rows(
     for fmt in formats:
         ideal, s, err = _measure(t, block, bits, codes, super_blocks, fmt, clip)
         rel = (s - ideal).abs() / ideal
+        move = qmax * (s - ideal).abs() / s  # where the largest weight lands, amax / s ticks, against qmax
         rows.append(
             {
                 "scale format": fmt,
@@ -180,9 +182,9 @@ def scale_rows(
                 "SQNR dB": 10 * np.log10(signal / err) if err > 0 else float("inf"),
                 "median scale error": float(rel.median()),
                 "worst scale error": float(rel.max()),
-                "top code moves (ticks)": float(rel.median()) * qmax,
-                "95th-pct move (ticks)": float(rel.quantile(0.95)) * qmax,
-                "worst move (ticks)": float(rel.max()) * qmax,
+                "top code moves (ticks)": float(move.median()),
+                "95th-pct move (ticks)": float(move.quantile(0.95)),
+                "worst move (ticks)": float(move.max()),
                 "scales": [round(float(v), 6) for v in s.reshape(-1)[:shown_scales]],
             }
         )

@@ -197,6 +197,8 @@ def study_rows(
     progress: bool = False,
     held_out: Mapping[str, torch.Tensor] | None = None,
     scores: dict[str, Any] | None = None,
+    keep: Sequence[tuple[str, str]] | None = None,
+    bar: Any = None,
 ) -> list[dict[str, Any]]:
     """Per method and setting: bits per weight, layer output errors, and the embeddings against FP32.
 
@@ -207,7 +209,9 @@ def study_rows(
     (:data:`qlesson.teach.eval_text.EVAL_SENTENCES`), not the calibration text; ``mean cosine``
     and ``rank corr`` as in :func:`qlesson.teach.studies.embedding_quality`. A dict passed as
     ``scores`` receives each row's per-sentence scores (key ``"GPTQ int4 per-channel"``) and
-    fake-quantized weights (key ``("GPTQ", "int4 per-channel")``), for intervals.
+    fake-quantized weights (key ``("GPTQ", "int4 per-channel")``), for intervals; with ``keep``
+    only the weights of those ``(method, weights)`` keys (each setting's weights of all 36 MiniLM
+    layers take about 170 MB in float64). ``bar`` (a tqdm object, or None) advances once a setting.
     """
     from qlesson.teach.eval_text import EVAL_SENTENCES
     from qlesson.teach.models import embed
@@ -231,7 +235,8 @@ def study_rows(
             if scores is not None:
                 embs = (ref.double().numpy(), e.double().numpy())
                 scores[f"{method} {label}"] = EmbeddingScores(f"{method} {label}", bpw, cos, rank, embs)
-                scores[(method, label)] = new
+                if keep is None or (method, label) in keep:
+                    scores[(method, label)] = new
             rows.append(
                 {
                     "method": method,
@@ -246,6 +251,9 @@ def study_rows(
             )
             if progress:
                 print(rows[-1]["method"], rows[-1]["weights"], flush=True)
+        del by_layer
+        if bar is not None:
+            bar.update(1)
     return rows
 
 
@@ -506,12 +514,102 @@ def _row_stretch(w: torch.Tensor, group: int) -> float:
     return float((a.amax(1) / a.reshape(a.shape[0], -1, group).amax(2).mean(1)).mean())
 
 
+def shared_layers(weights: Mapping[str, torch.Tensor], inputs: Mapping[str, torch.Tensor]) -> dict[str, Layer]:
+    """:func:`layers`, with one Hessian for layers that read the same inputs (a block's query, key, value).
+
+    The same numbers as :func:`layers`, computed once per distinct input tensor.
+    """
+    out: dict[str, Layer] = {}
+    seen: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = []  # (inputs, Hessian, mean |x|)
+    for name, w in weights.items():
+        x = inputs[name]
+        hit = next(((h, m) for x0, h, m in seen if x0.shape == x.shape and torch.equal(x0, x)), None)
+        if hit is None:
+            xd = x.double()
+            hit = (hessian(xd), xd.abs().mean(0))
+            seen.append((x, *hit))
+        w = w.double()
+        out[name] = Layer(w, hit[0], hit[1], output_norm(w, hit[0]))
+    return out
+
+
+def variant_label(method: str, bits: int, g: Granularity) -> str:
+    """``"GPTQ int4 per-channel"``: a method at a setting, as the tables name it."""
+    return f"{method} int{bits} {method_name(g)}"
+
+
+def held_out_rows(
+    weights: Mapping[str, torch.Tensor],
+    calib: Mapping[str, torch.Tensor],
+    held_out: Mapping[str, torch.Tensor],
+    tokens_per_sentence: Sequence[int],
+    variants: Sequence[tuple[str, int, Granularity]],
+    bar: Any = None,
+) -> tuple[list[dict[str, Any]], dict[str, np.ndarray], np.ndarray]:
+    """Each ``(method, bits, granularity)`` fitted on ``calib`` and measured on it and on ``held_out``.
+
+    Per variant: bits per weight, the mean relative layer-output error over the layers on the
+    calibration tokens (``calib err``) and on the held-out tokens (``held-out err``), and their
+    ratio. Also returns each variant's per-sentence held-out errors and the per-sentence output
+    norms (:func:`sentence_output_errors`, :func:`sentence_output_norms`), for
+    :func:`output_error_interval`. ``bar`` (a tqdm object, or None) advances once a variant.
+    """
+    lays = shared_layers(weights, calib)
+    shapes = [tuple(w.shape) for w in weights.values()]
+    norms = sentence_output_norms(weights, held_out, tokens_per_sentence)
+    rows, per = [], {}
+    for method, bits, g in variants:
+        new = {name: quantized(lay, bits, g, (method,))[method] for name, lay in lays.items()}
+        fit = [output_error(lays[n].w, w_hat, lays[n].h, lays[n].norm) for n, w_hat in new.items()]
+        err = sentence_output_errors(weights, new, held_out, tokens_per_sentence)
+        held = float((err.sum(1) / norms.sum(1)).mean())
+        label = variant_label(method, bits, g)
+        per[label] = err
+        calib_err = sum(fit) / len(fit)
+        rows.append(
+            {
+                "method": method,
+                "weights": f"int{bits} {method_name(g)}",
+                "bits/weight": total_footprint(shapes, bits, g).bits_per_weight,
+                "calib err": calib_err,
+                "held-out err": held,
+                "held-out / calib": held / calib_err,
+            }
+        )
+        if bar is not None:
+            bar.update(1)
+    return rows, per, norms
+
+
 def find(rows: Sequence[Mapping[str, Any]], method: str, weights: str) -> Mapping[str, Any]:
     """The row of ``method`` (``"GPTQ"``) at ``weights`` (``"int4 per-channel"``)."""
     for r in rows:
         if r["method"] == method and r["weights"] == weights:
             return r
     raise ValueError(f"no row for {method} at {weights}; settings measured: {sorted({r['weights'] for r in rows})}")
+
+
+def plot_overfit(rows: Sequence[Mapping[str, Any]]) -> Any:
+    """:func:`overfit_rows` as a figure: output error against calibration tokens per input, both texts."""
+    from qlesson.teach.plots import _figure, plain_log_ticks
+
+    fig = _figure(None, size=(7, 3.4))
+    ax = fig.axes[0]
+    x = [r["tokens / in_features"] for r in rows]
+    for method, color in (("RTN", _COLORS["RTN"]), ("GPTQ", _COLORS["GPTQ"])):
+        for text, style in (("on calib", "--"), ("held out", "-")):
+            ys = [r[f"{method} {text}"] for r in rows]
+            ax.plot(x, ys, style, marker=_MARKERS[method], color=color, label=f"{method} {text}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    plain_log_ticks(ax)
+    plain_log_ticks(ax, "x")
+    ax.set_xlabel("calibration tokens per input")
+    ax.set_ylabel("relative layer-output error")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    ax.set_title("GPTQ int4 per-channel, L3.intermediate (384 inputs)")
+    return fig
 
 
 _MARKERS = {"RTN": "o", "GPTQ": "s", "AWQ": "^", "AWQ+GPTQ": "D"}
@@ -549,3 +647,160 @@ def plot_study(rows: Sequence[Mapping[str, Any]]) -> Any:
     axes[0].legend(fontsize=7, ncols=2)
     fig.suptitle("MiniLM, 36 encoder layers: per-channel, g128 and g32 at int4 (solid) and int3 (dashed)")
     return fig
+
+
+STUDY_PATH = "notebooks/results/09_full_study.json"  # relative to the repository root
+STUDY_SETTINGS = (
+    (4, "per-channel"),
+    (4, "per-group 128"),
+    (4, "per-group 32"),
+    (3, "per-channel"),
+    (3, "per-group 32"),
+)
+
+
+def study_pairs() -> list[tuple[tuple[str, str], tuple[str, str]]]:
+    """The ``(method, weights)`` pairs the full study compares with paired intervals."""
+    pairs = [(("GPTQ", f"int{b} per-channel"), ("RTN", f"int{b} per-group 32")) for b in (4, 3)]
+    pairs += [(("GPTQ", "int4 per-group 128"), ("RTN", "int4 per-group 32"))]
+    pairs += [(("GPTQ", "int4 per-channel"), ("RTN", "int4 per-channel"))]
+    pairs += [(("AWQ", f"int4 {g}"), ("GPTQ", f"int4 {g}")) for g in ("per-channel", "per-group 32")]
+    pairs += [(("AWQ+GPTQ", w), ("GPTQ", w)) for w in ("int4 per-channel", "int3 per-group 32")]
+    return pairs
+
+
+def full_study(bar: Any = None) -> dict[str, Any]:
+    """Lesson 09's full study: all 36 MiniLM encoder layers, four methods, five settings.
+
+    Calibrated on :func:`qlesson.teach.calibration.calibration_texts`, measured on the 240
+    evaluation sentences. Returns ``{"study": rows of study_rows, "comparisons": rows of
+    compare_rows for study_pairs(), "by_type": rows of layer_type_rows}``, plain JSON values.
+    Several minutes of float64 work on two cores.
+    """
+    from qlesson.quant.granularity import PerGroup
+    from qlesson.teach import models
+    from qlesson.teach.calibration import calibration_texts
+    from qlesson.teach.eval_text import EVAL_SENTENCES
+
+    model = models.load_minilm()
+    weights = {n: w for n, w in models.linear_weights(model).items() if n != "pooler"}
+    x_cal = models.capture_linear_inputs(model, calibration_texts())
+    x_held = models.capture_linear_inputs(model, EVAL_SENTENCES)
+    counts = [0] * len(EVAL_SENTENCES)
+    for i, _, _ in models.token_labels(model, EVAL_SENTENCES):
+        counts[i] += 1
+    grans = {"per-channel": PerChannel(0), "per-group 128": PerGroup(128), "per-group 32": PerGroup(32)}
+    settings = [(b, grans[g]) for b, g in STUDY_SETTINGS]
+    pairs = study_pairs()
+    scores: dict[Any, Any] = {}
+    lays = layers(weights, x_cal)
+    keep = {k for pair in pairs for k in pair} | {("RTN", "int4 per-channel")}
+    study = study_rows(model, lays, settings, held_out=x_held, scores=scores, keep=keep, bar=bar)
+    comparisons = compare_rows(weights, x_held, counts, scores, pairs)
+    by_type = layer_type_rows(
+        weights,
+        x_cal,
+        x_held,
+        counts,
+        scores,
+        ("GPTQ", "int4 per-channel"),
+        ("RTN", "int4 per-group 32"),
+        reference=("RTN", "int4 per-channel"),
+        stretch_group=32,
+    )
+
+    def plain(v: Any) -> Any:
+        if isinstance(v, (list, tuple)):
+            return [plain(x) for x in v]
+        return float(v) if isinstance(v, (float, np.floating)) else int(v) if isinstance(v, np.integer) else v
+
+    return {
+        k: [{c: plain(v) for c, v in r.items()} for r in rows]
+        for k, rows in (("study", study), ("comparisons", comparisons), ("by_type", by_type))
+    }
+
+
+def load_full_study(path: Any = None, missing_ok: bool = False) -> dict[str, Any] | None:
+    """The stored reading of :func:`full_study` (``python -m qlesson.teach.smarter`` writes it).
+
+    A missing file raises, or with ``missing_ok`` gives None.
+    """
+    import json
+    from pathlib import Path
+
+    p = Path(path) if path is not None else Path(__file__).resolve().parents[2] / STUDY_PATH
+    if not p.exists():
+        if missing_ok:
+            return None
+        raise FileNotFoundError(f"{p} is missing; run `python -m qlesson.teach.smarter` to write it (several minutes)")
+    return json.loads(p.read_text())
+
+
+def print_full_study(full: Mapping[str, Any] | None) -> None:
+    """Lesson 09's Going deeper: the full study's tables and the answers read from them."""
+    from qlesson.teach.report import print_table
+
+    if full is None:
+        print(f"{STUDY_PATH} is not stored here: run `python -m qlesson.teach.smarter` (several minutes), then rebuild")
+        return
+    study, comparisons, by_type = full["study"], full["comparisons"], full["by_type"]
+    fmt = {"bits/weight": ".3f", "calib err": ".5f", "output err": ".5f", "worst layer": ".4f"}
+    print_table(study, fmt | {"mean cosine": ".4f", "rank corr": ".4f"})
+    print("\nGPTQ per-channel against the gap from RTN per-channel to RTN g32:")
+    for bits in (4, 3):
+        pc, g32 = find(study, "RTN", f"int{bits} per-channel"), find(study, "RTN", f"int{bits} per-group 32")
+        gq = find(study, "GPTQ", f"int{bits} per-channel")
+        for key, better in (("calib err", min), ("output err", min), ("mean cosine", max)):
+            closed = (pc[key] - gq[key]) / (pc[key] - g32[key])
+            verdict = "catches up with" if better(gq[key], g32[key]) == gq[key] else "stays behind"
+            print(f"  int{bits} {key}: closes {closed:.0%} of the gap; {verdict} RTN g32")
+    print("\nPaired differences A - B, 95% intervals over the held-out sentences:")
+    print_table(
+        comparisons, {k: "+.5f" if k in ("output err", "95% CI") else "+.4f" for k in comparisons[0] if k != "A - B"}
+    )
+    print("\nGPTQ per-channel (A) against RTN g32 (B) by layer type, RTN per-channel (ref) for reference:")
+    fmt = {k: ".5f" for k in by_type[0] if ":" in k} | {"A - B": "+.5f", "95% CI": "+.5f"}
+    fmt |= {"calib tokens / input": ".2f", "row max / g32 max": ".2f", "A held-out / calib": ".2f", "A / B": ".2f"}
+    print_table(by_type, fmt)
+    print()
+    names = sorted({r["weights"] for r in study}, key=lambda n: [r["weights"] for r in study].index(n))
+    ratios = [find(study, "GPTQ", n)["output err"] / find(study, "RTN", n)["output err"] for n in names]
+    print(f"GPTQ / RTN held-out output error: {min(ratios):.2f} to {max(ratios):.2f} over the {len(names)} settings")
+    for key in ("output err", "worst layer"):
+        best = [min((r for r in study if r["weights"] == n), key=lambda r: r[key])["method"] for n in names]
+        print(f"lowest {key} in every setting: {' / '.join(sorted(set(best)))}")
+    for key, best_first in (("output err", False), ("mean cosine", True), ("rank corr", True)):
+        ranked = [
+            sorted((r for r in study if r["weights"] == n), key=lambda r: r[key], reverse=best_first) for n in names
+        ]
+        orders = sorted({", ".join(r["method"] for r in rows) for rows in ranked})
+        print(
+            f"method order by {key}, best first: {' | '.join(orders)} ({len(orders)} order(s) in {len(names)} settings)"
+        )
+    for method in METHODS:
+        grow = [find(study, method, n)["output err"] / find(study, method, n)["calib err"] for n in names]
+        print(f"{method:>8}: held-out / calibration output error {min(grow):.2f} to {max(grow):.2f}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m qlesson.teach.smarter [PATH]``: run :func:`full_study` and store it as JSON."""
+    import json
+    import sys
+    import time
+    from pathlib import Path
+
+    from tqdm import tqdm
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    out = Path(args[0]) if args else Path(__file__).resolve().parents[2] / STUDY_PATH
+    start = time.time()
+    with tqdm(total=len(STUDY_SETTINGS), desc="settings", file=sys.stderr) as bar:
+        result = full_study(bar)
+    result["seconds"] = round(time.time() - start)
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"wrote {out} in {result['seconds']} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

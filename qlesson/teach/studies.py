@@ -5,7 +5,7 @@ Each function takes tensors (or the model) and returns rows for :func:`qlesson.t
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,22 +40,28 @@ def channel_spread_rows(weights: Mapping[str, torch.Tensor]) -> list[dict[str, A
 
 
 def spread_by_type(weights: Mapping[str, torch.Tensor]) -> list[dict[str, Any]]:
-    """Per layer type: median and worst max/min ratio, and int4 SQNR per-tensor vs per-channel."""
+    """Per layer type: the median max/min ratio of output-channel absmax, the worst layer's max/median, and
+    int4 SQNR per-tensor vs per-channel (the mean over the type's layers, and the worst layer per-tensor).
+
+    The median of a type's ratios is the midpoint median (``quantile(0.5)``), not torch's lower median.
+    """
     groups: dict[str, list[str]] = {}
     for name in weights:
         groups.setdefault(layer_type_of_short(name), []).append(name)
     rows = []
     for kind, names in groups.items():
-        ratios = torch.tensor([float(weights[n].abs().amax(1).max() / weights[n].abs().amax(1).min()) for n in names])
+        amax = [weights[n].abs().amax(1) for n in names]
+        ratios = torch.tensor([float(a.max() / a.min()) for a in amax], dtype=torch.float64)
         sq_t = [errors(weights[n], fake_quantize(weights[n], 4)).sqnr_db for n in names]
         sq_c = [errors(weights[n], fake_quantize(weights[n], 4, granularity=PerChannel(0))).sqnr_db for n in names]
         rows.append(
             {
                 "type": kind,
                 "layers": len(names),
-                "median max/min": float(ratios.median()),
-                "worst max/min": float(ratios.max()),
+                "median max/min": float(ratios.quantile(0.5)),
+                "worst max/median": max(float(a.max() / a.median()) for a in amax),
                 "int4 SQNR per-tensor dB": sum(sq_t) / len(sq_t),
+                "worst layer per-tensor dB": min(sq_t),
                 "int4 SQNR per-channel dB": sum(sq_c) / len(sq_c),
             }
         )
@@ -173,6 +179,38 @@ def embedding_scores(
         cos, rank = sentence_scores(ref, e)
         embs = (ref.double().numpy(), e.double().numpy())
         out[label] = EmbeddingScores(label, total_footprint(shapes, bits, g).bits_per_weight, cos, rank, embs)
+    return out
+
+
+def embedding_scores_by_layer(
+    model: Any,
+    settings: Sequence[tuple[str, Callable[[str], tuple[int, Granularity]]]],
+    sentences: Sequence[str] | None = None,
+) -> dict[str, EmbeddingScores]:
+    """Like :func:`embedding_scores`, but each setting chooses ``(bits, granularity)`` per Linear layer.
+
+    A setting is ``(label, choose)``; ``choose(short_name)`` gives the layer's bits and granularity
+    (short names as :func:`qlesson.teach.models.short_name` writes them: ``"L0.output"``). Lesson 03
+    uses it to quantize some layer types per-tensor and the rest per-channel.
+    """
+    from qlesson.teach.eval_text import EVAL_SENTENCES
+    from qlesson.teach.models import linear_weights, replaced_weights
+
+    sentences = list(EVAL_SENTENCES if sentences is None else sentences)
+    weights = linear_weights(model)
+    ref = embed(model, sentences)
+    out = {}
+    for label, choose in settings:
+        new, bits_total = {}, 0.0
+        for name, w in weights.items():
+            bits, g = choose(name)
+            new[name] = fake_quantize(w, bits, granularity=g)
+            bits_total += footprint(tuple(w.shape), bits, g).total_bytes * 8
+        with replaced_weights(model, new):
+            e = embed(model, sentences)
+        cos, rank = sentence_scores(ref, e)
+        numel = sum(w.numel() for w in weights.values())
+        out[label] = EmbeddingScores(label, bits_total / numel, cos, rank, (ref.double().numpy(), e.double().numpy()))
     return out
 
 
