@@ -146,7 +146,7 @@ for qmax, codes, used, m in cases:
 
 # %% [markdown]
 # The formats sit at or near the rule: a 6-bit sub-scale for int4 codes, 127 steps for Q6_K's
-# 6-bit codes, fp16 for int8 codes (fp16 has at least 1024 steps per binade). Q4_K's own codes
+# 6-bit codes, fp16 for int8 codes (fp16 has 1024 to 2047 steps per binade). Q4_K's own codes
 # run 0..15 over a minimum, so its 6-bit sub-scale sits a little over a tenth. What the sub-scale
 # does not hold, the scale's *range*, comes from the level above: the fp16 super-scale spans the
 # super-block.
@@ -224,8 +224,10 @@ widgets.format_explorer(W)
 # %% [markdown]
 # <details><summary>Why there?</summary>
 #
-# Those blocks have `f` above 1.5: the floor rule's scale is `2**(k - 2)`, so the largest
-# weight lands at `4f` ticks, past FP4's 6.
+# The floor rule's scale is `2**(k - 2)`, so the largest weight lands at `4f` ticks. Blocks with
+# `f` above 1.5 land past FP4's 6 and are clipped to 6. Blocks with `f` below 1.25 land between
+# 4 and 5, and FP4 has no value between 4 and 6, so they round down to 4 (`L0.value`'s first
+# block, `f` = 1.24, is one).
 #
 # </details>
 #

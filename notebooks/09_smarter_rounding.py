@@ -98,12 +98,11 @@ for row in (0, 1):
 # %% [markdown]
 # Row 0's error drops. Row 1 keeps RTN's codes: a push changes a code only when it
 # carries a weight across a rounding boundary, and in row 1 none does. Because the scales are
-# RTN's, a GPTQ checkpoint costs exactly the bytes of an RTN one.
+# RTN's, a GPTQ checkpoint in the course's layout costs exactly the bytes of an RTN one.
 #
 # ## 2. AWQ: which weights matter?
 #
-# A weight's rounding error reaches the output multiplied by its input, so column `j` matters in
-# proportion to `|x_j|`. The AWQ paper (Lin et al., 2023, its Table 1, OPT models at int3 with
+# The AWQ paper (Lin et al., 2023, its Table 1, OPT models at int3 with
 # groups of 128) keeps 1% of each layer's input channels in fp16 and rounds the rest. We repeat
 # it on MiniLM's `L3.intermediate` (384 inputs, so 4 channels), int3, groups of 128. First the
 # model, and every Linear layer's inputs on two texts: calibration paragraphs written for the
@@ -150,7 +149,8 @@ print(
 
 # %% [markdown]
 # The paper's finding holds on this layer: the channels that matter are those with loud inputs.
-# Picking by weight size does no better than a random pick. Scaling instead of keeping works
+# A weight's rounding error reaches the output multiplied by its input, so column `j` matters in
+# proportion to `|x_j|`. Picking by weight size does no better than a random pick. Scaling instead of keeping works
 # because `x @ w.T == (x / s) @ (w * s).T` exactly, and only `w * s` is rounded: a column scaled
 # up gets a smaller error relative to its size, since its group's scale grows by less than the
 # column. Once the column becomes its group's largest weight, the scale grows with it and every
@@ -197,8 +197,8 @@ _ = smarter.plot_overfit(overfit)
 # calibrated on all 2,223 calibration tokens. Five variants: RTN per-channel, RTN with groups of
 # 32, GPTQ per-channel, GPTQ with groups of 128, and AWQ per-channel; each measured on the
 # calibration tokens (`calib err`) and on the held-out tokens, averaged over the six layers.
-# On the calibration tokens, GPTQ per-channel (4.03 bits per weight) beats RTN g32 (4.5).
-# What about held-out text?
+# On the calibration tokens, GPTQ per-channel (4.03 bits per weight) beats RTN g32 (4.5). How
+# much does its error grow from the calibration tokens to held-out text?
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("09", "per_channel_vs_g32")
