@@ -55,7 +55,7 @@
 # | `07_calculator` | On numbers you paste, what does one ruler per channel buy over one shared ruler, and what does it cost? | 16 + 18 min |
 # | `08_scales_of_scales` | Small blocks make fp16 scales expensive: how many bits does a block's scale really need? | 27 + 20 min |
 # | `09_smarter_rounding` | Can smarter rounding (GPTQ, AWQ) stand in for a finer granularity? | 26 + 23 min |
-# | `10_which_axis` | When the KV cache is quantized, should each scale cover one token or one channel? | 27 + 24 min |
+# | `10_which_axis` | When the KV cache is quantized, should each scale cover one token or one channel? | 25 + 24 min |
 #
 # ## 3. What your machine has
 #

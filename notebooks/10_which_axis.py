@@ -32,7 +32,7 @@
 #
 # **What you need**: lessons 02 (granularity), 05 (activations) and 09 (intervals over
 # sentence pairs); nothing to download.
-# **Time**: about 27 minutes, plus about 24 for the exercise.
+# **Time**: about 25 minutes, plus about 24 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -77,9 +77,8 @@ print(f"{len(qkv)} layers; sentence 0's keys: {tuple(qkv[0]['k'][0].shape)} (hea
 #
 # A *per-token* ruler spans one token's 32 channels in one head; a *per-channel* ruler spans
 # one channel over the tokens. Lesson 02's rule: give the scales to the axis along which sizes
-# differ. KIVI reports that in LLaMA-family models a few key channels are much larger than the
-# rest on every token, and values have no such channels; KVQuant reports the same for LLaMA's
-# keys. Those are the papers' measurements. Here is MiniLM's layer 0:
+# differ. KIVI and KVQuant report a few key channels far larger than the rest in LLaMA-family
+# models, on every token (and none in the values). Here is MiniLM's layer 0:
 
 # %%
 _ = kv.token_channel_map(qkv[0]["k"][0], "layer 0 keys, sentence 0: |k| per token and channel")
@@ -98,16 +97,14 @@ print_table(heads, {k: ".2f" for k in heads[0] if k != "layer"})
 # loudest channel is barely louder than in shuffled numbers, in the median head and in the head
 # where it is widest (the two `spread` columns, each beside its shuffled control): MiniLM has no
 # outlier key channels. What it has is offsets: each key channel sits around its own mean, which
-# holds more of the variance than in the shuffled control (`means' share`). The model has no
-# reason to centre its keys: adding one vector to every key adds the same number to all of a
-# query's scores, and the softmax ignores that.
+# holds more of the variance than in the shuffled control (`means' share`).
 #
 # ## 3. Keys: which axis, at what price?
 #
 # Quantize the keys asymmetrically as KIVI does (each ruler stores an fp16 minimum and an fp16
 # scale; the 2-bit codes run from the minimum to the maximum), keep the values exact, and
-# recompute attention. The error is the attention output's relative squared error (lesson
-# 09's layer error), averaged over layers and sentences. Three rulers:
+# recompute attention. The error is the attention output's relative squared error, averaged
+# over layers and sentences. Three rulers:
 # * per token: 32 values per ruler;
 # * per channel over one sentence: about 12.5 values per ruler;
 # * per channel over 32 tokens, the sentences laid end to end as one long text: 32 values, the
@@ -130,14 +127,13 @@ print_table(
 print("\n".join(key_lines))
 
 # %% [markdown]
-# Shuffled keys keep most of the win (1.9x against 2.6x). That part is the group size, not
-# the keys: a ruler over a dozen values fits a tighter range than one over 32, and pays for it
-# with 4.56 bits per value against 3. At equal metadata (last row) the shuffled keys nearly
-# tie, while the real keys keep a 1.7x win: that part comes from their structure. Which
-# structure? Section 2 found channel offsets, and they can be removed without changing the
-# attention: subtract each channel's mean over the sentence (the softmax ignores the shift), so
-# only the ruler's job changes. Second control: keep `[CLS]` and `[SEP]` in fp16 in both rulers.
-# Equal metadata, 2 bits:
+# Shuffled keys keep most of the win (1.9x against 2.6x). That part is the group size: a ruler
+# over a dozen values fits a tighter range than one over 32, for 4.56 bits per value against 3.
+# At equal metadata (last row) the shuffled keys nearly tie, while the real keys keep a 1.7x
+# win: that part comes from their structure. Which structure? Section 2 found channel offsets,
+# and they can be removed without changing the attention: subtract each channel's mean over the
+# sentence (the softmax ignores the shift), so only the ruler's job changes. Second control:
+# keep `[CLS]` and `[SEP]` in fp16 in both rulers. Equal metadata, 2 bits:
 
 # %%
 centred = kv.centred_key_rows(qkv, bits=2)
@@ -148,9 +144,8 @@ print_table(centred, {"per token": ".4f", "per channel (32 tokens)": ".4f", "tok
 # two special tokens exact lowers both errors by about a third but not the ratio (1.75x); after
 # the offsets are removed it leaves 1.17x: once the offsets are gone, much of the rest is the
 # `[CLS]` and `[SEP]` keys, which a per-token ruler must fit whole and a per-channel ruler
-# shares out over 32 tokens. In these short sentences they are about one token in six; in a long
-# cache they would be a tiny share of a per-channel ruler's tokens, while a per-token ruler
-# would still fit each of them whole. So per-channel keys win on MiniLM too, but by less than
+# shares out over 32 tokens. In these short sentences they are one token in six, far more than
+# in a long cache. So per-channel keys win on MiniLM too, but by less than
 # the one-sentence comparison suggests, and for reasons partly different from LLaMA's outlier
 # channels.
 #
@@ -185,25 +180,19 @@ print_table(values, fmt | {"token - channel": "+.4f", "95% CI": "+.4f"})
 print("\n".join(value_lines))
 
 # %% [markdown]
-# With `[CLS]` quantized, per token wins at every bit width. A per-channel ruler spans the
+# With `[CLS]` quantized, per token wins at every bit width: a per-channel ruler spans the
 # words' large values, so `[CLS]`'s tiny value is rounded to something many times its size,
-# and the attention on `[CLS]` multiplies that error; a per-token ruler fits `[CLS]`'s own
-# small range. With `[CLS]` in fp16 the verdict flips at every bit width, and per channel wins
-# even at equal metadata (last column and last three lines: 3 bits per quantized value each; the
-# fp16 `[CLS]` costs both the same, about 1.3 bits per value (16 bits over 12.5 tokens) in these
-# short sentences and almost
-# nothing in a long context). So on MiniLM the values' axis depends on the sink: quantize it
-# with the rest and per token wins; keep it out and per channel wins. Per token keeps one
-# advantage either way: its ruler exists as soon as its token does (section 5).
+# and the attention on `[CLS]` multiplies that error. With `[CLS]` in fp16 the verdict flips at
+# every bit width, even at equal metadata (last column and last three lines; the fp16 `[CLS]`
+# costs both rulers the same, about 1.3 bits per value here). So on MiniLM the values' axis
+# depends on the sink.
 #
 # ## 5. Streaming, and what a cache costs
 #
 # During generation the cache grows one token at a time. A per-token ruler exists as soon as
 # its token does. A per-channel ruler over a group of `G` tokens exists only once the group is
 # complete, so the newest keys wait in full precision. A simple policy: keep a fixed window of
-# the `R` newest tokens in fp16 and quantize whole groups of the older ones (KIVI's code instead
-# quantizes keys in chunks of `R`, so 0 to `R - 1` keys wait, and keeps the `R` newest values).
-# For `G = R = 32`:
+# the `R` newest tokens in fp16 and quantize whole groups of the older ones. For `G = R = 32`:
 
 # %%
 rows = []
