@@ -169,14 +169,14 @@ print_table(rows, {"GFLOP": ".3f", "weight MB": ".1f", "FLOPs per weight byte": 
 # ## 4. Measure it: your machine, now
 #
 # `qlesson.bench.gemm` times the methods side by side, K = N = 4096, at M = 1 and M = 128
-# (30 s to a minute on a shared 2-core VM). Its second line names your CPU and the instruction
-# set PyTorch's kernels use on it (AVX2, AVX-512, AMX). Timings vary from run to run, so read
-# the verdict lines under the table: they call a gap inside the run's own noise a tie. The
-# output stored on this page was taken on a shared VM under heavy load (its bandwidth line reads
-# a few GB/s): it is one reading of a busy machine, not a property of the CPU, so run the cell
-# yourself. `x fp32` is the ratio to fp32 `F.linear` at the same M; `of read BW` is how fast an
-# M = 1 row consumed its stored weight bytes, as a share of the fastest read rate this run
-# measured.
+# (about 15 s on a quiet 2-core VM, longer on a busy one). Its second line names your CPU and
+# the instruction set PyTorch's kernels use on it (AVX2, AVX-512, AMX); its third gives the load.
+# Timings vary from run to run, so read the verdict lines under the table: they call a gap
+# inside the run's own noise a tie. The output stored on this page is one reading of a shared
+# 2-core VM, whose load its third line gives; on a busy machine every row is slower and noisier,
+# so run the cell yourself.
+# `x fp32` is the ratio to fp32 `F.linear` at the same M; `of read BW` is how fast an M = 1 row
+# consumed its stored weight bytes, as a share of the fastest read rate this run measured.
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("06", "int4_at_128")
@@ -236,10 +236,20 @@ for gpu in bench_gemm.stored_rooflines():
 # %% [markdown]
 # That is where "memory bound until a few hundred tokens" comes from: on such a GPU, bf16
 # weights stay memory bound well past batch 1, so a kernel that reads int4 codes could win up
-# to M of a few hundred, if its arithmetic kept up with the reads. The stored int4 kernel
-# (tinygemm) does not keep up for long: it beats fp16 at M = 1 and loses by M = 16. The
-# exercise's last task prints those stored times and finds the crossover from the rates alone;
-# *Going deeper* reads the whole stored H100 run.
+# to M of a few hundred, if its arithmetic kept up with the reads. Does the stored int4 kernel
+# (tinygemm) keep up? The same stored H100 run, at M = 1 and M = 16:
+
+# %%
+h100 = bench_gemm.read_csv(bench_gemm.RESULTS / "gemm_nvidia_h100.csv")
+for m in (1, 16):
+    print("\n".join(bench_gemm.int4_against_half(h100, m)))
+
+# %% [markdown]
+# Compact weights do save time here, at M = 1, but not for long: by M = 16 the int4 kernel's
+# arithmetic sets its time, not its bytes (the exercise's last task finds the crossover from the
+# rates alone). The second line of each pair is why kernels scale in the epilogue: a separate
+# multiply over a few KB still costs microseconds per call, a large share of a GEMM that takes
+# tens of microseconds. *Going deeper* reads the whole stored H100 run.
 #
 # ## Summary
 #

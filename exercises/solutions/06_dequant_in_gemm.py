@@ -264,3 +264,23 @@ recall_6 = 4.125
 
 # %% qlesson={"task": "recall 06.6"} tags=["check"]
 recall.answer("06", 6, recall_6)
+
+# %% [markdown]
+# ### Recall 06.7
+#
+# At M = 1, a fused int4 kernel reads about a seventh of the bytes fp32 F.linear reads. On a CPU it...
+#
+# - **a)** is slower, because int4 must first be dequantized into an fp32 copy in memory
+# - **b)** can be no faster than its conversion of codes allows, and may lose to fp32
+# - **c)** is about 7x faster, because the time at M = 1 is the time to read the weight
+#
+# Answer with the option's letter as a string (in quotes).
+
+# %% tags=["solution"]
+recall_7 = ...  # STUB
+# BEGIN SOLUTION
+recall_7 = "b"
+# END SOLUTION
+
+# %% qlesson={"task": "recall 06.7"} tags=["check"]
+recall.answer("06", 7, recall_7)

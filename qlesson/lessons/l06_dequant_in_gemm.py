@@ -302,6 +302,27 @@ RECALL: tuple[Question, ...] = (
             (20.0, "the scale is shared by the 128 weights of its group, not paid by each"),
         ),
     ),
+    choice(
+        "At M = 1, a fused int4 kernel reads about a seventh of the bytes fp32 F.linear reads. On a CPU it...",
+        (
+            "can be no faster than its conversion of codes allows, and may lose to fp32",
+            True,
+            "The bytes set a floor under the time; the kernel reaches it only if unpacking and scaling the codes keeps "
+            "up with the reads. Section 4's `of read BW` column says whether it did on your CPU.",
+        ),
+        (
+            "is about 7x faster, because the time at M = 1 is the time to read the weight",
+            False,
+            "Tempting: at M = 1 the bytes do set the floor. But a floor is not a time: a kernel that spends its time "
+            "converting codes sits far above it (a low `of read BW`).",
+        ),
+        (
+            "is slower, because int4 must first be dequantized into an fp32 copy in memory",
+            False,
+            "That is dequantize-then-matmul, the slow path of section 4; a fused kernel converts each tile in "
+            "registers and never writes a copy.",
+        ),
+    ),
 )
 
 
