@@ -23,6 +23,17 @@ from qlesson.quant.granularity import (
     scale_shape,
 )
 from qlesson.quant.metrics import ChannelErrors, Errors, channel_errors, errors
+from qlesson.quant.packed import (
+    QuantLinear,
+    Scheme,
+    dequantized_weights,
+    load_packed,
+    plan_bits,
+    quantize_model,
+    resolve_plan,
+    save_packed,
+    simulate,
+)
 from qlesson.quant.quantize import QTensor, fake_quantize, qrange, quantize
 
 __all__ = [
@@ -37,17 +48,26 @@ __all__ = [
     "PerGroup",
     "PerTensor",
     "QTensor",
+    "QuantLinear",
+    "Scheme",
     "awq_scales",
     "block_size",
     "channel_errors",
+    "dequantized_weights",
     "double_quantize",
     "errors",
     "fake_quantize",
     "footprint",
     "gptq",
+    "load_packed",
+    "plan_bits",
     "qrange",
     "quantize_fp8",
     "quantize",
+    "quantize_model",
+    "resolve_plan",
+    "save_packed",
     "scale_shape",
+    "simulate",
     "total_footprint",
 ]
