@@ -20,19 +20,19 @@
 # scale cover one token or one channel?
 #
 # **The answer**: On MiniLM's short sentences, keys do better per channel even when both rulers
-# span 32 values: each key channel sits at its own offset, and with the offsets removed much of
-# the rest goes with the `[CLS]` and `[SEP]` keys. The values' best axis hangs on a single
-# token, and section 4 finds which.
+# span 32 values, because of two things together: each key channel sits at its own offset, and
+# the `[CLS]` and `[SEP]` keys stand apart from the rest. Values do better per token, unless one
+# token, found in section 5, is kept exact.
 #
 # **What you will do**:
 # * recap attention and the cache, and find where the structure of MiniLM's keys sits;
-# * compare per-token and per-channel keys at equal metadata, beside shuffled and centred controls;
+# * compare per-token and per-channel keys at equal metadata, then remove their suspected causes;
 # * find which token decides the values' axis;
 # * count what a cache costs with its scales, minimums and full-precision window.
 #
 # **What you need**: lessons 02 (granularity), 05 (activations) and 09 (intervals over
 # sentence pairs); nothing to download.
-# **Time**: about 25 minutes, plus about 24 for the exercise.
+# **Time**: about 26 minutes, plus about 24 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -61,7 +61,8 @@ ql.show_environment()
 # Many models share each key and value among several query heads (grouped-query attention,
 # GQA): Llama-3-8B has 32 query heads but caches 8 *KV heads*, a quarter of the cache. MiniLM
 # has no GQA (12 KV heads), and as an encoder it never caches; the cache is simulated on whole
-# sentences, 120 held-out ones of 10 to 17 tokens.
+# sentences, 120 held-out ones of 10 to 17 tokens, where every query sees every key of its
+# sentence (a decoder's query sees only the earlier ones).
 
 # %%
 from qlesson.quant.kv import quantized_tokens
@@ -94,9 +95,9 @@ print_table(heads, {k: ".2f" for k in heads[0] if k != "layer"})
 
 # %% [markdown]
 # Layer 0's loudest head is more than twice the median head (first column). Inside a head, the
-# loudest channel is barely louder than in shuffled numbers, in the median head and in the head
-# where it is widest (the two `spread` columns, each beside its shuffled control): MiniLM has no
-# outlier key channels. What it has is offsets: each key channel sits around its own mean, which
+# loudest channel is at most 1.2 times as loud as in shuffled numbers, in the median head and in
+# the head where it is widest (the two `spread` columns, each beside its shuffled control):
+# MiniLM has no outlier key channels. What it has is offsets: each key channel sits around its own mean, which
 # holds more of the variance than in the shuffled control (`means' share`).
 #
 # ## 3. Keys: which axis, at what price?
@@ -130,37 +131,32 @@ print("\n".join(key_lines))
 # Shuffled keys keep most of the win (1.9x against 2.6x). That part is the group size: a ruler
 # over a dozen values fits a tighter range than one over 32, for 4.56 bits per value against 3.
 # At equal metadata (last row) the shuffled keys nearly tie, while the real keys keep a 1.7x
-# win: that part comes from their structure. Which structure? Section 2 found channel offsets,
-# and they can be removed without changing the attention: subtract each channel's mean over the
-# sentence (the softmax ignores the shift), so only the ruler's job changes. Second control:
-# keep `[CLS]` and `[SEP]` in fp16 in both rulers. Equal metadata, 2 bits:
+# win: that part comes from their structure.
+#
+# ## 4. Keys: which structure?
+#
+# Two suspects: the channels' offsets (section 2) and the two special tokens. Remove each, then
+# both. The offsets can be removed without changing the attention: subtract each channel's mean
+# over the sentence (the softmax ignores the shift), so only the ruler's job changes. The special
+# tokens: keep `[CLS]` and `[SEP]` in fp16 in both rulers. Equal metadata, 2 bits:
 
 # %%
 centred = kv.centred_key_rows(qkv, bits=2)
 print_table(centred, {"per token": ".4f", "per channel (32 tokens)": ".4f", "token / channel": ".2f"})
 
 # %% [markdown]
-# Removing the offsets cuts the win from 1.67x to 1.46x: offsets explain part of it. Keeping the
-# two special tokens exact lowers both errors by about a third but not the ratio (1.75x); after
-# the offsets are removed it leaves 1.17x: once the offsets are gone, much of the rest is the
-# `[CLS]` and `[SEP]` keys, which a per-token ruler must fit whole and a per-channel ruler
-# shares out over 32 tokens. In these short sentences they are one token in six, far more than
-# in a long cache. So per-channel keys win on MiniLM too, but by less than
-# the one-sentence comparison suggests, and for reasons partly different from LLaMA's outlier
-# channels.
+# Neither suspect alone removes the win: without the offsets it is 1.46x, with the special tokens
+# exact 1.75x. Together they cut it to 1.17x: the offsets and the `[CLS]` and `[SEP]` keys
+# explain most of the win between them. In these short sentences the special tokens are one
+# token in six, far more than in a long cache. So per-channel keys win on MiniLM too, but by
+# less than the one-sentence comparison suggests, and for reasons partly different from LLaMA's
+# outlier channels.
 #
-# ## 4. Values: which token decides?
+# ## 5. Values: which token decides?
 #
-# Values reach the output weighted by attention, so look at where attention goes:
-
-# %%
-print_table(kv.cls_rows(qkv), {"attention to [CLS]": ".2f", "[CLS] value / median value": ".2f"})
-
-# %% [markdown]
-# In layers 1 to 4 more than half of all attention lands on `[CLS]`, the first token, whose
-# value is a few hundredths of a typical token's. Quantize the values at 2 bits per token or per channel (over one
-# sentence), with one token per sentence kept in fp16 and out of every ruler (KVQuant has this
-# option for the first tokens). Predict which kept token flips the verdict:
+# Quantize the values at 2 bits per token or per channel (over one sentence), with one token per
+# sentence kept in fp16 and out of every ruler (KVQuant has this option for the first tokens).
+# With every token quantized, per token wins. Predict which kept token flips the verdict:
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("10", "kept_token")
@@ -169,25 +165,38 @@ recall.predict("10", "kept_token")
 print_table(kv.kept_token_rows(qkv, bits=2), {"per token": ".3f", "per channel": ".3f"})
 
 # %% [markdown]
-# Only `[CLS]` flips it: keeping `[SEP]` or a random word exact barely moves either ruler.
-# `[CLS]` is an *attention sink*, a place to put attention that adds little. The
-# same comparison at 2, 3 and 4 bits, with per channel also over 32 tokens (equal metadata):
+# Only `[CLS]` flips it; `[SEP]` or a random word barely moves either ruler. Why `[CLS]`? A
+# value reaches the output weighted by its token's attention:
+
+# %%
+print_table(kv.cls_rows(qkv), {"attention to [CLS]": ".2f", "[CLS] value / median value": ".2f"})
+
+# %% [markdown]
+# In layers 1 to 4 more than half of all attention lands on `[CLS]`, whose value is a few
+# hundredths of a typical token's: an *attention sink*, a place to put attention that adds
+# little. The same comparison at 2, 3 and 4 bits, with per channel also over 32 tokens (equal
+# metadata):
 
 # %%
 values, value_lines = kv.value_rows(qkv)
 fmt = {k: ".4f" for k in ("per token", "per channel", "per channel (32 tokens)")}
 print_table(values, fmt | {"token - channel": "+.4f", "95% CI": "+.4f"})
 print("\n".join(value_lines))
+n_tok = sum(k.shape[1] for k in qkv[0]["k"]) / len(qkv[0]["k"])  # tokens per sentence
+# [CLS]'s 32 values in a head: 16 bits each instead of b; a per-token ruler also drops [CLS]'s own 32-bit ruler
+for name, saved in (("per token", 32 / 32), ("per channel", 0.0)):
+    extra = ", ".join(f"{(16 - b - saved) / n_tok:.2f}" for b in (2, 3, 4))
+    print(f"[CLS] in fp16, one token in {n_tok:.1f}, {name}: {extra} extra bits per value at 2, 3, 4 bits")
 
 # %% [markdown]
-# With `[CLS]` quantized, per token wins at every bit width: a per-channel ruler spans the
-# words' large values, so `[CLS]`'s tiny value is rounded to something many times its size,
-# and the attention on `[CLS]` multiplies that error. With `[CLS]` in fp16 the verdict flips at
-# every bit width, even at equal metadata (last column and last three lines; the fp16 `[CLS]`
-# costs both rulers the same, about 1.3 bits per value here). So on MiniLM the values' axis
-# depends on the sink.
+# With `[CLS]` quantized, per token wins at every bit width, likely because a per-channel ruler
+# spans the words' large values, so `[CLS]`'s tiny value is rounded to something many times its
+# size, and the attention on `[CLS]` multiplies that error. With `[CLS]` in fp16 the verdict
+# flips at every bit width, even at equal metadata (last column and the interval lines; the
+# fp16 `[CLS]` costs either ruler about one extra bit per value, last two lines). So on MiniLM
+# the values' axis depends on the sink.
 #
-# ## 5. Streaming, and what a cache costs
+# ## 6. Streaming, and what a cache costs
 #
 # During generation the cache grows one token at a time. A per-token ruler exists as soon as
 # its token does. A per-channel ruler over a group of `G` tokens exists only once the group is
@@ -225,8 +234,8 @@ print(f"Llama-3-8B's own weights in fp16 (8.03e9 parameters): {8.03e9 * 2 / 2**3
 #   offset. LLaMA-family keys have outlier channels, as KIVI and KVQuant report.
 # * Per-channel keys beat per-token keys 2.6x at 2 bits over one sentence, but shuffled keys
 #   still show 1.9x: the smaller group. At equal metadata the real keys still win 1.7x, the
-#   shuffled ones barely; the channels' offsets explain part of that and, once they are
-#   removed, the `[CLS]` and `[SEP]` keys (one token in six here) most of the rest.
+#   shuffled ones barely. Neither removing the channels' offsets (1.46x) nor keeping `[CLS]`
+#   and `[SEP]` exact (1.75x) removes that win; together they cut it to 1.17x.
 # * Values: per token wins while the sink `[CLS]` is quantized; keep it (and only it) in fp16
 #   and per channel wins at 2, 3 and 4 bits.
 # * Per-channel rulers need whole groups of tokens, hence a full-precision window of the
@@ -328,7 +337,9 @@ print_table(list(kv.TOOLS))
 # ### Measurement notes
 #
 # * MiniLM never caches; each sentence's keys and values come from one forward pass, and
-#   attention is recomputed from them in float64.
+#   attention is recomputed from them in float64, unmasked as MiniLM's own: every query sees
+#   every key, later ones included. In a decoder the first token is also seen by every query,
+#   so the sink may carry over; this lesson does not test it.
 # * The 32-token per-channel rulers run over the sentences laid end to end, so a ruler can
 #   span two sentences; in a real cache it would span 32 tokens of one text.
 # * The keys' shuffled control permutes each sentence's keys across heads, channels and

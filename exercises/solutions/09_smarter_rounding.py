@@ -92,24 +92,23 @@ check("09.push_error", push_error)
 # %% [markdown]
 # ## Task 3 · GPTQ with per-channel scales, column by column
 #
-# Write `gptq_per_channel(w, x, bits)` returning the integer codes `[N, K]` (as floats is fine),
-# as `ql.gptq(w, x, bits)` computes them without its speed-ups:
+# Write `gptq_per_channel(w, x, scale, bits)` returning the integer codes `[N, K]` (as floats
+# is fine) of GPTQ on the symmetric ruler of each row given by `scale [N]`. Some cases give
+# clipped scales, smaller than `max|w| / qmax` (a clipping search, such as llm-awq's, picks
+# them): then some weights lie past the last tick. `ql.gptq` always uses RTN's scales, so it
+# cannot do this task for you; the functions of tasks 1 and 2 can.
 #
-# 1. the course's symmetric per-channel scales (lesson 02), from the **original** `w`;
-# 2. the Hessian of `x` with the paper's damping (lesson 09, section 3), and its inverse;
-# 3. column by column, in order: the codes, then the error feedback of task 2, then column `j`
+# 1. the Hessian of `x` with the paper's damping (lesson 09, section 3), and its inverse;
+# 2. column by column, in order: the codes, then the error feedback of task 2, then column `j`
 #    leaves the inverse Hessian. Removing it is `hinv - outer(hinv[:, j], hinv[j]) / hinv[j, j]`
 #    (this keeps `hinv` the inverse of the Hessian of the columns still free).
-#
-# Error pushed onto a later column can carry it past the end of its row's ruler.
 
 
 # %% tags=["solution"]
-def gptq_per_channel(w, x, bits):
+def gptq_per_channel(w, x, scale, bits):
     ...  # STUB
     # BEGIN SOLUTION
     w, qmax = w.clone(), 2 ** (bits - 1) - 1
-    scale = w.abs().amax(dim=1) / qmax
     h = hessian(x)
     h = h + 0.01 * h.diagonal().mean() * torch.eye(h.shape[0], dtype=h.dtype)
     hinv = torch.linalg.inv(h)
@@ -155,8 +154,9 @@ check("09.awq_scale", awq_scale)
 # source, which GPTQ never sees. Write `fewest_tokens(w, x_cal, x_held, ns, bits)`: for each count
 # `n` in `ns` (increasing), calibrate GPTQ per-channel (`ql.gptq`) on the first `n` tokens of
 # `x_cal`, and return the smallest `n` with which GPTQ is better than round-to-nearest (the same
-# bits, per-channel) for this layer. You decide how to judge "better"; lesson 09 says what can
-# fool you. Every case has such an `n`.
+# bits, per-channel) for this layer. Judge "better" by the lesson's relative output error of
+# the layer, on tokens where GPTQ's fit cannot flatter it (lesson 09 says what can fool you).
+# Every case has such an `n`.
 
 
 # %% tags=["solution"]
@@ -188,7 +188,7 @@ check("09.fewest_tokens", fewest_tokens)
 #
 # - **a)** The damping was too large
 # - **b)** Fewer tokens than inputs: the Hessian is rank deficient and GPTQ fits the calibration set
-# - **c)** GPTQ is always worse than RTN on new text
+# - **c)** The new sentences are a different kind of text from the calibration paragraphs
 #
 # Answer with the option's letter as a string (in quotes).
 

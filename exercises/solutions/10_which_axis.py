@@ -209,14 +209,14 @@ recall.answer("10", 2, recall_2)
 # %% [markdown]
 # ### Recall 10.4
 #
-# Llama-3-8B-like: 32 layers, 32 query heads sharing 8 KV heads of 128. MiB of fp16 KV cache, 8192 tokens?
+# Llama-3-8B-like: 32 layers, 32 query heads sharing 8 KV heads of 128. MiB of fp16 KV cache, 32768 tokens?
 #
 # Answer with a number.
 
 # %% tags=["solution"]
 recall_4 = ...  # STUB
 # BEGIN SOLUTION
-recall_4 = 1024
+recall_4 = 4096
 # END SOLUTION
 
 # %% qlesson={"task": "recall 10.4"} tags=["check"]

@@ -397,13 +397,14 @@ RECALL: tuple[Question, ...] = (
         source=LESSON,
     ),
     Numeric(
-        "Llama-3-8B-like: 32 layers, 32 query heads sharing 8 KV heads of 128. MiB of fp16 KV cache, 8192 tokens?",
-        1024,
-        "2 (keys and values) x 32 layers x 8 KV heads x 128 x 8192 tokens x 2 bytes = 1 GiB.",
+        "Llama-3-8B-like: 32 layers, 32 query heads sharing 8 KV heads of 128. MiB of fp16 KV cache, 32768 tokens?",
+        4096,
+        "2 (keys and values) x 32 layers x 8 KV heads x 128 x 32768 tokens x 2 bytes = 4 GiB.",
         tol=0.5,
         mistakes=(
-            (4096, "that counts the 32 query heads; the cache holds only the 8 KV heads"),
-            (512, "that counts keys or values only; the cache stores both"),
+            (16384, "that counts the 32 query heads; the cache holds only the 8 KV heads"),
+            (2048, "that counts keys or values only; the cache stores both"),
+            (1024, "that is 8192 tokens, the table's first row; this cache holds four times as many"),
         ),
     ),
     Numeric(

@@ -581,6 +581,38 @@ def held_out_rows(
     return rows, per, norms
 
 
+def split_rows(
+    weights: Mapping[str, torch.Tensor],
+    fitted: Mapping[str, torch.Tensor],
+    unseen: Mapping[str, torch.Tensor],
+    variants: Sequence[tuple[str, int, Granularity]],
+) -> list[dict[str, Any]]:
+    """Each variant fitted on ``fitted`` and measured on it and on ``unseen`` tokens of the same kind.
+
+    The control for "GPTQ fits its calibration tokens": if ``unseen`` is more calibration text
+    (not a different kind of text), an error that grows from ``fitted`` to ``unseen`` is a fit.
+    Per variant: the mean relative layer-output error over the layers on each, and their ratio.
+
+    >>> w = {"a": torch.tensor([[0.3, -0.2, 0.1, 0.4]])}
+    >>> x = {"a": torch.eye(4)}
+    >>> split_rows(w, x, x, [("RTN", 4, PerChannel(0))])[0]["unseen / fitted"]
+    1.0
+    """
+    fit_lays, new_lays = shared_layers(weights, fitted), shared_layers(weights, unseen)
+    rows = []
+    for method, bits, g in variants:
+        on_fit, on_new = [], []
+        for name, lay in fit_lays.items():
+            w_hat = quantized(lay, bits, g, (method,))[method]
+            on_fit.append(output_error(lay.w, w_hat, lay.h, lay.norm))
+            other = new_lays[name]
+            on_new.append(output_error(other.w, w_hat, other.h, other.norm))
+        a, b = sum(on_fit) / len(on_fit), sum(on_new) / len(on_new)
+        label = variant_label(method, bits, g)
+        rows.append({"variant": label, "err on fitted half": a, "err on other half": b, "unseen / fitted": b / a})
+    return rows
+
+
 def find(rows: Sequence[Mapping[str, Any]], method: str, weights: str) -> Mapping[str, Any]:
     """The row of ``method`` (``"GPTQ"``) at ``weights`` (``"int4 per-channel"``)."""
     for r in rows:
