@@ -318,3 +318,127 @@ def test_the_table_says_when_an_exercise_has_a_newer_version(tmp_path):
     assert "python -m qlesson update" in notes[SOLUTION_02.stem]
     rows = [grade.TaskResult("01_the_ruler", "01.a", "pass", "")]
     assert new_version_path(mine[0]).name in grade.summary_lines(rows, notes)[2]
+
+
+# ---- the fresh adversarial pass (issue 31): what still got through, and what hung
+
+
+@LINUX
+def test_half_a_reply_or_a_stopped_child_cannot_hang_the_grader():
+    """A learner's function wrote a frame header promising 1 GB and slept; another stopped its own process
+    so that the grader's next (large) input could not be sent: both hung `make grade` and the clean room."""
+    import signal
+    import time
+
+    import torch
+
+    from qlesson.course.sandbox import LearnerError
+
+    def hung(*_):
+        raise AssertionError("the grader hung")
+
+    forged = (
+        "def f(x):\n    import os, struct, sys, time\n    fd = int(sys.argv[-1].split(':')[1])\n"
+        "    os.write(fd, struct.pack('!i', 10**9) + b'xx')\n    time.sleep(10**6)"
+    )
+    stopped = (
+        "def f(x):\n    import os, signal, threading, time\n"
+        "    stop = lambda: (time.sleep(0.2), os.kill(os.getpid(), signal.SIGSTOP))\n"
+        "    threading.Thread(target=stop, daemon=True).start()\n    return 0.0"
+    )
+    old = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(40)
+    try:
+        with Sandbox([forged]) as box:
+            box.limit(2)
+            with pytest.raises(LearnerError, match="did not return within 2 s"):
+                box.answer("f")(1)
+        with Sandbox([stopped]) as box:
+            box.limit(4)
+            f = box.answer("f")
+            assert f(torch.zeros(3)) == 0.0
+            time.sleep(1)  # the child has stopped itself by now
+            with pytest.raises(LearnerError, match="did not return within 4 s"):
+                f(torch.zeros(2_000_000))  # 8 MB: more than the socket holds while nobody reads
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def test_a_blank_recall_answer_is_not_attempted():
+    task = grade.CourseTask("recall 01.4", "recall_4", 'recall.answer("01", 4, recall_4)')
+    assert grade._verdict(task, "  ", {})[0] == "not attempted"
+    assert grade._verdict(task, "", {})[0] == "not attempted"
+    assert grade._verdict(task, "ab", {})[0] == "fail"
+
+
+def test_a_link_in_a_submission_is_dropped_and_a_name_that_is_not_utf8_is_graded(tmp_path):
+    """A submission that was a link to the instructor's own solution scored full marks."""
+    subs, secret = tmp_path / "submissions", tmp_path / "solutions" / SOLUTION_02.name
+    _notebook(secret)
+    odd = subs / b"learner\xff".decode("utf-8", "surrogateescape")
+    (odd / "work").mkdir(parents=True)
+    (odd / SOLUTION_02.name).symlink_to(secret)
+    (odd / "work" / "all").symlink_to(secret.parent, target_is_directory=True)
+    copy = cleanroom.unpack(odd, tmp_path / "unpacked")
+    assert cleanroom.notebooks(copy, [SOLUTION_02.stem]) == {} and secret.exists()
+    course = tmp_path / "course"
+    (course / "exercises").mkdir(parents=True)
+    (course / "exercises" / SOLUTION_02.name).write_bytes((ROOT / "exercises" / SOLUTION_02.name).read_bytes())
+    rows = cleanroom.grade_submissions(subs, course_root=course, say=lambda *a, **k: None)
+    assert {r.learner for r in rows} == {"learner\ufffd"} and {r.result.status for r in rows} == {"not submitted"}
+    cleanroom.write_csv(rows, tmp_path / "scores.csv")  # once raised UnicodeEncodeError
+    assert "learner\ufffd" in (tmp_path / "scores.csv").read_text(encoding="utf-8")
+
+
+@LINUX
+@pytest.mark.skipif(cleanroom.os_sandbox()[0] is None, reason="no bubblewrap")
+def test_in_the_clean_room_the_answers_are_out_of_reach(tmp_path):
+    """Stubs that took the course's reference, its solution file or another learner's notebook scored full marks."""
+    subs = tmp_path / "submissions"
+    alice = _notebook(subs / "a_alice" / SOLUTION_02.name)
+    take = {
+        "b_reference": "from qlesson.course.tasks import tasks\n"
+        "per_channel_scale = tasks()['02.per_channel_scale'].reference",
+        "c_lesson": "from qlesson.lessons import module\n"
+        "per_channel_scale = next(t.reference for t in module('02').TASKS if t.task_id == '02.per_channel_scale')",
+        "d_solution": "import pathlib, qlesson\nns = {}\n"
+        "exec(pathlib.Path(qlesson.__file__).resolve().parents[1].joinpath("
+        f"'exercises/solutions/{SOLUTION_02.stem}.py').read_text(), ns)\nper_channel_scale = ns['per_channel_scale']",
+        "e_classmate": "import json\nns = {}\n"
+        f"cells = json.load(open({str(alice)!r}))['cells']\n"
+        "exec(next(''.join(c['source']) for c in cells if 'def per_channel_scale' in ''.join(c['source'])), ns)\n"
+        "per_channel_scale = ns['per_channel_scale']",
+    }
+    for learner, cheat in take.items():
+        _notebook(subs / learner / SOLUTION_02.name, cheat)
+    course = tmp_path / "course"
+    (course / "exercises").mkdir(parents=True)
+    (course / "exercises" / SOLUTION_02.name).write_bytes((ROOT / "exercises" / SOLUTION_02.name).read_bytes())
+    rows = cleanroom.grade_submissions(subs, course, cleanroom.os_sandbox()[0], say=lambda *a, **k: None)
+    scale = {r.learner: r.result for r in rows if r.result.task == "02.per_channel_scale"}
+    assert scale["a_alice"].passed
+    assert [who for who, r in scale.items() if r.passed] == ["a_alice"], {k: r.detail for k, r in scale.items()}
+
+
+@LINUX
+def test_a_process_that_leaves_its_session_dies_with_the_sandbox_too():
+    """`make grade` killed the child's process group; a fork that called setsid() (or forked twice) outlived it."""
+    import time
+
+    marker = f"{os.getpid()}.161803"
+    cells = [
+        "import os\n"
+        "if os.fork() == 0:\n    os.setsid()\n    os.execvp('sleep', ['sleep', '" + marker + "'])\n"
+        "if os.fork() == 0:\n    os.setsid()\n"
+        "    if os.fork() == 0:\n        os.execvp('sleep', ['sleep', '" + marker + "'])\n    os._exit(0)\n"
+        "ready = 1"
+    ]
+    with Sandbox(cells) as box:
+        assert box.answer("ready") == 1
+        for _ in range(100):  # the second sleep starts a moment after the cell has finished
+            if len(_alive(marker)) == 2:
+                break
+            time.sleep(0.1)
+        assert len(_alive(marker)) == 2
+    assert _alive(marker) == []

@@ -125,6 +125,8 @@ def _as_tensor(v: Any) -> torch.Tensor | None:
     if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool):
         return torch.tensor(float(v), dtype=torch.float64)
     seq = (list, tuple)  # a tuple of numbers is as good as a list (a tuple *answer* is compared part by part)
+    if isinstance(v, seq) and v and all(isinstance(x, (bool, np.bool_)) for x in v):  # a mask, as a bool tensor is
+        return torch.tensor([bool(x) for x in v], dtype=torch.float64)
     if isinstance(v, seq) and v and all(isinstance(x, (int, float, *seq)) and not isinstance(x, bool) for x in v):
         try:  # a plain list of numbers (or of lists) is as good as a tensor
             return torch.tensor(v, dtype=torch.float64)
@@ -153,6 +155,8 @@ def same(got: Any, expected: Any, rtol: float, atol: float, broadcast: bool = Fa
     False
     >>> same("0.5", torch.tensor(0.5), 1e-5, 1e-6), same(None, 0.5, 1e-5, 1e-6)  # not numbers at all
     (False, False)
+    >>> same([True, False], torch.tensor([True, False]), 0, 0), same([False, False], torch.tensor([True, False]), 0, 0)
+    (True, False)
     """
     if isinstance(expected, tuple):
         return (

@@ -12,7 +12,9 @@ the course as it was when grading began:
   killed whole at the end;
 * on Linux with bubblewrap (``apt-get install bubblewrap``), inside an OS sandbox: the whole
   file system read-only but for that working folder, a private ``/tmp``, no network, its own
-  process tree (a background process dies with it, ``--die-with-parent``). Without one, a
+  process tree (a background process dies with it, ``--die-with-parent``), and out of sight what
+  would hand out the answers (:func:`hidden`: the solutions, each lesson's task module, the
+  course's git history, the other submissions; a submission's links are dropped). Without one, a
   warning says so, and the course and venv are checked after each learner: a learner whose
   code changed them is reported, not graded, and grading stops (restore the course, grade again).
 
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import os
 import shutil
 import stat
 import subprocess
@@ -41,6 +44,8 @@ from pathlib import Path
 from qlesson.course import grade, integrity
 from qlesson.course.grade import TaskResult, Wrap
 from qlesson.course.workspace import ROOT
+
+PACKAGE = Path(__file__).resolve().parents[1]
 
 MAX_ZIP_BYTES = 500 * 2**20
 BWRAP = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
@@ -59,13 +64,34 @@ class Row:
         return int(self.result.passed)
 
 
-def bwrap_prefix(workdir: Path) -> list[str]:
+def bwrap_prefix(workdir: Path, hide: tuple[Path, ...] = ()) -> list[str]:
     """bubblewrap's command prefix: everything read-only but ``workdir``, no network, its own processes.
+
+    What would hand a learner the answers is not there at all (:func:`hidden`, and ``hide``).
 
     >>> bwrap_prefix(Path("/tmp/w"))[-7:]
     ['--chdir', '/tmp/w', '--unshare-all', '--die-with-parent', '--new-session', '--cap-drop', 'ALL']
     """
-    return ["bwrap", *BWRAP, *_kept(), "--bind", str(workdir), str(workdir), "--chdir", str(workdir), *BWRAP_FLAGS]
+    masks = [arg for path in (*hidden(), *hide) for arg in _mask(path)]
+    work = ["--bind", str(workdir), str(workdir), "--chdir", str(workdir)]
+    return ["bwrap", *BWRAP, *_kept(), *masks, *work, *BWRAP_FLAGS]
+
+
+def hidden(package: Path = PACKAGE, course: Path = ROOT) -> list[Path]:
+    """What the learner's code must not read: the course's solutions and git history, the instructor's
+    workspace, and each lesson's task module (references, hidden cases, the recall questions' right letters).
+
+    ``qlesson/lessons/__init__.py`` stays, empty of lessons: ``from qlesson.course.tasks import check`` still imports.
+    """
+    found = [course / "exercises" / "solutions", course / ".git", course / "workspace"]
+    if (package / "lessons").is_dir():
+        found += [p for p in (package / "lessons").iterdir() if p.name != "__init__.py"]
+    return [p for p in found if p.exists()]
+
+
+def _mask(path: Path) -> list[str]:
+    """bubblewrap arguments that put an empty folder (or file) over ``path``."""
+    return ["--tmpfs", str(path)] if path.is_dir() and not path.is_symlink() else ["--ro-bind", "/dev/null", str(path)]
 
 
 def _kept() -> list[str]:
@@ -101,6 +127,10 @@ def unpack(entry: Path, into: Path) -> Path:
     dest = into / entry.stem
     if entry.is_dir():
         shutil.copytree(entry, dest, symlinks=True, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+        for here, dirs, files in os.walk(dest):  # a link in a submission is never followed: it could
+            for name in dirs + files:  # name the instructor's solutions or another learner's files
+                if (link := Path(here) / name).is_symlink():
+                    link.unlink()  # the link only (os.walk does not enter a linked folder)
         return dest
     with zipfile.ZipFile(entry) as zf:
         members = [m for m in zf.infolist() if not stat.S_ISLNK(m.external_attr >> 16)]
@@ -118,6 +148,15 @@ def notebooks(folder: Path, exercises: list[str]) -> dict[str, Path]:
         if path.stem in exercises and ".ipynb_checkpoints" not in path.parts and path.is_file():
             found.setdefault(path.stem, path)
     return found
+
+
+def readable(name: str) -> str:
+    """A file name as text that can be printed and written to the CSV (bytes that are not UTF-8 become U+FFFD).
+
+    >>> readable("ana"), readable(b"bo\\xff".decode("utf-8", "surrogateescape")) == "bo\\ufffd"
+    ('ana', True)
+    """
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def submissions(folder: Path) -> list[Path]:
@@ -138,11 +177,15 @@ def grade_submissions(folder: Path, course_root: Path = ROOT, wrap: Wrap | None 
     wanted = {name: grade.course_tasks(name, course) for name in exercises}  # read before any learner code runs
     grade.built_tasks([t.key for ts in wanted.values() for t in ts])
     before, hooks = grade.fingerprint(course), set(integrity.startup_hooks())
+    if wrap is bwrap_prefix:  # hide the other learners' submissions too (unless the course is inside them)
+        subs = folder.resolve()
+        inside = any(Path(p).resolve().is_relative_to(subs) for p in (ROOT, sys.prefix, sys.base_prefix))
+        wrap = functools.partial(bwrap_prefix, hide=(*(() if inside else (subs,)), *hidden(course=course_root)))
     rows: list[Row] = []
     stopped: str | None = None
     with tempfile.TemporaryDirectory(prefix="qlesson-submissions-") as tmp:
         for entry in submissions(folder):
-            learner = entry.stem
+            learner = readable(entry.stem)
             if stopped:
                 rows += [
                     Row(learner, TaskResult(e, t.key, "not graded", stopped)) for e in exercises for t in wanted[e]
@@ -215,6 +258,7 @@ def main(args: list[str]) -> int:
         print(f"WARNING: {which}.")
         print("  Each learner's code still runs with python -I, in a throw-away folder, in its own process group,")
         print("  but it can write whatever your user can: the course and venv are checked after each learner.")
+        print("  It can also read what your user can: the solutions, each lesson's references, the other submissions.")
         if "--require-sandbox" in args:
             return 2
     else:

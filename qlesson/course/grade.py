@@ -235,12 +235,12 @@ def _verdict(task: CourseTask, answer: Any, built: dict[str, Task]) -> tuple[str
     if isinstance(answer, Missing):
         why = f"`{task.name}` is not defined after running your notebook"
         if answer.errors:
-            why += f" (your {answer.errors[0]})"
+            why += f" ({answer.errors[0]})"  # "your code cell 3 (it starts ...): NameError: ..."
         return "error", why, why
     if task.key.startswith("recall "):
         lesson, number = task.key.split()[1].split(".")
-        if answer is None or answer is Ellipsis:
-            return "not attempted", "not attempted yet", ""
+        if answer is None or answer is Ellipsis or (isinstance(answer, str) and not answer.strip()):
+            return "not attempted", "not attempted yet", ""  # as the check cell says: blank is not an answer
         ok, why = feedback(questions(lesson)[int(number) - 1], answer)
         return ("pass" if ok else "fail"), why, why
     v = evaluate(built[task.key], answer)

@@ -35,6 +35,7 @@ import secrets
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -52,6 +53,7 @@ from qlesson.course import plain
 from qlesson.course.checking import RaisedElsewhere, changed_inputs
 
 CALL_TIMEOUT_S = 30.0
+MAX_REPLY_BYTES = 2**30  # a learner's reply above 1 GiB is refused unread
 START_TIMEOUT_S = 120.0  # the whole notebook's cells; the solutions take under 10 s on one core
 GRADING_VAR = "QLESSON_GRADING"  # set in the child: `make grade` inside a graded notebook refuses
 # what the child keeps of the environment (everything else, tokens and PYTHON* included, is dropped)
@@ -80,9 +82,51 @@ class LearnerError(RaisedElsewhere):
     """The learner's function raised, or returned something that cannot leave its process."""
 
 
-def _send(conn: Connection, obj: Any) -> None:  # parent -> child: the grader's own inputs
-    # plain pickle: Connection.send would share tensors through torch's shared-memory reducers
-    conn.send_bytes(pickle.dumps(obj))
+class _Wire:
+    """The parent's end of the private socket: multiprocessing's framing, with a deadline on every read and write.
+
+    A child that stops reading (a stopped process) or sends a frame's header and then nothing
+    cannot hang the grader, and a reply larger than ``MAX_REPLY_BYTES`` is refused unread.
+    Messages to the child are plain pickles of the grader's own inputs (``Connection.send`` would
+    share tensors through torch's shared-memory reducers).
+    """
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+
+    def send(self, obj: Any, deadline: float) -> None:
+        data = pickle.dumps(obj)
+        head = struct.pack("!i", len(data)) if len(data) <= 0x7FFFFFFF else struct.pack("!iQ", -1, len(data))
+        self._wait(deadline)
+        self.sock.sendall(head + data)  # the timeout bounds the whole sendall
+
+    def recv(self, deadline: float, limit: int = 0) -> bytes:
+        (size,) = struct.unpack("!i", self._read(4, deadline))
+        if size == -1:
+            (size,) = struct.unpack("!Q", self._read(8, deadline))
+        if not 0 <= size <= (limit or MAX_REPLY_BYTES):
+            raise _BadFrame(f"a reply of {size} bytes (at most {(limit or MAX_REPLY_BYTES) >> 20} MB)")
+        return self._read(size, deadline)
+
+    def _read(self, n: int, deadline: float) -> bytes:
+        buf = bytearray()
+        while len(buf) < n:
+            self._wait(deadline)
+            chunk = self.sock.recv(min(n - len(buf), 1 << 20))
+            if not chunk:
+                raise EOFError
+            buf += chunk
+        return bytes(buf)
+
+    def _wait(self, deadline: float) -> None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError
+        self.sock.settimeout(left)
+
+
+class _BadFrame(Exception):
+    """The child sent something that is not one of its replies (the stream can no longer be read)."""
 
 
 def _reply(conn: Connection, status: str, value: Any = None) -> None:  # child -> parent: plain data only
@@ -201,6 +245,56 @@ def child_env(workdir: Path) -> dict[str, str]:
     return env
 
 
+def _adopt_orphans() -> bool:
+    """On Linux, make this process the subreaper of its descendants (``PR_SET_CHILD_SUBREAPER``).
+
+    A process a learner's cell detaches from its process group (``setsid``, a double fork) then
+    comes back to this process as its child when its parent ends, where :func:`_kill_strays` finds it;
+    otherwise it would outlive ``make grade`` (the clean room's bubblewrap kills its whole process tree).
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _children() -> list[int]:
+    """The process ids whose parent is this process (``/proc/PID/stat``'s fourth field)."""
+    me, found = os.getpid(), []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == me:
+            found.append(int(entry.name))
+    return found
+
+
+def _kill_strays(known: set[int]) -> None:
+    """Kill and reap this process's children that are not in ``known``: what a graded notebook left behind."""
+    for _ in range(20):  # a killed stray's own children come back here in turn
+        strays = [pid for pid in _children() if pid not in known]
+        if not strays:
+            return
+        for pid in strays:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        for pid in strays:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+
+
 class _Remote:
     """A learner's function, called in the sandbox process."""
 
@@ -249,6 +343,7 @@ class Sandbox:
         return work
 
     def __enter__(self) -> Sandbox:
+        self._known = set(_children()) if _adopt_orphans() else None  # this process's own children, before the box
         self.workdir = self._workdir()
         package = str(Path(qlesson.__file__).resolve().parent)
         cmd = [*(self.wrap(self.workdir) if self.wrap else []), sys.executable, "-I", "-c", _BOOT, package]
@@ -259,16 +354,16 @@ class Sandbox:
             cmd.append(f"fd:{theirs.fileno()}")
             self._proc = subprocess.Popen(cmd, pass_fds=[theirs.fileno()], start_new_session=True, **popen)
             theirs.close()
-            self._conn = Connection(mine.detach())
+            self._wire = _Wire(mine)
             self._start_posix()
         else:
             self._start_loopback(cmd, popen)
         try:
-            if not self._conn.poll(self.start_timeout_s):
-                self.close()
-                raise LearnerError(f"your notebook did not finish running within {self.start_timeout_s:.0f} s")
-            status, errors = _reply_status(self._conn.recv_bytes())
-        except (EOFError, OSError):
+            status, errors = _reply_status(self._wire.recv(time.monotonic() + self.start_timeout_s))
+        except TimeoutError:
+            self.close()
+            raise LearnerError(f"your notebook did not finish running within {self.start_timeout_s:.0f} s") from None
+        except (EOFError, OSError, _BadFrame):
             self.close()
             raise LearnerError("your notebook's code ended the Python process (exit() or a crash)") from None
         if status != "ready" or not (isinstance(errors, list) and all(isinstance(e, str) for e in errors)):
@@ -279,7 +374,7 @@ class Sandbox:
 
     def _start_posix(self) -> None:
         try:
-            _send(self._conn, self.sources)
+            self._wire.send(self.sources, time.monotonic() + 60)
         except OSError:
             self.close()
             raise LearnerError("the grading process did not start") from None
@@ -300,10 +395,10 @@ class Sandbox:
             raise LearnerError("the grading process did not start within 60 s") from None
         finally:
             server.close()
-        self._conn = Connection(sock.detach())
+        self._wire = _Wire(sock)
         try:
-            ok = self._conn.recv_bytes(64) == token.encode("ascii")
-        except (EOFError, OSError):
+            ok = self._wire.recv(time.monotonic() + 60, limit=64) == token.encode("ascii")
+        except (EOFError, OSError, _BadFrame):
             ok = False
         if not ok:
             self.close()
@@ -314,8 +409,8 @@ class Sandbox:
 
     def close(self) -> None:
         """Stop the child and everything it started in its process group, and delete its directory."""
-        if hasattr(self, "_conn"):
-            self._conn.close()
+        if hasattr(self, "_wire"):
+            self._wire.sock.close()
         if hasattr(self, "_proc"):
             if os.name == "posix":
                 try:
@@ -324,6 +419,8 @@ class Sandbox:
                     pass
             self._proc.kill()
             self._proc.wait(5)
+        if getattr(self, "_known", None) is not None:
+            _kill_strays(self._known | {self._proc.pid} if hasattr(self, "_proc") else self._known)
         if getattr(self, "workdir", None) is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)
             self.workdir = None
@@ -340,14 +437,17 @@ class Sandbox:
     def _ask(self, kind: str, name: str, args: tuple = ()) -> tuple[str, Any]:
         if self.broken:
             raise LearnerError(self.broken)
-        wait = CALL_TIMEOUT_S if self.deadline is None else max(0.0, self.deadline - time.monotonic())
+        deadline = time.monotonic() + CALL_TIMEOUT_S if self.deadline is None else self.deadline
         try:
-            _send(self._conn, (kind, name, args))
-            if not self._conn.poll(wait):
-                raise self._break(f"{name} did not return within {self.limit_s:g} s (an endless loop?)")
-            return _reply_status(self._conn.recv_bytes())
+            self._wire.send((kind, name, args), deadline)
+            data = self._wire.recv(deadline)
+        except TimeoutError:  # also a child that stopped reading, or sent half a reply
+            raise self._break(f"{name} did not return within {self.limit_s:g} s (an endless loop?)") from None
+        except _BadFrame as err:
+            raise self._break(f"{name} sent {err}, not a result") from None
         except (EOFError, OSError):
             raise self._break(f"the process running your code stopped while running {name}") from None
+        return _reply_status(data)
 
     def answer(self, name: str) -> Any:
         """The learner's ``name``: a callable proxy for a function, the value itself otherwise."""
