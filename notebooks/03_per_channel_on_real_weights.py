@@ -242,25 +242,19 @@ print(f"{a} - {b}: mean cosine {d.diff:+.4f}, 95% interval [{d.lo:+.4f}, {d.hi:+
 # ### Every bit width and group size
 #
 # The same comparison at 8, 4 and 3 bits, with groups of 128, 64 and 32, and with intervals on
-# the rank correlation too (about 90 s more).
+# the rank correlation too. Embedding the sentences under twelve settings takes minutes, so this
+# study and the next two run as one command, `python -m qlesson.bench lesson03`, which stores
+# their reading in `notebooks/results/03_deeper_study.json`; these cells print that reading
+# (`tests/test_lesson03_study.py` recomputes one setting's row against it).
 
 # %%
-more = [(8, ql.PerTensor()), (8, ql.PerChannel(0))] + [(4, ql.PerGroup(g)) for g in (128, 64, 32)]
-more += [(3, ql.PerChannel(0))] + [(3, ql.PerGroup(g)) for g in (128, 64, 32)]
-scores.update(studies.embedding_scores(model, tqdm(more, desc="quantize and embed", **bar)))
-order = ["int8 per-tensor", "int8 per-channel", "int4 per-tensor", "int4 per-channel"]
-order += [f"int{b} per-group {g}" for b in (4,) for g in (128, 64, 32)] + ["int3 per-channel"]
-order += [f"int3 per-group {g}" for g in (128, 64, 32)]
-print_table([scores[k].row() for k in order], fmt)
+from qlesson.bench import lessons
+
+reading = lessons.load("03", missing_ok=False)
+print_table(reading["table"], fmt)
 
 # %%
-steps = [("int8 per-channel", "int8 per-tensor"), ("int4 per-channel", "int4 per-tensor")]
-steps += [("int4 per-group 128", "int4 per-channel")]
-steps += [("int4 per-group 64", "int4 per-group 128"), ("int4 per-group 32", "int4 per-group 64")]
-steps += [("int3 per-group 128", "int3 per-channel"), ("int3 per-group 32", "int3 per-group 128")]
-steps += [("int3 per-group 32", "int4 per-channel")]
-diffs = studies.compare_embeddings(scores, tqdm(steps, desc="paired intervals", **bar))
-print_table(diffs, {"cosine": "+.4f", "cosine 95% CI": "+.4f", "rank corr": "+.4f", "rank 95% CI": "+.4f"})
+print_table(reading["steps"], {"cosine": "+.4f", "cosine 95% CI": "+.4f", "rank corr": "+.4f", "rank 95% CI": "+.4f"})
 
 # %% [markdown]
 # Per-channel int8 is within a few ten-thousandths of FP32; per-tensor int8 already loses about
@@ -272,19 +266,7 @@ print_table(diffs, {"cosine": "+.4f", "cosine 95% CI": "+.4f", "rank corr": "+.4
 # on the same draws.
 
 # %%
-from qlesson.teach.intervals import interval, pair_resamples
-
-idx = pair_resamples(240)
-share = {}
-for bits in (4, 3):
-    c = {g: scores[f"int{bits} {g}"].cosine for g in ("per-channel", "per-group 128", "per-group 32")}
-    gain128, gain32 = c["per-group 128"] - c["per-channel"], c["per-group 32"] - c["per-channel"]
-    share[bits] = (gain128.mean() / gain32.mean(), gain128[idx].mean(1) / gain32[idx].mean(1))
-    ci = interval(share[bits][0], share[bits][1])
-    print(f"int{bits}: g128 gets {100 * ci.diff:.0f}% of g32's cosine gain [{100 * ci.lo:.0f}%, {100 * ci.hi:.0f}%]")
-d = interval(share[3][0] - share[4][0], share[3][1] - share[4][1])
-verdict = d.verdict("int3", "int4")
-print(f"int3 share - int4 share: {100 * d.diff:+.0f} points [{100 * d.lo:+.0f}, {100 * d.hi:+.0f}]: {verdict}")
+print("\n".join(reading["share_lines"]))
 
 # %% [markdown]
 # ### Which layers the per-tensor loss comes from
@@ -294,17 +276,8 @@ print(f"int3 share - int4 share: {100 * d.diff:+.0f} points [{100 * d.lo:+.0f}, 
 # found near 0 dB besides `L0.output`. Everything else stays per-channel.
 
 # %%
-near_zero = {"L0.attention output", "L0.intermediate"}
-split = [
-    ("per-tensor on FFN outputs only", lambda n: (4, ql.PerTensor() if n in outputs else ql.PerChannel(0))),
-    (
-        "per-tensor on L0.attention output and L0.intermediate only",
-        lambda n: (4, ql.PerTensor() if n in near_zero else ql.PerChannel(0)),
-    ),
-]
-split_scores = studies.embedding_scores_by_layer(model, tqdm(split, desc="quantize and embed", **bar))
 main_rows = [scores[k].row() for k in ("int4 per-channel", settings[2][0], "int4 per-tensor")]
-print_table(main_rows + [s.row() for s in split_scores.values()], fmt)
+print_table(main_rows + reading["split"], fmt)
 
 # %% [markdown]
 # Per-tensor on the six output layers alone costs about 0.43 of mean cosine; on the two block-0

@@ -19,17 +19,17 @@
 # **The question**: Small blocks make fp16 scales expensive; how many bits does a block's scale
 # really need?
 #
-# **The answer**: A block scale rounded to `m` steps moves the block's largest code, `qmax`
-# ticks out, by up to `qmax / (2m)` ticks, and the SQNR lost follows that move; the scale's range
-# can come from a level above. A power of two (no mantissa bits) moves the top code by whole
-# ticks: dB on int4 codes, less on FP4's float grid.
+# **The answer**: A block scale needs about `log2(qmax) + 2` to `3` bits of steps, `qmax` being
+# the codes' largest value: 6 for int4 codes, 7 to 8 for 6-bit codes, as llama.cpp's K-quants store
+# them, with the range coming from one fp16 or fp32 scale above. A bare power of two (no mantissa)
+# costs int4 codes about 2.3 dB on MiniLM, FP4 codes only 1.3 dB.
 #
 # **What you will do**: count what scales cost per weight; shrink a block scale from fp16 to 4
 # bits on a MiniLM layer, with int4 and with 6-bit codes; put power-of-two scales (MX's E8M0)
 # under int4 and FP4 codes; take NVFP4's tensor scale away.
 #
 # **What you need**: lessons 02 to 04 (group scales and bits per weight); nothing to download.
-# **Time**: about 27 minutes, plus about 20 for the exercise.
+# **Time**: about 30 minutes, plus about 20 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -85,12 +85,13 @@ print_table(rows, {"scale bits / weight": ".4f", "bits per weight": ".4f"})
 # a super-scale `d` shared by 8 blocks. `d` is set so that the loudest of the 8 gets `sc = m`.
 # Rounding `sc` to the nearest integer is off by at most half a step, `d / 2`. A block about as
 # loud as the loudest has a scale of `m` steps: it is off by up to `1 / (2m)`, and its largest
-# code moves by up to `qmax / (2m)` ticks. That is the rule. Quieter blocks have fewer steps of
-# `d`; the exercise works out what that does to them.
+# code moves by up to `qmax / (2m)` ticks. That is the rule.
 #
-# The layer is MiniLM's `L0.output` (lesson 03's FFN output), int4 codes in blocks of 32 under
+# Quieter blocks have fewer steps of `d`; the exercise works out what that does to them. The
+# layer is MiniLM's `L0.output` (lesson 03's FFN output), int4 codes in blocks of 32 under
 # super-blocks of 8, every scale rounded to the nearest. The columns: the rule, the move measured
-# at the median block, and the SQNR lost against exact fp32 scales.
+# at the median block, and the SQNR lost against exact fp32 scales. The last row, `E4M3 x fp32`, is
+# NVFP4's 8-bit float scale (3 mantissa bits) under one fp32 scale per tensor, for comparison.
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("08", "six_bit_sub_scale")
@@ -157,7 +158,8 @@ for qmax, codes, used, m in cases:
 # is `2**(floor(log2 amax) - 2)`, 2 being the exponent of the grid's largest power of two (4 on
 # both int4's and FP4's grids). The block's largest weight lands between 4 and 8 ticks; past the
 # grid's top (7 for int4, 6 for FP4) it clips. So the top code moves by whole ticks, far past a
-# tenth. Over all 36 Linear layers, blocks of 32, int4 codes and FP4 (E2M1) codes:
+# tenth. Over all 36 Linear layers, blocks of 32, int4 codes and FP4 (E2M1) codes (`fp32`: the
+# ideal scale, for comparison):
 
 # %%
 grid_fmt = {"int4 -7..7 SQNR dB": ".2f", "FP4 E2M1 SQNR dB": ".2f", "FP4 - int4 dB": "+.2f"}
@@ -169,38 +171,58 @@ print(f"E8M0 floor against fp32 scales: int4 codes lose {loss[i4]:.2f} dB, FP4 c
 
 # %% [markdown]
 # FP4 codes under these scales *are* MXFP4. The power of two costs int4 codes dB, not
-# hundredths. FP4 codes lose less because their grid is a float grid. Its ticks (0, 0.5, 1, 1.5,
-# 2, 3, 4, 6) crowd near zero, so a scale twice too large moves every value down one binade,
-# where the relative step is the same; only values pushed to the bottom ticks lose. On int4's
-# evenly spaced ticks, doubling the scale halves every value's precision. Power-of-two scales
-# pair with float elements, which is MX's design: applying one is an exponent add.
+# hundredths. Under the floor rule a block's scale is up to 1.5 times FP4's ideal `amax / 6` and
+# up to 1.75 times int4's `amax / 7` (or below it, and the top clips). Does FP4 lose less because
+# its grid is a float grid? The control: every block's scale a fixed factor too large, which
+# clips nothing, on the same 36 layers:
+
+# %% tags=["nbval-ignore-output"]
+recall.predict("08", "oversized_scale")
+
+# %%
+print_table(scale_bits.oversized_scale_rows(W), {"int4 -7..7 SQNR dB": ".2f", "FP4 E2M1 SQNR dB": ".2f"})
+
+# %% [markdown]
+# With exact scales the two grids tie; with the scale 1.5 times too large int4 loses 3.7 dB and
+# FP4 0.7 dB. FP4's ticks (0, 0.5, 1, 1.5, 2, 3, 4, 6) crowd near zero: a value pushed down
+# toward the next binade meets a relative step about as fine as before, and only values pushed
+# to the bottom ticks lose. On int4's evenly spaced ticks, a larger scale coarsens
+# every value's step by the same factor. Power-of-two scales pair with float elements, which is
+# MX's design: applying one is an exponent add.
 #
 # **NVFP4** spends 0.25 bits more than MXFP4: blocks of 16 and an E4M3 scale, whose 3 mantissa
 # bits section 2 measured at about a 4-bit sub-scale's cost. E4M3's *range* is narrow: its normal
 # numbers run from 2**-6 to 448. So NVFP4 stores one fp32 scale per tensor that puts the largest
 # block scale at 448. The two levels again: precision in the block scale, range from above.
-# `L0.intermediate` and the same layer divided by 100, with and without the tensor scale:
+# `L0.intermediate` and the same layer divided by 100, with and without the tensor scale (the last
+# column: the blocks whose `amax / 6` falls below 2**-6, as it would without a tensor scale):
 
 # %%
 wi = W["L0.intermediate"]
 nv_rows = []
 for factor in (1, 100):
     x = wi.numpy() / factor
-    for label, ts in (("fp32 tensor scale", microscaling.nvfp4_tensor_scale(x)), ("none (tensor scale 1)", 1.0)):
-        back = torch.from_numpy(microscaling.quantize_nvfp4(x, ts).values())
-        wanted = np.abs(x).reshape(-1, 16).max(axis=1) / 6 / ts  # each block's E4M3 scale before rounding
+    wanted = np.abs(x).reshape(-1, 16).max(axis=1) / 6  # each block's E4M3 scale before rounding, no tensor scale
+    ts = microscaling.nvfp4_tensor_scale(x)
+    for label, back in (
+        ("fp32 tensor scale", microscaling.quantize_nvfp4(x, ts).values()),
+        ("none, clamped at 2**-6", microscaling.quantize_nvfp4(x, 1.0).values()),
+        ("none, E4M3 subnormals", scale_bits.nvfp4_subnormal_values(x)),
+    ):
         r = {"L0.intermediate": f"/ {factor}", "tensor scale": label}
-        r |= {"SQNR dB": ql.errors(torch.from_numpy(x), back).sqnr_db}
-        nv_rows.append(r | {"block scales below 2**-6 %": 100 * float((wanted < 2.0**-6).mean())})
-print_table(nv_rows, {"SQNR dB": ".2f", "block scales below 2**-6 %": ".1f"})
+        r |= {"SQNR dB": ql.errors(torch.from_numpy(x), torch.from_numpy(back)).sqnr_db}
+        nv_rows.append(r | {"amax / 6 below 2**-6 %": 100 * float((wanted < 2.0**-6).mean())})
+print_table(nv_rows, {"SQNR dB": ".2f", "amax / 6 below 2**-6 %": ".1f"})
 
 # %% [markdown]
 # With the tensor scale, dividing the layer by 100 changes nothing: the tensor scale absorbs it
 # (the control). Without it, every block scale of the smaller layer falls below E4M3's smallest
-# normal number, 2**-6. qlesson, like torchao, clamps such a scale to 2**-6: the scale is far too
-# coarse for the block, and its weights round to zero. On the layer as stored, a fifth of the
-# blocks are below 2**-6, and the loss is about a tenth of a dB. The scale needed no more
-# precision; it needed a level above it for its range.
+# normal number, 2**-6. Clamped to 2**-6 (torchao's choice, and qlesson's) the scale is far too
+# large for the block, and its weights round to zero. Rounded to E4M3's subnormals instead (as
+# llama.cpp does) it fares no better: they stop at 2**-9, and nearly all these scales round to 0. On the
+# layer as stored, a fifth of the blocks are below 2**-6: the clamp costs them about a tenth of a
+# dB, the subnormals about a hundredth. The scale needed no more precision; it needed a level
+# above it for its range.
 #
 # ## 5. Try it: a format, a layer, a block
 #
@@ -239,16 +261,16 @@ widgets.format_explorer(W)
 # * The SQNR lost follows the move. At the median block: under a hundredth of a dB at a few
 #   hundredths of a tick, about 0.02 dB at 0.07 tick, 0.06 to 0.08 dB at 0.15 tick. Past half a
 #   tick, a scale rounded down also clips.
-# * So a scale needs about `log2(qmax) + 2` to `3` bits of steps for a tenth of a tick: 6 for
-#   int4 codes, 8 for 6-bit codes, fp16 for int8 codes. Q6_K's int8 sub-scales hold 127 steps,
+# * So a scale needs about `log2(qmax) + 2` to `3` bits of steps for a tenth of a tick: 6 stored
+#   bits for int4 codes, 7 to 8 for 6-bit codes, fp16 for int8 codes. Q6_K's int8 sub-scales hold 127 steps,
 #   0.12 tick. The range comes from a level above: an fp16 super-scale per 256 weights, an fp32
 #   scale per tensor.
 # * A power of two (MX's E8M0, by the OCP spec's floor rule) moves the top code by whole ticks:
-#   about 2.3 dB on int4 codes, 1.3 dB on FP4 codes, whose float grid keeps its relative step
-#   when a value halves.
+#   about 2.3 dB on int4 codes, 1.3 dB on FP4 codes. With a scale 1.5 times too large and nothing
+#   clipped, int4 loses 3.7 dB and FP4 0.7 dB: the float grid keeps its relative step.
 # * NVFP4's E4M3 scales have about a 4-bit sub-scale's precision but a narrow range. Without the
-#   fp32 tensor scale, and with scales clamped at 2**-6 as torchao does, small tensors lose their
-#   blocks.
+#   fp32 tensor scale, a tensor whose block scales fall below E4M3's range loses its blocks, with
+#   the scales clamped at 2**-6 or rounded to subnormals alike.
 #
 # ## Pause and recall
 #
@@ -423,11 +445,10 @@ print(f"NVFP4 on L0.intermediate, values identical to torchao's: {np.array_equal
 # %% [markdown]
 # llama.cpp's own NVFP4 quantizer (`quantize_row_nvfp4_ref` in `ggml-quants.c`, as of
 # November 2026) writes each block's `amax / 6` straight into E4M3 with no tensor scale, and
-# rounds a scale below 2**-6 to a subnormal or to zero: E4M3's subnormals reach down to 2**-9,
-# so without a tensor scale such a quantizer keeps some of the small blocks section 4's clamp
-# loses. A GGUF carries a tensor scale (a
-# `.scale` tensor) when it was converted from an NVFP4 checkpoint that has one: NVIDIA ModelOpt's
-# `weight_scale_2` or a compressed-tensors checkpoint's `weight_global_scale`.
+# rounds a scale below 2**-6 to a subnormal or to zero, as section 4's `none, E4M3 subnormals`
+# row does. A GGUF carries a tensor scale (a `.scale` tensor) when it was converted from an NVFP4
+# checkpoint that has one: NVIDIA ModelOpt's `weight_scale_2` or a compressed-tensors
+# checkpoint's `weight_global_scale`.
 
 # %% [markdown]
 # ### Every format on all 36 layers
@@ -446,14 +467,19 @@ print(f"NVFP4 on L0.intermediate, values identical to torchao's: {np.array_equal
 # super-blocks of 256 (every sub-block still lies inside one row, only an fp16 super-scale spans
 # two rows; llama.cpp would fall back to another format for such tensors). The plot shows SQNR
 # against bits; the line joins the best SQNR per bit.
+#
+# Embedding 240 sentences under twenty formats takes minutes, so the study runs as its own
+# command, `python -m qlesson.bench lesson08`, which stores its reading in
+# `notebooks/results/08_format_study.json`; these cells print that reading
+# (`tests/test_lesson08_study.py` recomputes its SQNR and bits columns against it).
 
 # %%
-from qlesson.teach import studies
+from qlesson.bench import lessons
 
-table, fmt_scores = format_study.format_study(model, W)
-shown = [r | {"cosine 95% CI": fmt_scores[r["format"]].row()["cosine 95% CI"]} for r in table]
+reading = lessons.load("08", missing_ok=False)
+table = reading["table"]
 spec = {"bits per weight": ".4f", "SQNR dB": ".2f", "rmse / rms": ".4f", "mean cosine": ".4f", "rank corr": ".4f"}
-print_table(shown, spec | {"small-half rmse": ".5f", "cosine 95% CI": ".4f"})
+print_table(table, spec | {"small-half rmse": ".5f", "cosine 95% CI": ".4f"})
 print(f"weights: {sum(w.numel() for w in W.values()):,} in {len(W)} layers")
 
 # %%
@@ -461,16 +487,7 @@ front = format_study.pareto_front(table)
 _ = format_plots.format_pareto(table, "SQNR dB", front)
 
 # %%
-for y in ("SQNR dB", "mean cosine", "rank corr"):
-    note = "" if y == "SQNR dB" else " (on the means; the intervals below show which gaps are ties)"
-    print(f"best per bit by {y}{note}: {', '.join(format_study.pareto_front(table, y))}")
-for budget in (4.3, 4.55, 7.0):
-    fits = [r for r in table if r["bits per weight"] <= budget]
-    best = max(fits, key=lambda r: r["SQNR dB"])
-    cos_best, cos_ties = studies.best_and_ties(fmt_scores, [r["format"] for r in fits], "cosine")
-    tied = f" (tied with {', '.join(cos_ties)}: intervals span 0)" if cos_ties else ""
-    print(f"within {budget} bits/weight: best SQNR {best['format']} ({best['SQNR dB']:.2f} dB), ", end="")
-    print(f"best cosine {cos_best}{tied}")
+print("\n".join(reading["lines"]))
 by = {r["format"]: r for r in table}
 for a, b in (("Q4_K search", "Q4_1"), ("Q4_K", "Q4_1"), ("NVFP4", "Q4_0"), ("NVFP4", "int4 g32")):
     ra, rb = by[a], by[b]
@@ -507,11 +524,8 @@ for name, steps in (("NVFP4", via_nv), ("MXFP4 rceil", via_mx), ("Q4_K search", 
 # should not be over-read.
 
 # %%
-pairs = [("NVFP4", "Q4_K search"), ("NVFP4", "Q4_0"), ("Q4_K search", "Q4_K"), ("Q4_K", "Q4_0")]
-pairs += [("NVFP4", "int4 g32"), ("NVFP4", "MXFP4 even"), ("MXFP4 floor", "int4 g32")]
-pairs += [("Q6_K search", "Q6_K"), ("Q4_K search", "Q4_1"), ("MXFP4 floor", "Q4_0")]
 print_table(
-    studies.compare_embeddings(fmt_scores, pairs),
+    reading["comparisons"],
     {"cosine": "+.4f", "cosine 95% CI": "+.4f", "rank corr": "+.4f", "rank 95% CI": "+.4f"},
 )
 
@@ -573,7 +587,7 @@ print_table(rule_rows, {"blocks above floor %": ".1f", "saturated %": ".2f", "SQ
 rules = ("MXFP4 floor", "MXFP4 even", "MXFP4 rceil", "MXFP4 ceil")
 print("SQNR over all 36 layers: " + ", ".join(f"{m} {table_db[m]:.2f} dB" for m in rules))
 print_table(
-    studies.compare_embeddings(fmt_scores, [("MXFP4 rceil", "MXFP4 ceil"), ("MXFP4 floor", "MXFP4 even")]),
+    reading["rule_comparisons"],
     {"cosine": "+.4f", "cosine 95% CI": "+.4f", "rank corr": "+.4f", "rank 95% CI": "+.4f"},
 )
 

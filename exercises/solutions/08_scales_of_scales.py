@@ -103,11 +103,11 @@ check("08.quiet_block_bits", quiet_block_bits)
 # ## Task 3 · Decode one MXFP4 block by hand
 #
 # Write `decode_mxfp4(raw)`: `raw` is the 17 bytes (`np.uint8`) of one MXFP4 block as gguf
-# stores it. Byte 0 is the E8M0 exponent `e`: the scale is `2**(e - 127)`. Bytes 1 to 16 hold
-# 32 four-bit codes: the low nibbles are weights 0 to 15, the high nibbles weights 16 to 31.
-# A code's bit 3 is the sign; bits 0 to 2 index the E2M1 magnitudes
-# `0, 0.5, 1, 1.5, 2, 3, 4, 6`. Return the 32 values (a numpy array). Mind numpy's `uint8`
-# arithmetic on the bytes.
+# stores it. Byte 0 is the block's E8M0 scale byte (section 1 of the lesson says what it holds).
+# Bytes 1 to 16 pack 32 four-bit FP4 codes, two per byte: the low nibbles are weights 0 to 15,
+# the high nibbles weights 16 to 31. A code is sign and magnitude: bit 3 the sign, bits 0 to 2
+# the position of its magnitude in FP4's list of values (section 4 lists them, smallest first).
+# Return the 32 weights (a numpy array).
 
 
 # %% tags=["solution"]

@@ -1,4 +1,10 @@
-"""Command line: ``python -m qlesson.bench {quantize,gemm,widgets,gptq} [--quick] [--threads N] [--csv FILE]``."""
+"""Command line: ``python -m qlesson.bench WHICH [--quick] [--threads N] [--csv FILE]``.
+
+``WHICH``: quantize, gemm, widgets, gptq, lesson03 or lesson08.
+
+``lesson03`` and ``lesson08`` run those lessons' slow Going-deeper studies and store their readings in
+``notebooks/results/`` (the lessons print the stored readings).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +15,8 @@ import torch
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m qlesson.bench", description=__doc__)
-    parser.add_argument("which", choices=["quantize", "gemm", "widgets", "gptq"], help="which benchmark to run")
+    which = ["quantize", "gemm", "widgets", "gptq", "lesson03", "lesson08"]
+    parser.add_argument("which", choices=which, help="which benchmark (or lesson study) to run")
     parser.add_argument("--quick", action="store_true", help="smaller sizes (seconds, for CI and notebooks)")
     parser.add_argument("--csv", default=None, help="gemm: also write the rows to this CSV file")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
@@ -24,6 +31,10 @@ def main(argv: list[str] | None = None) -> int:
         from .gemm import main as run_gemm
 
         run_gemm(quick=args.quick, csv_path=args.csv)
+    elif args.which in ("lesson03", "lesson08"):
+        from .lessons import main as run_lesson
+
+        run_lesson(args.which[-2:])
     elif args.which == "gptq":
         from .gptq import main as run_gptq
 

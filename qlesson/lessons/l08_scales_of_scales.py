@@ -223,8 +223,7 @@ TASKS: list[Task] = [
             Case((_block(3, 40.0),), "large weights: exponent above 127"),
         ],
         "byte 0 is e (scale 2**(e - 127)); bytes 1-16 hold codes, low nibbles weights 0-15, high nibbles 16-31; "
-        "a code's bit 3 is the sign, bits 0-2 index 0, 0.5, 1, 1.5, 2, 3, 4, 6; "
-        "turn e into a Python int (int(raw[0])) before subtracting: on a numpy uint8, raw[0] - 127 wraps around",
+        "a code's bit 3 is the sign, bits 0-2 index 0, 0.5, 1, 1.5, 2, 3, 4, 6",
         [
             Mistake(
                 "computed the exponent on a numpy uint8: raw[0] - 127 wraps around 256 when e < 127 "
@@ -267,6 +266,11 @@ TASKS: list[Task] = [
             ),
             Mistake("forgot the bias 127", lambda a: math.floor(math.log2(a)) - 2 if a else 0),
             Mistake(
+                "used int(log2(amax)), which truncates toward zero: below amax = 1 the logarithm is negative and "
+                "int() rounds it up (int(-0.4) is 0, where floor gives -1); use math.floor",
+                lambda a: max(int(math.log2(a)) - 2 + 127, 0) if a else 0,
+            ),
+            Mistake(
                 "used ceil, not floor (torchao's ceil rule)",
                 lambda a: max(math.ceil(math.log2(a)) - 2 + 127, 0) if a else 0,
             ),
@@ -306,10 +310,10 @@ PREDICT = {
             "moves the codes, and 7/126 of a tick is small beside half a tick.",
         ),
         (
-            "about 0.5 dB, like doubling the group size in lesson 04",
+            "about half a dB, like a change of group size in lesson 04",
             False,
-            "Tempting because group sizes moved the SQNR by tenths of a dB; but here every block keeps its own scale, "
-            "only rounded a little.",
+            "Tempting because lesson 04's group sizes moved the SQNR by about a dB per doubling; but here every "
+            "block keeps its own scale, only rounded a little.",
         ),
         (
             "nothing: an integer times an fp16 number is exact",
@@ -345,6 +349,35 @@ PREDICT = {
             False,
             "Tempting, since the move grew 4.4 times; but clipping needs a move past half a tick, and the rule gives "
             "at most a quarter tick.",
+        ),
+    ),
+    "oversized_scale": choice(
+        "Every block's scale 1.5 times too large (so nothing clips), all 36 MiniLM layers, blocks of 32. With exact "
+        "scales int4 (-7..7) and FP4 (E2M1) codes score about the same SQNR. What does the too-large scale do?",
+        (
+            "int4 loses several dB, FP4 under one",
+            True,
+            "On int4's even ticks every value's step grows 1.5 times. FP4's values move down toward the next binade, "
+            "where its ticks are finer, so their relative step stays about the same; only values pushed to the "
+            "bottom ticks lose.",
+        ),
+        (
+            "both lose the same, a few dB: the scale makes every tick 1.5 times coarser",
+            False,
+            "Tempting: the scale multiplies every tick on both grids. But on a float grid a value that shrinks "
+            "lands among finer ticks, so its relative error barely grows.",
+        ),
+        (
+            "FP4 loses more: its top ticks are 2 apart (4 to 6), coarser than int4's",
+            False,
+            "Tempting, since FP4 is coarse at the top; but a too-large scale pushes values away from the top, "
+            "to where FP4's ticks are fine.",
+        ),
+        (
+            "neither loses: a larger scale clips nothing",
+            False,
+            "Tempting if clipping is the only error one pictures; but rounding error grows with the step, and on "
+            "int4 every step grows.",
         ),
     ),
 }
@@ -396,12 +429,14 @@ RECALL: tuple[Question, ...] = (
         source=LESSON,
     ),
     choice(
-        "A block's scale is rounded up to a power of two. Why does that cost FP4 codes less than int4 codes?",
+        "A block's scale is a power of two, off by up to a factor of 1.5 to 2 from the ideal. Why does that cost FP4 "
+        "codes less than int4 codes?",
         (
-            "Halving every value moves it down one binade of the float grid, where the relative step is the same",
+            "A value pushed down toward the next binade of the float grid meets about the same relative step",
             True,
-            "Only values pushed to the bottom ticks (0 and 0.5) lose; on int4's evenly spaced ticks every value loses "
-            "half its precision.",
+            "Only values pushed to the bottom ticks (0 and 0.5) lose; on int4's evenly spaced ticks every value's "
+            "step grows with the scale. Section 4's control: a scale 1.5 times too large costs int4 several dB, "
+            "FP4 under one.",
         ),
         (
             "FP4's ticks are finer than int4's everywhere",
@@ -438,9 +473,10 @@ RECALL: tuple[Question, ...] = (
             "E4M3's normal numbers span only 2**-6 to 448, so the tensor scale moves that window onto the "
             "tensor's range",
             True,
-            "The block scales are E4M3 numbers relative to it. On MiniLM's L0.intermediate it buys about a tenth of a "
-            "dB; on the same layer divided by 100 every block scale falls below 2**-6 without it, and the weights "
-            "round to zero. llama.cpp's own NVFP4 quantizer stores no tensor scale.",
+            "The block scales are E4M3 numbers relative to it. On MiniLM's L0.intermediate as stored it buys little "
+            "(a tenth of a dB against scales clamped at 2**-6, a hundredth against E4M3's subnormals); on the same "
+            "layer divided by 100 every block scale falls below E4M3's range without it, and the weights round to "
+            "zero.",
         ),
         (
             "E4M3's 3 mantissa bits are too coarse, and the fp32 tensor scale adds precision to every block scale",

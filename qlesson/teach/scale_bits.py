@@ -277,3 +277,55 @@ def rule_rows(
             }
         )
     return rows
+
+
+def oversized_scale_rows(
+    weights: Mapping[str, ArrayLike], block: int = 32, factors: Sequence[float] = (1.0, 1.5, 1.75)
+) -> list[dict[str, Any]]:
+    """SQNR over all the weights of ``weights`` with every block's scale a fixed ``factor`` times its ideal
+    (``amax / 7`` for int4 codes -7..7, ``amax / 6`` for FP4 E2M1 codes): lesson 08's control for why a
+    power-of-two scale costs FP4 codes less than int4 codes. A factor of 1 or more never clips, so only the
+    grid's response to a scale that is too large is measured.
+
+    >>> x = {"a": torch.linspace(-1, 1, 64).reshape(2, 32)}
+    >>> [r["scale"] for r in oversized_scale_rows(x, factors=(1.0, 1.5))]
+    ['exact', '1.5x too large']
+    """
+    if not weights or any(float(f) < 1 for f in factors):
+        raise ValueError(f"pass a non-empty mapping of weights and factors of at least 1; got factors={factors}")
+    tensors = [_check(w, block, 4, "int", 1, ("fp32",)).reshape(-1, block) for w in weights.values()]
+    signal = sum(float(t.square().sum()) for t in tensors)
+    rows = []
+    for factor in factors:
+        row: dict[str, Any] = {"scale": "exact" if factor == 1 else f"{factor:g}x too large"}
+        for label, qmax in (("int4 -7..7", 7), ("FP4 E2M1", E2M1_MAX)):
+            err = 0.0
+            for t in tensors:
+                amax = t.abs().amax(-1, keepdim=True)
+                s = torch.where(amax > 0, amax / qmax, torch.ones_like(amax)) * factor
+                v = t / s
+                q = torch.round(v) if qmax == 7 else torch.from_numpy(round_to(v.numpy(), "E2M1"))
+                err += float((q * s - t).square().sum())
+            row[f"{label} SQNR dB"] = 10 * np.log10(signal / err)
+        rows.append(row)
+    return rows
+
+
+def nvfp4_subnormal_values(x: ArrayLike) -> np.ndarray:
+    """NVFP4 without a tensor scale, each block's ``amax / 6`` rounded to E4M3 *with* its subnormals
+    (down to 2**-9, below that 0), as torch's float8 cast and llama.cpp's quantizer do; a block whose
+    scale rounds to 0 decodes to zeros. ``microscaling.quantize_nvfp4(x, 1.0)`` clamps such scales at
+    2**-6 instead (torchao's choice). Returns float32 values of the shape of ``x``.
+
+    >>> nvfp4_subnormal_values(np.full((1, 16), 0.03, dtype=np.float32))[0, :2].tolist()  # 0.005: 3 x 2**-9
+    [0.03515625, 0.03515625]
+    """
+    t = as_float_tensor(x).float().numpy()
+    if t.ndim != 2 or t.shape[1] % 16:
+        raise ValueError(f"x has shape {t.shape}; pass [rows, K] with K a multiple of 16")
+    blocks = t.reshape(-1, 16)
+    s8 = round_to((np.abs(blocks).max(axis=1) / np.float32(E2M1_MAX)).astype(np.float32), "E4M3").astype(np.float32)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        v = np.where(s8[:, None] > 0, blocks / s8[:, None], 0.0).astype(np.float32)
+    q = round_to(v.clip(-E2M1_MAX, E2M1_MAX), "E2M1")
+    return (q * s8[:, None]).astype(np.float32).reshape(t.shape)
