@@ -13,7 +13,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: setup lab app test test-latest doctor site grade lint bench lessons execute exercises clean mutate
+.PHONY: setup lab app test test-latest doctor site grade lint bench lessons execute exercises clean mutate engines
 
 setup: $(STAMP)
 
@@ -72,6 +72,11 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check course.py qlesson tests notebooks exercises
 	$(VENV)/bin/ruff format --check course.py qlesson tests notebooks exercises
 	$(PY) -m qlesson stats
+
+# Optional, lesson 11: llama-cpp-python (pyproject's extra `engines`), built from source by pip once (5-13 minutes
+# on 2 cores; pip caches the wheel). Needs cmake and a C++ compiler: without them, one line naming the packages.
+engines: $(STAMP)
+	$(PYTHON) course.py engines
 
 bench: $(STAMP)
 	$(PY) -m qlesson.bench quantize

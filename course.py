@@ -8,6 +8,7 @@
     python course.py grade     grade your exercises in workspace/exercises (NN for one; --detail)
     python course.py stats     each lesson's words, run time and honest time
     python course.py latest    a separate .venv-latest with the newest releases, then the suite
+    python course.py engines   the optional engines of lesson 11 (llama-cpp-python, built from source once)
 
 On Windows type ``py`` for ``python``. The Makefile calls this script for ``make setup``,
 ``make doctor`` and ``make test-latest``; ``make lab`` and ``make test`` run the same commands.
@@ -21,6 +22,7 @@ torch comes from PyPI instead, with a one-line message.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -202,6 +204,36 @@ def doctor(venv: Path = VENV) -> int:
     return code
 
 
+ENGINES_PIN = "llama-cpp-python==0.3.36"  # pyproject.toml's optional extra `engines`
+COMPILERS = ("c++", "g++", "clang++", "cl")
+BUILD_TOOLS = (
+    "building llama.cpp needs cmake and a C++ compiler; install them, then run this again: "
+    "Debian/Ubuntu: sudo apt-get install cmake g++ | macOS: xcode-select --install && brew install cmake | "
+    "Windows: Visual Studio Build Tools (Desktop development with C++) and winget install Kitware.CMake"
+)
+
+
+def engines(venv: Path = VENV) -> int:
+    """Install the optional extra ``engines`` (llama-cpp-python, compiled from source by pip) into ``venv``."""
+    missing = [] if shutil.which("cmake") else ["cmake"]
+    if not any(shutil.which(c) for c in COMPILERS):
+        missing.append("a C++ compiler")
+    if missing:
+        print(f"engines: missing {' and '.join(missing)}. {BUILD_TOOLS}", flush=True)
+        return 1
+    python = setup(venv) if needs_setup(venv) else venv_python(venv)
+    have = "import importlib.metadata as m, sys; sys.exit(m.version('llama-cpp-python') != sys.argv[1])"
+    if subprocess.call([str(python), "-c", have, ENGINES_PIN.split("==")[1]], cwd=ROOT, stderr=subprocess.DEVNULL) == 0:
+        print(f"engines: {ENGINES_PIN.replace('==', ' ')} is installed already", flush=True)
+        return 0
+    print(
+        f"engines: {ENGINES_PIN.replace('==', ' ')}: building llama.cpp from source: 5-13 minutes on 2 cores, "
+        "once; pip caches the wheel",
+        flush=True,
+    )
+    return subprocess.call([str(python), "-m", "pip", "install", *BAR, ENGINES_PIN], cwd=ROOT)
+
+
 def in_venv(args: list[str]) -> int:
     """Set up if needed, then run ``python ARGS`` with the venv's Python from the repo root."""
     python = setup() if needs_setup() else venv_python()
@@ -229,6 +261,8 @@ def main(argv: list[str]) -> int:
         return doctor()
     if command == "latest":
         return latest()
+    if command == "engines":
+        return engines()
     if command in COMMANDS:
         return in_venv(COMMANDS[command] + argv[1:])
     print(__doc__.split("\n\n")[1])
