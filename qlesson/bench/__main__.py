@@ -1,6 +1,9 @@
-"""Command line: ``python -m qlesson.bench WHICH [--quick] [--threads N] [--csv FILE]``.
+"""Command line: ``python -m qlesson.bench WHICH [--quick] [--threads N] [--csv FILE] [--store]``.
 
-``WHICH``: quantize, gemm, widgets, gptq, lesson03 or lesson08.
+``WHICH``: quantize, gemm, widgets, gptq, engines, lesson03 or lesson08.
+
+``engines`` times MiniLM per granularity in ONNX Runtime and llama.cpp (one thread unless ``--threads``);
+``--store`` writes its reading to ``notebooks/results/engines_cpu.json`` (lesson 11 prints it).
 
 ``lesson03`` and ``lesson08`` run those lessons' slow Going-deeper studies and store their readings in
 ``notebooks/results/`` (the lessons print the stored readings).
@@ -15,11 +18,12 @@ import torch
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m qlesson.bench", description=__doc__)
-    which = ["quantize", "gemm", "widgets", "gptq", "lesson03", "lesson08"]
+    which = ["quantize", "gemm", "widgets", "gptq", "engines", "lesson03", "lesson08"]
     parser.add_argument("which", choices=which, help="which benchmark (or lesson study) to run")
     parser.add_argument("--quick", action="store_true", help="smaller sizes (seconds, for CI and notebooks)")
     parser.add_argument("--csv", default=None, help="gemm: also write the rows to this CSV file")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
+    parser.add_argument("--store", action="store_true", help="engines: write notebooks/results/engines_cpu.json")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -35,6 +39,10 @@ def main(argv: list[str] | None = None) -> int:
         from .lessons import main as run_lesson
 
         run_lesson(args.which[-2:])
+    elif args.which == "engines":
+        from .engines import main as run_engines
+
+        run_engines(quick=args.quick, store=args.store, threads=args.threads or 1)
     elif args.which == "gptq":
         from .gptq import main as run_gptq
 
