@@ -31,7 +31,7 @@
 #   your machine at M = 1 and M = 128.
 #
 # **What you need**: lessons 02 to 05.
-# **Time**: about 27 minutes, plus about 28 for the exercise.
+# **Time**: about 27 minutes, plus about 30 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -137,6 +137,10 @@ print("y (int8 w, fp32 x):", [[round(v, 4) for v in r] for r in (xs @ qw.dequant
 #
 # ## 3. Bytes and FLOPs
 #
+# With the scale after the product, on the activations or inside the tile, no dequantized copy
+# of the weight exists. What is left to pay is reading the weight: how many bytes, and how fast
+# its codes convert.
+#
 # A `[M, K] x [K, N]` product does `2 M K N` FLOPs and reads the whole weight once. At M = 1
 # that is 2 FLOPs per weight element, far less arithmetic than a GPU, or a CPU's tuned fp32
 # GEMM, can do while the weight streams in. So the weight bytes set a floor under the time, and
@@ -171,10 +175,9 @@ print_table(rows, {"GFLOP": ".3f", "weight MB": ".1f", "FLOPs per weight byte": 
 # `qlesson.bench.gemm` times the methods side by side, K = N = 4096, at M = 1 and M = 128
 # (about 15 s on a quiet 2-core VM, longer on a busy one). Its second line names your CPU and
 # the instruction set PyTorch's kernels use on it (AVX2, AVX-512, AMX); its third gives the load.
-# Timings vary from run to run, so read the verdict lines under the table: they call a gap
-# inside the run's own noise a tie. The output stored on this page is one reading of a shared
-# 2-core VM, whose load its third line gives; on a busy machine every row is slower and noisier,
-# so run the cell yourself.
+# The output stored on this page is one reading of a shared 2-core VM; on a busy machine every
+# row is slower and noisier, so run the cell yourself. Timings vary from run to run, so the
+# verdict lines under the table call a gap inside the run's own noise a tie, and say which noise.
 # `x fp32` is the ratio to fp32 `F.linear` at the same M; `of read BW` is how fast an M = 1 row
 # consumed its stored weight bytes, as a share of the fastest read rate this run measured.
 
@@ -184,13 +187,15 @@ recall.predict("06", "int4_at_128")
 # %% tags=["nbval-ignore-output"]
 from qlesson.bench import gemm as bench_gemm
 
-result, bw = bench_gemm.main(quick=True, full=False, ms=(1, 128), rows_for=bench_gemm.LESSON_ROWS)
+result, bw = bench_gemm.main(
+    quick=True, full=False, ms=(1, 128), rows_for=bench_gemm.LESSON_ROWS, shown=bench_gemm.LESSON_SHOWN
+)
 print()
-for line in bench_gemm.verdict(result):
+for line in bench_gemm.verdict(result, brief=True):
     print(line)
 
 # %%
-_ = plots.bandwidth_lines(plots.gemm_times(result), bw.copy_gb_s, bw.read_gb_s)
+_ = plots.bandwidth_lines(plots.gemm_times(bench_gemm.lesson_view(result)), bw.copy_gb_s, bw.read_gb_s)
 
 # %% [markdown]
 # What to see: on the left, each method's time from M = 1 to M = 128 (128 times the work); a
@@ -201,25 +206,21 @@ _ = plots.bandwidth_lines(plots.gemm_times(result), bw.copy_gb_s, bw.read_gb_s)
 #
 # At M = 128 PyTorch's CPU int4 kernel does the fp32 multiply-adds plus the conversion of its
 # codes, redone for every 4 rows of `x`: once arithmetic sets the time, the bytes it saves no
-# longer help. Your M = 128 verdict line
-# shows where it landed against fp32.
+# longer help. The int8 kernel is the control: it reads twice int4's bytes and converts its
+# codes more simply, so where both land near the same ratio to fp32, the fp32 multiply-adds they
+# share set the time; where int4 lands higher, its conversion adds to them. Your M = 128 verdict
+# line shows where each landed.
 #
 # **How to read it** (check each point against your verdict lines):
 #
 # * **Dequantize-then-matmul** at M = 1: `q.float()` writes an fp32 copy of the weight, `* s`
 #   reads it and writes another, and the GEMM reads that: 17 bytes per int8 weight where fp32
-#   `F.linear` reads 4. The *fresh-copy* row, `F.linear(x, q.float()) * s`, moves the scale onto
-#   the output and saves one pass: 9 bytes per weight. The *preallocated* row moves the same
-#   9 bytes through a buffer allocated once, so the gap between those two rows is the cost of
-#   allocating a fresh copy (a verdict line says whether it stands above the noise).
+#   `F.linear` reads 4. The *scale after GEMM* row, `F.linear(x, q.float()) * s`, moves the
+#   scale onto the output and saves one pass: 9 bytes per weight, still more than fp32's 4.
 # * **Fused kernels** at M = 1 read a quarter (int8) or about a seventh (int4) of fp32's bytes,
 #   so their floor is lower. Their `of read BW` shows how close they came to it: a kernel far
 #   below the dense rows spent its time converting codes, not reading them. The verdict
 #   compares them with the faster dense product of your run, fp32 or bf16.
-# * The **scale row** times a separate multiply `y_codes * s` after the GEMM; the verdict gives
-#   it as a share of this CPU's GEMM, which takes milliseconds, so the share comes out tiny. It
-#   says nothing about a fast GPU GEMM, next to which a separate operation's fixed cost per call
-#   is not small: that is why kernels scale in the epilogue instead.
 #
 # ## 5. On a GPU
 #
@@ -243,13 +244,22 @@ for gpu in bench_gemm.stored_rooflines():
 h100 = bench_gemm.read_csv(bench_gemm.RESULTS / "gemm_nvidia_h100.csv")
 for m in (1, 16):
     print("\n".join(bench_gemm.int4_against_half(h100, m)))
+read = bench_gemm.stored_rooflines()[0]["read GB/s"]
+for prefix, name in (("float16", "float16 F.linear"), ("fused int4 weight-only group 128", "int4 g128")):
+    floor_us = bench_gemm.find_row(h100, 1, prefix).weight_bytes / read / 1e3
+    print(f"byte floor at M = 1 (weight bytes / read rate), {name}: {floor_us:.1f} us")
 
 # %% [markdown]
-# Compact weights do save time here, at M = 1, but not for long: by M = 16 the int4 kernel's
-# arithmetic sets its time, not its bytes (the exercise's last task finds the crossover from the
-# rates alone). The second line of each pair is why kernels scale in the epilogue: a separate
-# multiply over a few KB still costs microseconds per call, a large share of a GEMM that takes
-# tens of microseconds. *Going deeper* reads the whole stored H100 run.
+# Each of these times was taken one call at a time, so host dispatch and kernel launch sit
+# inside it: a cost per call that the separate scale multiply, over a 16 KB output at M = 1,
+# shows almost on its own. At M = 1 the int4 kernel is faster, though neither row is near its
+# byte floor: that per-call cost sits under both. From M = 1 to 16 the int4 kernel's time grows
+# while fp16's does not: its own work grows with M, and by M = 16 it is slower. The exercise's
+# last task finds the crossover from the rates alone.
+#
+# The scale-multiply lines are why kernels scale in the epilogue: next to a GPU GEMM of tens of
+# microseconds, a fixed cost per call of this size is a large share (next to your CPU's GEMM of
+# milliseconds it would vanish). *Going deeper* reads the whole stored H100 run.
 #
 # ## Summary
 #
@@ -344,6 +354,14 @@ print(f"the corrections' arithmetic for [{m8}, {k8}] x [{k8}, {n8}]: {share:.3%}
 #
 # ### Reading the CPU benchmark closely
 #
+# Section 4's run timed four more rows than its table shows, the controls: a second fp32
+# product on codes stored as fp32 (the same work as the baseline, so its gap estimates the
+# noise), the fresh `q.float()` copy through a buffer allocated once (the gap to the *scale
+# after GEMM* row is the cost of allocating a fresh copy), the scale multiply alone, and an
+# input-channel scale folded into `x`. The cell at the end of this subsection prints them, with
+# the full verdict (its noise rule and each control's line), the two bandwidth probes and the
+# cache.
+#
 # * The whole benchmark (every row, M = 1, 16 and 256: every dequantize-first granularity, the
 #   fp32-activation int8 kernel, every int4 group size, W8A8) is
 #   `bench_gemm.main(quick=True)`, or `python -m qlesson.bench gemm --quick`: minutes on a
@@ -381,16 +399,20 @@ print(f"the corrections' arithmetic for [{m8}, {k8}] x [{k8}, {n8}]: {share:.3%}
 #   principle. On a CPU without VNNI or AMX, `torch._int_mm` alone takes most of the W8A8 row's
 #   time: the int8 GEMM itself is slow there, not its quantize and rescale passes.
 #
-# ### Each kernel's ridge in this run
-#
-# The M = 128 rows give each kernel's rate in this run, and with the roofline bandwidth a ridge
-# of its own. "compute bound from M =" is where the kernel's weight read at this bandwidth takes
-# as long as its arithmetic at this rate. A value near 128 means M = 128 was still memory bound
+# **Each kernel's ridge in this run** (the last table of the cell). The M = 128 rows give each
+# kernel's rate in this run, and with the roofline bandwidth a ridge of its own. "compute bound
+# from M =" is where the kernel's weight read at this bandwidth takes as long as its arithmetic
+# at this rate. A value near 128 means M = 128 was still memory bound
 # for that kernel, so its rate is below its peak. A value below a few means the kernel's own
 # work, not its bytes, already sets its time at small M on this CPU.
 
 # %% tags=["nbval-ignore-output"]
-print(f"this run's rates at M = 128, with the roofline bandwidth {bw.read_gb_s:.1f} GB/s:")
+for line in bench_gemm.detail_lines(bw):
+    print(line)
+print(bench_gemm.key_table(result, bw))
+for line in bench_gemm.verdict(result):
+    print(line)
+print(f"\nthis run's rates at M = 128, with the roofline bandwidth {bw.read_gb_s:.1f} GB/s:")
 rates = bench_gemm.ridge_rows(bench_gemm.rates_at(result, 128), bw.read_gb_s, "GFLOP/s at M = 128")
 print_table(
     rates,
@@ -439,8 +461,7 @@ for path in stored:
 # * fp16 `F.linear` takes about the same time at M = 1, 16 and 256: memory bound (or bound by
 #   the per-call floor) throughout, as the ridge above predicts.
 # * At M = 1 tinygemm beats fp16 `F.linear` (the `x half` column), by less than its quarter of
-#   the bytes would allow: the separate scale multiply, which moves a few KB, still takes
-#   microseconds (the lines under the table), a per-call floor that sits under both rows. At
+#   the bytes would allow: the per-call cost of section 5 sits under both rows. At
 #   M = 16 it is slower, which the exercise's last task predicts from the rates alone. At M = 256 it
 #   runs at a small fraction of fp16's rate (the TFLOP/s line): it computes one 16 x 8 output
 #   tile per thread block over the whole K, so it loads and dequantizes every weight tile once

@@ -371,7 +371,8 @@ def test_a_wide_spread_turns_a_gap_into_a_tie():
         bench.GemmRow("cpu", 1, "GEMM on pre-converted codes", 10.0, 1.0, 0, 0.0, 0.0, iqr_ms=0.1),
         bench.GemmRow("cpu", 1, "fused int4 weight-only group 128", 7.0, 0.7, 0, 0.0, 0.0, iqr_ms=3.5),
     ]
-    assert bench.faster_than_dense(rows, 1).endswith("int4 g128 weight-only 0.70x (tie)")
+    line = bench.faster_than_dense(rows, 1)
+    assert line.endswith("int4 g128 weight-only 0.70x (tie: its timings spread by 50% of their median)"), line
     rows[2].iqr_ms = 0.1
     assert bench.faster_than_dense(rows, 1).endswith("int4 g128 weight-only 0.70x (faster)")
 
@@ -388,3 +389,43 @@ def test_load_line_warns_only_when_the_load_exceeds_the_cores():
     assert bench.load_line(1.5, 2) == "load average 1.5 on 2 cores"
     assert "busy" in bench.load_line(12.0, 2)
     assert bench.load_line().startswith("load average")
+
+
+def test_lesson_view_and_the_brief_verdict_keep_the_main_lines_rows():
+    """Lesson 06's main line shows LESSON_SHOWN's rows and the brief verdict; the rest is for its Going deeper."""
+    assert all(set(bench.LESSON_SHOWN[m]) <= set(bench.LESSON_ROWS[m]) for m in bench.LESSON_SHOWN)
+    rows = _rows(
+        1,
+        {
+            "fp32 F.linear (baseline)": 10.0,
+            "GEMM on pre-converted codes: F.linear(x, q_fp32)": 11.0,
+            "bfloat16 F.linear": 9.0,
+            "naive: dequant per-channel, then F.linear": 120.0,
+            "same, preallocated buffer: buf.copy_(q); F.linear(x, buf) * s": 20.0,
+            "fused int4 weight-only group 128": 8.5,
+        },
+    )
+    shown = [r.method for r in bench.lesson_view(rows)]
+    assert "same, preallocated buffer: buf.copy_(q); F.linear(x, buf) * s" not in shown and len(shown) == 4
+    brief = bench.verdict(rows, brief=True)
+    assert brief == [
+        "M = 1: bfloat16 F.linear takes 0.90x the fp32 time",
+        "M = 1: dequantize-then-matmul (per-channel) takes 1.00x the fp32 time",
+        "M = 1: against the faster dense product, bfloat16 F.linear: int4 g128 weight-only 0.94x "
+        "(tie: inside the run's 10% noise)",
+    ], brief
+    assert not any("preallocated" in line or "IQR" in line for line in brief)
+    slow_draw = _rows(
+        1,
+        {
+            "fp32 F.linear (baseline)": 14.0,
+            "GEMM on pre-converted codes: F.linear(x, q_fp32)": 10.0,
+            "fused int4 weight-only group 128": 7.0,
+        },
+    )  # the brief line compares with the F.linear the table shows, not its hidden twin
+    assert bench.verdict(slow_draw, brief=True)[-1].endswith("fp32 F.linear: int4 g128 weight-only 0.50x (faster)")
+    assert "0.70x" in bench.faster_than_dense(slow_draw, 1)
+    bw = bench.roofline_bandwidth(bench.Bandwidth(4.0, 2.0), [bench.GemmRow("cpu", 1, "fp32", 1.0, 1.0, 6e6, 6.0, 0)])
+    lines = bench.detail_lines(bw)
+    assert lines[0] == "CPU memory bandwidth: copy 4.0 GB/s, read-only reduction 2.0 GB/s"
+    assert lines[2].startswith("roofline bandwidth 6.0 GB/s: an M = 1 row streamed its weight faster")

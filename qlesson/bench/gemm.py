@@ -55,6 +55,7 @@ class GemmRow:
 class Bandwidth:
     copy_gb_s: float
     read_gb_s: float
+    probe_read_gb_s: float = float("nan")  # the sum() probe's rate, where the roofline took a faster row's
 
 
 def _time_cpu(fn: Op, min_run_time: float) -> float:
@@ -519,10 +520,13 @@ def main(
     full: bool = True,
     ms: Sequence[int] = (1, 16, 256),
     rows_for: Mapping[int, Sequence[str]] | None = None,
+    shown: Mapping[int, Sequence[str]] | None = None,
 ) -> tuple[list[GemmRow], Bandwidth]:
     """Print the machine, its bandwidth and the table (``full=False``: the key rows only);
     ``quick`` uses short timings (seconds, not minutes); ``ms`` and ``rows_for`` (see ``run``)
     choose the batch sizes and the rows (``LESSON_ROWS``: the lesson's short run).
+    ``shown`` (``LESSON_SHOWN``): print only those rows of the key table, and one bandwidth line
+    instead of the probe, cache and roofline lines (``detail_lines`` gives them afterwards).
 
     The returned bandwidth is the roofline's (``roofline_bandwidth``): the larger of the read
     probe and the fastest rate at which an M = 1 row of this run streamed its weight.
@@ -537,18 +541,17 @@ def main(
     print(load_line())
     probe = 128 if quick else 256
     bw = measure_bandwidth(probe, min_run_time=0.1 if quick else 0.3)
-    print(f"CPU memory bandwidth: copy {bw.copy_gb_s:.1f} GB/s, read-only reduction {bw.read_gb_s:.1f} GB/s")
-    print(cache_line(size, probe))
+    if shown is None:
+        print(f"CPU memory bandwidth: copy {bw.copy_gb_s:.1f} GB/s, read-only reduction {bw.read_gb_s:.1f} GB/s")
+        print(cache_line(size, probe))
     rows = run(ms=ms, k=size, n=size, min_run_time=0.02 if quick else 0.2, quick=quick, rows_for=rows_for)
-    probe_read, bw = bw.read_gb_s, roofline_bandwidth(bw, rows)
-    if bw.read_gb_s > probe_read:
-        print(
-            f"roofline bandwidth {bw.read_gb_s:.1f} GB/s: an M = 1 row streamed its weight faster than the sum() "
-            f"probe's {probe_read:.1f} GB/s, so the faster rate is used"
-        )
+    bw = roofline_bandwidth(bw, rows)
+    if shown is None:
+        print(roofline_line(bw))
+        print(format_table(rows, bw) if full else key_table(rows, bw))
     else:
-        print(f"roofline bandwidth {bw.read_gb_s:.1f} GB/s: the probe's (no M = 1 row streamed its weight faster)")
-    print(format_table(rows, bw) if full else key_table(rows, bw))
+        print(f"read bandwidth {bw.read_gb_s:.1f} GB/s (the fastest weight read this run measured)")
+        print(key_table(lesson_view(rows, shown), bw))
     if torch.cuda.is_available():
         gbw = measure_bandwidth(1024, device="cuda")
         print(f"\nGPU {torch.cuda.get_device_name(0)}: copy {gbw.copy_gb_s:.0f} GB/s, read {gbw.read_gb_s:.0f} GB/s")
@@ -556,7 +559,8 @@ def main(
         print(format_table(gpu_rows, gbw))
     else:
         gpu_rows = []
-        print("\nno CUDA GPU: the GPU rows are skipped")
+        if shown is None:
+            print("\nno CUDA GPU: the GPU rows are skipped")
     if csv_path:
         write_csv(gpu_rows or rows, csv_path)
         print(f"wrote {csv_path} ({'GPU' if gpu_rows else 'CPU'} rows)")
@@ -584,6 +588,28 @@ LESSON_ROWS: dict[int, tuple[str, ...]] = {
         "fused int4 weight-only group 128",
     ),
 }
+# the rows of that run the lesson's main line shows and reads (the rest: its Going deeper)
+LESSON_SHOWN: dict[int, tuple[str, ...]] = {
+    1: (
+        "fp32 F.linear",
+        "bfloat16 F.linear",
+        "naive: dequant per-channel",
+        "per-channel scale after GEMM",
+        "fused int8 weight-only per-channel, bf16",
+        "fused int4 weight-only group 128",
+    ),
+    128: ("fp32 F.linear", "fused int8 weight-only per-channel, bf16", "fused int4 weight-only group 128"),
+}
+
+
+def lesson_view(rows: Sequence[GemmRow], shown: Mapping[int, Sequence[str]] = LESSON_SHOWN) -> list[GemmRow]:
+    """The rows whose method starts with one of ``shown[m]``'s prefixes (all rows at an M it does not name).
+
+    >>> rows = [GemmRow("cpu", 1, name, 1.0, 1.0, 0, 0.0, 0.0) for name in ("fp32 F.linear", "same, preallocated")]
+    >>> [r.method for r in lesson_view(rows)]
+    ['fp32 F.linear']
+    """
+    return [r for r in rows if r.m not in shown or any(r.method.startswith(p) for p in shown[r.m])]
 
 
 def rates_at(rows: Sequence[GemmRow], m: int, size: int = 4096) -> dict[str, float]:
@@ -625,7 +651,32 @@ def roofline_bandwidth(bandwidth: Bandwidth, rows: Sequence[GemmRow]) -> Bandwid
     """
     best = streaming_read_gb_s(rows)
     read = max(bandwidth.read_gb_s, best[0]) if best else bandwidth.read_gb_s
-    return Bandwidth(copy_gb_s=bandwidth.copy_gb_s, read_gb_s=read)
+    return Bandwidth(copy_gb_s=bandwidth.copy_gb_s, read_gb_s=read, probe_read_gb_s=bandwidth.read_gb_s)
+
+
+def roofline_line(bw: Bandwidth) -> str:
+    """Where the roofline's read bandwidth came from: the ``sum()`` probe or a faster M = 1 row of the run.
+
+    >>> roofline_line(Bandwidth(11.0, 14.9, 5.2))[:46]
+    'roofline bandwidth 14.9 GB/s: an M = 1 row str'
+    """
+    probe = bw.probe_read_gb_s
+    if probe == probe and bw.read_gb_s > probe:
+        return (
+            f"roofline bandwidth {bw.read_gb_s:.1f} GB/s: an M = 1 row streamed its weight faster than the sum() "
+            f"probe's {probe:.1f} GB/s, so the faster rate is used"
+        )
+    return f"roofline bandwidth {bw.read_gb_s:.1f} GB/s: the probe's (no M = 1 row streamed its weight faster)"
+
+
+def detail_lines(bw: Bandwidth, size: int = 4096, probe_mib: int = 128) -> list[str]:
+    """What ``main(shown=...)`` leaves out of its header: the two probes, the cache, the roofline's source."""
+    probe = bw.probe_read_gb_s if bw.probe_read_gb_s == bw.probe_read_gb_s else bw.read_gb_s
+    return [
+        f"CPU memory bandwidth: copy {bw.copy_gb_s:.1f} GB/s, read-only reduction {probe:.1f} GB/s",
+        cache_line(size, probe_mib),
+        roofline_line(bw),
+    ]
 
 
 KEY_ROWS = (
@@ -844,6 +895,23 @@ def pair_margin(rows: Sequence[GemmRow], m: int, a: GemmRow, b: GemmRow) -> floa
     return max(noise_margin(rows, m), spread(a), spread(b))
 
 
+def tie_reason(rows: Sequence[GemmRow], m: int, a: GemmRow, b: GemmRow, b_name: str = "") -> str:
+    """Which margin made ``a`` and ``b`` a tie: a row's own spread, or the run's noise at M (``pair_margin``).
+    ``b_name`` names ``b`` (its method's first two words where empty).
+
+    >>> rows = [GemmRow("cpu", 1, "fp32 F.linear (baseline)", 10.0, 1.0, 0, 0.0, 0.0, iqr_ms=0.5),
+    ...         GemmRow("cpu", 1, "fused int4 weight-only group 128", 7.0, 0.7, 0, 0.0, 0.0, iqr_ms=3.5)]
+    >>> print(tie_reason(rows, 1, rows[1], rows[0]), "|", tie_reason(rows, 1, rows[0], rows[0]))
+    its timings spread by 50% of their median | inside the run's 10% noise
+    """
+    noise, own, other = noise_margin(rows, m), spread(a), spread(b)
+    if own >= max(noise, other) and own > noise:
+        return f"its timings spread by {own:.0%} of their median"
+    if other > noise:
+        return f"{b_name or ' '.join(b.method.split()[:2])}'s timings spread by {other:.0%} of their median"
+    return f"inside the run's {noise:.0%} noise"
+
+
 def compare(ms: float, base_ms: float, margin: float) -> str:
     """'faster', 'slower' or 'tie': a ratio inside ``1 +- margin`` (either way) is a tie.
 
@@ -857,11 +925,24 @@ def compare(ms: float, base_ms: float, margin: float) -> str:
     return "slower" if ms > base_ms * (1 + margin) else "tie"
 
 
-def verdict(rows: Sequence[GemmRow]) -> list[str]:
+def verdict(rows: Sequence[GemmRow], brief: bool = False) -> list[str]:
     """Plain sentences about a run: the noise, the dequantize-first penalty, the 5% claim, who beats whom.
 
     Every "faster" is beyond this run's noise at that M (``noise_margin``); smaller gaps are ties.
+    ``brief``: only the lines the lesson's main line reads (half-width and dequantize-first against
+    fp32, and the compact kernels against the faster dense product), each tie with its reason.
     """
+    if brief:
+        lines = []
+        for m in sorted({r.m for r in rows}):
+            half, fp32, naive = _half_row(rows, m), _row(rows, m, "fp32"), _row(rows, m, "naive: dequant per-channel")
+            if half and fp32 and half.median_ms == half.median_ms:
+                ratio = half.median_ms / fp32.median_ms
+                lines.append(f"M = {m}: {half.method.split()[0]} F.linear takes {ratio:.2f}x the fp32 time")
+            if naive:
+                lines.append(f"M = {m}: dequantize-then-matmul (per-channel) takes {naive.x_fp32:.2f}x the fp32 time")
+            lines.append(f"M = {m}: {faster_than_dense(rows, m, twin=False)}")
+        return lines
     lines = []
     for m in sorted({r.m for r in rows}):
         margin, gap = noise_margin(rows, m), identical_gap(rows, m)
@@ -918,14 +999,16 @@ def _half_row(rows: Sequence[GemmRow], m: int) -> GemmRow | None:
     return next((r for r in rows if r.m == m and r.method.split()[0] in ("bfloat16", "float16")), None)
 
 
-def faster_than_dense(rows: Sequence[GemmRow], m: int) -> str:
+def faster_than_dense(rows: Sequence[GemmRow], m: int, twin: bool = True) -> str:
     """Each compact-weight kernel at M against the faster dense product timed at M (fp32 or the half-width one).
 
     A half-width ``F.linear`` is the fair baseline only where the machine has fast half-width arithmetic;
     a CPU without bf16 instructions runs bf16 slower than fp32, so the faster of the two is the bar to beat.
     The fp32 product is timed twice (``F.linear`` and the GEMM on codes stored as fp32, the same work): its time
     is the faster of the two, so a slow draw of the baseline alone does not make a kernel look faster.
-    Gaps inside the run's noise at M (``pair_margin``) are ties.
+    Gaps inside the run's noise at M (``pair_margin``) are ties, and a tie says which margin made it
+    (``tie_reason``). ``twin=False`` compares with fp32 ``F.linear`` alone (its twin left out), so the ratios
+    match a table that shows only ``F.linear``.
 
     >>> rows = [GemmRow("cpu", 1, "fp32 F.linear (baseline)", 10.0, 1.0, 0, 0.0, 0.0),
     ...         GemmRow("cpu", 1, "bfloat16 F.linear", 20.0, 2.0, 0, 0.0, 0.0),
@@ -933,19 +1016,23 @@ def faster_than_dense(rows: Sequence[GemmRow], m: int) -> str:
     >>> faster_than_dense(rows, 1)
     'against the faster dense product, fp32 F.linear: int4 g128 weight-only 0.50x (faster)'
     """
-    fp32 = [r for r in (_row(rows, m, "fp32"), _row(rows, m, "GEMM on pre-converted")) if r and r.median_ms > 0]
+    pair = (_row(rows, m, "fp32"), _row(rows, m, "GEMM on pre-converted") if twin else None)
+    fp32 = [r for r in pair if r and r.median_ms > 0]
     dense = [r for r in (min(fp32, key=lambda r: r.median_ms) if fp32 else None, _half_row(rows, m)) if r]
     dense = [r for r in dense if r.median_ms == r.median_ms]
     if not dense:
         return "no dense product timed"
     base = min(dense, key=lambda r: r.median_ms)
+    name = "fp32 F.linear" if base in fp32 else " ".join(base.method.split()[:2])
     said = []
     for prefix, short in COMPACT.items():
         r = _row(rows, m, prefix)
         if r is not None and r.median_ms == r.median_ms:
             ratio, margin = r.median_ms / base.median_ms, pair_margin(rows, m, r, base)
-            said.append(f"{short} {ratio:.2f}x ({compare(r.median_ms, base.median_ms, margin)})")
-    name = "fp32 F.linear" if base in fp32 else " ".join(base.method.split()[:2])
+            called = compare(r.median_ms, base.median_ms, margin)
+            if called == "tie":
+                called = f"tie: {tie_reason(rows, m, r, base, name)}"
+            said.append(f"{short} {ratio:.2f}x ({called})")
     if base in fp32 and len(fp32) == 2:
         name += " (the faster of its two timings)"
     return f"against the faster dense product, {name}: {', '.join(said) if said else 'no compact kernel timed'}"
