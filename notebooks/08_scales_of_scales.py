@@ -20,8 +20,8 @@
 # really need?
 #
 # **The answer**: A block scale needs about `log2(qmax) + 2` to `3` bits of steps, `qmax` being
-# the codes' largest value: 6 for int4 codes, 7 to 8 for 6-bit codes, as llama.cpp's K-quants store
-# them, with the range coming from one fp16 or fp32 scale above. A bare power of two (no mantissa)
+# the codes' largest value: 5 to 6 for int4 codes (Q4_K stores 6), 7 to 8 for 6-bit codes, with
+# the range coming from one fp16 or fp32 scale above. A bare power of two (no mantissa)
 # costs int4 codes about 2.3 dB on MiniLM, FP4 codes only 1.3 dB.
 #
 # **What you will do**: count what scales cost per weight; shrink a block scale from fp16 to 4
@@ -85,7 +85,7 @@ print_table(rows, {"scale bits / weight": ".4f", "bits per weight": ".4f"})
 # a super-scale `d` shared by 8 blocks. `d` is set so that the loudest of the 8 gets `sc = m`.
 # Rounding `sc` to the nearest integer is off by at most half a step, `d / 2`. A block about as
 # loud as the loudest has a scale of `m` steps: it is off by up to `1 / (2m)`, and its largest
-# code moves by up to `qmax / (2m)` ticks. That is the rule.
+# code moves by about `qmax / (2m)` ticks, to first order. That is the rule.
 #
 # Quieter blocks have fewer steps of `d`; the exercise works out what that does to them. The
 # layer is MiniLM's `L0.output` (lesson 03's FFN output), int4 codes in blocks of 32 under
@@ -125,12 +125,12 @@ recall.predict("08", "six_bit_codes")
 # %%
 print("L0.output, 6-bit codes (qmax 31), blocks of 32, super-blocks of 8:")
 six_rows = scale_bits.rule_rows(W["L0.output"], block=32, bits=6, super_blocks=8)
-print_table([{k: r[k] for k in (*shown, "clipping dB")} for r in six_rows], fmt_rule)
+print_table([{k: r[k] for k in (*shown, "clipping dB") if k != "scale bits / weight"} for r in six_rows], fmt_rule)
 
 # %% [markdown]
 # The same sub-scale now moves the top code 31 / 7, about 4.4 times as far: 0.154 tick at the
-# median block, where 4-bit sub-scales put int4's top code (0.146). The loss follows the move:
-# 0.058 dB here, 0.082 dB there. Past half a tick a second effect starts. A scale rounded *down*
+# median block, where 4-bit sub-scales put int4's top code (0.146). The loss follows the move,
+# roughly: 0.058 dB here, 0.082 dB there. Past half a tick a second effect starts. A scale rounded *down*
 # pushes the top weight past `qmax + 0.5`, and the clamp clips it. With 4-bit sub-scales the rule
 # allows about a tick, and clipping is most of the loss. Q6_K itself keeps its 6-bit codes in
 # blocks of 16 under super-blocks of 16; Going deeper measures that layout.
@@ -154,11 +154,11 @@ for qmax, codes, used, m in cases:
 #
 # ## 4. No mantissa at all: a power-of-two scale
 #
-# MX formats store a block's scale as one exponent byte (E8M0). The OCP MX specification's rule
-# is `2**(floor(log2 amax) - 2)`, 2 being the exponent of the grid's largest power of two (4 on
-# both int4's and FP4's grids). The block's largest weight lands between 4 and 8 ticks; past the
-# grid's top (7 for int4, 6 for FP4) it clips. So the top code moves by whole ticks, far past a
-# tenth. Over all 36 Linear layers, blocks of 32, int4 codes and FP4 (E2M1) codes (`fp32`: the
+# MX formats store a block's scale as one exponent byte (E8M0). The OCP MX specification's rule is
+# `2**(floor(log2 amax) - 2)`, 2 being the exponent of the grid's largest power of two (4 on both
+# int4's and FP4's grids). The block's largest weight lands between 4 and 8 times the scale; past
+# the grid's top (7 for int4, 6 for FP4) it clips. So the top code moves by whole ticks, far past
+# a tenth. Over all 36 Linear layers, blocks of 32, int4 codes and FP4 (E2M1) codes (`fp32`: the
 # ideal scale, for comparison):
 
 # %%
@@ -172,9 +172,9 @@ print(f"E8M0 floor against fp32 scales: int4 codes lose {loss[i4]:.2f} dB, FP4 c
 # %% [markdown]
 # FP4 codes under these scales *are* MXFP4. The power of two costs int4 codes dB, not
 # hundredths. Under the floor rule a block's scale is up to 1.5 times FP4's ideal `amax / 6` and
-# up to 1.75 times int4's `amax / 7` (or below it, and the top clips). Does FP4 lose less because
-# its grid is a float grid? The control: every block's scale a fixed factor too large, which
-# clips nothing, on the same 36 layers:
+# up to 1.75 times int4's `amax / 7` (or below it, and the top clips). Is the difference the
+# grid, or the scale? The control: every block's scale a fixed factor too large, which clips
+# nothing, on the same 36 layers:
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("08", "oversized_scale")
@@ -191,11 +191,11 @@ print_table(scale_bits.oversized_scale_rows(W), {"int4 -7..7 SQNR dB": ".2f", "F
 # MX's design: applying one is an exponent add.
 #
 # **NVFP4** spends 0.25 bits more than MXFP4: blocks of 16 and an E4M3 scale, whose 3 mantissa
-# bits section 2 measured at about a 4-bit sub-scale's cost. E4M3's *range* is narrow: its normal
-# numbers run from 2**-6 to 448. So NVFP4 stores one fp32 scale per tensor that puts the largest
-# block scale at 448. The two levels again: precision in the block scale, range from above.
-# `L0.intermediate` and the same layer divided by 100, with and without the tensor scale (the last
-# column: the blocks whose `amax / 6` falls below 2**-6, as it would without a tensor scale):
+# bits section 2 measured at about a 4-bit sub-scale's move (0.15 tick), at a smaller loss. E4M3's
+# *range* is narrow: its normal numbers run from 2**-6 to 448. So NVFP4 stores one fp32 scale per
+# tensor that puts the largest block scale at 448. The two levels again: precision in the block
+# scale, range from above. `L0.intermediate` and the same layer divided by 100, with and without
+# the tensor scale (the last column: the blocks whose `amax / 6` falls below 2**-6):
 
 # %%
 wi = W["L0.intermediate"]
@@ -207,7 +207,6 @@ for factor in (1, 100):
     for label, back in (
         ("fp32 tensor scale", microscaling.quantize_nvfp4(x, ts).values()),
         ("none, clamped at 2**-6", microscaling.quantize_nvfp4(x, 1.0).values()),
-        ("none, E4M3 subnormals", scale_bits.nvfp4_subnormal_values(x)),
     ):
         r = {"L0.intermediate": f"/ {factor}", "tensor scale": label}
         r |= {"SQNR dB": ql.errors(torch.from_numpy(x), torch.from_numpy(back)).sqnr_db}
@@ -217,12 +216,10 @@ print_table(nv_rows, {"SQNR dB": ".2f", "amax / 6 below 2**-6 %": ".1f"})
 # %% [markdown]
 # With the tensor scale, dividing the layer by 100 changes nothing: the tensor scale absorbs it
 # (the control). Without it, every block scale of the smaller layer falls below E4M3's smallest
-# normal number, 2**-6. Clamped to 2**-6 (torchao's choice, and qlesson's) the scale is far too
-# large for the block, and its weights round to zero. Rounded to E4M3's subnormals instead (as
-# llama.cpp does) it fares no better: they stop at 2**-9, and nearly all these scales round to 0. On the
-# layer as stored, a fifth of the blocks are below 2**-6: the clamp costs them about a tenth of a
-# dB, the subnormals about a hundredth. The scale needed no more precision; it needed a level
-# above it for its range.
+# normal number, 2**-6. Clamped to 2**-6, the scale is far too large for the block, and its
+# weights round to zero. On the layer as stored, a fifth of the blocks are below 2**-6: the clamp
+# costs them about a tenth of a dB. The scale needed no more precision; it needed a level above
+# it for its range.
 #
 # ## 5. Try it: a format, a layer, a block
 #
@@ -231,14 +228,18 @@ print_table(nv_rows, {"SQNR dB": ".2f", "amax / 6 below 2**-6 %": ".1f"})
 # of the default (Q4_K on `L0.query`) comes first.
 #
 # **Guided experiment**: set the format to `MXFP4 floor` and step through the layers until the
-# block's largest weight comes back smaller than it is (`L0.query` is one). Find two more such
-# layers. Why there? Write the block's largest magnitude as `f x 2**k` with `f` between 1 and 2:
-# what do those blocks' `f` have in common?
+# block's largest weight comes back *larger* than it is (`L0.attention output` is one). Find two
+# more such layers. Why there? Write the block's largest magnitude as `f x 2**k` with `f` between
+# 1 and 2: what do those blocks' `f` have in common?
 
 # %%
 st = format_study.first_block(W["L0.query"], "Q4_K")
 print(st["scales"])
 _ = format_plots.block(st["values"], st["reconstructed"], "L0.query, row 0, weights 0-31 in Q4_K")
+
+# %% [markdown]
+# `sc = 53` is this block's scale in steps of `d` (the loudest block of its 256 gets 63); `dmin`
+# and the min code store Q4_K's per-block minimum, which this lesson sets aside.
 
 # %% tags=["nbval-ignore-output"]
 widgets.format_explorer(W)
@@ -246,31 +247,29 @@ widgets.format_explorer(W)
 # %% [markdown]
 # <details><summary>Why there?</summary>
 #
-# The floor rule's scale is `2**(k - 2)`, so the largest weight lands at `4f` ticks. Blocks with
-# `f` above 1.5 land past FP4's 6 and are clipped to 6. Blocks with `f` below 1.25 land between
-# 4 and 5, and FP4 has no value between 4 and 6, so they round down to 4 (`L0.value`'s first
-# block, `f` = 1.24, is one).
+# The floor rule's scale is `2**(k - 2)`, so the largest weight lands at `4f` times the scale.
+# FP4 has no value between 4 and 6: with `f` between 1.25 and 1.5, `4f` lies between 5 and 6 and
+# rounds up to 6. With `f` below 1.25 it rounds down to 4; above 1.5 it is clipped to 6.
 #
 # </details>
 #
 # ## Summary
 #
 # * A scale rounded to `m` steps is off by up to `1 / (2m)` in a block as loud as its
-#   super-block's loudest. It moves that block's largest code, `qmax` ticks out, by up to
-#   `qmax / (2m)` ticks.
+#   super-block's loudest. It moves that block's largest code, `qmax` ticks out, by about
+#   `qmax / (2m)` ticks (to first order).
 # * The SQNR lost follows the move. At the median block: under a hundredth of a dB at a few
 #   hundredths of a tick, about 0.02 dB at 0.07 tick, 0.06 to 0.08 dB at 0.15 tick. Past half a
 #   tick, a scale rounded down also clips.
-# * So a scale needs about `log2(qmax) + 2` to `3` bits of steps for a tenth of a tick: 6 stored
-#   bits for int4 codes, 7 to 8 for 6-bit codes, fp16 for int8 codes. Q6_K's int8 sub-scales hold 127 steps,
-#   0.12 tick. The range comes from a level above: an fp16 super-scale per 256 weights, an fp32
-#   scale per tensor.
+# * So a scale needs about `log2(qmax) + 2` to `3` bits of steps for a tenth of a tick: 5 to 6
+#   bits for int4 codes (Q4_K stores 6), 7 to 8 for 6-bit codes, fp16 for int8 codes. Q6_K's int8
+#   sub-scales hold 127 steps, 0.12 tick. The range comes from a level above: an fp16 super-scale
+#   per 256 weights, an fp32 scale per tensor.
 # * A power of two (MX's E8M0, by the OCP spec's floor rule) moves the top code by whole ticks:
 #   about 2.3 dB on int4 codes, 1.3 dB on FP4 codes. With a scale 1.5 times too large and nothing
 #   clipped, int4 loses 3.7 dB and FP4 0.7 dB: the float grid keeps its relative step.
 # * NVFP4's E4M3 scales have about a 4-bit sub-scale's precision but a narrow range. Without the
-#   fp32 tensor scale, a tensor whose block scales fall below E4M3's range loses its blocks, with
-#   the scales clamped at 2**-6 or rounded to subnormals alike.
+#   fp32 tensor scale, a tensor whose block scales fall below E4M3's range loses its blocks.
 #
 # ## Pause and recall
 #
@@ -443,12 +442,33 @@ theirs = NVFP4Tensor(d, s, 16, torch.float32, torch.tensor(ts)).dequantize(torch
 print(f"NVFP4 on L0.intermediate, values identical to torchao's: {np.array_equal(nv.values(), theirs)}")
 
 # %% [markdown]
-# llama.cpp's own NVFP4 quantizer (`quantize_row_nvfp4_ref` in `ggml-quants.c`, as of
-# November 2026) writes each block's `amax / 6` straight into E4M3 with no tensor scale, and
-# rounds a scale below 2**-6 to a subnormal or to zero, as section 4's `none, E4M3 subnormals`
-# row does. A GGUF carries a tensor scale (a `.scale` tensor) when it was converted from an NVFP4
-# checkpoint that has one: NVIDIA ModelOpt's `weight_scale_2` or a compressed-tensors
-# checkpoint's `weight_global_scale`.
+# ### NVFP4 without a tensor scale: clamp or subnormals
+#
+# Section 4 clamps a block scale below 2**-6 at 2**-6 (torchao's choice, and qlesson's).
+# llama.cpp's own NVFP4 quantizer (`quantize_row_nvfp4_ref` in `ggml-quants.c`, as of November
+# 2026) writes each block's `amax / 6` straight into E4M3 with no tensor scale, and rounds a
+# scale below 2**-6 to one of E4M3's subnormals (down to 2**-9) or to zero. Section 4's layers,
+# both ways, with the tensor scale for reference:
+
+# %%
+sub_rows = []
+for factor in (1, 100):
+    x = wi.numpy() / factor
+    for label, back in (
+        ("fp32", microscaling.quantize_nvfp4(x, microscaling.nvfp4_tensor_scale(x)).values()),
+        ("none, clamped at 2**-6", microscaling.quantize_nvfp4(x, 1.0).values()),
+        ("none, E4M3 subnormals", scale_bits.nvfp4_subnormal_values(x)),
+    ):
+        sqnr = ql.errors(torch.from_numpy(x), torch.from_numpy(back)).sqnr_db
+        sub_rows.append({"L0.intermediate": f"/ {factor}", "tensor scale": label, "SQNR dB": sqnr})
+print_table(sub_rows, {"SQNR dB": ".2f"})
+
+# %% [markdown]
+# On the layer as stored the subnormals cost about a hundredth of a dB where the clamp costs a
+# tenth; on the layer divided by 100 the subnormals, which stop at 2**-9, fare no better than
+# the clamp. A GGUF carries a tensor scale (a `.scale` tensor)
+# when it was converted from an NVFP4 checkpoint that has one: NVIDIA ModelOpt's
+# `weight_scale_2` or a compressed-tensors checkpoint's `weight_global_scale`.
 
 # %% [markdown]
 # ### Every format on all 36 layers

@@ -77,9 +77,9 @@ check("08.sub_scales", sub_scales)
 # block's. Write `quiet_block_bits(code_bits, r, max_ticks)`: blocks use symmetric signed codes
 # of `code_bits` bits (int4: -7 to 7) and store their scales as in Task 1. Return the fewest
 # sub-scale bits for which rounding that quiet block's sub-scale can move its largest code by at
-# most `max_ticks` ticks, in the worst case and counted as the lesson counts a move. Work it out
-# from what the scale's rounding does to that code; `r = 1` is the lesson's own case. Some cases
-# are hidden.
+# most `max_ticks` ticks in the worst case, counted to first order as section 2 counts a move (an
+# exact count is accepted too). Work it out from what the scale's rounding does to that code;
+# `r = 1` is the lesson's own case. Some cases are hidden.
 
 
 # %% tags=["solution"]

@@ -25,7 +25,13 @@ def _block(seed: int, scale: float, shift: float = 0.0) -> np.ndarray:
 
 
 def _decode(
-    raw: np.ndarray, *, order: str = "halves", signed_int: bool = False, bias: int = 127, sign: bool = True
+    raw: np.ndarray,
+    *,
+    order: str = "halves",
+    signed_int: bool = False,
+    bias: int = 127,
+    sign: bool = True,
+    even: bool = False,
 ) -> np.ndarray:
     raw = np.asarray(raw, dtype=np.uint8)
     lo, hi = raw[1:] & 15, raw[1:] >> 4
@@ -37,7 +43,8 @@ def _decode(
     if signed_int:  # two's complement int4 times the scale
         vals = np.where(codes >= 8, codes.astype(np.float32) - 16, codes.astype(np.float32))
     else:
-        vals = np.where(((codes & 8) > 0) & sign, -1.0, 1.0).astype(np.float32) * FP4[codes & 7]
+        mags = (codes & 7).astype(np.float32) * 0.5 if even else FP4[codes & 7]
+        vals = np.where(((codes & 8) > 0) & sign, -1.0, 1.0).astype(np.float32) * mags
     return vals.astype(np.float64) * 2.0 ** (int(raw[0]) - bias)  # exact: an FP4 value times a power of two
 
 
@@ -148,6 +155,11 @@ TASKS: list[Task] = [
                 "truncated (floor) instead of rounding to the nearest integer: every scale comes out low",
                 lambda ideal, bits: _sub_scales(ideal, bits, rounding=np.floor),
             ),
+            Mistake(
+                "returned float16 values: only the super-scale is stored as float16; the integer times it is a "
+                "float64 product, which float16 would round again",
+                lambda ideal, bits: _sub_scales(ideal, bits).astype(np.float16),
+            ),
         ],
         rtol=1e-9,
         atol=0.0,
@@ -204,13 +216,9 @@ TASKS: list[Task] = [
                 "took 2**(code_bits - 1) as the codes' top (Q4_0's -8): symmetric codes stop one short of it",
                 lambda c, r, t: _quiet_bits(c, r, t, qmax=lambda b: 2 ** (b - 1)),
             ),
-            Mistake(
-                "measured the move under a scale rounded down half a step, exactly; the lesson counts a move to "
-                "first order: the scale's relative error times the ticks out to the largest code",
-                _quiet_bits_exact,
-            ),
             Mistake("asked for a move strictly below max_ticks: the task says at most", _quiet_bits_strict),
         ],
+        also_correct=(_quiet_bits_exact,),  # the exact worst case, qmax / (2m / r - 1), is right too
     ),
     Task(
         "08.decode_mxfp4",
@@ -222,8 +230,8 @@ TASKS: list[Task] = [
             Case((_block(2, 1e-4),), "tiny weights: a small exponent"),
             Case((_block(3, 40.0),), "large weights: exponent above 127"),
         ],
-        "byte 0 is e (scale 2**(e - 127)); bytes 1-16 hold codes, low nibbles weights 0-15, high nibbles 16-31; "
-        "a code's bit 3 is the sign, bits 0-2 index 0, 0.5, 1, 1.5, 2, 3, 4, 6",
+        "check one thing at a time against the task's layout: which weights the low nibbles hold, the sign bit, "
+        "the FP4 magnitude a code's low 3 bits pick (section 4 lists FP4's ticks), and the bias of byte 0",
         [
             Mistake(
                 "computed the exponent on a numpy uint8: raw[0] - 127 wraps around 256 when e < 127 "
@@ -247,6 +255,11 @@ TASKS: list[Task] = [
                 lambda raw: _decode(raw, signed_int=True),
             ),
             Mistake("forgot the E8M0 bias: the scale is 2**(e - 127), not 2**e", lambda raw: _decode(raw, bias=0)),
+            Mistake("used 128 as the bias: E8M0's bias is 127 (section 1)", lambda raw: _decode(raw, bias=128)),
+            Mistake(
+                "read the 3 magnitude bits as evenly spaced steps of 0.5: FP4's ticks are not even (section 4)",
+                lambda raw: _decode(raw, even=True),
+            ),
         ],
     ),
     Task(
@@ -257,8 +270,8 @@ TASKS: list[Task] = [
             Case((a,), f"amax = {a:g}" + (" (below 2**-125: the byte stops at 0)" if 0 < a < 2.0**-125 else ""))
             for a in _AMAX
         ],
-        "the power of two that puts amax between 4 and 8 times the scale (FP4's largest value, 6, is 1.5 * 2**2), "
-        "stored as its exponent plus the bias; an all-zero block gets 0 and the byte never goes below 0",
+        "which power of two puts amax between 4 and 8 times the scale (section 4)? then store it as E8M0 stores an "
+        "exponent (section 1), and mind what one byte can hold",
         [
             Mistake(
                 "forgot to subtract FP4's largest exponent 2",
@@ -269,6 +282,10 @@ TASKS: list[Task] = [
                 "used int(log2(amax)), which truncates toward zero: below amax = 1 the logarithm is negative and "
                 "int() rounds it up (int(-0.4) is 0, where floor gives -1); use math.floor",
                 lambda a: max(int(math.log2(a)) - 2 + 127, 0) if a else 0,
+            ),
+            Mistake(
+                "rounded log2(amax) to the nearest integer: the floor rule rounds it down",
+                lambda a: max(round(math.log2(a)) - 2 + 127, 0) if a else 0,
             ),
             Mistake(
                 "used ceil, not floor (torchao's ceil rule)",
@@ -300,7 +317,7 @@ PREDICT = {
             "under a hundredth of a dB",
             True,
             "In a block about as loud as the loudest, the sub-scale is off by at most 1/126, which moves the block's "
-            "largest code, 7 ticks out, by at most 7/126 of a tick (a few hundredths at the median block): lost "
+            "largest code, 7 ticks out, by about 7/126 of a tick (a few hundredths at the median block): lost "
             "beside the half tick that rounding already costs every weight.",
         ),
         (
@@ -395,7 +412,8 @@ RECALL: tuple[Question, ...] = (
     ),
     Numeric(
         "A 5-bit sub-scale (1 to 31) times an fp16 super-scale, in a block about as loud as its super-block's "
-        "loudest, int4 codes (-7..7). At most how many ticks can rounding the sub-scale move the block's largest code?",
+        "loudest, int4 codes (-7..7). To first order, at most how many ticks can rounding the sub-scale move the "
+        "block's largest code?",
         7 / 62,
         "The sub-scale is off by at most half a step, 1/62 of the scale; the largest code sits 7 ticks out, so it "
         "moves by up to 7/62, about 0.11 of a tick.",
@@ -429,8 +447,8 @@ RECALL: tuple[Question, ...] = (
         source=LESSON,
     ),
     choice(
-        "A block's scale is a power of two, off by up to a factor of 1.5 to 2 from the ideal. Why does that cost FP4 "
-        "codes less than int4 codes?",
+        "A block's scale is a power of two, off by up to a factor of 1.5 (FP4) to 1.75 (int4) from the ideal. "
+        "Why does that cost FP4 codes less than int4 codes?",
         (
             "A value pushed down toward the next binade of the float grid meets about the same relative step",
             True,
@@ -447,8 +465,8 @@ RECALL: tuple[Question, ...] = (
         (
             "A power of two is exact in binary, so it adds no rounding to FP4's codes",
             False,
-            "Tempting: multiplying by a power of two is exact. But the scale itself can be up to about twice too "
-            "large for the block, on either grid; the grids differ in what that does to the values.",
+            "Tempting: multiplying by a power of two is exact. But the scale itself can be up to 1.75 times too "
+            "large for the block; the grids differ in what that does to the values.",
         ),
         source=LESSON,
     ),
@@ -474,8 +492,8 @@ RECALL: tuple[Question, ...] = (
             "tensor's range",
             True,
             "The block scales are E4M3 numbers relative to it. On MiniLM's L0.intermediate as stored it buys little "
-            "(a tenth of a dB against scales clamped at 2**-6, a hundredth against E4M3's subnormals); on the same "
-            "layer divided by 100 every block scale falls below E4M3's range without it, and the weights round to "
+            "(a tenth of a dB against scales clamped at 2**-6); on the same layer divided by 100 every block "
+            "scale falls below E4M3's range without it, and the weights round to "
             "zero.",
         ),
         (
