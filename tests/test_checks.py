@@ -566,6 +566,45 @@ WRONG_05 = {
 WRONG |= WRONG_05
 
 
+def _nbits_by_hand_11(B, scales, g, *, halves=False, offset=8):
+    n, blocks, _ = B.shape
+    pairs = (B & 15, B >> 4)
+    u = np.concatenate(pairs, axis=-1) if halves else np.stack(pairs, axis=-1).reshape(n, blocks, g)
+    return torch.from_numpy(((u.astype(np.float32) - offset) * scales.reshape(n, blocks, 1)).reshape(n, -1))
+
+
+def _bytes_by_hand_11(linears, others, plan, scale_bytes=2):
+    total = 4 * sum(math.prod(s) for s in others.values())
+    for name, (out, inp) in linears.items():
+        s = plan.get(name, "float")
+        if s == "float":
+            total += 4 * out * inp + 4 * out
+            continue
+        bits = int(s[3])
+        groups = 1 if "tensor" in s else out if "channel" in s else out * inp // int(s.split("-g")[1].split("-")[0])
+        total += out * math.ceil(inp * bits / 8) + scale_bytes * groups + (groups if "asym" in s else 0) + 4 * out
+    return total
+
+
+WRONG_11 = {
+    "11.read_matmulnbits": [
+        (lambda B, s, g: _nbits_by_hand_11(B, s, g, halves=True), "Q4_0 order"),
+        (lambda B, s, g: _nbits_by_hand_11(B, s, g, offset=0), "plus 8"),
+        (lambda B, s, g: _nbits_by_hand_11(B, s, g).T.contiguous(), "None"),
+    ],
+    "11.file_bytes": [
+        (lambda a, b, p: _bytes_by_hand_11(a, b, p, scale_bytes=4), "fp32"),
+        (lambda a, b, p: _bytes_by_hand_11(a, {}, p), "embedding table"),
+    ],
+    "11.plan": [
+        ({"*": "int4-g32-asym"}, "over the budget"),
+        ({"*": "int4-g128"}, "does not beat"),
+        ({"pooler": "int8-channel", "*": "int4-g64"}, "cannot be packed"),
+    ],
+}
+WRONG |= WRONG_11
+
+
 def test_every_task_has_at_least_two_wrong_answers():
     assert set(WRONG) == set(tasks())
     assert all(len(v) >= 2 for v in WRONG.values())

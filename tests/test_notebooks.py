@@ -29,6 +29,7 @@ EXPECTED = [
     "08_scales_of_scales",
     "09_smarter_rounding",
     "10_which_axis",
+    "11_your_model_in_an_engine",
 ]
 WITH_RECALL = [p for p in LESSONS if p.stem[:2] != "00"]
 

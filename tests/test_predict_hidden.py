@@ -63,7 +63,7 @@ def guess(monkeypatch):
 
 
 def test_every_prediction_is_well_formed_and_has_its_why():
-    for number in ("01", "02", "03", "04", "05", "07", "08", "10"):
+    for number in ("01", "02", "03", "04", "05", "07", "08", "10", "11"):
         for key, q in recall.predictions(number).items():
             assert isinstance(q, recall.Choice) and all(o.why for o in q.options), (number, key)
             text = repr(recall.PredictionSheet(number, key))

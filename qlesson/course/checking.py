@@ -96,6 +96,8 @@ class Task:
     is_value: bool = False  # the learner gives a value, not a function
     also_correct: Sequence[Callable[..., Any]] = ()  # other right answers (another order of the same steps)
     keeps_inputs: bool = True  # changing a tensor or array argument in place fails (False: the task asks for it)
+    # a challenge with many right answers: judge(answer's value, *case args) -> None when accepted, else what is wrong
+    judge: Callable[..., str | None] | None = None
 
 
 Status = Literal["pass", "fail", "not attempted", "error"]
@@ -332,8 +334,15 @@ def evaluate(task: Task, answer: Any) -> Verdict:
         said = "returns None (a print instead of a return?)" if any(g is None for g in got) else "returns the stub"
         return Verdict(task.task_id, "not attempted", f"not attempted yet: your function still {said}")
     for i, (case, args, g) in enumerate(zip(task.cases, inputs, got, strict=True), start=1):
-        expected = task.reference(*args)
         label = case.shown_label()
+        if task.judge is not None and not isinstance(g, (_ChangedInput, _Raised)) and not _is_stub(g):
+            problem = task.judge(g, *args)
+            if problem is None:
+                continue
+            lines = [f"{head}: case {i} failed: {label}", *([] if case.hidden else [f"  came back: {show(g)}"])]
+            lines += [f"  mistake: {problem}", f"  hint: {task.hint}"]
+            return Verdict(task.task_id, "fail", f"{problem} [case {i}: {label}]", "\n".join(lines), problem)
+        expected = task.reference(*args)
         if _is_stub(g):  # the other cases came back: this one fell through a branch without a return
             said = "None (a branch without a return?)" if g is None else "the stub (... or NotImplementedError)"
             lines = [f"{head}: case {i} failed: {label}", f"  came back: {said}", f"  hint: {task.hint}"]

@@ -1,0 +1,373 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: ipynb,py:percent
+#     notebook_metadata_filter: kernelspec,jupytext,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # 11 · Your model in an engine
+#
+# **The question**: Does the granularity you chose survive a real engine's file format, and
+# what does it cost there?
+#
+# **The answer**: It survives: written in ONNX Runtime's and llama.cpp's formats, qlesson's
+# own codes give embeddings equal to qlesson's simulation of the file (to float32 noise in
+# ORT; llama.cpp adds its own rounding of the activations), so the quality the course measured
+# is the quality the engine delivers. The cost shows up elsewhere: MiniLM's float32
+# word-embedding table keeps its file above 53 of its 90 MB, and on this CPU weight-only int4
+# runs no faster than fp32: only kernels that round the activations too gain, at batch 1.
+#
+# **What you will do**:
+# * pack MiniLM at a per-layer plan with real codes, and find what its file is made of;
+# * write it in ONNX Runtime's and llama.cpp's formats, run it there, and check the engine
+#   against the simulation;
+# * compare the granularities' quality and speed inside the engine.
+#
+# **What you need**: lessons 03 (MiniLM's quality table), 04 (bytes and formats) and 06 (why
+# fewer bytes need not run faster); nothing to download.
+# **Time**: about 24 minutes, plus about 21 for the exercise.
+
+# %% tags=["nbval-ignore-output"]
+import qlesson as ql
+from qlesson.course import recall
+from qlesson.teach.report import print_table
+
+ql.show_environment()
+
+# %% [markdown]
+# ## 1. One plan, real codes
+#
+# Every lesson so far quantized a weight and dequantized it at once: fake quantization. An
+# engine needs the codes and scales themselves, packed the way its kernels read them.
+# `qlesson.quant.packed` does that for a whole model. A *plan* names a scheme for each Linear
+# layer by pattern, first match wins: here, as an example, int4 with groups of 32 for the six
+# FFN up-projections and groups of 128 for the rest (the exercise asks you for a better plan).
+# `quantize_model` swaps each planned `nn.Linear` for a `QuantLinear` holding 4-bit codes, two
+# to a byte, and one fp16 scale per group.
+
+# %%
+from qlesson.quant import packed
+from qlesson.teach import models
+
+model = models.load_minilm()
+plan = {"L*.intermediate": "int4-g32", "*": "int4-g128"}
+qmodel = packed.quantize_model(model, plan)
+layers = packed.quant_layers(qmodel)
+print(f"{len(layers)} Linear layers packed; L0.intermediate: {layers['L0.intermediate'][1]}")
+print(f"bits per Linear weight, scales included: {packed.plan_bits(model, plan):.4f}")
+
+# %% [markdown]
+# The packed layers hold exactly what lesson 04's footprint counts from the shapes alone:
+
+# %%
+by_scheme: dict[str, list] = {}
+for _, layer in layers.values():
+    by_scheme.setdefault(str(layer.scheme), []).append((layer.out_features, layer.in_features))
+counted = sum(
+    ql.total_footprint(shapes, 4, ql.PerGroup(int(name.split("-g")[1]))).total_bytes
+    for name, shapes in by_scheme.items()
+)
+stored = sum(m.nbytes()["codes"] + m.nbytes()["scales"] for _, m in layers.values())
+print(f"stored codes + scales: {stored:,} bytes; lesson 04's footprint: {counted:,} bytes")
+
+# %% [markdown]
+# Those are the Linear layers. A checkpoint holds every other tensor of the model too, in
+# float32 as MiniLM ships them. Which part is the largest?
+
+# %% tags=["nbval-ignore-output"]
+recall.predict("11", "dominates")
+
+# %%
+bert = qmodel[0].auto_model
+word = bert.embeddings.word_embeddings.weight
+parts = {
+    "Linear codes (int4)": sum(m.nbytes()["codes"] for _, m in layers.values()),
+    "Linear scales (fp16)": sum(m.nbytes()["scales"] for _, m in layers.values()),
+    "Linear biases (float32)": sum(4 * m.bias.numel() for _, m in layers.values()),
+    f"word-embedding table {list(word.shape)} (float32)": 4 * word.numel(),
+    "position and type embeddings, LayerNorms (float32)": 4
+    * sum(p.numel() for p in bert.parameters() if p is not word),
+}
+total = sum(parts.values())
+print_table([{"part": k, "MB": v / 1e6, "share": f"{v / total:.1%}"} for k, v in parts.items()], {"MB": ".2f"})
+print(f"total {total / 1e6:.2f} MB; the float32 model: {4 * sum(p.numel() for p in model.parameters()) / 1e6:.2f} MB")
+
+# %% [markdown]
+# The word-embedding table, 30,522 tokens times 384 values times 4 bytes, is about 47 MB:
+# 88% of the file. A granularity plan touches only the Linear layers, which int4 shrinks
+# from 43 MB to under 6. The embedding table is a lookup, not a matrix product, so a plan for
+# the Linear layers leaves it in float32, and so do this lesson's engine files; llama.cpp's
+# quantizer and ORT's `quantize_dynamic` quantize it by default (Going deeper).
+#
+# ## 2. The same codes in ONNX Runtime
+#
+# `qlesson.engines.onnx_bert` writes MiniLM as an ONNX graph node by node and stores each Linear
+# weight in one of ONNX Runtime's formats:
+# * **int8 per-tensor or per-channel**: the int8 codes feed a `DequantizeLinear` node with
+#   their scales. ONNX's `MatMul` multiplies by the transposed weight `[in, out]`, so one
+#   scale per output channel means `axis=1` there.
+# * **int4 per-group**: ORT's `MatMulNBits`, blocks of 32 or 128 codes along the input axis,
+#   a scale per block. Two codes share a byte, neighbours: element `2j` in the low nibble,
+#   `2j + 1` in the high one (llama.cpp's Q4_0, lesson 04, pairs `j` with `j + 16` instead).
+#   Without a `zero_points` input the op's zero point is 8, so qlesson's codes -7..7 are
+#   stored as 1..15.
+#
+# The check: ORT's embeddings of 24 sentences against qlesson's float64 simulation of the
+# weights read back from the file, and against the float model (lesson 03's measure: the mean
+# cosine of each sentence's embedding to its float one).
+
+# %%
+import tempfile
+from pathlib import Path
+
+from qlesson.engines import common, onnx_bert
+
+tmp_dir = tempfile.TemporaryDirectory(prefix="qlesson11-")  # every file of this lesson; gone with the kernel
+tmp = Path(tmp_dir.name)
+float_emb = common.reference_embeddings(model)
+runs = {}
+for scheme in ("int8-tensor", "int8-channel", "int4-g32", "int4-g128"):
+    written = onnx_bert.export_minilm(model, tmp / f"{scheme}.onnx", scheme)
+    runs[scheme] = (written, onnx_bert.run_onnx(written.path, model), common.reference_embeddings(model, written.deq))
+print(f"{len(runs)} files written to a temporary folder and run in ONNX Runtime")
+
+# %%
+rows = [
+    {
+        "format": scheme,
+        "file MB": written.size_bytes / 1e6,
+        "engine = simulation": common.worst_cosine(engine, simulated) > 1 - 1e-9,
+        "simulation vs float": common.cosines(simulated, float_emb).mean(),
+        "engine vs float": common.cosines(engine, float_emb).mean(),
+    }
+    for scheme, (written, engine, simulated) in runs.items()
+]
+print_table(rows, {"file MB": ".1f", "simulation vs float": ".4f", "engine vs float": ".4f"})
+
+# %% [markdown]
+# On every format the engine's embeddings match the simulation to a cosine above 1 - 1e-9:
+# ORT runs float32, the simulation float64, and nothing else differs. So the quality columns
+# agree to four decimals, and the granularity verdicts of lessons 02 to 04 hold in the engine:
+# per-channel int8 is far closer to float than per-tensor, and groups of 32 beat groups of 128
+# at int4. The files' sizes tell section 1's story again: the word-embedding table is most
+# of every file.
+
+# %%
+import matplotlib.pyplot as plt
+
+names = ["float32", *runs]
+sizes = [4 * sum(p.numel() for p in model.parameters()) / 1e6] + [w.size_bytes / 1e6 for w, _, _ in runs.values()]
+table_mb = 4 * word.numel() / 1e6
+fig, ax = plt.subplots(figsize=(7, 2.6))
+ax.barh(names, [table_mb] * len(names), color="#bbbbbb", label="word-embedding table (float32)")
+ax.barh(names, [s - table_mb for s in sizes], left=table_mb, color="#2a7f62", label="everything else")
+ax.invert_yaxis()
+ax.set_xlabel("MB")
+ax.legend(loc="lower right", fontsize=8)
+ax.set_title("MiniLM's ONNX file by format (float32: the parameters' bytes)")
+plt.tight_layout()
+plt.show()
+
+# %% [markdown]
+# ORT ships its own quantizers. On the first block of `L0.query`, ORT's int4 quantizer
+# against qlesson's codes (`qlesson.engines.onnx_ort`):
+
+# %%
+from qlesson.engines import onnx_ort
+
+for scheme in ("int4-g32", "int4-g32-asym"):
+    c = onnx_ort.compare_block(model, "L0.query", scheme)
+    print(f"{scheme}: same codes on {c.equal_codes_fraction:.0%} of the layer; {c.note}")
+    print(f"  ORT     {c.ort_codes[:10]} scale {c.ort_scale:.5f}, zero point {c.ort_zero_point}")
+    print(f"  qlesson {c.qlesson_codes[:10]} scale {c.qlesson_scale:.5f}, zero point {c.qlesson_zero_point}")
+
+# %% [markdown]
+# Asymmetric, the two agree code for code. Symmetric, they differ by convention, not by
+# error: ORT uses all 16 codes, with the value of largest magnitude landing exactly on -8
+# (llama.cpp's Q4_0 rule), where qlesson keeps the course's [-7, 7]. Either file is honest
+# about its own codes; only the simulation of *that* file predicts the engine.
+#
+# ## 3. The same check in llama.cpp
+#
+# `qlesson.engines.gguf_bert` writes MiniLM as llama.cpp's BERT GGUF file with the Linear
+# weights in qlesson's own Q8_0 and Q4_0 bytes (lesson 04: blocks of 32 with an fp16 scale),
+# and runs it through llama-cpp-python. That package compiles llama.cpp from source, so it is
+# not part of the set-up: run `make engines` once (5 to 13 minutes on 2 cores; it needs cmake
+# and a C++ compiler). Without it the next cell stops with a message that says so, and
+# section 4 still runs.
+
+# %%
+from qlesson.engines import gguf_bert
+
+rows = []
+for fmt in ("Q8_0", "Q4_0"):
+    written = gguf_bert.export_gguf(model, tmp / f"{fmt}.gguf", gguf_bert.plan_for(fmt))
+    engine, simulated = gguf_bert.run_gguf(written.path), common.reference_embeddings(model, written.deq)
+    rows.append(
+        {
+            "format": fmt,
+            "file MB": written.size_bytes / 1e6,
+            "engine vs simulation > 0.999": common.worst_cosine(engine, simulated) > 0.999,
+            "simulation vs float": common.cosines(simulated, float_emb).mean(),
+            "engine vs float": common.cosines(engine, float_emb).mean(),
+        }
+    )
+print_table(rows, {"file MB": ".1f", "simulation vs float": ".4f", "engine vs float": ".3f"})
+
+# %% [markdown]
+# The engine again matches the file's simulation, more loosely: on a CPU, llama.cpp rounds
+# each *activation* row to 8-bit blocks too and multiplies integers, a second rounding the
+# simulation leaves out. It stays far below the weights' own error at Q4_0, so the quality
+# columns agree to three decimals. Q4_0 is also groups of 32, but with all 16 codes (the rule
+# ORT's quantizer used above); lesson 04 measured what that 16th code buys.
+
+# %% [markdown]
+# ## 4. What it costs at run time
+#
+# Lesson 06 found that fewer weight bytes need not mean a faster matrix product on a CPU. Here
+# the whole model runs in ONNX Runtime.
+
+# %% tags=["nbval-ignore-output"]
+recall.predict("11", "faster")
+
+# %% [markdown]
+# `python -m qlesson.bench engines` times every format on the 24 sentences with one thread,
+# one sentence per call (batch 1) and all 24 in one call, in interleaved rounds; each time is
+# also given over the fp32 time of the same engine. Its stored reading:
+
+# %%
+from qlesson.bench import engines as bench_engines
+
+print(bench_engines.format_reading(bench_engines.stored_reading()))
+
+# %% [markdown]
+# In ORT, the int4 graphs run within about 20% of fp32, though their Linear weights are about
+# an eighth of fp32's bytes: the CPU kernel unpacks each block and multiplies in float32, and
+# attention, LayerNorm and the embedding lookup cost the same in every format. The int8 QDQ
+# graphs are slower: ORT rewrites each int8 weight and its `MatMul` into an 8-bit kernel, run
+# here in float32 arithmetic so that the engine computes what the simulation computes. What
+# gains at batch 1 is integer arithmetic: llama.cpp's formats and ORT's `quantize_dynamic`
+# round the activations to 8 bits too and take about two thirds of fp32's time there. At batch
+# 24 no format beats its engine's fp32. So a weight format buys a smaller file; speed on this
+# CPU comes from integer kernels, which compute something other than the file's weights times
+# float activations.
+#
+# ## Summary
+#
+# * `qlesson.quant.packed` stores a plan's real codes and fp16 scales; their bytes are exactly
+#   lesson 04's footprint.
+# * MiniLM's file is mostly its float32 word-embedding table (47 MB, 88% at int4), which a
+#   Linear plan does not touch.
+# * In ONNX Runtime's QDQ and MatMulNBits formats, qlesson's codes give embeddings equal to
+#   the simulation's up to float32 noise; in llama.cpp's Q8_0 and Q4_0, up to its activation
+#   rounding. Either way the granularities rank as they did in the course's own code.
+# * A simulation predicts one file: ORT's own int4 quantizer picks other codes (all 16, Q4_0's
+#   rule) for the same weights.
+# * On this CPU, ORT's weight-only int4 runs within about 20% of fp32 and its int8 QDQ
+#   (float32 arithmetic) slower; llama.cpp's formats and ORT's `quantize_dynamic`, which
+#   round the activations too, take about two thirds of fp32's time at batch 1, and no
+#   format gains at batch 24.
+#
+# ## Pause and recall
+
+# %% tags=["nbval-ignore-output"]
+recall.quiz("11")
+
+# %%
+recall.show("11")
+
+# %% [markdown]
+# **Exercise**: `exercises/11_your_model_in_an_engine.ipynb`: read a llama.cpp block back into
+# its scale and codes, and count a checkpoint's bytes from its plan before writing it.
+
+# %% [markdown]
+# ## Going deeper
+#
+# ### What the engine files hold, and the embedding table
+#
+# The ONNX and GGUF files keep the word-embedding table, the LayerNorms and the biases in
+# float32, as the checkpoint does; the pooler is left out, since the sentence embedding is a
+# mean over the tokens and never uses it. llama.cpp's own `llama-quantize` tool quantizes the
+# token-embedding table too, and ORT's `quantize_dynamic` by default also quantizes the
+# `Gather` that reads it, to int8. In Q4_0 the table would take:
+
+# %%
+table_q4_0 = ql.footprint(tuple(word.shape), "Q4_0").total_bytes
+print(f"word-embedding table: {4 * word.numel() / 1e6:.2f} MB float32, {table_q4_0 / 1e6:.2f} MB in Q4_0")
+
+# %% [markdown]
+# A lookup reads one row per token, so its quantization error reaches the model as an input
+# error, not through a matrix product: a question of its own, which this course does not
+# measure.
+#
+# ### ORT's accuracy level, and its own int8 quantizer
+#
+# ONNX Runtime's graph optimizer turns a `DequantizeLinear` on an int8 weight followed by
+# `MatMul` into its 8-bit `MatMulNBits` kernel. The session option
+# `session.qdq_matmulnbits_accuracy_level` decides how that kernel computes: ORT's default, 4,
+# also quantizes the activations to int8 and multiplies integers, which is faster at batch 1
+# and is another computation than the file's weights times float activations.
+# `qlesson.engines.onnx_bert.session` sets level 1, float32 arithmetic, so that the engine
+# computes what the simulation computes; `run_onnx(..., accuracy_level=None)` keeps ORT's
+# default. ORT's `quantize_dynamic` (int8 weights, per-tensor or per-channel) picks the same
+# weight codes and scales as qlesson's `int8-tensor` and `int8-channel` (both symmetric over
+# [-127, 127], round half to even; `onnx_ort.compare_block` with a `dynamic_path` shows it), and
+# it too quantizes the activations at run time.
+#
+# ### compressed-tensors
+#
+# `qlesson.engines.ct_export` writes the same codes as a compressed-tensors `pack-quantized`
+# checkpoint (the format llm-compressor writes for vLLM), and transformers loads it on the CPU,
+# dequantizing as it loads (its int4 kernels need a GPU). The same check as section 2:
+
+# %%
+from qlesson.engines import ct_export
+
+for scheme in ("int4-g128", "int8-channel"):
+    written = ct_export.export_ct(model, tmp / f"ct-{scheme}", scheme)
+    engine = ct_export.ct_embeddings(model, written.folder)
+    simulated = common.reference_embeddings(model, written.deq)
+    print(
+        f"{scheme}: {written.size_bytes / 1e6:.1f} MB, engine = simulation: "
+        f"{common.worst_cosine(engine, simulated) > 1 - 1e-9}, "
+        f"vs float {common.cosines(engine, float_emb).mean():.4f}"
+    )
+group = ct_export.compare_group(models.linear_weights(model)["L0.query"].float())
+print(f"its own int4 quantizer on L0.query's first group: scale x {1 / group['scale_ratio']:.4f} of qlesson's,")
+print(f"{group['codes_differ']} of 128 codes differ")
+
+# %% [markdown]
+# Its own quantizer divides the largest |value| by 7.5 and uses codes -8 to 7; qlesson's
+# codes, -7 to 7, fit the format, so the file holds them as they are.
+#
+# ### Q4_K in llama.cpp
+#
+# Q4_K packs super-blocks of 256 weights (lesson 08), so it fits only rows whose length is a
+# multiple of 256: MiniLM's FFN down-projections (1536 inputs). `gguf_bert.plan_for("Q4_K")`
+# writes those in Q4_K and the 384-wide layers in Q4_0, as llama.cpp's own quantizer falls
+# back. Run it as section 3 runs Q8_0 and Q4_0.
+#
+# ### Measuring the engines
+#
+# `python -m qlesson.bench engines --store` writes the reading section 4 prints
+# (`notebooks/results/engines_cpu.json`), with the machine, its load and the library's
+# version. The formats run in interleaved rounds, so a change of load hits them alike; on a
+# busy machine the spreads are wide, so re-measure on a quiet one before comparing ratios
+# closer than the spreads. Batch 1 runs 24 calls of one sentence each, batch 24 one call.
+#
+# ### The lesson's files
+#
+# Every file this page wrote sits in one temporary folder, removed when the kernel stops, or now:
+
+# %%
+tmp_dir.cleanup()
+print(f"removed: {not tmp.exists()}")
