@@ -20,19 +20,20 @@
 # scale cover one token or one channel?
 #
 # **The answer**: On MiniLM's short sentences, keys do better per channel even when both rulers
-# span 32 values, because of two things together: each key channel sits at its own offset, and
-# the `[CLS]` and `[SEP]` keys stand apart from the rest. Values do better per token, unless one
-# token, found in section 5, is kept exact.
+# span 32 values; most of that win comes from two things together: each key channel sits at its
+# own offset, and the `[CLS]` and `[SEP]` keys stand apart. Values do better per token; keeping
+# one token (section 5) exact flips that at equal code bits, but here its cost is better spent
+# on codes.
 #
 # **What you will do**:
 # * recap attention and the cache, and find where the structure of MiniLM's keys sits;
 # * compare per-token and per-channel keys at equal metadata, then remove their suspected causes;
 # * find which token decides the values' axis;
-# * count what a cache costs with its scales, minimums and full-precision window.
+# * count what that token and the rulers' scales and minimums cost in bits.
 #
 # **What you need**: lessons 02 (granularity), 05 (activations) and 09 (intervals over
 # sentence pairs); nothing to download.
-# **Time**: about 26 minutes, plus about 24 for the exercise.
+# **Time**: about 28 minutes, plus about 28 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -58,13 +59,14 @@ ql.show_environment()
 #   token nobody attends to costs nothing, one on a token that takes most of the attention
 #   costs most.
 #
-# Many models share each key and value among several query heads (grouped-query attention,
-# GQA): Llama-3-8B has 32 query heads but caches 8 *KV heads*, a quarter of the cache. MiniLM
-# has no GQA (12 KV heads), and as an encoder it never caches; the cache is simulated on whole
+# MiniLM caches one key and value per query head (no grouped-query attention, GQA, where query
+# heads share *KV heads*), and as an encoder it never caches; the cache is simulated on whole
 # sentences, 120 held-out ones of 10 to 17 tokens, where every query sees every key of its
 # sentence (a decoder's query sees only the earlier ones).
 
 # %%
+import torch
+
 from qlesson.quant.kv import quantized_tokens
 from qlesson.teach import kv, models
 from qlesson.teach.eval_text import eval_sentences
@@ -109,7 +111,7 @@ print_table(heads, {k: ".2f" for k in heads[0] if k != "layer"})
 # * per token: 32 values per ruler;
 # * per channel over one sentence: about 12.5 values per ruler;
 # * per channel over 32 tokens, the sentences laid end to end as one long text: 32 values, the
-#   same metadata as per token.
+#   same metadata as per token (each such ruler spans 3 or 4 sentences, last line).
 #
 # `bits per value` adds the 32 bits of each ruler's minimum and scale. The control: each
 # sentence's keys shuffled. On the real keys, per channel over one sentence beats per token
@@ -126,6 +128,9 @@ print_table(
     keys, {"values per ruler": ".1f", "bits per value": ".2f", "error, real keys": ".4f", "error, shuffled keys": ".4f"}
 )
 print("\n".join(key_lines))
+sentence_of = torch.repeat_interleave(torch.arange(len(qkv[0]["k"])), torch.tensor([k.shape[1] for k in qkv[0]["k"]]))
+spans = [len(set(sentence_of[i : i + 32].tolist())) for i in range(0, len(sentence_of), 32)]
+print(f"each 32-token ruler spans {min(spans)} to {max(spans)} sentences (mean {sum(spans) / len(spans):.2f})")
 
 # %% [markdown]
 # Shuffled keys keep most of the win (1.9x against 2.6x). That part is the group size: a ruler
@@ -143,11 +148,18 @@ print("\n".join(key_lines))
 # %%
 centred = kv.centred_key_rows(qkv, bits=2)
 print_table(centred, {"per token": ".4f", "per channel (32 tokens)": ".4f", "token / channel": ".2f"})
+from qlesson.teach.intervals import paired_bootstrap
+
+both = [{"q": lay["q"], "k": [k - k.mean(dim=1, keepdim=True) for k in lay["k"]], "v": lay["v"]} for lay in qkv]
+tok, ch = (kv.output_errors(both, "k", 2, r, sink_fp16=True, residual=1) for r in ("token", "channel32"))
+ci = paired_bootstrap(tok, ch, pairs=True)
+print(f"both removed, per token - per channel (32 tokens): {ci.diff:+.4f}, 95% CI [{ci.lo:+.4f}, {ci.hi:+.4f}]")
 
 # %% [markdown]
 # Neither suspect alone removes the win: without the offsets it is 1.46x, with the special tokens
-# exact 1.75x. Together they cut it to 1.17x: the offsets and the `[CLS]` and `[SEP]` keys
-# explain most of the win between them. In these short sentences the special tokens are one
+# exact 1.75x. Together they cut it to 1.17x, a difference whose interval (last line) overlaps
+# the shuffled keys' at equal metadata: the offsets and the `[CLS]` and `[SEP]` keys explain
+# most of the win between them. In these short sentences the special tokens are one
 # token in six, far more than in a long cache. So per-channel keys win on MiniLM too, but by
 # less than the one-sentence comparison suggests, and for reasons partly different from LLaMA's
 # outlier channels.
@@ -182,21 +194,31 @@ values, value_lines = kv.value_rows(qkv)
 fmt = {k: ".4f" for k in ("per token", "per channel", "per channel (32 tokens)")}
 print_table(values, fmt | {"token - channel": "+.4f", "95% CI": "+.4f"})
 print("\n".join(value_lines))
-n_tok = sum(k.shape[1] for k in qkv[0]["k"]) / len(qkv[0]["k"])  # tokens per sentence
-# [CLS]'s 32 values in a head: 16 bits each instead of b; a per-token ruler also drops [CLS]'s own 32-bit ruler
-for name, saved in (("per token", 32 / 32), ("per channel", 0.0)):
-    extra = ", ".join(f"{(16 - b - saved) / n_tok:.2f}" for b in (2, 3, 4))
-    print(f"[CLS] in fp16, one token in {n_tok:.1f}, {name}: {extra} extra bits per value at 2, 3, 4 bits")
+
+# %% [markdown]
+# The fp16 `[CLS]` is not free. Compare at equal *total* bits: codes, each ruler's minimum and
+# scale, and the fp16 token. Keys use the same count, without the fp16 token. Predict first: at
+# about 4 bits per value, which wins?
+
+# %% tags=["nbval-ignore-output"]
+recall.predict("10", "full_cost")
+
+# %%
+print_table(kv.full_cost_rows(qkv), {"bits per value, all costs": ".2f", "error": ".4f"})
+
+# %% [markdown]
+# On sentences of 12.5 tokens the fp16 `[CLS]` costs about one bit per value, and that bit is
+# better spent on codes: values per token at 3 bits beat both per-channel rulers that keep
+# `[CLS]` exact. In a long cache one fp16 token costs almost nothing; this lesson does not test
+# that. Keys per channel still win at equal total bits (last row against the fourth).
 
 # %% [markdown]
 # With `[CLS]` quantized, per token wins at every bit width, likely because a per-channel ruler
 # spans the words' large values, so `[CLS]`'s tiny value is rounded to something many times its
 # size, and the attention on `[CLS]` multiplies that error. With `[CLS]` in fp16 the verdict
-# flips at every bit width, even at equal metadata (last column and the interval lines; the
-# fp16 `[CLS]` costs either ruler about one extra bit per value, last two lines). So on MiniLM
-# the values' axis depends on the sink.
+# flips at every bit width, even at equal metadata (last column and the interval lines).
 #
-# ## 6. Streaming, and what a cache costs
+# ## 6. Streaming: why per-channel keys wait
 #
 # During generation the cache grows one token at a time. A per-token ruler exists as soon as
 # its token does. A per-channel ruler over a group of `G` tokens exists only once the group is
@@ -211,20 +233,8 @@ for t in (20, 64, 100, 4096):
 print_table(rows)
 
 # %% [markdown]
-# What one sequence's cache costs in a Llama-3-8B-like model (32 layers, 8 KV heads of 128
-# channels; `bits per value` includes the scales, the minimums and the fp16 window):
-
-# %%
-memory = kv.memory_rows()
-print_table([{k: v for k, v in r.items() if k != "model"} for r in memory], {"MiB": ".1f", "bits per value": ".2f"})
-print(f"Llama-3-8B's own weights in fp16 (8.03e9 parameters): {8.03e9 * 2 / 2**30:.1f} GiB")
-
-# %% [markdown]
-# At 131,072 tokens one sequence's fp16 cache outgrows the model's own fp16 weights, and a
-# server holds one cache per sequence. 2-bit keys and values with a fixed 32-token window
-# spend about one bit per value on minimums and scales and still cut the cache about 5x; the
-# window costs a fraction of a bit at 8k
-# tokens and nothing visible at 131k.
+# The window's tokens cost 16 bits each, but a fixed window is a fraction of a long cache (Going
+# deeper counts a Llama-3-8B-like cache in full).
 #
 # ## Summary
 #
@@ -236,10 +246,11 @@ print(f"Llama-3-8B's own weights in fp16 (8.03e9 parameters): {8.03e9 * 2 / 2**3
 #   still show 1.9x: the smaller group. At equal metadata the real keys still win 1.7x, the
 #   shuffled ones barely. Neither removing the channels' offsets (1.46x) nor keeping `[CLS]`
 #   and `[SEP]` exact (1.75x) removes that win; together they cut it to 1.17x.
-# * Values: per token wins while the sink `[CLS]` is quantized; keep it (and only it) in fp16
-#   and per channel wins at 2, 3 and 4 bits.
+# * Values: per token wins while the sink `[CLS]` is quantized; keep `[CLS]` alone in fp16 (of
+#   `[CLS]`, `[SEP]` and a random word, only `[CLS]` flips it) and per channel wins at equal code
+#   bits. Counting that token's bit, per token at one bit more wins on these short sentences.
 # * Per-channel rulers need whole groups of tokens, hence a full-precision window of the
-#   newest; count its bits and the rulers' minimums and scales in the cache's size.
+#   newest; count its bits, the rulers' minimums and scales and any fp16 token in the cost.
 #
 # ## Pause and recall
 
@@ -251,9 +262,26 @@ recall.show("10")
 
 # %% [markdown]
 # **Exercise**: `exercises/10_which_axis.ipynb`: a cache's bytes, keys per channel, choosing an
-# axis by measuring, and the bits a scheme really costs.
+# axis by measuring, the bits a scheme really costs, and predicting an axis from a head's
+# structure.
 #
 # ## Going deeper
+#
+# ### What a long cache costs
+#
+# One sequence's cache in a Llama-3-8B-like model (32 layers, 8 KV heads of 128 channels;
+# `bits per value` includes the scales, the minimums and the fp16 window):
+
+# %%
+memory = kv.memory_rows()
+print_table([{k: v for k, v in r.items() if k != "model"} for r in memory], {"MiB": ".1f", "bits per value": ".2f"})
+print(f"Llama-3-8B's own weights in fp16 (8.03e9 parameters): {8.03e9 * 2 / 2**30:.1f} GiB")
+
+# %% [markdown]
+# At 131,072 tokens one sequence's fp16 cache outgrows the model's own fp16 weights, and a
+# server holds one cache per sequence. 2-bit keys and values with a fixed 32-token window
+# spend about one bit per value on minimums and scales and still cut the cache about 5x; the
+# window costs a fraction of a bit at 8k tokens and nothing visible at 131k.
 #
 # ### Quantizing keys before or after the rotary embedding
 #
@@ -340,8 +368,9 @@ print_table(list(kv.TOOLS))
 #   attention is recomputed from them in float64, unmasked as MiniLM's own: every query sees
 #   every key, later ones included. In a decoder the first token is also seen by every query,
 #   so the sink may carry over; this lesson does not test it.
-# * The 32-token per-channel rulers run over the sentences laid end to end, so a ruler can
-#   span two sentences; in a real cache it would span 32 tokens of one text.
+# * The 32-token per-channel rulers run over the sentences laid end to end, so each ruler spans
+#   3 or 4 sentences (section 3), with their `[CLS]`, `[SEP]` and offsets; in a real cache it
+#   would span 32 tokens of one text.
 # * The keys' shuffled control permutes each sentence's keys across heads, channels and
 #   tokens; the head table's control permutes within each head, so a loud head stays loud.
 # * Intervals are paired bootstraps over the evaluation text's paraphrase pairs (lesson 09).

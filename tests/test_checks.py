@@ -253,17 +253,21 @@ WRONG = {
         (lambda w, j, q, hinv: _push(w, j, q, hinv, start=0), "columns before j"),
     ],
     "09.gptq_per_channel": [
-        (lambda w, x, bits: _gptq(w, x, bits, feedback=False), "RTN"),
-        (lambda w, x, bits: _gptq(w, x, bits, shrink=False), "full inverse Hessian"),
+        (lambda w, x, s, bits: _gptq(w, x, bits, feedback=False, scale=s), "RTN"),
+        (lambda w, x, s, bits: _gptq(w, x, bits, shrink=False, scale=s), "full inverse Hessian"),
     ],
     "09.awq_scale": [
         (lambda x, a: _awq(x.abs().max(dim=0).values, a), "SmoothQuant"),
         (lambda x, a: torch.clamp(x.abs().mean(dim=0) ** a, min=1e-4), "normalise"),
     ],
     "09.fewest_tokens": [
-        (lambda w, xc, xh, ns, b: _fewest_09(w, xc, ns, b, lambda n: xc[:n]), "calibrated on"),
+        (lambda w, xc, xh, ns, b: _fewest_09(w, xc, ns, b, lambda n: xc[:n]), "calibration tokens"),
         (lambda w, xc, xh, ns, b: next(n for n in ns if n >= w.shape[1]), "rule of thumb"),
         (lambda w, xc, xh, ns, b: ns[len(ns) // 2], "None"),
+    ],
+    "09.pick": [
+        (lambda w, xc, xh, b: ("gptq", b + 16 / w.shape[1]), "None"),
+        (lambda w, xc, xh, b: ("rtn_g32", b + 0.5), "weights themselves"),
     ],
     "03.conv1d_scales": [
         (lambda w, bits: w.abs().amax(dim=1) / (2 ** (bits - 1) - 1), "axis 1"),
@@ -290,6 +294,11 @@ WRONG = {
     "10.choose_axis": [
         (lambda q, k, v, which, bits: "channel" if which == "k" else "token", "KIVI's rule"),
         (lambda q, k, v, which, bits: "token", "None"),
+    ],
+    "10.sink_axes": [
+        (("channel", "channel"), "(channel, channel)"),
+        (("token", "token"), "KIVI's rule"),
+        (("channel", "token"), "swapped"),
     ],
     "10.key_bits": [
         (lambda b, g, t, r: _good("10.key_bits")(b, g, t, r) * 0 + b, "codes only"),
@@ -330,10 +339,10 @@ def _push(w, j, q, hinv, divide=True, start=None):
     return out
 
 
-def _gptq(w, x, bits, feedback=True, shrink=True):
+def _gptq(w, x, bits, feedback=True, shrink=True, scale=None):
     """Per-channel GPTQ with the explicit inverse Hessian, written like a learner would."""
     w, top = w.clone(), 2 ** (bits - 1) - 1
-    scale = w.abs().max(dim=1).values / top
+    scale = w.abs().max(dim=1).values / top if scale is None else scale
     h = 2 * x.T @ x / len(x)
     hinv = torch.linalg.inv(h + 0.01 * h.diag().mean() * torch.eye(len(h), dtype=h.dtype))
     q = torch.zeros_like(w)

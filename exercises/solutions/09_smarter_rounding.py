@@ -22,8 +22,8 @@
 #
 # Practice for lesson `notebooks/09_smarter_rounding.ipynb`.
 # GPTQ from its parts (the Hessian, one error-feedback step, the whole column loop), AWQ's
-# candidate scale, and how many calibration tokens a layer needs before GPTQ beats plain rounding
-# on text it never saw.
+# candidate scale, how many calibration tokens a layer needs before GPTQ beats plain rounding
+# on text it never saw, and the lesson's question on layers it did not show.
 #
 # **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
 # check cell right below it. Write your code, run your cell, then run the check: a pass prints
@@ -151,12 +151,13 @@ check("09.awq_scale", awq_scale)
 # ## Task 5 · How many calibration tokens before GPTQ really wins?
 #
 # A layer `w [N, K]`, its calibration tokens `x_cal` and more tokens `x_held` from the same
-# source, which GPTQ never sees. Write `fewest_tokens(w, x_cal, x_held, ns, bits)`: for each count
+# source. Write `fewest_tokens(w, x_cal, x_held, ns, bits)`: for each count
 # `n` in `ns` (increasing), calibrate GPTQ per-channel (`ql.gptq`) on the first `n` tokens of
 # `x_cal`, and return the smallest `n` with which GPTQ is better than round-to-nearest (the same
 # bits, per-channel) for this layer. Judge "better" by the lesson's relative output error of
 # the layer, on tokens where GPTQ's fit cannot flatter it (lesson 09 says what can fool you).
-# Every case has such an `n`.
+# Every case has such an `n`: if your function finds none (and returns `None`), look again at
+# what it measures.
 
 
 # %% tags=["solution"]
@@ -177,6 +178,38 @@ def fewest_tokens(w, x_cal, x_held, ns, bits):
 
 # %% qlesson={"task": "09.fewest_tokens"} tags=["check"]
 check("09.fewest_tokens", fewest_tokens)
+
+# %% [markdown]
+# ## Task 6 · Per-channel GPTQ or groups of 32?
+#
+# A layer `w [N, K]` (`K` a multiple of 32), calibration tokens `x_cal`, more tokens `x_held`
+# from the same source, and `bits`. Two ways to store the layer at `bits`, symmetric, fp16
+# scales: GPTQ with one scale per row (`ql.gptq`, calibrated on `x_cal`), or round-to-nearest
+# with groups of 32 (`ql.quantize(w, bits, granularity=ql.PerGroup(32))`). Write
+# `pick(w, x_cal, x_held, bits)` that returns `("gptq", bits_per_weight)` or
+# `("rtn_g32", bits_per_weight)`: the one that serves this layer better, and what it costs in
+# bits per weight. Before you code it, guess: does the same one win on every layer?
+
+
+# %% tags=["solution"]
+def pick(w, x_cal, x_held, bits):
+    ...  # STUB
+    # BEGIN SOLUTION
+    import qlesson as ql
+
+    def output_error(w_hat):
+        return float((x_held @ (w - w_hat).T).square().sum() / (x_held @ w.T).square().sum())
+
+    gptq = output_error(ql.gptq(w, x_cal, bits).dequantize())
+    g32 = output_error(ql.quantize(w, bits, granularity=ql.PerGroup(32)).dequantize())
+    if gptq < g32:
+        return ("gptq", bits + 16 / w.shape[1])
+    return ("rtn_g32", bits + 16 / 32)
+    # END SOLUTION
+
+
+# %% qlesson={"task": "09.pick"} tags=["check"]
+check("09.pick", pick)
 
 # %% [markdown]
 # ## Recall

@@ -163,6 +163,33 @@ def key_bits(bits, group, tokens, residual):
 check("10.key_bits", key_bits)
 
 # %% [markdown]
+# ## Task 6 · Predict the axis from the head's structure
+#
+# One head's value cache: 48 tokens, 16 channels. Each channel sits at its own offset (the
+# offsets run from -4 to 4; the values spread by about 1 around them). Every query leans on
+# token 0: it takes about three quarters of all the attention, and its value is a few
+# thousandths the size of the others'. The values are quantized at 2 bits with KIVI's
+# asymmetric rulers, the keys exact. Which axis, `"token"` or `"channel"`, gives the smaller
+# error in the head's output (a) with token 0 quantized like the others, (b) with token 0 kept
+# in fp16, out of every ruler? Answer without measuring: set `sink_axes = (a, b)`.
+
+# %% tags=["solution"]
+sink_axes = ...  # STUB
+# BEGIN SOLUTION
+sink_axes = ("token", "channel")
+# END SOLUTION
+
+# %% qlesson={"task": "10.sink_axes"} tags=["check"]
+check("10.sink_axes", sink_axes)
+
+# %% [markdown] tags=["solutions-only"]
+# With token 0 quantized, a per-channel ruler spans an offset channel's range, so token 0's
+# tiny value is rounded by a whole step, and its attention carries the error into every output;
+# a per-token ruler fits token 0's own tiny range. With token 0 exact, the rest is a per-channel
+# structure (offsets) that a per-token ruler must span at once: per channel wins, as `[CLS]`
+# in fp16 did in the lesson. Task 4's `choose_axis` confirms it on this head if you build it.
+
+# %% [markdown]
 # ## Recall
 
 # %% [markdown]

@@ -41,6 +41,15 @@ def _keys_per_channel(
     return codes * scale + (lo if add_lo else 0)
 
 
+def _keys_widened(k: torch.Tensor, bits: int) -> torch.Tensor:
+    """Lesson 05's asymmetric ruler: the range widened to include 0, with an integer zero point."""
+    qmax = 2**bits - 1
+    lo, hi = k.amin(0, keepdim=True).clamp(max=0), k.amax(0, keepdim=True).clamp(min=0)
+    scale = torch.where(hi > lo, (hi - lo) / qmax, torch.ones_like(hi))
+    zero = torch.round(-lo / scale)
+    return (torch.round(k / scale) + zero).clamp(0, qmax).sub(zero) * scale
+
+
 def _keys(tokens: int, channels: int, shift: float = 0.0) -> torch.Tensor:
     k = torch.randn(tokens, channels, generator=_G, dtype=torch.float64)
     k = k * torch.linspace(0.2, 3.0, channels, dtype=torch.float64) + shift  # channels of different sizes
@@ -128,6 +137,34 @@ def _key_bits(bits: int, group: int, tokens: int, residual: int, minimum: bool =
     return (n_q * bits + meta + (tokens - n_q) * 16) / tokens
 
 
+# ---- task 6: predict a value cache's axis from its structure --------------------------------------
+
+
+def _sink_head(seed: int = 3, tokens: int = 48, dim: int = 16) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Values whose channels sit at offsets -4..4 (spread 1 around them); token 0, tiny, takes ~3/4 of the attention."""
+    g = torch.Generator().manual_seed(seed)
+    q, k, v = (torch.randn(tokens, dim, generator=g, dtype=torch.float64) for _ in range(3))
+    q, k[0] = q + 2.0, 0.9
+    v = v + torch.linspace(-4.0, 4.0, dim, dtype=torch.float64)[torch.randperm(dim, generator=g)]
+    v[0] = 0.01 * torch.randn(dim, generator=g, dtype=torch.float64)
+    return q, k, v
+
+
+def _sink_axes() -> tuple[str, str]:
+    """Measured: the better value axis at 2 bits with token 0 quantized, then with token 0 in fp16."""
+    q, k, v = _sink_head()
+    o = _attention(q, k, v)
+    verdicts = []
+    for keep in (0, 1):
+        err = {}
+        for axis, dim in (("token", 1), ("channel", 0)):
+            v_hat = v.clone()
+            v_hat[keep:] = _keys_per_channel(v[keep:], 2, axis=dim)
+            err[axis] = float((o - _attention(q, k, v_hat)).square().sum())
+        verdicts.append(min(err, key=err.get))
+    return verdicts[0], verdicts[1]
+
+
 TASKS: list[Task] = [
     Task(
         "10.kv_bytes",
@@ -146,6 +183,14 @@ TASKS: list[Task] = [
             ),
             Mistake("forgot the layers: every layer has its own cache", lambda L, H, D, T, b: 2 * H * D * T * b),
             Mistake("forgot the heads", lambda L, H, D, T, b: 2 * L * D * T * b),
+            Mistake(
+                "returned bits, not bytes: bytes_per_value is already in bytes",
+                lambda L, H, D, T, b: 8 * _kv_bytes(L, H, D, T, b),
+            ),
+            Mistake(
+                "returned MiB (divided by 2**20): the task asks for bytes",
+                lambda L, H, D, T, b: _kv_bytes(L, H, D, T, b) / 2**20,
+            ),
         ],
     ),
     Task(
@@ -179,6 +224,11 @@ TASKS: list[Task] = [
             Mistake(
                 "forgot to add the minimum back: a code counts steps up from the channel's minimum",
                 lambda k, b: _keys_per_channel(k, b, add_lo=False),
+            ),
+            Mistake(
+                "widened the range to include 0 (lesson 05's integer zero point): KIVI's ruler starts at the "
+                "channel's own float minimum, so an offset channel keeps all its codes",
+                lambda k, b: _keys_widened(k, b),
             ),
         ],
         keeps_inputs=True,
@@ -265,7 +315,57 @@ TASKS: list[Task] = [
         ],
     ),
 ]
+TASKS.append(
+    Task(
+        "10.sink_axes",
+        "predict a value cache's axis, with and without its sink in fp16",
+        _sink_axes,
+        [Case((), "(axis with token 0 quantized, axis with token 0 in fp16) for the head described")],
+        "which token's rounding does each ruler get wrong, and how much attention multiplies it?",
+        [
+            Mistake(
+                "(channel, channel): the offsets favour per channel, but a ruler spanning an offset channel rounds "
+                "token 0's tiny value to a whole step, and three quarters of the attention carries that error",
+                lambda: ("channel", "channel"),
+            ),
+            Mistake(
+                "(token, token): KIVI's rule for values; with token 0 exact, each channel's own offset is what a "
+                "ruler has to fit, and a per-token ruler spans all 16 offsets",
+                lambda: ("token", "token"),
+            ),
+            Mistake(
+                "swapped: the sink is what per channel rounds badly, so it is the quantized sink that favours "
+                "per token",
+                lambda: ("channel", "token"),
+            ),
+        ],
+        is_value=True,
+    )
+)
 PREDICT = {
+    "full_cost": choice(
+        "Count every bit: codes, each ruler's fp16 minimum and scale, and an fp16 [CLS] (about one bit per "
+        "value on 12.5-token sentences). Values at about 4 to 6 bits per value: per token at 3 bits with "
+        "[CLS] quantized, or per channel at 2 bits with [CLS] in fp16. Which has the lower error?",
+        (
+            "Per channel with [CLS] in fp16: keeping the sink exact is what decides the values",
+            False,
+            "Tempting after the last table, where it wins at equal code bits; but the fp16 token costs about a "
+            "bit per value on these short sentences, and one more code bit halves every step.",
+        ),
+        (
+            "Per token at 3 bits: on short sentences the fp16 token's bit buys more as a code bit",
+            True,
+            "A third code bit halves the step of every ruler; the fp16 [CLS] fixes one token's rounding. On "
+            "12.5-token sentences the bit is better spent on codes; in a long cache the fp16 token is nearly free.",
+        ),
+        (
+            "They tie: equal bits give equal error",
+            False,
+            "Tempting because the comparison is fair in bits; but equal bits spent differently give different "
+            "errors: that is the whole question of where to put them.",
+        ),
+    ),
     "shuffled_keys": choice(
         "On MiniLM's keys at 2 bits, per channel (one ruler per channel over one sentence) beats per token "
         "(one ruler per token over 32 channels) 2.6 times over. Shuffle each sentence's keys at random. "
@@ -404,7 +504,7 @@ RECALL: tuple[Question, ...] = (
         mistakes=(
             (16384, "that counts the 32 query heads; the cache holds only the 8 KV heads"),
             (2048, "that counts keys or values only; the cache stores both"),
-            (1024, "that is 8192 tokens, the table's first row; this cache holds four times as many"),
+            (1024, "that is 8192 tokens; this cache holds four times as many"),
         ),
     ),
     Numeric(
@@ -442,8 +542,8 @@ RECALL: tuple[Question, ...] = (
     choice(
         "With [CLS] quantized like every token, why do per-channel values lose to per-token values on MiniLM?",
         (
-            "A per-channel ruler spans the words' large values, so [CLS]'s tiny value is rounded to something "
-            "many times its size, and the attention on [CLS] multiplies that error",
+            "[CLS] is small and heavily attended: a ruler sized by the words' values has steps far coarser than "
+            "[CLS] itself, and [CLS]'s attention carries that rounding into every output",
             True,
             "A per-token ruler fits [CLS]'s own small range. Keep [CLS] alone in fp16 and per channel wins.",
         ),

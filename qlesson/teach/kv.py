@@ -820,3 +820,35 @@ def window_errors(qkv: Sequence[dict[str, list[torch.Tensor]]], bits: int = 2, r
             output_errors(qkv, "k", bits, "channel", residual=residual, exact=exact).mean()
         ),
     }
+
+
+def full_cost_rows(qkv: Sequence[dict[str, list[torch.Tensor]]]) -> list[dict[str, Any]]:
+    """Values and keys at about 4 bits per value, every bit counted: codes, each ruler's fp16 minimum
+    and scale (:func:`ruler_bits`), and for an fp16 ``[CLS]`` its 32 values per head at 16 bits
+    instead of ``b`` (spread over a sentence's tokens). Columns: bits per value and mean output error.
+    """
+    _check_qkv(qkv)
+    n_tok = float(np.mean([k.shape[1] for k in qkv[0]["k"]]))
+    label = {r: lab for lab, r in RULERS}
+    exact = exact_attention(qkv)
+    rows = []
+    for tensor, b, ruler, sink in (
+        ("values", 3, "token", False),
+        ("values", 2, "channel", True),
+        ("values", 2, "channel32", True),
+        ("keys", 3, "token", False),
+        ("keys", 2, "channel", False),
+        ("keys", 3, "channel32", False),
+    ):
+        err = output_errors(qkv, tensor[0], b, ruler, sink_fp16=sink, exact=exact).mean()
+        rows.append(
+            {
+                "tensor": tensor,
+                "ruler": label[ruler],
+                "[CLS]": "fp16" if sink else "quantized",
+                "bits": b,
+                "bits per value, all costs": ruler_bits(b, ruler, n_tok) + ((16 - b) / n_tok if sink else 0.0),
+                "error": float(err),
+            }
+        )
+    return rows

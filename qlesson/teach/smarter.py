@@ -613,6 +613,38 @@ def split_rows(
     return rows
 
 
+def split_by_layer(
+    weights: Mapping[str, torch.Tensor],
+    fitted: Mapping[str, torch.Tensor],
+    unseen: Mapping[str, torch.Tensor],
+    variants: Sequence[tuple[str, int, Granularity]],
+) -> tuple[list[dict[str, Any]], dict[str, dict[str, float]]]:
+    """:func:`split_rows`, plus each variant's ``unseen / fitted`` ratio per layer.
+
+    Returns ``(rows, ratios)``: ``rows`` as :func:`split_rows` gives them, ``ratios[label][layer]``
+    the layer's error on ``unseen`` over its error on ``fitted``.
+
+    >>> w = {"a": torch.tensor([[0.3, -0.2, 0.1, 0.4]])}
+    >>> x = {"a": torch.eye(4)}
+    >>> split_by_layer(w, x, x, [("RTN", 4, PerChannel(0))])[1]
+    {'RTN int4 per-channel': {'a': 1.0}}
+    """
+    fit_lays, new_lays = shared_layers(weights, fitted), shared_layers(weights, unseen)
+    rows, ratios = [], {}
+    for method, bits, g in variants:
+        on_fit, on_new = {}, {}
+        for name, lay in fit_lays.items():
+            w_hat = quantized(lay, bits, g, (method,))[method]
+            on_fit[name] = output_error(lay.w, w_hat, lay.h, lay.norm)
+            other = new_lays[name]
+            on_new[name] = output_error(other.w, w_hat, other.h, other.norm)
+        a, b = sum(on_fit.values()) / len(on_fit), sum(on_new.values()) / len(on_new)
+        label = variant_label(method, bits, g)
+        rows.append({"variant": label, "err on fitted half": a, "err on other half": b, "unseen / fitted": b / a})
+        ratios[label] = {name: on_new[name] / on_fit[name] for name in on_fit}
+    return rows, ratios
+
+
 def find(rows: Sequence[Mapping[str, Any]], method: str, weights: str) -> Mapping[str, Any]:
     """The row of ``method`` (``"GPTQ"``) at ``weights`` (``"int4 per-channel"``)."""
     for r in rows:
