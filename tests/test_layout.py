@@ -1,7 +1,8 @@
 """The package's layout shows its architecture, and its functions stay readable.
 
 Three parts: ``qlesson.quant`` (the library) depends on nothing else of qlesson;
-``qlesson.teach`` (what the lessons use to show it) on the library only; the course
+``qlesson.teach`` (what the lessons use to show it) on the library only; ``qlesson.engines``
+(the exporters to real engines) on those two; the course
 machinery (``qlesson.course``) and the per-lesson data (``qlesson.lessons``) on anything.
 """
 
@@ -17,9 +18,10 @@ MAX_FUNCTION_LINES = 80
 ALLOWED = {
     "quant": {"quant"},
     "teach": {"quant", "teach"},
-    "bench": {"quant", "teach", "bench"},
-    "course": {"quant", "teach", "course", "lessons"},
-    "lessons": {"quant", "teach", "course", "lessons"},
+    "engines": {"quant", "teach", "engines"},
+    "bench": {"quant", "teach", "engines", "bench"},
+    "course": {"quant", "teach", "engines", "course", "lessons"},
+    "lessons": {"quant", "teach", "engines", "course", "lessons"},
 }
 
 

@@ -267,28 +267,7 @@ def check_gguf(path: str | os.PathLike[str], model: Any | None = None) -> dict[s
                 "this file is not this model; export it again"
             )
     n_vocab, n_types = len(fields["tokenizer.ggml.tokens"].data), int(key("tokenizer.ggml.token_type_count"))
-    expected = {
-        "token_embd.weight": (d, n_vocab),
-        "token_types.weight": (d, n_types),
-        "position_embd.weight": (d, ctx),
-        "token_embd_norm.weight": (d,),
-        "token_embd_norm.bias": (d,),
-    }
-    shapes = {
-        "attn_q": (d, d),
-        "attn_k": (d, d),
-        "attn_v": (d, d),
-        "attn_output": (d, d),
-        "ffn_up": (d, ff),
-        "ffn_down": (ff, d),
-    }
-    bias_len = {"attn_q": d, "attn_k": d, "attn_v": d, "attn_output": d, "ffn_up": ff, "ffn_down": d}
-    for i in range(n_layers):
-        for k, shape in shapes.items():
-            expected[f"blk.{i}.{k}.weight"] = shape
-            expected[f"blk.{i}.{k}.bias"] = (bias_len[k],)
-        for k in ("attn_output_norm", "layer_output_norm"):
-            expected[f"blk.{i}.{k}.weight"] = expected[f"blk.{i}.{k}.bias"] = (d,)
+    expected = _expected_tensors(n_layers, d, ff, ctx, n_vocab, n_types)
     words = [bytes(fields["tokenizer.ggml.tokens"].parts[i]) for i in fields["tokenizer.ggml.tokens"].data[:2000]]
     if key("tokenizer.ggml.model") == "bert" and not any(w.startswith("\u2581".encode()) for w in words):
         raise ValueError(
@@ -308,31 +287,63 @@ def check_gguf(path: str | os.PathLike[str], model: Any | None = None) -> dict[s
     result = {}
     for name, shape in expected.items():
         t = tensors[name]
-        got = tuple(int(v) for v in t.shape)
-        if got != shape:
-            raise ValueError(f"{path}: tensor {name} has shape (ne) {got}, the model needs {shape}; export again")
-        fmt = t.tensor_type.name
-        if fmt not in FORMATS or (fmt != "F32" and name not in linear):
-            raise ValueError(
-                f"{path}: tensor {name} is {fmt}; llama.cpp's BERT here takes F32 or a plan format "
-                f"{FORMATS[1:]} on Linear weights only"
-            )
-        block, type_size = gguf.GGML_QUANT_SIZES[t.tensor_type]
-        if got[0] % block:
-            raise ValueError(
-                f"{path}: tensor {name} ({fmt}) has rows of {got[0]} values, not a multiple of its block {block}: "
-                "use Q8_0 or Q4_0 for it (plan_for('Q4_K') does)"
-            )
-        want_bytes = int(np.prod(got)) // block * type_size
-        have = room[int(t.data_offset)]
-        if not want_bytes <= have < want_bytes + align:
-            raise ValueError(
-                f"{path}: tensor {name} has {have} bytes in the file, but {fmt} {got} needs {want_bytes}: "
-                "its type, shape or data is corrupted or truncated; export again"
-            )
+        fmt = _check_tensor(path, name, t, shape, name in linear, room[int(t.data_offset)], align)
         if name in linear:
             result[linear[name]] = fmt
     return result
+
+
+def _expected_tensors(
+    n_layers: int, d: int, ff: int, ctx: int, n_vocab: int, n_types: int
+) -> dict[str, tuple[int, ...]]:
+    """Every tensor a BERT GGUF must hold, with its shape (ne order: the row length first)."""
+    expected = {
+        "token_embd.weight": (d, n_vocab),
+        "token_types.weight": (d, n_types),
+        "position_embd.weight": (d, ctx),
+        "token_embd_norm.weight": (d,),
+        "token_embd_norm.bias": (d,),
+    }
+    shapes = {"attn_q": (d, d), "attn_k": (d, d), "attn_v": (d, d), "attn_output": (d, d), "ffn_up": (d, ff)}
+    shapes["ffn_down"] = (ff, d)
+    bias_len = {"attn_q": d, "attn_k": d, "attn_v": d, "attn_output": d, "ffn_up": ff, "ffn_down": d}
+    for i in range(n_layers):
+        for k, shape in shapes.items():
+            expected[f"blk.{i}.{k}.weight"] = shape
+            expected[f"blk.{i}.{k}.bias"] = (bias_len[k],)
+        for k in ("attn_output_norm", "layer_output_norm"):
+            expected[f"blk.{i}.{k}.weight"] = expected[f"blk.{i}.{k}.bias"] = (d,)
+    return expected
+
+
+def _check_tensor(
+    path: str | os.PathLike[str], name: str, t: Any, shape: tuple[int, ...], is_linear: bool, have: int, align: int
+) -> str:
+    """One tensor's shape, type, block divisibility and byte size against what llama.cpp will read; its type name."""
+    import gguf
+
+    got = tuple(int(v) for v in t.shape)
+    if got != shape:
+        raise ValueError(f"{path}: tensor {name} has shape (ne) {got}, the model needs {shape}; export again")
+    fmt = t.tensor_type.name
+    if fmt not in FORMATS or (fmt != "F32" and not is_linear):
+        raise ValueError(
+            f"{path}: tensor {name} is {fmt}; llama.cpp's BERT here takes F32 or a plan format "
+            f"{FORMATS[1:]} on Linear weights only"
+        )
+    block, type_size = gguf.GGML_QUANT_SIZES[t.tensor_type]
+    if got[0] % block:
+        raise ValueError(
+            f"{path}: tensor {name} ({fmt}) has rows of {got[0]} values, not a multiple of its block {block}: "
+            "use Q8_0 or Q4_0 for it (plan_for('Q4_K') does)"
+        )
+    want_bytes = int(np.prod(got)) // block * type_size
+    if not want_bytes <= have < want_bytes + align:
+        raise ValueError(
+            f"{path}: tensor {name} has {have} bytes in the file, but {fmt} {got} needs {want_bytes}: "
+            "its type, shape or data is corrupted or truncated; export again"
+        )
+    return fmt
 
 
 def load_llama(path: str | os.PathLike[str], n_threads: int = 1, n_ctx: int = 512) -> Any:
