@@ -51,7 +51,7 @@
 # | `03_per_channel_on_real_weights` | Are a real transformer's output channels unequal enough for per-channel scales to matter, and which axis is "the channel"? | 19 + 19 min |
 # | `04_groups_and_formats` | When one scale per channel is still too coarse at 4 bits, what does one scale per run of `g` weights buy, and what does it cost? | 29 + 27 min |
 # | `05_zero_points_and_activations` | How should a transformer's activations, which arrive at run time, be quantized to int8? | 20 + 26 min |
-# | `06_dequant_in_gemm` | Where does a weight's scale go inside a matrix multiply, and when do compact weights save time? | 27 + 30 min |
+# | `06_dequant_in_gemm` | Where does a weight's scale go inside a matrix multiply, and when do compact weights save time? | 28 + 30 min |
 # | `07_calculator` | On numbers you paste, what does one ruler per channel buy over one shared ruler, and what does it cost? | 16 + 18 min |
 # | `08_scales_of_scales` | Small blocks make fp16 scales expensive: how many bits does a block's scale really need? | 30 + 20 min |
 # | `09_smarter_rounding` | Can smarter rounding (GPTQ, AWQ) stand in for a finer granularity? | 28 + 27 min |

@@ -28,10 +28,10 @@
 # **What you will do**
 # * follow each scale through `y = x @ W.T` (per-channel, per-input-channel, per-group, W8A8);
 # * count a product's FLOPs per weight byte, then time fp32, bf16, int8 and int4 products on
-#   your machine at M = 1 and M = 128.
+#   your machine at M = 1 (and fp32, int8 and int4 at M = 128).
 #
 # **What you need**: lessons 02 to 05.
-# **Time**: about 27 minutes, plus about 30 for the exercise.
+# **Time**: about 28 minutes, plus about 30 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -53,8 +53,8 @@ ql.show_environment()
 # output column once. That is M x N multiplies next to the product's M x N x K multiply-adds, and
 # no dequantized weight is written to memory. A fast kernel does it in its *epilogue*: it scales
 # the accumulator tile in registers before writing it out. Hence the common claim that
-# per-channel scales add "under 5%" to a GEMM's time: it is a claim about the epilogue. Section 4
-# times the scale as a separate operation after the GEMM, on your CPU. Per-tensor is the special
+# per-channel scales add "under 5%" to a GEMM's time: it is a claim about the epilogue. Section 5
+# shows that scale as a separate multiply after the GEMM, on an H100. Per-tensor is the special
 # case of one scale for every column.
 
 # %%
@@ -142,12 +142,12 @@ print("y (int8 w, fp32 x):", [[round(v, 4) for v in r] for r in (xs @ qw.dequant
 # its codes convert.
 #
 # A `[M, K] x [K, N]` product does `2 M K N` FLOPs and reads the whole weight once. At M = 1
-# that is 2 FLOPs per weight element, far less arithmetic than a GPU, or a CPU's tuned fp32
-# GEMM, can do while the weight streams in. So the weight bytes set a floor under the time, and
-# fewer bits per weight lower it in proportion. A kernel reaches its floor only if its own work
-# per weight (decoding a code, applying a scale) keeps up with the reads. The int4 row is the
-# layout PyTorch's int4 kernel reads: a bf16 scale and a bf16 zero per group of 128 (4.25 bits
-# per weight).
+# that is 2 FLOPs per weight element, far less arithmetic than a GPU can do while the weight
+# streams in, or a CPU's tuned fp32 GEMM while fp32 weights stream in. So the weight bytes set
+# a floor under the time, and fewer bits per weight lower it in proportion. A kernel reaches
+# its floor only if its own work per weight (decoding a code, applying a scale) keeps up with
+# the reads. The int4 row is the layout PyTorch's int4 kernel reads: a bf16 scale and a bf16
+# zero per group of 128 (4.25 bits per weight).
 
 # %%
 rows = []
@@ -168,7 +168,9 @@ print_table(rows, {"GFLOP": ".3f", "weight MB": ".1f", "FLOPs per weight byte": 
 # %% [markdown]
 # As M grows, the same weight bytes serve more FLOPs. A product turns compute bound where its
 # FLOPs per byte reach the kernel's **ridge point**: its peak FLOP rate divided by the memory
-# bandwidth. Past it the bytes no longer set the time, and the kernel's arithmetic does.
+# bandwidth. Past it the bytes no longer set the time, and the kernel's arithmetic does. A CPU
+# core's fp32 ridge is a few FLOPs per byte (the stored run's: about 2; *Going deeper* prints
+# yours).
 #
 # ## 4. Measure it: your machine, now
 #
@@ -217,9 +219,16 @@ _ = plots.bandwidth_lines(plots.gemm_times(bench_gemm.lesson_view(result)), bw.c
 #   reads it and writes another, and the GEMM reads that: 17 bytes per int8 weight where fp32
 #   `F.linear` reads 4. The *scale after GEMM* row, `F.linear(x, q.float()) * s`, moves the
 #   scale onto the output and saves one pass: 9 bytes per weight, still more than fp32's 4.
+#   On a CPU the measured gap is larger than these bytes predict: most of the rest is
+#   allocating a fresh fp32 copy (and faulting in its pages) on every call: reusing one buffer
+#   removes most of the extra time (*Going deeper*, the buffer row).
+# * **bf16 `F.linear`** at M = 1 reads half fp32's bytes, yet on a CPU without bf16 arithmetic
+#   (AVX2, as in the stored run) PyTorch converts each weight to fp32 before multiplying, so it can
+#   come out slower than fp32: the conversion limit of the fused kernels below.
 # * **Fused kernels** at M = 1 read a quarter (int8) or about a seventh (int4) of fp32's bytes,
 #   so their floor is lower. Their `of read BW` shows how close they came to it: a kernel far
-#   below the dense rows spent its time converting codes, not reading them. The verdict
+#   below the dense rows spent its time on arithmetic (its multiply-adds and converting codes),
+#   not on reading them. The verdict
 #   compares them with the faster dense product of your run, fp32 or bf16.
 #
 # ## 5. On a GPU
@@ -242,7 +251,7 @@ for gpu in bench_gemm.stored_rooflines():
 
 # %%
 h100 = bench_gemm.read_csv(bench_gemm.RESULTS / "gemm_nvidia_h100.csv")
-for m in (1, 16):
+for m in (1, 16, 256):
     print("\n".join(bench_gemm.int4_against_half(h100, m)))
 read = bench_gemm.stored_rooflines()[0]["read GB/s"]
 for prefix, name in (("float16", "float16 F.linear"), ("fused int4 weight-only group 128", "int4 g128")):
@@ -250,12 +259,15 @@ for prefix, name in (("float16", "float16 F.linear"), ("fused int4 weight-only g
     print(f"byte floor at M = 1 (weight bytes / read rate), {name}: {floor_us:.1f} us")
 
 # %% [markdown]
-# Each of these times was taken one call at a time, so host dispatch and kernel launch sit
-# inside it: a cost per call that the separate scale multiply, over a 16 KB output at M = 1,
-# shows almost on its own. At M = 1 the int4 kernel is faster, though neither row is near its
-# byte floor: that per-call cost sits under both. From M = 1 to 16 the int4 kernel's time grows
-# while fp16's does not: its own work grows with M, and by M = 16 it is slower. The exercise's
-# last task finds the crossover from the rates alone.
+# Each time is one reading (the stored run kept no spread), taken one call at a time, so host
+# dispatch and kernel launch sit inside it. The separate scale multiply touches only a 16 KB
+# output at M = 1, so its 15 to 17 us is almost all that per-call cost. Add it to each byte
+# floor: fp16's 12.4 + 17 is about 29 us against 33 measured, int4's 3.3 + 17 about 20 against
+# 20. So at M = 1 the int4 kernel is faster, and the per-call cost sits under both. From M = 1
+# to 16 its time grows while fp16's does not (fp16's own 33 and 26 us show how much one reading
+# varies, so at M = 16 int4 is no longer faster, not clearly slower); at M = 256 it takes about ten
+# times fp16's time. Its own work grows with M. The exercise's last task finds the crossover
+# from the rates alone.
 #
 # The scale-multiply lines are why kernels scale in the epilogue: next to a GPU GEMM of tens of
 # microseconds, a fixed cost per call of this size is a large share (next to your CPU's GEMM of

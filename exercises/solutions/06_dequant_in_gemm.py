@@ -137,8 +137,8 @@ check("06.dequant_first_bytes", dequant_first_bytes)
 # takes `weight_bits` bits per weight, scales included. Write
 # `compute_bound_from(peak_gflops, read_gb_s, weight_bits)`: the number of tokens M (a float)
 # from which a `[M, K] x [K, N]` product on this kernel is compute bound, counting only the
-# weight's bytes (the activations are small). Then try it on the rates your lesson 06 run
-# printed (*Going deeper*, "Each kernel's ridge in this run").
+# weight's bytes (the activations are small). Optional: try it on the rates your lesson 06 run
+# printed (its *Going deeper* prints them, "Each kernel's ridge in this run").
 
 
 # %% tags=["solution"]
@@ -155,13 +155,14 @@ check("06.compute_bound_from", compute_bound_from)
 # %% [markdown]
 # ## Task 6 · From which M does int4 lose?
 #
-# The stored H100 run (lesson 06, *Going deeper*) measured a half-precision GEMM peak of about
+# The stored H100 run (lesson 06, section 5) measured a half-precision GEMM peak of about
 # 760 TFLOP/s, a read bandwidth of about 2713 GB/s, and tinygemm's int4 kernel at about
 # 27.7 TFLOP/s at M = 256 (2 x 256 x 4096 x 4096 FLOPs in 0.31 ms), where it is compute bound. Write
 # `int4_loses_from(dense_tflops, dense_bytes, read_gb_s, int4_tflops)`: the M (a float) from
 # which the int4 kernel, running at `int4_tflops`, takes longer than a dense GEMM with
 # `dense_bytes` bytes per weight and a peak of `dense_tflops`, on a `[M, K] x [K, N]` product
-# with large K and N. Assume the int4 kernel is slower than the dense peak.
+# with large K and N. Assume the int4 kernel is slower than the dense peak; `int4_tflops` is its
+# measured rate, its own reads included.
 
 
 # %% tags=["solution"]
@@ -271,7 +272,7 @@ recall.answer("06", 6, recall_6)
 # At M = 1, a fused int4 kernel reads about a seventh of the bytes fp32 F.linear reads. On a CPU it...
 #
 # - **a)** is slower, because int4 must first be dequantized into an fp32 copy in memory
-# - **b)** can be no faster than its conversion of codes allows, and may lose to fp32
+# - **b)** can be no faster than its arithmetic (converting codes included) allows, and may lose to fp32
 # - **c)** is about 7x faster, because the time at M = 1 is the time to read the weight
 #
 # Answer with the option's letter as a string (in quotes).

@@ -205,6 +205,11 @@ TASKS: list[Task] = [
                 lambda p, b, bw, r: p / bw * b / 2 * 1000,
             ),
             Mistake("counted one FLOP per multiply-add instead of two", lambda p, b, bw, r: r / bw * b * 1000),
+            Mistake(
+                "added the int4 kernel's own read time to its arithmetic: its measured rate already includes its "
+                "reads, which overlap the arithmetic at this M",
+                lambda p, b, bw, r: (b - 0.53125) / bw * r / 2 * 1000,
+            ),
             Mistake("left out the dense format's bytes per weight", lambda p, b, bw, r: r / bw * 1000),
         ],
         rtol=1e-3,
@@ -284,7 +289,7 @@ RECALL: tuple[Question, ...] = (
             "As a separate multiply after the GEMM",
             False,
             "Same multiplies, but one more pass over the [M, N] output and one more operator call: in the lesson's "
-            "stored H100 run about 15 us a call at every M, 42% of the 41 us GEMM on the codes at M = 1.",
+            "stored H100 run 15 to 17 us a call at every M (17 us is 42% of the 41 us GEMM on the codes at M = 1).",
         ),
         (
             "By dequantizing the weight before the GEMM",
@@ -307,7 +312,7 @@ RECALL: tuple[Question, ...] = (
     choice(
         "At M = 1, a fused int4 kernel reads about a seventh of the bytes fp32 F.linear reads. On a CPU it...",
         (
-            "can be no faster than its conversion of codes allows, and may lose to fp32",
+            "can be no faster than its arithmetic (converting codes included) allows, and may lose to fp32",
             True,
             "The bytes set a floor under the time; the kernel reaches it only if unpacking and scaling the codes keeps "
             "up with the reads. Section 4's `of read BW` column says whether it did on your CPU.",
