@@ -19,10 +19,11 @@
 # **The question**: Small blocks make fp16 scales expensive; how many bits does a block's scale
 # really need?
 #
-# **The answer**: A block scale needs about `log2(qmax) + 2` to `3` bits of steps, `qmax` being
-# the codes' largest value: 5 to 6 for int4 codes (Q4_K stores 6), 7 to 8 for 6-bit codes, with
-# the range coming from one fp16 or fp32 scale above. A bare power of two (no mantissa)
-# costs int4 codes about 2.3 dB on MiniLM, FP4 codes only 1.3 dB.
+# **The answer**: To cost a few hundredths of a dB, a block scale needs about `log2(qmax) + 2`
+# to `3` bits of steps, `qmax` being the codes' largest value: 5 to 6 for int4 codes (Q4_K stores
+# 6), 7 to 8 for 6-bit codes, with the range coming from one fp16 or fp32 scale above. A bare
+# power of two (no mantissa) costs int4 codes about 2.3 dB on MiniLM (36 layers, blocks of 32,
+# the OCP floor rule), FP4 codes only 1.3 dB.
 #
 # **What you will do**: count what scales cost per weight; shrink a block scale from fp16 to 4
 # bits on a MiniLM layer, with int4 and with 6-bit codes; put power-of-two scales (MX's E8M0)
@@ -72,14 +73,13 @@ print_table(rows, {"scale bits / weight": ".4f", "bits per weight": ".4f"})
 #   the scale is a power of two, `2**(e - 127)`;
 # * **NVFP4** stores an 8-bit float (E4M3) per 16 weights, under one fp32 scale per tensor.
 #
-# Each stores fewer bits than fp16. How few can a scale have before the weights notice?
+# How few bits can a scale have before the weights notice?
 #
 # ## 2. A rounded scale moves the block's largest code
 #
 # Take symmetric codes `-qmax..qmax` (`qmax = 7` for int4) and one scale per block. The ideal
 # scale, `amax / qmax`, puts the block's largest weight exactly on code `qmax`. A scale off by a
-# fraction `e` moves that weight by about `e x qmax` ticks. Every other weight was already off by
-# up to half a tick from its own rounding.
+# fraction `e` moves that weight by about `e x qmax` ticks.
 #
 # Now store the scale as K-quants do: an integer `sc` from 1 to `m` (`m = 63` for 6 bits) times
 # a super-scale `d` shared by 8 blocks. `d` is set so that the loudest of the 8 gets `sc = m`.
@@ -107,10 +107,12 @@ int4_rows = scale_bits.rule_rows(W["L0.output"], block=32, bits=4, super_blocks=
 print_table([{k: r[k] for k in shown} for r in int4_rows], fmt_rule)
 
 # %% [markdown]
-# Q4_K's 6-bit sub-scale costs int4 codes under a hundredth of a dB. It moves the top code by a
-# few hundredths of a tick, lost beside the half tick that rounding costs every weight. Each bit
-# fewer doubles the move, and the loss grows with it: 0.08 dB at 4 bits. E4M3, NVFP4's scale
-# with 3 mantissa bits, moves the top code about as far as a 4-bit sub-scale at the median block.
+# A 6-bit sub-scale (Q4_K's width) costs symmetric int4 codes under a hundredth of a dB. It moves
+# the top code by a few hundredths of a tick, lost beside the half tick that rounding costs every
+# weight. Each bit fewer doubles the move, and the loss grows with it: 0.08 dB at 4 bits. E4M3,
+# NVFP4's scale with 3 mantissa bits, moves the top code about as far as a 4-bit sub-scale at the
+# median block, at a smaller loss: its worst blocks move far less (Going deeper shows the tail).
+# Its 0.25 bit per weight here is for blocks of 32; NVFP4's blocks of 16 pay 0.5.
 #
 # ## 3. More code bits need more scale bits
 #
@@ -132,25 +134,26 @@ print_table([{k: r[k] for k in (*shown, "clipping dB") if k != "scale bits / wei
 # median block, where 4-bit sub-scales put int4's top code (0.146). The loss follows the move,
 # roughly: 0.058 dB here, 0.082 dB there. Past half a tick a second effect starts. A scale rounded *down*
 # pushes the top weight past `qmax + 0.5`, and the clamp clips it. With 4-bit sub-scales the rule
-# allows about a tick, and clipping is most of the loss. Q6_K itself keeps its 6-bit codes in
-# blocks of 16 under super-blocks of 16; Going deeper measures that layout.
+# allows about a tick, and clipping is most of the loss.
 #
-# So one number decides: **how far the scale's rounding moves the largest code**. Keeping
-# `qmax / (2m)` near a tenth of a tick asks for `m` of about `5 qmax`, that is `log2(qmax) + 2` to
-# `3` bits of steps. Each format's own steps `m`, against that:
+# So one number decides: **how far the scale's rounding moves the largest code**. Keeping the
+# loss near 0.02 dB, `qmax / (2m)` near a tenth of a tick, asks for `m` of about `5 qmax`, that
+# is `log2(qmax) + 2` to `3` bits of steps. Each format's own steps `m`, against that:
 
 # %%
 cases = [(7, "int4 -7..7", "Q4_K's 6-bit sub-scale", 63), (15, "Q4_K's 0..15", "Q4_K's 6-bit sub-scale", 63)]
-cases += [(31, "6-bit -31..31", "Q6_K's int8 sub-scale", 127), (127, "int8 -127..127", "fp16, at least", 1024)]
+cases += [(31, "Q5_K's 0..31", "Q5_K's 6-bit sub-scale", 63), (31, "6-bit -31..31", "Q6_K's int8 sub-scale", 127)]
+cases += [(127, "int8 -127..127", "fp16, at least", 1024)]
 for qmax, codes, used, m in cases:
     print(f"qmax {qmax:3d} ({codes}): {used}, m = {m}: the top code moves up to {qmax / (2 * m):.3f} tick")
 
 # %% [markdown]
-# The formats sit at or near the rule: a 6-bit sub-scale for int4 codes, 127 steps for Q6_K's
-# 6-bit codes, fp16 for int8 codes (fp16 has 1024 to 2047 steps per binade). Q4_K's own codes
-# run 0..15 over a minimum, so its 6-bit sub-scale sits a little over a tenth. What the sub-scale
-# does not hold, the scale's *range*, comes from the level above: the fp16 super-scale spans the
-# super-block.
+# Q4_K, Q6_K and int8 sit at or near the rule: a 6-bit sub-scale for int4 codes, 127 steps for
+# Q6_K's 6-bit codes, fp16 for int8 codes (fp16 has 1024 to 2047 steps per binade). Q4_K's own
+# codes run 0..15 over a minimum, so its 6-bit sub-scale sits a little over a tenth. Q5_K spends
+# the same 6 bits on 5-bit codes, a quarter tick: above the rule. Section 3 measured that case
+# with 6-bit codes (`qmax` 31 too): 0.06 dB lost. What the sub-scale does not hold, the scale's
+# *range*, comes from the level above: the fp16 super-scale spans the super-block.
 #
 # ## 4. No mantissa at all: a power-of-two scale
 #
@@ -159,7 +162,10 @@ for qmax, codes, used, m in cases:
 # int4's and FP4's grids). The block's largest weight lands between 4 and 8 times the scale; past
 # the grid's top (7 for int4, 6 for FP4) it clips. So the top code moves by whole ticks, far past
 # a tenth. Over all 36 Linear layers, blocks of 32, int4 codes and FP4 (E2M1) codes (`fp32`: the
-# ideal scale, for comparison):
+# ideal scale, for comparison). Before the table, predict a simpler case, a scale too large:
+
+# %% tags=["nbval-ignore-output"]
+recall.predict("08", "oversized_scale")
 
 # %%
 grid_fmt = {"int4 -7..7 SQNR dB": ".2f", "FP4 E2M1 SQNR dB": ".2f", "FP4 - int4 dB": "+.2f"}
@@ -176,9 +182,6 @@ print(f"E8M0 floor against fp32 scales: int4 codes lose {loss[i4]:.2f} dB, FP4 c
 # grid, or the scale? The control: every block's scale a fixed factor too large, which clips
 # nothing, on the same 36 layers:
 
-# %% tags=["nbval-ignore-output"]
-recall.predict("08", "oversized_scale")
-
 # %%
 print_table(scale_bits.oversized_scale_rows(W), {"int4 -7..7 SQNR dB": ".2f", "FP4 E2M1 SQNR dB": ".2f"})
 
@@ -187,15 +190,16 @@ print_table(scale_bits.oversized_scale_rows(W), {"int4 -7..7 SQNR dB": ".2f", "F
 # FP4 0.7 dB. FP4's ticks (0, 0.5, 1, 1.5, 2, 3, 4, 6) crowd near zero: a value pushed down
 # toward the next binade meets a relative step about as fine as before, and only values pushed
 # to the bottom ticks lose. On int4's evenly spaced ticks, a larger scale coarsens
-# every value's step by the same factor. Power-of-two scales pair with float elements, which is
-# MX's design: applying one is an exponent add.
+# every value's step by the same factor. MX's FP4, FP6 and FP8 formats pair power-of-two scales
+# with float elements: applying one is an exponent add.
 #
 # **NVFP4** spends 0.25 bits more than MXFP4: blocks of 16 and an E4M3 scale, whose 3 mantissa
-# bits section 2 measured at about a 4-bit sub-scale's move (0.15 tick), at a smaller loss. E4M3's
-# *range* is narrow: its normal numbers run from 2**-6 to 448. So NVFP4 stores one fp32 scale per
-# tensor that puts the largest block scale at 448. The two levels again: precision in the block
-# scale, range from above. `L0.intermediate` and the same layer divided by 100, with and without
-# the tensor scale (the last column: the blocks whose `amax / 6` falls below 2**-6):
+# bits section 2 measured (on int4 codes in blocks of 32) at about a 4-bit sub-scale's move
+# (0.15 tick), at a smaller loss. E4M3's *range* is narrow: its normal numbers run from 2**-6 to
+# 448. So NVFP4 stores one fp32 scale per tensor that puts the largest block scale at 448. The
+# two levels again: precision in the block scale, range from above. `L0.intermediate` and the
+# same layer divided by 100, with and without the tensor scale (the last column: the blocks
+# whose `amax / 6` falls below 2**-6):
 
 # %%
 wi = W["L0.intermediate"]
@@ -218,8 +222,8 @@ print_table(nv_rows, {"SQNR dB": ".2f", "amax / 6 below 2**-6 %": ".1f"})
 # (the control). Without it, every block scale of the smaller layer falls below E4M3's smallest
 # normal number, 2**-6. Clamped to 2**-6, the scale is far too large for the block, and its
 # weights round to zero. On the layer as stored, a fifth of the blocks are below 2**-6: the clamp
-# costs them about a tenth of a dB. The scale needed no more precision; it needed a level above
-# it for its range.
+# costs the whole layer about a tenth of a dB, since they are its quietest blocks. The scale
+# needed no more precision; it needed a level above it for its range.
 #
 # ## 5. Try it: a format, a layer, a block
 #
@@ -228,9 +232,9 @@ print_table(nv_rows, {"SQNR dB": ".2f", "amax / 6 below 2**-6 %": ".1f"})
 # of the default (Q4_K on `L0.query`) comes first.
 #
 # **Guided experiment**: set the format to `MXFP4 floor` and step through the layers until the
-# block's largest weight comes back *larger* than it is (`L0.attention output` is one). Find two
-# more such layers. Why there? Write the block's largest magnitude as `f x 2**k` with `f` between
-# 1 and 2: what do those blocks' `f` have in common?
+# block's largest weight comes back *larger* than it is (`L0.attention output` is one). The
+# readout ends with that weight as `f x 2**k`, `f` between 1 and 2, and the value stored. Find
+# two more such layers: what do their blocks' `f` have in common? Why there?
 
 # %%
 st = format_study.first_block(W["L0.query"], "Q4_K")
@@ -258,13 +262,12 @@ widgets.format_explorer(W)
 # * A scale rounded to `m` steps is off by up to `1 / (2m)` in a block as loud as its
 #   super-block's loudest. It moves that block's largest code, `qmax` ticks out, by about
 #   `qmax / (2m)` ticks (to first order).
-# * The SQNR lost follows the move. At the median block: under a hundredth of a dB at a few
-#   hundredths of a tick, about 0.02 dB at 0.07 tick, 0.06 to 0.08 dB at 0.15 tick. Past half a
-#   tick, a scale rounded down also clips.
-# * So a scale needs about `log2(qmax) + 2` to `3` bits of steps for a tenth of a tick: 5 to 6
-#   bits for int4 codes (Q4_K stores 6), 7 to 8 for 6-bit codes, fp16 for int8 codes. Q6_K's int8
-#   sub-scales hold 127 steps, 0.12 tick. The range comes from a level above: an fp16 super-scale
-#   per 256 weights, an fp32 scale per tensor.
+# * The SQNR lost roughly follows the move: hundredths of a dB up to about 0.15 tick at the
+#   median block. Past half a tick, a scale rounded down also clips.
+# * So a scale needs about `log2(qmax) + 2` to `3` bits of steps for a tenth of a tick (about
+#   0.02 dB): 5 to 6 bits for int4 codes (Q4_K stores 6), 7 to 8 for 6-bit codes, fp16 for int8
+#   codes. The range comes from a level above: an fp16 super-scale per 256 weights, an fp32 scale
+#   per tensor.
 # * A power of two (MX's E8M0, by the OCP spec's floor rule) moves the top code by whole ticks:
 #   about 2.3 dB on int4 codes, 1.3 dB on FP4 codes. With a scale 1.5 times too large and nothing
 #   clipped, int4 loses 3.7 dB and FP4 0.7 dB: the float grid keeps its relative step.

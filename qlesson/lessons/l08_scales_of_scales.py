@@ -156,6 +156,14 @@ TASKS: list[Task] = [
                 lambda ideal, bits: _sub_scales(ideal, bits, rounding=np.floor),
             ),
             Mistake(
+                "rounded up (ceil) instead of to the nearest integer: every scale comes out high",
+                lambda ideal, bits: _sub_scales(ideal, bits, rounding=np.ceil),
+            ),
+            Mistake(
+                "returned the integers: the task asks for the scales as stored, each integer times the super-scale",
+                lambda ideal, bits: _sub_scales(ideal, bits) / float(np.float16(np.max(ideal) / (2**bits - 1))),
+            ),
+            Mistake(
                 "returned float16 values: only the super-scale is stored as float16; the integer times it is a "
                 "float64 product, which float16 would round again",
                 lambda ideal, bits: _sub_scales(ideal, bits).astype(np.float16),
@@ -300,6 +308,14 @@ TASKS: list[Task] = [
                 "divided by 6 first: the floor rule uses the grid's largest power of two, 4 (2**2), not its top "
                 "value 6",
                 lambda a: max(math.floor(math.log2(a / 6)) + 127, 0) if a else 0,
+            ),
+            Mistake(
+                "divided by int4's 7: FP4's grid has no 7; the floor rule uses its largest power of two, 4 (2**2)",
+                lambda a: max(math.floor(math.log2(a / 7)) + 127, 0) if a else 0,
+            ),
+            Mistake(
+                "returned the scale 2**(e - 127): the task asks for the byte e that E8M0 stores",
+                lambda a: 2.0 ** (math.floor(math.log2(a)) - 2) if a else 0,
             ),
             Mistake(
                 "did not clamp at 0: for amax below 2**-125 the exponent would be negative, and E8M0 stops at 0",

@@ -8,6 +8,7 @@ each change: no pile-up of figures, and it works the same in JupyterLab and Voil
 from __future__ import annotations
 
 import io
+import math
 from collections.abc import Callable
 from html import escape
 from typing import Any
@@ -382,6 +383,11 @@ def format_state(weights: dict[str, torch.Tensor], layer: str, method: str) -> t
         f"{bits_per_weight(tuple(w.shape), method):.4f} bits per weight, layer SQNR {st['layer SQNR dB']:.2f} dB. "
         f"First block of row 0: {escape(st['scales'], quote=False)}; largest error {st['max error']:.3g}"
     )
+    i = max(range(len(st["values"])), key=lambda j: abs(float(st["values"][j])))
+    top, back = abs(float(st["values"][i])), abs(float(st["reconstructed"][i]))
+    if top > 0:
+        mant, ex = math.frexp(top)
+        html += f"; largest |w| = {top:.5f} = {2 * mant:.3f} x 2**{ex - 1}, stored {back:.5f}"
     return html, st
 
 
