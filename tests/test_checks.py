@@ -418,7 +418,7 @@ WRONG_08 = {
         (lambda raw: _mx_by_hand(raw, signed=False), "dropped the sign bit"),
         (lambda raw: _mx_by_hand(raw, high_first=True), "swapped the nibble halves"),
         (_mx_numpy_no_int, "numpy uint8"),
-        (lambda raw: _mx_by_hand(raw, bias=128), "None"),
+        (lambda raw: _mx_by_hand(raw, bias=128), "used 128 as the bias"),
     ],
     "08.e8m0_floor": [
         (lambda a: math.floor(math.log2(a)) + 125 if a > 0 else 0, "did not clamp at 0"),
