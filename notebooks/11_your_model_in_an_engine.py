@@ -19,12 +19,13 @@
 # **The question**: Does the granularity you chose survive a real engine's file format, and
 # what does it cost there?
 #
-# **The answer**: It survives: written in ONNX Runtime's and llama.cpp's formats, qlesson's
-# own codes give embeddings equal to qlesson's simulation of the file (to float32 noise in
-# ORT; llama.cpp adds its own rounding of the activations), so the quality the course measured
-# is the quality the engine delivers. The cost shows up elsewhere: MiniLM's float32
-# word-embedding table keeps its file above 53 of its 90 MB, and on this CPU weight-only int4
-# runs no faster than fp32: only kernels that round the activations too gain, at batch 1.
+# **The answer**: It survives: written in ONNX Runtime's format, qlesson's own codes give
+# embeddings equal to qlesson's simulation of the file up to float32 noise, so the quality the
+# course measured is the quality ORT delivers; llama.cpp adds its own rounding of the
+# activations, small next to Q4_0's error but larger than Q8_0's. The cost shows up elsewhere:
+# MiniLM's float32 word-embedding table keeps its int4 file at 53.5 of the float model's
+# 90.9 MB, and on this CPU weight-only int4 runs no faster than fp32: only kernels that round
+# the activations too gain, at batch 1.
 #
 # **What you will do**:
 # * pack MiniLM at a per-layer plan with real codes, and find what its file is made of;
@@ -33,7 +34,8 @@
 # * compare the granularities' quality and speed inside the engine.
 #
 # **What you need**: lessons 03 (MiniLM's quality table), 04 (bytes and formats) and 06 (why
-# fewer bytes need not run faster); nothing to download.
+# fewer bytes need not run faster); no model or data to download. Section 3 needs `make
+# engines` once (5 to 13 minutes on 2 cores), or skip that section.
 # **Time**: about 24 minutes, plus about 21 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
@@ -81,7 +83,7 @@ print(f"stored codes + scales: {stored:,} bytes; lesson 04's footprint: {counted
 
 # %% [markdown]
 # Those are the Linear layers. A checkpoint holds every other tensor of the model too, in
-# float32 as MiniLM ships them. Which part is the largest?
+# float32 as MiniLM ships them.
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("11", "dominates")
@@ -221,14 +223,19 @@ for fmt in ("Q8_0", "Q4_0"):
             "engine vs float": common.cosines(engine, float_emb).mean(),
         }
     )
-print_table(rows, {"file MB": ".1f", "simulation vs float": ".4f", "engine vs float": ".3f"})
+    last = rows[-1]
+    last["engine loss / simulated"] = (1 - last["engine vs float"]) / (1 - last["simulation vs float"])
+fmt = {"file MB": ".1f", "simulation vs float": ".4f", "engine vs float": ".3f", "engine loss / simulated": ".0f"}
+print_table(rows, fmt)
 
 # %% [markdown]
 # The engine again matches the file's simulation, more loosely: on a CPU, llama.cpp rounds
 # each *activation* row to 8-bit blocks too and multiplies integers, a second rounding the
-# simulation leaves out. It stays far below the weights' own error at Q4_0, so the quality
-# columns agree to three decimals. Q4_0 is also groups of 32, but with all 16 codes (the rule
-# ORT's quantizer used above); lesson 04 measured what that 16th code buys.
+# simulation leaves out, which largely accounts for the gap. At Q4_0 it is small next to the
+# weights' own error (the last column: the engine loses what its simulation loses); at Q8_0,
+# whose weights lose little, it is the larger part: the engine loses about three times as
+# much. Q4_0 is also groups of 32, but with all 16 codes (the rule ORT's quantizer used
+# above); lesson 04 measured what that 16th code buys.
 
 # %% [markdown]
 # ## 4. What it costs at run time
@@ -353,8 +360,8 @@ print(f"{group['codes_differ']} of 128 codes differ")
 #
 # Q4_K packs super-blocks of 256 weights (lesson 08), so it fits only rows whose length is a
 # multiple of 256: MiniLM's FFN down-projections (1536 inputs). `gguf_bert.plan_for("Q4_K")`
-# writes those in Q4_K and the 384-wide layers in Q4_0, as llama.cpp's own quantizer falls
-# back. Run it as section 3 runs Q8_0 and Q4_0.
+# writes those in Q4_K and the 384-wide layers in Q4_0. llama.cpp's own quantizer falls back
+# too, but to Q5_0, which qlesson does not write (Q4_0 keeps 4.5 bits). Run it as section 3 runs Q8_0 and Q4_0.
 #
 # ### Measuring the engines
 #

@@ -608,6 +608,7 @@ WRONG_11 = {
     "11.plan": [
         ({"*": "int4-g32-asym"}, "over the budget"),
         ({"*": "int4-g128"}, "does not beat"),
+        ({"*": "int4-g32"}, "does not beat"),
         ({"pooler": "int8-channel", "*": "int4-g64"}, "cannot be packed"),
     ],
 }

@@ -78,6 +78,7 @@ def test_the_challenge_refuses_a_plan_over_budget_and_the_baseline():
     t = next(t for t in l11.TASKS if t.task_id == "11.plan")
     assert "over the budget" in checking.evaluate(t, {"*": "int4-g32-asym"}).summary
     assert "does not beat" in checking.evaluate(t, {"*": "int4-g128"}).summary
+    assert "does not beat" in checking.evaluate(t, {"*": "int4-g32"}).summary  # the starter plan is the bar
     assert checking.evaluate(t, l11.SOLUTION_PLAN).passed
     assert packed.plan_bits(l11._encoder(), l11.SOLUTION_PLAN) <= l11.BUDGET
     assert l11.plan_quality(l11.SOLUTION_PLAN, l11.HELD_OUT_SENTENCES) >= l11.STRETCH
@@ -94,3 +95,12 @@ def test_the_held_out_sentences_are_new():
     course = " ".join([*SENTENCES, *EVAL_SENTENCES, *PARAGRAPHS, *CALIBRATION_SENTENCES])
     runs = [" ".join(w[i : i + 6]) for s in held for w in [s.split()] for i in range(len(w) - 5)]
     assert [r for r in runs if r in course] == []  # no run of six words shared with the course's texts
+
+
+def test_the_signed_nibble_and_the_fp16_float_layer_are_named():
+    t = next(t for t in l11.TASKS if t.task_id == "11.read_matmulnbits")
+    v = checking.evaluate(t, lambda B, s, g: l11._read_matmulnbits(B, s, g, signed=True))
+    assert v.mistake and "signed int4" in v.mistake
+    t = next(t for t in l11.TASKS if t.task_id == "11.file_bytes")
+    v = checking.evaluate(t, lambda a, b, p: l11._file_bytes(a, b, p, float16=True))
+    assert v.mistake and "16 bits" in v.mistake

@@ -86,6 +86,10 @@ check("11.read_matmulnbits", read_matmulnbits)
 #   `granularity` and `symmetric`); a layer the plan leaves out, or marks `"float"`, stays
 #   float32.
 #
+# How `packed` stores a quantized weight: its codes row by row, each row of codes starting on
+# a whole byte; one fp16 scale per row (per-channel), per group of a row, or for the whole
+# tensor (per-tensor); and, for an `-asym` scheme, one uint8 zero point per scale.
+#
 # Count only the tensors' bytes (no file header). Return an `int`.
 
 
@@ -124,8 +128,8 @@ check("11.file_bytes", file_bytes)
 # `-asym`, and `"float"`.
 #
 # * **Pass**: within the budget, and the embeddings of 24 held-out sentences (not in any
-#   lesson) are closer to the float model's than uniform `int4-g128`'s, by the lesson's
-#   measure (mean cosine to float).
+#   lesson) are closer to the float model's than uniform `int4-g32`'s (the finest uniform
+#   symmetric plan within the budget), by the lesson's measure (mean cosine to float).
 # * **Stretch**: a mean cosine of 0.975 or more on the held-out sentences.
 #
 # `try_plan(plan)` prints a plan's bits per weight, counted as the grader counts them, and its
@@ -169,7 +173,7 @@ recall.answer("11", 1, recall_1)
 # %% [markdown]
 # ### Recall 11.2
 #
-# ORT's int4 MiniLM: worst cosine 0.99999 to qlesson's float64 simulation of the same codes. What does the gap say?
+# ORT's int4 MiniLM: cosines above 1 - 1e-9 to qlesson's float64 simulation of its codes. What does the gap say?
 #
 # - **a)** The engine used another granularity than the one written
 # - **b)** The engine re-quantized the weights with its own rounding
