@@ -150,19 +150,25 @@ def _sink_head(seed: int = 3, tokens: int = 48, dim: int = 16) -> tuple[torch.Te
     return q, k, v
 
 
-def _sink_axes() -> tuple[str, str]:
-    """Measured: the better value axis at 2 bits with token 0 quantized, then with token 0 in fp16."""
+def _sink_errors() -> list[dict[str, float]]:
+    """The described head's output error (squared) per value axis at 2 bits: token 0 quantized, then in fp16."""
     q, k, v = _sink_head()
     o = _attention(q, k, v)
-    verdicts = []
+    errors = []
     for keep in (0, 1):
         err = {}
         for axis, dim in (("token", 1), ("channel", 0)):
             v_hat = v.clone()
             v_hat[keep:] = _keys_per_channel(v[keep:], 2, axis=dim)
             err[axis] = float((o - _attention(q, k, v_hat)).square().sum())
-        verdicts.append(min(err, key=err.get))
-    return verdicts[0], verdicts[1]
+        errors.append(err)
+    return errors
+
+
+def _sink_axes() -> tuple[str, str]:
+    """Measured: the better value axis at 2 bits with token 0 quantized, then with token 0 in fp16."""
+    first, second = (min(err, key=err.get) for err in _sink_errors())
+    return first, second
 
 
 TASKS: list[Task] = [
