@@ -21,8 +21,10 @@
 #
 # **The answer**: It survives: written in ONNX Runtime's format, qlesson's own codes give
 # embeddings equal to qlesson's simulation of the file up to float32 noise, so the quality the
-# course measured is the quality ORT delivers; llama.cpp adds its own rounding of the
-# activations, small next to Q4_0's error but larger than Q8_0's. The cost shows up elsewhere:
+# course measured is the quality ORT delivers when it runs the file as written (weight-only,
+# in float32 arithmetic, as `run_onnx` asks; ORT's default rounds int8 activations too);
+# llama.cpp adds its own rounding of the activations, small next to Q4_0's error but larger
+# than Q8_0's. The cost shows up elsewhere:
 # MiniLM's float32 word-embedding table keeps its int4 file at 53.5 of the float model's
 # 90.9 MB, and on this CPU weight-only int4 runs no faster than fp32: only kernels that round
 # the activations too gain, at batch 1.
@@ -293,8 +295,9 @@ recall.quiz("11")
 recall.show("11")
 
 # %% [markdown]
-# **Exercise**: `exercises/11_your_model_in_an_engine.ipynb`: read a llama.cpp block back into
-# its scale and codes, and count a checkpoint's bytes from its plan before writing it.
+# **Exercise**: `exercises/11_your_model_in_an_engine.ipynb`: read ONNX Runtime's int4 blocks
+# back into a weight, count a checkpoint's bytes from its plan before writing it, and choose a
+# plan within a bits budget that beats the best uniform one on held-out sentences.
 
 # %% [markdown]
 # ## Going deeper
