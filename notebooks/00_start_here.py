@@ -56,7 +56,7 @@
 # | `08_scales_of_scales` | Small blocks make fp16 scales expensive: how many bits does a block's scale really need? | 30 + 20 min |
 # | `09_smarter_rounding` | Can smarter rounding (GPTQ, AWQ) stand in for a finer granularity? | 28 + 27 min |
 # | `10_which_axis` | When the KV cache is quantized, should each scale cover one token or one channel? | 28 + 28 min |
-# | `11_your_model_in_an_engine` | Does the granularity you chose survive a real engine's file format, and what does it cost there? | 24 + 21 min |
+# | `11_your_model_in_an_engine` | Does the granularity you chose survive a real engine's file format, and what does it cost there? | 24 + 30 min |
 #
 # ## 3. What your machine has
 #

@@ -1061,3 +1061,11 @@ def test_a_residual_window_one_token_off_fails(shift):
 
     assert evaluate(tasks()["10.quantized_tokens"], quantized).status == "fail"
     assert evaluate(tasks()["10.key_bits"], key_bits).status == "fail"
+
+
+def test_an_array_with_negative_strides_is_compared_not_crashed():
+    """``v[::-1]`` is a view numpy walks backwards; torch cannot wrap it without a copy."""
+    from qlesson.course.checking import same
+
+    assert same(np.arange(3.0)[::-1], torch.tensor([2.0, 1.0, 0.0]), 1e-6, 1e-9)
+    assert not same(np.arange(3.0)[::-1], torch.tensor([0.0, 1.0, 2.0]), 1e-6, 1e-9)

@@ -429,3 +429,14 @@ def test_lesson_view_and_the_brief_verdict_keep_the_main_lines_rows():
     lines = bench.detail_lines(bw)
     assert lines[0] == "CPU memory bandwidth: copy 4.0 GB/s, read-only reduction 2.0 GB/s"
     assert lines[2].startswith("roofline bandwidth 6.0 GB/s: an M = 1 row streamed its weight faster")
+
+
+def test_gpu_options_are_checked_and_the_lone_twin_is_not_a_stored_run(tmp_path):
+    with pytest.raises(ValueError, match="back_to_back=0"):
+        bench.run(ms=(1,), k=64, n=64, back_to_back=0, progress=False)
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="needs a CUDA GPU"):
+            bench.gpu_main()
+    for name in ("gemm_a.csv", "gemm_a_alone.csv"):
+        (tmp_path / name).write_text("")
+    assert [p.name for p in bench.stored_results(tmp_path)] == ["gemm_a.csv"]

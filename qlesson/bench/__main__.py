@@ -24,6 +24,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--csv", default=None, help="gemm: also write the rows to this CSV file")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
     parser.add_argument("--store", action="store_true", help="engines: write notebooks/results/engines_cpu.json")
+    parser.add_argument(
+        "--gpu-only", action="store_true", help="gemm: the CUDA table alone, each call alone and queued"
+    )
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -32,9 +35,13 @@ def main(argv: list[str] | None = None) -> int:
 
         run_quantize(quick=args.quick)
     elif args.which == "gemm":
+        from .gemm import gpu_main
         from .gemm import main as run_gemm
 
-        run_gemm(quick=args.quick, csv_path=args.csv)
+        if args.gpu_only:
+            gpu_main(csv_path=args.csv)
+        else:
+            run_gemm(quick=args.quick, csv_path=args.csv)
     elif args.which in ("lesson03", "lesson08"):
         from .lessons import main as run_lesson
 

@@ -81,16 +81,19 @@ def _time_cuda(fn: Op, repeats: int = 20) -> float:
     return sorted(times)[len(times) // 2]
 
 
-def _call_seconds(fn: Op, device: str, min_block: float = 1e-3) -> float:
-    """Seconds per call of ``fn``: one call, or on a CPU as many as fill ``min_block`` seconds (tiny ops)."""
+def _call_seconds(fn: Op, device: str, min_block: float = 1e-3, calls: int = 1) -> float:
+    """Seconds per call of ``fn``: on a GPU ``calls`` calls queued back to back between two events
+    (``calls=1``: one call alone, so the host's launch cost sits inside the time); on a CPU as many
+    calls as fill ``min_block`` seconds (tiny ops)."""
     if device == "cuda":
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         torch.cuda.synchronize()
         start.record()
-        fn()
+        for _ in range(calls):
+            fn()
         end.record()
         torch.cuda.synchronize()
-        return start.elapsed_time(end) / 1e3
+        return start.elapsed_time(end) / 1e3 / calls
     calls, t0 = 0, time.perf_counter()
     while True:
         fn()
@@ -100,7 +103,7 @@ def _call_seconds(fn: Op, device: str, min_block: float = 1e-3) -> float:
             return elapsed / calls
 
 
-def _interleaved_times(ops: Sequence[Op], device: str, min_total: float) -> list[list[float]]:
+def _interleaved_times(ops: Sequence[Op], device: str, min_total: float, calls: int = 1) -> list[list[float]]:
     """Seconds per call of every op, timed in rounds: each round times every op once, in turn.
 
     Interleaving puts every op under the same background load, so a burst of load on a shared
@@ -115,7 +118,7 @@ def _interleaved_times(ops: Sequence[Op], device: str, min_total: float) -> list
     rounds, least, start = 0, 20 if device == "cuda" else 7, time.perf_counter()
     while rounds < least or time.perf_counter() - start < min_total:
         for i, op in enumerate(ops):
-            times[i].append(_call_seconds(op, device))
+            times[i].append(_call_seconds(op, device, calls=calls))
         rounds += 1
     return times
 
@@ -382,6 +385,10 @@ def _kernel_ops(
 
     if x.shape[0] > 16 or device == "cpu":
         ops.append(("W8A8: per-token act quant + torch._int_mm + rescale", w8a8, int8_bytes + 4 * n, "int8 x too"))
+    if x.shape[0] > 16 and device == "cuda":
+        s_x = x.abs().amax(1, keepdim=True).clamp_min(1e-12) / 127
+        qx = torch.round(x / s_x).clamp(-127, 127).to(torch.int8)
+        ops.append(("int8 GEMM alone: torch._int_mm on int8 x", lambda: torch._int_mm(qx, q.T), int8_bytes, UNSCALED))
     return ops
 
 
@@ -406,6 +413,7 @@ def run(
     quick: bool = False,
     copies: int = 4,
     rows_for: Mapping[int, Sequence[str]] | None = None,
+    back_to_back: int = 1,
 ) -> list[GemmRow]:
     """Time every method for every M on ``device``; returns rows (also usable as a table).
 
@@ -415,10 +423,13 @@ def run(
     larger than it (``last_level_cache_bytes``); ``main`` prints which formats that holds for.
     ``rows_for`` maps an M to the method-name prefixes timed at that M (all methods where absent).
     The methods at one M are timed in interleaved rounds (``_interleaved_times``); each row keeps
-    the median of its calls and their IQR (``median_and_iqr``).
+    the median of its calls and their IQR (``median_and_iqr``). On a GPU ``back_to_back`` calls are
+    queued between two events and averaged, as a model's layers are queued (1: each call alone).
     """
     if copies < 1:
         raise ValueError(f"copies={copies!r}: pass at least 1 (4 is the default)")
+    if back_to_back < 1:
+        raise ValueError(f"back_to_back={back_to_back!r}: pass at least 1 call per timed block")
     from tqdm import tqdm
 
     g = torch.Generator().manual_seed(0)
@@ -450,7 +461,7 @@ def run(
                 continue
             found.append((name, nbytes, note, err, timed))
         ops = [f[4] for f in found if not isinstance(f, GemmRow)]
-        times = iter(_interleaved_times(ops, device, min_run_time * len(ops)))
+        times = iter(_interleaved_times(ops, device, min_run_time * len(ops), calls=back_to_back))
         base = None
         for f in found:
             if isinstance(f, GemmRow):
@@ -565,6 +576,43 @@ def main(
         write_csv(gpu_rows or rows, csv_path)
         print(f"wrote {csv_path} ({'GPU' if gpu_rows else 'CPU'} rows)")
     return rows, bw
+
+
+def gpu_copies(size: int = 4096, floor: int = 4) -> int:
+    """Weight copies to cycle on this GPU so that even the smallest (int4) weight's copies together
+    are at least twice its L2 cache: every format then streams from memory, at every M."""
+    import math
+
+    l2 = int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0) or 0)
+    int4_bytes = size * size // 2
+    return max(floor, math.ceil(2 * l2 / int4_bytes))
+
+
+def gpu_main(csv_path: str | None = None, size: int = 4096, back_to_back: int = 10) -> list[GemmRow]:
+    """The GPU table alone, timed twice with the same weight copies: each call alone after a
+    synchronize, then ``back_to_back`` calls queued between two events (as a model queues its layers).
+    ``csv_path`` stores the queued rows, and the lone ones beside it (``_alone.csv``)."""
+    if not torch.cuda.is_available():
+        raise ValueError("gpu_main needs a CUDA GPU; on a CPU run `python -m qlesson.bench gemm`")
+    copies = gpu_copies(size)
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    gbw = measure_bandwidth(1024, device="cuda")
+    print(
+        f"GPU {torch.cuda.get_device_name(0)}, torch {torch.__version__}: copy {gbw.copy_gb_s:.0f} GB/s, "
+        f"read {gbw.read_gb_s:.0f} GB/s; L2 {l2 / 2**20:.0f} MiB, {copies} copies of every weight"
+    )
+    by_mode = {}
+    for calls in (1, back_to_back):
+        rows = run(k=size, n=size, device="cuda", copies=copies, back_to_back=calls, progress=False)
+        how = "each call alone" if calls == 1 else f"{calls} calls queued back to back"
+        print(f"\n{how}:\n{format_table(rows, gbw)}")
+        by_mode[calls] = rows
+    if csv_path:
+        write_csv(by_mode[back_to_back], csv_path)
+        alone = str(Path(csv_path).with_suffix("")) + "_alone.csv"
+        write_csv(by_mode[1], alone)
+        print(f"wrote {csv_path} and {alone}")
+    return by_mode[back_to_back]
 
 
 # the lesson's short run: its argument at M = 1 (bytes decide) and M = 128 (arithmetic decides)
@@ -1147,8 +1195,9 @@ RESULTS = Path(__file__).resolve().parents[2] / "notebooks" / "results"
 
 
 def stored_results(folder: Path = RESULTS) -> list[Path]:
-    """GEMM runs stored with the course (``notebooks/results/gemm_<device>.csv``), by name."""
-    return sorted(folder.glob("gemm_*.csv"))
+    """GEMM runs stored with the course (``notebooks/results/gemm_<device>.csv``), by name; a GPU run's
+    one-call-at-a-time twin (``gemm_<device>_alone.csv``, from ``gpu_main``) is left out."""
+    return sorted(p for p in folder.glob("gemm_*.csv") if not p.stem.endswith("_alone"))
 
 
 def stored_rooflines(folder: Path = RESULTS) -> list[dict[str, object]]:

@@ -98,6 +98,7 @@ class Task:
     keeps_inputs: bool = True  # changing a tensor or array argument in place fails (False: the task asks for it)
     # a challenge with many right answers: judge(answer's value, *case args) -> None when accepted, else what is wrong
     judge: Callable[..., str | None] | None = None
+    minutes: float = 3.0  # a learner's honest time for the task (the stats command adds them up)
 
 
 Status = Literal["pass", "fail", "not attempted", "error"]
@@ -123,7 +124,7 @@ def _as_tensor(v: Any) -> torch.Tensor | None:
     if isinstance(v, torch.Tensor):
         return v.detach().double().cpu()
     if isinstance(v, np.ndarray) and v.dtype.kind in "fiub":
-        return torch.from_numpy(np.asarray(v, dtype=np.float64))
+        return torch.from_numpy(np.ascontiguousarray(v, dtype=np.float64))  # v[::-1] has negative strides
     if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool):
         return torch.tensor(float(v), dtype=torch.float64)
     seq = (list, tuple)  # a tuple of numbers is as good as a list (a tuple *answer* is compared part by part)
@@ -331,7 +332,11 @@ def evaluate(task: Task, answer: Any) -> Verdict:
     inputs = [case.resolve() for case in task.cases]
     got = _outputs(task, answer, inputs)
     if all(_is_stub(g) for g in got):
-        said = "returns None (a print instead of a return?)" if any(g is None for g in got) else "returns the stub"
+        said = (
+            "returns None on every case (a print instead of a return? None is the answer to none of them)"
+            if any(g is None for g in got)
+            else "returns the stub"
+        )
         return Verdict(task.task_id, "not attempted", f"not attempted yet: your function still {said}")
     for i, (case, args, g) in enumerate(zip(task.cases, inputs, got, strict=True), start=1):
         label = case.shown_label()

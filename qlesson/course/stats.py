@@ -8,7 +8,8 @@ printed output, its code cells and code words, the main line's run time (measure
 
 * the lesson: prose / 150 + code / 150 + printed output / 80 words a minute, plus the run time,
   plus a minute for each predict-then-run question and two for each widget's guided experiment;
-* the exercise: its prose / 150 words a minute, plus 3 minutes a graded task and 1 a recall answer.
+* the exercise: its prose / 150 words a minute, plus each graded task's minutes (3 unless its ``Task``
+  says more) and 1 a recall answer.
 
 Each lesson states its times in its first cell (``**Time**: about N minutes, plus about M for
 the exercise.``) and README's table repeats them; ``tests/test_stats.py`` keeps both within 20%.
@@ -104,9 +105,23 @@ def exercise_minutes(number: str, folder: Path = EXERCISES) -> float | None:
         return None
     cells = json.loads(found[0].read_text())["cells"]
     prose = sum(words(_source(c)) for c in cells if c["cell_type"] == "markdown")
-    tasks = [c for c in cells if "check" in c.get("metadata", {}).get("tags", [])]
-    recall = sum(1 for c in tasks if str(c["metadata"].get("qlesson", {}).get("task", "")).startswith("recall"))
-    return round(prose / PROSE_WPM + TASK_MINUTES * (len(tasks) - recall) + RECALL_MINUTES * recall, 1)
+    ids = [
+        str(c["metadata"].get("qlesson", {}).get("task", ""))
+        for c in cells
+        if "check" in c.get("metadata", {}).get("tags", [])
+    ]
+    recall = sum(1 for t in ids if t.startswith("recall"))
+    return round(
+        prose / PROSE_WPM + sum(task_minutes(t) for t in ids if not t.startswith("recall")) + RECALL_MINUTES * recall, 1
+    )
+
+
+def task_minutes(task_id: str) -> float:
+    """A graded task's minutes: its ``Task.minutes`` (3 unless the lesson says a task takes longer)."""
+    from qlesson.course.tasks import tasks
+
+    task = tasks().get(task_id)
+    return TASK_MINUTES if task is None else task.minutes
 
 
 def run_times(path: Path | None = None) -> dict[str, dict[str, float]]:

@@ -12,8 +12,9 @@ the file should give the same embeddings up to its own float32 arithmetic.
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -65,15 +66,54 @@ def tokenize(model: Any, sentences: Sequence[str] = EVAL_SENTENCES) -> dict[str,
     return {k: np.asarray(enc[k], dtype=np.int64) for k in ("input_ids", "attention_mask", "token_type_ids")}
 
 
+def q8_0_round(x: torch.Tensor) -> torch.Tensor:
+    """``x`` rounded as llama.cpp's CPU kernels round an activation row before an integer dot product
+    (``quantize_row_q8_0``): blocks of 32 along the last axis, scale = largest |value| / 127 stored in fp16,
+    codes ``round(x / scale)`` (half away from zero), returned dequantized in ``x``'s dtype.
+
+    >>> x = torch.tensor([63.5, 1.3, -0.74, 0.25] + [0.0] * 28)  # scale 63.5 / 127 = 0.5
+    >>> q8_0_round(x)[:4].tolist()  # 0.25 / 0.5 = 0.5 rounds away from zero, to code 1
+    [63.5, 1.5, -0.5, 0.5]
+    >>> q8_0_round(torch.zeros(2, 32)).abs().sum().item()
+    0.0
+    """
+    if x.shape[-1] % 32:
+        raise ValueError(f"last axis {x.shape[-1]} is not a multiple of 32: Q8_0 rounds blocks of 32 values")
+    blocks = x.reshape(*x.shape[:-1], x.shape[-1] // 32, 32).double()
+    d = (blocks.abs().amax(-1, keepdim=True) / 127).half().double()
+    safe = torch.where(d > 0, d, torch.ones_like(d))
+    codes = torch.where(d > 0, torch.sign(blocks) * torch.floor(blocks.abs() / safe + 0.5), torch.zeros_like(blocks))
+    return (codes * d).reshape(x.shape).to(x.dtype)
+
+
+@contextlib.contextmanager
+def rounded_inputs(model: Any, names: Sequence[str]) -> Iterator[None]:
+    """Within the block, the Linear layers ``names`` (short names) see their input rounded by :func:`q8_0_round`."""
+    bert = bert_of(model)
+    hooks = [
+        bert.get_submodule(hf_name(n)).register_forward_pre_hook(lambda _, args: (q8_0_round(args[0]),)) for n in names
+    ]
+    try:
+        yield
+    finally:
+        for h in hooks:
+            h.remove()
+
+
 def reference_embeddings(
-    model: Any, deq: Mapping[str, torch.Tensor] | None = None, sentences: Sequence[str] = EVAL_SENTENCES
+    model: Any,
+    deq: Mapping[str, torch.Tensor] | None = None,
+    sentences: Sequence[str] = EVAL_SENTENCES,
+    round_activations: bool = False,
 ) -> np.ndarray:
     """Unit-normalised float64 embeddings ``[len(sentences), 384]`` of MiniLM, with the Linear weights named in
     ``deq`` (short names, ``[out, in]``) replaced by those tensors: the simulation of a quantized file.
-    ``deq=None`` is the float model."""
+    ``deq=None`` is the float model. ``round_activations``: the layers in ``deq`` also round their input to
+    Q8_0 blocks (:func:`q8_0_round`), as llama.cpp does on a CPU for Q8_0 and Q4_0 weights."""
     if deq is None:
         return embed(model, tuple(sentences)).double().numpy()
-    with replaced_weights(model, {k: torch.as_tensor(v) for k, v in deq.items()}):
+    rounding = rounded_inputs(model, list(deq)) if round_activations else contextlib.nullcontext()
+    with replaced_weights(model, {k: torch.as_tensor(v) for k, v in deq.items()}), rounding:
         return embed(model, tuple(sentences)).double().numpy()
 
 

@@ -379,3 +379,28 @@ def run_gguf(path_or_llama: Any, sentences: Sequence[str] = EVAL_SENTENCES, n_th
             "sentences; check the file with check_gguf"
         )
     return e / np.linalg.norm(e, axis=1, keepdims=True)
+
+
+def losses(model: Any, fmt: str, folder: str | Path, float_emb: np.ndarray) -> dict[str, Any]:
+    """One row of lesson 11's llama.cpp table: MiniLM written in ``fmt`` (every Linear weight) under ``folder``,
+    and ``1 - mean cosine`` to ``float_emb`` for the weight-only simulation, the simulation with each quantized
+    layer's input rounded to Q8_0 as llama.cpp's CPU kernels round it, and the engine itself. ``F32`` is the
+    control: llama.cpp rounds no activation there, and its engine loss is printed as a bound where it is noise."""
+    from qlesson.engines.common import cosines, reference_embeddings
+
+    written = export_gguf(model, Path(folder) / f"{fmt}.gguf", plan_for(fmt))
+    embeddings = {
+        "engine": run_gguf(written.path),
+        "weights": reference_embeddings(model, written.deq),
+        "rounded": reference_embeddings(model, written.deq, round_activations=fmt != "F32"),
+    }
+    loss = {k: 1 - float(cosines(e, float_emb).mean()) for k, e in embeddings.items()}
+    quantized = fmt != "F32"
+    return {
+        "format": fmt,
+        "file MB": written.size_bytes / 1e6,
+        "simulation: weights": loss["weights"],
+        "+ activations to Q8_0": loss["rounded"] if quantized else "-",
+        "engine": loss["engine"] if loss["engine"] > 1e-5 else "below 1e-5",
+        "engine / weights": loss["engine"] / loss["weights"] if quantized else "-",
+    }
