@@ -22,12 +22,11 @@
 # **The answer**: a group's scale covers only its own `g` weights, so an outlier coarsens only
 # its group, at the price of one stored scale per group, spread over its `g` weights
 # (llama.cpp's Q4_0: groups of 32, fp16 scales). On MiniLM's FFN output layers each halving of
-# the group lowers the 4-bit error; at equal storage, whether a bit of scales (int3, g = 16) or
-# a code bit (int4 per-channel) buys more depends on the layer.
+# the group lowers the 4-bit error: for a fraction of a bit per weight in scales, int4 with
+# groups of 128 sits 3.6 dB above int4 per-channel.
 #
 # **What you will do**:
-# * watch an outlier spoil one group instead of a whole channel, and see per-group in three lines of
-#   torch (you write it in the exercise);
+# * watch an outlier spoil one group instead of a whole channel;
 # * price the scales in bits per weight, and measure what they buy on MiniLM's weights;
 # * weigh a bit of scales against a code bit, layer by layer, with a slider;
 # * see how llama.cpp's Q8_0 and Q4_0 store groups, checked against the `gguf` package.
@@ -47,9 +46,8 @@ ql.show_environment()
 #
 # Four channels of eight weights; channel 0 holds an outlier, 8.1. Per-tensor lets 8.1 set
 # everyone's ruler; per-channel confines it to channel 0; per-group gives each run of `g`
-# weights along a row its own ruler. Groups of 4 and 2 here, to see it; real groups hold 16 to
-# 128 weights. All at int4, symmetric. We measure with lesson 03's SQNR: signal power over
-# error power, in dB, higher is better.
+# weights along a row its own ruler. Groups of 4 and 2 here; real groups hold 16 to 128
+# weights. All at int4, scored with lesson 03's SQNR (dB, higher is better).
 
 # %%
 import math
@@ -87,18 +85,9 @@ print_table(
 # Only group 1, the one holding 8.1, keeps the coarse scale. The other three get rulers 15 to
 # 19 times finer, and their worst errors shrink with them.
 #
-# Per-group quantization is three lines of torch: cut each row into groups, give each group its
-# own absmax scale, round and clamp. Here they are, against the helper the lessons use:
-
-# %%
-n, k, g, qmax = *X.shape, 4, 7
-groups = X.reshape(n, k // g, g)  # [N, K/g, g]: contiguous runs along in_features
-scale = groups.abs().amax(dim=-1, keepdim=True) / qmax  # one scale per group
-x_hat = (torch.clamp(torch.round(groups / scale), -qmax, qmax) * scale).reshape(n, k)
-same = torch.equal(x_hat, ql.fake_quantize(X, 4, granularity=ql.PerGroup(4)))
-print(f"scales {tuple(scale.shape[:2])}; identical to ql.fake_quantize(X, 4, granularity=ql.PerGroup(4)): {same}")
-
-# %% [markdown]
+# In code, per-group is lesson 02's per-channel after one reshape: view each row `[K]` as
+# `[K / g, g]`, then take the absmax over the last axis. You write it in the exercise.
+#
 # ## 2. What a scale costs: bits per weight
 #
 # For a weight `[N, K]` (`[out_features, in_features]`), `PerGroup(g)` cuts every row into
@@ -131,10 +120,9 @@ print_table(rows, {"bits/weight": ".4f"})
 # ## 3. Which axis the groups run along
 #
 # "Group" says how many weights share a scale, not which ones. The interview note this course
-# draws on writes group quantization as 128 consecutive *output rows* sharing a scale. GPTQ
-# (without act-order) and AWQ checkpoints, and llama.cpp, let consecutive *inputs* share one: runs along
-# `in_features`, as above. Before the table, commit to a ranking against per-channel on a real
-# MiniLM layer, at int4:
+# draws on writes group quantization as 128 consecutive *output rows* sharing a scale. GPTQ and
+# AWQ checkpoints, and llama.cpp, let consecutive *inputs* share one: runs along `in_features`,
+# as above. Rank them against per-channel on a real MiniLM layer, at int4, before the table:
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("04", "axis")
@@ -162,9 +150,8 @@ print_table(rows, {"SQNR dB": ".2f"})
 #
 # ## 4. The trade-off on real weights
 #
-# Error against storage on MiniLM's six FFN output layers (`[384, 1536]`, one per encoder
-# layer). The SQNR is taken over all six together, at 8, 4 and 3 bits;
-# storage adds fp16 scales to the code bits.
+# MiniLM's six FFN output layers (`[384, 1536]`, one per encoder layer), at 8, 4 and 3 bits.
+# The SQNR is over all six together; storage counts the fp16 scales.
 #
 # There are two ways to spend a fourth bit. A code bit: int4 per-channel, 4.010 bits per
 # weight. Or a bit of scales: int3 with groups of 16, 3 + 16/16 = 4.000 bits per weight.
@@ -178,37 +165,29 @@ grans = (ql.PerTensor(), ql.PerChannel(0), *(ql.PerGroup(g) for g in (256, 128, 
 points = studies.pareto_points(ffn_out, (8, 4, 3), grans)
 pick = {(p["method"], p["bits"]): p for p in points}
 db = {key: -20 * math.log10(p["rmse / rms"]) for key, p in pick.items()}  # SQNR over all six layers
-rows = [
-    {
-        "six FFN outputs, SQNR dB": m,
-        "+bits/weight for scales": pick[(m, 4)]["bits per weight"] - 4,
-        **{f"int{b}": db[(m, b)] for b in (8, 4, 3)},
-    }
-    for m in dict.fromkeys(p["method"] for p in points)
-]
-print_table(rows, {"+bits/weight for scales": ".4f", "int8": ".2f", "int4": ".2f", "int3": ".2f"})
-
-# %%
-_ = plots.pareto(points, db=True)
+near_4 = {("per-group 16", 3): "int3 g16", ("per-channel", 4): "int4 per-channel"}
+near_4 |= {(f"per-group {g}", 4): f"int4 g{g}" for g in (256, 128, 64)}
+_ = plots.pareto_zoom(points, near_4, xlim=(3.95, 4.3))
 
 # %% [markdown]
-# Read the plot as a menu. Per-tensor sits far below the others at every bit width. Each
-# halving of the group size raises the SQNR and costs `16 / g` more bits per weight. The two
-# ways to spend a fourth bit, side by side, and below them int4 with groups of 128 and 64:
+# Read the left plot as a menu. Per-tensor sits far below the others at every bit width. Each
+# halving of the group size raises the SQNR and costs `16 / g` more bits per weight. The right
+# plot zooms in near 4 bits:
 
 # %%
-for m, b in (("per-group 16", 3), ("per-channel", 4), ("per-group 128", 4), ("per-group 64", 4)):
+for (m, b), label in near_4.items():
     p = pick[(m, b)]
-    print(f"six FFN outputs, int{b} {m}: {p['bits per weight']:.3f} bits/weight, SQNR {db[(m, b)]:.2f} dB")
+    print(f"six FFN outputs, {label:>16}: {p['bits per weight']:.4f} bits/weight, SQNR {db[(m, b)]:.2f} dB")
 
 # %% [markdown]
 # On these six layers the two ways land about 0.2 dB apart, the bit of scales ahead. Neither
-# is the best buy near 4 bits: int4 with groups of 128 costs 4.125 bits per weight and sits
-# more than 3 dB above both. That is the upper-left edge of the plot, and where GPTQ
-# checkpoints (g = 128) and Q4_0 (g = 32, section 6) spend their bits.
+# is the best buy near 4 bits. int4 with groups of 256 costs 4.0625 bits per weight and
+# already sits more than 2 dB above both. Groups of 128, at 4.125 bits, sit 3.4 and 3.6 dB
+# above them. GPTQ checkpoints (g = 128) and Q4_0 (g = 32, section 6) spend their bits on
+# this upper-left edge.
 #
-# Now predict the same int3 g16 against int4 per-channel comparison on L0.intermediate
-# (`[1536, 384]`), the FFN layer just before L0.output:
+# Now predict the same comparison on L0.intermediate (`[1536, 384]`), the FFN layer just
+# before L0.output:
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("04", "control")
@@ -232,14 +211,35 @@ print(
 )
 
 # %% [markdown]
-# The code bit wins by about 3 dB on L0.intermediate, and on every other MiniLM layer outside
-# the six. A Gaussian weight of the FFN outputs' own shape behaves like those layers, not like
-# the six: the shape does not decide. What differs is how far a row's largest weights stand
-# above the rest: the last line separates the six from all 31 other layers. Where they stand
-# far out, a group of 16 has, on average, a much smaller absmax than its row, and its ruler
-# gains about as much as the 7/3 finer steps a code bit buys. Elsewhere it gains less: on
-# MiniLM, int3 with groups of 16 came within 1 dB of int4 per-channel only on the six layers
-# whose rows have a few large weights.
+# The code bit wins by about 3 dB on L0.intermediate, and by 2.4 to 3.6 dB on every MiniLM
+# layer outside the six. A Gaussian weight of the six layers' own shape behaves like the
+# other layers, so the shape does not decide.
+#
+# What goes with the tie is how far a row's largest weights stand above its rms. The last line
+# separates the six from all 31 other layers. To test it as a cause, change only that. Clip
+# each row of L0.output at 3.3 times its rms, where a typical row of the other layers ends.
+# Give each row of the Gaussian two weights at 5 times its rms.
+
+# %%
+clip = float(np.median(rest))  # the other layers' median row absmax, in units of the row's rms
+w_out = W["L0.output"]
+rms = w_out.pow(2).mean(1, keepdim=True).sqrt()
+clipped = w_out.clamp(-clip * rms, clip * rms)
+spiked = gauss.clone()
+spiked[:, ::768] = 5.0  # two weights per row at 5 times the rms (the Gaussian's rms is about 1)
+changed = {f"L0.output clipped at {clip:.1f} x rms": clipped, "Gaussian, two 5s per row": spiked}
+rows = [{"weight": name, **analysis.bits_or_scales(w_layer)} for name, w_layer in changed.items()]
+print_table(rows, dict.fromkeys(list(rows[0])[1:], ".2f"))
+print(f"the clip changes {100 * float((w_out.abs() > clip * rms).float().mean()):.2f}% of L0.output's weights")
+
+# %% [markdown]
+# Clipping a third of a percent of its weights makes L0.output behave like the other layers:
+# the code bit now wins by about 3.5 dB. Two large weights per row make the Gaussian tie.
+#
+# Why: a group of 16's absmax is about half its row's on L0.output (0.49: a ruler 2 times
+# finer), against 0.65 on L0.intermediate (1.5 times finer). A code bit makes every step
+# 7/3 = 2.3 times finer. Only where a row's few largest weights stand far out do the groups
+# gain about as much as the code bit.
 #
 # ## 5. Try it: bits or scales, layer by layer
 #
@@ -272,10 +272,9 @@ for name, w_layer in ffn_out.items():
 print_table(rows, {"int3 g16 (4.000 bits) dB": ".2f", "int4 per-channel (4.010 bits) dB": ".2f"})
 
 # %% [markdown]
-# Among the six FFN outputs the verdict flips between neighbouring layers of the same type and
-# shape: the code bit wins on L0 and L5, the scales on L1 to L4, each by under 1 dB. There,
-# nothing in the name or shape says which; to choose, measure on the layer itself. The
-# exercise's last task does that.
+# The verdict flips between neighbouring layers of the same type and shape: the code bit wins
+# on L0 and L5, the scales on L1 to L4, each by under 1 dB. To choose, measure on the layer
+# itself, as the exercise's last task does.
 #
 # ## 6. llama.cpp's blocks: groups of 32
 #
@@ -316,20 +315,17 @@ for fmt in ("Q8_0", "Q4_0"):
 #   coarsens only its own group.
 # * Each fp16 scale costs `16 / g` bits per weight (0.125 at g = 128, 0.5 at g = 32). Sharing
 #   across output rows instead is coarser than per-channel.
-# * On MiniLM's FFN output layers, each halving of the group raises the 4-bit SQNR. At equal
-#   storage, a bit of scales (int3, g = 16) and a code bit (int4 per-channel) come out close
-#   there, and which wins depends on the layer: measure. On MiniLM's other layers, and on
-#   Gaussian weights of the same shape, the code bit wins by about 3 dB: on MiniLM, int3 with
-#   small groups matched a code bit only on the layers whose rows have a few large weights.
-#   On the six FFN outputs, int4 with groups of 128 (4.125 bits) beat both by more than 3 dB.
+# * On MiniLM's FFN output layers, each halving of the group raises the 4-bit SQNR, and int4
+#   with groups of 128 (4.125 bits) sits 3.4 to 3.6 dB above both ways to spend a fourth bit.
+# * At about 4 bits, int3 with groups of 16 ties int4 per-channel only where a row's few largest
+#   weights stand far out (the six FFN outputs; a Gaussian given two large weights per row).
+#   Elsewhere, and once those few weights are clipped, the code bit wins by 2.4 to 3.6 dB on
+#   MiniLM (2.6 on the Gaussian). Among the six, the winner flips from layer to layer: measure.
 # * llama.cpp's Q8_0 and Q4_0 are per-group with `g = 32` and fp16 scales: 8.5 and 4.5 bits per
 #   weight; qlesson reproduces their bytes exactly. Lesson 08 goes on to formats that quantize
 #   the scales themselves.
 #
 # ## Pause and recall
-#
-# Answer each question before you open its feedback (in a page without widgets, the list below
-# folds each answer under **Answer**):
 
 # %% tags=["nbval-ignore-output"]
 recall.quiz("04")
@@ -343,6 +339,30 @@ recall.show("04")
 # spent on weights the lesson did not show.
 #
 # ## Going deeper
+#
+# ### Every setting on the six FFN outputs
+#
+# Section 4's plot as numbers: SQNR over all six FFN output layers, and what the scales add to
+# the code bits.
+
+# %%
+rows = [
+    {
+        "six FFN outputs, SQNR dB": m,
+        "+bits/weight for scales": pick[(m, 4)]["bits per weight"] - 4,
+        **{f"int{b}": db[(m, b)] for b in (8, 4, 3)},
+    }
+    for m in dict.fromkeys(p["method"] for p in points)
+]
+print_table(rows, {"+bits/weight for scales": ".4f", "int8": ".2f", "int4": ".2f", "int3": ".2f"})
+
+# %% [markdown]
+# ### GPTQ's act-order
+#
+# GPTQ with act-order (`desc_act`) quantizes the inputs in decreasing order of their summed
+# squared activations (the diagonal of its Hessian). A group of 128 then holds 128 inputs that
+# are neighbours in that order, not in the weight. Its checkpoints store `g_idx`, the group of
+# every input. Without act-order, `g_idx` is `input // 128`: the contiguous runs of section 3.
 #
 # ### One Q4_0 block, byte by byte
 #

@@ -44,9 +44,10 @@ from qlesson.course.tasks import check
 # %% [markdown]
 # ## Task 1 · Per-group quantization along `in_features`
 #
-# Write `quantize_per_group(w, bits, group_size)` for `w [N, K]`: symmetric codes `[N, K]` and
-# scales `[N, K // group_size]`, groups being contiguous runs along K. A group of zeros has
-# scale 0: give it codes 0.
+# Write `quantize_per_group(w, bits, group_size)` for `w [N, K]`: codes `[N, K]` and scales
+# `[N, K // group_size]`, groups being contiguous runs along K. Use the lessons' restricted
+# symmetric ruler (as many codes above 0 as below, as in lesson 04's section 1) and round with
+# `torch.round`. A group of zeros has scale 0: give it codes 0.
 
 
 # %% tags=["solution"]

@@ -264,12 +264,13 @@ TASKS: list[Task] = [
                 ),
             ),
             Mistake(
-                "divided by 2**(bits-1) instead of 2**(bits-1) - 1",
+                "divided the absmax by 2**(bits-1), which is not a code of the restricted ruler: the group's absmax "
+                "should land exactly on the ruler's largest code",
                 lambda w, b, g: _quantize_per_group(w, b, g, divisor=2 ** (b - 1)),
             ),
             Mistake(
-                "used the full signed range (absmax / 2**(bits-1), codes down to -2**(bits-1)); this task uses "
-                "the restricted symmetric ruler: absmax / (2**(bits-1) - 1), codes within +-(2**(bits-1) - 1)",
+                "used the full signed range, with one more code below 0 than above it (as Q4_0 does); this task "
+                "asks for the restricted ruler, as many codes above 0 as below it",
                 _full_range_per_group,
             ),
             Mistake(
@@ -279,6 +280,7 @@ TASKS: list[Task] = [
             Mistake("used int4 whatever the bits (4 hard-coded)", lambda w, b, g: _quantize_per_group(w, 4, g)),
             Mistake("rounded halves away from zero; torch.round rounds half to even", _half_away_per_group),
         ],
+        atol=0.0,  # an all-zero group's scale is exactly 0, not a small number
     ),
     Task(
         "04.bits_per_weight",
@@ -515,7 +517,7 @@ RECALL: tuple[Question, ...] = (
             "int4 per-channel: its code bit makes every step 7/3 times finer, more than groups of 16 buy there",
             True,
             "Without a few large weights, a group of 16's absmax is about 2/3 of its row's, so its ruler is only "
-            "about 1.5 times finer; the code bit wins by about 3 dB on MiniLM's layers outside the six FFN "
+            "about 1.5 times finer; the code bit wins by 2.4 to 3.6 dB on MiniLM's layers outside the six FFN "
             "outputs (section 4).",
         ),
         (
@@ -528,7 +530,7 @@ RECALL: tuple[Question, ...] = (
             "Either: at equal storage the two always land within a few tenths of a dB",
             False,
             "Tempting after the six FFN output layers, where they do; but their rows have a few weights far above "
-            "the rest. Without such weights the code bit wins by about 3 dB.",
+            "the rest. Without such weights the code bit wins by 2.4 to 3.6 dB on MiniLM.",
         ),
         source=LESSON,
     ),
@@ -554,16 +556,28 @@ RECALL: tuple[Question, ...] = (
         ),
         source=LESSON,
     ),
-    Numeric(
-        "Bits per weight of llama.cpp's Q4_0 (32 weights per block)?",
-        4.5,
-        "An 18-byte block (2-byte fp16 scale + 16 bytes of codes) for 32 weights: 18 * 8 / 32.",
-        tol=0.001,
-        mistakes=(
-            (4.0, "that counts only the code bits; every block stores its fp16 scale beside them"),
-            (4.125, "that is the cost for groups of 128; a Q4_0 block holds 32 weights"),
-            (4.0625, "that spreads the scale's 2 bytes as if they were 2 bits; a byte is 8 bits"),
+    choice(
+        "A checkpoint stores a [4096, 4096] Linear weight ([out_features, in_features]) at int4 with "
+        "'group size 128'. Its scales have shape [4096, 32]. Which weights share one scale?",
+        (
+            "128 consecutive inputs of one output row: each row has 4096 / 128 = 32 groups",
+            True,
+            "Scales [N, K / g]: one row of scales per output row, one scale per run of 128 along in_features, "
+            "as GPTQ, AWQ and llama.cpp store them (section 3).",
         ),
+        (
+            "128 consecutive output rows, one scale per input column",
+            False,
+            "Tempting because the interview note writes group quantization this way; but then the scales would be "
+            "[32, 4096], and each would cover 128 rows, coarser than per-channel (section 3's 12 scales).",
+        ),
+        (
+            "32 consecutive inputs of one row, since each row has 32 scales",
+            False,
+            "Tempting because 32 is the number in the shape; but 32 is how many groups a row has. A row of 4096 "
+            "in 32 groups puts 128 weights behind each scale.",
+        ),
+        source=LESSON,
     ),
 )
 

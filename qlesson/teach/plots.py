@@ -226,6 +226,48 @@ def pareto(
     return fig
 
 
+def pareto_zoom(
+    points: Sequence[Mapping[str, Any]],
+    labels: Mapping[tuple[str, int], str],
+    *,
+    xlim: tuple[float, float],
+    fig: Figure | None = None,
+) -> Figure:
+    """SQNR in dB against bits per weight (left, as :func:`pareto`), and the points ``labels`` names
+    (``(method, bits) -> text``) zoomed to ``xlim`` bits per weight and labelled one by one (right)."""
+    fig = _figure(fig, ncols=2, size=(10, 4))
+    full, zoom = fig.axes
+    methods = list(dict.fromkeys(p["method"] for p in points))
+    groups = [m for m in methods if m.startswith("per-group")]
+    cmap = matplotlib.colormaps["YlOrBr"]
+    shades = dict(zip(groups, (cmap(x) for x in np.linspace(0.35, 0.95, max(len(groups), 1))), strict=False))
+    markers = dict(zip(groups, "osD^vP<>", strict=False))
+
+    def db(p: Mapping[str, Any]) -> float:
+        return -20 * float(np.log10(p["rmse / rms"]))
+
+    for method in methods:
+        pts = sorted((p for p in points if p["method"] == method), key=lambda p: p["bits per weight"])
+        style = {"color": shades.get(method, COLORS[method.split(" ")[0]]), "label": method}
+        full.plot([p["bits per weight"] for p in pts], [db(p) for p in pts], f"{markers.get(method, 'o')}-", **style)
+    named = [p for p in points if (p["method"], p["bits"]) in labels]
+    for p in named:
+        m, x, y = p["method"], p["bits per weight"], db(p)
+        zoom.plot(x, y, markers.get(m, "o"), ms=8, color=shades.get(m, COLORS[m.split(" ")[0]]))
+        near = [db(o) - y for o in named if o is not p and abs(o["bits per weight"] - x) < 0.05]
+        dy = 5 if any(-0.5 < d < 0 for d in near) else -10 if any(0 < d < 0.5 for d in near) else -3
+        zoom.annotate(labels[(m, p["bits"])], (x, y), xytext=(7, dy), textcoords="offset points")
+    ys = [db(p) for p in named]
+    zoom.set(xlim=(xlim[0], xlim[1] + 0.6 * (xlim[1] - xlim[0])), ylim=(min(ys) - 1, max(ys) + 1))
+    full.axvspan(*xlim, color="0.9", zorder=0)
+    full.set(xlabel="bits per weight (payload + fp16 scales)", ylabel="SQNR dB (higher is better)")
+    full.set_title("Error against storage: upper left is better")
+    full.legend(fontsize=7, ncol=2, frameon=False)
+    zoom.set(xlabel="bits per weight", ylabel="SQNR dB")
+    zoom.set_title(f"Zoom: {xlim[0]:g} to {xlim[1]:g} bits per weight (grey band, left)")
+    return fig
+
+
 def block_bytes(raw_block: np.ndarray, fmt: str, *, fig: Figure | None = None) -> Figure:
     """One llama.cpp block drawn byte by byte: the fp16 scale(s), then the packed codes."""
     from qlesson.quant import formats

@@ -1,0 +1,41 @@
+"""Lesson 04's section 4 intervention: the few large weights of a row, not the layer's type or shape, decide
+whether int3 g16 ties int4 per-channel (both about 4 bits per weight)."""
+
+import statistics
+
+import matplotlib
+import torch
+
+import qlesson as ql
+from qlesson.teach import analysis, models, plots, studies
+
+matplotlib.use("Agg")
+
+
+def _gap(w):
+    r = analysis.bits_or_scales(w)
+    return r["int4 per-channel dB"] - r["int3 g16 dB"]
+
+
+def test_clipping_the_few_large_weights_makes_the_code_bit_win_and_adding_them_makes_a_tie():
+    layers = models.minilm_linear_weights()
+    ffn_out = {n for n in layers if models.layer_type_of_short(n) == "output"}
+    clip = statistics.median(
+        analysis.bits_or_scales(w)["row absmax / rms (median)"] for n, w in layers.items() if n not in ffn_out
+    )
+    w = layers["L0.output"]
+    rms = w.pow(2).mean(1, keepdim=True).sqrt()
+    assert float((w.abs() > clip * rms).float().mean()) < 0.005  # a third of a percent of the weights
+    assert abs(_gap(w)) < 1 and _gap(w.clamp(-clip * rms, clip * rms)) > 3
+    gauss = torch.randn(384, 1536, generator=torch.Generator().manual_seed(0))
+    spiked = gauss.clone()
+    spiked[:, ::768] = 5.0
+    assert _gap(gauss) > 2 and abs(_gap(spiked)) < 0.3
+
+
+def test_the_zoomed_plot_labels_each_named_point():
+    w = {"a": torch.randn(8, 64, generator=torch.Generator().manual_seed(0))}
+    points = studies.pareto_points(w, (4, 3), (ql.PerChannel(0), ql.PerGroup(16)))
+    labels = {("per-group 16", 3): "int3 g16", ("per-channel", 4): "int4 per-channel"}
+    fig = plots.pareto_zoom(points, labels, xlim=(3.9, 4.3))
+    assert sorted(t.get_text() for t in fig.axes[1].texts) == sorted(labels.values())
