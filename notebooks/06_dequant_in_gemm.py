@@ -21,17 +21,18 @@
 #
 # **The answer**: a per-channel (or per-tensor) scale is constant along the reduction axis, so
 # it multiplies each output once after the product; section 1 finds where the other scales go.
-# At batch 1 the weight's bytes set a floor under the time on any machine: dequantizing the
-# whole weight first raises it above fp32's, and a kernel that reads the codes directly lowers
-# it, but reaches it only if its conversion work keeps up with the reads.
+# At batch 1 the time cannot drop below the time to read the weight's bytes: dequantizing first
+# writes and re-reads an fp32 copy, so it is slower than fp32, and a kernel that reads the codes
+# directly can be faster, but only if unpacking them keeps up with memory.
 #
 # **What you will do**
 # * follow each scale through `y = x @ W.T` (per-channel, per-input-channel, per-group, W8A8);
 # * count a product's FLOPs per weight byte, then time fp32, bf16, int8 and int4 products on
-#   your machine at M = 1 (and fp32, int8 and int4 at M = 128).
+#   your machine at M = 1 (and fp32, int8 and int4 at M = 128);
+# * read a stored GPU run: where an int4 kernel wins, and where it stops winning.
 #
 # **What you need**: lessons 02 to 05.
-# **Time**: about 28 minutes, plus about 30 for the exercise.
+# **Time**: about 27 minutes, plus about 32 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -53,9 +54,8 @@ ql.show_environment()
 # output column once. That is M x N multiplies next to the product's M x N x K multiply-adds, and
 # no dequantized weight is written to memory. A fast kernel does it in its *epilogue*: it scales
 # the accumulator tile in registers before writing it out. Hence the common claim that
-# per-channel scales add "under 5%" to a GEMM's time: it is a claim about the epilogue. Section 5
-# shows that scale as a separate multiply after the GEMM, on an H100. Per-tensor is the special
-# case of one scale for every column.
+# per-channel scales add "under 5%" to a GEMM's time: it is a claim about the epilogue.
+# Per-tensor is the special case of one scale for every column.
 
 # %%
 import torch
@@ -133,7 +133,9 @@ print("y (int8 w, fp32 x):", [[round(v, 4) for v in r] for r in (xs @ qw.dequant
 
 # %% [markdown]
 # The two y's differ a little: W8A8 also rounds the activations to int8 (lesson 05). The rescale
-# itself adds only float rounding, since the int32 accumulator is exact.
+# itself adds only float rounding, since the int32 accumulator is exact. With zero points
+# (asymmetric codes) the int32 sum gains three correction terms built from row and column sums of
+# the codes; the exercise derives them.
 #
 # ## 3. Bytes and FLOPs
 #
@@ -175,13 +177,11 @@ print_table(rows, {"GFLOP": ".3f", "weight MB": ".1f", "FLOPs per weight byte": 
 # ## 4. Measure it: your machine, now
 #
 # `qlesson.bench.gemm` times the methods side by side, K = N = 4096, at M = 1 and M = 128
-# (about 15 s on a quiet 2-core VM, longer on a busy one). Its second line names your CPU and
-# the instruction set PyTorch's kernels use on it (AVX2, AVX-512, AMX); its third gives the load.
-# The output stored on this page is one reading of a shared 2-core VM; on a busy machine every
-# row is slower and noisier, so run the cell yourself. Timings vary from run to run, so the
-# verdict lines under the table call a gap inside the run's own noise a tie, and say which noise.
-# `x fp32` is the ratio to fp32 `F.linear` at the same M; `of read BW` is how fast an M = 1 row
-# consumed its stored weight bytes, as a share of the fastest read rate this run measured.
+# (15 to 30 s on a 2-core VM). Its second line names your CPU and the instruction set PyTorch's
+# kernels use on it (AVX2, AVX-512, AMX). The output stored on this page is one reading of a
+# shared VM, so run the cell yourself. `x fp32` is the ratio to fp32 `F.linear` at the same M;
+# `of read BW` is how fast an M = 1 row consumed its stored weight bytes, as a share of the
+# fastest read rate this run measured. The verdict lines call a gap inside this run's noise a tie.
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("06", "int4_at_128")
@@ -197,21 +197,23 @@ for line in bench_gemm.verdict(result, brief=True):
     print(line)
 
 # %%
-_ = plots.bandwidth_lines(plots.gemm_times(bench_gemm.lesson_view(result)), bw.copy_gb_s, bw.read_gb_s)
+fig = plots.bandwidth_lines(plots.gemm_times(bench_gemm.lesson_view(result)), bw.copy_gb_s, bw.read_gb_s)
+t1 = bench_gemm.find_row(result, 1, "fp32").median_ms  # a reference: a cost per FLOP grows 128-fold
+fig.axes[0].plot([1, 128], [t1, 128 * t1], ls=":", color="gray", label="128 x fp32's M = 1 time")
+_ = fig.axes[0].legend(fontsize=7, frameon=False)
 
 # %% [markdown]
 # What to see: on the left, each method's time from M = 1 to M = 128 (128 times the work); a
-# line that rises far less than 128-fold was paying a cost per weight at M = 1 (reading it, or
-# converting its codes), not a cost per FLOP. On the right, each M = 1 row's weight-read rate
-# against the roofline bandwidth (dashed) says which: a row far left of the line spent its time
-# on something other than reading its stored weight.
+# line that rises far less steeply than the dotted 128-fold line was paying a cost per weight
+# at M = 1 (reading it, or converting its codes), not a cost per FLOP. On the right, each M = 1
+# row's weight-read rate against the roofline bandwidth (dashed) says which: a row far left of
+# the line spent its time on something other than reading its stored weight.
 #
 # At M = 128 PyTorch's CPU int4 kernel does the fp32 multiply-adds plus the conversion of its
 # codes, redone for every 4 rows of `x`: once arithmetic sets the time, the bytes it saves no
-# longer help. The int8 kernel is the control: it reads twice int4's bytes and converts its
-# codes more simply, so where both land near the same ratio to fp32, the fp32 multiply-adds they
-# share set the time; where int4 lands higher, its conversion adds to them. Your M = 128 verdict
-# line shows where each landed.
+# longer help. The int8 kernel is a comparison, not a control: it reads twice int4's bytes and
+# unpacks its codes more simply. If it too lands near or above fp32, arithmetic, not bytes, sets
+# the time at M = 128. Your M = 128 verdict line shows where each landed.
 #
 # **How to read it** (check each point against your verdict lines):
 #
@@ -219,22 +221,20 @@ _ = plots.bandwidth_lines(plots.gemm_times(bench_gemm.lesson_view(result)), bw.c
 #   reads it and writes another, and the GEMM reads that: 17 bytes per int8 weight where fp32
 #   `F.linear` reads 4. The *scale after GEMM* row, `F.linear(x, q.float()) * s`, moves the
 #   scale onto the output and saves one pass: 9 bytes per weight, still more than fp32's 4.
-#   On a CPU the measured gap is larger than these bytes predict: most of the rest is
-#   allocating a fresh fp32 copy (and faulting in its pages) on every call: reusing one buffer
-#   removes most of the extra time (*Going deeper*, the buffer row).
+#   On a CPU the measured gap is larger still than these bytes predict; *Going deeper* times
+#   where the rest goes.
 # * **bf16 `F.linear`** at M = 1 reads half fp32's bytes, yet on a CPU without bf16 arithmetic
-#   (AVX2, as in the stored run) PyTorch converts each weight to fp32 before multiplying, so it can
-#   come out slower than fp32: the conversion limit of the fused kernels below.
+#   (AVX2, as in the stored run) it need not be faster than fp32.
 # * **Fused kernels** at M = 1 read a quarter (int8) or about a seventh (int4) of fp32's bytes,
 #   so their floor is lower. Their `of read BW` shows how close they came to it: a kernel far
 #   below the dense rows spent its time on arithmetic (its multiply-adds and converting codes),
-#   not on reading them. The verdict
-#   compares them with the faster dense product of your run, fp32 or bf16.
+#   not on reading them. The verdict compares them with the faster dense product of your run,
+#   fp32 or bf16.
 #
 # ## 5. On a GPU
 #
 # A GPU's tensor cores outgrow its memory far more than a CPU's vector units outgrow its
-# DRAM, so its ridge sits much higher. A stored H100 measurement (not re-run with this page):
+# DRAM, so its ridge sits much higher. Two stored GPU measurements (not re-run with this page):
 
 # %%
 for gpu in bench_gemm.stored_rooflines():
@@ -246,32 +246,22 @@ for gpu in bench_gemm.stored_rooflines():
 # %% [markdown]
 # That is where "memory bound until a few hundred tokens" comes from: on such a GPU, bf16
 # weights stay memory bound well past batch 1, so a kernel that reads int4 codes could win up
-# to M of a few hundred, if its arithmetic kept up with the reads. Does the stored int4 kernel
-# (tinygemm) keep up? The same stored H100 run, at M = 1 and M = 16:
+# to M in the hundreds, if its arithmetic kept up with the reads. Does PyTorch's int4 kernel
+# (tinygemm) keep up? The stored H200 run, with calls queued back to back as a model queues its
+# layers, and enough copies of every weight that each is read from memory, not from cache:
 
 # %%
-h100 = bench_gemm.read_csv(bench_gemm.RESULTS / "gemm_nvidia_h100.csv")
-for m in (1, 16, 256):
-    print("\n".join(bench_gemm.int4_against_half(h100, m)))
-read = bench_gemm.stored_rooflines()[0]["read GB/s"]
-for prefix, name in (("float16", "float16 F.linear"), ("fused int4 weight-only group 128", "int4 g128")):
-    floor_us = bench_gemm.find_row(h100, 1, prefix).weight_bytes / read / 1e3
-    print(f"byte floor at M = 1 (weight bytes / read rate), {name}: {floor_us:.1f} us")
+h200 = bench_gemm.read_csv(bench_gemm.RESULTS / "gemm_nvidia_h200.csv")
+for m in (1, 256):
+    half = bench_gemm.find_row(h200, m, "float16 F.linear").median_ms * 1e3
+    int4 = bench_gemm.find_row(h200, m, "fused int4 weight-only group 128").median_ms * 1e3
+    print(f"M = {m:>3}: fp16 F.linear {half:3.0f} us, int4 g128 {int4:3.0f} us ({int4 / half:.1f}x fp16's time)")
 
 # %% [markdown]
-# Each time is one reading (the stored run kept no spread), taken one call at a time, so host
-# dispatch and kernel launch sit inside it. The separate scale multiply touches only a 16 KB
-# output at M = 1, so its 15 to 17 us is almost all that per-call cost. Add it to each byte
-# floor: fp16's 12.4 + 17 is about 29 us against 33 measured, int4's 3.3 + 17 about 20 against
-# 20. So at M = 1 the int4 kernel is faster, and the per-call cost sits under both. From M = 1
-# to 16 its time grows while fp16's does not (fp16's own 33 and 26 us show how much one reading
-# varies, so at M = 16 int4 is no longer faster, not clearly slower); at M = 256 it takes about ten
-# times fp16's time. Its own work grows with M. The exercise's last task finds the crossover
-# from the rates alone.
-#
-# The scale-multiply lines are why kernels scale in the epilogue: next to a GPU GEMM of tens of
-# microseconds, a fixed cost per call of this size is a large share (next to your CPU's GEMM of
-# milliseconds it would vanish). *Going deeper* reads the whole stored H100 run.
+# At M = 1 int4 is faster. From M = 1 to 256 fp16's time barely moves, while int4's grows many
+# times over: by M = 256 work that grows with M, not the weight's bytes, sets the int4 kernel's
+# time. Somewhere in between the two cross; the exercise's last task finds where from the rates
+# alone.
 #
 # ## Summary
 #
@@ -284,7 +274,8 @@ for prefix, name in (("float16", "float16 F.linear"), ("fused int4 weight-only g
 #   above fp32's; a kernel that reads the codes directly lowers it, and reaches it only if its
 #   conversion work keeps up with the reads (your verdict lines say whether it did).
 # * Each kernel has its own ridge point (peak FLOPs / bandwidth); past it, the kernel's
-#   arithmetic, and its design, decide.
+#   arithmetic, and its design, decide. In the stored H200 run PyTorch's int4 kernel beats fp16
+#   at M = 1 and is many times slower at M = 256.
 #
 # ## Pause and recall
 
@@ -295,10 +286,10 @@ recall.quiz("06")
 recall.show("06")
 
 # %% [markdown]
-# **Exercise**: `exercises/06_dequant_in_gemm.ipynb`: scales after the product, per-group
-# scales, the zero-point corrections from sums alone, the bytes a dequantize-first call moves,
-# the M at which a kernel turns compute bound, and the M from which an int4 kernel loses to
-# fp16 on the stored H100 numbers.
+# **Exercise**: `exercises/06_dequant_in_gemm.ipynb`: which side of the product a scale goes
+# on, per-group scales, the zero-point corrections from sums alone, the bytes a dequantize-first
+# call moves, the M at which a kernel turns compute bound, and the M from which an int4 kernel
+# loses to fp16 on the stored H100 numbers.
 #
 # ## Going deeper
 #
@@ -398,6 +389,11 @@ print(f"the corrections' arithmetic for [{m8}, {k8}] x [{k8}, {n8}]: {share:.3%}
 #   so).
 # * A CPU has no kernel launches: the extra time of dequantize-first is the extra passes plus
 #   page faults; dispatch costs microseconds.
+# * Load: the benchmark's third line gives the load average. On a busy machine every row is
+#   slower and noisier; the output stored on this page is one reading of a shared 2-core VM.
+# * On a CPU without bf16 arithmetic (AVX2), PyTorch's bf16 GEMM converts the weights to fp32
+#   to multiply them, a likely reason it is no faster than fp32 there; this page does not time
+#   that conversion on its own.
 # * The fused int8 kernel with fp32 activations falls back to scalar code on an x86 CPU; with
 #   bf16 activations it takes the vectorized path, which multiplies each weight vector by its
 #   scale inside the K loop.
@@ -437,56 +433,61 @@ print_table(
 )
 
 # %% [markdown]
-# ### The stored H100 run
+# ### The stored GPU runs
 #
 # The same benchmark runs on a CUDA GPU with CUDA events and an fp16 baseline, using only
 # PyTorch's own ops (the int8 weight-only op there gets fp16 activations and casts them to fp32
-# inside; the int4 one, tinygemm, takes bf16 only). A stored run, read with its caveats:
+# inside; the int4 one, tinygemm, takes bf16 only). Two runs are stored, measured differently:
+#
+# * H200 (`python -m qlesson.bench gemm --gpu-only`): 15 copies of every weight, together more
+#   than twice the 60 MiB L2 cache for every format, so every row reads its weight from memory;
+#   10 calls queued back to back between two events, as a model queues its layers. The same
+#   calls timed one at a time are stored beside it (`gemm_nvidia_h200_alone.csv`).
+# * H100, the exercise's: each call timed alone after a synchronize, so host dispatch and launch
+#   sit inside every time, and one reading per row (no spread kept). Only M = 1 cycled four
+#   copies of each weight: at M = 16 and 256 every weight but fp32's fits in its 50 MB L2 cache,
+#   and so do four int4 copies at M = 1.
 
 # %%
 stored = bench_gemm.stored_results()
 if not stored:
     print("No GPU run has been stored yet. On a machine with a CUDA GPU run:")
-    print("  python -m qlesson.bench gemm --csv notebooks/results/gemm_<device>.csv")
+    print("  python -m qlesson.bench gemm --gpu-only --csv notebooks/results/gemm_<device>.csv")
 for path in stored:
     rows = bench_gemm.read_csv(path)
-    print(f"{path.name} (stored): {rows[0].machine}, torch {rows[0].torch}, CUDA events, one call at a time")
+    queued = path.with_name(path.stem + "_alone.csv").exists()  # gpu_main stores the lone calls beside it
+    how = "calls queued back to back" if queued else "each call alone"
+    print(f"\n{path.name} (stored): {rows[0].machine}, torch {rows[0].torch}, CUDA events, {how}")
     print(bench_gemm.key_table(rows))
     for m in sorted({r.m for r in rows}):
         share = bench_gemm.scale_shares(rows, m)
-        print(
-            f"M = {m}: separate scale multiply {share['scale after us']:.0f} us ({share['scale after']:.1%} of the "
-            f"fp32 GEMM on codes, {share['scale after, of half']:.0%} of fp16's); folding into x "
-            f"+{share['folded into x us']:.0f} us ({share['folded into x']:+.1%})"
-        )
+        print(f"M = {m}: separate scale multiply {share['scale after us']:.0f} us")
         print(f"  {bench_gemm.faster_than_baselines(rows, m)}")
     rates = {p: bench_gemm.tflops(rows, 256, p) for p in ("float16 F.linear", "fused int4 weight-only group 128")}
     print("M = 256, TFLOP/s: " + ", ".join(f"{p} {v:.0f}" for p, v in rates.items()))
+    alone = bench_gemm.find_row(rows, 256, "int8 GEMM alone")
+    if alone is not None:
+        w8a8 = bench_gemm.find_row(rows, 256, "W8A8").median_ms * 1e3
+        print(f"M = 256: torch._int_mm alone {alone.median_ms * 1e3:.0f} us, the whole W8A8 row {w8a8:.0f} us")
 
 # %% [markdown]
-# How it was measured: it predates the uniform weight copies (only M = 1 cycled four copies; at
-# M = 16 and 256 every weight but fp32's fits in the H100's 50 MB L2 cache, and so do four int4
-# copies at M = 1), and each call was timed alone after a synchronize, so host dispatch and
-# launch sit inside every GPU time. In a running model the host queues launches ahead and much
-# of that overlaps.
+# What holds in both runs:
 #
-# * fp16 `F.linear` takes about the same time at M = 1, 16 and 256: memory bound (or bound by
-#   the per-call floor) throughout, as the ridge above predicts.
-# * At M = 1 tinygemm beats fp16 `F.linear` (the `x half` column), by less than its quarter of
-#   the bytes would allow: the per-call cost of section 5 sits under both rows. At
-#   M = 16 it is slower, which the exercise's last task predicts from the rates alone. At M = 256 it
-#   runs at a small fraction of fp16's rate (the TFLOP/s line): it computes one 16 x 8 output
-#   tile per thread block over the whole K, so it loads and dequantizes every weight tile once
-#   per 16 rows of `x`.
+# * fp16 `F.linear` takes about the same time at M = 1, 16 and 256, although its FLOPs grow
+#   256-fold.
+# * tinygemm beats fp16 `F.linear` at M = 1 (the `x half` column) and is close to it at M = 16,
+#   near the crossover the exercise's last task predicts from the rates. At M = 256 it runs at a
+#   small fraction of fp16's rate (the TFLOP/s line): it computes one 16 x 8 output tile per
+#   thread block over the whole K, so it loads and dequantizes every weight tile once per 16
+#   rows of `x`.
 # * PyTorch's CUDA int8 weight-only op is a reference kernel (one thread per output element,
 #   scalar multiply-adds, no tensor cores): slower than fp32 at every M.
-# * The W8A8 rows exist only at M = 256: CUDA `torch._int_mm` refuses M of 16 or less. At
-#   M = 256 W8A8 is slower than fp32, although int8 tensor cores run at about twice the bf16
-#   rate. The run does not time `torch._int_mm` alone; its separate quantize and rescale passes,
-#   at the separate multiply's cost each, explain at most about a third of the time. Treat the
-#   rest as an anomaly of this run to be timed on its own, not as a property of int8 GEMMs:
-#   serving stacks use tuned int8 kernels with quantization and rescale fused around them.
-# * The separate scale multiply takes nearly the same microseconds at every M while its output
-#   grows 256-fold: a fixed cost per call, far more than 5% of a GEMM this small. A per-output-
-#   channel scale is made cheap by applying it in the GEMM's epilogue, to the accumulator tile
-#   in registers (not timed here).
+# * The separate scale multiply takes nearly the same microseconds at every M, queued or not,
+#   while its output grows 256-fold: a fixed cost per call, the cost of one more operation. A
+#   per-output-channel scale applied in the GEMM's epilogue, to the accumulator tile in
+#   registers, needs no call of its own (not timed here).
+# * The W8A8 rows exist only at M = 256: CUDA `torch._int_mm` refuses M of 16 or less. W8A8 is
+#   slower than fp16 there. The H200 run also times `torch._int_mm` alone (its last line): the
+#   int8 GEMM itself takes less time than fp16's, so almost all of the W8A8 row is its separate
+#   quantize and rescale passes, each a PyTorch op of its own. Serving stacks fuse them around
+#   a tuned int8 kernel.

@@ -43,24 +43,29 @@ from qlesson.course import recall
 from qlesson.course.tasks import check
 
 # %% [markdown]
-# ## Task 1 · Scales after the product
+# ## Task 1 · Which side of the product?
 #
-# Write `scale_after_gemm(x, q, s)`: `x [M, K]`, integer codes `q [N, K]` (float tensor), per
-# output channel scales `s [N]`; return `y [M, N]` without building a scaled copy of the
-# weight, as a fast kernel does: it multiplies the codes as they are stored. Where can the
-# scales go? (The check compares `y` only, so it cannot tell this from dequantizing first.)
+# A layer computes `y = x @ W.T` with `x [M, K]` and a weight stored as integer codes
+# `q [N, K]` (a float tensor) and one scale per channel along one axis of it: with `axis=0`,
+# `s [N]` and `W[n, k] = s[n] * q[n, k]`; with `axis=1`, `s [K]` and `W[n, k] = s[k] * q[n, k]`.
+# Write `scaled_gemm(x, q, s, axis)` that returns `y [M, N]` while the product itself runs on the
+# codes as they are stored: the scales may touch `x` or the output, never the weight. Some
+# cases have a square weight (N = K), where a scale on the wrong side still has the right shape.
+# (The check compares `y` only, so it cannot tell whether you scaled the weight first.)
 
 
 # %% tags=["solution"]
-def scale_after_gemm(x, q, s):
+def scaled_gemm(x, q, s, axis):
     ...  # STUB
     # BEGIN SOLUTION
-    return (x @ q.T) * s
+    if axis == 0:  # s[n] does not change with k: it leaves the sum and scales output column n
+        return (x @ q.T) * s
+    return (x * s) @ q.T  # s[k] is the same for every n: it scales feature k of every token
     # END SOLUTION
 
 
-# %% qlesson={"task": "06.scale_after_gemm"} tags=["check"]
-check("06.scale_after_gemm", scale_after_gemm)
+# %% qlesson={"task": "06.scale_side"} tags=["check"]
+check("06.scale_side", scaled_gemm)
 
 
 # %% [markdown]
@@ -155,9 +160,10 @@ check("06.compute_bound_from", compute_bound_from)
 # %% [markdown]
 # ## Task 6 · From which M does int4 lose?
 #
-# The stored H100 run (lesson 06, section 5) measured a half-precision GEMM peak of about
-# 760 TFLOP/s, a read bandwidth of about 2713 GB/s, and tinygemm's int4 kernel at about
-# 27.7 TFLOP/s at M = 256 (2 x 256 x 4096 x 4096 FLOPs in 0.31 ms), where it is compute bound. Write
+# The stored H100 run (lesson 06 prints its ridge in section 5 and its rates in *Going deeper*)
+# measured a half-precision GEMM peak of about 760 TFLOP/s, a read bandwidth of about
+# 2713 GB/s, and tinygemm's int4 kernel at about 27.7 TFLOP/s at M = 256 (2 x 256 x 4096 x 4096
+# FLOPs in 0.31 ms), where it is compute bound. Write
 # `int4_loses_from(dense_tflops, dense_bytes, read_gb_s, int4_tflops)`: the M (a float) from
 # which the int4 kernel, running at `int4_tflops`, takes longer than a dense GEMM with
 # `dense_bytes` bytes per weight and a peak of `dense_tflops`, on a `[M, K] x [K, N]` product
@@ -179,17 +185,17 @@ check("06.int4_loses_from", int4_loses_from)
 
 # %% [markdown]
 # Now check it against the stored run: where does your crossover fall between the M the run
-# timed? The cell below prints tinygemm's and fp16's times at M = 1, 16 and 256.
+# timed? The cell below prints the stored H100 run's tinygemm and fp16 times at M = 1, 16 and
+# 256 (one reading each, every call timed alone).
 
 # %%
 from qlesson.bench import gemm as bench_gemm
 
-for path in bench_gemm.stored_results():
-    stored = bench_gemm.read_csv(path)
-    for m in sorted({r.m for r in stored}):
-        int4 = bench_gemm.find_row(stored, m, "fused int4 weight-only group 128").median_ms * 1e3
-        half = bench_gemm.find_row(stored, m, "float16 F.linear").median_ms * 1e3
-        print(f"{path.name}, M = {m}: int4 {int4:.0f} us, fp16 {half:.0f} us")
+stored = bench_gemm.read_csv(bench_gemm.RESULTS / "gemm_nvidia_h100.csv")
+for m in sorted({r.m for r in stored}):
+    int4 = bench_gemm.find_row(stored, m, "fused int4 weight-only group 128").median_ms * 1e3
+    half = bench_gemm.find_row(stored, m, "float16 F.linear").median_ms * 1e3
+    print(f"gemm_nvidia_h100.csv, M = {m}: int4 {int4:.0f} us, fp16 {half:.0f} us")
 
 # %% [markdown]
 # ## Recall

@@ -19,8 +19,9 @@ def _w(*shape: int, spread: bool = True) -> torch.Tensor:
     return weights(_G, *shape, spread=spread)
 
 
-def _scale_after(x: torch.Tensor, q: torch.Tensor, s: torch.Tensor) -> torch.Tensor:
-    return (x @ q.T) * s
+def _scale_side(x: torch.Tensor, q: torch.Tensor, s: torch.Tensor, axis: int) -> torch.Tensor:
+    # axis 0: s[n] is constant along K, so it scales the output; axis 1: s[k] scales feature k of x
+    return (x @ q.T) * s if axis == 0 else (x * s) @ q.T
 
 
 def _group_gemm(x: torch.Tensor, q: torch.Tensor, s: torch.Tensor, g: int) -> torch.Tensor:
@@ -33,8 +34,10 @@ def _codes(n: int, k: int, bits: int = 4) -> torch.Tensor:
     return torch.randint(-(2 ** (bits - 1) - 1), 2 ** (bits - 1), (n, k), generator=_G).float()
 
 
-def _gemm_case(m: int, k: int, n: int) -> Case:
-    return Case((_w(m, k), _codes(n, k), torch.rand(n, generator=_G) + 0.05), f"M={m}, K={k}, N={n}")
+def _side_case(m: int, k: int, n: int, axis: int, hidden: bool = False) -> Case:
+    s = torch.rand(n if axis == 0 else k, generator=_G) + 0.05
+    which = "per output channel" if axis == 0 else "per input channel"
+    return Case((_w(m, k), _codes(n, k), s, axis), f"one scale {which}, M={m}, K={k}, N={n}", hidden)
 
 
 def _group_case(m: int, k: int, n: int, g: int) -> Case:
@@ -70,14 +73,35 @@ def _int4_loses_from(dense_tflops: float, dense_bytes: float, read_gb_s: float, 
 
 TASKS: list[Task] = [
     Task(
-        "06.scale_after_gemm",
-        "apply per-channel scales after the product",
-        _scale_after,
-        [_gemm_case(3, 8, 5), _gemm_case(1, 4, 2), _gemm_case(6, 16, 3)],
-        "multiply the integer product by the scales afterwards: which axis of the output does each scale belong to?",
+        "06.scale_side",
+        "which side of the product a per-channel scale goes on",
+        _scale_side,
         [
-            Mistake("divided by the scales instead of multiplying", lambda x, q, s: (x @ q.T) / s),
-            Mistake("forgot the scales", lambda x, q, s: x @ q.T),
+            _side_case(3, 6, 6, 0),
+            _side_case(2, 5, 5, 1),
+            _side_case(1, 4, 2, 1),
+            _side_case(4, 8, 3, 0, hidden=True),
+            _side_case(6, 16, 16, 1, hidden=True),
+        ],
+        "ask which index of W each scale follows, n or k, and whether that index survives the sum over k",
+        [
+            Mistake(
+                "put a per-input-channel scale after the product: it changes along K, so it cannot leave the sum",
+                lambda x, q, s, a: (x @ q.T) * s,
+            ),
+            Mistake(
+                "put a per-output-channel scale on the activations: s[n] belongs to an output, not to a feature of x",
+                lambda x, q, s, a: (x * s) @ q.T,
+            ),
+            Mistake(
+                "swapped the two placements",
+                lambda x, q, s, a: (x * s) @ q.T if a == 0 else (x @ q.T) * s,
+            ),
+            Mistake("forgot the scales", lambda x, q, s, a: x @ q.T),
+            Mistake(
+                "divided by the scales instead of multiplying",
+                lambda x, q, s, a: (x @ q.T) / s if a == 0 else (x / s) @ q.T,
+            ),
         ],
     ),
     Task(
@@ -143,12 +167,12 @@ TASKS: list[Task] = [
         "follow the weight through both steps and count every read and every write of weight data, the scales included",
         [
             Mistake(
-                "counted 4 bytes per weight for the fp32 copy: it is written (4 bytes), then read (4 bytes)",
+                "counted the fp32 copy only once",
                 lambda n, k, b: n * k * b / 8 + 4 * n + 4 * n * k,
             ),
             Mistake(
-                "counted two passes (q.float(), then * s), as eager PyTorch runs them: this task's dequantize is one "
-                "kernel that writes the fp32 weight once",
+                "counted two dequantize passes (q.float(), then * s), as eager PyTorch runs them: the statement's "
+                "dequantize is one kernel",
                 lambda n, k, b: n * k * b / 8 + 4 * n + 16 * n * k,
             ),
             Mistake(
@@ -195,13 +219,12 @@ TASKS: list[Task] = [
         [
             Mistake("mixed TFLOP/s with GB/s (a factor of 1000)", lambda p, b, bw, r: r / bw * b / 2),
             Mistake(
-                "returned where the int4 kernel turns compute bound (its own ridge), the same number you get by "
-                "putting the int4 weight's 0.53125 bytes where the dense weight's belong: the time to match is the "
-                "dense product's, set by the dense weight's bytes",
+                "returned where the int4 kernel turns compute bound (its own ridge), or used the int4 weight's bytes "
+                "where the dense weight's belong: matched against the wrong product's time",
                 lambda p, b, bw, r: r / bw * 4.25 / 16 * 1000,
             ),
             Mistake(
-                "returned where the dense GEMM turns compute bound: it stays memory bound until far later",
+                "returned where the dense GEMM turns compute bound",
                 lambda p, b, bw, r: p / bw * b / 2 * 1000,
             ),
             Mistake("counted one FLOP per multiply-add instead of two", lambda p, b, bw, r: r / bw * b * 1000),
@@ -213,6 +236,7 @@ TASKS: list[Task] = [
             Mistake("left out the dense format's bytes per weight", lambda p, b, bw, r: r / bw * 1000),
         ],
         rtol=1e-3,
+        minutes=5,
     ),
 ]
 
@@ -288,8 +312,9 @@ RECALL: tuple[Question, ...] = (
         (
             "As a separate multiply after the GEMM",
             False,
-            "Same multiplies, but one more pass over the [M, N] output and one more operator call: in the lesson's "
-            "stored H100 run 15 to 17 us a call at every M (17 us is 42% of the 41 us GEMM on the codes at M = 1).",
+            "Tempting, since it is the same M x N multiplies; but it adds one more pass over the [M, N] output "
+            "and one more operation to issue, a fixed cost per call that the epilogue, working on the tile "
+            "already in registers, does not pay.",
         ),
         (
             "By dequantizing the weight before the GEMM",

@@ -1,0 +1,51 @@
+"""Lesson 06's sentences on the stored GPU runs (section 5 and Going deeper), checked on the csv files."""
+
+from qlesson.bench import gemm as bench
+
+INT4 = "fused int4 weight-only group 128"
+
+
+def _ms(rows, m, prefix):
+    return bench.find_row(rows, m, prefix).median_ms
+
+
+def _runs():
+    return {p.name: bench.read_csv(p) for p in bench.stored_results()}
+
+
+def test_the_lone_calls_twin_is_not_a_stored_run_of_its_own():
+    names = [p.name for p in bench.stored_results()]
+    assert "gemm_nvidia_h200.csv" in names and "gemm_nvidia_h100.csv" in names
+    assert not any(n.endswith("_alone.csv") for n in names)
+    assert (bench.RESULTS / "gemm_nvidia_h200_alone.csv").exists()  # "stored beside it"
+
+
+def test_section_5_on_the_h200_run():
+    rows = bench.read_csv(bench.RESULTS / "gemm_nvidia_h200.csv")
+    assert _ms(rows, 1, INT4) < _ms(rows, 1, "float16")  # "At M = 1 int4 is faster"
+    assert _ms(rows, 256, "float16") < 1.25 * _ms(rows, 1, "float16")  # "fp16's time barely moves"
+    assert _ms(rows, 256, INT4) > 10 * _ms(rows, 1, INT4)  # "int4's grows many times over"
+    assert _ms(rows, 256, INT4) > 5 * _ms(rows, 256, "float16")  # summary: "many times slower at M = 256"
+    ridges = [g["bf16 GEMM GFLOP/s"] / g["read GB/s"] for g in bench.stored_rooflines()]
+    assert all(100 < r < 400 for r in ridges)  # "memory bound until M in the hundreds"
+
+
+def test_going_deeper_holds_in_both_runs():
+    for name, rows in _runs().items():
+        half = [_ms(rows, m, "float16") for m in (1, 16, 256)]
+        assert max(half) < 1.35 * min(half), name  # "about the same time at M = 1, 16 and 256"
+        assert _ms(rows, 1, INT4) < _ms(rows, 1, "float16"), name  # "beats fp16 at M = 1"
+        assert _ms(rows, 16, INT4) < 1.25 * _ms(rows, 16, "float16"), name  # "close to it at M = 16"
+        assert bench.tflops(rows, 256, INT4) < 0.2 * bench.tflops(rows, 256, "float16"), name  # "small fraction"
+        assert all(_ms(rows, m, "fused int8") > _ms(rows, m, "fp32") for m in (1, 16, 256)), name
+        scale = [bench.scale_shares(rows, m)["scale after us"] for m in (1, 16, 256)]
+        assert max(scale) < 1.25 * min(scale), name  # "nearly the same microseconds at every M"
+        assert _ms(rows, 256, "W8A8") > _ms(rows, 256, "float16"), name  # "W8A8 is slower than fp16 there"
+
+
+def test_w8a8_time_is_mostly_outside_the_int8_gemm_on_the_h200():
+    rows = bench.read_csv(bench.RESULTS / "gemm_nvidia_h200.csv")
+    alone = _ms(rows, 256, "int8 GEMM alone")
+    assert alone < _ms(rows, 256, "float16")  # "the int8 GEMM itself takes less time than fp16's"
+    assert alone < 0.2 * _ms(rows, 256, "W8A8")  # "almost all of the W8A8 row" is the other passes
+    assert bench.find_row(bench.read_csv(bench.RESULTS / "gemm_nvidia_h100.csv"), 256, "int8 GEMM alone") is None
