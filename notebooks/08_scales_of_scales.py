@@ -19,18 +19,18 @@
 # **The question**: Small blocks make fp16 scales expensive; how many bits does a block's scale
 # really need?
 #
-# **The answer**: To cost a few hundredths of a dB, a block scale needs about `log2(qmax) + 2`
-# to `3` bits of steps, `qmax` being the codes' largest value: 5 to 6 for int4 codes (Q4_K stores
-# 6), 7 to 8 for 6-bit codes, with the range coming from one fp16 or fp32 scale above. A bare
-# power of two (no mantissa) costs int4 codes about 2.3 dB on MiniLM (36 layers, blocks of 32,
-# the OCP floor rule), FP4 codes only 1.3 dB.
+# **The answer**: On MiniLM in blocks of 32 under super-blocks of 8, a block scale rounded to `m`
+# steps moves the block's largest code by up to `qmax / (2m)` ticks (`qmax`: the codes' largest
+# value), and the SQNR lost follows that move; keeping it near a tenth of a tick takes
+# `log2(qmax) + 2` to `3` bits of steps. The scale's range comes from a level above: one fp16
+# scale per super-block, or one fp32 scale per tensor.
 #
 # **What you will do**: count what scales cost per weight; shrink a block scale from fp16 to 4
 # bits on a MiniLM layer, with int4 and with 6-bit codes; put power-of-two scales (MX's E8M0)
 # under int4 and FP4 codes; take NVFP4's tensor scale away.
 #
 # **What you need**: lessons 02 to 04 (group scales and bits per weight); nothing to download.
-# **Time**: about 30 minutes, plus about 20 for the exercise.
+# **Time**: about 30 minutes, plus about 30 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -81,17 +81,19 @@ print_table(rows, {"scale bits / weight": ".4f", "bits per weight": ".4f"})
 # scale, `amax / qmax`, puts the block's largest weight exactly on code `qmax`. A scale off by a
 # fraction `e` moves that weight by about `e x qmax` ticks.
 #
-# Now store the scale as K-quants do: an integer `sc` from 1 to `m` (`m = 63` for 6 bits) times
-# a super-scale `d` shared by 8 blocks. `d` is set so that the loudest of the 8 gets `sc = m`.
-# Rounding `sc` to the nearest integer is off by at most half a step, `d / 2`. A block about as
-# loud as the loudest has a scale of `m` steps: it is off by up to `1 / (2m)`, and its largest
-# code moves by about `qmax / (2m)` ticks, to first order. That is the rule.
+# K-quants store each block's scale as an integer `sc` (1 to 63 for 6 bits) times a super-scale
+# `d` shared by 8 blocks, with `d` set so that the loudest of the 8 gets `sc = 63`. One worked
+# number: rounding `sc` to the nearest integer is off by at most half a step, so the loudest
+# block's scale is off by at most 1/126, and its largest code, 7 ticks out, moves by at most
+# 7/126 = 0.056 tick.
 #
-# Quieter blocks have fewer steps of `d`; the exercise works out what that does to them. The
-# layer is MiniLM's `L0.output` (lesson 03's FFN output), int4 codes in blocks of 32 under
-# super-blocks of 8, every scale rounded to the nearest. The columns: the rule, the move measured
-# at the median block, and the SQNR lost against exact fp32 scales. The last row, `E4M3 x fp32`, is
-# NVFP4's 8-bit float scale (3 mantissa bits) under one fp32 scale per tensor, for comparison.
+# In general, with `m` steps, a block about as loud as the loudest moves its top code by up to
+# `qmax / (2m)` ticks. That is the rule. Quieter blocks have fewer steps of `d`; the exercise
+# works out what that does to them. The layer is MiniLM's `L0.output` (lesson 03's FFN
+# output), int4 codes in blocks of 32 under super-blocks of 8, every scale rounded to the
+# nearest. The columns: the rule, the move measured at the median block, and the SQNR lost
+# against exact fp32 scales. The last row, `E4M3 x fp32`, is NVFP4's 8-bit float scale (3
+# mantissa bits) under one fp32 scale per tensor, for comparison.
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("08", "six_bit_sub_scale")
@@ -118,8 +120,8 @@ print_table([{k: r[k] for k in shown} for r in int4_rows], fmt_rule)
 #
 # With 6-bit codes (`-31..31`) the block's largest weight sits 31 ticks out instead of 7. The
 # same layer, the same blocks of 32 and super-blocks of 8: only the codes change. The `int8` row
-# is Q6_K's signed sub-scale: 8 bits stored, 127 steps. `clipping dB` is the part of the loss that
-# goes away when codes are not clamped to `-31..31`.
+# is a signed 8-bit sub-scale like Q6_K's, 127 steps here. `clipping dB` is the part of the loss
+# that goes away when codes are not clamped to `-31..31`.
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("08", "six_bit_codes")
@@ -132,13 +134,24 @@ print_table([{k: r[k] for k in (*shown, "clipping dB") if k != "scale bits / wei
 # %% [markdown]
 # The same sub-scale now moves the top code 31 / 7, about 4.4 times as far: 0.154 tick at the
 # median block, where 4-bit sub-scales put int4's top code (0.146). The loss follows the move,
-# roughly: 0.058 dB here, 0.082 dB there. Past half a tick a second effect starts. A scale rounded *down*
-# pushes the top weight past `qmax + 0.5`, and the clamp clips it. With 4-bit sub-scales the rule
-# allows about a tick, and clipping is most of the loss.
+# roughly: 0.058 dB here, 0.082 dB there. Past half a tick a second effect starts. A scale
+# rounded *down* pushes the top weight past `qmax + 0.5`, and the clamp clips it. With 4-bit
+# sub-scales the rule allows about a tick, and clipping is most of the loss.
 #
-# So one number decides: **how far the scale's rounding moves the largest code**. Keeping the
-# loss near 0.02 dB, `qmax / (2m)` near a tenth of a tick, asks for `m` of about `5 qmax`, that
-# is `log2(qmax) + 2` to `3` bits of steps. Each format's own steps `m`, against that:
+# So in this layout one number tracks the loss: **how far the scale's rounding moves the largest
+# code**. Keeping `qmax / (2m)` near a tenth of a tick asks for `m` of about `5 qmax`, that is
+# `log2(qmax) + 2` to `3` bits of steps. What a tenth of a tick costs differs from layer to
+# layer; a 5-bit sub-scale on int4 codes (0.113 tick) on each of the 36 layers, same layout:
+
+# %%
+loss5 = {n: scale_bits.rule_rows(w, 32, 4, 8, formats=("5-bit x fp16",))[0]["SQNR loss dB"] for n, w in W.items()}
+worst = max(loss5, key=loss5.get)
+print(f"SQNR lost: {min(loss5.values()):.3f} to {loss5[worst]:.3f} dB per layer, the most on {worst}")
+
+# %% [markdown]
+# `L0.output` is the costliest layer, so section 2's table shows the upper end. Smaller blocks, or
+# more blocks per super-scale, cost more at the same move (Going deeper measures Q6_K's layout).
+# Each format's own steps `m`, against the rule:
 
 # %%
 cases = [(7, "int4 -7..7", "Q4_K's 6-bit sub-scale", 63), (15, "Q4_K's 0..15", "Q4_K's 6-bit sub-scale", 63)]
@@ -148,50 +161,41 @@ for qmax, codes, used, m in cases:
     print(f"qmax {qmax:3d} ({codes}): {used}, m = {m}: the top code moves up to {qmax / (2 * m):.3f} tick")
 
 # %% [markdown]
-# Q4_K, Q6_K and int8 sit at or near the rule: a 6-bit sub-scale for int4 codes, 127 steps for
-# Q6_K's 6-bit codes, fp16 for int8 codes (fp16 has 1024 to 2047 steps per binade). Q4_K's own
-# codes run 0..15 over a minimum, so its 6-bit sub-scale sits a little over a tenth. Q5_K spends
-# the same 6 bits on 5-bit codes, a quarter tick: above the rule. Section 3 measured that case
-# with 6-bit codes (`qmax` 31 too): 0.06 dB lost. What the sub-scale does not hold, the scale's
-# *range*, comes from the level above: the fp16 super-scale spans the super-block.
+# A 6-bit sub-scale suits int4 codes `-7..7`, Q6_K's int8 sub-scale its 6-bit codes, and fp16
+# int8 codes (an fp16 scale is 1024 to 2047 of its own steps). Q4_K's own codes run 0..15 over
+# a minimum, so its 6-bit sub-scale sits a little over a tenth. Q5_K spends the same 6 bits on
+# 5-bit codes, a quarter tick: above the rule. The 6-bit table above measured that move (`qmax`
+# 31 too): 0.06 dB lost. What the sub-scale does not hold, the scale's *range*, comes from the
+# level above: the fp16 super-scale spans the super-block.
 #
 # ## 4. No mantissa at all: a power-of-two scale
 #
-# MX formats store a block's scale as one exponent byte (E8M0). The OCP MX specification's rule is
-# `2**(floor(log2 amax) - 2)`, 2 being the exponent of the grid's largest power of two (4 on both
-# int4's and FP4's grids). The block's largest weight lands between 4 and 8 times the scale; past
-# the grid's top (7 for int4, 6 for FP4) it clips. So the top code moves by whole ticks, far past
-# a tenth. Over all 36 Linear layers, blocks of 32, int4 codes and FP4 (E2M1) codes (`fp32`: the
-# ideal scale, for comparison). Before the table, predict a simpler case, a scale too large:
+# MX formats store a block's scale as one exponent byte (E8M0): a power of two, no mantissa. The
+# OCP MX specification's rule is `2**(floor(log2 amax) - 2)`, 2 being the exponent of the grid's
+# largest power of two (4 on both int4's and FP4's grids). The block's largest weight lands
+# between 4 and 8 times the scale; past the grid's top (7 for int4, 6 for FP4) it clips. All 36
+# Linear layers, blocks of 32, int4 codes and FP4 (E2M1) codes; `fp32` is the ideal scale, and
+# `E8M0 best of 2` takes, per block and grid, the better of the two powers of two around it:
 
 # %% tags=["nbval-ignore-output"]
-recall.predict("08", "oversized_scale")
+recall.predict("08", "power_of_two")
 
 # %%
 grid_fmt = {"int4 -7..7 SQNR dB": ".2f", "FP4 E2M1 SQNR dB": ".2f", "FP4 - int4 dB": "+.2f"}
 g32 = {r["scale format"]: r for r in scale_bits.grid_rows(W, block=32, formats=("fp32", "E8M0 floor"))}
+g32["E8M0 best of 2"] = scale_bits.pow2_best_row(W, block=32)
 print_table(list(g32.values()), grid_fmt)
 i4, fp4 = "int4 -7..7 SQNR dB", "FP4 E2M1 SQNR dB"
-loss = {c: g32["fp32"][c] - g32["E8M0 floor"][c] for c in (i4, fp4)}
-print(f"E8M0 floor against fp32 scales: int4 codes lose {loss[i4]:.2f} dB, FP4 codes {loss[fp4]:.2f} dB")
+for rule in ("E8M0 floor", "E8M0 best of 2"):
+    loss = {c: g32["fp32"][c] - g32[rule][c] for c in (i4, fp4)}
+    print(f"{rule} against fp32 scales: int4 codes lose {loss[i4]:.2f} dB, FP4 codes {loss[fp4]:.2f} dB")
 
 # %% [markdown]
-# FP4 codes under these scales *are* MXFP4. The power of two costs int4 codes dB, not
-# hundredths. Under the floor rule a block's scale is up to 1.5 times FP4's ideal `amax / 6` and
-# up to 1.75 times int4's `amax / 7` (or below it, and the top clips). Is the difference the
-# grid, or the scale? The control: every block's scale a fixed factor too large, which clips
-# nothing, on the same 36 layers:
-
-# %%
-print_table(scale_bits.oversized_scale_rows(W), {"int4 -7..7 SQNR dB": ".2f", "FP4 E2M1 SQNR dB": ".2f"})
-
-# %% [markdown]
-# With exact scales the two grids tie; with the scale 1.5 times too large int4 loses 3.7 dB and
-# FP4 0.7 dB. FP4's ticks (0, 0.5, 1, 1.5, 2, 3, 4, 6) crowd near zero: a value pushed down
-# toward the next binade meets a relative step about as fine as before, and only values pushed
-# to the bottom ticks lose. On int4's evenly spaced ticks, a larger scale coarsens
-# every value's step by the same factor. MX's FP4, FP6 and FP8 formats pair power-of-two scales
-# with float elements: applying one is an exponent add.
+# The power of two costs dB, not hundredths: even the nearer of the two powers can be `sqrt 2`
+# times off the ideal scale, so the top code moves by whole ticks. FP4 codes under the floor
+# rule *are* MXFP4. That rule is aimed at FP4's top, 6: it leaves int4's scale up to 1.75 times
+# its ideal, FP4's up to 1.5. With a power of two fitted to each grid, the `FP4 - int4` gap
+# shrinks from about 1.1 to about 0.6 dB.
 #
 # **NVFP4** spends 0.25 bits more than MXFP4: blocks of 16 and an E4M3 scale, whose 3 mantissa
 # bits section 2 measured (on int4 codes in blocks of 32) at about a 4-bit sub-scale's move
@@ -261,16 +265,16 @@ widgets.format_explorer(W)
 #
 # * A scale rounded to `m` steps is off by up to `1 / (2m)` in a block as loud as its
 #   super-block's loudest. It moves that block's largest code, `qmax` ticks out, by about
-#   `qmax / (2m)` ticks (to first order).
-# * The SQNR lost roughly follows the move: hundredths of a dB up to about 0.15 tick at the
-#   median block. Past half a tick, a scale rounded down also clips.
-# * So a scale needs about `log2(qmax) + 2` to `3` bits of steps for a tenth of a tick (about
-#   0.02 dB): 5 to 6 bits for int4 codes (Q4_K stores 6), 7 to 8 for 6-bit codes, fp16 for int8
-#   codes. The range comes from a level above: an fp16 super-scale per 256 weights, an fp32 scale
-#   per tensor.
-# * A power of two (MX's E8M0, by the OCP spec's floor rule) moves the top code by whole ticks:
-#   about 2.3 dB on int4 codes, 1.3 dB on FP4 codes. With a scale 1.5 times too large and nothing
-#   clipped, int4 loses 3.7 dB and FP4 0.7 dB: the float grid keeps its relative step.
+#   `qmax / (2m)` ticks.
+# * The SQNR lost roughly follows the move: on `L0.output`, hundredths of a dB up to about 0.15
+#   tick at the median block. Past half a tick, a scale rounded down also clips.
+# * So a scale needs about `log2(qmax) + 2` to `3` bits of steps for a tenth of a tick (0.007
+#   to 0.021 dB per MiniLM layer, blocks of 32 under super-blocks of 8): 5 to 6 bits for int4
+#   codes, 7 to 8 for 6-bit codes, fp16 for int8 codes. The range comes from a level above: an
+#   fp16 super-scale per 256 weights, an fp32 scale per tensor.
+# * A power of two (MX's E8M0) moves the top code by whole ticks and costs dB: on the 36 layers,
+#   under the OCP floor rule (aimed at FP4's top), 2.33 dB on int4 codes and 1.32 on FP4; with
+#   a power of two fitted to each grid, 1.55 and 1.01.
 # * NVFP4's E4M3 scales have about a 4-bit sub-scale's precision but a narrow range. Without the
 #   fp32 tensor scale, a tensor whose block scales fall below E4M3's range loses its blocks.
 #
@@ -287,8 +291,8 @@ recall.show("08")
 
 # %% [markdown]
 # **Exercise**: `exercises/08_scales_of_scales.ipynb`: store block scales as sub-scales under
-# a super-scale, find how many bits a quiet block's scale needs, decode an MXFP4 block by hand,
-# write MXFP4's exponent byte.
+# a super-scale, find how many bits a quiet block's scale needs, and work out what a
+# power-of-two scale stores for a block's largest weight on FP4's grid and on int4's.
 #
 # ## Going deeper
 #
@@ -305,14 +309,16 @@ tail = ("scale format", "rule (ticks)", "median move (ticks)", "95th-pct move", 
 print_table([{k: r[k] for k in tail} for r in int4_rows], fmt_rule | {"95th-pct move": ".3f", "worst move": ".2f"})
 
 # %% [markdown]
-# The worst blocks sit many times below the loudest and carry little of the layer's energy, so
-# the SQNR barely sees them. A float scale has no such tail: E4M3's relative step is the same
+# The worst blocks sit many times below the loudest: a 4-bit sub-scale moves their top codes by
+# whole ticks. A float scale has no such tail: E4M3's relative step is the same
 # however quiet the block, and its worst block moves less than half a tick.
 #
 # ### Q6_K's own layout
 #
 # Q6_K keeps its 6-bit codes in blocks of 16 under super-blocks of 16, where section 3 used
-# blocks of 32 under super-blocks of 8. One change at a time, 6-bit codes on `L0.output`:
+# blocks of 32 under super-blocks of 8. (Its codes run -32..31, and llama.cpp gives the loudest
+# block -128 with a negative `d`: 128 steps; here codes run -31..31 and the int8 sub-scale has
+# 127 steps.) One change at a time, 6-bit codes on `L0.output`:
 
 # %%
 layout_rows = []
@@ -445,6 +451,28 @@ theirs = NVFP4Tensor(d, s, 16, torch.float32, torch.tensor(ts)).dequantize(torch
 print(f"NVFP4 on L0.intermediate, values identical to torchao's: {np.array_equal(nv.values(), theirs)}")
 
 # %% [markdown]
+# ### Why FP4 tolerates a power-of-two scale better
+#
+# Section 4's floor rule leaves a block's scale between 1 and 1.5 times FP4's ideal (or below
+# it, and the top clips). The control below separates the grid from the rule: every block's
+# scale too large, which clips nothing, on the same 36 layers, by a fixed factor and by a factor
+# drawn per block, log-uniform between 1 and 1.5:
+
+# %%
+over = [*scale_bits.oversized_scale_rows(W, factors=(1.0, 1.2, 1.5)), scale_bits.random_oversized_row(W, up_to=1.5)]
+print_table(over, {i4: ".2f", fp4: ".2f"})
+print(
+    "lost against exact scales: "
+    + ", ".join(f"{r['scale']} int4 {over[0][i4] - r[i4]:.2f} dB, FP4 {over[0][fp4] - r[fp4]:.2f} dB" for r in over[1:])
+)
+
+# %% [markdown]
+# Drawn per block, the too-large scale costs FP4 less than int4: a shrunk value lands on average
+# among FP4's finer ticks nearer zero, where on int4's even ticks every step grows with the
+# scale. A single factor can say anything. At 1.5 every block's largest weight lands exactly on
+# FP4's tick 4, and FP4 loses under a dB; at 1.2 it lands on 5, midway between FP4's 4 and 6,
+# and FP4 loses more than int4.
+#
 # ### NVFP4 without a tensor scale: clamp or subnormals
 #
 # Section 4 clamps a block scale below 2**-6 at 2**-6 (torchao's choice, and qlesson's).

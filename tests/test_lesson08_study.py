@@ -43,12 +43,38 @@ def test_stored_sqnr_and_bits_match_a_fresh_run(reading, weights, method):
     assert row["SQNR dB"] == pytest.approx(10 * np.log10(total / err), abs=0.005)
 
 
-def test_oversized_scale_control_float_grid_keeps_its_step(weights):
-    rows = {r["scale"]: r for r in scale_bits.oversized_scale_rows(weights)}
+def test_oversized_scale_control_depends_on_the_factor(weights):
+    """Going deeper's control: drawn per block, a too-large scale costs FP4 less than int4; one fixed factor can
+    say either (1.5 puts every block's top on FP4's tick 4, 1.2 midway between 4 and 6)."""
+    rows = {r["scale"]: r for r in scale_bits.oversized_scale_rows(weights, factors=(1.0, 1.2, 1.5))}
+    rows["random"] = scale_bits.random_oversized_row(weights, up_to=1.5)
     i4, fp4 = "int4 -7..7 SQNR dB", "FP4 E2M1 SQNR dB"
+    lost = {k: (rows["exact"][i4] - r[i4], rows["exact"][fp4] - r[fp4]) for k, r in rows.items()}
     assert abs(rows["exact"][i4] - rows["exact"][fp4]) < 0.1  # the grids tie with exact scales
-    assert rows["exact"][i4] - rows["1.5x too large"][i4] > 3  # int4 loses several dB
-    assert rows["exact"][fp4] - rows["1.5x too large"][fp4] < 1  # FP4 well under one
+    assert lost["random"][1] < lost["random"][0] - 0.5  # drawn per block: FP4 loses less
+    assert lost["1.5x too large"][1] < 1 < 3 < lost["1.5x too large"][0]  # "under a dB"
+    assert lost["1.2x too large"][1] > lost["1.2x too large"][0]  # "FP4 loses more than int4"
+
+
+def test_power_of_two_rule_and_grid(weights):
+    """Section 4: the floor rule costs dB; a power of two fitted to each grid narrows the FP4 - int4 gap."""
+    g = {r["scale format"]: r for r in scale_bits.grid_rows(weights, block=32, formats=("fp32", "E8M0 floor"))}
+    g["best"] = scale_bits.pow2_best_row(weights, block=32)
+    assert all(g[k]["FP4 - int4 dB"] > 0 for k in ("E8M0 floor", "best"))
+    assert 0.9 < g["E8M0 floor"]["FP4 - int4 dB"] < 1.2 and 0.4 < g["best"]["FP4 - int4 dB"] < 0.7  # 1.1, 0.6
+    for k in ("E8M0 floor", "best"):  # "dB, not hundredths", and the fitted power never loses to the rule
+        assert g["fp32"]["int4 -7..7 SQNR dB"] - g[k]["int4 -7..7 SQNR dB"] > 1
+        assert g["fp32"]["FP4 E2M1 SQNR dB"] - g[k]["FP4 E2M1 SQNR dB"] > 0.5
+    assert g["best"]["int4 -7..7 SQNR dB"] > g["E8M0 floor"]["int4 -7..7 SQNR dB"]
+
+
+def test_a_tenth_of_a_tick_per_layer(weights):
+    """Section 3: a 5-bit sub-scale on int4 codes costs 0.007 to 0.021 dB per layer, the most on L0.output."""
+    loss = {
+        n: scale_bits.rule_rows(w, 32, 4, 8, formats=("5-bit x fp16",))[0]["SQNR loss dB"] for n, w in weights.items()
+    }
+    assert max(loss, key=loss.get) == "L0.output"
+    assert 0.005 < min(loss.values()) and max(loss.values()) < 0.025
 
 
 def test_nvfp4_without_tensor_scale_clamp_and_subnormals(weights):

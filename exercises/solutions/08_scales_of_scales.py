@@ -22,7 +22,8 @@
 #
 # Practice for lesson `notebooks/08_scales_of_scales.ipynb`.
 # Block scales stored as small integers under a super-scale, how many bits a quiet block's
-# scale needs, an MXFP4 block decoded by hand, and the E8M0 exponent of a block.
+# scale needs, and what a power-of-two scale does to a block's largest weight on FP4's grid and
+# on int4's.
 #
 # **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
 # check cell right below it. Write your code, run your cell, then run the check: a pass prints
@@ -100,53 +101,32 @@ check("08.quiet_block_bits", quiet_block_bits)
 
 
 # %% [markdown]
-# ## Task 3 · Decode one MXFP4 block by hand
+# ## Task 3 · Larger, smaller or clipped?
 #
-# Write `decode_mxfp4(raw)`: `raw` is the 17 bytes (`np.uint8`) of one MXFP4 block as gguf
-# stores it. Byte 0 is the block's E8M0 scale byte (section 1 of the lesson says what it holds).
-# Bytes 1 to 16 pack 32 four-bit FP4 codes, two per byte: the low nibbles are weights 0 to 15,
-# the high nibbles weights 16 to 31. A code is sign and magnitude: bit 3 the sign, bits 0 to 2
-# the position of its magnitude in FP4's list of values (section 4 lists them, smallest first).
-# Return the 32 weights (a numpy array).
+# Write `floor_rule_top(amax, grid)`: a block's largest magnitude is `amax` (positive), its
+# scale is the power of two MXFP4's floor rule picks for it (section 4 of the lesson), and its
+# codes lie on `grid`: `"FP4"` (E2M1) or `"int4"` (-7 to 7, under the same rule, as section 4
+# applies it). Return the value the block stores for that weight, code times scale: it may come
+# back larger than `amax`, smaller, or clipped. Before you write it, predict: on which grid does
+# a block whose `amax` is 1.9 (or 1.9 times any power of two) lose more of that weight? Some
+# cases are hidden.
 
 
 # %% tags=["solution"]
-def decode_mxfp4(raw):
+def floor_rule_top(amax, grid):
     ...  # STUB
     # BEGIN SOLUTION
-    raw = np.asarray(raw, dtype=np.uint8)
-    codes = np.concatenate([raw[1:] & 15, raw[1:] >> 4])
-    magnitude = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])[codes & 7]
-    sign = np.where(codes & 8, -1.0, 1.0)
-    return sign * magnitude * 2.0 ** (int(raw[0]) - 127)
+    scale = 2.0 ** (math.floor(math.log2(amax)) - 2)
+    v = amax / scale  # between 4 and 8
+    if grid == "FP4":
+        ticks = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
+        return float(ticks[np.argmin(np.abs(ticks - v))]) * scale  # past 6, the nearest is 6: clipped
+    return min(round(v), 7) * scale
     # END SOLUTION
 
 
-# %% qlesson={"task": "08.decode_mxfp4"} tags=["check"]
-check("08.decode_mxfp4", decode_mxfp4)
-
-
-# %% [markdown]
-# ## Task 4 · The E8M0 exponent of a block
-#
-# Write `e8m0_floor(amax)`: the byte MXFP4's floor rule (the OCP specification's, section 4 of
-# the lesson) stores for a block whose largest magnitude is `amax`. The byte holds the scale's
-# power of two as E8M0 does (section 1 gives how the byte turns into the scale). An all-zero
-# block gets 0; the byte is never negative.
-
-
-# %% tags=["solution"]
-def e8m0_floor(amax):
-    ...  # STUB
-    # BEGIN SOLUTION
-    if amax == 0:
-        return 0
-    return max(math.floor(math.log2(amax)) - 2 + 127, 0)
-    # END SOLUTION
-
-
-# %% qlesson={"task": "08.e8m0_floor"} tags=["check"]
-check("08.e8m0_floor", e8m0_floor)
+# %% qlesson={"task": "08.floor_top"} tags=["check"]
+check("08.floor_top", floor_rule_top)
 
 
 # %% [markdown]

@@ -12,54 +12,8 @@ import numpy as np
 
 from qlesson.course.checking import Case, Mistake, Task
 from qlesson.course.recall import LESSON, Numeric, Question, choice
-from qlesson.quant import formats
 
 FP4 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0], dtype=np.float32)
-
-
-def _block(seed: int, scale: float, shift: float = 0.0) -> np.ndarray:
-    """17 bytes of one MXFP4 block (gguf's layout) of random weights."""
-    rng = np.random.default_rng(800 + seed)
-    x = (rng.standard_normal(32) * scale + shift).astype(np.float32)
-    return formats.quantize(x, "MXFP4")
-
-
-def _decode(
-    raw: np.ndarray,
-    *,
-    order: str = "halves",
-    signed_int: bool = False,
-    bias: int = 127,
-    sign: bool = True,
-    even: bool = False,
-) -> np.ndarray:
-    raw = np.asarray(raw, dtype=np.uint8)
-    lo, hi = raw[1:] & 15, raw[1:] >> 4
-    codes = {
-        "halves": lambda: np.concatenate([lo, hi]),
-        "high first": lambda: np.concatenate([hi, lo]),
-        "interleaved": lambda: np.stack([lo, hi], axis=1).reshape(-1),
-    }[order]()
-    if signed_int:  # two's complement int4 times the scale
-        vals = np.where(codes >= 8, codes.astype(np.float32) - 16, codes.astype(np.float32))
-    else:
-        mags = (codes & 7).astype(np.float32) * 0.5 if even else FP4[codes & 7]
-        vals = np.where(((codes & 8) > 0) & sign, -1.0, 1.0).astype(np.float32) * mags
-    return vals.astype(np.float64) * 2.0 ** (int(raw[0]) - bias)  # exact: an FP4 value times a power of two
-
-
-def _decode_uint8_wrap(raw: np.ndarray) -> np.ndarray:
-    """The exponent computed on a numpy uint8: ``raw[0] - 127`` wraps around 256 below e = 127."""
-    raw = np.asarray(raw, dtype=np.uint8)
-    with np.errstate(over="ignore"):
-        wrapped = int(raw[0] - np.uint8(127))  # a uint8 scalar: 120 - 127 gives 249
-    return _decode(raw) * 2.0 ** (wrapped - (int(raw[0]) - 127))
-
-
-def _e8m0_floor(amax: float) -> int:
-    if amax == 0:
-        return 0
-    return max(math.floor(math.log2(amax)) - 2 + 127, 0)
 
 
 def _sub_scales(ideal, bits: int, *, steps=None, fp16: bool = True, rounding=np.round, lowest: int = 1) -> np.ndarray:
@@ -113,7 +67,25 @@ def _sub_scales_mixed(ideal, bits: int) -> np.ndarray:
     return np.clip(np.round(s / d), 1, m) * float(np.float16(d))
 
 
-_AMAX = [5.0, 6.0, 0.75, 448.0, 1e-3, 2.0**-10, 1e-39, 0.0]  # 1e-39 (a float32 subnormal): below 2**-125, e is 0
+def _floor_top(
+    amax: float, grid: str, *, rule: str = "floor", clip: bool = True, even: bool = False, codes_only: bool = False
+) -> float:
+    """The value a block stores for its largest magnitude ``amax`` under an E8M0 scale, on FP4's grid or int4's."""
+    top = 6.0 if grid == "FP4" else 7.0
+    e = {
+        "floor": math.floor(math.log2(amax)) - 2,
+        "ceil": math.ceil(math.log2(amax)) - 2,
+        "rceil": math.ceil(math.log2(amax / top)),
+    }[rule]
+    v = amax / 2.0**e
+    if grid == "FP4" and not even:
+        ticks = np.append(FP4, 8.0) if not clip else FP4
+        q = float(ticks[np.argmin(np.abs(ticks - v))])
+    else:
+        q = float(np.round(v))
+        q = min(q, top) if clip else q
+    return q if codes_only else q * 2.0**e
+
 
 TASKS: list[Task] = [
     Task(
@@ -171,6 +143,7 @@ TASKS: list[Task] = [
         ],
         rtol=1e-9,
         atol=0.0,
+        minutes=5,
     ),
     Task(
         "08.quiet_block_bits",
@@ -227,101 +200,61 @@ TASKS: list[Task] = [
             Mistake("asked for a move strictly below max_ticks: the task says at most", _quiet_bits_strict),
         ],
         also_correct=(_quiet_bits_exact,),  # the exact worst case, qmax / (2m / r - 1), is right too
+        minutes=10,  # a derivation: how many steps a quieter block's scale spans
     ),
     Task(
-        "08.decode_mxfp4",
-        "decode one MXFP4 block by hand",
-        lambda raw: _decode(raw),
+        "08.floor_top",
+        "what MXFP4's floor rule stores for a block's largest weight, on FP4's grid and on int4's",
+        lambda amax, grid: _floor_top(amax, grid),
         [
-            Case((_block(0, 0.05),), "weights around 0.05"),
-            Case((_block(1, 3.0, 1.0),), "larger weights, shifted"),
-            Case((_block(2, 1e-4),), "tiny weights: a small exponent"),
-            Case((_block(3, 40.0),), "large weights: exponent above 127"),
+            Case((1.1, "FP4"), "FP4, amax 1.1"),
+            Case((11.2, "FP4"), "FP4, amax 11.2"),
+            Case((0.05625, "FP4"), "FP4, amax 0.05625"),
+            Case((0.3, "int4"), "int4, amax 0.3"),
+            Case((7.6, "int4"), "int4, amax 7.6"),
+            Case((12.6, "int4"), "int4, amax 12.6"),
+            Case((0.3, "FP4"), "FP4, amax 0.3 (the int4 case above, on FP4)"),
+            Case((2.0**-3, "FP4"), "FP4, amax a power of two", hidden=True),
+            Case((0.62, "FP4"), "FP4, just below a boundary", hidden=True),
+            Case((0.63, "FP4"), "FP4, just above a boundary", hidden=True),
+            Case((11.92, "FP4"), "FP4, just below another boundary", hidden=True),
+            Case((7.44, "int4"), "int4, just below the top", hidden=True),
+            Case((1.9 * 2.0**-6, "int4"), "int4, a small amax past the top", hidden=True),
+            Case((35.2, "int4"), "int4, a large amax", hidden=True),
+            Case((0.8, "int4"), "int4, amax 0.8", hidden=True),
         ],
-        "check one thing at a time against the task's layout: which weights the low nibbles hold, the sign bit, "
-        "the FP4 magnitude a code's low 3 bits pick (section 4 lists FP4's ticks), and the bias of byte 0",
-        [
-            Mistake(
-                "computed the exponent on a numpy uint8: raw[0] - 127 wraps around 256 when e < 127 "
-                "(120 - 127 gives 249); use int(raw[0]) - 127",
-                _decode_uint8_wrap,
-            ),
-            Mistake(
-                "swapped the nibble halves (high nibbles first): gguf puts the low nibbles (weights 0-15) first",
-                lambda raw: _decode(raw, order="high first"),
-            ),
-            Mistake(
-                "interleaved the nibbles (byte j as weights 2j and 2j+1): gguf puts low nibbles first, then high",
-                lambda raw: _decode(raw, order="interleaved"),
-            ),
-            Mistake(
-                "dropped the sign bit: bit 3 of a code makes the value negative",
-                lambda raw: _decode(raw, sign=False),
-            ),
-            Mistake(
-                "read a code as a two's complement int4; FP4 is sign + E2M1 magnitude (0, 0.5, 1, 1.5, 2, 3, 4, 6)",
-                lambda raw: _decode(raw, signed_int=True),
-            ),
-            Mistake("forgot the E8M0 bias: the scale is 2**(e - 127), not 2**e", lambda raw: _decode(raw, bias=0)),
-            Mistake("used 128 as the bias: E8M0's bias is 127 (section 1)", lambda raw: _decode(raw, bias=128)),
-            Mistake(
-                "read the 3 magnitude bits as evenly spaced steps of 0.5: FP4's ticks are not even (section 4)",
-                lambda raw: _decode(raw, even=True),
-            ),
-        ],
-    ),
-    Task(
-        "08.e8m0_floor",
-        "the E8M0 exponent byte of an MXFP4 block (floor rule)",
-        _e8m0_floor,
-        [
-            Case((a,), f"amax = {a:g}" + (" (below 2**-125: the byte stops at 0)" if 0 < a < 2.0**-125 else ""))
-            for a in _AMAX
-        ],
-        "which power of two puts amax between 4 and 8 times the scale (section 4)? then store it as E8M0 stores an "
-        "exponent (section 1), and mind what one byte can hold",
+        "the floor rule's power of two puts amax between 4 and 8 times the scale; the block stores the grid's "
+        "nearest value to amax / scale (FP4's values are not evenly spaced), and a grid holds nothing past its top",
         [
             Mistake(
-                "forgot to subtract FP4's largest exponent 2",
-                lambda a: max(math.floor(math.log2(a)) + 127, 0) if a else 0,
-            ),
-            Mistake("forgot the bias 127", lambda a: math.floor(math.log2(a)) - 2 if a else 0),
-            Mistake(
-                "used int(log2(amax)), which truncates toward zero: below amax = 1 the logarithm is negative and "
-                "int() rounds it up (int(-0.4) is 0, where floor gives -1); use math.floor",
-                lambda a: max(int(math.log2(a)) - 2 + 127, 0) if a else 0,
+                "returned amax itself: that is what an exact scale (amax over the grid's top) stores; the floor "
+                "rule's power of two puts amax between 4 and 8 times the scale",
+                lambda amax, grid: float(amax),
             ),
             Mistake(
-                "rounded log2(amax) to the nearest integer: the floor rule rounds it down",
-                lambda a: max(round(math.log2(a)) - 2 + 127, 0) if a else 0,
+                "did not clip: int4's codes stop at 7, so a largest weight that rounds to 8 is stored as 7",
+                lambda amax, grid: _floor_top(amax, grid, clip=False),
             ),
             Mistake(
-                "used ceil, not floor (torchao's ceil rule)",
-                lambda a: max(math.ceil(math.log2(a)) - 2 + 127, 0) if a else 0,
+                "rounded on evenly spaced ticks: FP4 has no 5 (its values are 0, 0.5, 1, 1.5, 2, 3, 4, 6)",
+                lambda amax, grid: _floor_top(amax, grid, even=True),
             ),
             Mistake(
-                "that is rceil (NVIDIA's rule, the power of two at or above amax / 6); the floor rule works from "
-                "floor(log2 amax) - 2",
-                lambda a: max(math.ceil(math.log2(a / 6)) + 127, 0) if a else 0,
+                "used the ceil rule (log2 amax rounded up): the floor rule rounds it down, so amax lands between 4 "
+                "and 8 times the scale, not between 2 and 4",
+                lambda amax, grid: _floor_top(amax, grid, rule="ceil"),
             ),
             Mistake(
-                "divided by 6 first: the floor rule uses the grid's largest power of two, 4 (2**2), not its top "
-                "value 6",
-                lambda a: max(math.floor(math.log2(a / 6)) + 127, 0) if a else 0,
+                "used rceil (the power of two at or above the ideal scale): it never clips, but it is not the "
+                "floor rule",
+                lambda amax, grid: _floor_top(amax, grid, rule="rceil"),
             ),
             Mistake(
-                "divided by int4's 7: FP4's grid has no 7; the floor rule uses its largest power of two, 4 (2**2)",
-                lambda a: max(math.floor(math.log2(a / 7)) + 127, 0) if a else 0,
-            ),
-            Mistake(
-                "returned the scale 2**(e - 127): the task asks for the byte e that E8M0 stores",
-                lambda a: 2.0 ** (math.floor(math.log2(a)) - 2) if a else 0,
-            ),
-            Mistake(
-                "did not clamp at 0: for amax below 2**-125 the exponent would be negative, and E8M0 stops at 0",
-                lambda a: math.floor(math.log2(a)) - 2 + 127 if a else 0,
+                "returned the code (in ticks): the task asks for the value stored, the code times the scale",
+                lambda amax, grid: _floor_top(amax, grid, codes_only=True),
             ),
         ],
+        minutes=8,
     ),
 ]
 
@@ -384,33 +317,34 @@ PREDICT = {
             "at most a quarter tick.",
         ),
     ),
-    "oversized_scale": choice(
-        "Every block's scale 1.5 times too large (so nothing clips), all 36 MiniLM layers, blocks of 32. With exact "
-        "scales int4 (-7..7) and FP4 (E2M1) codes score about the same SQNR. What does the too-large scale do?",
+    "power_of_two": choice(
+        "MX formats store each block's scale as a bare power of two (one exponent byte, E8M0, by the OCP floor "
+        "rule). All 36 MiniLM layers, int4 codes (-7..7), blocks of 32: how much SQNR does that lose against "
+        "exact fp32 scales?",
         (
-            "int4 loses several dB, FP4 under one",
+            "a few hundredths of a dB: 8 bits is more than Q4_K's 6-bit sub-scale",
+            False,
+            "Tempting when bits count as precision; but the byte holds an exponent only. Its steps are factors of "
+            "2, where a 6-bit sub-scale's are 1/63 of the largest scale, so a block's scale can be off by up to "
+            "1.75 times and its top code moves by whole ticks.",
+        ),
+        (
+            "a couple of dB: the scale can be off by a large factor, so the top code moves by whole ticks",
             True,
-            "On int4's even ticks every value's step grows 1.5 times. FP4's values move down toward the next binade, "
-            "where its ticks are finer, so their relative step stays about the same; only values pushed to the "
-            "bottom ticks lose.",
+            "The rule puts the block's largest weight anywhere from 4 to 8 ticks out instead of on 7: a move of "
+            "whole ticks, far past the tenth of a tick that costs hundredths of a dB.",
         ),
         (
-            "both lose the same, a few dB: the scale makes every tick 1.5 times coarser",
+            "nothing: multiplying by a power of two is exact in binary",
             False,
-            "Tempting: the scale multiplies every tick on both grids. But on a float grid a value that shrinks "
-            "lands among finer ticks, so its relative error barely grows.",
+            "Tempting: applying the scale adds no rounding. But the scale itself is the wrong size for most "
+            "blocks, and that moves every code.",
         ),
         (
-            "FP4 loses more: its top ticks are 2 apart (4 to 6), coarser than int4's",
+            "over 10 dB: half of int4's codes go unused",
             False,
-            "Tempting, since FP4 is coarse at the top; but a too-large scale pushes values away from the top, "
-            "to where FP4's ticks are fine.",
-        ),
-        (
-            "neither loses: a larger scale clips nothing",
-            False,
-            "Tempting if clipping is the only error one pictures; but rounding error grows with the step, and on "
-            "int4 every step grows.",
+            "Tempting if the scale could be 2 times too large in every block; but the largest weight lands at 4 "
+            "to 8 ticks, so at worst about half the range goes unused, in a few blocks: a few dB at most.",
         ),
     ),
 }
@@ -463,26 +397,31 @@ RECALL: tuple[Question, ...] = (
         source=LESSON,
     ),
     choice(
-        "A block's scale is a power of two, off by up to a factor of 1.5 (FP4) to 1.75 (int4) from the ideal. "
-        "Why does that cost FP4 codes less than int4 codes?",
+        "An MXFP4 block scale is one byte (E8M0), more bits than Q4_K's 6-bit sub-scale. Why does it cost int4 codes "
+        "dB, where the 6-bit sub-scale costs hundredths?",
         (
-            "A value pushed down toward the next binade of the float grid meets about the same relative step",
+            "The byte holds only an exponent: the scale moves in factors of 2, so the block's top code moves by "
+            "whole ticks",
             True,
-            "Only values pushed to the bottom ticks (0 and 0.5) lose; on int4's evenly spaced ticks every value's "
-            "step grows with the scale. Section 4's control: a scale 1.5 times too large costs int4 several dB, "
-            "FP4 under one.",
+            "A 6-bit sub-scale is off by at most 1/126 near the loudest block (7/126 of a tick); a power of two can "
+            "be off by up to 1.5 to 1.75 times, putting the top code anywhere from 4 to 8 ticks out.",
         ),
         (
-            "FP4's ticks are finer than int4's everywhere",
+            "Multiplying by a power of two rounds the codes a second time",
             False,
-            "Tempting from its 0.5 steps near zero; but near the top FP4's ticks are 2 apart (4 to 6), coarser than "
-            "int4's 1. What helps is that a halved value keeps its relative step.",
+            "Tempting if every multiply feels lossy; but multiplying by a power of two only changes an exponent, "
+            "and is exact. The loss is the scale's size, not its application.",
         ),
         (
-            "A power of two is exact in binary, so it adds no rounding to FP4's codes",
+            "One E8M0 scale covers more weights than a Q4_K sub-scale",
             False,
-            "Tempting: multiplying by a power of two is exact. But the scale itself can be up to 1.75 times too "
-            "large for the block; the grids differ in what that does to the values.",
+            "Tempting, since MX scales are often described as coarse; but both cover blocks of 32 weights.",
+        ),
+        (
+            "E8M0 cannot reach the small scales MiniLM's blocks need",
+            False,
+            "Tempting from E4M3's narrow range (NVFP4's reason for a tensor scale); but E8M0 spans 2**-127 to "
+            "2**127, far beyond any weight's.",
         ),
         source=LESSON,
     ),

@@ -329,3 +329,63 @@ def nvfp4_subnormal_values(x: ArrayLike) -> np.ndarray:
         v = np.where(s8[:, None] > 0, blocks / s8[:, None], 0.0).astype(np.float32)
     q = round_to(v.clip(-E2M1_MAX, E2M1_MAX), "E2M1")
     return (q * s8[:, None]).astype(np.float32).reshape(t.shape)
+
+
+def _block_sq_errors(blocks: torch.Tensor, s: torch.Tensor, codes: str) -> torch.Tensor:
+    """Each block's squared error ``[n]`` for ``blocks [n, block]`` under scales ``s [n]`` (int4 -7..7 or FP4)."""
+    v = blocks / s[:, None]
+    q = torch.clamp(torch.round(v), -7, 7) if codes == "int" else torch.from_numpy(round_to(v.numpy(), "E2M1"))
+    return (q * s[:, None] - blocks).square().sum(-1)
+
+
+def pow2_best_row(weights: Mapping[str, ArrayLike], block: int = 32) -> dict[str, Any]:
+    """:func:`grid_rows`'s row for a power-of-two scale fitted to each grid: per block, the better (lower squared
+    error) of the two powers of two around the grid's ideal scale (``amax / 7`` for int4, ``amax / 6`` for FP4).
+    The OCP floor rule aims at FP4's top; this row is a power of two chosen for either grid.
+
+    >>> x = {"a": torch.linspace(-1, 1, 64).reshape(2, 32)}
+    >>> pow2_best_row(x)["scale format"]
+    'E8M0 best of 2'
+    """
+    if not weights:
+        raise ValueError("weights is empty; pass a mapping of layer names to [rows, K] weights")
+    tensors = [_check(w, block, 4, "int", 1, ("fp32",)).reshape(-1, block) for w in weights.values()]
+    signal = sum(float(t.square().sum()) for t in tensors)
+    row: dict[str, Any] = {"scale format": "E8M0 best of 2"}
+    for codes, label, qmax in (("int", "int4 -7..7", 7.0), ("E2M1", "FP4 E2M1", E2M1_MAX)):
+        err = 0.0
+        for t in tensors:
+            amax = t.abs().amax(-1)
+            ideal = torch.where(amax > 0, amax / qmax, torch.ones_like(amax))
+            low = torch.exp2(torch.floor(torch.log2(ideal)))
+            err += float(torch.minimum(_block_sq_errors(t, low, codes), _block_sq_errors(t, 2 * low, codes)).sum())
+        row[f"{label} SQNR dB"] = 10 * np.log10(signal / err)
+    return row | {"FP4 - int4 dB": row["FP4 E2M1 SQNR dB"] - row["int4 -7..7 SQNR dB"]}
+
+
+def random_oversized_row(
+    weights: Mapping[str, ArrayLike], block: int = 32, up_to: float = 1.5, seed: int = 0
+) -> dict[str, Any]:
+    """:func:`oversized_scale_rows`'s row with a factor drawn per block, log-uniform in ``[1, up_to]``: a scale too
+    large by as much as a power-of-two rule leaves it, without one lucky factor for every block.
+
+    >>> x = {"a": torch.linspace(-1, 1, 64).reshape(2, 32)}
+    >>> random_oversized_row(x)["scale"]
+    'random 1-1.5x per block'
+    """
+    if not weights or up_to < 1:
+        raise ValueError(f"pass a non-empty mapping of weights and up_to of at least 1; got up_to={up_to}")
+    gen = torch.Generator().manual_seed(seed)
+    tensors = [_check(w, block, 4, "int", 1, ("fp32",)).reshape(-1, block) for w in weights.values()]
+    draws = [torch.rand(t.shape[0], generator=gen, dtype=torch.float64) for t in tensors]
+    factors = [torch.exp2(u * math.log2(up_to)) for u in draws]
+    signal = sum(float(t.square().sum()) for t in tensors)
+    row: dict[str, Any] = {"scale": f"random 1-{up_to:g}x per block"}
+    for codes, label, qmax in (("int", "int4 -7..7", 7.0), ("E2M1", "FP4 E2M1", E2M1_MAX)):
+        err = 0.0
+        for t, f in zip(tensors, factors, strict=True):
+            amax = t.abs().amax(-1)
+            s = torch.where(amax > 0, amax / qmax, torch.ones_like(amax)) * f
+            err += float(_block_sq_errors(t, s, codes).sum())
+        row[f"{label} SQNR dB"] = 10 * np.log10(signal / err)
+    return row
