@@ -22,8 +22,8 @@
 # **The answer**: On MiniLM's short sentences, keys do better per channel even when both rulers
 # span 32 values; most of that win comes from two things together: each key channel sits at its
 # own offset, and the `[CLS]` and `[SEP]` keys stand apart. Values do better per token; keeping
-# one token (section 5) exact flips that at equal code bits, but here its cost is better spent
-# on codes.
+# one token, the attention sink, in fp16 flips that, but on these 12-token sentences its fp16
+# cost buys more as a code bit.
 #
 # **What you will do**:
 # * recap attention and the cache, and find where the structure of MiniLM's keys sits;
@@ -33,7 +33,7 @@
 #
 # **What you need**: lessons 02 (granularity), 05 (activations) and 09 (intervals over
 # sentence pairs); nothing to download.
-# **Time**: about 28 minutes, plus about 28 for the exercise.
+# **Time**: about 27 minutes, plus about 28 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -59,10 +59,10 @@ ql.show_environment()
 #   token nobody attends to costs nothing, one on a token that takes most of the attention
 #   costs most.
 #
-# MiniLM caches one key and value per query head (no grouped-query attention, GQA, where query
-# heads share *KV heads*), and as an encoder it never caches; the cache is simulated on whole
-# sentences, 120 held-out ones of 10 to 17 tokens, where every query sees every key of its
-# sentence (a decoder's query sees only the earlier ones).
+# MiniLM has one key and value per query head (with grouped-query attention, GQA, several query
+# heads share one *KV head*). As an encoder it never caches, so the cache is simulated on 120
+# held-out sentences of 10 to 17 tokens, where every query sees every key of its sentence (a
+# decoder's query sees only the earlier ones).
 
 # %%
 import torch
@@ -88,19 +88,21 @@ _ = kv.token_channel_map(qkv[0]["k"][0], "layer 0 keys, sentence 0: |k| per toke
 
 # %% [markdown]
 # The bright vertical band is a whole head, not a channel, and a per-token ruler already has a
-# ruler per head. Inside each head, measure the loudest channel and the channels' offsets,
-# each beside the same numbers shuffled within the head:
+# ruler per head. Inside each head, measure the loudest channel (in the head where it stands
+# out most) and the channels' offsets, each beside the same numbers shuffled within the head:
 
 # %%
 heads = kv.head_rows(qkv)
-print_table(heads, {k: ".2f" for k in heads[0] if k != "layer"})
+shown = ("loudest head / median head", "spread, widest head", "(shuffled) ", "means' share", "(shuffled)  ")
+print_table([{"layer": r["layer"]} | {c: r[c] for c in shown} for r in heads], dict.fromkeys(shown, ".2f"))
 
 # %% [markdown]
 # Layer 0's loudest head is more than twice the median head (first column). Inside a head, the
-# loudest channel is at most 1.2 times as loud as in shuffled numbers, in the median head and in
-# the head where it is widest (the two `spread` columns, each beside its shuffled control):
-# MiniLM has no outlier key channels. What it has is offsets: each key channel sits around its own mean, which
-# holds more of the variance than in the shuffled control (`means' share`).
+# loudest channel is at most 1.2 times as loud as in shuffled numbers, even in the head where it
+# is widest (`spread`, the loudest channel over the median one, beside its shuffled control): on
+# these sentences MiniLM's keys show no outlier channels. What they have is offsets: each key
+# channel sits around its own mean, which holds more of the variance than in the shuffled
+# control (`means' share`).
 #
 # ## 3. Keys: which axis, at what price?
 #
@@ -133,36 +135,33 @@ spans = [len(set(sentence_of[i : i + 32].tolist())) for i in range(0, len(senten
 print(f"each 32-token ruler spans {min(spans)} to {max(spans)} sentences (mean {sum(spans) / len(spans):.2f})")
 
 # %% [markdown]
-# Shuffled keys keep most of the win (1.9x against 2.6x). That part is the group size: a ruler
-# over a dozen values fits a tighter range than one over 32, for 4.56 bits per value against 3.
-# At equal metadata (last row) the shuffled keys nearly tie, while the real keys keep a 1.7x
-# win: that part comes from their structure.
+# Each line is a ratio of mean errors, with the paired 95% interval of the difference over
+# sentence pairs (lesson 09). Shuffled keys keep most of the win (1.9x against 2.6x). That part
+# is the group size: a ruler over a dozen values fits a tighter range than one over 32, for
+# 4.56 bits per value against 3. At equal metadata (last row) the shuffled keys nearly tie,
+# while the real keys keep a 1.7x win: that part comes from their structure.
 #
 # ## 4. Keys: which structure?
 #
 # Two suspects: the channels' offsets (section 2) and the two special tokens. Remove each, then
 # both. The offsets can be removed without changing the attention: subtract each channel's mean
 # over the sentence (the softmax ignores the shift), so only the ruler's job changes. The special
-# tokens: keep `[CLS]` and `[SEP]` in fp16 in both rulers. Equal metadata, 2 bits:
+# tokens: keep `[CLS]` and `[SEP]` in fp16 in both rulers; the control keeps two random words
+# per sentence instead. Equal metadata, 2 bits:
 
 # %%
-centred = kv.centred_key_rows(qkv, bits=2)
+centred, centred_lines = kv.centred_key_rows(qkv, bits=2)
 print_table(centred, {"per token": ".4f", "per channel (32 tokens)": ".4f", "token / channel": ".2f"})
-from qlesson.teach.intervals import paired_bootstrap
-
-both = [{"q": lay["q"], "k": [k - k.mean(dim=1, keepdim=True) for k in lay["k"]], "v": lay["v"]} for lay in qkv]
-tok, ch = (kv.output_errors(both, "k", 2, r, sink_fp16=True, residual=1) for r in ("token", "channel32"))
-ci = paired_bootstrap(tok, ch, pairs=True)
-print(f"both removed, per token - per channel (32 tokens): {ci.diff:+.4f}, 95% CI [{ci.lo:+.4f}, {ci.hi:+.4f}]")
+print("\n".join(centred_lines))
 
 # %% [markdown]
 # Neither suspect alone removes the win: without the offsets it is 1.46x, with the special tokens
-# exact 1.75x. Together they cut it to 1.17x, a difference whose interval (last line) overlaps
-# the shuffled keys' at equal metadata: the offsets and the `[CLS]` and `[SEP]` keys explain
-# most of the win between them. In these short sentences the special tokens are one
-# token in six, far more than in a long cache. So per-channel keys win on MiniLM too, but by
-# less than the one-sentence comparison suggests, and for reasons partly different from LLaMA's
-# outlier channels.
+# exact 1.75x. Together they cut it to 1.17x (shuffled keys at equal metadata: 1.06x): most of
+# the win, not all, since the interval of the last line excludes 0. Two random words in fp16
+# instead leave it at 1.48x: it is the special tokens, not any two tokens out of the rulers. In
+# these short sentences the special tokens are one token in six, far more than in a long
+# cache. So per-channel keys win on MiniLM too, but by less than the one-sentence comparison
+# suggests, and for reasons partly different from LLaMA's outlier channels.
 #
 # ## 5. Values: which token decides?
 #
@@ -186,19 +185,25 @@ print_table(kv.cls_rows(qkv), {"attention to [CLS]": ".2f", "[CLS] value / media
 # %% [markdown]
 # In layers 1 to 4 more than half of all attention lands on `[CLS]`, whose value is a few
 # hundredths of a typical token's: an *attention sink*, a place to put attention that adds
-# little. The same comparison at 2, 3 and 4 bits, with per channel also over 32 tokens (equal
-# metadata):
+# little. A per-channel ruler spans the words' larger values, so `[CLS]`'s tiny value is likely
+# rounded to something many times its size, and its attention multiplies that error; a
+# per-token ruler fits `[CLS]`'s own range. Does the flip survive equal metadata? At 2 bits,
+# with per channel also over 32 tokens:
 
 # %%
-values, value_lines = kv.value_rows(qkv)
+values, value_lines = kv.value_rows(qkv, bits=(2,))
 fmt = {k: ".4f" for k in ("per token", "per channel", "per channel (32 tokens)")}
 print_table(values, fmt | {"token - channel": "+.4f", "95% CI": "+.4f"})
 print("\n".join(value_lines))
 
 # %% [markdown]
-# The fp16 `[CLS]` is not free. Compare at equal *total* bits: codes, each ruler's minimum and
-# scale, and the fp16 token. Keys use the same count, without the fp16 token. Predict first: at
-# about 4 bits per value, which wins?
+# It does: with `[CLS]` in fp16, per channel over 32 tokens still beats per token (last line).
+#
+# ## 6. Every bit counted
+#
+# So far both rulers had the same code bits. A cache pays for every bit it stores: the codes,
+# each ruler's fp16 minimum and scale, and any token kept in fp16. Start with the keys of
+# section 3. Predict first:
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("10", "full_cost")
@@ -207,18 +212,15 @@ recall.predict("10", "full_cost")
 print_table(kv.full_cost_rows(qkv), {"bits per value, all costs": ".2f", "error": ".4f"})
 
 # %% [markdown]
-# On sentences of 12.5 tokens the fp16 `[CLS]` costs about one bit per value, and that bit is
-# better spent on codes: values per token at 3 bits beat both per-channel rulers that keep
-# `[CLS]` exact. In a long cache one fp16 token costs almost nothing; this lesson does not test
-# that. Keys per channel still win at equal total bits (last row against the fourth).
-
-# %% [markdown]
-# With `[CLS]` quantized, per token wins at every bit width, likely because a per-channel ruler
-# spans the words' large values, so `[CLS]`'s tiny value is rounded to something many times its
-# size, and the attention on `[CLS]` multiplies that error. With `[CLS]` in fp16 the verdict
-# flips at every bit width, even at equal metadata (last column and the interval lines).
+# Per token at 3 bits beats per channel over one sentence at 2 bits, and stores fewer bits:
+# section 3's 2.6x win cost 1.56 more bits per value, and a third code bit buys more. Per
+# channel over 32 tokens still wins at equal total bits (third row against the first). For the
+# values, the fp16 `[CLS]` costs about one bit per value on sentences of 12.5 tokens, and that
+# bit is better spent on codes: values per token at 3 bits beat both per-channel rulers that
+# keep `[CLS]` exact. In a long cache one fp16 token costs almost nothing; this lesson does not
+# test that.
 #
-# ## 6. Streaming: why per-channel keys wait
+# ## 7. Streaming: why per-channel keys wait
 #
 # During generation the cache grows one token at a time. A per-token ruler exists as soon as
 # its token does. A per-channel ruler over a group of `G` tokens exists only once the group is
@@ -240,12 +242,15 @@ print_table(rows)
 #
 # * A key error moves attention between tokens; a value error reaches the output weighted by
 #   its token's attention.
-# * MiniLM's keys have a loud head but no outlier channels; each key channel has its own
-#   offset. LLaMA-family keys have outlier channels, as KIVI and KVQuant report.
-# * Per-channel keys beat per-token keys 2.6x at 2 bits over one sentence, but shuffled keys
-#   still show 1.9x: the smaller group. At equal metadata the real keys still win 1.7x, the
-#   shuffled ones barely. Neither removing the channels' offsets (1.46x) nor keeping `[CLS]`
-#   and `[SEP]` exact (1.75x) removes that win; together they cut it to 1.17x.
+# * On these sentences MiniLM's keys have a loud head but no outlier channels; each key channel
+#   has its own offset. LLaMA-family keys have outlier channels, as KIVI and KVQuant report.
+# * Per-channel keys beat per-token keys 2.6x at 2 bits over one sentence (4.56 bits per value
+#   against 3), but shuffled keys still show 1.9x: the smaller group. At equal metadata the real
+#   keys still win 1.7x, the shuffled ones barely. Removing the channels' offsets and keeping
+#   `[CLS]` and `[SEP]` exact together cut that win to 1.17x; either alone does not, nor do two
+#   random words kept exact.
+# * Every bit counted, keys per token at 3 bits beat per channel over one sentence at 2 bits;
+#   per channel over 32 tokens wins at equal total bits.
 # * Values: per token wins while the sink `[CLS]` is quantized; keep `[CLS]` alone in fp16 (of
 #   `[CLS]`, `[SEP]` and a random word, only `[CLS]` flips it) and per channel wins at equal code
 #   bits. Counting that token's bit, per token at one bit more wins on these short sentences.
@@ -266,6 +271,19 @@ recall.show("10")
 # structure.
 #
 # ## Going deeper
+#
+# ### Values at 3 and 4 bits
+#
+# Section 5's comparison at 3 and 4 bits:
+
+# %%
+values_34, value_lines_34 = kv.value_rows(qkv, bits=(3, 4))
+print_table(values_34, fmt | {"token - channel": "+.4f", "95% CI": "+.4f"})
+print("\n".join(value_lines_34))
+
+# %% [markdown]
+# The verdicts are those of 2 bits: per token wins while `[CLS]` is quantized, per channel once
+# it is in fp16, at equal metadata too.
 #
 # ### What a long cache costs
 #

@@ -99,3 +99,25 @@ def test_a_residual_window_stays_exact_and_matches_the_streaming_quantizer():
     got = kv.quantize_sentences(ks, 2, "channel", residual=4)
     assert all(torch.equal(a, fake_quantize_kv(k, 2, "channel", residual=4)) for a, k in zip(got, ks, strict=True))
     assert all(torch.equal(a[:, -4:], k[:, -4:]) for a, k in zip(got, ks, strict=True))
+
+
+@pytest.mark.parametrize("ruler", ["token", "channel", "channel32"])
+def test_kept_key_errors_keeping_the_first_and_last_token_is_the_special_tokens_row(ruler):
+    qkv = [_layer(seed=1), _layer(seed=2)]
+    ends = [(0, k.shape[1] - 1) for k in qkv[0]["k"]]
+    got = kv.kept_key_errors(qkv, 2, ruler, ends)
+    want = kv.output_errors(qkv, "k", 2, ruler, sink_fp16=True, residual=1)
+    assert got == pytest.approx(want, rel=1e-12, abs=1e-15)
+    words = kv._random_words([k.shape[1] for k in qkv[0]["k"]], 2, seed=0)
+    assert all(0 < a < b < 7 for a, b in words)
+    assert not (kv.kept_key_errors(qkv, 2, ruler, words) == want).all()  # other tokens out: other errors
+
+
+def test_centred_key_rows_carry_the_random_word_control_and_the_interval_line():
+    rows, lines = kv.centred_key_rows([_layer(seed=3)], bits=2)
+    assert [(r["keys"], r["kept in fp16"]) for r in rows][-1] == ("channel means removed", "two random words")
+    assert len(rows) == 5 and all(r["token / channel"] > 0 for r in rows)
+    (line,) = lines
+    assert line.startswith("means removed, [CLS] and [SEP] in fp16") and "95% CI [" in line
+    with pytest.raises(ValueError, match="at least 2 tokens between"):
+        kv._random_words([3], 2, seed=0)

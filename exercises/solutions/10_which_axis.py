@@ -110,10 +110,11 @@ check("10.quantized_tokens", quantized_tokens)
 # One attention head: `q`, `k`, `v`, each `[tokens, dim]`. The cache will store `which` (`"k"`
 # or `"v"`) at `bits` bits with KIVI's asymmetric rulers (your Task 2; its transpose gives a
 # ruler per token), the other tensor exact. Write `choose_axis(q, k, v, which, bits)`: return
-# `"token"` or `"channel"`, whichever gives the smaller error in the head's output (the
-# attention output computed from the cache). Do not apply a rule from a paper: measure. The
-# visible cases are a key cache with one loud channel and a value cache with a sink (a token
-# every query leans on, whose value is tiny); hidden cases have other structures.
+# `"token"` or `"channel"`, whichever gives the smaller squared error in the head's output (the
+# attention output computed from the cache, summed over its entries). Do not apply a rule from
+# a paper: measure. The visible cases are a key cache with one loud channel and a value cache
+# with a sink (a token every query leans on, whose value is tiny); hidden cases have other
+# structures.
 
 
 # %% tags=["solution"]

@@ -24,12 +24,18 @@ def _kv_bytes(layers: int, kv_heads: int, head_dim: int, tokens: int, bytes_per_
 
 
 def _keys_per_channel(
-    k: torch.Tensor, bits: int, axis: int = 0, symmetric: bool = False, levels: int | None = None, add_lo: bool = True
+    k: torch.Tensor,
+    bits: int,
+    axis: int = 0,
+    symmetric: bool = False,
+    levels: int | None = None,
+    add_lo: bool = True,
+    rounding=torch.round,  # noqa: ANN001
 ) -> torch.Tensor:
     """Asymmetric per-channel fake quantization of ``k [tokens, channels]``: min and max over the tokens.
 
     A channel whose values are all equal (one token, or a constant) comes back exact: its scale is 0.
-    ``levels``, ``add_lo`` and ``symmetric`` are the named mistakes' variants.
+    ``levels``, ``add_lo``, ``symmetric`` and ``rounding`` are the named mistakes' variants.
     """
     qmax = 2**bits - 1
     if symmetric:
@@ -37,7 +43,7 @@ def _keys_per_channel(
         return torch.round(k / s).clamp(-(2 ** (bits - 1) - 1), 2 ** (bits - 1) - 1) * s
     lo, hi = k.amin(axis, keepdim=True), k.amax(axis, keepdim=True)
     scale = (hi - lo) / (levels or qmax)
-    codes = torch.round((k - lo) / torch.where(scale > 0, scale, torch.ones_like(scale))).clamp(0, qmax)
+    codes = rounding((k - lo) / torch.where(scale > 0, scale, torch.ones_like(scale))).clamp(0, qmax)
     return codes * scale + (lo if add_lo else 0)
 
 
@@ -194,6 +200,10 @@ TASKS: list[Task] = [
                 lambda L, H, D, T, b: 8 * _kv_bytes(L, H, D, T, b),
             ),
             Mistake(
+                "divided by 8: bytes_per_value is already in bytes",
+                lambda L, H, D, T, b: _kv_bytes(L, H, D, T, b) / 8,
+            ),
+            Mistake(
                 "returned MiB (divided by 2**20): the task asks for bytes",
                 lambda L, H, D, T, b: _kv_bytes(L, H, D, T, b) / 2**20,
             ),
@@ -212,7 +222,8 @@ TASKS: list[Task] = [
             Case((_keys(7, 3, shift=-1.5), 4), "another shape, 4 bits", hidden=True),
         ],
         "one ruler per channel (column) from that channel's minimum to its maximum over the tokens, with "
-        "2**bits codes; a channel whose values are all equal must come back exact, not NaN",
+        "2**bits codes, each value sent to its nearest code; a channel whose values are all equal must come "
+        "back exact",
         [
             Mistake(
                 "quantized per token (one ruler per row): the wrong axis for keys",
@@ -230,6 +241,10 @@ TASKS: list[Task] = [
             Mistake(
                 "forgot to add the minimum back: a code counts steps up from the channel's minimum",
                 lambda k, b: _keys_per_channel(k, b, add_lo=False),
+            ),
+            Mistake(
+                "rounded down (floor): a value goes to its nearest code, so round",
+                lambda k, b: _keys_per_channel(k, b, rounding=torch.floor),
             ),
             Mistake(
                 "widened the range to include 0 (lesson 05's integer zero point): KIVI's ruler starts at the "
@@ -276,7 +291,7 @@ TASKS: list[Task] = [
             _case4("value sink, offsets", 2, "v", 3, hidden=True),
         ],
         "quantize the tensor both ways, leave the other one exact, and compare where the cache's error "
-        "lands: in what the head computes from it",
+        "lands: the squared error of what the head computes from it",
         [
             Mistake(
                 "applied KIVI's rule (keys per channel, values per token) instead of measuring this head",
@@ -330,18 +345,17 @@ TASKS.append(
         "which token's rounding does each ruler get wrong, and how much attention multiplies it?",
         [
             Mistake(
-                "(channel, channel): the offsets favour per channel, but a ruler spanning an offset channel rounds "
-                "token 0's tiny value to a whole step, and three quarters of the attention carries that error",
+                "(channel, channel): you gave both cases the offsets' verdict; what does a ruler that spans an "
+                "offset channel do to token 0's tiny value, and how much attention carries that?",
                 lambda: ("channel", "channel"),
             ),
             Mistake(
-                "(token, token): KIVI's rule for values; with token 0 exact, each channel's own offset is what a "
-                "ruler has to fit, and a per-token ruler spans all 16 offsets",
+                "(token, token): KIVI's rule for values is not a measurement of this head; in each case, what "
+                "must a single per-token ruler span, and what a per-channel one?",
                 lambda: ("token", "token"),
             ),
             Mistake(
-                "swapped: the sink is what per channel rounds badly, so it is the quantized sink that favours "
-                "per token",
+                "swapped: in each case, which ruler fits token 0's own range, and which tokens are left to fit?",
                 lambda: ("channel", "token"),
             ),
         ],
@@ -350,26 +364,30 @@ TASKS.append(
 )
 PREDICT = {
     "full_cost": choice(
-        "Count every bit: codes, each ruler's fp16 minimum and scale, and an fp16 [CLS] (about one bit per "
-        "value on 12.5-token sentences). Values at about 4 to 6 bits per value: per token at 3 bits with "
-        "[CLS] quantized, or per channel at 2 bits with [CLS] in fp16. Which has the lower error?",
+        "Keys, every bit counted (codes plus each ruler's fp16 minimum and scale): per channel over one "
+        "sentence at 2 bits (4.56 bits per value) or per token at 3 bits (4.00 bits per value). Which has "
+        "the lower attention-output error?",
         (
-            "Per channel with [CLS] in fp16: keeping the sink exact is what decides the values",
+            "Per channel at 2 bits: it beat per token 2.6 times over",
             False,
-            "Tempting after the last table, where it wins at equal code bits; but the fp16 token costs about a "
-            "bit per value on these short sentences, and one more code bit halves every step.",
+            "Tempting after section 3's headline; but that compared 2-bit codes both ways, and per channel "
+            "paid 1.56 more bits per value in scales and minimums. Per token at 3 bits spends fewer bits in all, "
+            "and its third code bit more than halves every step (7 steps between the codes instead of 3).",
         ),
         (
-            "Per token at 3 bits: on short sentences the fp16 token's bit buys more as a code bit",
+            "Per token at 3 bits: a third code bit more than halves every step, and that buys more than the extra "
+            "rulers",
             True,
-            "A third code bit halves the step of every ruler; the fp16 [CLS] fixes one token's rounding. On "
-            "12.5-token sentences the bit is better spent on codes; in a long cache the fp16 token is nearly free.",
+            "A third code bit turns 3 steps into 7 on every ruler, which cuts a squared error several-fold; "
+            "per channel's extra rulers only narrow the ranges. Per channel still wins at equal total bits over "
+            "32 tokens, where it pays no extra rulers.",
         ),
         (
-            "They tie: equal bits give equal error",
+            "They tie: a bit spent on rulers buys as much as a bit spent on codes",
             False,
-            "Tempting because the comparison is fair in bits; but equal bits spent differently give different "
-            "errors: that is the whole question of where to put them.",
+            "Tempting because both spend bits on precision; but a code bit shrinks every step, while extra "
+            "rulers help only as much as the ranges shrink: the same bits spent differently give different "
+            "errors.",
         ),
     ),
     "shuffled_keys": choice(
@@ -409,9 +427,8 @@ PREDICT = {
         (
             "[SEP]",
             False,
-            "Tempting because [SEP] is special too, and its key troubles a per-token ruler; but keeping it "
-            "exact barely moves either ruler: the per-channel error comes from a token that is both tiny and "
-            "heavily attended.",
+            "Tempting because [SEP] is special too; but keeping it exact barely moves either ruler: the "
+            "per-channel error comes from a token that is both tiny and heavily attended.",
         ),
         (
             "Any of them: one token fewer narrows every per-channel ruler",

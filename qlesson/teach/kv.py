@@ -168,7 +168,7 @@ SHAPES = (("Llama-3-8B-like", 32, 8, 128),)
 SCHEMES: tuple[tuple[str, tuple[int, str, int | None], tuple[int, str, int | None], bool, int], ...] = (
     ("fp16", (16, "token", None), (16, "token", None), True, 0),
     ("FP8 per tensor (vLLM)", (8, "token", None), (8, "token", None), True, 0),
-    ("int4 per token g64, window 128 (transformers)", (4, "token", 64), (4, "token", 64), False, 128),
+    ("int4 per token g64, window 128 (transformers: at most)", (4, "token", 64), (4, "token", 64), False, 128),
     ("2-bit K per channel g32, V per token g32, fixed window 32", (2, "channel", 32), (2, "token", 32), False, 32),
     ("2-bit as above, fixed window 128", (2, "channel", 32), (2, "token", 32), False, 128),
 )
@@ -736,31 +736,84 @@ def value_rows(
     return rows, lines
 
 
-def centred_key_rows(qkv: Sequence[dict[str, list[torch.Tensor]]], bits: int = 2) -> list[dict[str, Any]]:
+def _random_words(lens: Sequence[int], n: int, seed: int) -> list[list[int]]:
+    """Per sentence of ``t`` tokens, ``n`` distinct positions drawn among its words (not the first or last token)."""
+    if any(t - 2 < n for t in lens):
+        raise ValueError(f"every sentence needs at least {n} tokens between its first and last, got {min(lens)} tokens")
+    g = torch.Generator().manual_seed(seed)
+    return [sorted((1 + torch.randperm(t - 2, generator=g)[:n]).tolist()) for t in lens]
+
+
+def kept_key_errors(
+    qkv: Sequence[dict[str, list[torch.Tensor]]],
+    bits: int,
+    ruler: str,
+    kept: Sequence[Sequence[int]],
+    exact: list[dict[str, torch.Tensor]] | None = None,
+) -> np.ndarray:
+    """:func:`output_errors` for keys, with the two tokens ``kept[s]`` of sentence ``s`` in fp16, out of every ruler.
+
+    The first kept token is moved to the front and the second to the end, the others keep their order,
+    so :func:`quantize_sentences` with ``sink_fp16=True, residual=1`` leaves exactly those two out (its
+    ``channel32`` rulers then run over the same tokens as when the two are removed); then the keys move back.
+    """
+    exact = exact if exact is not None else exact_attention(qkv)
+    lens = [k.shape[1] for k in qkv[0]["k"]]
+    order = [[a, *(j for j in range(t) if j not in (a, b)), b] for t, (a, b) in zip(lens, kept, strict=True)]
+    back = [torch.argsort(torch.tensor(o)) for o in order]
+    err = torch.zeros(len(lens), dtype=torch.float64)
+    for layer, ref in zip(qkv, exact, strict=True):
+        moved = [k[:, o] for k, o in zip(layer["k"], order, strict=True)]
+        hat = quantize_sentences(moved, bits, ruler, sink_fp16=True, residual=1)
+        hat = _pad([h[:, i] for h, i in zip(hat, back, strict=True)], ref["q"].shape[2])
+        o_hat = _masked_attention(ref["q"], hat, ref["v"], ref["keys"])[1]
+        err += ((ref["o"] - o_hat) * ref["rows"]).square().sum((1, 2, 3)) / ref["norm"]
+    return (err / len(qkv)).numpy()
+
+
+def centred_key_rows(
+    qkv: Sequence[dict[str, list[torch.Tensor]]], bits: int = 2, seed: int = 0
+) -> tuple[list[dict[str, Any]], list[str]]:
     """Keys per token against per channel over 32 tokens (equal metadata): the offsets' and special tokens' share.
 
     Rows: the real keys; each channel's mean over its sentence removed (the attention is unchanged:
     the softmax ignores a shift common to all of a query's scores); ``[CLS]`` and ``[SEP]`` kept in
-    fp16 in both rulers; both. Columns: the mean attention-output errors and their ratio.
+    fp16 in both rulers; both; and the control: means removed, two random words per sentence (fixed
+    ``seed``) kept in fp16 instead. Columns: the mean attention-output errors and their ratio. The
+    line: per token minus per channel with both suspects removed, and its paired 95% interval.
     """
     _check_qkv(qkv)
+    from qlesson.teach.intervals import paired_bootstrap
+
     centred = [{"q": lay["q"], "k": [k - k.mean(dim=1, keepdim=True) for k in lay["k"]], "v": lay["v"]} for lay in qkv]
-    rows = []
+    rows, lines = [], []
     exact = {"real": exact_attention(qkv), "channel means removed": exact_attention(centred)}
-    for special in (False, True):
+    words = _random_words([k.shape[1] for k in qkv[0]["k"]], 2, seed)
+    for kept in ("none", "[CLS], [SEP]", "two random words"):
         for name, data in (("real", qkv), ("channel means removed", centred)):
-            kw = {"sink_fp16": special, "residual": 1 if special else 0, "exact": exact[name]}
-            tok, ch = (output_errors(data, "k", bits, r, **kw).mean() for r in ("token", "channel32"))
+            if kept == "two random words":
+                if name == "real":
+                    continue
+                tok, ch = (kept_key_errors(data, bits, r, words, exact[name]) for r in ("token", "channel32"))
+            else:
+                kw = {"sink_fp16": kept != "none", "residual": int(kept != "none"), "exact": exact[name]}
+                tok, ch = (output_errors(data, "k", bits, r, **kw) for r in ("token", "channel32"))
             rows.append(
                 {
                     "keys": name,
-                    "[CLS], [SEP]": "fp16" if special else "quantized",
-                    "per token": tok,
-                    "per channel (32 tokens)": ch,
-                    "token / channel": tok / ch,
+                    "kept in fp16": kept,
+                    "per token": float(tok.mean()),
+                    "per channel (32 tokens)": float(ch.mean()),
+                    "token / channel": float(tok.mean() / ch.mean()),
                 }
             )
-    return rows
+            if kept == "[CLS], [SEP]" and name != "real":
+                ci = paired_bootstrap(tok, ch, pairs=True)
+                lines.append(
+                    f"means removed, [CLS] and [SEP] in fp16, per token - per channel (32 tokens): {ci.diff:+.4f}, "
+                    f"95% CI [{ci.lo:+.4f}, {ci.hi:+.4f}]"
+                )
+    return rows, lines
 
 
 def kept_token_rows(qkv: Sequence[dict[str, list[torch.Tensor]]], bits: int = 2, seed: int = 0) -> list[dict[str, Any]]:
@@ -823,7 +876,7 @@ def window_errors(qkv: Sequence[dict[str, list[torch.Tensor]]], bits: int = 2, r
 
 
 def full_cost_rows(qkv: Sequence[dict[str, list[torch.Tensor]]]) -> list[dict[str, Any]]:
-    """Values and keys at about 4 bits per value, every bit counted: codes, each ruler's fp16 minimum
+    """Keys and values at about 4 bits per value, every bit counted: codes, each ruler's fp16 minimum
     and scale (:func:`ruler_bits`), and for an fp16 ``[CLS]`` its 32 values per head at 16 bits
     instead of ``b`` (spread over a sentence's tokens). Columns: bits per value and mean output error.
     """
@@ -833,12 +886,12 @@ def full_cost_rows(qkv: Sequence[dict[str, list[torch.Tensor]]]) -> list[dict[st
     exact = exact_attention(qkv)
     rows = []
     for tensor, b, ruler, sink in (
-        ("values", 3, "token", False),
-        ("values", 2, "channel", True),
-        ("values", 2, "channel32", True),
         ("keys", 3, "token", False),
         ("keys", 2, "channel", False),
         ("keys", 3, "channel32", False),
+        ("values", 3, "token", False),
+        ("values", 2, "channel", True),
+        ("values", 2, "channel32", True),
     ):
         err = output_errors(qkv, tensor[0], b, ruler, sink_fp16=sink, exact=exact).mean()
         rows.append(
