@@ -47,10 +47,12 @@ def test_on_minilm_no_row_loses_to_its_own_int4_scale_and_few_lose_at_int8():
     """Going deeper's count: rows whose MAE is higher per-channel than per-tensor, over every MiniLM Linear."""
     from qlesson.teach import models
 
-    worse = {4: 0, 8: 0}
+    worse, rows = {4: 0, 8: 0}, 0
     for w in models.minilm_linear_weights().values():
+        rows += w.shape[0]
         for bits in worse:
             pt = (ql.fake_quantize(w, bits) - w).abs().mean(1)
             pc = (ql.fake_quantize(w, bits, granularity=ql.PerChannel(0)) - w).abs().mean(1)
             worse[bits] += int((pc > pt).sum())
     assert worse[4] == 0 and 0 < worse[8] < 20
+    assert (worse[8], rows) == (10, 21_120)  # section 5 of the main line quotes these two numbers

@@ -25,9 +25,9 @@ def _per_channel_scale(w: torch.Tensor, bits: int) -> torch.Tensor:
     return w.abs().amax(dim=1) / qmax(bits)
 
 
-def _quantize_per_channel(w: torch.Tensor, bits: int) -> tuple[torch.Tensor, torch.Tensor]:
+def _quantize_per_channel(w: torch.Tensor, bits: int, rnd: Callable = torch.round) -> tuple[torch.Tensor, torch.Tensor]:
     s = _per_channel_scale(w, bits)
-    return torch.clamp(torch.round(codes(w, s[:, None])), -qmax(bits), qmax(bits)), s
+    return torch.clamp(rnd(codes(w, s[:, None])), -qmax(bits), qmax(bits)), s
 
 
 def _per_tensor(w: torch.Tensor, bits: int, divisor: float | None = None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -102,6 +102,16 @@ TASKS: list[Task] = [
             Mistake("divided by 2**(bits-1) instead of 2**(bits-1) - 1", lambda w, b: w.abs().max() / 2 ** (b - 1)),
             Mistake("used w.max() instead of the absolute maximum", lambda w, b: w.max() / qmax(b)),
             Mistake("divided by 7 whatever the bits (int4 hard-coded)", lambda w, b: w.abs().max() / 7),
+            Mistake(
+                "divided by 2**bits - 1, the unsigned range; a symmetric ruler has 2**(bits-1) - 1 steps on each side "
+                "of 0",
+                lambda w, b: w.abs().max() / (2**b - 1),
+            ),
+            Mistake(
+                "used the range max - min over 2**bits - 1 (asymmetric, lesson 05); the symmetric scale is set by the "
+                "largest |value|",
+                lambda w, b: (w.max() - w.min()) / (2**b - 1),
+            ),
         ],
     ),
     Task(
@@ -170,6 +180,14 @@ TASKS: list[Task] = [
                 "rounded halves away from zero (0.5 to 1, -2.5 to -3); torch.round sends a half to the even code",
                 _half_away_per_channel,
             ),
+            Mistake(
+                "truncated toward zero (trunc, or int()) instead of rounding to the nearest code",
+                lambda w, b: _quantize_per_channel(w, b, rnd=torch.trunc),
+            ),
+            Mistake(
+                "rounded down (floor) instead of to the nearest code",
+                lambda w, b: _quantize_per_channel(w, b, rnd=torch.floor),
+            ),
         ],
     ),
     Task(
@@ -213,7 +231,8 @@ TASKS: list[Task] = [
         "that holds something",
         [
             Mistake(
-                "called a row erased when its values are below one shared tick; from half a tick up they round to +-1",
+                "called a row erased when its values are below one shared tick; just past half a tick a value rounds "
+                "to +-1 (exactly half rounds to the even code, 0)",
                 lambda w, b: ((w.abs().amax(1) < w.abs().max() / qmax(b)) & (w != 0).any(1)).long(),
             ),
             Mistake(
@@ -240,8 +259,8 @@ TASKS: list[Task] = [
         "code 1 rather than 0?",
         [
             Mistake(
-                "called a row erased when its largest value is below one shared tick; from half a tick up it rounds "
-                "to +-1",
+                "called a row erased when its largest value is below one shared tick; just past half a tick it rounds "
+                "to +-1 (exactly half rounds to the even code, 0)",
                 lambda: tuple((_LAYER.abs().amax(1) < 1 / qmax(b)).nonzero().flatten().tolist() for b in (3, 4, 8)),
             ),
             Mistake(
@@ -305,8 +324,8 @@ RECALL: tuple[Question, ...] = (
         (
             "Channels live at different magnitudes; one shared scale leaves the quiet ones few codes, or none",
             True,
-            "This is the answer interviewers look for: at int4 the quiet row is erased (section 2), at int8 it "
-            "keeps only a few percent of the range (section 5).",
+            "This is the answer interviewers look for: at int4 the quiet row is erased, at int8 it keeps only a "
+            "few small codes (section 2).",
         ),
         (
             "Because the loudest channel would otherwise be clipped by a shared scale fitted to the typical channel",
@@ -370,13 +389,13 @@ RECALL: tuple[Question, ...] = (
             "Its worst-case rounding error, half its tick, is never larger",
             True,
             "Lesson 01's bound is half a tick, and the row's tick can only shrink. Its actual error can still rise, "
-            "as the row near the shared ticks in section 6 shows.",
+            "as the row near the shared ticks in section 5 shows.",
         ),
         (
             "Its mean absolute error is never larger",
             False,
             "Tempting because a finer ruler sounds better everywhere; but a row whose values sat near the shared "
-            "ticks (section 6) gets more error from its own ruler.",
+            "ticks (section 5) gets more error from its own ruler.",
         ),
         (
             "Its values can no longer be clipped",
