@@ -16,17 +16,19 @@
 # %% [markdown]
 # # 07 · Calculator: per-tensor or per-channel on your own numbers
 #
-# **The question**: On numbers you paste, what does one ruler per channel buy over one shared
-# ruler, and what does it cost, with and without a zero point?
+# **The question**: On numbers you paste, what do 4 more bytes of ruler buy: one scale per
+# channel instead of one shared, or a zero point?
 #
 # **The answer**: With symmetric rulers, a channel's own ruler is finer by the tensor's largest
-# |value| over the channel's, so the quieter a channel, the more it gains. In this calculator
-# (an fp32 scale, an int32 zero point) each ruler costs 4 bytes, 8 with a zero point: 1 to 2%
-# of an int8 layer with 384-value rows; on one-sided data such as a post-GELU row, a zero point
-# is worth its 4 bytes.
+# |value| over the channel's, so the quieter the channel, the finer its ruler and the smaller
+# its error bound (on the example, the quieter channels' MAE falls 1.1 to 30 times). In this
+# calculator each ruler costs 4 bytes (an fp32 scale), 8 with an int32 zero point, 1 to 2% of an
+# int8 layer with 384-value rows; on a 64-value post-GELU row, whose range is lopsided about 0
+# (-0.17 to 1.91), a zero point's 4 bytes buy about what one more bit per value buys for 8 bytes.
 #
-# **What you will do**: predict which channel gains nothing, count the bytes, count the codes a
-# symmetric ruler leaves empty on a GELU row, and paste rows of your own.
+# **What you will do**: predict which channel gains nothing, find the width at which a quiet
+# channel vanishes, count the bytes, and count the codes a symmetric ruler leaves empty on a
+# GELU row.
 #
 # **What you need**: lessons 01, 02 and 05 (zero points).
 # **Time**: about 16 minutes, plus about 18 for the exercise.
@@ -87,13 +89,10 @@ _ = calc.plot(ex, sharey=True)
 #
 # Paste channels one per line (or separated by `;`), values separated by commas or spaces.
 #
-# **Try this.** Pick **symmetric**, set **bits** to 4 and press **Compare**: the table above.
-# Raise **bits** one step at a time until channel 3's per-tensor MAE drops below 0.06 (the mean
-# of its |values|). Why at that width? Compare half the per-tensor scale with 0.11.
-#
-# **Your own numbers.** Still symmetric, replace the box with three rows of your own: say, one
-# loud, one quiet and one in between. Before you press **Compare**, write down each row's
-# "finer by" from its largest |value|, then check it against the two scales in the table.
+# **Try this.** Pick **symmetric**, leave **bits** at 8 and press **Compare**. Lower **bits** one
+# step at a time, pressing **Compare** each time, until channel 3's per-tensor MAE is 0.06, the
+# mean of its |values|: all of its values then round to 0. At which width, and why there?
+# Compare half the per-tensor scale with 0.11. Then replace the box with rows of your own.
 
 # %% tags=["nbval-ignore-output"]
 from qlesson.teach import widgets
@@ -103,7 +102,8 @@ widgets.calculator()
 # %% [markdown]
 # <details><summary>Check for the Try-this (open it after you tried)</summary>
 #
-# At 5 bits half a tick is 1.70 / 15 / 2, about 0.057, so 0.11, 0.08 and -0.06 now reach a code.
+# At 4 bits. There half a shared tick is 1.70 / 7 / 2, about 0.121, more than 0.11. At 5 bits it
+# is 1.70 / 15 / 2, about 0.057, so 0.11, 0.08 and -0.06 still reach a code.
 #
 # </details>
 #
@@ -126,12 +126,11 @@ for zp_bytes in (0, 4):
 # a layer whose rows hold 384 values (MiniLM's FFN up-projection shape), the same metadata is
 # 1 to 2% of the layer.
 #
-# ## 4. Is a zero point's 4 bytes worth it?
+# ## 4. The other 4 bytes: a zero point
 #
-# Lesson 05 measured this on MiniLM's GELU outputs at 8 bits: a zero point gained nearly one
-# bit. New here: how many codes does symmetric leave outside the row's span (no value from the
-# row's smallest to its largest rounds to them), at 4 bits and at 8, and is that worth 4 bytes?
-# Take one row: GELU of 64 standard-normal draws, rounded to 2 decimals, under one ruler.
+# A zero point also costs 4 bytes per ruler. Lesson 05 measured what it buys on MiniLM's GELU
+# outputs at 8 bits. Here is the calculator on one row: GELU of 64 standard-normal draws,
+# rounded to 2 decimals, under one ruler.
 
 # %%
 gelu = calc.parse_channels(calc.gelu_row())
@@ -141,44 +140,39 @@ print(f"{gelu[0].numel()} values from {gelu[0].min():.2f} to {gelu[0].max():.2f}
 recall.predict("07", "gelu")
 
 # %%
+rows = []
 for bits in (4, 8):
-    mae = {}
-    for symmetric in (True, False):
-        g = calc.compare(gelu, bits=bits, symmetric=symmetric)
-        qmin, qmax = ql.qrange(bits, symmetric=symmetric)
-        scale, zp = g.channels[0]["per-tensor scale"], g.channels[0]["per-tensor zero point"]
-        lo, hi = (round(float(v) / scale) + zp for v in (g.per_tensor[0].min(), g.per_tensor[0].max()))
-        name = "symmetric" if symmetric else "asymmetric"
-        mae[name] = g.overall["per-tensor"]["MAE"]
-        print(
-            f"{bits} bits, {name:<10}: scale {scale:.4f}, codes outside the span {(qmax - qmin) - (hi - lo)} "
-            f"of {qmax - qmin + 1}, MAE {mae[name]:.4f}, bytes {g.memory['per-tensor total bytes']}"
-        )
-    wider = calc.compare(gelu, bits=bits + 1, symmetric=True)
-    print(
-        f"{bits} bits: symmetric MAE / asymmetric MAE {mae['symmetric'] / mae['asymmetric']:.1f}; control, symmetric "
-        f"at {bits + 1} bits ({wider.memory['per-tensor total bytes']} bytes): "
-        f"symmetric MAE / its MAE {mae['symmetric'] / wider.overall['per-tensor']['MAE']:.1f}"
-    )
+    sym = calc.compare(gelu, bits=bits, symmetric=True)
+    scale, qmax = sym.channels[0]["per-tensor scale"], ql.qrange(bits)[1]
+    lo, hi = (round(float(v) / scale) for v in (sym.per_tensor[0].min(), sym.per_tensor[0].max()))
+    print(f"{bits} bits, symmetric: codes outside the row's span {2 * qmax - (hi - lo)} of {2 * qmax + 1}")
+    for extra, symmetric, name in ((0, True, "symmetric"), (0, False, "zero point"), (1, True, "1 more bit")):
+        g = calc.compare(gelu, bits=bits + extra, symmetric=symmetric)
+        mae = g.overall["per-tensor"]["MAE"]
+        rows.append({"bits": bits, "ruler": name, "bytes": g.memory["per-tensor total bytes"], "MAE": mae})
+        rows[-1]["symmetric's MAE / this"] = sym.overall["per-tensor"]["MAE"] / mae
+print_table(rows, {"MAE": ".4f", "symmetric's MAE / this": ".1f"})
+
 
 # %% [markdown]
-# Symmetric must reach -max to reach +max, so the codes below -0.17 stay empty: 6 of 15 at 4
-# bits, 116 of 255 at 8. Each tick is then about twice as wide, and more bits barely change
-# that fraction. On this row, 4 bytes of zero point buy an MAE 2 to 3 times lower; the control,
-# one more bit for every value (8 more bytes on 64 values), buys about as much (last number of
-# each `bits` line) for twice the bytes.
+# Symmetric must reach -1.91 to reach +1.91, so the codes below the one -0.17 rounds to stay
+# empty: 6 of 15 at 4 bits, 116 of 255 at 8. A zero point spends every code on -0.17 to 1.91,
+# a tick about half as wide: the MAE is 2.6 times lower at 4 bits, 2.0 at 8. The control,
+# "1 more bit" for every value, costs n/8 bytes on an n-value row (8 here, twice the zero
+# point's 4) and buys about as much.
 #
 # ## Summary
 #
 # * With symmetric rulers, per-channel makes a channel's ruler finer by the tensor's largest
-#   |value| over the channel's own: a quiet channel gains most; the channel holding the
-#   tensor's largest |value| gains nothing.
-# * In this calculator a scale costs 4 bytes (fp32), 8 with an int32 zero point.
-# * That metadata rivals the codes on a 20-value toy at 8 bits and is 1 to 2% of an int8 layer
-#   with 384-value rows.
-# * On one-sided data such as a post-GELU row, a zero point's 4 bytes buy a tick about half as
-#   wide, so an MAE about 2 times lower (2.6 at 4 bits on this row): about what one more bit
-#   per value buys, for 4 bytes instead of 8 on 64 values.
+#   |value| over the channel's own: the quieter the channel, the finer its ruler and its error
+#   bound. The channel holding the tensor's largest |value| gains nothing. The MAE only
+#   roughly follows (1.1 to 30 times lower on the example).
+# * In this calculator a ruler costs 4 bytes (fp32 scale), 8 with an int32 zero point: it rivals
+#   the codes on a 20-value toy at 8 bits and is 1 to 2% of an int8 layer with 384-value rows.
+# * On a row whose range is lopsided about 0, such as a post-GELU row (-0.17 to 1.91),
+#   symmetric leaves empty the codes below the one the row's smallest value rounds to. On this
+#   64-value row a zero point's 4 bytes cut the MAE 2.6 times at 4 bits, about what one more
+#   bit per value (8 bytes) buys.
 #
 # ## Pause and recall
 
@@ -189,8 +183,9 @@ recall.quiz("07")
 recall.show("07")
 
 # %% [markdown]
-# **Exercise**: `exercises/07_calculator.ipynb`: how much finer each channel's own ruler is, and
-# which codes a symmetric ruler leaves unused, on tensors and rows the lesson did not show.
+# **Exercise**: `exercises/07_calculator.ipynb`: how much finer each channel's own ruler is with
+# zero points, which codes a symmetric ruler leaves unused, and what share of a layer the rulers
+# take, on tensors and rows the lesson did not show.
 
 # %% [markdown]
 # ## Going deeper
@@ -207,12 +202,6 @@ recall.show("07")
 # * MAE = mean |x_hat - x|, RMSE = sqrt(mean (x_hat - x)^2), max error = max |x_hat - x|;
 # * memory: payload `elements * bits / 8` bytes, plus per scale 4 bytes (fp32 scale) and,
 #   if asymmetric, 4 bytes (int32 zero point).
-#
-# ### Asymmetric per-channel gains follow the widened range
-#
-# With asymmetric rulers the rule of section 1 uses each range widened to include 0: channel
-# 1's ruler spans [0, 1.44], not [0.88, 1.44], so its gain is far smaller than its narrow
-# values suggest.
 #
 # ### What real formats store
 #

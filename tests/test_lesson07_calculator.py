@@ -41,3 +41,33 @@ def test_plot_can_share_one_y_scale():
     r = calc.compare(calc.parse_channels(calc.EXAMPLE), 4)
     fig = calc.plot(r, Figure(), sharey=True)
     assert len({ax.get_ylim() for ax in fig.axes}) == 1
+
+
+def test_exercise_asymmetric_gain_is_the_calculators_ratio_of_scales():
+    """Exercise task 1's reference against the calculator itself, asymmetric: no channel of the example gains 1."""
+    from qlesson.course.tasks import tasks
+
+    chans = calc.parse_channels(calc.EXAMPLE)
+    r = calc.compare(chans, 4, symmetric=False)
+    ratio = [row["per-tensor scale"] / row["per-channel scale"] for row in r.channels]
+    finer = tasks()["07.finer_by"].reference(torch.stack(chans))
+    assert finer.tolist() == pytest.approx(ratio, rel=1e-5)
+    assert min(ratio) > 1.5  # with zero points even channel 2, which holds the largest |value|, gains
+
+
+@pytest.mark.parametrize(("bits", "erased"), [(4, True), (5, False), (8, False)])
+def test_the_try_this_channel_3_vanishes_first_at_4_bits(bits, erased):
+    r = calc.compare(calc.parse_channels(calc.EXAMPLE), bits, symmetric=True)
+    ch3 = r.channels[3]
+    assert (ch3["per-tensor MAE"] == pytest.approx(0.06, abs=1e-6)) == erased  # 0.06: the mean of its |values|
+
+
+def test_on_the_gelu_row_a_zero_point_buys_about_what_one_more_bit_buys():
+    """Section 4: at 4 and 8 bits the zero point's gain is within 0.7x to 1.1x of the control's."""
+    gelu = calc.parse_channels(calc.gelu_row())
+    for bits in (4, 8):
+        mae = {
+            k: calc.compare(gelu, bits + extra, symmetric=sym).overall["per-tensor"]["MAE"]
+            for k, extra, sym in (("sym", 0, True), ("zp", 0, False), ("more", 1, True))
+        }
+        assert 1.9 < mae["sym"] / mae["zp"] and 0.7 < (mae["sym"] / mae["zp"]) / (mae["sym"] / mae["more"]) < 1.1

@@ -21,8 +21,8 @@
 # # Exercise 07 · Calculator (SOLUTIONS: spoilers)
 #
 # Practice for lesson `notebooks/07_calculator.ipynb`.
-# What a channel's own ruler buys, and which codes a symmetric ruler leaves unused, on numbers
-# the lesson did not show.
+# What a channel's own ruler buys with zero points, which codes a symmetric ruler leaves
+# unused, and what the rulers cost, on numbers the lesson did not show.
 #
 # **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
 # check cell right below it. Write your code, run your cell, then run the check: a pass prints
@@ -41,19 +41,27 @@ from qlesson.course import recall
 from qlesson.course.tasks import check
 
 # %% [markdown]
-# ## Task 1 · How much finer is each channel's own ruler?
+# ## Task 1 · How much finer is each channel's own ruler, with zero points?
 #
-# Write `finer_by(w)`: `w` is a weight `[channels, values]`, quantized with symmetric rulers at
-# some bit width. Return one number per channel (a 1-D tensor): how many times finer that
-# channel's own ruler is than one ruler shared by the whole tensor at the same bit width. Every
-# channel holds at least one nonzero value.
+# Lesson 07 compared symmetric rulers. Here every ruler is asymmetric: a scale and a zero point
+# (lessons 01 and 05). Write `finer_by(w)`: `w` is a weight `[channels, values]`. Return one
+# number per channel (a 1-D tensor): how many times finer that channel's own asymmetric ruler
+# is than one asymmetric ruler shared by the whole tensor, at the same bit width. Every channel
+# holds at least one nonzero value.
+#
+# Predict first: on the lesson's four channels (the check's first case), which channel gains
+# nothing now?
 
 
 # %% tags=["solution"]
 def finer_by(w):
     ...  # STUB
+
     # BEGIN SOLUTION
-    return w.abs().max() / w.abs().amax(dim=1)
+    def span(lo, hi):  # an asymmetric ruler covers its range widened to include 0
+        return hi.clamp(min=0) - lo.clamp(max=0)
+
+    return span(w.min(), w.max()) / span(w.amin(dim=1), w.amax(dim=1))  # same codes: the scales' ratio
     # END SOLUTION
 
 

@@ -56,7 +56,7 @@ PREDICT = {
             "|value|, 1.91, and mirrors it to -1.91, where no value lies.",
         ),
         (
-            "8: codes 0 to 7, because the row is one-sided",
+            "8: codes 0 to 7, because the row is nearly one-sided",
             False,
             "It tempts because the row is nearly one-sided. But a tick is 1.91 / 7, about 0.27, and -0.17 is "
             "more than half a tick below 0, so it rounds to code -1.",
@@ -157,7 +157,18 @@ RECALL: tuple[Question, ...] = (
 
 
 def _finer_by(w: torch.Tensor) -> torch.Tensor:
+    """Symmetric: the tensor's largest |value| over each channel's (the lesson's rule)."""
     return w.abs().max() / w.abs().amax(dim=1)
+
+
+def _widened(lo: torch.Tensor, hi: torch.Tensor) -> torch.Tensor:
+    """The width of the range [lo, hi] widened to include 0: what an asymmetric ruler spans."""
+    return hi.clamp(min=0) - lo.clamp(max=0)
+
+
+def _finer_by_asym(w: torch.Tensor) -> torch.Tensor:
+    """Asymmetric: both rulers have the same codes, so the ratio of the scales is that of the widened ranges."""
+    return _widened(w.min(), w.max()) / _widened(w.amin(dim=1), w.amax(dim=1))
 
 
 def _unreachable_codes(row: torch.Tensor, bits: int) -> int:
@@ -184,29 +195,49 @@ _W = torch.tensor(
         [0.02, -0.06, 0.04, 0.01, -0.03, 0.05],
     ]
 )
+_EXAMPLE = torch.tensor(  # the lesson's four channels
+    [
+        [0.12, -0.33, 0.48, -0.05, 0.91],
+        [1.20, 0.95, 1.44, 1.10, 0.88],
+        [-1.70, -1.22, -0.94, -1.43, -1.11],
+        [0.03, 0.08, -0.02, 0.11, -0.06],
+    ]
+)
+_SPANS = torch.tensor(  # row 1 spans the tensor's whole range: it alone gains nothing
+    [[0.30, 0.10, 0.90, 0.40], [-0.80, 0.20, 1.60, 0.05], [-0.20, -0.70, -0.10, -0.40], [0.60, 1.20, 0.80, 1.00]]
+)
 _TIED = torch.tensor([[1.5, -0.2, 0.3, 0.9], [-1.5, 0.7, 0.1, -0.4], [0.6, 0.2, -0.3, 0.1]])
 _SPREAD = torch.randn(6, 32, generator=torch.Generator().manual_seed(7)) * torch.logspace(0, -2, 6)[:, None]
 
 TASKS: list[Task] = [
     Task(
         "07.finer_by",
-        "how much finer each channel's own ruler is",
-        _finer_by,
+        "how much finer each channel's own ruler is with zero points",
+        _finer_by_asym,
         [
-            Case((_W,), "[3, 6]"),
+            Case((_EXAMPLE,), "the lesson's four channels, asymmetric"),
+            Case((_W,), "[3, 6], row 1 all negative"),
             Case((_SPREAD,), "[6, 32], rows from loud to 100 times quieter"),
-            Case((torch.tensor([[0.5, -1.0, 0.25]]),), "a single channel"),
-            Case((_TIED,), "two channels share the largest |value|", hidden=True),
+            Case((_SPANS,), "[4, 4]: one row spans the tensor's range", hidden=True),
+            Case((_SPREAD.abs()[:, :7] + 0.5,), "[6, 7], every value positive", hidden=True),
             Case((-_SPREAD[:, :5],), "[6, 5], signs flipped", hidden=True),
         ],
-        "symmetric rulers: each scale is set by one number of its channel (or of the tensor); compare the two "
-        "scales, and give the shared one over the channel's own",
+        "an asymmetric ruler is set by the range it must cover, not by a magnitude; which range exactly (lesson 01)? "
+        "Both rulers have the same codes",
         [
-            Mistake("used the largest value, not the largest |value|", lambda w: w.max() / w.amax(dim=1)),
-            Mistake("inverted: the channel's scale over the shared one", lambda w: w.abs().amax(dim=1) / w.abs().max()),
-            Mistake("compared mean |values|, not the largest", lambda w: w.abs().max() / w.abs().mean(dim=1)),
+            Mistake("used the largest |value|, the symmetric rule; an asymmetric ruler is set by a range", _finer_by),
             Mistake(
-                "reduced over the wrong axis (one number per column)", lambda w: w.abs().max() / w.abs().amax(dim=0)
+                "used each range as it is; an asymmetric ruler's range is widened to include 0",
+                lambda w: (w.max() - w.min()) / (w.amax(dim=1) - w.amin(dim=1)),
+            ),
+            Mistake("inverted: the channel's scale over the shared one", lambda w: 1 / _finer_by_asym(w)),
+            Mistake(
+                "reduced over the wrong axis (one number per column)",
+                lambda w: _widened(w.min(), w.max()) / _widened(w.amin(dim=0), w.amax(dim=0)),
+            ),
+            Mistake(
+                "compared the largest values only; a range has a bottom too",
+                lambda w: w.max().clamp(min=0) / w.amax(dim=1).clamp(min=0),
             ),
         ],
     ),
