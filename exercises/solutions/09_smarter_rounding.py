@@ -21,9 +21,9 @@
 # # Exercise 09 · Smarter rounding (SOLUTIONS: spoilers)
 #
 # Practice for lesson `notebooks/09_smarter_rounding.ipynb`.
-# GPTQ from its parts (the Hessian, one error-feedback step, the whole column loop), AWQ's
-# candidate scale, how many calibration tokens a layer needs before GPTQ beats plain rounding
-# on text it never saw, and the lesson's question on layers it did not show.
+# GPTQ from its parts (one error-feedback step, then the whole column loop), how many
+# calibration tokens a layer needs before GPTQ beats plain rounding on text it never saw, and
+# the lesson's question on layers it did not show.
 #
 # **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
 # check cell right below it. Write your code, run your cell, then run the check: a pass prints
@@ -46,26 +46,16 @@ from qlesson.course import recall
 from qlesson.course.tasks import check
 
 # %% [markdown]
-# ## Task 1 · The Hessian
-#
-# Write `hessian(x)` for calibration inputs `x [tokens, features]`: the Hessian GPTQ uses
-# (lesson 09, section 1), a `[features, features]` matrix averaged over the tokens.
+# GPTQ's Hessian of the calibration inputs `x [tokens, features]` (lesson 09, section 1), given:
 
 
-# %% tags=["solution"]
+# %%
 def hessian(x):
-    ...  # STUB
-    # BEGIN SOLUTION
     return 2 * x.T @ x / x.shape[0]
-    # END SOLUTION
-
-
-# %% qlesson={"task": "09.hessian"} tags=["check"]
-check("09.hessian", hessian)
 
 
 # %% [markdown]
-# ## Task 2 · One error-feedback step
+# ## Task 1 · One error-feedback step
 #
 # Column `j` of `w [N, K]` has just been rounded to `q_col` (the dequantized values, `[N]`).
 # Write `push_error(w, j, q_col, hinv)` returning a **copy** of `w` in which the later columns
@@ -90,18 +80,15 @@ check("09.push_error", push_error)
 
 
 # %% [markdown]
-# ## Task 3 · GPTQ with per-channel scales, column by column
+# ## Task 2 · GPTQ with per-channel scales, column by column
 #
 # Write `gptq_per_channel(w, x, scale, bits)` returning the integer codes `[N, K]` (as floats
-# is fine) of GPTQ on the symmetric ruler of each row given by `scale [N]`. Some cases give
-# clipped scales, smaller than `max|w| / qmax` (a clipping search, such as llm-awq's, picks
-# them): then some weights lie past the last tick. `ql.gptq` always uses RTN's scales, so it
-# cannot do this task for you; the functions of tasks 1 and 2 can.
-#
-# 1. the Hessian of `x` with the paper's damping (lesson 09, section 3), and its inverse;
-# 2. column by column, in order: the codes, then the error feedback of task 2, then column `j`
-#    leaves the inverse Hessian. Removing it is `hinv - outer(hinv[:, j], hinv[j]) / hinv[j, j]`
-#    (this keeps `hinv` the inverse of the Hessian of the columns still free).
+# is fine) of GPTQ on the symmetric ruler of each row given by `scale [N]`, with the paper's
+# damping (lesson 09, section 4). Some cases give clipped scales, smaller than `max|w| / qmax`
+# (a clipping search, such as llm-awq's, picks them): then some weights lie past the last tick.
+# `ql.gptq` always uses RTN's scales, so it cannot do this task for you; `hessian` and your
+# `push_error` can. After each column, `hinv` must be the inverse Hessian of the columns still
+# free (lesson 09, section 1).
 
 
 # %% tags=["solution"]
@@ -126,29 +113,7 @@ check("09.gptq_per_channel", gptq_per_channel)
 
 
 # %% [markdown]
-# ## Task 4 · AWQ's candidate scale
-#
-# Write `awq_scale(x, alpha)` for activations `x [tokens, features]`: AWQ's candidate scale
-# for one `alpha`, one per feature, as `ql.awq_scales` builds it (lesson 09, section 2). A
-# feature that is always zero must still get a positive scale: llm-awq clamps the powered
-# statistic below at `1e-4` before normalising.
-
-
-# %% tags=["solution"]
-def awq_scale(x, alpha):
-    ...  # STUB
-    # BEGIN SOLUTION
-    s = torch.clamp(x.abs().mean(dim=0) ** alpha, min=1e-4)
-    return s / torch.sqrt(s.max() * s.min())
-    # END SOLUTION
-
-
-# %% qlesson={"task": "09.awq_scale"} tags=["check"]
-check("09.awq_scale", awq_scale)
-
-
-# %% [markdown]
-# ## Task 5 · How many calibration tokens before GPTQ really wins?
+# ## Task 3 · How many calibration tokens before GPTQ really wins?
 #
 # A layer `w [N, K]`, its calibration tokens `x_cal` and more tokens `x_held` from the same
 # source. Write `fewest_tokens(w, x_cal, x_held, ns, bits)`: for each count
@@ -180,7 +145,7 @@ def fewest_tokens(w, x_cal, x_held, ns, bits):
 check("09.fewest_tokens", fewest_tokens)
 
 # %% [markdown]
-# ## Task 6 · Per-channel GPTQ or groups of 32?
+# ## Task 4 · Per-channel GPTQ or groups of 32?
 #
 # A layer `w [N, K]` (`K` a multiple of 32), calibration tokens `x_cal`, more tokens `x_held`
 # from the same source, and `bits`. Two ways to store the layer at `bits`, symmetric, fp16
@@ -217,18 +182,19 @@ check("09.pick", pick)
 # %% [markdown]
 # ### Recall 09.2
 #
-# GPTQ calibrated on 100 tokens for a layer with 384 inputs does worse than RTN on new sentences. Why?
+# GPTQ calibrated on the first 100 tokens (two paragraphs) of a 384-input layer loses to RTN on new sentences. Why?
 #
-# - **a)** The damping was too large
-# - **b)** Fewer tokens than inputs: the Hessian is rank deficient and GPTQ fits the calibration set
-# - **c)** The new sentences are a different kind of text from the calibration paragraphs
+# - **a)** Fewer tokens than inputs: a rank-deficient Hessian makes GPTQ lose, whichever tokens they are
+# - **b)** The damping was too large
+# - **c)** Too few and too similar tokens for 384 inputs: GPTQ fits them
+# - **d)** The new sentences are a different kind of text from the calibration paragraphs
 #
 # Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
 recall_2 = ...  # STUB
 # BEGIN SOLUTION
-recall_2 = "b"
+recall_2 = "c"
 # END SOLUTION
 
 # %% qlesson={"task": "recall 09.2"} tags=["check"]

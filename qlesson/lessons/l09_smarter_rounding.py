@@ -30,14 +30,7 @@ def _spd_inverse(k: int) -> torch.Tensor:
     return torch.linalg.inv(2 * x.T @ x / x.shape[0])
 
 
-# ---- task 1: the Hessian ----------------------------------------------------------------------
-
-
-def _hessian(x: torch.Tensor) -> torch.Tensor:
-    return 2 * x.T @ x / x.shape[0]
-
-
-# ---- task 2: one error-feedback step ----------------------------------------------------------
+# ---- task 1: one error-feedback step ----------------------------------------------------------
 
 
 def _push_error(w: torch.Tensor, j: int, q_col: torch.Tensor, hinv: torch.Tensor, sign: float = 1.0) -> torch.Tensor:
@@ -71,7 +64,7 @@ def _push_case(n: int, k: int, j: int) -> tuple:
     return (w, j, q_col, _spd_inverse(k))
 
 
-# ---- task 3: GPTQ per channel, column by column -----------------------------------------------
+# ---- task 2: GPTQ per channel, column by column -----------------------------------------------
 
 
 def _gptq_codes(
@@ -119,25 +112,7 @@ def _gptq_own_scales(w: torch.Tensor, x: torch.Tensor, scale: torch.Tensor, bits
     return _gptq_codes(w, x, w.abs().amax(1) / qmax(bits), bits)
 
 
-# ---- task 4: AWQ's candidate scale ------------------------------------------------------------
-
-
-def _awq_scale(x: torch.Tensor, alpha: float, stat: str = "mean", norm: str = "geo") -> torch.Tensor:
-    a = x.abs().mean(0) if stat == "mean" else x.abs().amax(0)
-    s = a.pow(alpha).clamp(min=1e-4)
-    if norm == "geo":
-        return s / torch.sqrt(s.max() * s.min())
-    return s / s.max() if norm == "max" else s
-
-
-def _awq_x(tokens: int, features: int, silent: int | None = None) -> torch.Tensor:
-    x = torch.randn(tokens, features, generator=_G) * torch.logspace(-1, 1, features)
-    if silent is not None:
-        x[:, silent] = 0.0
-    return x
-
-
-# ---- task 5: how many calibration tokens before GPTQ wins -------------------------------------
+# ---- task 3: how many calibration tokens before GPTQ wins -------------------------------------
 
 
 def _relative_output_error(x: torch.Tensor, w: torch.Tensor, w_hat: torch.Tensor) -> float:
@@ -187,26 +162,6 @@ def _tokens_case(seed: int, n_out: int, k: int, ns: tuple, bits: int) -> tuple:
 
 TASKS: list[Task] = [
     Task(
-        "09.hessian",
-        "GPTQ's Hessian of the layer inputs",
-        _hessian,
-        [
-            Case((_x(16, 4),), "16 tokens, 4 features"),
-            Case((_x(40, 8),), "40 tokens, 8 features"),
-            Case((_x(5, 6),), "5 tokens, 6 features (fewer tokens than features: rank deficient)"),
-        ],
-        "H is [features, features], built from the calibration inputs x [tokens, features] and averaged over tokens "
-        "(GPTQ's convention has a factor 2)",
-        [
-            Mistake("forgot the factor 2 (the derivative of the square)", lambda x: x.T @ x / x.shape[0]),
-            Mistake("did not divide by the number of tokens", lambda x: 2 * x.T @ x),
-            Mistake("divided by the number of features instead of tokens", lambda x: 2 * x.T @ x / x.shape[1]),
-            Mistake(
-                "multiplied x @ x.T: [tokens, tokens], one entry per pair of tokens", lambda x: 2 * x @ x.T / len(x)
-            ),
-        ],
-    ),
-    Task(
         "09.push_error",
         "push one column's rounding error onto the later columns",
         _push_error,
@@ -237,8 +192,7 @@ TASKS: list[Task] = [
             Case(_gptq_case(5, 10, 100, 2, clip=0.7), "int2, [5, 10], 100 tokens, clipped scales"),
             Case(_gptq_case(6, 12, 80, 4, clip=0.75), "int4, [6, 12], 80 tokens, clipped scales", hidden=True),
         ],
-        "the given scales, never changed; a damped Hessian and its inverse; then column by column: quantize, push "
-        "the error onto the later columns, remove column j from the inverse",
+        "GPTQ with the given scales, never changed, and the paper's damping; the codes in the order of the columns",
         [
             Mistake(
                 "rounded to nearest (no error feedback): that is RTN",
@@ -263,28 +217,7 @@ TASKS: list[Task] = [
                 _gptq_own_scales,
             ),
         ],
-    ),
-    Task(
-        "09.awq_scale",
-        "AWQ's candidate scale for one alpha",
-        _awq_scale,
-        [
-            Case((_awq_x(20, 6), 0.5), "20 tokens, 6 features, alpha 0.5"),
-            Case((_awq_x(12, 4), 0.25), "alpha 0.25"),
-            Case((_awq_x(30, 8, silent=2), 0.75), "alpha 0.75, feature 2 always zero (clamp at 1e-4)"),
-            Case((_awq_x(10, 5), 0.0), "alpha 0: all ones"),
-        ],
-        "per input feature: the mean |x| over tokens to the power alpha, kept away from 0, then normalised so the "
-        "largest and smallest scales are balanced around 1",
-        [
-            Mistake(
-                "used max|x| (SmoothQuant's statistic) instead of mean|x|", lambda x, a: _awq_scale(x, a, stat="max")
-            ),
-            Mistake("forgot to normalise by sqrt(s.max() * s.min())", lambda x, a: _awq_scale(x, a, norm="none")),
-            Mistake(
-                "normalised by s.max() instead of sqrt(s.max() * s.min())", lambda x, a: _awq_scale(x, a, norm="max")
-            ),
-        ],
+        minutes=6,
     ),
 ]
 
@@ -297,7 +230,7 @@ TASKS.append(
             Case(_tokens_case(0, 16, 32, (4, 8, 16, 24, 32, 64, 128), 4), "[16, 32], int4"),
             Case(_tokens_case(0, 24, 48, (6, 12, 24, 36, 48, 96, 192), 3), "[24, 48], int3"),
             Case(_tokens_case(1, 16, 32, (8, 16, 24, 32, 48, 96), 4), "[16, 32], int4, another layer"),
-            Case(_tokens_case(3, 32, 40, (5, 10, 20, 30, 40, 80, 160), 4), "[32, 40], int4", hidden=True),
+            Case(_tokens_case(3, 32, 40, (5, 10, 15, 25, 40, 80, 160), 4), "[32, 40], int4", hidden=True),
             Case(_tokens_case(4, 8, 64, (16, 32, 48, 64, 128, 256), 4), "[8, 64], int4", hidden=True),
         ],
         "GPTQ fits the tokens it is calibrated on; judge it where that fit cannot help it, with the lesson's "
@@ -324,10 +257,11 @@ TASKS.append(
                 lambda w, xc, xh, ns, b: _fewest_tokens(w, xc, xh, ns, b, pick="least"),
             ),
         ],
+        minutes=5,
     )
 )
 
-# ---- task 6: per-channel GPTQ or RTN with groups of 32 -------------------------------------------
+# ---- task 4: per-channel GPTQ or RTN with groups of 32 -------------------------------------------
 
 
 def _pick(
@@ -385,9 +319,15 @@ TASKS.append(
                 lambda w, xc, xh, b: _pick(w, xc, xh, b, judge="cal"),
             ),
             Mistake(
-                "judged by the error of the weights themselves, where GPTQ (which moves weights off their nearest "
-                "tick) always loses; a layer is judged by its output",
-                lambda w, xc, xh, b: _pick(w, xc, xh, b, judge="weights"),
+                "the same answer, groups of 32, on every layer (block 3's mean in the lesson, or judged by the error "
+                "of the weights themselves, where RTN always wins): some layers favour per-channel GPTQ. Measure each "
+                "layer's output error on the held-out tokens",
+                lambda w, xc, xh, b: ("rtn_g32", b + 0.5),
+            ),
+            Mistake(
+                "the same answer, per-channel GPTQ, on every layer: on some layers groups of 32 win on held-out "
+                "tokens. Measure each layer's output error on the held-out tokens",
+                lambda w, xc, xh, b: ("gptq", b + 16 / w.shape[1]),
             ),
             Mistake(
                 "decided by the token count (GPTQ once there are as many calibration tokens as inputs) instead of "
@@ -399,6 +339,7 @@ TASKS.append(
                 lambda w, xc, xh, b: _pick(w, xc, xh, b, scales=False),
             ),
         ],
+        minutes=5,
     )
 )
 
@@ -426,13 +367,13 @@ PREDICT = {
         ),
     ),
     "few_tokens": choice(
-        "GPTQ int4 per-channel on L3.intermediate (384 inputs), calibrated on only its first 100 calibration tokens. "
-        "On held-out text, how does it compare with plain rounding (RTN)?",
+        "GPTQ int4 per-channel on L3.intermediate (384 inputs), calibrated on only its first 100 calibration tokens "
+        "(the first two paragraphs). On held-out text, how does it compare with plain rounding (RTN)?",
         (
             "Worse than RTN",
             True,
-            "With fewer tokens than inputs GPTQ fits the calibration tokens (almost perfectly) by pushing errors into "
-            "directions they never excite; other text does excite them.",
+            "100 tokens from two paragraphs: GPTQ fits them (almost perfectly) by pushing errors into directions "
+            "they never excite; other text does excite them.",
         ),
         (
             "Better than RTN, only by less than with more tokens",
@@ -441,15 +382,16 @@ PREDICT = {
             "calibration tokens; with too few of them that minimum says little about other text.",
         ),
         (
-            "The same as RTN: with fewer tokens than inputs the Hessian is singular and GPTQ cannot move any error",
+            "About level with RTN: 100 tokens are enough for a layer like this",
             False,
-            "Tempting, because a rank-deficient Hessian has no inverse; but the damping makes it invertible, and GPTQ "
-            "moves errors all the more freely in the directions the tokens do not constrain.",
+            "Tempting, and 100 tokens drawn at random from all the paragraphs come closer (the control after the "
+            "table); but these 100 come from two paragraphs, and GPTQ fits them.",
         ),
     ),
     "per_channel_vs_g32": choice(
-        "Block 3 of MiniLM, int4, 2,223 calibration tokens. RTN's output error is about the same on held-out "
-        "text as on the calibration tokens. GPTQ per-channel's held-out error is about...",
+        "Block 3 of MiniLM, int4, 2,223 calibration tokens. Averaged over the six layers, RTN's output error is "
+        "about the same on held-out text as on the calibration tokens. GPTQ per-channel's held-out error, averaged "
+        "the same way, is about...",
         (
             "the same as its calibration error: a better rounding carries over to any text",
             False,
@@ -465,8 +407,8 @@ PREDICT = {
         (
             "five times its calibration error or more: 2,223 tokens are far too few",
             False,
-            "Tempting after section 3's 100-token row; but with 1.45 to 5.8 calibration tokens per input the fit "
-            "is milder than with 100 tokens for 384 inputs.",
+            "Tempting if 2,223 tokens seem far too few for layers with up to 1,536 inputs; but with 1.45 to 5.8 "
+            "calibration tokens per input the fit is milder than that.",
         ),
     ),
 }
@@ -489,11 +431,19 @@ RECALL: tuple[Question, ...] = (
         source=LESSON,
     ),
     choice(
-        "GPTQ calibrated on 100 tokens for a layer with 384 inputs does worse than RTN on new sentences. Why?",
+        "GPTQ calibrated on the first 100 tokens (two paragraphs) of a 384-input layer loses to RTN on new "
+        "sentences. Why?",
         (
-            "Fewer tokens than inputs: the Hessian is rank deficient and GPTQ fits the calibration set",
+            "Too few and too similar tokens for 384 inputs: GPTQ fits them",
             True,
-            "Errors pushed into directions the calibration never saw show up on other text.",
+            "It pushes errors into directions these tokens never excite, and other text does. 100 tokens drawn from "
+            "all the paragraphs left GPTQ less far behind, and 200 put it ahead: not the count alone.",
+        ),
+        (
+            "Fewer tokens than inputs: a rank-deficient Hessian makes GPTQ lose, whichever tokens they are",
+            False,
+            "Tempting, since the rank limits what the tokens constrain; but 200 tokens drawn at random from all the "
+            "paragraphs, still fewer than the 384 inputs, put GPTQ ahead of RTN on new sentences.",
         ),
         (
             "The new sentences are a different kind of text from the calibration paragraphs",
