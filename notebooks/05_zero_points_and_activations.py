@@ -19,10 +19,11 @@
 # **The question**: how should the activations of a transformer, which arrive at run time,
 # be quantized to int8?
 #
-# **The answer**: Match the ruler to the data's shape. A GELU output is one-sided, so a zero
-# point halves the step of a per-tensor ruler; an outlier *token* needs per-token scales; outlier
-# *features* are what SmoothQuant moves into the weights, and in MiniLM's first layer they cost
-# a few dB at int8.
+# **The answer**: Match the ruler to the data's shape: a zero point halves the step on a one-sided
+# GELU output, per-token scales isolate an outlier *token*, and SmoothQuant moves outlier *features*
+# into the weights. In MiniLM's first layer the loudest outlier, the `[CLS]` spike, is one feature
+# on one token, so both tools reach it; smoothing the outlier features 63 and 267 alone gains at
+# most about 1 dB.
 #
 # **What you will do**:
 # * capture MiniLM's layer-0 activations, calibrate on one text and score on another;
@@ -31,7 +32,7 @@
 # * smooth two inputs of layer 0 (QKV and FC1) and see where the gain comes from.
 #
 # **What you need**: lessons 01 to 03 (nothing to download).
-# **Time**: about 20 minutes, plus about 26 for the exercise.
+# **Time**: about 20 minutes, plus about 34 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -108,7 +109,7 @@ top = xi.abs().amax(0).topk(3)
 print(f"loudest features {top.indices.tolist()}, absmax {[round(v, 1) for v in top.values.tolist()]}")
 print(f"median feature absmax {float(xi.abs().amax(0).median()):.1f}")
 profile = activations.feature_profile(xi, labels, [99, 63, 267])
-print_table(profile, {k: ".1f" for k in profile[0] if k != "feature"})
+print_table(profile, {k: ".2f" if "median" in k else ".1f" for k in profile[0] if k != "feature"})
 
 # %% [markdown]
 # A per-token scale gives each row `[token, :]` its own ruler; here it gains about 9.5 dB over
@@ -123,23 +124,15 @@ print_table(activations.granularity_control_rows(xi, labels, bits=8), {"SQNR dB"
 loudest = xi[~activations.cls_mask(labels)].abs().amax(1)
 low, high = (float(loudest.quantile(q)) for q in (0.05, 0.95))
 print(f"ordinary tokens' loudest |x|: {low:.1f} to {high:.1f} (5th to 95th percentile)")
-W = models.linear_weights(model)
-row99 = W["L0.output"][99]
-unit = int(row99.abs().argmax())
-cls = activations.cls_mask(labels)
-print(f"L0.output weight row 99: largest |w| {float(row99[unit].abs()):.1f}, on GELU unit {unit}, ", end="")
-print(f"whose median on [CLS] is {float(x[cls, unit].median()):.1f}")
 
 # %% [markdown]
 # Feature 99 is loud on one token per sentence: about 28 on every `[CLS]` token, under 2 on
-# every other token. It is residual dimension 99, the loud row lesson 03 found in `L0.output`'s
-# weights: that row's largest weight reads GELU unit 856, about 25 on a typical `[CLS]` token
-# (last line), so the same layer's FFN writes a large value into dimension 99 of `[CLS]` again.
+# every other token.
 #
 # Per-token scales gain about 9.5 dB over per-tensor (both dynamic here, fitted to this text).
 # The control, on the same tokens, isolates the `[CLS]` rows and recovers about 6.5 of the
 # 9.5 dB. The rest is per-token scales fitting ordinary tokens, whose loudest values differ about
-# fivefold from token to token (the line before last).
+# fivefold from token to token (last line).
 #
 # Per-token scales also fit an integer GEMM. A token's scale is constant along the reduction
 # axis K, so it multiplies the int32 sum once per row, like a per-channel weight scale.
@@ -147,11 +140,11 @@ print(f"whose median on [CLS] is {float(x[cls, unit].median()):.1f}")
 # ## 3. Outlier features: what per-token scales cannot reach
 #
 # Features 63 and 267 are different: loud on most ordinary tokens, where their medians (the
-# "other tokens median" column) are 5 to 8 times the typical feature's. Per-feature scales would
-# fit them, and per-feature is the best row of section 2's table. But a per-feature scale changes
-# along K, inside the sum, so it cannot be applied to the int32 result.
+# "other tokens median" column) are about 4.5 and 8 times the typical feature's. Per-token scales
+# cannot isolate them: they are loud in most rows. A per-feature scale could, but it changes along
+# K, inside the sum, so it cannot be applied to the int32 result.
 #
-# **SmoothQuant** moves it out of the activations. Divide feature `j` by `s_j` and multiply
+# **SmoothQuant** moves their range out of the activations. Divide feature `j` by `s_j` and multiply
 # weight column `j` by `s_j`: `(x / s) @ (w * s).T` equals `x @ w.T` exactly. With
 #
 # ```
@@ -171,38 +164,47 @@ print(f"whose median on [CLS] is {float(x[cls, unit].median()):.1f}")
 #
 # Int8 weights per output channel, int8 symmetric activations. The factors `s` and the
 # static per-tensor scale come from the calibration sentences; the output SQNR of
-# `x @ w.T` is measured on the evaluation sentences. Gains are over no smoothing, on all tokens
-# and on the ordinary tokens alone (every row but `[CLS]`):
+# `x @ w.T` is measured on the evaluation sentences. Gains are over no smoothing, on all tokens:
 
 # %%
+W = models.linear_weights(model)
 qkv = torch.cat([W["L0.query"], W["L0.key"], W["L0.value"]])  # one input, one s
 cases = [
     ("L0 QKV", calib["L0.query"], evals["L0.query"], qkv),
     ("L0.intermediate", calib["L0.intermediate"], evals["L0.intermediate"], W["L0.intermediate"]),
 ]
 rows, lowest = activations.smoothing_split_rows(cases, labels, alphas=(0.5, 0.75))
+rows = [{k: v for k, v in r.items() if "ordinary" not in k} for r in rows]
 print_table(rows, {"none dB": ".1f"} | {k: "+.1f" for k in rows[0] if "alpha" in k})
-print(f"every all-token gain's 95% interval excludes 0: {lowest > 0}")
-
-# %% [markdown]
-# How much of that gain is the `[CLS]` spike, and how much the outlier features? Three controls
-# smooth only some features (every other `s_j` set to 1): feature 99, features 63 and 267, and
-# features 99 and 63; alpha 0.5, all tokens:
-
-# %%
-only99 = activations.smoothing_feature_rows(cases, labels, features=([99], [63, 267], [99, 63]), alpha=0.5)
-print_table(only99, {k: "+.1f" for k in only99[0] if "dB" in k})
+print(f"every gain's 95% interval excludes 0: {lowest > 0}")
 xq, cls = evals["L0.query"], activations.cls_mask(labels)
 print(f"QKV input: feature 99 on [CLS] up to {float(xq[cls, 99].abs().max()):.1f}, ", end="")
 print(f"feature 63 on other tokens up to {float(xq[~cls, 63].abs().max()):.1f}")
 
 # %% [markdown]
-# On FC1's input the gain is mostly the `[CLS]` spike: smoothing feature 99 alone gives about
-# 7 of the 9 dB with per-tensor scales, whose one static scale the spike sets. On the QKV input
-# the spike and feature 63 are nearly as loud (last line): smoothing either alone leaves the other
-# to set the static scale and gains nothing; smoothing both gains about 3.8 dB, about as much as
-# smoothing every feature. With per-token scales, smoothing 63 and 267 alone gains at most about
-# 1 dB.
+# How much of that gain is the `[CLS]` spike, and how much the outlier features? Three controls
+# smooth only some features (every other `s_j` set to 1): feature 99, features 63 and 267, and
+# features 99 and 63; alpha 0.5, all tokens. Predict the first one on the QKV input:
+
+# %% tags=["nbval-ignore-output"]
+recall.predict("05", "smooth_99")
+
+# %%
+only99 = activations.smoothing_feature_rows(cases, labels, features=([99], [63, 267], [99, 63]), alpha=0.5)
+print_table(only99, {k: "+.1f" for k in only99[0] if "dB" in k})
+
+# %% [markdown]
+# On the QKV input, feature 63 is nearly as loud as the spike (the last line before the
+# prediction). Smoothing feature 99 alone leaves 63 to set the static scale, and smoothing 63 with
+# 267 (quiet on this input) leaves the spike to set it: neither gains anything. Smoothing 99 and 63
+# together gains about 3.8 dB, about as much as smoothing every feature. On FC1's input the gain is
+# mostly the `[CLS]` spike: feature 99 alone gives about 7 of the 9 dB with per-tensor scales. With
+# per-token scales, smoothing 63 and 267 alone gains at most about 1 dB.
+#
+# The `[CLS]` spike is one feature on one token, so both tools reach it: per-token scales isolate
+# its row, smoothing isolates its column. On FC1's input, smoothing feature 99 alone gains about
+# 7 dB over one static scale; per-token scales alone gain about 9 dB (the `none dB` column: 33.2
+# against 24.0).
 #
 # ## Summary
 #
@@ -211,14 +213,15 @@ print(f"feature 63 on other tokens up to {float(xq[~cls, 63].abs().max()):.1f}")
 #   per-tensor or per-token: every token is one-sided.
 # * An outlier *token* (`[CLS]`, feature 99) is kept out of the other rows' rulers by per-token
 #   scales, which factor out of the integer GEMM.
-# * Outlier *features* (63, 267) would need per-feature scales, which cannot leave the sum.
-#   SmoothQuant moves their range into the weights: `1/s` into the preceding norm, one `s` per
-#   norm (exact in a pre-LN model).
+# * Outlier *features* (63, 267) are loud in most rows; per-feature scales would fit them but
+#   cannot leave the sum. SmoothQuant moves their range into the weights: `1/s` into the preceding
+#   norm, one `s` per norm (exact in a pre-LN model).
 # * Fit static scales and `s` on calibration text, score on other text: smoothing then gains
-#   1.6 to 14 dB on layer 0's QKV and FC1 inputs. On FC1, most of it is the `[CLS]` spike
-#   (feature 99 alone: about 7 of 9 dB per-tensor). On QKV, the spike and feature 63 tie for the
-#   static scale: either alone gains nothing, both together about 3.8 dB. With per-token scales,
-#   features 63 and 267 alone gain at most about 1 dB.
+#   1.6 to 14 dB on layer 0's QKV and FC1 inputs. With a static per-tensor scale, most of it
+#   comes from the `[CLS]` spike (FC1) or from the spike and feature 63 together (QKV); features
+#   63 and 267 alone gain at most about 1 dB.
+# * The `[CLS]` spike is one feature on one token, so both tools reach it: per-token scales
+#   isolate its row, smoothing its column.
 #
 # ## Pause and recall
 
@@ -272,14 +275,20 @@ observers = activations.static_scale_rows(calib["L0.output"], x, bits=8)
 print_table(observers, fmt)
 print_table(activations.observer_rows(observers, x, labels), {"dB": "+.1f", "95% CI": "+.1f"})
 cls = activations.cls_mask(labels)
-top_else = float(x[~cls, 856].max())
-print(f"unit 856: median {float(x[cls, 856].median()):.1f} on [CLS], ", end="")
+row99 = W["L0.output"][99]
+unit = int(row99.abs().argmax())
+print(f"L0.output weight row 99: largest |w| {float(row99[unit].abs()):.1f}, on GELU unit {unit}")
+top_else = float(x[~cls, unit].max())
+print(f"unit {unit}: median {float(x[cls, unit].median()):.1f} on [CLS], ", end="")
 print("never above 0 elsewhere" if top_else <= 0 else f"at most {top_else:.1f} elsewhere")
 
 # %% [markdown]
 # The 99.99th percentile lands at about 5, far below the `[CLS]` spike of about 25 (hidden
 # unit 856, one value on each `[CLS]` token: the last line). It clips the spike, and the
 # layer loses 8 dB.
+# That spike feeds section 2's feature 99: residual dimension 99 is the loud row lesson 03 found in
+# `L0.output`'s weights, and that row's largest weight reads unit 856. The same layer's FFN writes
+# a large value into dimension 99 of `[CLS]` again.
 # The MSE-optimal clip trims a little off the top and gains about 1 dB. An outlier that every
 # sentence's `[CLS]` carries must survive calibration.
 #
@@ -301,6 +310,13 @@ print_table(rows, {"none dB": ".1f"} | {k: "+.1f" for k in rows[0] if "alpha" in
 # 14 while the next features drop to about 1.5. Alpha 0.5 loses about 5 dB with per-tensor
 # scales. Alpha 0.75 moves more of the range into the weights and gains about 7 dB; with
 # per-token scales it ties with no smoothing.
+#
+# ### Smoothing fewer features can win
+#
+# In section 4's controls, on FC1's input with per-tensor scales, smoothing features 99 and 63
+# alone gains about 10.4 dB, more than smoothing every feature (9.1 dB). Smoothing every feature
+# lowers the static scale further, but it also multiplies every weight column by its `s_j`, and the
+# activations' rounding error reaches the output through those larger columns.
 #
 # ### How sure the gains are
 #
@@ -364,7 +380,8 @@ print_table(
 #
 # ### Outlier features in large models
 #
-# MiniLM's outlier features cost a few dB at int8. In large language models they are what breaks
+# In MiniLM's first layer, smoothing the outlier features 63 and 267 alone gains at most about 1 dB
+# at int8. In large language models outlier features are what breaks
 # W8A8: LLM.int8() (Dettmers et al., 2022) finds systematic outlier features from about 6.7B
 # parameters on, and SmoothQuant (Xiao et al., 2022) was built for those models. This course does
 # not measure a model of that size.

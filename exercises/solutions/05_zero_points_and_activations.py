@@ -230,11 +230,11 @@ recall.answer("05", 4, recall_4)
 # %% [markdown]
 # ### Recall 05.6
 #
-# In LLaMA, where does SmoothQuant put 1/s for the FFN's gate_proj and up_proj?
+# MiniLM is a post-LN BERT. What changes when SmoothQuant's 1/s is folded into the LayerNorm before FC1?
 #
-# - **a)** Into the weight of the RMSNorm before them, with one s for both
-# - **b)** Into the RMSNorm's weight and bias
-# - **c)** A separate s for each, each folded into its own copy of the norm
+# - **a)** The model's output: that norm also feeds the residual, which now gets h / s
+# - **b)** Nothing: (x / s) @ (w * s).T equals x @ w.T exactly
+# - **c)** FC1's output: the LayerNorm renormalizes after the division and undoes it
 #
 # Answer with the option's letter as a string (in quotes).
 

@@ -10,7 +10,7 @@ import torch
 
 from qlesson.course.checking import Case, Mistake, Task
 from qlesson.course.recall import Numeric, Question, choice
-from qlesson.lessons._shared import MIXED, NEG, POS, codes, qmax, weights
+from qlesson.lessons._shared import MIXED, POS, codes, qmax, weights
 from qlesson.lessons.l01_the_ruler import _asym_qparams
 
 _G = torch.Generator().manual_seed(1234 + 5)
@@ -46,9 +46,34 @@ def _unclamped(x: torch.Tensor, bits: int) -> torch.Tensor:
     return (torch.round(codes(x, scale)) + zp - zp) * scale
 
 
-def _not_widened(x: torch.Tensor, bits: int) -> torch.Tensor:
+def _not_widened(x: torch.Tensor, bits: int, guarded: bool = True) -> torch.Tensor:
     scale = (x.max() - x.min()) / (2**bits - 1)
+    if guarded and scale == 0:  # the statement's all-zeros rule (unguarded: 0 / 0 gives NaN)
+        return torch.zeros_like(x)
     return _roundtrip(x, scale, torch.round(-x.min() / scale), bits)
+
+
+def _truncated_zero_point(x: torch.Tensor, bits: int, added_first: bool = False) -> torch.Tensor:
+    scale, _ = _asym_qparams(x, bits)
+    zp = torch.trunc(-torch.clamp(x.min(), max=0) / scale) if scale > 0 else torch.zeros(())
+    if added_first:  # round(x / scale + zp): differs from round(x / scale) + zp on the ties of the last case
+        return (torch.clamp(torch.round(codes(x, scale) + zp), 0, 2**bits - 1) - zp) * scale
+    return _roundtrip(x, scale, zp, bits)
+
+
+def _no_zero_guard(x: torch.Tensor, bits: int) -> torch.Tensor:
+    """No scale-0 guard: an all-zero x gives 0 / 0 = NaN (elsewhere the right answer)."""
+    if x.abs().max() == 0:
+        return torch.full_like(x, float("nan"))
+    return _asym_roundtrip(x, bits)
+
+
+def _range_over_2_pow_bits(x: torch.Tensor, bits: int) -> torch.Tensor:
+    rmin, rmax = torch.clamp(x.min(), max=0), torch.clamp(x.max(), min=0)
+    scale = (rmax - rmin) / 2**bits
+    if scale == 0:
+        return torch.zeros_like(x)
+    return _roundtrip(x, scale, torch.round(-rmin / scale), bits)
 
 
 def _wrong_sign(x: torch.Tensor, bits: int) -> torch.Tensor:
@@ -62,6 +87,15 @@ def _float_zero_point(x: torch.Tensor, bits: int) -> torch.Tensor:
     scale = (rmax - rmin) / (2**bits - 1)
     zp = -rmin / scale if scale > 0 else torch.zeros(())
     q = torch.clamp(torch.round(codes(x, scale) + zp), 0, 2**bits - 1)
+    return (q - zp) * scale
+
+
+def _float_zero_point_added_after(x: torch.Tensor, bits: int) -> torch.Tensor:
+    """A float zero point, added after rounding: ``round(x / scale) + zp``."""
+    rmin, rmax = torch.clamp(x.min(), max=0), torch.clamp(x.max(), min=0)
+    scale = (rmax - rmin) / (2**bits - 1)
+    zp = -rmin / scale if scale > 0 else torch.zeros(())
+    q = torch.clamp(torch.round(codes(x, scale)) + zp, 0, 2**bits - 1)
     return (q - zp) * scale
 
 
@@ -263,6 +297,9 @@ def _token_stats(n: int, lo: tuple[float, float], hi: tuple[float, float], loud:
     return tmin, tmax
 
 
+# Task 1's first case: no value sits on a rounding tie, so round(x / s) + zp and round(x / s + zp) agree
+# on every case (they differ only on ties), and a failure is reported at the case that is really wrong.
+_NEG_NO_TIES = torch.tensor([-1.64, -1.22, -0.94, -1.43, -1.11])
 ACTS = _w(12, 16, spread=False)
 ACTS[:, 5] *= 20  # an outlier feature
 _ZERO_TOKEN = _w(4, 6, spread=False)
@@ -275,7 +312,7 @@ TASKS: list[Task] = [
         "asymmetric fake quantization with the range widened to 0",
         _asym_roundtrip,
         [
-            Case((NEG, 8), "uint8, negative-only channel"),
+            Case((_NEG_NO_TIES, 8), "uint8, negative-only channel"),
             Case((POS, 4), "uint4, positive-only channel"),
             Case((MIXED, 3), "uint3, mixed signs"),
             Case((torch.tensor([0.0, -1.2, -0.3, 0.0]), 2), "uint2, exact zeros must come back as 0.0"),
@@ -286,14 +323,33 @@ TASKS: list[Task] = [
         "to real values",
         [
             Mistake("did not widen the range to include 0 (used [x.min(), x.max()])", _not_widened),
+            Mistake(
+                "did not widen the range to include 0 (used [x.min(), x.max()])",
+                lambda x, b: _not_widened(x, b, guarded=False),
+            ),
             Mistake("zero point has the wrong sign (+rmin / scale)", _wrong_sign),
             Mistake("returned the codes q, not the reconstruction (q - zp) * scale", lambda x, b: _codes_only(x, b)),
             Mistake("used the symmetric signed ruler instead of an asymmetric one", _symmetric),
             Mistake("forgot to clamp the codes to [0, 2**bits - 1]", _unclamped),
+            Mistake("truncated the zero point (int() or floor): round it to the nearest code", _truncated_zero_point),
+            Mistake(
+                "truncated the zero point (int() or floor): round it to the nearest code",
+                lambda x, b: _truncated_zero_point(x, b, added_first=True),
+            ),
+            Mistake("an all-zero x gives scale 0, and 0 / 0 is NaN: return zeros when the scale is 0", _no_zero_guard),
+            Mistake(
+                "divided the range by 2**bits: b-bit codes 0 .. 2**bits - 1 have 2**bits - 1 steps",
+                _range_over_2_pow_bits,
+            ),
             Mistake(
                 "kept the zero point as a float (-min / scale): it must be an integer code, or 0.0 does not come "
                 "back exactly",
                 _float_zero_point,
+            ),
+            Mistake(
+                "kept the zero point as a float (-min / scale): it must be an integer code, or 0.0 does not come "
+                "back exactly",
+                _float_zero_point_added_after,
             ),
             Mistake(
                 "stored a float minimum (x = d * q + min, as llama.cpp's Q4_1): the task's ruler has an integer "
@@ -323,6 +379,10 @@ TASKS: list[Task] = [
                 lambda x, b: x.abs().max() / qmax(b) * torch.ones(x.shape[0]),
             ),
             Mistake("divided by 127 whatever the bits (int8 hard-coded)", lambda x, b: x.abs().amax(dim=1) / 127),
+            Mistake(
+                "took each token's max, not its largest |value|: a negative value can be the loudest",
+                lambda x, b: x.amax(dim=1) / qmax(b),
+            ),
             Mistake(
                 "divided by 2**(bits-1); symmetric int-b uses the codes -(2**(bits-1) - 1) .. 2**(bits-1) - 1",
                 lambda x, b: x.abs().amax(dim=1) / 2 ** (b - 1),
@@ -393,8 +453,9 @@ TASKS: list[Task] = [
                 _which_by_column_absmax,
             ),
             Mistake(
-                "judged by each feature's mean |x| over tokens: a spike on a few tokens pulls the mean up; ask "
-                "whether the feature is loud on a typical token",
+                "judged by each feature's mean |x| over tokens (or another statistic over all its tokens, such as "
+                "its largest |x| against a high threshold): a spike on a few tokens can pass it; ask whether the "
+                "feature is loud on a typical token",
                 _which_by_column_mean,
             ),
             Mistake("always answered smooth", lambda x: "smooth"),
@@ -402,6 +463,7 @@ TASKS: list[Task] = [
         ],
         rtol=0,
         atol=0,
+        minutes=6,  # a design task: the learner picks a criterion
     ),
     Task(
         "05.choose_ruler",
@@ -490,6 +552,7 @@ TASKS: list[Task] = [
                 _choose_any_loud_token,
             ),
         ],
+        minutes=8,  # a design task: the learner picks a criterion
     ),
 ]
 
@@ -498,30 +561,31 @@ PREDICT = {
         "On the GELU output, per-tensor, the zero point roughly halves the step. With per-token (dynamic) "
         "scales each token already gets a ruler fitted to its own values: what does the zero point gain there?",
         (
-            "About as much as per-tensor, nearly one bit: every token is one-sided",
+            "About as much as per-tensor, nearly one bit",
             True,
             "Every token's minimum is GELU's -0.17 while its maximum is positive, so a symmetric ruler wastes "
             "half its codes on every row, and the zero point halves every row's step. Halving the step is 6 dB; "
-            "the table shows a little less because many values sit just below 0, where even the coarse ruler "
-            "errs less than its step suggests.",
+            "the table shows a little less because the errors are not spread evenly within a step: the coarse "
+            "ruler errs a little less than its step suggests, and GELU's many negative outputs bunch just above "
+            "-0.17, about midway between two of the fine ruler's codes, where its error is largest.",
         ),
         (
-            "Nothing: per-token scales already fit each token",
+            "Nothing",
             False,
-            "Tempting, because per-token scales fix so much elsewhere. But a symmetric per-token ruler fits "
+            "Tempting, because per-token scales already fit each token. But a symmetric per-token ruler fits "
             "each token's absmax, not its range: it still spans [-max, +max] while the token uses [-0.17, max].",
         ),
         (
-            "Less than per-tensor: per-token scales take the easy part of the gain",
+            "Less than per-tensor, but something",
             False,
             "Tempting, since per-token and per-tensor gains usually overlap. But they fix different waste: "
             "per-token fixes loud rows, the zero point fixes the empty negative side, and every row has one.",
         ),
         (
-            "Far more than per-tensor: small tokens get a tiny step that the zero point halves again",
+            "Far more than per-tensor",
             False,
-            "Tempting, but a gain in dB is a ratio of steps: halving a small step gains the same 6 dB as "
-            "halving a large one.",
+            "Tempting, because small tokens get a tiny step that the zero point halves again. But a gain in dB "
+            "is a ratio of steps: halving a small step gains the same 6 dB as halving a large one.",
         ),
     ),
     "outlier_token": choice(
@@ -529,25 +593,47 @@ PREDICT = {
         "the [CLS] rows (one per sentence) their own scales; every other row shares one scale. How much of the "
         "9.5 dB does it recover?",
         (
-            "Almost none: per-token's gain comes from fitting every row, and [CLS] is one row in twelve",
+            "Almost none",
             False,
-            "It tempts because [CLS] rows are few. But feature 99's 28 on them sets the shared scale for every "
-            "row; once they have their own scales, the shared scale of the rest drops to the ordinary tokens' "
-            "range, and every ordinary row gains.",
+            "It tempts because [CLS] is one row in twelve. But feature 99's 28 on those rows sets the shared "
+            "scale for every row; once they have their own scales, the shared scale of the rest drops to the "
+            "ordinary tokens' range, and every ordinary row gains.",
         ),
         (
-            "Most of it, roughly two thirds: the spike sets the shared scale, and the rest is ordinary tokens "
-            "differing from each other",
+            "About two thirds",
             True,
-            "Isolating the [CLS] rows lets the other rows share a scale fitted to ordinary tokens, about 6.5 "
-            "of the 9.5 dB; the rest is per-token scales fitting ordinary tokens whose loudest values differ "
-            "about fivefold.",
+            "The spike sets the shared scale: isolating the [CLS] rows lets the other rows share a scale fitted "
+            "to ordinary tokens, about 6.5 of the 9.5 dB. The rest is per-token scales fitting ordinary tokens, "
+            "whose loudest values differ about fivefold.",
         ),
         (
-            "All of it, or more: feature 99 on [CLS] is the only outlier",
+            "All of it, or more",
             False,
-            "It tempts because the [CLS] spike dominates the plot. But ordinary tokens are not alike either: "
-            "their loudest values differ about fivefold, and one shared scale cannot fit them all.",
+            "It tempts because the [CLS] spike dominates the plot, as if feature 99 were the only outlier. But "
+            "ordinary tokens are not alike either: their loudest values differ about fivefold, and one shared "
+            "scale cannot fit them all.",
+        ),
+    ),
+    "smooth_99": choice(
+        "QKV input, static per-tensor scale: smoothing every feature gains about 3.5 dB. Smooth only feature 99 "
+        "(the [CLS] spike; every other s_j set to 1). How much of the 3.5 dB does that give?",
+        (
+            "Nearly all of it",
+            False,
+            "It tempts because on FC1's input the spike is the whole story. But on the QKV input feature 63 is "
+            "nearly as loud (the last line above): shrink the spike, and 63 still sets the static scale.",
+        ),
+        (
+            "About half",
+            False,
+            "It tempts as a fair split between two loud features. But one static scale is set by the single "
+            "largest value: shrinking one of two near-equal maxima barely moves it.",
+        ),
+        (
+            "Nothing, or a little less",
+            True,
+            "Feature 63 on ordinary tokens is nearly as loud as the spike, so it sets the static scale once 99 "
+            "is smoothed, and the step barely changes. Only smoothing both lowers the scale.",
         ),
     ),
 }
@@ -648,23 +734,25 @@ RECALL: tuple[Question, ...] = (
         ),
     ),
     choice(
-        "In LLaMA, where does SmoothQuant put 1/s for the FFN's gate_proj and up_proj?",
+        "MiniLM is a post-LN BERT. What changes when SmoothQuant's 1/s is folded into the LayerNorm before FC1?",
         (
-            "Into the weight of the RMSNorm before them, with one s for both",
+            "The model's output: that norm also feeds the residual, which now gets h / s",
             True,
-            "Both read the same normalized input, so one norm output carries one 1/s; RMSNorm has a weight "
-            "and no bias.",
+            "FC1's output is unchanged, because its weight columns carry s. But in a post-LN model the same norm "
+            "output is added back on the residual path, and that copy is divided by s. In a pre-LN model the "
+            "norm feeds only the Linears, and the fold is exact.",
         ),
         (
-            "Into the RMSNorm's weight and bias",
+            "Nothing: (x / s) @ (w * s).T equals x @ w.T exactly",
             False,
-            "That is OPT's LayerNorm. LLaMA's RMSNorm has no bias: 1/s goes into its weight alone.",
+            "Tempting, because the identity is exact. But it covers the Linear only; the folded norm's output "
+            "also goes somewhere else in a post-LN model: the residual.",
         ),
         (
-            "A separate s for each, each folded into its own copy of the norm",
+            "FC1's output: the LayerNorm renormalizes after the division and undoes it",
             False,
-            "Two copies of the norm's output would cost the extra pass over the activations that folding "
-            "avoids; gate and up share one s.",
+            "Tempting if the norm's statistics are pictured after the fold. But 1/s goes into the norm's affine "
+            "weight and bias, applied after normalization, so FC1 sees exactly x / s.",
         ),
     ),
 )
