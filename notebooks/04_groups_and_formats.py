@@ -20,19 +20,20 @@
 # scale per run of `g` weights buy, and what does it cost?
 #
 # **The answer**: a group's scale covers only its own `g` weights, so an outlier coarsens only
-# its group, at the price of one stored scale per group, spread over its `g` weights
-# (llama.cpp's Q4_0: groups of 32, fp16 scales). On MiniLM's FFN output layers each halving of
-# the group lowers the 4-bit error: for a fraction of a bit per weight in scales, int4 with
-# groups of 128 sits 3.6 dB above int4 per-channel.
+# its group, for one stored scale per group (llama.cpp's Q4_0: groups of 32, fp16 scales).
+# Whether a fourth bit is better spent on codes (int4 per-channel) or on scales (int3 with
+# groups of 16) is decided by a few weights per row that stand far above the rest; int4 with
+# groups of 128 sits 3.6 dB above int4 per-channel on MiniLM's six FFN output layers, which
+# have them, and about 1 dB above it on the other layers.
 #
 # **What you will do**:
 # * watch an outlier spoil one group instead of a whole channel;
 # * price the scales in bits per weight, and measure what they buy on MiniLM's weights;
-# * weigh a bit of scales against a code bit, layer by layer, with a slider;
+# * weigh a bit of scales against a code bit, and test what decides between them;
 # * see how llama.cpp's Q8_0 and Q4_0 store groups, checked against the `gguf` package.
 #
 # **What you need**: lessons 02 and 03; nothing to download (MiniLM comes with the course).
-# **Time**: about 29 minutes, plus about 27 for the exercise.
+# **Time**: about 28 minutes, plus about 27 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -181,10 +182,9 @@ for (m, b), label in near_4.items():
 
 # %% [markdown]
 # On these six layers the two ways land about 0.2 dB apart, the bit of scales ahead. Neither
-# is the best buy near 4 bits. int4 with groups of 256 costs 4.0625 bits per weight and
-# already sits more than 2 dB above both. Groups of 128, at 4.125 bits, sit 3.4 and 3.6 dB
-# above them. GPTQ checkpoints (g = 128) and Q4_0 (g = 32, section 6) spend their bits on
-# this upper-left edge.
+# is the best buy: int4 with groups of 256 (4.0625 bits) sits more than 2 dB above both,
+# groups of 128 (4.125 bits) 3.4 and 3.6 dB above. GPTQ (g = 128) and Q4_0 (g = 32) spend
+# their bits on this upper-left edge.
 #
 # Now predict the same comparison on L0.intermediate (`[1536, 384]`), the FFN layer just
 # before L0.output:
@@ -194,87 +194,72 @@ recall.predict("04", "control")
 
 # %%
 gauss = torch.randn(384, 1536, generator=torch.Generator().manual_seed(0))  # the FFN outputs' shape
-controls = {"L0.output": W["L0.output"], "Gaussian [384, 1536]": gauss, "L0.intermediate": W["L0.intermediate"]}
+spiked = gauss.clone()
+spiked[:, ::768] = 5.0  # two weights per row at 5 times the rms (the Gaussian's rms is about 1)
+controls = {"L0.output": W["L0.output"], "L0.intermediate": W["L0.intermediate"], "Gaussian [384, 1536]": gauss}
+controls["the Gaussian, two 5s per row"] = spiked
 rows = [{"weight": name, **analysis.bits_or_scales(w_layer)} for name, w_layer in controls.items()]
+rows = [{k: v for k, v in r.items() if not k.startswith("g16 absmax")} for r in rows]
 print_table(rows, dict.fromkeys(list(rows[0])[1:], ".2f"))
-others = [analysis.bits_or_scales(w_layer) for name, w_layer in W.items() if name not in ffn_out]
-wins = [r["int4 per-channel dB"] - r["int3 g16 dB"] for r in others]
-n_wins = sum(x > 0 for x in wins)
-print(
-    f"MiniLM's other {len(wins)} layers: int4 per-channel higher on {n_wins}, by {min(wins):.1f} to {max(wins):.1f} dB"
-)
+
+# %%
+others = {name: analysis.bits_or_scales(w_layer) for name, w_layer in W.items() if name not in ffn_out}
+wins = [r["int4 per-channel dB"] - r["int3 g16 dB"] for r in others.values()]
+rest = [r["row absmax / rms (median)"] for r in others.values()]
 six = [analysis.bits_or_scales(w_layer)["row absmax / rms (median)"] for w_layer in ffn_out.values()]
-rest = [r["row absmax / rms (median)"] for r in others]
+g128 = [ql.errors(W[n], ql.fake_quantize(W[n], 4, granularity=ql.PerGroup(128))).sqnr_db for n in others]
+gain = [a - r["int4 per-channel dB"] for a, r in zip(g128, others.values(), strict=True)]
+print(
+    f"MiniLM's other {len(wins)} layers: int4 per-channel higher on {sum(x > 0 for x in wins)}, "
+    f"by {min(wins):.1f} to {max(wins):.1f} dB; int4 g128 above int4 per-channel by {min(gain):.1f} to "
+    f"{max(gain):.1f} dB (median {float(np.median(gain)):.1f})"
+)
 print(
     f"row absmax / rms (median): the six FFN outputs {min(six):.1f} to {max(six):.1f}, "
     f"the other {len(rest)} layers {min(rest):.1f} to {max(rest):.1f}"
 )
 
 # %% [markdown]
-# The code bit wins by about 3 dB on L0.intermediate, and by 2.4 to 3.6 dB on every MiniLM
-# layer outside the six. A Gaussian weight of the six layers' own shape behaves like the
-# other layers, so the shape does not decide.
+# The code bit wins by about 3 dB on L0.intermediate and on every MiniLM layer outside the
+# six. A Gaussian of the six layers' own shape does the same, so the shape does not decide.
+# What sets the six apart is the last column: their rows' largest weights stand farther above
+# the row's rms. Change only that, two weights per row at 5 times the rms, and the Gaussian
+# ties as the six do. Outside the six, groups of 128 also buy less: 0.9 to 1.6 dB.
 #
-# What goes with the tie is how far a row's largest weights stand above its rms. The last line
-# separates the six from all 31 other layers. To test it as a cause, change only that. Clip
-# each row of L0.output at 3.3 times its rms, where a typical row of the other layers ends.
-# Give each row of the Gaussian two weights at 5 times its rms.
-
-# %%
-clip = float(np.median(rest))  # the other layers' median row absmax, in units of the row's rms
-w_out = W["L0.output"]
-rms = w_out.pow(2).mean(1, keepdim=True).sqrt()
-clipped = w_out.clamp(-clip * rms, clip * rms)
-spiked = gauss.clone()
-spiked[:, ::768] = 5.0  # two weights per row at 5 times the rms (the Gaussian's rms is about 1)
-changed = {f"L0.output clipped at {clip:.1f} x rms": clipped, "Gaussian, two 5s per row": spiked}
-rows = [{"weight": name, **analysis.bits_or_scales(w_layer)} for name, w_layer in changed.items()]
-print_table(rows, dict.fromkeys(list(rows[0])[1:], ".2f"))
-print(f"the clip changes {100 * float((w_out.abs() > clip * rms).float().mean()):.2f}% of L0.output's weights")
-
-# %% [markdown]
-# Clipping a third of a percent of its weights makes L0.output behave like the other layers:
-# the code bit now wins by about 3.5 dB. Two large weights per row make the Gaussian tie.
-#
-# Why: a group of 16's absmax is about half its row's on L0.output (0.49: a ruler 2 times
-# finer), against 0.65 on L0.intermediate (1.5 times finer). A code bit makes every step
-# 7/3 = 2.3 times finer. Only where a row's few largest weights stand far out do the groups
-# gain about as much as the code bit.
-#
-# ## 5. Try it: bits or scales, layer by layer
+# ## 5. Try it: a fifth code bit or smaller groups
 #
 # The star is the current setting on this layer's error-against-bits curve; the readout counts
-# the bytes spent on scales. **Experiment**: on `L0.output`, set bits to 3 and move the group
-# slider (it starts at 128; its last stop, 1536, is per-channel) until the readout says 4.000
-# bits per weight: why that group size? Note the SQNR. Then set bits 4 and group 1536: which
-# of the two is higher?
+# the bytes spent on scales. **Experiment**, the same choice one bit higher: on `L0.output`, set
+# bits 5 and group 1536 (the last stop: per-channel) and note the SQNR. Then set bits 4 and
+# shrink the group until int4 passes it. At which group, and how many bits per weight does it
+# cost against int5 per-channel's 5.010? Why so few on this layer?
 
 # %% tags=["nbval-ignore-output"]
 layer = "L0.output"  # any name in W
 widgets.group_explorer(W[layer], layer, db=True)
 
 # %% [markdown]
-# Check what you found, and see the other five FFN output layers:
+# Check what you found, and the 4-bit choice of section 4 on each of the six layers:
 
 # %%
-rows = []
-for name, w_layer in ffn_out.items():
-    a = ql.errors(w_layer, ql.fake_quantize(w_layer, 3, granularity=ql.PerGroup(16))).sqnr_db
-    b = ql.errors(w_layer, ql.fake_quantize(w_layer, 4, granularity=ql.PerChannel(0))).sqnr_db
-    rows.append(
-        {
-            "layer": name,
-            "int3 g16 (4.000 bits) dB": a,
-            "int4 per-channel (4.010 bits) dB": b,
-            "higher": "int3 g16" if a > b else "int4 per-channel",
-        }
-    )
-print_table(rows, {"int3 g16 (4.000 bits) dB": ".2f", "int4 per-channel (4.010 bits) dB": ".2f"})
+w_out = W["L0.output"]
+pc5 = ql.errors(w_out, ql.fake_quantize(w_out, 5, granularity=ql.PerChannel(0))).sqnr_db
+print(f"L0.output, int5 per-channel: {5 + 16 / w_out.shape[1]:.3f} bits/weight, SQNR {pc5:.2f} dB")
+for g in (32, 24, 16):
+    sqnr = ql.errors(w_out, ql.fake_quantize(w_out, 4, granularity=ql.PerGroup(g))).sqnr_db
+    print(f"L0.output, int4 g{g}: {4 + 16 / g:.3f} bits/weight, SQNR {sqnr:.2f} dB")
+gaps = {
+    name: ql.errors(w_layer, ql.fake_quantize(w_layer, 3, granularity=ql.PerGroup(16))).sqnr_db
+    - ql.errors(w_layer, ql.fake_quantize(w_layer, 4, granularity=ql.PerChannel(0))).sqnr_db
+    for name, w_layer in ffn_out.items()
+}
+print("int3 g16 minus int4 per-channel, dB:", ", ".join(f"{n} {v:+.2f}" for n, v in gaps.items()))
 
 # %% [markdown]
-# The verdict flips between neighbouring layers of the same type and shape: the code bit wins
-# on L0 and L5, the scales on L1 to L4, each by under 1 dB. To choose, measure on the layer
-# itself, as the exercise's last task does.
+# On this layer, whose rows hold a few large weights, groups of 24 pass the fifth code bit for
+# two thirds of a bit. At 4 bits the verdict flips between neighbouring layers of the same type
+# and shape, each way by under 1 dB: to choose, measure on the layer itself, as the exercise's
+# last task does.
 #
 # ## 6. llama.cpp's blocks: groups of 32
 #
@@ -315,15 +300,15 @@ for fmt in ("Q8_0", "Q4_0"):
 #   coarsens only its own group.
 # * Each fp16 scale costs `16 / g` bits per weight (0.125 at g = 128, 0.5 at g = 32). Sharing
 #   across output rows instead is coarser than per-channel.
-# * On MiniLM's FFN output layers, each halving of the group raises the 4-bit SQNR, and int4
-#   with groups of 128 (4.125 bits) sits 3.4 to 3.6 dB above both ways to spend a fourth bit.
+# * On MiniLM's six FFN output layers, int4 with groups of 128 (4.125 bits) sits 3.4 to 3.6 dB
+#   above both ways to spend a fourth bit; on its other layers groups of 128 gain about 1 dB
+#   over per-channel.
 # * At about 4 bits, int3 with groups of 16 ties int4 per-channel only where a row's few largest
-#   weights stand far out (the six FFN outputs; a Gaussian given two large weights per row).
-#   Elsewhere, and once those few weights are clipped, the code bit wins by 2.4 to 3.6 dB on
-#   MiniLM (2.6 on the Gaussian). Among the six, the winner flips from layer to layer: measure.
+#   weights stand far out (the six FFN outputs; a Gaussian given two such weights per row).
+#   Elsewhere the code bit wins, by 2.4 to 3.6 dB on MiniLM. Among the six, the winner flips
+#   from layer to layer: measure.
 # * llama.cpp's Q8_0 and Q4_0 are per-group with `g = 32` and fp16 scales: 8.5 and 4.5 bits per
-#   weight; qlesson reproduces their bytes exactly. Lesson 08 goes on to formats that quantize
-#   the scales themselves.
+#   weight; qlesson reproduces the bytes of gguf's reference quantizer (on L0.output).
 #
 # ## Pause and recall
 
@@ -357,6 +342,42 @@ rows = [
 print_table(rows, {"+bits/weight for scales": ".4f", "int8": ".2f", "int4": ".2f", "int3": ".2f"})
 
 # %% [markdown]
+# ### Why a few large weights decide the tie
+#
+# The other direction of section 4's test: take the large weights away from a real layer. Clip
+# each row of L0.output at the other layers' median row absmax, in units of the row's rms. The
+# last column is the mean absmax of a group of 16 as a share of its row's absmax:
+
+# %%
+clip = float(np.median(rest))
+rms = w_out.pow(2).mean(1, keepdim=True).sqrt()
+clipped = w_out.clamp(-clip * rms, clip * rms)
+changed = {
+    "L0.output": w_out,
+    f"L0.output clipped at {clip:.1f} x rms": clipped,
+    "L0.intermediate": W["L0.intermediate"],
+}
+rows = [{"weight": name, **analysis.bits_or_scales(w_layer)} for name, w_layer in changed.items()]
+print_table(rows, dict.fromkeys(list(rows[0])[1:], ".2f"))
+alone = ql.errors(w_out, clipped).sqnr_db
+print(f"the clip changes {100 * float((w_out.abs() > clip * rms).float().mean()):.2f}% of L0.output's weights")
+print(
+    f"the clip alone, against the original weights: SQNR {alone:.1f} dB, "
+    f"an error of {100 * 10 ** (-alone / 10):.0f}% of the layer's energy"
+)
+
+# %% [markdown]
+# Clipping a third of a percent of its weights makes L0.output behave like the other layers:
+# the code bit wins by about 3.5 dB. This tests the cause; it is not a fix. Against the
+# original weights the clip alone, before any rounding, leaves a lower SQNR than int4
+# per-channel: the cut-off parts of those few weights carry about 5% of the layer's energy,
+# which is why a ruler must keep them.
+#
+# Why: on L0.output a group of 16's absmax is roughly half its row's, a ruler about 2 times
+# finer; on L0.intermediate it is about two thirds, 1.5 times finer. A code bit makes every
+# step 7/3 = 2.3 times finer. Only where a row's few largest weights stand far out do the
+# groups come close to the code bit.
+#
 # ### GPTQ's act-order
 #
 # GPTQ with act-order (`desc_act`) quantizes the inputs in decreasing order of their summed

@@ -39,3 +39,22 @@ def test_the_zoomed_plot_labels_each_named_point():
     labels = {("per-group 16", 3): "int3 g16", ("per-channel", 4): "int4 per-channel"}
     fig = plots.pareto_zoom(points, labels, xlim=(3.9, 4.3))
     assert sorted(t.get_text() for t in fig.axes[1].texts) == sorted(labels.values())
+
+
+def _sqnr(w, bits, gran):
+    return ql.errors(w, ql.fake_quantize(w, bits, granularity=gran)).sqnr_db
+
+
+def test_groups_of_128_gain_about_1_db_outside_the_six_ffn_outputs_and_more_on_them():
+    layers = models.minilm_linear_weights()
+    ffn_out = {n for n in layers if models.layer_type_of_short(n) == "output"}
+    gain = {n: _sqnr(w, 4, ql.PerGroup(128)) - _sqnr(w, 4, ql.PerChannel(0)) for n, w in layers.items()}
+    others = [g for n, g in gain.items() if n not in ffn_out]
+    assert 0.9 < min(others) and max(others) < 1.6 and 1.0 < statistics.median(others) < 1.2
+    assert min(gain[n] for n in ffn_out) > max(others)
+
+
+def test_on_l0_output_int4_needs_groups_of_24_to_pass_int5_per_channel():
+    w = models.minilm_linear_weights()["L0.output"]
+    pc5 = _sqnr(w, 5, ql.PerChannel(0))
+    assert _sqnr(w, 4, ql.PerGroup(32)) < pc5 < _sqnr(w, 4, ql.PerGroup(24))

@@ -112,6 +112,7 @@ check("04.q5_0_bits_per_weight", q5_0_bits)
 # Write `dequantize_q4_0_block(block)`: `block` is one Q4_0 block, a `torch.uint8` tensor of 18
 # bytes exactly as llama.cpp stores it (lesson section 6 gives the layout). Return its 32
 # weights as a float32 tensor, in order. Use only torch: no `gguf`, no `qlesson`.
+# `t.view(torch.float16)` reads the bytes of a `uint8` tensor `t` as fp16 values.
 
 
 # %% tags=["solution"]
@@ -179,24 +180,24 @@ check("04.best_setting", best_setting)
 # ## Recall
 
 # %% [markdown]
-# ### Recall 04.1
+# ### Recall 01.6
 #
-# One weight in a row of 4096 is 50x the others. At int4 with groups of 32, which weights does it coarsen?
+# What does one more bit buy on a symmetric ruler with the same absmax?
 #
-# - **a)** None: groups of 32 remove the outlier's damage
-# - **b)** Only the 32 weights of the outlier's group
-# - **c)** The whole row, as with per-channel
+# - **a)** One more tick
+# - **b)** About twice as many ticks per side, so roughly half the scale and half the worst rounding error
+# - **c)** A wider range, so less clipping
 #
 # Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
-recall_1 = ...  # STUB
+recall_01_6 = ...  # STUB
 # BEGIN SOLUTION
-recall_1 = "b"
+recall_01_6 = "b"
 # END SOLUTION
 
-# %% qlesson={"task": "recall 04.1"} tags=["check"]
-recall.answer("04", 1, recall_1)
+# %% qlesson={"task": "recall 01.6"} tags=["check"]
+recall.answer("01", 6, recall_01_6)
 
 # %% [markdown]
 # ### Recall 04.4

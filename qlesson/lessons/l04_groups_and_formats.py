@@ -278,6 +278,12 @@ TASKS: list[Task] = [
                 lambda w, b, g: _naive_per_group(w, b, g),
             ),
             Mistake("used int4 whatever the bits (4 hard-coded)", lambda w, b, g: _quantize_per_group(w, 4, g)),
+            Mistake(
+                "returned the dequantized weights (codes times scale); return the integer codes themselves",
+                lambda w, b, g: (lambda q, s: ((q.reshape(*s.shape, g) * s[..., None]).reshape(w.shape), s))(
+                    *_quantize_per_group(w, b, g)
+                ),
+            ),
             Mistake("rounded halves away from zero; torch.round rounds half to even", _half_away_per_group),
         ],
         atol=0.0,  # an all-zero group's scale is exactly 0, not a small number
@@ -419,6 +425,7 @@ TASKS: list[Task] = [
             Case((_PLAIN_384, 4.125, [(3, 64), (4, 128), (4, 64), (5, 384)]), "budget exactly met", hidden=True),
             Case((_SPIKED_384, 4.0, [(3, 16), (3, 32), (4, 384), (3, 384)]), "outliers, budget 4.0", hidden=True),
             Case((_PLAIN, 4.1, [(4, 16), (4, 64), (4, 256), (3, 16)]), "Gaussian, budget 4.1", hidden=True),
+            Case((_PLAIN_384, 4.0, [(3, 32), (3, 16), (4, 384)]), "per-channel is 16 / K over the budget", hidden=True),
             Case(
                 (_outlier_rows(8, 384, 20.0, 5000), 4.5, [(4, 16), (4, 64), (3, 16), (4, 128)]),
                 "one outlier (20x) per row, budget 4.5",
@@ -439,6 +446,10 @@ TASKS: list[Task] = [
             Mistake(
                 "counted the fp16 scale as 2 bits per group; it is 16 bits",
                 lambda w, b, s: _pick(w, b, s, lambda bits, g: bits + 2 / g),
+            ),
+            Mistake(
+                "priced per-channel's scale as free; one fp16 scale per row still costs 16 / K bits per weight",
+                lambda w, b, s: _pick(w, b, s, lambda bits, g: bits if g == w.shape[1] else bits + 16 / g),
             ),
             Mistake("treated a setting that exactly meets the budget as over it", _strictly_under),
             Mistake("ranked the settings by their worst error; rank them by mean squared error", _by_worst_error),
