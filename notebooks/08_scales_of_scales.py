@@ -19,18 +19,20 @@
 # **The question**: Small blocks make fp16 scales expensive; how many bits does a block's scale
 # really need?
 #
-# **The answer**: On MiniLM in blocks of 32 under super-blocks of 8, a block scale rounded to `m`
-# steps moves the block's largest code by up to `qmax / (2m)` ticks (`qmax`: the codes' largest
-# value), and the SQNR lost follows that move; keeping it near a tenth of a tick takes
-# `log2(qmax) + 2` to `3` bits of steps. The scale's range comes from a level above: one fp16
-# scale per super-block, or one fp32 scale per tensor.
+# **The answer**: Rounding a block's scale to one of `m` steps moves the block's largest code,
+# `qmax` ticks out (7 for int4), by up to `qmax / (2m)` ticks in a block as loud as the loudest
+# under its super-scale (quieter blocks move further), and on MiniLM the SQNR lost grows with
+# that move: 5 to 6 bits of steps keep it near a tenth of a tick for int4 codes, 7 to 8 for
+# 6-bit codes, fp16 for int8 codes. A power-of-two scale (MXFP4's) moves that code by whole
+# ticks, and a scale's range comes from a level above: an fp16 super-scale, or NVFP4's fp32
+# tensor scale.
 #
 # **What you will do**: count what scales cost per weight; shrink a block scale from fp16 to 4
-# bits on a MiniLM layer, with int4 and with 6-bit codes; put power-of-two scales (MX's E8M0)
-# under int4 and FP4 codes; take NVFP4's tensor scale away.
+# bits on a MiniLM layer, with int4 and with 6-bit codes; try a power-of-two scale; take
+# NVFP4's tensor scale away.
 #
 # **What you need**: lessons 02 to 04 (group scales and bits per weight); nothing to download.
-# **Time**: about 30 minutes, plus about 30 for the exercise.
+# **Time**: about 32 minutes, plus about 31 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -83,17 +85,18 @@ print_table(rows, {"scale bits / weight": ".4f", "bits per weight": ".4f"})
 #
 # K-quants store each block's scale as an integer `sc` (1 to 63 for 6 bits) times a super-scale
 # `d` shared by 8 blocks, with `d` set so that the loudest of the 8 gets `sc = 63`. One worked
-# number: rounding `sc` to the nearest integer is off by at most half a step, so the loudest
-# block's scale is off by at most 1/126, and its largest code, 7 ticks out, moves by at most
-# 7/126 = 0.056 tick.
+# number: rounding `sc` to the nearest integer is off by at most half a step, so a block
+# nearly as loud as the loudest (`sc` near 63) has its scale off by at most 1/126 (the loudest
+# itself gets 63 exactly), and its largest code, 7 ticks out, moves by at most 7/126 = 0.056
+# tick.
 #
 # In general, with `m` steps, a block about as loud as the loudest moves its top code by up to
-# `qmax / (2m)` ticks. That is the rule. Quieter blocks have fewer steps of `d`; the exercise
-# works out what that does to them. The layer is MiniLM's `L0.output` (lesson 03's FFN
+# `qmax / (2m)` ticks. That is the rule. Quieter blocks have fewer steps of `d`, so they move
+# further; the exercise works out how far. The layer is MiniLM's `L0.output` (lesson 03's FFN
 # output), int4 codes in blocks of 32 under super-blocks of 8, every scale rounded to the
-# nearest. The columns: the rule, the move measured at the median block, and the SQNR lost
-# against exact fp32 scales. The last row, `E4M3 x fp32`, is NVFP4's 8-bit float scale (3
-# mantissa bits) under one fp32 scale per tensor, for comparison.
+# nearest. The columns: the rule, the move measured at the median block and at the worst, and
+# the SQNR lost against exact fp32 scales. The last row, `E4M3 x fp32`, is NVFP4's 8-bit float
+# scale (3 mantissa bits) under one fp32 scale per tensor, for comparison.
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("08", "six_bit_sub_scale")
@@ -102,19 +105,22 @@ recall.predict("08", "six_bit_sub_scale")
 model = models.load_minilm()
 W = {n: w for n, w in models.linear_weights(model).items() if n != "pooler"}
 fmt_rule = {"scale bits / weight": ".3f", "rule (ticks)": ".3f", "median move (ticks)": ".3f"}
-fmt_rule |= {"SQNR loss dB": ".3f", "clipping dB": ".3f"}
-shown = ("scale format", "scale bits / weight", "steps m", "rule (ticks)", "median move (ticks)", "SQNR loss dB")
+fmt_rule |= {"worst move": ".2f", "SQNR loss dB": ".3f", "clipping dB": ".3f"}
+shown = ("scale format", "scale bits / weight", "steps m", "rule (ticks)", "median move (ticks)", "worst move")
+shown += ("SQNR loss dB",)
 print("L0.output, int4 codes (qmax 7), blocks of 32, super-blocks of 8:")
 int4_rows = scale_bits.rule_rows(W["L0.output"], block=32, bits=4, super_blocks=8)
 print_table([{k: r[k] for k in shown} for r in int4_rows], fmt_rule)
 
 # %% [markdown]
-# A 6-bit sub-scale (Q4_K's width) costs symmetric int4 codes under a hundredth of a dB. It moves
-# the top code by a few hundredths of a tick, lost beside the half tick that rounding costs every
-# weight. Each bit fewer doubles the move, and the loss grows with it: 0.08 dB at 4 bits. E4M3,
-# NVFP4's scale with 3 mantissa bits, moves the top code about as far as a 4-bit sub-scale at the
-# median block, at a smaller loss: its worst blocks move far less (Going deeper shows the tail).
-# Its 0.25 bit per weight here is for blocks of 32; NVFP4's blocks of 16 pay 0.5.
+# A 6-bit sub-scale (Q4_K's width) costs symmetric int4 codes under a hundredth of a dB. At the
+# median block it moves the top code by a few hundredths of a tick, lost beside the half tick
+# that rounding costs every weight. From 6 bits down, each bit fewer doubles the move and
+# multiplies the loss by 3 to 4: 0.006, 0.021, 0.082 dB. The worst block moves by whole ticks
+# under every sub-scale: a quiet block, far below its super-block's loudest, holds only a few
+# steps of `d`. E4M3, NVFP4's scale with 3 mantissa bits, is a float: its relative step is the
+# same however quiet the block, so its worst block moves under half a tick, and at about a 4-bit
+# sub-scale's median move it loses less.
 #
 # ## 3. More code bits need more scale bits
 #
@@ -128,18 +134,21 @@ recall.predict("08", "six_bit_codes")
 
 # %%
 print("L0.output, 6-bit codes (qmax 31), blocks of 32, super-blocks of 8:")
-six_rows = scale_bits.rule_rows(W["L0.output"], block=32, bits=6, super_blocks=8)
-print_table([{k: r[k] for k in (*shown, "clipping dB") if k != "scale bits / weight"} for r in six_rows], fmt_rule)
+six_rows = scale_bits.rule_rows(W["L0.output"], 32, 6, 8, formats=("fp16", *scale_bits.SUB_BITS))
+six_cols = [k for k in (*shown, "clipping dB") if k not in ("scale bits / weight", "worst move")]
+print_table([{k: r[k] for k in six_cols} for r in six_rows], fmt_rule)
 
 # %% [markdown]
 # The same sub-scale now moves the top code 31 / 7, about 4.4 times as far: 0.154 tick at the
-# median block, where 4-bit sub-scales put int4's top code (0.146). The loss follows the move,
-# roughly: 0.058 dB here, 0.082 dB there. Past half a tick a second effect starts. A scale
-# rounded *down* pushes the top weight past `qmax + 0.5`, and the clamp clips it. With 4-bit
-# sub-scales the rule allows about a tick, and clipping is most of the loss.
+# median block, where 4-bit sub-scales put int4's top code (0.146). The losses are close: 0.058
+# dB here, 0.082 dB there. Past half a tick a second effect starts. A scale rounded *down*
+# pushes the top weight past `qmax + 0.5`, and the clamp clips it. With 4-bit sub-scales the
+# rule allows about a tick, and clipping is most of the loss.
 #
-# So in this layout one number tracks the loss: **how far the scale's rounding moves the largest
-# code**. Keeping `qmax / (2m)` near a tenth of a tick asks for `m` of about `5 qmax`, that is
+# So in this layout **how far the scale's rounding moves the largest code** predicts the loss to
+# within about a third: at median moves near 0.15 tick, 0.054 to 0.082 dB on this layer (E4M3,
+# 6-bit codes, a 4-bit sub-scale on int4). Keeping `qmax / (2m)` near a tenth of a tick asks for
+# `m` of about `5 qmax`, that is
 # `log2(qmax) + 2` to `3` bits of steps. What a tenth of a tick costs differs from layer to
 # layer; a 5-bit sub-scale on int4 codes (0.113 tick) on each of the 36 layers, same layout:
 
@@ -149,9 +158,8 @@ worst = max(loss5, key=loss5.get)
 print(f"SQNR lost: {min(loss5.values()):.3f} to {loss5[worst]:.3f} dB per layer, the most on {worst}")
 
 # %% [markdown]
-# `L0.output` is the costliest layer, so section 2's table shows the upper end. Smaller blocks, or
-# more blocks per super-scale, cost more at the same move (Going deeper measures Q6_K's layout).
-# Each format's own steps `m`, against the rule:
+# `L0.output` is the costliest layer, so section 2's table shows the upper end. Each format's own
+# steps `m`, against the rule:
 
 # %%
 cases = [(7, "int4 -7..7", "Q4_K's 6-bit sub-scale", 63), (15, "Q4_K's 0..15", "Q4_K's 6-bit sub-scale", 63)]
@@ -171,11 +179,10 @@ for qmax, codes, used, m in cases:
 # ## 4. No mantissa at all: a power-of-two scale
 #
 # MX formats store a block's scale as one exponent byte (E8M0): a power of two, no mantissa. The
-# OCP MX specification's rule is `2**(floor(log2 amax) - 2)`, 2 being the exponent of the grid's
-# largest power of two (4 on both int4's and FP4's grids). The block's largest weight lands
-# between 4 and 8 times the scale; past the grid's top (7 for int4, 6 for FP4) it clips. All 36
-# Linear layers, blocks of 32, int4 codes and FP4 (E2M1) codes; `fp32` is the ideal scale, and
-# `E8M0 best of 2` takes, per block and grid, the better of the two powers of two around it:
+# OCP MX specification's rule is `2**(floor(log2 amax) - 2)`, 2 being the exponent of FP4's
+# largest power of two, 4. The specification defines FP4 and INT8 elements, not int4; this
+# lesson applies the same rule to int4's grid, whose largest power of two is 4 too. All 36
+# Linear layers, blocks of 32, int4 codes and FP4 (E2M1) codes; `fp32` is the ideal scale:
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("08", "power_of_two")
@@ -183,23 +190,20 @@ recall.predict("08", "power_of_two")
 # %%
 grid_fmt = {"int4 -7..7 SQNR dB": ".2f", "FP4 E2M1 SQNR dB": ".2f", "FP4 - int4 dB": "+.2f"}
 g32 = {r["scale format"]: r for r in scale_bits.grid_rows(W, block=32, formats=("fp32", "E8M0 floor"))}
-g32["E8M0 best of 2"] = scale_bits.pow2_best_row(W, block=32)
 print_table(list(g32.values()), grid_fmt)
 i4, fp4 = "int4 -7..7 SQNR dB", "FP4 E2M1 SQNR dB"
-for rule in ("E8M0 floor", "E8M0 best of 2"):
-    loss = {c: g32["fp32"][c] - g32[rule][c] for c in (i4, fp4)}
-    print(f"{rule} against fp32 scales: int4 codes lose {loss[i4]:.2f} dB, FP4 codes {loss[fp4]:.2f} dB")
+loss = {c: g32["fp32"][c] - g32["E8M0 floor"][c] for c in (i4, fp4)}
+print(f"E8M0 floor against fp32 scales: int4 codes lose {loss[i4]:.2f} dB, FP4 codes {loss[fp4]:.2f} dB")
 
 # %% [markdown]
-# The power of two costs dB, not hundredths: even the nearer of the two powers can be `sqrt 2`
-# times off the ideal scale, so the top code moves by whole ticks. FP4 codes under the floor
-# rule *are* MXFP4. That rule is aimed at FP4's top, 6: it leaves int4's scale up to 1.75 times
-# its ideal, FP4's up to 1.5. With a power of two fitted to each grid, the `FP4 - int4` gap
-# shrinks from about 1.1 to about 0.6 dB.
+# The rule puts the block's largest weight anywhere from 4 to 8 times the scale, where the ideal
+# scale puts it on the grid's top (7 for int4, 6 for FP4); past the top it clips. That is
+# section 2's rule at its limit: with no mantissa there are no steps between two powers of two,
+# the scale can be up to 1.75 times its ideal on int4's grid (1.5 on FP4's), and the top code
+# moves by whole ticks. FP4 codes under this rule *are* MXFP4.
 #
-# **NVFP4** spends 0.25 bits more than MXFP4: blocks of 16 and an E4M3 scale, whose 3 mantissa
-# bits section 2 measured (on int4 codes in blocks of 32) at about a 4-bit sub-scale's move
-# (0.15 tick), at a smaller loss. E4M3's *range* is narrow: its normal numbers run from 2**-6 to
+# **NVFP4** spends 0.25 bits more than MXFP4: blocks of 16 and an E4M3 scale, whose precision
+# section 2 measured. E4M3's *range* is narrow: its normal numbers run from 2**-6 to
 # 448. So NVFP4 stores one fp32 scale per tensor that puts the largest block scale at 448. The
 # two levels again: precision in the block scale, range from above. `L0.intermediate` and the
 # same layer divided by 100, with and without the tensor scale (the last column: the blocks
@@ -235,10 +239,11 @@ print_table(nv_rows, {"SQNR dB": ".2f", "amax / 6 below 2**-6 %": ".1f"})
 # stores for them, the readout the scale that block uses and the layer's error. A static view
 # of the default (Q4_K on `L0.query`) comes first.
 #
-# **Guided experiment**: set the format to `MXFP4 floor` and step through the layers until the
-# block's largest weight comes back *larger* than it is (`L0.attention output` is one). The
-# readout ends with that weight as `f x 2**k`, `f` between 1 and 2, and the value stored. Find
-# two more such layers: what do their blocks' `f` have in common? Why there?
+# **Guided experiment**: set the format to `MXFP4 floor` and step through the layers. The
+# readout ends with the block's largest weight as `f x 2**k`, `f` between 1 and 2, and the value
+# stored for it. Find a layer where the stored value is within 1% of the weight, and one where
+# it is more than 20% off (switch to `Q4_K` there for comparison). What are their `f`? Why
+# there?
 
 # %%
 st = format_study.first_block(W["L0.query"], "Q4_K")
@@ -255,9 +260,11 @@ widgets.format_explorer(W)
 # %% [markdown]
 # <details><summary>Why there?</summary>
 #
-# The floor rule's scale is `2**(k - 2)`, so the largest weight lands at `4f` times the scale.
-# FP4 has no value between 4 and 6: with `f` between 1.25 and 1.5, `4f` lies between 5 and 6 and
-# rounds up to 6. With `f` below 1.25 it rounds down to 4; above 1.5 it is clipped to 6.
+# The floor rule's scale is `2**(k - 2)`, so the largest weight lands at `4f` ticks, and FP4's
+# grid holds only 4 and 6 up there. Within 1%: `f` near 1.5 (or near 1), where `4f` sits on 6
+# (or 4). Elsewhere the top code moves by up to a tick, and above `f = 1.5` it clips to 6: near
+# `f = 2`, 8 ticks are stored as 6, a quarter low. A power of two has no steps in between to
+# absorb the move; Q4_K's 6-bit sub-scale does.
 #
 # </details>
 #
@@ -266,15 +273,15 @@ widgets.format_explorer(W)
 # * A scale rounded to `m` steps is off by up to `1 / (2m)` in a block as loud as its
 #   super-block's loudest. It moves that block's largest code, `qmax` ticks out, by about
 #   `qmax / (2m)` ticks.
-# * The SQNR lost roughly follows the move: on `L0.output`, hundredths of a dB up to about 0.15
-#   tick at the median block. Past half a tick, a scale rounded down also clips.
+# * The SQNR lost grows with the move: on `L0.output`, from 6 bits down, 3 to 4 times per bit
+#   fewer, and 0.054 to 0.082 dB at a median move near 0.15 tick. Past half a tick, a scale
+#   rounded down also clips.
 # * So a scale needs about `log2(qmax) + 2` to `3` bits of steps for a tenth of a tick (0.007
 #   to 0.021 dB per MiniLM layer, blocks of 32 under super-blocks of 8): 5 to 6 bits for int4
 #   codes, 7 to 8 for 6-bit codes, fp16 for int8 codes. The range comes from a level above: an
 #   fp16 super-scale per 256 weights, an fp32 scale per tensor.
 # * A power of two (MX's E8M0) moves the top code by whole ticks and costs dB: on the 36 layers,
-#   under the OCP floor rule (aimed at FP4's top), 2.33 dB on int4 codes and 1.32 on FP4; with
-#   a power of two fitted to each grid, 1.55 and 1.01.
+#   under the OCP floor rule, 2.33 dB on int4 codes and 1.32 on FP4.
 # * NVFP4's E4M3 scales have about a 4-bit sub-scale's precision but a narrow range. Without the
 #   fp32 tensor scale, a tensor whose block scales fall below E4M3's range loses its blocks.
 #
@@ -298,20 +305,18 @@ recall.show("08")
 #
 # ### The quieter blocks of a super-block
 #
-# Section 2's rule holds for a block about as loud as its super-block's loudest. A quieter block
-# has fewer steps of `d`, so its scale's rounding moves its top code further. A block far below
-# the loudest is held at `sc = 1`: this course's floor, where llama.cpp lets a very quiet block
-# round to 0. Its top code moves by whole ticks. The 95th-percentile and the worst block of
-# section 2's table (a move is `|amax / s - qmax|` ticks under the stored scale `s`):
+# A block far below its super-block's loudest is held at `sc = 1`: this course's floor, where
+# llama.cpp lets a very quiet block round to 0. Section 2's table again, with the
+# 95th-percentile block between the median and the worst (a move is `|amax / s - qmax|` ticks
+# under the stored scale `s`):
 
 # %%
 tail = ("scale format", "rule (ticks)", "median move (ticks)", "95th-pct move", "worst move")
 print_table([{k: r[k] for k in tail} for r in int4_rows], fmt_rule | {"95th-pct move": ".3f", "worst move": ".2f"})
 
 # %% [markdown]
-# The worst blocks sit many times below the loudest: a 4-bit sub-scale moves their top codes by
-# whole ticks. A float scale has no such tail: E4M3's relative step is the same
-# however quiet the block, and its worst block moves less than half a tick.
+# Only the last few blocks move by whole ticks: at the 95th percentile even the 4-bit sub-scale
+# keeps the move under half a tick.
 #
 # ### Q6_K's own layout
 #
@@ -603,8 +608,7 @@ print_table(
 # values lose a bit), *even* (round `amax` to FP4's one mantissa bit first, then floor) and
 # *rceil* (the smallest power of two with `amax / scale <= 6`, NVIDIA's rule). rceil never clips
 # but leaves the top code anywhere from half the grid's top to its top: up to a bit of resolution
-# gone. The specification has no int4 element; section 4 applies the floor rule to int4's grid.
-# Both rules on both grids, all 36 layers, blocks of 32:
+# gone. Both rules on both grids, all 36 layers, blocks of 32:
 
 # %%
 print_table([g32["fp32"], g32["E8M0 floor"], rceil32], grid_fmt)

@@ -128,6 +128,14 @@ def floor_rule_top(amax, grid):
 # %% qlesson={"task": "08.floor_top"} tags=["check"]
 check("08.floor_top", floor_rule_top)
 
+# %% [markdown]
+# <details><summary>The prediction: amax 1.9</summary>
+#
+# The floor rule puts 1.9 at 4 x 1.9 = 7.6 ticks. int4 rounds it to 8 and clips to 7, storing
+# 1.75 (8% low); FP4 has nothing between 4 and 6 and stores 1.5 (21% low). FP4 loses more.
+#
+# </details>
+
 
 # %% [markdown]
 # ## Recall

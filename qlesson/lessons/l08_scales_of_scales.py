@@ -48,6 +48,12 @@ def _quiet_bits(
     raise ValueError(f"max_ticks={max_ticks} needs more than 40 bits")
 
 
+def _quiet_bits_round_up(code_bits: int, r: float, max_ticks: float) -> int:
+    """The move under a scale rounded *up* by half a step, exactly: qmax / (2m / r + 1) (the smaller move)."""
+    q = 2 ** (code_bits - 1) - 1
+    return next(b for b in range(1, 41) if q / (2 * (2**b - 1) / r + 1) <= max_ticks)
+
+
 def _quiet_bits_strict(code_bits: int, r: float, max_ticks: float) -> int:
     q = 2 ** (code_bits - 1) - 1
     return next(b for b in range(1, 41) if q * r / (2 * (2**b - 1)) < max_ticks)
@@ -162,14 +168,14 @@ TASKS: list[Task] = [
             Case((3, 8, 0.05), "3-bit codes, 8 times quieter, 0.05 tick", hidden=True),
             Case((6, 16, 0.2), "6-bit codes, 16 times quieter, 0.2 tick", hidden=True),
             Case((4, 6, 0.7), "int4 codes, 6 times quieter, 0.7 tick", hidden=True),
+            Case((4, 16, 0.8), "int4 codes, 16 times quieter, 0.8 tick", hidden=True),
         ],
-        "all blocks of a super-block share one super-scale, the step of their integers; the loudest block's "
-        "scale is the largest integer's worth of steps, a block r times quieter has r times fewer; count the worst "
-        "rounding, then what that does to the block's largest code",
+        "all blocks of a super-block share one super-scale, the step of their integers: how many of those steps "
+        "make up the quiet block's scale? Count the worst rounding, then what that does to the block's largest code",
         [
             Mistake(
-                "that is the answer for the loudest block: a quieter block's scale spans fewer steps of the "
-                "super-scale, so the same half step is a larger part of it",
+                "that is the answer for the loudest block: a block r times quieter has r times fewer steps of the "
+                "super-scale, so the same half step is a larger part of its scale",
                 lambda c, r, t: _quiet_bits(c, 1, t),
             ),
             Mistake(
@@ -196,6 +202,11 @@ TASKS: list[Task] = [
             Mistake(
                 "took 2**(code_bits - 1) as the codes' top (Q4_0's -8): symmetric codes stop one short of it",
                 lambda c, r, t: _quiet_bits(c, r, t, qmax=lambda b: 2 ** (b - 1)),
+            ),
+            Mistake(
+                "counted the scale rounded up: that pulls the largest code inward, the smaller move; the worst case "
+                "is the scale rounded down, which pushes it outward",
+                _quiet_bits_round_up,
             ),
             Mistake("asked for a move strictly below max_ticks: the task says at most", _quiet_bits_strict),
         ],
@@ -344,7 +355,7 @@ PREDICT = {
             "over 10 dB: half of int4's codes go unused",
             False,
             "Tempting if the scale could be 2 times too large in every block; but the largest weight lands at 4 "
-            "to 8 ticks, so at worst about half the range goes unused, in a few blocks: a few dB at most.",
+            "to 8 ticks, and at 4 to 5 ticks in only about a third of the blocks: a few dB at most.",
         ),
     ),
 }
