@@ -28,7 +28,7 @@
 # row's error under both rulers.
 #
 # **What you need**: lesson 01 (scale, round, clamp); nothing to download.
-# **Time**: about 18 minutes, plus about 27 for the exercise.
+# **Time**: about 18 minutes, plus about 18 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -85,8 +85,8 @@ print(f"Row B scale = {float(W[1].abs().max()):.2f} / 7 = {float(own.scale[1]):.
 ruler.print_steps(W[0], bits=4, scale=float(own.scale[0]))
 
 # %% [markdown]
-# The core of `ql.quantize` is three lines of torch (an all-zero row needs one more, exercise
-# task 3); here they are, checked against it on this example:
+# The core of `ql.quantize` is three lines of torch (an all-zero row needs one more: its scale
+# is 0); here they are, checked against it on this example:
 
 # %%
 qmax = 2 ** (4 - 1) - 1
@@ -187,8 +187,8 @@ recall.quiz("02")
 recall.show("02")
 
 # %% [markdown]
-# **Exercise**: `exercises/02_one_ruler_or_many.ipynb`: per-tensor and per-channel by hand,
-# then find which rows of a new weight one shared scale erases.
+# **Exercise**: `exercises/02_one_ruler_or_many.ipynb`: per-row errors under both rulers, then
+# find which rows of new weights one shared scale erases, and predict them at int3, int4 and int8.
 
 # %% [markdown]
 # ## Going deeper

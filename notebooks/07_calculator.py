@@ -14,26 +14,27 @@
 # ---
 
 # %% [markdown]
-# # 07 · Calculator: per-tensor or per-channel on your own numbers
+# # 07 · Calculator: what each ruler's 4 bytes buy
 #
-# **The question**: On numbers you paste, what do 4 more bytes of ruler buy: one scale per
-# channel instead of one shared, or a zero point?
+# **The question**: What does each ruler's 4 bytes buy: a scale of its own for each channel, or
+# a zero point?
 #
 # **The answer**: With symmetric rulers, a channel's own ruler is finer by the tensor's largest
-# |value| over the channel's, so the quieter the channel, the finer its ruler and the smaller
-# its error bound (on the example, the quieter channels' MAE falls 1.1 to 30 times). In this
-# calculator each ruler costs 4 bytes (an fp32 scale), 8 with an int32 zero point, 1 to 2% of an
-# int8 layer with 384-value rows; on a 64-value post-GELU row, whose range is lopsided about 0
-# (-0.17 to 1.91), a zero point's 4 bytes buy about what one more bit per value buys for 8 bytes.
+# |value| over the channel's, so the quieter the channel, the smaller its error bound. Each
+# ruler costs 4 bytes here, 8 with a zero point: 1 to 2% of an int8 layer with 384-value rows.
+# On a 64-value post-GELU row, lopsided about 0 (-0.17 to 1.91), a zero point's 4 bytes buy
+# about what one more bit per value buys; on the same values mirrored about 0, they buy nothing.
 #
-# **What you will do**: predict which channel gains nothing, find the width at which a quiet
-# channel vanishes, count the bytes, and count the codes a symmetric ruler leaves empty on a
-# GELU row.
+# **What you will do**: predict how far a quiet channel's error falls, find the width at which
+# it vanishes, count the bytes, and count the codes a symmetric ruler leaves empty on a GELU
+# row.
 #
 # **What you need**: lessons 01, 02 and 05 (zero points).
-# **Time**: about 16 minutes, plus about 18 for the exercise.
+# **Time**: about 17 minutes, plus about 18 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
+import torch
+
 import qlesson as ql
 from qlesson.course import recall
 from qlesson.teach import calculator as calc
@@ -42,7 +43,7 @@ from qlesson.teach.report import print_table
 ql.show_environment()
 
 # %% [markdown]
-# ## 1. Which channel gains nothing?
+# ## 1. What a channel's own ruler buys
 #
 # The example has four channels of five values, one per line:
 #
@@ -54,10 +55,11 @@ ql.show_environment()
 # ```
 #
 # Per-tensor gives all 20 values one symmetric 4-bit ruler; per-channel gives each line its
-# own. Commit to an answer first.
+# own. Channel 3's own ruler is fit to 0.11 instead of 1.70: about 15 times finer. Commit to an
+# answer first.
 
 # %% tags=["nbval-ignore-output"]
-recall.predict("07", "none")
+recall.predict("07", "quiet")
 
 # %%
 ex = calc.compare(calc.parse_channels(calc.EXAMPLE), bits=4, signed=True, symmetric=True)
@@ -80,8 +82,9 @@ _ = calc.plot(ex, sharey=True)
 # Channel 2 holds the tensor's largest |value|, 1.70, so the shared scale is its own scale and
 # nothing changes. Every other channel's ruler is finer by 1.70 over its own absmax: 1.2 times
 # for channel 1 (1.44), about 15 times for channel 3 (0.11). With five values a channel, the
-# MAE only roughly follows the ruler. Channel 3 gains most: under the shared ruler half a tick
-# is 0.12, more than 0.11, so all of its values round to 0. In the plot (one y-scale for all
+# MAE only roughly follows the ruler. Channel 3's MAE falls 30 times, twice its ruler's 15:
+# under the shared ruler half a tick is 0.12, more than 0.11, so all of its values round to 0
+# and its error is the values themselves. In the plot (one y-scale for all
 # panels), channel 2's two markers coincide, and channel 3's red errors are its own values,
 # negated, while its teal ones sit near 0.
 #
@@ -130,11 +133,13 @@ for zp_bytes in (0, 4):
 #
 # A zero point also costs 4 bytes per ruler. Lesson 05 measured what it buys on MiniLM's GELU
 # outputs at 8 bits. Here is the calculator on one row: GELU of 64 standard-normal draws,
-# rounded to 2 decimals, under one ruler.
+# rounded to 2 decimals, under one ruler. The control is the same 64 values mirrored (each
+# value and its negation): a row symmetric about 0.
 
 # %%
 gelu = calc.parse_channels(calc.gelu_row())
 print(f"{gelu[0].numel()} values from {gelu[0].min():.2f} to {gelu[0].max():.2f}; {int((gelu[0] < 0).sum())} below 0")
+mirrored = [torch.cat([gelu[0], -gelu[0]])]
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("07", "gelu")
@@ -146,20 +151,28 @@ for bits in (4, 8):
     scale, qmax = sym.channels[0]["per-tensor scale"], ql.qrange(bits)[1]
     lo, hi = (round(float(v) / scale) for v in (sym.per_tensor[0].min(), sym.per_tensor[0].max()))
     print(f"{bits} bits, symmetric: codes outside the row's span {2 * qmax - (hi - lo)} of {2 * qmax + 1}")
-    for extra, symmetric, name in ((0, True, "symmetric"), (0, False, "zero point"), (1, True, "1 more bit")):
-        g = calc.compare(gelu, bits=bits + extra, symmetric=symmetric)
+    for row, extra, symmetric, name in (
+        (gelu, 0, True, "symmetric"),
+        (gelu, 0, False, "zero point"),
+        (gelu, 1, True, "1 more bit"),
+        (mirrored, 0, False, "zero point, mirrored row"),
+    ):
+        g = calc.compare(row, bits=bits + extra, symmetric=symmetric)
+        base = calc.compare(row, bits=bits, symmetric=True).overall["per-tensor"]["MAE"]
         mae = g.overall["per-tensor"]["MAE"]
         rows.append({"bits": bits, "ruler": name, "bytes": g.memory["per-tensor total bytes"], "MAE": mae})
-        rows[-1]["symmetric's MAE / this"] = sym.overall["per-tensor"]["MAE"] / mae
+        rows[-1]["symmetric's MAE / this"] = base / mae
 print_table(rows, {"MAE": ".4f", "symmetric's MAE / this": ".1f"})
 
 
 # %% [markdown]
 # Symmetric must reach -1.91 to reach +1.91, so the codes below the one -0.17 rounds to stay
 # empty: 6 of 15 at 4 bits, 116 of 255 at 8. A zero point spends every code on -0.17 to 1.91,
-# a tick about half as wide: the MAE is 2.6 times lower at 4 bits, 2.0 at 8. The control,
-# "1 more bit" for every value, costs n/8 bytes on an n-value row (8 here, twice the zero
-# point's 4) and buys about as much.
+# a tick about half as wide: the MAE is 2.6 times lower at 4 bits, 2.0 at 8. On the mirrored
+# row no code is empty, and the same 4 bytes buy nothing (1.1 and 0.9 times), though the zero
+# point still has 16 codes to symmetric's 15: the gain was the empty side. The alternative
+# spend, one more bit per value, costs n/8 bytes on an n-value row (8 here) and buys about as
+# much.
 #
 # ## Summary
 #
@@ -172,7 +185,7 @@ print_table(rows, {"MAE": ".4f", "symmetric's MAE / this": ".1f"})
 # * On a row whose range is lopsided about 0, such as a post-GELU row (-0.17 to 1.91),
 #   symmetric leaves empty the codes below the one the row's smallest value rounds to. On this
 #   64-value row a zero point's 4 bytes cut the MAE 2.6 times at 4 bits, about what one more
-#   bit per value (8 bytes) buys.
+#   bit per value (8 bytes) buys; on the same values mirrored about 0 they buy nothing.
 #
 # ## Pause and recall
 
@@ -209,12 +222,6 @@ recall.show("07")
 # store less: llama.cpp's Q4_0 stores a single fp16 scale (2 bytes) per 32 weights and no zero
 # point (lesson 04), and ONNX's `QuantizeLinear` usually stores an int8 or uint8 zero point
 # (1 byte).
-#
-# ### 15 codes against 16
-#
-# At 4 bits the symmetric ruler has 15 codes (`[-7, 7]`, lesson 01) and the asymmetric one 16
-# (`[-8, 7]`). That one extra code is a small part of section 4's gap; the rest is the empty
-# negative side.
 #
 # ### A per-channel MAE of exactly 0
 #

@@ -71,3 +71,12 @@ def test_on_the_gelu_row_a_zero_point_buys_about_what_one_more_bit_buys():
             for k, extra, sym in (("sym", 0, True), ("zp", 0, False), ("more", 1, True))
         }
         assert 1.9 < mae["sym"] / mae["zp"] and 0.7 < (mae["sym"] / mae["zp"]) / (mae["sym"] / mae["more"]) < 1.1
+
+
+def test_on_the_mirrored_gelu_row_a_zero_point_buys_nothing():
+    """Section 4's control: each value and its negation leave no code empty; the zero point's gain is gone."""
+    g = calc.parse_channels(calc.gelu_row())[0]
+    mirrored = [torch.cat([g, -g])]
+    for bits in (4, 8):
+        sym, zp = (calc.compare(mirrored, bits, symmetric=s).overall["per-tensor"]["MAE"] for s in (True, False))
+        assert 0.85 < sym / zp < 1.15

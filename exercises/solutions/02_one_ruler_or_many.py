@@ -21,7 +21,8 @@
 # # Exercise 02 · One ruler or many (SOLUTIONS: spoilers)
 #
 # Practice for lesson `notebooks/02_one_ruler_or_many.ipynb`.
-# Per-tensor and per-channel scales by hand, then the apply-now exercise.
+# Per-channel scales, then each row's error under one ruler or many, then which rows one shared
+# scale erases on weights the lesson did not show.
 #
 # **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
 # check cell right below it. Write your code, run your cell, then run the check: a pass prints
@@ -42,29 +43,10 @@ from qlesson.course import recall
 from qlesson.course.tasks import check
 
 # %% [markdown]
-# ## Task 1 · One scale for the whole tensor
-#
-# Write `per_tensor_scale(w, bits)`: one symmetric scale (restricted signed range) for the
-# whole weight, for any bit width.
-
-
-# %% tags=["solution"]
-def per_tensor_scale(w, bits):
-    ...  # STUB
-    # BEGIN SOLUTION
-    return w.abs().max() / (2 ** (bits - 1) - 1)
-    # END SOLUTION
-
-
-# %% qlesson={"task": "02.per_tensor_scale"} tags=["check"]
-check("02.per_tensor_scale", per_tensor_scale)
-
-
-# %% [markdown]
-# ## Task 2 · One scale per output channel
+# ## Task 1 · One scale per output channel
 #
 # Write `per_channel_scale(w, bits)` for a weight `[out_features, in_features]`: a tensor of
-# shape `[out_features]`.
+# shape `[out_features]`. An all-zero row has scale 0.
 
 
 # %% tags=["solution"]
@@ -80,31 +62,7 @@ check("02.per_channel_scale", per_channel_scale)
 
 
 # %% [markdown]
-# ## Task 3 · Symmetric per-channel quantization of `[N, K]`
-#
-# Write `quantize_per_channel(w, bits)` returning `(q, scale)`: codes `[N, K]` (float tensor of
-# integers, clamped to the restricted range) and the scales `[N]`. A row of zeros has scale 0:
-# give it codes 0 (not the NaN that `0 / 0` makes).
-
-
-# %% tags=["solution"]
-def quantize_per_channel(w, bits):
-    ...  # STUB
-    # BEGIN SOLUTION
-    qmax = 2 ** (bits - 1) - 1
-    scale = w.abs().amax(dim=1) / qmax
-    safe = torch.where(scale == 0, 1.0, scale)  # an all-zero row: 0 / 1 = code 0
-    q = torch.clamp(torch.round(w / safe[:, None]), -qmax, qmax)
-    return q, scale
-    # END SOLUTION
-
-
-# %% qlesson={"task": "02.quantize_per_channel"} tags=["check"]
-check("02.quantize_per_channel", quantize_per_channel)
-
-
-# %% [markdown]
-# ## Task 4 · Apply now: two rows, one ruler or two
+# ## Task 2 · Apply now: two rows, one ruler or two
 #
 # Take two rows of very different magnitude. Write `row_maes(w, bits)` returning
 # `(shared, own)`: each row's mean absolute error after fake-quantizing with one shared
@@ -138,7 +96,7 @@ print(f"per-row MAE, a scale per row:  {[round(float(v), 4) for v in own]}")
 # Find bits at which your pair's quiet row survives the shared scale.
 
 # %% [markdown]
-# ## Task 5 · Which rows does one shared scale erase?
+# ## Task 3 · Which rows does one shared scale erase?
 #
 # A layer's weight `w` is `[out_features, in_features]`, and a few of its rows are much louder
 # than the rest. Write `rescued_rows(w, bits)`: a tensor with one entry per row, True (or 1)
@@ -162,7 +120,7 @@ def rescued_rows(w, bits):
 check("02.rescued_rows", rescued_rows)
 
 # %% [markdown]
-# ## Task 6 · Predict before you run
+# ## Task 4 · Predict before you run
 #
 # `layer` below has 8 rows of 64 weights, and its magnitudes halve from one row to the next:
 # row `i`'s largest magnitude is exactly `0.5**i` (printed). Which rows does one shared
@@ -201,79 +159,57 @@ for bits in (3, 4, 8):
 # ## Recall
 
 # %% [markdown]
-# ### Recall 02.1
-#
-# Why did Row A collapse to zeros under the shared int4 scale?
-#
-# - **a)** int4 is too coarse for values as small as 0.15
-# - **b)** Its values rounded down by a proportional amount, and tiny codes display as 0
-# - **c)** Its largest magnitude, 0.15, is below half a shared tick (0.4429 / 2)
-#
-# Answer with the option's letter as a string (in quotes).
-
-# %% tags=["solution"]
-recall_1 = ...  # STUB
-# BEGIN SOLUTION
-recall_1 = "c"
-# END SOLUTION
-
-# %% qlesson={"task": "recall 02.1"} tags=["check"]
-recall.answer("02", 1, recall_1)
-
-# %% [markdown]
 # ### Recall 02.3
-#
-# Interview: why prefer per-channel over per-tensor for many weight matrices?
-#
-# - **a)** Channels live at different magnitudes; one shared scale leaves the quiet ones few codes, or none
-# - **b)** Because the loudest channel would otherwise be clipped by a shared scale fitted to the typical channel
-# - **c)** Because per-channel needs no scale metadata
-# - **d)** Because per-channel removes quantization error entirely
-#
-# Answer with the option's letter as a string (in quotes).
-
-# %% tags=["solution"]
-recall_3 = ...  # STUB
-# BEGIN SOLUTION
-recall_3 = "a"
-# END SOLUTION
-
-# %% qlesson={"task": "recall 02.3"} tags=["check"]
-recall.answer("02", 3, recall_3)
-
-# %% [markdown]
-# ### Recall 02.4
 #
 # Per-tensor int3; Row B sets the scale (absmax 3.10). From what factor m does Row A (absmax 0.15) get a nonzero code?
 #
 # Answer with a number.
 
 # %% tags=["solution"]
-recall_4 = ...  # STUB
+recall_02_3 = ...  # STUB
 # BEGIN SOLUTION
-recall_4 = 3.44
+recall_02_3 = 3.44
 # END SOLUTION
 
-# %% qlesson={"task": "recall 02.4"} tags=["check"]
-recall.answer("02", 4, recall_4)
+# %% qlesson={"task": "recall 02.3"} tags=["check"]
+recall.answer("02", 3, recall_02_3)
 
 # %% [markdown]
-# ### Recall 02.5
+# ### Recall 01.6
 #
-# (Lesson 01) Shared int4 scale 3.10 / 7: a scaled-up Row A value gets code -1. Its error is at most...
+# What does one more bit buy on a symmetric ruler with the same absmax?
 #
-# - **a)** a whole shared tick, about 0.44
-# - **b)** half a shared tick, about 0.22
-# - **c)** no bound: the value was clipped
-# - **d)** half of Row A's own tick, 0.15 / 14
+# - **a)** One more tick
+# - **b)** About twice as many ticks per side, so roughly half the scale and half the worst rounding error
+# - **c)** A wider range, so less clipping
 #
 # Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
-recall_5 = ...  # STUB
+recall_01_6 = ...  # STUB
 # BEGIN SOLUTION
-recall_5 = "b"
+recall_01_6 = "b"
 # END SOLUTION
 
-# %% qlesson={"task": "recall 02.5"} tags=["check"]
-recall.answer("02", 5, recall_5)
+# %% qlesson={"task": "recall 01.6"} tags=["check"]
+recall.answer("01", 6, recall_01_6)
+
+# %% [markdown]
+# ### Recall 01.5
+#
+# When does an asymmetric ruler beat a symmetric one with the same bits?
+#
+# - **a)** When the data sits on one side of 0 or is lopsided
+# - **b)** Only for weights, never activations
+# - **c)** Always: asymmetric is strictly more accurate
+#
+# Answer with the option's letter as a string (in quotes).
+
+# %% tags=["solution"]
+recall_01_5 = ...  # STUB
+# BEGIN SOLUTION
+recall_01_5 = "a"
+# END SOLUTION
+
+# %% qlesson={"task": "recall 01.5"} tags=["check"]
+recall.answer("01", 5, recall_01_5)

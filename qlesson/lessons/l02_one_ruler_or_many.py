@@ -88,33 +88,6 @@ _TIES_AND_ZERO = torch.cat([torch.tensor([[3.0, 0.5, 1.5, -2.5, 0.25]]), torch.z
 
 TASKS: list[Task] = [
     Task(
-        "02.per_tensor_scale",
-        "one scale for the whole tensor",
-        lambda w, b: w.abs().max() / qmax(b),
-        [
-            Case((TWO, 4), "int4, the 2x4 example"),
-            Case((_w(5, 7), 8), "int8, 5x7 weight"),
-            Case((_NEG_W, 3), "int3, negative-only weight"),
-        ],
-        "one number for the whole tensor: lesson 01's symmetric scale",
-        [
-            Mistake("computed one scale per row (per-channel) where per-tensor was asked", _per_channel_scale),
-            Mistake("divided by 2**(bits-1) instead of 2**(bits-1) - 1", lambda w, b: w.abs().max() / 2 ** (b - 1)),
-            Mistake("used w.max() instead of the absolute maximum", lambda w, b: w.max() / qmax(b)),
-            Mistake("divided by 7 whatever the bits (int4 hard-coded)", lambda w, b: w.abs().max() / 7),
-            Mistake(
-                "divided by 2**bits - 1, the unsigned range; a symmetric ruler has 2**(bits-1) - 1 steps on each side "
-                "of 0",
-                lambda w, b: w.abs().max() / (2**b - 1),
-            ),
-            Mistake(
-                "used the range max - min over 2**bits - 1 (asymmetric, lesson 05); the symmetric scale is set by the "
-                "largest |value|",
-                lambda w, b: (w.max() - w.min()) / (2**b - 1),
-            ),
-        ],
-    ),
-    Task(
         "02.per_channel_scale",
         "one scale per output channel",
         _per_channel_scale,
@@ -123,8 +96,15 @@ TASKS: list[Task] = [
             Case((_w(5, 7), 3), "int3, 5x7 weight"),
             Case((with_zero_row(_w(3, 6)), 8), "int8, row 1 is all zeros (its scale is 0)"),
         ],
-        "one scale per output channel, a row of [out, in]: which axis do you reduce?",
+        "one scale per output channel, a row of [out, in]: each row's symmetric scale, as lesson 01 computes it "
+        "for a whole tensor",
         [
+            Mistake(
+                "divided by 2**bits - 1, the unsigned range; a symmetric ruler has 2**(bits-1) - 1 steps on each side "
+                "of 0",
+                lambda w, b: w.abs().amax(1) / (2**b - 1),
+            ),
+            Mistake("used each row's max instead of its largest |value|", lambda w, b: w.amax(1) / qmax(b)),
             Mistake(
                 "used one scale for the whole tensor (per-tensor) where per-channel was asked",
                 lambda w, b: w.abs().max() / qmax(b),
@@ -141,7 +121,9 @@ TASKS: list[Task] = [
             Mistake("divided by 2**(bits-1) instead of 2**(bits-1) - 1", lambda w, b: w.abs().amax(1) / 2 ** (b - 1)),
             Mistake("divided by 7 whatever the bits (int4 hard-coded)", lambda w, b: w.abs().amax(1) / 7),
         ],
+        minutes=2,
     ),
+    # not in exercise 02 (it is the lesson's own three-line cell); lesson 04's checks use it as the per-channel answer
     Task(
         "02.quantize_per_channel",
         "symmetric per-channel quantization of [N, K]",
@@ -301,25 +283,6 @@ RECALL: tuple[Question, ...] = (
         source=LESSON,
     ),
     choice(
-        "Why did per-channel rescue Row A without changing Row B?",
-        (
-            "Row B's own scale equals the old shared one, since Row B set the shared absmax",
-            True,
-            "Row B's codes and reconstruction are identical.",
-        ),
-        (
-            "Per-channel gives Row B more bits",
-            False,
-            "Tempting because per-channel costs more storage; but the extra is scales, and both rows keep 4-bit codes.",
-        ),
-        (
-            "Row B was re-quantized more finely too, but the change is too small to see",
-            False,
-            "Tempting because every row gets its own scale; but Row B's absmax, and so its scale, did not change.",
-        ),
-        source=LESSON,
-    ),
-    choice(
         "Interview: why prefer per-channel over per-tensor for many weight matrices?",
         (
             "Channels live at different magnitudes; one shared scale leaves the quiet ones few codes, or none",
@@ -353,7 +316,7 @@ RECALL: tuple[Question, ...] = (
         "Row A's largest magnitude must pass half a shared tick: 0.15 m > (3.10 / 3) / 2, so m > 3.44.",
         tol=0.02,
         mistakes=(
-            (6.89, "that is where 0.15 m reaches a whole shared tick; from half a tick up it already rounds to 1"),
+            (6.89, "that is where 0.15 m reaches a whole shared tick; from just past half a tick it rounds to 1"),
             (2.58, "that uses the tick 3.10 / 4; the restricted int3 ruler ends at code 3, so the tick is 3.10 / 3"),
         ),
     ),
@@ -410,8 +373,7 @@ RECALL: tuple[Question, ...] = (
 
 PREDICT = {
     "quiet_row": choice(
-        "Row A = [0.05, -0.08, 0.12, -0.15] on the shared int8 ruler (scale 3.10 / 127, about 0.0244; half a "
-        "tick 0.0122). Its codes?",
+        "Row A = [0.05, -0.08, 0.12, -0.15] on the shared int8 ruler (scale 3.10 / 127). Its codes?",
         (
             "[0, 0, 0, 0]: a quiet row collapses under a shared scale",
             False,

@@ -12,38 +12,34 @@ from qlesson.course.recall import LESSON, Numeric, Question, choice
 from qlesson.lessons._shared import qmax
 
 PREDICT = {
-    "none": choice(
-        "The example's four channels, symmetric, 4 bits: whose error does its own ruler not reduce at all?",
+    "quiet": choice(
+        "The example's four channels, symmetric, 4 bits: channel 3's own ruler (fit to 0.11) is about 15 times "
+        "finer than the shared one (fit to 1.70). By how much does channel 3's MAE fall?",
         (
-            "Channel 0",
+            "About 15 times: the error shrinks with the tick",
             False,
-            "It tempts because channel 0 spans both signs and so uses both halves of the ruler. But its "
-            "largest |value| is 0.91, against the tensor's 1.70, so its own ruler is about 1.9 times finer.",
+            "It tempts because a rounding error is at most half a tick, and the tick shrinks 15 times. But under "
+            "the shared ruler channel 3's error is not rounding noise inside a tick: half a shared tick, 0.12, is "
+            "more than 0.11, so every value rounds to 0 and the error is the value itself.",
         ),
         (
-            "Channel 1: it holds the tensor's largest value, 1.44",
-            False,
-            "It tempts because 1.44 is the largest number on the page. But a symmetric ruler is set by the "
-            "largest |value|, and -1.70 in channel 2 is larger in magnitude, so channel 1's own ruler is "
-            "1.70 / 1.44, about 1.2 times, finer.",
-        ),
-        (
-            "Channel 2",
+            "About 30 times: under the shared ruler all of its values round to 0",
             True,
-            "The shared symmetric scale is set by the tensor's largest |value|, -1.70, which is in channel 2, "
-            "so channel 2's own scale is the shared one: same codes, same error.",
+            "Half a shared tick is 1.70 / 7 / 2, about 0.12, more than channel 3's largest |value|, 0.11: every "
+            "value rounds to 0, so its error is the value itself (MAE 0.06, the mean |value|). Its own ruler "
+            "leaves only rounding error, 30 times smaller, twice what the ruler alone gives.",
         ),
         (
-            "Channel 3",
+            "Less than 15 times: the MAE only roughly follows the ruler, and five values are few",
             False,
-            "It tempts because tiny values have tiny errors. But the shared ruler's ticks are far wider than "
-            "channel 3's values, and its own ruler, fit to 0.11, is about 15 times finer.",
+            "It tempts because channel 1's MAE does fall less than its ruler shrinks. But channel 3's shared-ruler "
+            "error is not a rounding average: every value rounds to 0, so its error is as large as its values.",
         ),
         (
-            "None",
+            "Hardly at all: tiny values have tiny errors under any ruler",
             False,
-            "It tempts if per-channel is a fixed improvement. A channel's own ruler is finer only by the "
-            "tensor's largest |value| over the channel's, and for one channel that ratio is 1.",
+            "It tempts because 0.11 is tiny. But the shared ruler's ticks, about 0.24, are wider than channel 3's "
+            "values, so its error is as large as the values; its own ruler, fit to 0.11, is 15 times finer.",
         ),
     ),
     "gelu": choice(
@@ -234,6 +230,11 @@ TASKS: list[Task] = [
             Mistake(
                 "reduced over the wrong axis (one number per column)",
                 lambda w: _widened(w.min(), w.max()) / _widened(w.amin(dim=0), w.amax(dim=0)),
+            ),
+            Mistake(
+                "widened each channel's range to include 0 but not the tensor's; the shared ruler spans the tensor's "
+                "range widened to include 0 too",
+                lambda w: (w.max() - w.min()) / _widened(w.amin(dim=1), w.amax(dim=1)),
             ),
             Mistake(
                 "compared the largest values only; a range has a bottom too",
