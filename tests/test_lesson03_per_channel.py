@@ -8,7 +8,7 @@ from qlesson.course.checking import same
 from qlesson.course.recall import predictions
 from qlesson.lessons import l03_per_channel_on_real_weights as l03
 
-NEW = ("03.convt_scales", "03.conv1d_scales", "03.erased_channels", "03.min_bits")
+NEW = ("03.einsum_scales", "03.conv1d_scales", "03.erased_channels", "03.min_bits")
 TASKS = {t.task_id: t for t in l03.TASKS}
 
 
@@ -38,9 +38,9 @@ def test_exactly_half_a_tick_rounds_to_zero_as_the_erased_task_says():
     assert l03._erased_channels(w, bits) == 2
 
 
-def test_two_predictions_each_with_one_right_option_and_explained_wrong_ones():
+def test_three_predictions_each_with_one_right_option_and_explained_wrong_ones():
     ps = predictions("03")
-    assert set(ps) == {"spread", "cosine"}
+    assert set(ps) == {"spread", "cosine", "axis"}
     for q in ps.values():
         assert 2 <= len(q.options) <= 5 and sum(o.correct for o in q.options) == 1
         assert all(len(o.why) > 40 for o in q.options)
@@ -55,7 +55,7 @@ def test_min_bits_is_where_the_quietest_row_first_survives():
     assert "half a tick" in kept_half.description and kept_half.fn(w) == 4
 
 
-def test_spread_by_type_uses_the_midpoint_median_and_reports_the_worst_layer():
+def test_spread_by_type_reports_the_worst_layer_by_name():
     from qlesson.teach import studies
 
     g = torch.Generator().manual_seed(0)
@@ -63,9 +63,9 @@ def test_spread_by_type_uses_the_midpoint_median_and_reports_the_worst_layer():
     weights["L1.query"][0, 0] = 40.0  # one loud layer: its per-tensor SQNR is the worst
     (row,) = studies.spread_by_type(weights)
     ratios = torch.tensor([float(w.abs().amax(1).max() / w.abs().amax(1).median()) for w in weights.values()])
-    assert row["median max/median"] == pytest.approx(float(ratios.sort().values[1:3].mean()))
     assert row["worst max/median"] == pytest.approx(float(ratios.max()))
-    assert row["worst layer per-tensor dB"] < row["int4 SQNR per-tensor dB"]
+    assert row["worst layer"] == "L1"
+    assert row["its per-tensor dB"] < row["int4 SQNR per-tensor dB"]
 
 
 def test_min_bits_names_the_asymmetric_step_count_and_the_per_row_scale():
@@ -82,12 +82,36 @@ def test_min_bits_names_the_asymmetric_step_count_and_the_per_row_scale():
     assert v.status == "fail" and "its own scale" in v.mistake
 
 
-def test_the_convt_task_catches_the_conv2d_habit_on_a_square_hidden_case():
-    t = TASKS["03.convt_scales"]
-    square = [c.resolve() for c in t.cases if c.hidden and c.resolve()[0].shape[0] == c.resolve()[0].shape[1]]
-    assert square
-    w, bits = square[0]
+def test_the_einsum_task_catches_the_per_head_habit_on_a_cube_hidden_case():
+    t = TASKS["03.einsum_scales"]
+    cube = [c.resolve() for c in t.cases if c.hidden and len(set(c.resolve()[0].shape)) == 1]
+    assert cube
+    w, bits = cube[0]
     habit = t.mistakes[0]
-    assert "nn.Conv2d" in habit.description and habit.fn(w, bits).shape == t.reference(w, bits).shape
+    assert "per head" in habit.description and habit.fn(w, bits).shape == t.reference(w, bits).shape
     assert not same(habit.fn(w, bits), t.reference(w, bits), t.rtol, t.atol)
-    assert torch.nn.ConvTranspose2d(2, 3, 3).weight.shape[:2] == (2, 3)  # [in, out, kh, kw], as the task finds
+    z = torch.randn(2, *w.shape[:2], dtype=torch.float64)
+    y = torch.einsum("bhd,hdm->bm", z, w.double())
+    w2 = w.double().clone()
+    w2[..., 0] *= 2  # doubling the slice of output 0 changes column 0 of y only
+    y2 = torch.einsum("bhd,hdm->bm", z, w2)
+    assert torch.equal(y[:, 1:], y2[:, 1:]) and not torch.equal(y[:, 0], y2[:, 0])
+
+
+def test_any_zero_and_every_weight_nonzero_are_named():
+    from qlesson.course.checking import evaluate
+
+    def any_zero(w, bits):  # a channel with some zero code counted as erased
+        codes = torch.round(w / (w.abs().max() / (2 ** (bits - 1) - 1)))
+        return int((codes == 0).any(0).sum())
+
+    v = evaluate(TASKS["03.erased_channels"], any_zero)
+    assert v.status == "fail" and "some zero code" in v.mistake
+
+    def all_nonzero(w):  # every weight must survive; falls off the loop (None) on the real layers
+        for bits in range(2, 17):
+            if (torch.round(w / (w.abs().max() / (2 ** (bits - 1) - 1))) != 0).all():
+                return bits
+
+    v = evaluate(TASKS["03.min_bits"], all_nonzero)
+    assert v.status == "fail" and "every weight" in v.mistake

@@ -20,9 +20,9 @@
 # %% [markdown]
 # # Exercise 03 · Per-channel on real weights (SOLUTIONS: spoilers)
 #
-# Practice for lesson `notebooks/03_per_channel_on_real_weights.ipynb`: find the output axis of
-# transposed-conv and `[in, out]` weights, count what one shared scale erases, and find how many bits a real
-# layer needs before one shared scale erases none of its rows.
+# Practice for lesson `notebooks/03_per_channel_on_real_weights.ipynb`: find the output axis of a
+# 3-d einsum weight and of an `[in, out]` weight, count what one shared scale erases, and find how many
+# bits a real layer needs before one shared scale erases none of its rows.
 #
 # **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
 # check cell right below it. Write your code, run your cell, then run the check: a pass prints
@@ -42,28 +42,25 @@ from qlesson.course import recall
 from qlesson.course.tasks import check
 
 # %% [markdown]
-# ## Task 1 · Per-output-channel scales of a transposed conv
+# ## Task 1 · Per-output-channel scales of an einsum weight
 #
-# `w` is the weight of a `torch.nn.ConvTranspose2d(in_channels, out_channels, k)`, a 4-d tensor.
-# Write `convt_scales(w, bits)`: one symmetric int-`bits` scale per *output* channel, as a tensor
-# of shape `(out_channels,)`. Which axis is the output? The cell below builds one with 2 input
-# and 3 output channels and prints its weight's shape. Some cases are hidden, and in one of them
-# `in_channels == out_channels`, so the shape of your answer alone cannot tell you the axis.
-
-# %%
-print(torch.nn.ConvTranspose2d(2, 3, kernel_size=5).weight.shape)
+# Some attention code keeps its output projection as a 3-d weight `w` of shape
+# `[heads, head_dim, d_model]` and applies it to the heads' outputs `z` (`[batch, heads, head_dim]`)
+# with `y = torch.einsum("bhd,hdm->bm", z, w)`. Write `einsum_scales(w, bits)`: one symmetric
+# int-`bits` scale per output channel of `y`, as a 1-d tensor. Some cases are hidden, and in one of
+# them all three axes have the same size, so the shape of your answer alone cannot tell you the axis.
 
 
 # %% tags=["solution"]
-def convt_scales(w, bits):
+def einsum_scales(w, bits):
     ...  # STUB
     # BEGIN SOLUTION
-    return w.abs().amax(dim=(0, 2, 3)) / (2 ** (bits - 1) - 1)
+    return w.abs().amax(dim=(0, 1)) / (2 ** (bits - 1) - 1)
     # END SOLUTION
 
 
-# %% qlesson={"task": "03.convt_scales"} tags=["check"]
-check("03.convt_scales", convt_scales)
+# %% qlesson={"task": "03.einsum_scales"} tags=["check"]
+check("03.einsum_scales", einsum_scales)
 
 # %% [markdown]
 # ## Task 2 · The output axis of an `[in, out]` weight
@@ -164,20 +161,24 @@ recall_2 = "d"
 recall.answer("03", 2, recall_2)
 
 # %% [markdown]
-# ### Recall 03.3
+# ### Recall 01.6
 #
-# GPT-2's Conv1D computes x @ W + b, W stored [in, out] = [768, 2304]. How many per-output-channel scales?
+# What does one more bit buy on a symmetric ruler with the same absmax?
 #
-# Answer with a number.
+# - **a)** One more tick
+# - **b)** About twice as many ticks per side, so roughly half the scale and half the worst rounding error
+# - **c)** A wider range, so less clipping
+#
+# Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
-recall_3 = ...  # STUB
+recall_01_6 = ...  # STUB
 # BEGIN SOLUTION
-recall_3 = 2304
+recall_01_6 = "b"
 # END SOLUTION
 
-# %% qlesson={"task": "recall 03.3"} tags=["check"]
-recall.answer("03", 3, recall_3)
+# %% qlesson={"task": "recall 01.6"} tags=["check"]
+recall.answer("01", 6, recall_01_6)
 
 # %% [markdown]
 # ### Recall 03.4

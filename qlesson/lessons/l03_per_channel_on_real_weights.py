@@ -37,8 +37,8 @@ def _min_bits_by(w: torch.Tensor, erased: Callable[[torch.Tensor, int], torch.Te
     return next((b for b in range(2, 17) if not erased(w, b).any()), 17)
 
 
-def _convt_scales(w: torch.Tensor, bits: int) -> torch.Tensor:
-    return w.abs().transpose(0, 1).flatten(1).amax(1) / qmax(bits)
+def _einsum_scales(w: torch.Tensor, bits: int) -> torch.Tensor:
+    return w.abs().amax(dim=(0, 1)) / qmax(bits)
 
 
 def _conv1d_scales(w: torch.Tensor, bits: int) -> torch.Tensor:
@@ -82,14 +82,14 @@ def _cases_min_bits() -> list[Case]:
     return cases
 
 
-def _cases_convt() -> list[Case]:
-    loud = _w(5, 3, 3, 3, spread=False)
-    loud[4, 1, 0, 2] = -7.0  # a negative outlier in output channel 1
+def _cases_einsum() -> list[Case]:
+    loud = _w(2, 4, 5, spread=False)
+    loud[1, 2, 3] = -7.0  # a negative outlier in output channel 3
     return [
-        Case((_w(3, 4, 3, 3), 8), "ConvTranspose2d(3, 4, 3) weight [3, 4, 3, 3], int8"),
-        Case((_w(2, 6, 1, 1), 4), "ConvTranspose2d(2, 6, 1) weight [2, 6, 1, 1], int4"),
-        Case((_w(4, 4, 3, 3), 3), "ConvTranspose2d(4, 4, 3): as many inputs as outputs, int3", hidden=True),
-        Case((loud, 4), "ConvTranspose2d(5, 3, 3) with a negative outlier, int4", hidden=True),
+        Case((_w(2, 3, 4), 8), "weight [heads 2, head_dim 3, d_model 4], int8"),
+        Case((_w(4, 2, 6), 4), "weight [heads 4, head_dim 2, d_model 6], int4"),
+        Case((_w(3, 3, 3), 3), "weight [3, 3, 3]: every axis the same size, int3", hidden=True),
+        Case((loud, 4), "weight [2, 4, 5] with a negative outlier, int4", hidden=True),
     ]
 
 
@@ -134,35 +134,44 @@ def _cases_erased() -> list[Case]:
 
 TASKS: list[Task] = [
     Task(
-        "03.convt_scales",
-        "per-output-channel scales of a transposed conv weight",
-        _convt_scales,
-        _cases_convt(),
-        "which axis of this weight picks an output channel? Build a small ConvTranspose2d and read its weight's shape",
+        "03.einsum_scales",
+        "per-output-channel scales of an einsum out-projection [heads, head_dim, d_model]",
+        _einsum_scales,
+        _cases_einsum(),
+        "in einsum('bhd,hdm->bm', z, w), which letters of w are summed away, and which one indexes the output?",
         [
             Mistake(
-                "reduced over every axis but 0, as for nn.Conv2d: in this layout axis 0 is the input channel",
-                lambda w, b: w.abs().flatten(1).amax(1) / qmax(b),
+                "one scale per head, as for Conv2d's axis 0: heads are summed by this einsum, so they are inputs",
+                lambda w, b: w.abs().amax(dim=(1, 2)) / qmax(b),
+            ),
+            Mistake(
+                "one scale per (head, head_dim) pair, the nn.Linear habit on the flattened [heads * head_dim, "
+                "d_model] weight: both of those axes are summed here",
+                lambda w, b: w.abs().amax(dim=2).flatten() / qmax(b),
+            ),
+            Mistake(
+                "one scale per head_dim index: head_dim is summed too; the output is the axis the einsum keeps",
+                lambda w, b: w.abs().amax(dim=(0, 2)) / qmax(b),
             ),
             Mistake(
                 "used one scale for the whole tensor (per-tensor)",
-                lambda w, b: w.abs().max() / qmax(b) * torch.ones(w.shape[1]),
+                lambda w, b: w.abs().max() / qmax(b) * torch.ones(w.shape[2]),
             ),
             Mistake(
                 "forgot abs(): a large negative weight is loud too",
-                lambda w, b: w.transpose(0, 1).flatten(1).amax(1) / qmax(b),
+                lambda w, b: w.amax(dim=(0, 1)) / qmax(b),
             ),
             Mistake(
                 "divided by 127 whatever the bits (int8 hard-coded)",
-                lambda w, b: w.abs().transpose(0, 1).flatten(1).amax(1) / 127,
+                lambda w, b: w.abs().amax(dim=(0, 1)) / 127,
             ),
             Mistake(
                 "divided by 2**(bits-1); symmetric int-b uses the codes -(2**(bits-1) - 1) .. 2**(bits-1) - 1",
-                lambda w, b: w.abs().transpose(0, 1).flatten(1).amax(1) / 2 ** (b - 1),
+                lambda w, b: w.abs().amax(dim=(0, 1)) / 2 ** (b - 1),
             ),
             Mistake(
                 "divided by 2**bits - 1, the step count of an asymmetric ruler; a symmetric ruler has half as many",
-                lambda w, b: w.abs().transpose(0, 1).flatten(1).amax(1) / (2**b - 1),
+                lambda w, b: w.abs().amax(dim=(0, 1)) / (2**b - 1),
             ),
         ],
         minutes=4,
@@ -226,6 +235,10 @@ TASKS: list[Task] = [
                 lambda w, b: int((torch.floor(w / (w.abs().max() / qmax(b)) + 0.5) == 0).all(dim=0).sum()),
             ),
             Mistake(
+                "counted channels with some zero code; a channel is erased only when all its codes are 0",
+                lambda w, b: int((torch.round(w / (w.abs().max() / qmax(b))) == 0).any(dim=0).sum()),
+            ),
+            Mistake(
                 "gave every channel its own scale: then none is erased, but the task asks about one shared scale",
                 lambda w, b: 0,
             ),
@@ -269,6 +282,12 @@ TASKS: list[Task] = [
                 lambda w: _min_bits(w) - 1,
             ),
             Mistake(
+                "required every weight to be nonzero; a row survives as soon as one of its codes is nonzero",
+                lambda w: next(  # None where 16 bits are not enough, as a loop over range(2, 17) returns
+                    (b for b in range(2, 17) if (torch.round(w / (w.abs().max() / qmax(b))) != 0).all()), None
+                ),
+            ),
+            Mistake(
                 "gave every row its own scale: then 2 bits always suffice; the task asks about one shared scale",
                 lambda w: 2,
             ),
@@ -306,13 +325,13 @@ PREDICT = {
             "The FFN intermediate layers [1536, 384]: the most rows, so the most chances for an extreme one",
             False,
             "More rows do make an extreme row likelier by chance, but the worst layers are the output "
-            "layers, with a quarter as many rows: the spread is structure, not luck.",
+            "layers, with a quarter as many rows, and in four of them the loudest row is the same one, 99.",
         ),
         (
             "None: training keeps a layer's channels within about 2x of each other",
             False,
-            "Normalisation and weight decay suggest evenness, but nothing in training equalises rows; "
-            "a few loud dimensions are common in transformers.",
+            "Normalisation and weight decay suggest evenness, but in MiniLM the loudest row of four FFN output "
+            "layers is 18 to 42 times their median row.",
         ),
     ),
     "cosine": choice(
@@ -325,7 +344,7 @@ PREDICT = {
             False,
             "It tempts because section 3's erased rows are the most visible damage, but the other types also "
             "lose about 5 to 9 dB of SQNR per-tensor on average, and two of their block-0 layers fall below 2 dB "
-            "(section 2's worst-layer column).",
+            "(section 2's worst-layer columns).",
         ),
         (
             "In between, roughly 0.55 to 0.8: the output layers cost a lot, the other layers cost a lot too",
@@ -338,6 +357,28 @@ PREDICT = {
             False,
             "It tempts if the other layers look like the bulk of the model, but section 3 shows a layer whose rows "
             "are zeros: keeping those per-channel must buy back a large part of the loss.",
+        ),
+    ),
+    "axis": choice(
+        "nn.ConvTranspose2d(8, 8, kernel_size=3) has a weight of shape [8, 8, 3, 3]. Along which axis do its "
+        "per-output-channel scales run (one scale per index of that axis)?",
+        (
+            "Axis 0, as for nn.Linear and nn.Conv2d: PyTorch stores the output channels first",
+            False,
+            "It tempts because Linear and Conv2d store [out, in, ...], but ConvTranspose2d stores [in, out, kh, kw]: "
+            "axis 0 indexes the input channels, which the layer sums over.",
+        ),
+        (
+            "Axis 1: a transposed conv stores its weight [in, out, kh, kw]",
+            True,
+            "It is the transpose of a Conv2d that maps its out channels back to its in channels, and it stores "
+            "that Conv2d's weight, [in, out, kh, kw]; doubling one slice along axis 1 changes one output channel.",
+        ),
+        (
+            "Either: with 8 inputs and 8 outputs, both axes give the same scales",
+            False,
+            "The count is the same, the values are not: a scale must be the absmax of the weights that feed one "
+            "output, and only axis 1 groups them.",
         ),
     ),
 }

@@ -183,6 +183,55 @@ def channel_error_profile(w: torch.Tensor, bits: int, name: str = "", *, fig: Fi
     return fig
 
 
+def layer_spread(weights: Mapping[str, torch.Tensor], *, fig: Figure | None = None) -> Figure:
+    """Loudest over median output-channel absmax of every layer, in model order, coloured by layer type."""
+    from qlesson.teach.models import layer_type_of_short
+
+    fig = _figure(fig, size=(8, 3.4))
+    ax = fig.axes[0]
+    names = list(weights)
+    ratios = []
+    for name in names:
+        a = weights[name].abs().amax(1)
+        ratios.append(float(a.max() / a.median()))
+    kinds = [layer_type_of_short(n) for n in names]
+    ax.bar(range(len(names)), ratios, color=[LAYER_COLORS[k] for k in kinds])
+    for kind, color in LAYER_COLORS.items():
+        if kind in kinds:
+            ax.bar([0], [0], color=color, label=kind)
+    ax.set(yscale="log", xlabel="Linear layer (model order)", ylabel="loudest / median channel absmax")
+    ax.set_ylim(top=4 * max(ratios))  # room for the legend above the bars
+    plain_log_ticks(ax)
+    ax.set_title("How unequal are the output channels?")
+    ax.legend(fontsize=7, ncol=4, frameon=False, loc="upper center")
+    return fig
+
+
+def erased_rows(w: torch.Tensor, bits: int, name: str = "", *, fig: Figure | None = None) -> Figure:
+    """Left: the output channels' absmax, sorted, with the one per-tensor absmax and half of its int-``bits``
+    tick (rows at or below it round to 0). Right: every output channel's MAE, per-tensor and per-channel."""
+    fig = _figure(fig, ncols=2, size=(11, 3.6))
+    ax, ax2 = fig.axes
+    a = w.abs().amax(1).sort(descending=True).values
+    half = float(a.max()) / (2 ** (bits - 1) - 1) / 2
+    below = int((a <= half).sum())
+    ax.plot(a.numpy(), color="0.2", label=name)
+    ax.axhline(float(a.max()), color=COLORS["per-tensor"], ls="--", label="the one per-tensor absmax")
+    ax.axhline(half, color="0.3", ls=":", label=f"half an int{bits} tick: {below} of {len(a)} rows at or below")
+    ax.set(xlabel="output channel (sorted)", ylabel="channel absmax (weight units)", yscale="log")
+    plain_log_ticks(ax)
+    ax.set_title(f"{name}: channel absmax, sorted")
+    ax.legend(fontsize=8, frameon=False)
+    for g in (PerTensor(), PerChannel(0)):
+        mae = channel_errors(w, fake_quantize(w, bits, granularity=g)).mae
+        ax2.plot(mae.numpy(), lw=0.9, color=method_color(g), label=f"{method_name(g)} (mean {float(mae.mean()):.4f})")
+    ax2.set(yscale="log", xlabel="output channel", ylabel="MAE (weight units)")
+    plain_log_ticks(ax2)
+    ax2.set_title(f"{name} int{bits}: error of every output channel")
+    ax2.legend(fontsize=8, frameon=False)
+    return fig
+
+
 def pareto(
     points: Sequence[Mapping[str, Any]],
     *,
@@ -404,7 +453,9 @@ __all__ = [
     "channel_error_profile",
     "bandwidth_lines",
     "channel_spread",
+    "erased_rows",
     "gemm_times",
+    "layer_spread",
     "method_name",
     "pareto",
     "rows_reconstruction",

@@ -40,12 +40,9 @@ def channel_spread_rows(weights: Mapping[str, torch.Tensor]) -> list[dict[str, A
 
 
 def spread_by_type(weights: Mapping[str, torch.Tensor]) -> list[dict[str, Any]]:
-    """Per layer type: the median over its layers of the loudest output channel's absmax over the median
-    channel's (max/median), the worst layer's max/median, and int4 SQNR per-tensor vs per-channel (the mean
-    over the type's layers, and the worst layer per-tensor).
-
-    The median of a type's ratios is the midpoint median (``quantile(0.5)``), not torch's lower median.
-    """
+    """Per layer type: the largest over its layers of the loudest output channel's absmax over the median
+    channel's (max/median), and int4 SQNR per-tensor vs per-channel: the mean over the type's layers, and
+    the worst layer per-tensor (its block, e.g. ``L0``, and its SQNR)."""
     groups: dict[str, list[str]] = {}
     for name in weights:
         groups.setdefault(layer_type_of_short(name), []).append(name)
@@ -55,14 +52,15 @@ def spread_by_type(weights: Mapping[str, torch.Tensor]) -> list[dict[str, Any]]:
         ratios = torch.tensor([float(a.max() / a.median()) for a in amax], dtype=torch.float64)
         sq_t = [errors(weights[n], fake_quantize(weights[n], 4)).sqnr_db for n in names]
         sq_c = [errors(weights[n], fake_quantize(weights[n], 4, granularity=PerChannel(0))).sqnr_db for n in names]
+        worst = min(range(len(names)), key=lambda i: sq_t[i])
         rows.append(
             {
                 "type": kind,
                 "layers": len(names),
-                "median max/median": float(ratios.quantile(0.5)),
                 "worst max/median": float(ratios.max()),
                 "int4 SQNR per-tensor dB": sum(sq_t) / len(sq_t),
-                "worst layer per-tensor dB": min(sq_t),
+                "worst layer": names[worst].split(".")[0],
+                "its per-tensor dB": sq_t[worst],
                 "int4 SQNR per-channel dB": sum(sq_c) / len(sq_c),
             }
         )
