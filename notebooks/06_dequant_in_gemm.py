@@ -23,16 +23,16 @@
 # it multiplies each output once after the product; section 1 finds where the other scales go.
 # At batch 1 the time cannot drop below the time to read the weight's bytes: dequantizing first
 # writes and re-reads an fp32 copy, so it is slower than fp32, and a kernel that reads the codes
-# directly can be faster, but only if unpacking them keeps up with memory.
+# directly is faster only as far as unpacking them keeps up with memory.
 #
 # **What you will do**
-# * follow each scale through `y = x @ W.T` (per-channel, per-input-channel, per-group, W8A8);
+# * follow each scale through `y = x @ W.T` (per channel, per input channel, per group);
 # * count a product's FLOPs per weight byte, then time fp32, bf16, int8 and int4 products on
 #   your machine at M = 1 (and fp32, int8 and int4 at M = 128);
-# * read a stored GPU run: where an int4 kernel wins, and where it stops winning.
+# * read a stored GPU run: where an int4 kernel wins, and by how much less than its bytes allow.
 #
 # **What you need**: lessons 02 to 05.
-# **Time**: about 27 minutes, plus about 32 for the exercise.
+# **Time**: about 26 minutes, plus about 33 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -51,11 +51,11 @@ ql.show_environment()
 # ```
 #
 # `s[n]` does not depend on k, so it leaves the sum: multiply on the codes, then scale each
-# output column once. That is M x N multiplies next to the product's M x N x K multiply-adds, and
-# no dequantized weight is written to memory. A fast kernel does it in its *epilogue*: it scales
-# the accumulator tile in registers before writing it out. Hence the common claim that
-# per-channel scales add "under 5%" to a GEMM's time: it is a claim about the epilogue.
-# Per-tensor is the special case of one scale for every column.
+# output column once. That is M x N multiplies next to the product's M x N x K multiply-adds (1/K
+# of the arithmetic, 1/4096 for K = 4096), and no dequantized weight is written to memory. A fast
+# kernel does it in its *epilogue*: it scales the accumulator tile in registers before writing
+# it out, so it adds no pass over memory. Per-tensor is the special case of one scale for every
+# column.
 
 # %%
 import torch
@@ -106,38 +106,12 @@ print("activations scaled instead      =", gemm.fold_input_scale(x, q, s_in).tol
 
 # %% [markdown]
 # So a scale lives in one of three places: **after** the GEMM (output channel), **before** it
-# on the activations (input channel), or **inside** the reduction, tile by tile (group).
+# on the activations (input channel), or **inside** the reduction, tile by tile (group). Quantized
+# activations follow the same rule: a per-token scale `s_x[m]` is constant along K too, so W8A8
+# rescales its int32 accumulator after the product by `s_x[m] * s_w[n]`, the outer product of
+# the two scale vectors (*Going deeper* works an example).
 #
-# ## 2. W8A8: two sets of scales, one rank-1 rescale
-#
-# Quantize the activations too: one scale per token `s_x[m]` (constant along K, lesson 05)
-# and one per output channel `s_w[n]`. The int8 x int8 product accumulates in int32, and
-#
-# ```
-# y[m, n] = s_x[m] * s_w[n] * acc[m, n],   acc = q_x @ q_w.T   (int32)
-# ```
-#
-# The rescale is the outer product `s_x s_w^T`: a rank-1 matrix applied elementwise.
-
-# %%
-xs = torch.tensor([[0.5, -1.0, 2.0, 0.25], [10.0, 4.0, -6.0, 2.0]])
-qw = ql.quantize(torch.tensor([[0.3, -0.1, 0.2, 0.05], [-1.0, 0.5, 0.25, 0.75]]), 8, granularity=ql.PerChannel(0))
-y, acc = gemm.w8a8(xs, qw.q, qw.scale)
-print("int32 accumulator:", acc.tolist())
-print(
-    "rank-1 rescale s_x s_w^T:",
-    [[round(v, 6) for v in r] for r in torch.outer(xs.abs().amax(1) / 127, qw.scale).tolist()],
-)
-print("y (W8A8):          ", [[round(v, 4) for v in r] for r in y.tolist()])
-print("y (int8 w, fp32 x):", [[round(v, 4) for v in r] for r in (xs @ qw.dequantize().T).tolist()])
-
-# %% [markdown]
-# The two y's differ a little: W8A8 also rounds the activations to int8 (lesson 05). The rescale
-# itself adds only float rounding, since the int32 accumulator is exact. With zero points
-# (asymmetric codes) the int32 sum gains three correction terms built from row and column sums of
-# the codes; the exercise derives them.
-#
-# ## 3. Bytes and FLOPs
+# ## 2. Bytes and FLOPs
 #
 # With the scale after the product, on the activations or inside the tile, no dequantized copy
 # of the weight exists. What is left to pay is reading the weight: how many bytes, and how fast
@@ -171,17 +145,15 @@ print_table(rows, {"GFLOP": ".3f", "weight MB": ".1f", "FLOPs per weight byte": 
 # As M grows, the same weight bytes serve more FLOPs. A product turns compute bound where its
 # FLOPs per byte reach the kernel's **ridge point**: its peak FLOP rate divided by the memory
 # bandwidth. Past it the bytes no longer set the time, and the kernel's arithmetic does. A CPU
-# core's fp32 ridge is a few FLOPs per byte (the stored run's: about 2; *Going deeper* prints
-# yours).
+# core's fp32 ridge is a few FLOPs per byte (the next cell's last line estimates this
+# machine's).
 #
-# ## 4. Measure it: your machine, now
+# ## 3. Measure it: your machine, now
 #
 # `qlesson.bench.gemm` times the methods side by side, K = N = 4096, at M = 1 and M = 128
-# (15 to 30 s on a 2-core VM). Its second line names your CPU and the instruction set PyTorch's
-# kernels use on it (AVX2, AVX-512, AMX). The output stored on this page is one reading of a
-# shared VM, so run the cell yourself. `x fp32` is the ratio to fp32 `F.linear` at the same M;
-# `of read BW` is how fast an M = 1 row consumed its stored weight bytes, as a share of the
-# fastest read rate this run measured. The verdict lines call a gap inside this run's noise a tie.
+# (under a minute). The output stored on this page is one reading of a shared VM, so run
+# the cell yourself. `x fp32` is the ratio to fp32 `F.linear` at the same M; `of read BW` is how
+# close an M = 1 row came to reading its weight at full speed.
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("06", "int4_at_128")
@@ -195,6 +167,11 @@ result, bw = bench_gemm.main(
 print()
 for line in bench_gemm.verdict(result, brief=True):
     print(line)
+fp32_rate = bench_gemm.tflops(result, 128, "fp32") * 1e3  # GFLOP/s: one busy thread's rate at M = 128, not a peak
+ridge = fp32_rate / bw.read_gb_s
+print(
+    f"fp32 ridge, about: {fp32_rate:.0f} GFLOP/s at M = 128 over {bw.read_gb_s:.0f} GB/s = {ridge:.1f} FLOPs per byte"
+)
 
 # %%
 fig = plots.bandwidth_lines(plots.gemm_times(bench_gemm.lesson_view(result)), bw.copy_gb_s, bw.read_gb_s)
@@ -205,15 +182,14 @@ _ = fig.axes[0].legend(fontsize=7, frameon=False)
 # %% [markdown]
 # What to see: on the left, each method's time from M = 1 to M = 128 (128 times the work); a
 # line that rises far less steeply than the dotted 128-fold line was paying a cost per weight
-# at M = 1 (reading it, or converting its codes), not a cost per FLOP. On the right, each M = 1
-# row's weight-read rate against the roofline bandwidth (dashed) says which: a row far left of
-# the line spent its time on something other than reading its stored weight.
+# at M = 1 (reading it, or converting its codes), not a cost per FLOP (a steep line does not
+# show the reverse). On the right, each M = 1 row's weight-read rate against the roofline
+# bandwidth (dashed): a row far left of the line spent its time on something other than reading
+# its stored weight.
 #
 # At M = 128 PyTorch's CPU int4 kernel does the fp32 multiply-adds plus the conversion of its
-# codes, redone for every 4 rows of `x`: once arithmetic sets the time, the bytes it saves no
-# longer help. The int8 kernel is a comparison, not a control: it reads twice int4's bytes and
-# unpacks its codes more simply. If it too lands near or above fp32, arithmetic, not bytes, sets
-# the time at M = 128. Your M = 128 verdict line shows where each landed.
+# codes: once arithmetic sets the time, the bytes it saves no longer help. Your M = 128 verdict
+# line shows whether int8, with twice int4's bytes, lands near fp32 too.
 #
 # **How to read it** (check each point against your verdict lines):
 #
@@ -223,15 +199,13 @@ _ = fig.axes[0].legend(fontsize=7, frameon=False)
 #   scale onto the output and saves one pass: 9 bytes per weight, still more than fp32's 4.
 #   On a CPU the measured gap is larger still than these bytes predict; *Going deeper* times
 #   where the rest goes.
-# * **bf16 `F.linear`** at M = 1 reads half fp32's bytes, yet on a CPU without bf16 arithmetic
-#   (AVX2, as in the stored run) it need not be faster than fp32.
-# * **Fused kernels** at M = 1 read a quarter (int8) or about a seventh (int4) of fp32's bytes,
+# * **Fused kernels** at M = 1 read a quarter (int8) or 4.25/32 (int4) of fp32's bytes,
 #   so their floor is lower. Their `of read BW` shows how close they came to it: a kernel far
 #   below the dense rows spent its time on arithmetic (its multiply-adds and converting codes),
 #   not on reading them. The verdict compares them with the faster dense product of your run,
 #   fp32 or bf16.
 #
-# ## 5. On a GPU
+# ## 4. On a GPU
 #
 # A GPU's tensor cores outgrow its memory far more than a CPU's vector units outgrow its
 # DRAM, so its ridge sits much higher. Two stored GPU measurements (not re-run with this page):
@@ -241,10 +215,10 @@ for gpu in bench_gemm.stored_rooflines():
     ridge = gpu["bf16 GEMM GFLOP/s"] / gpu["read GB/s"]
     print(f"{gpu['device']}, torch {gpu['torch']} (stored):")
     print(f"  bf16 GEMM {gpu['bf16 GEMM GFLOP/s'] / 1e3:.0f} TFLOP/s, read {gpu['read GB/s']:.0f} GB/s")
-    print(f"  ridge {ridge:.0f} FLOPs per byte: bf16 weights turn compute bound from M = {ridge:.0f}")
+    print(f"  ridge {ridge:.0f} FLOPs per byte: a 16-bit weight's product turns compute bound from M = {ridge:.0f}")
 
 # %% [markdown]
-# That is where "memory bound until a few hundred tokens" comes from: on such a GPU, bf16
+# That is where "memory bound until a few hundred tokens" comes from: on such a GPU, 16-bit
 # weights stay memory bound well past batch 1, so a kernel that reads int4 codes could win up
 # to M in the hundreds, if its arithmetic kept up with the reads. Does PyTorch's int4 kernel
 # (tinygemm) keep up? The stored H200 run, with calls queued back to back as a model queues its
@@ -252,16 +226,26 @@ for gpu in bench_gemm.stored_rooflines():
 
 # %%
 h200 = bench_gemm.read_csv(bench_gemm.RESULTS / "gemm_nvidia_h200.csv")
+read_gb_s = next(g["read GB/s"] for g in bench_gemm.stored_rooflines() if g["device"] == h200[0].machine)
 for m in (1, 256):
-    half = bench_gemm.find_row(h200, m, "float16 F.linear").median_ms * 1e3
-    int4 = bench_gemm.find_row(h200, m, "fused int4 weight-only group 128").median_ms * 1e3
-    print(f"M = {m:>3}: fp16 F.linear {half:3.0f} us, int4 g128 {int4:3.0f} us ({int4 / half:.1f}x fp16's time)")
+    half = bench_gemm.find_row(h200, m, "float16 F.linear")
+    int4 = bench_gemm.find_row(h200, m, "fused int4 weight-only group 128")
+    ratio = int4.median_ms / half.median_ms
+    times = f"fp16 F.linear {half.median_ms * 1e3:3.0f} us, int4 g128 {int4.median_ms * 1e3:3.0f} us"
+    print(f"M = {m:>3}: {times} ({ratio:.2f}x)")
+    if m == 1:
+        print(
+            f"         of read BW: fp16 {half.gb_per_s / read_gb_s:.0%}, int4 {int4.gb_per_s / read_gb_s:.0%}", end=""
+        )
+        print(f"; int4's bytes are {int4.weight_bytes / half.weight_bytes:.2f}x fp16's")
 
 # %% [markdown]
-# At M = 1 int4 is faster. From M = 1 to 256 fp16's time barely moves, while int4's grows many
-# times over: by M = 256 work that grows with M, not the weight's bytes, sets the int4 kernel's
-# time. Somewhere in between the two cross; the exercise's last task finds where from the rates
-# alone.
+# No. At M = 1 int4 is faster, but neither kernel reaches its floor: each reads its weight at a
+# fraction of the read bandwidth, int4 at about half fp16's share, so int4 takes 0.57x fp16's
+# time where its bytes allow 0.27x. From M = 1 to 256 fp16's time barely moves, while int4's
+# grows many times over: by M = 256 work that grows with M, not the weight's bytes, sets the int4
+# kernel's time. Somewhere in between the two cross; the exercise's last task finds where from
+# the rates alone.
 #
 # ## Summary
 #
@@ -269,13 +253,13 @@ for m in (1, 256):
 #   M x N multiplies. A per-input-channel scale moves onto the activations (or into the op that
 #   made them). A per-group scale acts inside the reduction: fused kernels scale each tile of
 #   codes in registers just before multiplying it, or scale each group's partial sum.
-# * W8A8 rescales the int32 accumulator by the rank-1 matrix `s_x s_w^T`.
+# * W8A8 rescales the int32 accumulator after the product by the rank-1 matrix `s_x s_w^T`.
 # * At small M the weight bytes set a floor under the time. Dequantize-then-matmul raises it
 #   above fp32's; a kernel that reads the codes directly lowers it, and reaches it only if its
 #   conversion work keeps up with the reads (your verdict lines say whether it did).
 # * Each kernel has its own ridge point (peak FLOPs / bandwidth); past it, the kernel's
 #   arithmetic, and its design, decide. In the stored H200 run PyTorch's int4 kernel beats fp16
-#   at M = 1 and is many times slower at M = 256.
+#   at M = 1 (0.57x its time, where its bytes allow 0.27x) and is many times slower at M = 256.
 #
 # ## Pause and recall
 
@@ -286,10 +270,10 @@ recall.quiz("06")
 recall.show("06")
 
 # %% [markdown]
-# **Exercise**: `exercises/06_dequant_in_gemm.ipynb`: which side of the product a scale goes
-# on, per-group scales, the zero-point corrections from sums alone, the bytes a dequantize-first
-# call moves, the M at which a kernel turns compute bound, and the M from which an int4 kernel
-# loses to fp16 on the stored H100 numbers.
+# **Exercise**: `exercises/06_dequant_in_gemm.ipynb`: where an output scale and an AWQ factor
+# go on one weight, a group kernel's partial sums, the zero-point corrections from sums alone,
+# the bytes a dequantize-first call moves, the M at which a kernel turns compute bound, and the M
+# from which an int4 kernel loses to fp16 on the stored H200 numbers.
 #
 # ## Going deeper
 #
@@ -306,6 +290,34 @@ a, b = gemm.scale_after_gemm(X, qt.q, qt.scale), gemm.dequant_then_gemm(X, qt.q,
 diff = float((a - b).abs().max())  # float rounding; its exact value depends on the BLAS threads
 shown = "below 1e-5" if diff < 1e-5 else f"{diff:.2e}"
 print(f"max |difference| {shown} on outputs of size {float(b.abs().max()):.1f}")
+
+# %% [markdown]
+# ### W8A8: two sets of scales, one rank-1 rescale
+#
+# Quantize the activations too: one scale per token `s_x[m]` (constant along K, lesson 05)
+# and one per output channel `s_w[n]`. The int8 x int8 product accumulates in int32, and
+#
+# ```
+# y[m, n] = s_x[m] * s_w[n] * acc[m, n],   acc = q_x @ q_w.T   (int32)
+# ```
+#
+# The rescale is the outer product `s_x s_w^T`: a rank-1 matrix applied elementwise.
+
+# %%
+xs = torch.tensor([[0.5, -1.0, 2.0, 0.25], [10.0, 4.0, -6.0, 2.0]])
+qw = ql.quantize(torch.tensor([[0.3, -0.1, 0.2, 0.05], [-1.0, 0.5, 0.25, 0.75]]), 8, granularity=ql.PerChannel(0))
+y, acc = gemm.w8a8(xs, qw.q, qw.scale)
+print("int32 accumulator:", acc.tolist())
+print(
+    "rank-1 rescale s_x s_w^T:",
+    [[round(v, 6) for v in r] for r in torch.outer(xs.abs().amax(1) / 127, qw.scale).tolist()],
+)
+print("y (W8A8):          ", [[round(v, 4) for v in r] for r in y.tolist()])
+print("y (int8 w, fp32 x):", [[round(v, 4) for v in r] for r in (xs @ qw.dequantize().T).tolist()])
+
+# %% [markdown]
+# The two y's differ a little: W8A8 also rounds the activations to int8 (lesson 05). The rescale
+# itself adds only float rounding, since the int32 accumulator is exact.
 
 # %% [markdown]
 # ### Zero points inside an integer GEMM
@@ -357,14 +369,18 @@ print(f"the corrections' arithmetic for [{m8}, {k8}] x [{k8}, {n8}]: {share:.3%}
 #
 # ### Reading the CPU benchmark closely
 #
-# Section 4's run timed four more rows than its table shows, the controls: a second fp32
+# Section 3's run timed four more rows than its table shows, the controls: a second fp32
 # product on codes stored as fp32 (the same work as the baseline, so its gap estimates the
 # noise), the fresh `q.float()` copy through a buffer allocated once (the gap to the *scale
 # after GEMM* row is the cost of allocating a fresh copy), the scale multiply alone, and an
 # input-channel scale folded into `x`. The cell at the end of this subsection prints them, with
 # the full verdict (its noise rule and each control's line), the two bandwidth probes and the
-# cache.
+# cache. The main line's verdict compares with fp32 `F.linear` as its table shows it; the full
+# verdict compares with the faster of fp32's two identical timings, so where those two differ, a
+# ratio, and whether it counts as a tie, differ too.
 #
+# * The benchmark's second line names the CPU and the instruction set PyTorch's kernels use on
+#   it (AVX2, AVX-512, AMX).
 # * The whole benchmark (every row, M = 1, 16 and 256: every dequantize-first granularity, the
 #   fp32-activation int8 kernel, every int4 group size, W8A8) is
 #   `bench_gemm.main(quick=True)`, or `python -m qlesson.bench gemm --quick`: minutes on a
@@ -391,14 +407,17 @@ print(f"the corrections' arithmetic for [{m8}, {k8}] x [{k8}, {n8}]: {share:.3%}
 #   page faults; dispatch costs microseconds.
 # * Load: the benchmark's third line gives the load average. On a busy machine every row is
 #   slower and noisier; the output stored on this page is one reading of a shared 2-core VM.
-# * On a CPU without bf16 arithmetic (AVX2), PyTorch's bf16 GEMM converts the weights to fp32
-#   to multiply them, a likely reason it is no faster than fp32 there; this page does not time
-#   that conversion on its own.
+# * bf16 `F.linear` at M = 1 reads half fp32's bytes, yet on a CPU without bf16 arithmetic
+#   (AVX2) it need not be faster than fp32: PyTorch's bf16 GEMM converts the weights to fp32 to
+#   multiply them there, a likely reason; this page does not time that conversion on its own.
+# * The int8 kernel is a comparison for int4, not a control: it reads twice int4's bytes and
+#   unpacks its codes more simply.
 # * The fused int8 kernel with fp32 activations falls back to scalar code on an x86 CPU; with
 #   bf16 activations it takes the vectorized path, which multiplies each weight vector by its
 #   scale inside the K loop.
 # * PyTorch's CPU weight-only kernels convert codes to fp32 inside the loop and use fp32 FMA
-#   units, converting each weight block again for every 4 rows of `x`. So their work per weight
+#   units. The int4 one converts each weight block again for every 4 rows of `x`
+#   (`aten/src/ATen/native/cpu/int4mm_kernel.cpp`, `int4pack_mm_kernel_`: `BLOCK_M = 4`). So their work per weight
 #   grows with M, and one peak measured at large M misstates where they turn compute bound at
 #   M = 1, where each conversion serves one row.
 # * On a CPU with a matrix unit (AMX) the bf16 and W8A8 peaks can sit far above the fp32 one;
@@ -443,7 +462,7 @@ print_table(
 #   than twice the 60 MiB L2 cache for every format, so every row reads its weight from memory;
 #   10 calls queued back to back between two events, as a model queues its layers. The same
 #   calls timed one at a time are stored beside it (`gemm_nvidia_h200_alone.csv`).
-# * H100, the exercise's: each call timed alone after a synchronize, so host dispatch and launch
+# * H100: each call timed alone after a synchronize, so host dispatch and launch
 #   sit inside every time, and one reading per row (no spread kept). Only M = 1 cycled four
 #   copies of each weight: at M = 16 and 256 every weight but fp32's fits in its 50 MB L2 cache,
 #   and so do four int4 copies at M = 1.

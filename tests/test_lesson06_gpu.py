@@ -49,3 +49,42 @@ def test_w8a8_time_is_mostly_outside_the_int8_gemm_on_the_h200():
     assert alone < _ms(rows, 256, "float16")  # "the int8 GEMM itself takes less time than fp16's"
     assert alone < 0.2 * _ms(rows, 256, "W8A8")  # "almost all of the W8A8 row" is the other passes
     assert bench.find_row(bench.read_csv(bench.RESULTS / "gemm_nvidia_h100.csv"), 256, "int8 GEMM alone") is None
+
+
+def test_section_4_neither_kernel_reaches_its_floor_on_the_h200():
+    rows = bench.read_csv(bench.RESULTS / "gemm_nvidia_h200.csv")
+    read = next(g["read GB/s"] for g in bench.stored_rooflines() if g["device"] == rows[0].machine)
+    half, int4 = bench.find_row(rows, 1, "float16"), bench.find_row(rows, 1, INT4)
+    assert int4.gb_per_s / read < 0.6 * half.gb_per_s / read < 0.3  # "int4 at about half fp16's share"
+    assert round(int4.median_ms / half.median_ms, 2) == 0.57  # "0.57x fp16's time"
+    assert round(int4.weight_bytes / half.weight_bytes, 2) == 0.27  # "where its bytes allow 0.27x"
+
+
+def test_exercise_task_6_on_the_h200_run():
+    """The exercise's follow-up: the model's crossover lies between M = 1 and 16, where the two times are close."""
+    from qlesson.lessons import l06_dequant_in_gemm as l06
+
+    rows = bench.read_csv(bench.RESULTS / "gemm_nvidia_h200.csv")
+    model = l06._int4_loses_from(l06._H200_FP16, 2.0, l06._H200_BW, l06._H200_INT4)
+    assert 1 < model < 16
+    assert _ms(rows, 1, INT4) < _ms(rows, 1, "float16")
+    assert abs(_ms(rows, 16, INT4) / _ms(rows, 16, "float16") - 1) < 0.1  # "within a few percent"
+    floor_ms = bench.find_row(rows, 1, "float16").weight_bytes / l06._H200_BW / 1e6
+    assert _ms(rows, 1, "float16") > 2 * floor_ms  # the measured fp16 time sits well above its floor
+
+
+def test_task_6s_h200_numbers_are_the_stored_runs():
+    """Lesson 06's task module keeps the stored H200 rates as numbers; they are the stored files', to one decimal."""
+    import json
+
+    from qlesson.lessons import l06_dequant_in_gemm as l06
+
+    roof = json.loads((bench.RESULTS / "roofline_nvidia_h200.json").read_text())
+    rows = bench.read_csv(bench.RESULTS / "gemm_nvidia_h200.csv")
+    stored = (
+        roof["fp16 GEMM GFLOP/s"] / 1e3,
+        roof["fp32 GEMM GFLOP/s"] / 1e3,
+        roof["read GB/s"],
+        bench.tflops(rows, 256, "fused int4 weight-only group 128"),
+    )
+    assert (l06._H200_FP16, l06._H200_FP32, l06._H200_BW, l06._H200_INT4) == tuple(round(v, 1) for v in stored)

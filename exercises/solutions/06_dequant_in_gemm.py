@@ -21,8 +21,9 @@
 # # Exercise 06 · Dequantization in a GEMM (SOLUTIONS: spoilers)
 #
 # Practice for lesson `notebooks/06_dequant_in_gemm.ipynb`.
-# Where the scales go in `y = x @ W.T`, what zero points cost, what dequantize-first moves, from
-# which batch a kernel is compute bound, and from which batch an int4 kernel loses to fp16.
+# Where two scales go in `y = x @ W.T`, a group kernel's partial sums, what zero points cost, what
+# dequantize-first moves, from which batch a kernel is compute bound, and from which batch an int4
+# kernel loses to fp16.
 #
 # **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
 # check cell right below it. Write your code, run your cell, then run the check: a pass prints
@@ -43,53 +44,65 @@ from qlesson.course import recall
 from qlesson.course.tasks import check
 
 # %% [markdown]
-# ## Task 1 · Which side of the product?
+# ## Task 1 · Two factors, two sides
 #
-# A layer computes `y = x @ W.T` with `x [M, K]` and a weight stored as integer codes
-# `q [N, K]` (a float tensor) and one scale per channel along one axis of it: with `axis=0`,
-# `s [N]` and `W[n, k] = s[n] * q[n, k]`; with `axis=1`, `s [K]` and `W[n, k] = s[k] * q[n, k]`.
-# Write `scaled_gemm(x, q, s, axis)` that returns `y [M, N]` while the product itself runs on the
-# codes as they are stored: the scales may touch `x` or the output, never the weight. Some
-# cases have a square weight (N = K), where a scale on the wrong side still has the right shape.
-# (The check compares `y` only, so it cannot tell whether you scaled the weight first.)
+# A layer computes `y = x @ W.T` with `x [M, K]`. Its weight is stored as integer codes
+# `q [N, K]`, one scale per output channel `s [N]`, and the per-input-channel factor `a [K]`
+# that AWQ divided out: `W[n, k] = s[n] * q[n, k] / a[k]`. Your kernel runs on the codes as they
+# are stored and computes `((x * u) @ q.T) * v`, with one vector `u [K]` and one vector `v [N]`.
+# Write `kernel_scales(s, a)` that returns `(u, v)` so that the kernel's `y` is exactly
+# `x @ W.T`. Some cases have a square weight (N = K), where vectors on the wrong side still have
+# the right shape.
 
 
 # %% tags=["solution"]
-def scaled_gemm(x, q, s, axis):
+def kernel_scales(s, a):
     ...  # STUB
     # BEGIN SOLUTION
-    if axis == 0:  # s[n] does not change with k: it leaves the sum and scales output column n
-        return (x @ q.T) * s
-    return (x * s) @ q.T  # s[k] is the same for every n: it scales feature k of every token
+    # 1 / a[k] is the same for every output n: it goes with feature k of x; s[n] does not change with k: it
+    # leaves the sum and scales output n
+    return 1 / a, s
     # END SOLUTION
 
 
-# %% qlesson={"task": "06.scale_side"} tags=["check"]
-check("06.scale_side", scaled_gemm)
+# %% qlesson={"task": "06.kernel_scales"} tags=["check"]
+check("06.kernel_scales", kernel_scales)
 
 
 # %% [markdown]
-# ## Task 2 · Per-group scales
+# ## Task 2 · One partial sum per group
 #
-# Write `group_gemm(x, q, s, group_size)` with `s [N, K // group_size]`, again without building
-# the dequantized `[N, K]` weight. The scales change along K, so they cannot simply multiply the
-# output. (The check compares `y` only: it cannot tell whether you dequantized first.)
+# A weight has one scale per group of `group_size` neighbouring weights along K. A fused kernel
+# never builds the dequantized weight: for every output `[m, n]` it keeps one partial sum of
+# `x` times the codes per group, and only then applies that group's scale. Write
+# `group_partials(x, q, group_size)` with `x [M, K]` and codes `q [N, K]` that returns these
+# partial sums, shape `[M, N, K // group_size]`. The cell after the check applies the scales.
 
 
 # %% tags=["solution"]
-def group_gemm(x, q, s, group_size):
+def group_partials(x, q, group_size):
     ...  # STUB
     # BEGIN SOLUTION
     m, k = x.shape
-    n, groups = s.shape
-    # each group's partial sum on the codes: [M, N, G]; its scale is constant inside it
-    partial = torch.einsum("mgk,ngk->mng", x.reshape(m, groups, group_size), q.reshape(n, groups, group_size))
-    return (partial * s).sum(-1)
+    n = q.shape[0]
+    groups = k // group_size
+    return torch.einsum("mgk,ngk->mng", x.reshape(m, groups, group_size), q.reshape(n, groups, group_size))
     # END SOLUTION
 
 
-# %% qlesson={"task": "06.group_gemm"} tags=["check"]
-check("06.group_gemm", group_gemm)
+# %% qlesson={"task": "06.group_partials"} tags=["check"]
+check("06.group_partials", group_partials)
+
+# %% [markdown]
+# Scale each group's partial sum and add them: the same `y` as dequantizing the weight first.
+
+# %%
+gx = torch.Generator().manual_seed(6)
+x6, q6 = torch.randn(2, 8, generator=gx), torch.randint(-7, 8, (3, 8), generator=gx).float()
+s6 = torch.rand(3, 2, generator=gx) + 0.05  # one scale per group of 4
+fused = (group_partials(x6, q6, 4) * s6).sum(-1)
+dequantized_first = x6 @ (q6.reshape(3, 2, 4) * s6[..., None]).reshape(3, 8).T
+print("same y as dequantizing first:", torch.allclose(fused, dequantized_first, atol=1e-5))
 
 
 # %% [markdown]
@@ -160,10 +173,10 @@ check("06.compute_bound_from", compute_bound_from)
 # %% [markdown]
 # ## Task 6 · From which M does int4 lose?
 #
-# The stored H100 run (lesson 06 prints its ridge in section 5 and its rates in *Going deeper*)
-# measured a half-precision GEMM peak of about 760 TFLOP/s, a read bandwidth of about
-# 2713 GB/s, and tinygemm's int4 kernel at about 27.7 TFLOP/s at M = 256 (2 x 256 x 4096 x 4096
-# FLOPs in 0.31 ms), where it is compute bound. Write
+# The stored H200 run (lesson 06 prints its ridge in section 4) measured a half-precision GEMM
+# peak of about 739 TFLOP/s and a read bandwidth of about 4129 GB/s; tinygemm's int4 kernel ran
+# at about 28.4 TFLOP/s at M = 256 (2 x 256 x 4096 x 4096 FLOPs in its measured time), where it
+# is compute bound. Write
 # `int4_loses_from(dense_tflops, dense_bytes, read_gb_s, int4_tflops)`: the M (a float) from
 # which the int4 kernel, running at `int4_tflops`, takes longer than a dense GEMM with
 # `dense_bytes` bytes per weight and a peak of `dense_tflops`, on a `[M, K] x [K, N]` product
@@ -185,17 +198,26 @@ check("06.int4_loses_from", int4_loses_from)
 
 # %% [markdown]
 # Now check it against the stored run: where does your crossover fall between the M the run
-# timed? The cell below prints the stored H100 run's tinygemm and fp16 times at M = 1, 16 and
-# 256 (one reading each, every call timed alone).
+# timed? The cell below prints the stored H200 run's tinygemm and fp16 times at M = 1, 16 and
+# 256, and the time fp16 would take if it read its weight at the full read bandwidth.
 
 # %%
+import json
+
 from qlesson.bench import gemm as bench_gemm
 
-stored = bench_gemm.read_csv(bench_gemm.RESULTS / "gemm_nvidia_h100.csv")
+stored = bench_gemm.read_csv(bench_gemm.RESULTS / "gemm_nvidia_h200.csv")
+read_gb_s = json.loads((bench_gemm.RESULTS / "roofline_nvidia_h200.json").read_text())["read GB/s"]
 for m in sorted({r.m for r in stored}):
     int4 = bench_gemm.find_row(stored, m, "fused int4 weight-only group 128").median_ms * 1e3
-    half = bench_gemm.find_row(stored, m, "float16 F.linear").median_ms * 1e3
-    print(f"gemm_nvidia_h100.csv, M = {m}: int4 {int4:.0f} us, fp16 {half:.0f} us")
+    half = bench_gemm.find_row(stored, m, "float16 F.linear")
+    floor = half.weight_bytes / read_gb_s / 1e3  # bytes / (GB/s) -> us
+    print(f"M = {m:>3}: int4 {int4:3.0f} us, fp16 {half.median_ms * 1e3:3.0f} us (its read floor {floor:.1f} us)")
+
+# %% [markdown]
+# Your model takes the dense time at its read floor. The measured fp16 time sits well above it,
+# so the model's M is a lower bound and the real crossover comes later: here between M = 1 and
+# M = 16, where the two times are within a few percent.
 
 # %% [markdown]
 # ## Recall
@@ -219,11 +241,11 @@ recall.answer("06", 2, recall_2)
 # %% [markdown]
 # ### Recall 06.5
 #
-# Per-channel scales are said to add under 5% to a GEMM's time. Which placement adds the least work?
+# A per-output-channel scale adds M x N multiplies to M x N x K multiply-adds. Which placement adds the least work?
 #
 # - **a)** In the GEMM's epilogue, on the accumulator tile while it is in registers
-# - **b)** By dequantizing the weight before the GEMM
-# - **c)** As a separate multiply after the GEMM
+# - **b)** As a separate multiply after the GEMM
+# - **c)** By dequantizing the weight before the GEMM
 #
 # Answer with the option's letter as a string (in quotes).
 
@@ -241,7 +263,7 @@ recall.answer("06", 5, recall_5)
 #
 # In W8A8 with per-token and per-channel scales, the rescale of the int32 accumulator is...
 #
-# - **a)** A full-rank [M, N] matrix
+# - **a)** One scale per output channel, s_w[n] alone: s_x was already applied when x was quantized
 # - **b)** A scalar
 # - **c)** An [M, N] rank-1 matrix: the outer product of the two scale vectors
 #
