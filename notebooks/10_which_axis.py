@@ -20,20 +20,16 @@
 # scale cover one token or one channel?
 #
 # **The answer**: On MiniLM's short sentences, keys do better per channel even when both rulers
-# span 32 values; most of that win comes from two things together: each key channel sits at its
-# own offset, and the `[CLS]` and `[SEP]` keys stand apart. Values do better per token; keeping
-# one token, the attention sink, in fp16 flips that, but on these 12-token sentences its fp16
-# cost buys more as a code bit.
+# span 32 values, mostly because each key channel sits at its own offset and the `[CLS]` key
+# stands apart. Values do better per token unless one particular token is kept in fp16, and on
+# these 12-token sentences that token's fp16 bits do more as a third code bit.
 #
-# **What you will do**:
-# * recap attention and the cache, and find where the structure of MiniLM's keys sits;
-# * compare per-token and per-channel keys at equal metadata, then remove their suspected causes;
-# * find which token decides the values' axis;
-# * count what that token and the rulers' scales and minimums cost in bits.
+# **What you will do**: compare per-token and per-channel rulers on MiniLM's keys and values,
+# remove suspected causes one at a time to find which structure decides, then count every bit.
 #
 # **What you need**: lessons 02 (granularity), 05 (activations) and 09 (intervals over
 # sentence pairs); nothing to download.
-# **Time**: about 27 minutes, plus about 28 for the exercise.
+# **Time**: about 27 minutes, plus about 35 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -59,10 +55,9 @@ ql.show_environment()
 #   token nobody attends to costs nothing, one on a token that takes most of the attention
 #   costs most.
 #
-# MiniLM has one key and value per query head (with grouped-query attention, GQA, several query
-# heads share one *KV head*). As an encoder it never caches, so the cache is simulated on 120
-# held-out sentences of 10 to 17 tokens, where every query sees every key of its sentence (a
-# decoder's query sees only the earlier ones).
+# MiniLM is an encoder and never caches, so the cache is simulated on 120 held-out sentences of
+# 10 to 17 tokens, where every query sees every key of its sentence. (With grouped-query
+# attention, GQA, several query heads share one cached *KV head*; MiniLM has one per query head.)
 
 # %%
 import torch
@@ -87,22 +82,23 @@ print(f"{len(qkv)} layers; sentence 0's keys: {tuple(qkv[0]['k'][0].shape)} (hea
 _ = kv.token_channel_map(qkv[0]["k"][0], "layer 0 keys, sentence 0: |k| per token and channel")
 
 # %% [markdown]
-# The bright vertical band is a whole head, not a channel, and a per-token ruler already has a
-# ruler per head. Inside each head, measure the loudest channel (in the head where it stands
-# out most) and the channels' offsets, each beside the same numbers shuffled within the head:
+# The bright vertical band is a whole head, not a channel. An outlier channel is large on every
+# token, so take each channel's median `|k|` over the tokens and, inside each head, divide the
+# loudest channel's by the median channel's. The first column is that ratio, in the head where
+# it is largest, over the same in keys shuffled within each head (1: no channel stands out more
+# than in random numbers). The second plants one channel three times louder in every head, the
+# positive control. The last two give the share of the variance in each channel's own mean (its
+# offset), real and shuffled:
 
 # %%
-heads = kv.head_rows(qkv)
-shown = ("loudest head / median head", "spread, widest head", "(shuffled) ", "means' share", "(shuffled)  ")
-print_table([{"layer": r["layer"]} | {c: r[c] for c in shown} for r in heads], dict.fromkeys(shown, ".2f"))
+channels = kv.channel_rows(qkv)
+print_table(channels, dict.fromkeys(list(channels[0])[1:], ".2f"))
 
 # %% [markdown]
-# Layer 0's loudest head is more than twice the median head (first column). Inside a head, the
-# loudest channel is at most 1.2 times as loud as in shuffled numbers, even in the head where it
-# is widest (`spread`, the loudest channel over the median one, beside its shuffled control): on
-# these sentences MiniLM's keys show no outlier channels. What they have is offsets: each key
-# channel sits around its own mean, which holds more of the variance than in the shuffled
-# control (`means' share`).
+# MiniLM's loudest key channel reads 1.09 to 1.62, where a planted channel three times louder
+# reads 2.26 to 2.56: on these sentences MiniLM's keys show no outlier channels like LLaMA's.
+# What they have is offsets: each channel's own mean holds 14% to 40% of the variance, against
+# 8% in shuffled keys.
 #
 # ## 3. Keys: which axis, at what price?
 #
@@ -143,11 +139,11 @@ print(f"each 32-token ruler spans {min(spans)} to {max(spans)} sentences (mean {
 #
 # ## 4. Keys: which structure?
 #
-# Two suspects: the channels' offsets (section 2) and the two special tokens. Remove each, then
-# both. The offsets can be removed without changing the attention: subtract each channel's mean
-# over the sentence (the softmax ignores the shift), so only the ruler's job changes. The special
-# tokens: keep `[CLS]` and `[SEP]` in fp16 in both rulers; the control keeps two random words
-# per sentence instead. Equal metadata, 2 bits:
+# Two suspects: the channels' offsets (section 2) and the key of `[CLS]`, the special token that
+# opens every sentence. Remove each, then both. The offsets can be removed without changing the
+# attention: subtract each channel's mean over the sentence (the softmax ignores the shift), so
+# only the ruler's job changes. `[CLS]`: keep it in fp16, out of both rulers; the control keeps
+# one random word per sentence instead. Equal metadata, 2 bits:
 
 # %%
 centred, centred_lines = kv.centred_key_rows(qkv, bits=2)
@@ -155,19 +151,19 @@ print_table(centred, {"per token": ".4f", "per channel (32 tokens)": ".4f", "tok
 print("\n".join(centred_lines))
 
 # %% [markdown]
-# Neither suspect alone removes the win: without the offsets it is 1.46x, with the special tokens
-# exact 1.75x. Together they cut it to 1.17x (shuffled keys at equal metadata: 1.06x): most of
-# the win, not all, since the interval of the last line excludes 0. Two random words in fp16
-# instead leave it at 1.48x: it is the special tokens, not any two tokens out of the rulers. In
-# these short sentences the special tokens are one token in six, far more than in a long
-# cache. So per-channel keys win on MiniLM too, but by less than the one-sentence comparison
-# suggests, and for reasons partly different from LLaMA's outlier channels.
+# Neither suspect alone removes the win: without the offsets it is 1.46x, with `[CLS]` exact
+# 1.73x. Together they cut it to 1.18x (shuffled keys at equal metadata: 1.06x): most of the win,
+# not all, since the interval of the last line excludes 0. A random word in fp16 instead leaves
+# it at 1.46x: it is `[CLS]`, not any token out of the rulers. In these short sentences `[CLS]`
+# is one token in 12.5, far more than in a long cache. So per-channel keys win on MiniLM too,
+# but by less than the one-sentence comparison suggests, and for reasons partly different from
+# LLaMA's outlier channels.
 #
 # ## 5. Values: which token decides?
 #
 # Quantize the values at 2 bits per token or per channel (over one sentence), with one token per
-# sentence kept in fp16 and out of every ruler (KVQuant has this option for the first tokens).
-# With every token quantized, per token wins. Predict which kept token flips the verdict:
+# sentence kept in fp16 and out of every ruler. With every token quantized, per token wins.
+# Predict which kept token flips the verdict:
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("10", "kept_token")
@@ -176,19 +172,23 @@ recall.predict("10", "kept_token")
 print_table(kv.kept_token_rows(qkv, bits=2), {"per token": ".3f", "per channel": ".3f"})
 
 # %% [markdown]
-# Only `[CLS]` flips it; `[SEP]` or a random word barely moves either ruler. Why `[CLS]`? A
-# value reaches the output weighted by its token's attention:
+# Only `[CLS]` flips it; `[SEP]` or a random word moves either ruler by at most a tenth (KVQuant
+# has an option to keep the first tokens in fp16). Why `[CLS]`? A value reaches the output
+# weighted by its token's attention; the last two columns give the error of `[CLS]`'s value under
+# each 2-bit ruler, over the value's own size:
 
 # %%
-print_table(kv.cls_rows(qkv), {"attention to [CLS]": ".2f", "[CLS] value / median value": ".2f"})
+cls_table = kv.cls_rows(qkv)
+print_table(cls_table, dict.fromkeys(list(cls_table[0])[1:], ".2f"))
 
 # %% [markdown]
 # In layers 1 to 4 more than half of all attention lands on `[CLS]`, whose value is a few
 # hundredths of a typical token's: an *attention sink*, a place to put attention that adds
-# little. A per-channel ruler spans the words' larger values, so `[CLS]`'s tiny value is likely
-# rounded to something many times its size, and its attention multiplies that error; a
-# per-token ruler fits `[CLS]`'s own range. Does the flip survive equal metadata? At 2 bits,
-# with per channel also over 32 tokens:
+# little. A per-channel ruler spans the words' larger values and rounds `[CLS]`'s value with an
+# error 7 to 9 times its size in those layers; a per-token ruler fits `[CLS]`'s own range (an
+# error under half its size). The attention on `[CLS]` multiplies that error. So one token,
+# `[CLS]`, decides both the keys' leftover win (section 4) and the values' axis. Does the flip
+# survive equal metadata? At 2 bits, with per channel also over 32 tokens:
 
 # %%
 values, value_lines = kv.value_rows(qkv, bits=(2,))
@@ -215,10 +215,9 @@ print_table(kv.full_cost_rows(qkv), {"bits per value, all costs": ".2f", "error"
 # Per token at 3 bits beats per channel over one sentence at 2 bits, and stores fewer bits:
 # section 3's 2.6x win cost 1.56 more bits per value, and a third code bit buys more. Per
 # channel over 32 tokens still wins at equal total bits (third row against the first). For the
-# values, the fp16 `[CLS]` costs about one bit per value on sentences of 12.5 tokens, and that
-# bit is better spent on codes: values per token at 3 bits beat both per-channel rulers that
-# keep `[CLS]` exact. In a long cache one fp16 token costs almost nothing; this lesson does not
-# test that.
+# values, the fp16 `[CLS]` costs about one bit per value on sentences of 12.5 tokens, and values
+# per token at 3 bits beat both per-channel rulers that keep it exact. In a long cache one fp16
+# token costs almost nothing; this lesson does not test that.
 #
 # ## 7. Streaming: why per-channel keys wait
 #
@@ -235,27 +234,26 @@ for t in (20, 64, 100, 4096):
 print_table(rows)
 
 # %% [markdown]
-# The window's tokens cost 16 bits each, but a fixed window is a fraction of a long cache (Going
-# deeper counts a Llama-3-8B-like cache in full).
+# The window's tokens cost 16 bits each, but a fixed window is a fraction of a long cache.
 #
 # ## Summary
 #
 # * A key error moves attention between tokens; a value error reaches the output weighted by
 #   its token's attention.
-# * On these sentences MiniLM's keys have a loud head but no outlier channels; each key channel
-#   has its own offset. LLaMA-family keys have outlier channels, as KIVI and KVQuant report.
-# * Per-channel keys beat per-token keys 2.6x at 2 bits over one sentence (4.56 bits per value
-#   against 3), but shuffled keys still show 1.9x: the smaller group. At equal metadata the real
-#   keys still win 1.7x, the shuffled ones barely. Removing the channels' offsets and keeping
-#   `[CLS]` and `[SEP]` exact together cut that win to 1.17x; either alone does not, nor do two
-#   random words kept exact.
-# * Every bit counted, keys per token at 3 bits beat per channel over one sentence at 2 bits;
-#   per channel over 32 tokens wins at equal total bits.
-# * Values: per token wins while the sink `[CLS]` is quantized; keep `[CLS]` alone in fp16 (of
-#   `[CLS]`, `[SEP]` and a random word, only `[CLS]` flips it) and per channel wins at equal code
-#   bits. Counting that token's bit, per token at one bit more wins on these short sentences.
-# * Per-channel rulers need whole groups of tokens, hence a full-precision window of the
-#   newest; count its bits, the rulers' minimums and scales and any fp16 token in the cost.
+# * On these sentences MiniLM's keys show no outlier channels (a planted one three times louder
+#   would), but each key channel has its own offset. LLaMA-family keys have outlier channels, as
+#   KIVI and KVQuant report.
+# * Per-channel keys beat per-token keys 2.6x at 2 bits over one sentence, but shuffled keys
+#   show 1.9x: the smaller group. At equal metadata the real keys still win 1.7x; removing the
+#   channels' offsets and keeping `[CLS]` exact together cut that to 1.18x.
+# * Values: per token wins while the sink `[CLS]` is quantized, since a per-channel ruler rounds
+#   its tiny value with an error several times its size; keep `[CLS]` in fp16 and per channel
+#   wins. One token, `[CLS]`, decides both the keys' leftover win and the values' axis.
+# * Every bit counted, per token at 3 bits beats per channel over one sentence at 2 bits, for
+#   keys and for values with `[CLS]` in fp16; per-channel keys over 32 tokens win at equal total
+#   bits.
+# * Per-channel rulers need whole groups of tokens, hence a full-precision window of the newest
+#   tokens, which counts in the cost too.
 #
 # ## Pause and recall
 
@@ -284,6 +282,20 @@ print("\n".join(value_lines_34))
 # %% [markdown]
 # The verdicts are those of 2 bits: per token wins while `[CLS]` is quantized, per channel once
 # it is in fp16, at equal metadata too.
+#
+# ### A loud head
+#
+# The map's bright band is a head. The rms of each layer's loudest head over its median head's:
+
+# %%
+heads = [
+    {"layer": r["layer"], "loudest head / median head": r["loudest head / median head"]} for r in kv.head_rows(qkv)
+]
+print_table(heads, {"loudest head / median head": ".2f"})
+
+# %% [markdown]
+# Only in layer 0 is one head more than twice the median head. Both rulers stay inside one head
+# (a per-token ruler spans one head's 32 channels), so a loud head favours neither axis.
 #
 # ### What a long cache costs
 #
@@ -338,7 +350,7 @@ print_table(comparisons, {"A - B": "+.4f", "95% CI": "+.4f"})
 # value against 4.56. Symmetric rulers lose on each tensor's better axis: at 2 bits the
 # course's symmetric ruler has three codes (`-1, 0, +1` times the absmax), against four from
 # the minimum to the maximum. Values per channel are the exception (compare the last two
-# rows' values column): a symmetric grid has an exact 0, and `[CLS]`'s tiny value rounds to it.
+# rows' values column).
 #
 # ### An fp16 window is exact, and shrinks the rulers
 #
@@ -389,6 +401,6 @@ print_table(list(kv.TOOLS))
 # * The 32-token per-channel rulers run over the sentences laid end to end, so each ruler spans
 #   3 or 4 sentences (section 3), with their `[CLS]`, `[SEP]` and offsets; in a real cache it
 #   would span 32 tokens of one text.
-# * The keys' shuffled control permutes each sentence's keys across heads, channels and
-#   tokens; the head table's control permutes within each head, so a loud head stays loud.
+# * The keys' shuffled control in section 3 permutes each sentence's keys across heads,
+#   channels and tokens; section 2's permutes within each head, so a loud head stays loud.
 # * Intervals are paired bootstraps over the evaluation text's paraphrase pairs (lesson 09).

@@ -115,9 +115,38 @@ def test_kept_key_errors_keeping_the_first_and_last_token_is_the_special_tokens_
 
 def test_centred_key_rows_carry_the_random_word_control_and_the_interval_line():
     rows, lines = kv.centred_key_rows([_layer(seed=3)], bits=2)
-    assert [(r["keys"], r["kept in fp16"]) for r in rows][-1] == ("channel means removed", "two random words")
+    assert [(r["keys"], r["kept in fp16"]) for r in rows][-1] == ("channel means removed", "a random word")
+    assert [r["kept in fp16"] for r in rows][:4] == ["none", "none", "[CLS]", "[CLS]"]
     assert len(rows) == 5 and all(r["token / channel"] > 0 for r in rows)
     (line,) = lines
-    assert line.startswith("means removed, [CLS] and [SEP] in fp16") and "95% CI [" in line
+    assert line.startswith("means removed, [CLS] in fp16") and "95% CI [" in line
     with pytest.raises(ValueError, match="at least 2 tokens between"):
         kv._random_words([3], 2, seed=0)
+
+
+@pytest.mark.parametrize("ruler", ["token", "channel", "channel32"])
+def test_kept_key_errors_keeping_the_first_token_is_the_cls_row(ruler):
+    qkv = [_layer(seed=1), _layer(seed=2)]
+    got = kv.kept_key_errors(qkv, 2, ruler, [(0,) for _ in qkv[0]["k"]])
+    want = kv.output_errors(qkv, "k", 2, ruler, sink_fp16=True)
+    assert got == pytest.approx(want, rel=1e-12, abs=1e-15)
+    with pytest.raises(ValueError, match="one or two tokens"):
+        kv.kept_key_errors(qkv, 2, ruler, [(0, 1, 2) for _ in qkv[0]["k"]])
+
+
+def test_channel_rows_see_a_planted_channel_and_offsets_but_not_in_shuffled_numbers():
+    (plain,) = kv.channel_rows([_layer(tokens=12)])
+    assert plain["loudest channel / shuffled"] < 1.5 < plain["same, one channel x3"]
+    layer = _layer(tokens=12)
+    for k in layer["k"]:
+        k += torch.linspace(-3.0, 3.0, 32, dtype=torch.float64)  # channel offsets
+    (row,) = kv.channel_rows([layer])
+    assert row["means' share"] > 0.3 > 0.15 > row["(shuffled)"]
+
+
+def test_cls_rows_measure_how_each_ruler_rounds_a_tiny_first_value():
+    layer = _layer(tokens=10)
+    for v in layer["v"]:
+        v[:, 0] *= 0.01  # a tiny [CLS] value
+    (row,) = kv.cls_rows([layer])
+    assert row["[CLS] error / its size, per channel"] > 5 * row["per token"]

@@ -22,7 +22,8 @@
 #
 # Practice for lesson `notebooks/10_which_axis.ipynb`.
 # What a KV cache costs, keys quantized per channel, the residual window, choosing an axis by
-# measuring, and what a per-channel key cache really costs in bits.
+# measuring, what a per-channel key cache really costs in bits, and predicting a value cache's
+# axis from how much attention its tiny token takes.
 #
 # **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
 # check cell right below it. Write your code, run your cell, then run the check: a pass prints
@@ -143,11 +144,10 @@ check("10.choose_axis", choose_axis)
 # %% [markdown]
 # ## Task 5 · What a per-channel key cache really costs
 #
-# A key cache stores keys per channel at `bits` bits with the lesson's simple policy, a fixed
-# window: asymmetric rulers over groups of `group` tokens, each with an fp16 scale and an fp16
-# minimum; the `residual` newest tokens, and any older ones that do not fill a group, stay in
-# fp16. (KIVI's own code flushes keys in chunks instead; this task is not KIVI's rule.) Write
-# `key_bits(bits, group, tokens, residual)`: the mean number of bits stored per cached key value.
+# A key cache stores keys at `bits` bits with asymmetric per-channel rulers over groups of
+# `group` tokens, fp16 metadata, and the lesson's fixed window of `residual` tokens (section 7;
+# KIVI's own code flushes keys in chunks instead). Write `key_bits(bits, group, tokens,
+# residual)`: the mean number of bits stored per cached key value.
 
 
 # %% tags=["solution"]
@@ -167,12 +167,12 @@ check("10.key_bits", key_bits)
 # ## Task 6 · Predict the axis from the head's structure
 #
 # One head's value cache: 48 tokens, 16 channels. Each channel sits at its own offset (the
-# offsets run from -4 to 4; the values spread by about 1 around them). Every query leans on
-# token 0: it takes about three quarters of all the attention, and its value is a few
+# offsets run from -4 to 4; the values spread by about 1 around them). Token 0's value is a few
 # thousandths the size of the others'. The values are quantized at 2 bits with KIVI's
-# asymmetric rulers, the keys exact. Which axis, `"token"` or `"channel"`, gives the smaller
-# error in the head's output (a) with token 0 quantized like the others, (b) with token 0 kept
-# in fp16, out of every ruler? Answer without measuring: set `sink_axes = (a, b)`.
+# asymmetric rulers, every token included; the keys stay exact. Which axis, `"token"` or
+# `"channel"`, gives the smaller error in the head's output (a) when token 0 takes about three
+# quarters of all the attention, (b) when it takes about 8%? Answer without measuring: set
+# `sink_axes = (a, b)`.
 
 # %% tags=["solution"]
 sink_axes = ...  # STUB
@@ -184,11 +184,12 @@ sink_axes = ("token", "channel")
 check("10.sink_axes", sink_axes)
 
 # %% [markdown] tags=["solutions-only"]
-# With token 0 quantized, a per-channel ruler spans an offset channel's range, so token 0's
-# tiny value is rounded by a whole step, and its attention carries the error into every output;
-# a per-token ruler fits token 0's own tiny range. With token 0 exact, the rest is a per-channel
-# structure (offsets) that a per-token ruler must span at once: per channel wins, as `[CLS]`
-# in fp16 did in the lesson. Task 4's `choose_axis` confirms it on this head if you build it.
+# A per-channel ruler spans an offset channel's range, so token 0's tiny value is rounded by up
+# to half a step; a per-token ruler fits token 0's own tiny range but must span all the offsets
+# on every other token. In (a) token 0's error reaches three quarters of every output: per token
+# wins, as with `[CLS]` in the lesson. In (b) it reaches 8%, and the other tokens' errors
+# dominate: per channel wins. Task 4's `choose_axis` confirms both if you build it (the verdict
+# flips between a quarter and 30% of the attention).
 
 # %% [markdown]
 # ## Recall

@@ -78,13 +78,16 @@ def _quantized_tokens(tokens: int, residual: int, group: int) -> int:
 # ---- task 4: choose the axis by measuring ---------------------------------------------------------
 
 
-def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    return torch.softmax(q @ k.T / k.shape[1] ** 0.5, dim=-1) @ v
+def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scaled: bool = True) -> torch.Tensor:
+    return torch.softmax(q @ k.T / (k.shape[1] ** 0.5 if scaled else 1.0), dim=-1) @ v
 
 
-def _axis_errors(q, k, v, which: str, bits: int, on_output: bool = True) -> dict[str, float]:  # noqa: ANN001
-    """Squared error of each axis's quantization of ``which``: on the attention output, or on the tensor."""
-    o = _attention(q, k, v)
+def _axis_errors(q, k, v, which: str, bits: int, on_output: bool = True, scaled: bool = True) -> dict[str, float]:  # noqa: ANN001
+    """Squared error of each axis's quantization of ``which``: on the attention output, or on the tensor.
+
+    ``scaled=False`` leaves out the scores' ``1 / sqrt(dim)`` (a named mistake).
+    """
+    o = _attention(q, k, v, scaled)
     x = k if which == "k" else v
     errors = {}
     for axis, dim in (("token", 1), ("channel", 0)):
@@ -92,7 +95,7 @@ def _axis_errors(q, k, v, which: str, bits: int, on_output: bool = True) -> dict
         if not on_output:
             errors[axis] = float((x - x_hat).square().sum())
             continue
-        o_hat = _attention(q, x_hat, v) if which == "k" else _attention(q, k, x_hat)
+        o_hat = _attention(q, x_hat, v, scaled) if which == "k" else _attention(q, k, x_hat, scaled)
         errors[axis] = float((o - o_hat).square().sum())
     return errors
 
@@ -146,33 +149,42 @@ def _key_bits(bits: int, group: int, tokens: int, residual: int, minimum: bool =
 # ---- task 6: predict a value cache's axis from its structure --------------------------------------
 
 
-def _sink_head(seed: int = 3, tokens: int = 48, dim: int = 16) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Values whose channels sit at offsets -4..4 (spread 1 around them); token 0, tiny, takes ~3/4 of the attention."""
+SINK_SHIFTS = (2.0, 0.5)  # the queries' shift: token 0 takes about 3/4, then about 1/12 of the attention
+
+
+def _sink_head(
+    seed: int = 3, tokens: int = 48, dim: int = 16, shift: float = 2.0
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Values whose channels sit at offsets -4..4 (spread 1 around them) and a tiny token 0.
+
+    The queries lean on token 0 by ``shift``: 2.0 gives it about three quarters of the attention, 0.5 about 8%.
+    """
     g = torch.Generator().manual_seed(seed)
     q, k, v = (torch.randn(tokens, dim, generator=g, dtype=torch.float64) for _ in range(3))
-    q, k[0] = q + 2.0, 0.9
+    q, k[0] = q + shift, 0.9
     v = v + torch.linspace(-4.0, 4.0, dim, dtype=torch.float64)[torch.randperm(dim, generator=g)]
     v[0] = 0.01 * torch.randn(dim, generator=g, dtype=torch.float64)
     return q, k, v
 
 
 def _sink_errors() -> list[dict[str, float]]:
-    """The described head's output error (squared) per value axis at 2 bits: token 0 quantized, then in fp16."""
-    q, k, v = _sink_head()
-    o = _attention(q, k, v)
+    """The described head's output error (squared) per value axis at 2 bits, every token quantized: token 0 taking
+    about three quarters of the attention, then about 8%."""
     errors = []
-    for keep in (0, 1):
-        err = {}
-        for axis, dim in (("token", 1), ("channel", 0)):
-            v_hat = v.clone()
-            v_hat[keep:] = _keys_per_channel(v[keep:], 2, axis=dim)
-            err[axis] = float((o - _attention(q, k, v_hat)).square().sum())
-        errors.append(err)
+    for shift in SINK_SHIFTS:
+        q, k, v = _sink_head(shift=shift)
+        o = _attention(q, k, v)
+        errors.append(
+            {
+                axis: float((o - _attention(q, k, _keys_per_channel(v, 2, axis=dim))).square().sum())
+                for axis, dim in (("token", 1), ("channel", 0))
+            }
+        )
     return errors
 
 
 def _sink_axes() -> tuple[str, str]:
-    """Measured: the better value axis at 2 bits with token 0 quantized, then with token 0 in fp16."""
+    """Measured: the better value axis at 2 bits with token 0 taking about 3/4 of the attention, then about 8%."""
     first, second = (min(err, key=err.get) for err in _sink_errors())
     return first, second
 
@@ -253,6 +265,7 @@ TASKS: list[Task] = [
             ),
         ],
         keeps_inputs=True,
+        minutes=5,
     ),
     Task(
         "10.quantized_tokens",
@@ -302,7 +315,13 @@ TASKS: list[Task] = [
                 "what the head computes from the cache",
                 lambda q, k, v, which, b: min((e := _axis_errors(q, k, v, which, b, on_output=False)), key=e.get),
             ),
+            Mistake(
+                "left out the 1 / sqrt(dim) on the scores: the head divides q k^T by sqrt(dim), as in the "
+                "lesson's formula",
+                lambda q, k, v, which, b: min((e := _axis_errors(q, k, v, which, b, scaled=False)), key=e.get),
+            ),
         ],
+        minutes=8,
     ),
     Task(
         "10.key_bits",
@@ -339,25 +358,26 @@ TASKS: list[Task] = [
 TASKS.append(
     Task(
         "10.sink_axes",
-        "predict a value cache's axis, with and without its sink in fp16",
+        "predict a value cache's axis from how much attention its tiny token takes",
         _sink_axes,
-        [Case((), "(axis with token 0 quantized, axis with token 0 in fp16) for the head described")],
-        "which token's rounding does each ruler get wrong, and how much attention multiplies it?",
+        [Case((), "(axis with token 0 at about 3/4 of the attention, axis at about 8%) for the head described")],
+        "which errors does each ruler make, and how much of the output does each error reach?",
         [
             Mistake(
-                "(channel, channel): you gave both cases the offsets' verdict; what does a ruler that spans an "
-                "offset channel do to token 0's tiny value, and how much attention carries that?",
+                "(channel, channel): you gave both cases the offsets' verdict; does the share of attention on "
+                "token 0 change nothing between them?",
                 lambda: ("channel", "channel"),
             ),
             Mistake(
-                "(token, token): KIVI's rule for values is not a measurement of this head; in each case, what "
-                "must a single per-token ruler span, and what a per-channel one?",
+                "(token, token): KIVI's rule for values is a measurement of other models, not of this head; "
+                "what changes between the two cases?",
                 lambda: ("token", "token"),
             ),
             Mistake(
-                "swapped: in each case, which ruler fits token 0's own range, and which tokens are left to fit?",
+                "swapped: in which case does the rounding of token 0 reach the output most?",
                 lambda: ("channel", "token"),
             ),
+            Mistake('answer with "token" or "channel", in lower case', lambda: ("Token", "Channel")),
         ],
         is_value=True,
     )
@@ -375,8 +395,7 @@ PREDICT = {
             "and its third code bit more than halves every step (7 steps between the codes instead of 3).",
         ),
         (
-            "Per token at 3 bits: a third code bit more than halves every step, and that buys more than the extra "
-            "rulers",
+            "Per token at 3 bits",
             True,
             "A third code bit turns 3 steps into 7 on every ruler, which cuts a squared error several-fold; "
             "per channel's extra rulers only narrow the ranges. Per channel still wins at equal total bits over "
@@ -427,7 +446,7 @@ PREDICT = {
         (
             "[SEP]",
             False,
-            "Tempting because [SEP] is special too; but keeping it exact barely moves either ruler: the "
+            "Tempting because [SEP] is special too; but keeping it exact moves either ruler by at most a tenth: the "
             "per-channel error comes from a token that is both tiny and heavily attended.",
         ),
         (
@@ -452,7 +471,7 @@ RECALL: tuple[Question, ...] = (
             "A few key channels are much larger than the rest on every token; a per-channel ruler isolates them",
             True,
             "That is KIVI's measurement on LLaMA-family models (KVQuant reports it too). MiniLM's keys have no "
-            "such channels; there per channel wins through the channels' offsets and the [CLS] and [SEP] keys.",
+            "such channels; there per channel wins through the channels' offsets and the [CLS] key.",
         ),
         (
             "The largest keys are the ones attention uses most, so they deserve scales of their own",

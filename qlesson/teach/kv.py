@@ -428,27 +428,36 @@ def token_channel_map(x: torch.Tensor, title: str = "") -> Any:
     return fig
 
 
-def cls_rows(qkv: Sequence[dict[str, list[torch.Tensor]]]) -> list[dict[str, Any]]:
-    """Per layer: the attention the ``[CLS]`` token (position 0) receives, and how long its value vector is.
+def cls_rows(qkv: Sequence[dict[str, list[torch.Tensor]]], bits: int = 2) -> list[dict[str, Any]]:
+    """Per layer: the attention the ``[CLS]`` token (position 0) receives, how long its value vector is,
+    and how badly each ruler rounds that value.
 
     ``attention to [CLS]``: the mean over sentences, heads and queries of the probability on
     position 0; ``[CLS] value / median value``: the norm of its value vector over the median
-    token's, per head, medians over the sentences.
+    token's, per head; ``[CLS] error / its size, per channel`` (and ``per token``): the norm of
+    ``[CLS]``'s value error, values quantized at ``bits`` bits per channel over one sentence (per
+    token), over the norm of its value, per head. Medians over heads, then over sentences.
     """
     _check_qkv(qkv)
     rows = []
     for i, layer in enumerate(qkv):
         share, ratio = [], []
+        rounding: dict[str, list[float]] = {"channel": [], "token": []}
         for q, k, v in zip(layer["q"], layer["k"], layer["v"], strict=True):
             p, _ = attention(q, k, v)
             share.append(float(p[..., 0].mean()))
             norms = v.norm(dim=-1)  # [heads, tokens]
             ratio.append(float((norms[:, 0] / norms.median(dim=1).values).median()))
+        for ruler, errs in rounding.items():
+            for v, v_hat in zip(layer["v"], quantize_sentences(layer["v"], bits, ruler), strict=True):
+                errs.append(float(((v_hat[:, 0] - v[:, 0]).norm(dim=-1) / v[:, 0].norm(dim=-1)).median()))
         rows.append(
             {
                 "layer": i,
                 "attention to [CLS]": float(np.mean(share)),
                 "[CLS] value / median value": float(np.median(ratio)),
+                "[CLS] error / its size, per channel": float(np.median(rounding["channel"])),
+                "per token": float(np.median(rounding["token"])),
             }
         )
     return rows
@@ -477,6 +486,56 @@ def _channel_mean_share(x: torch.Tensor) -> float:
     centre = x.mean(dim=(1, 2), keepdim=True)
     between = (x.mean(dim=1, keepdim=True) - centre).square().sum() * x.shape[1]
     return float(between / (x - centre).square().sum())
+
+
+def _loudest_channel(x: torch.Tensor) -> float:
+    """Largest over heads of (loudest channel's median ``|x|`` over the tokens / the median channel's)."""
+    a = x.abs().median(dim=1).values  # [heads, head_dim]: each channel's typical size
+    return float((a.amax(1) / a.median(1).values).max())
+
+
+def channel_rows(
+    qkv: Sequence[dict[str, list[torch.Tensor]]], plant: float = 3.0, channel: int = 5
+) -> list[dict[str, Any]]:
+    """Per layer, the keys: outlier channels (large on every token) and the channels' offsets.
+
+    ``loudest channel / shuffled``: :func:`_loudest_channel` of a sentence's keys over the same of
+    its keys shuffled within each head (1 means no channel stands out more than in random numbers);
+    ``same, one channel x{plant}``: the same with channel ``channel`` of every head multiplied by
+    ``plant`` on every token, the positive control; ``means' share`` and ``(shuffled)``: the share
+    of the variance that sits in each channel's own mean over the sentence's tokens. Medians over
+    the sentences; shuffles with fixed seeds.
+    """
+    _check_qkv(qkv)
+    for i, layer in enumerate(qkv):
+        for s, k in enumerate(layer["k"]):
+            if not bool(k.abs().median(1).values.median(1).values.gt(0).all()) or not bool(
+                k.std(dim=(1, 2)).gt(0).all()
+            ):
+                raise ValueError(
+                    f"layer {i}, sentence {s}: a head's keys are constant (or its median channel is 0), so "
+                    "the ratios divide by 0; drop that sentence"
+                )
+    rows = []
+    for i, layer in enumerate(qkv):
+        real, planted, share, share_sh = [], [], [], []
+        for j, k in enumerate(layer["k"]):
+            loud = k.clone()
+            loud[:, :, channel % k.shape[2]] *= plant
+            real.append(_loudest_channel(k) / _loudest_channel(_shuffle_within_heads(k, j)))
+            planted.append(_loudest_channel(loud) / _loudest_channel(_shuffle_within_heads(loud, j)))
+            share.append(_channel_mean_share(k))
+            share_sh.append(_channel_mean_share(_shuffle_within_heads(k, j)))
+        rows.append(
+            {
+                "layer": i,
+                "loudest channel / shuffled": float(np.median(real)),
+                f"same, one channel x{plant:g}": float(np.median(planted)),
+                "means' share": float(np.median(share)),
+                "(shuffled)": float(np.median(share_sh)),
+            }
+        )
+    return rows
 
 
 def head_rows(qkv: Sequence[dict[str, list[torch.Tensor]]]) -> list[dict[str, Any]]:
@@ -751,20 +810,25 @@ def kept_key_errors(
     kept: Sequence[Sequence[int]],
     exact: list[dict[str, torch.Tensor]] | None = None,
 ) -> np.ndarray:
-    """:func:`output_errors` for keys, with the two tokens ``kept[s]`` of sentence ``s`` in fp16, out of every ruler.
+    """:func:`output_errors` for keys, with the one or two tokens ``kept[s]`` of sentence ``s`` in fp16, out of
+    every ruler.
 
-    The first kept token is moved to the front and the second to the end, the others keep their order,
-    so :func:`quantize_sentences` with ``sink_fp16=True, residual=1`` leaves exactly those two out (its
-    ``channel32`` rulers then run over the same tokens as when the two are removed); then the keys move back.
+    The first kept token is moved to the front and a second one to the end, the others keep their order,
+    so :func:`quantize_sentences` with ``sink_fp16=True`` (and ``residual=1`` for a second token) leaves
+    exactly those out (its ``channel32`` rulers then run over the same tokens as when they are removed);
+    then the keys move back. Every sentence keeps the same number of tokens.
     """
     exact = exact if exact is not None else exact_attention(qkv)
     lens = [k.shape[1] for k in qkv[0]["k"]]
-    order = [[a, *(j for j in range(t) if j not in (a, b)), b] for t, (a, b) in zip(lens, kept, strict=True)]
+    n_kept = {len(p) for p in kept}
+    if len(n_kept) != 1 or not n_kept <= {1, 2}:
+        raise ValueError(f"keep one or two tokens in every sentence, got {sorted(n_kept)}")
+    order = [[p[0], *(j for j in range(t) if j not in p), *p[1:]] for t, p in zip(lens, kept, strict=True)]
     back = [torch.argsort(torch.tensor(o)) for o in order]
     err = torch.zeros(len(lens), dtype=torch.float64)
     for layer, ref in zip(qkv, exact, strict=True):
         moved = [k[:, o] for k, o in zip(layer["k"], order, strict=True)]
-        hat = quantize_sentences(moved, bits, ruler, sink_fp16=True, residual=1)
+        hat = quantize_sentences(moved, bits, ruler, sink_fp16=True, residual=len(kept[0]) - 1)
         hat = _pad([h[:, i] for h, i in zip(hat, back, strict=True)], ref["q"].shape[2])
         o_hat = _masked_attention(ref["q"], hat, ref["v"], ref["keys"])[1]
         err += ((ref["o"] - o_hat) * ref["rows"]).square().sum((1, 2, 3)) / ref["norm"]
@@ -774,13 +838,13 @@ def kept_key_errors(
 def centred_key_rows(
     qkv: Sequence[dict[str, list[torch.Tensor]]], bits: int = 2, seed: int = 0
 ) -> tuple[list[dict[str, Any]], list[str]]:
-    """Keys per token against per channel over 32 tokens (equal metadata): the offsets' and special tokens' share.
+    """Keys per token against per channel over 32 tokens (equal metadata): the offsets' and ``[CLS]``'s share.
 
     Rows: the real keys; each channel's mean over its sentence removed (the attention is unchanged:
-    the softmax ignores a shift common to all of a query's scores); ``[CLS]`` and ``[SEP]`` kept in
-    fp16 in both rulers; both; and the control: means removed, two random words per sentence (fixed
-    ``seed``) kept in fp16 instead. Columns: the mean attention-output errors and their ratio. The
-    line: per token minus per channel with both suspects removed, and its paired 95% interval.
+    the softmax ignores a shift common to all of a query's scores); ``[CLS]`` kept in fp16 in both
+    rulers; both; and the control: means removed, one random word per sentence (fixed ``seed``) kept
+    in fp16 instead. Columns: the mean attention-output errors and their ratio. The line: per token
+    minus per channel with both suspects removed, and its paired 95% interval.
     """
     _check_qkv(qkv)
     from qlesson.teach.intervals import paired_bootstrap
@@ -788,15 +852,15 @@ def centred_key_rows(
     centred = [{"q": lay["q"], "k": [k - k.mean(dim=1, keepdim=True) for k in lay["k"]], "v": lay["v"]} for lay in qkv]
     rows, lines = [], []
     exact = {"real": exact_attention(qkv), "channel means removed": exact_attention(centred)}
-    words = _random_words([k.shape[1] for k in qkv[0]["k"]], 2, seed)
-    for kept in ("none", "[CLS], [SEP]", "two random words"):
+    words = _random_words([k.shape[1] for k in qkv[0]["k"]], 1, seed)
+    for kept in ("none", "[CLS]", "a random word"):
         for name, data in (("real", qkv), ("channel means removed", centred)):
-            if kept == "two random words":
+            if kept == "a random word":
                 if name == "real":
                     continue
                 tok, ch = (kept_key_errors(data, bits, r, words, exact[name]) for r in ("token", "channel32"))
             else:
-                kw = {"sink_fp16": kept != "none", "residual": int(kept != "none"), "exact": exact[name]}
+                kw = {"sink_fp16": kept != "none", "exact": exact[name]}
                 tok, ch = (output_errors(data, "k", bits, r, **kw) for r in ("token", "channel32"))
             rows.append(
                 {
@@ -807,10 +871,10 @@ def centred_key_rows(
                     "token / channel": float(tok.mean() / ch.mean()),
                 }
             )
-            if kept == "[CLS], [SEP]" and name != "real":
+            if kept == "[CLS]" and name != "real":
                 ci = paired_bootstrap(tok, ch, pairs=True)
                 lines.append(
-                    f"means removed, [CLS] and [SEP] in fp16, per token - per channel (32 tokens): {ci.diff:+.4f}, "
+                    f"means removed, [CLS] in fp16, per token - per channel (32 tokens): {ci.diff:+.4f}, "
                     f"95% CI [{ci.lo:+.4f}, {ci.hi:+.4f}]"
                 )
     return rows, lines
