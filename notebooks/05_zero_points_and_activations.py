@@ -21,9 +21,10 @@
 #
 # **The answer**: Match the ruler to the data's shape: a zero point halves the step on a one-sided
 # GELU output, per-token scales isolate an outlier *token*, and SmoothQuant moves outlier *features*
-# into the weights. In MiniLM's first layer the loudest outlier, the `[CLS]` spike, is one feature
-# on one token, so both tools reach it; smoothing the outlier features 63 and 267 alone gains at
-# most about 1 dB.
+# into the weights. In MiniLM's first layer the loudest outlier is one feature on one token (`[CLS]`,
+# which starts every sentence), so both tools reach it; two features that are loud on most tokens
+# gain at most about 1 dB from smoothing alone, and with one static scale one of them adds about 3
+# to 4 dB once that one-token outlier, which sets the scale, is smoothed too.
 #
 # **What you will do**:
 # * capture MiniLM's layer-0 activations, calibrate on one text and score on another;
@@ -139,10 +140,10 @@ print(f"ordinary tokens' loudest |x|: {low:.1f} to {high:.1f} (5th to 95th perce
 #
 # ## 3. Outlier features: what per-token scales cannot reach
 #
-# Features 63 and 267 are different: loud on most ordinary tokens, where their medians (the
-# "other tokens median" column) are about 4.5 and 8 times the typical feature's. Per-token scales
-# cannot isolate them: they are loud in most rows. A per-feature scale could, but it changes along
-# K, inside the sum, so it cannot be applied to the int32 result.
+# Features 63 and 267, like several other features, are different: loud on most ordinary tokens,
+# where their medians (the "other tokens median" column) are about 4.5 and 8 times the typical
+# feature's. Per-token scales cannot isolate them: they are loud in most rows. A per-feature scale
+# could, but it changes along K, inside the sum, so it cannot be applied to the int32 result.
 #
 # **SmoothQuant** moves their range out of the activations. Divide feature `j` by `s_j` and multiply
 # weight column `j` by `s_j`: `(x / s) @ (w * s).T` equals `x @ w.T` exactly. With
@@ -152,13 +153,8 @@ print(f"ordinary tokens' loudest |x|: {low:.1f} to {high:.1f} (5th to 95th perce
 # ```
 #
 # alpha sets how much of feature `j`'s range moves into the weights (0.5 is the paper's usual
-# choice; some models need more).
-#
-# In a pre-LN model (OPT, LLaMA) the division costs nothing at run time: `1/s` is folded into the
-# norm before the Linears, and Linears that read the same norm share one `s` (query, key and value
-# here). MiniLM is post-LN: that norm also feeds the residual, so folding `1/s` into it changes the
-# model (*Going deeper* measures by how much). Here `s` is applied as a division, to measure what
-# smoothing does to the int8 error.
+# choice; some models need more). Linears that read the same input share one `s` (query, key and
+# value here). Here `s` is applied as a division, to measure what smoothing does to the int8 error.
 #
 # ## 4. Smoothing, calibrated on one text and scored on another
 #
@@ -196,15 +192,11 @@ print_table(only99, {k: "+.1f" for k in only99[0] if "dB" in k})
 # %% [markdown]
 # On the QKV input, feature 63 is nearly as loud as the spike (the last line before the
 # prediction). Smoothing feature 99 alone leaves 63 to set the static scale, and smoothing 63 with
-# 267 (quiet on this input) leaves the spike to set it: neither gains anything. Smoothing 99 and 63
-# together gains about 3.8 dB, about as much as smoothing every feature. On FC1's input the gain is
-# mostly the `[CLS]` spike: feature 99 alone gives about 7 of the 9 dB with per-tensor scales. With
-# per-token scales, smoothing 63 and 267 alone gains at most about 1 dB.
-#
-# The `[CLS]` spike is one feature on one token, so both tools reach it: per-token scales isolate
-# its row, smoothing isolates its column. On FC1's input, smoothing feature 99 alone gains about
-# 7 dB over one static scale; per-token scales alone gain about 9 dB (the `none dB` column: 33.2
-# against 24.0).
+# 267 (quiet on this input) leaves the spike to set it: neither gains anything, while smoothing 99
+# and 63 together gains about 3.8 dB. On FC1's input, with per-tensor scales, feature 99 alone gives
+# about 7 of the 9 dB, and adding 63 gives about 3 dB more. Smoothing 63 and 267 alone gains at most
+# about 1 dB on either input, with either kind of scale. The `[CLS]` spike is one feature on one
+# token, so both tools reach it: per-token scales isolate its row, smoothing isolates its column.
 #
 # ## Summary
 #
@@ -214,12 +206,12 @@ print_table(only99, {k: "+.1f" for k in only99[0] if "dB" in k})
 # * An outlier *token* (`[CLS]`, feature 99) is kept out of the other rows' rulers by per-token
 #   scales, which factor out of the integer GEMM.
 # * Outlier *features* (63, 267) are loud in most rows; per-feature scales would fit them but
-#   cannot leave the sum. SmoothQuant moves their range into the weights: `1/s` into the preceding
-#   norm, one `s` per norm (exact in a pre-LN model).
+#   cannot leave the sum. SmoothQuant moves their range into the weights, and `x @ w.T` is unchanged.
 # * Fit static scales and `s` on calibration text, score on other text: smoothing then gains
 #   1.6 to 14 dB on layer 0's QKV and FC1 inputs. With a static per-tensor scale, most of it
-#   comes from the `[CLS]` spike (FC1) or from the spike and feature 63 together (QKV); features
-#   63 and 267 alone gain at most about 1 dB.
+#   comes from the `[CLS]` spike (FC1) or from the spike and feature 63 together (QKV). Features
+#   63 and 267 alone gain at most about 1 dB. A static scale is still set by the spike; smoothed
+#   with the spike, feature 63 adds about 3 to 4 dB.
 # * The `[CLS]` spike is one feature on one token, so both tools reach it: per-token scales
 #   isolate its row, smoothing its column.
 #
@@ -373,7 +365,8 @@ print_table(
 #
 # ### Where `1/s` is folded, model by model
 #
-# In OPT (pre-LN) `1/s` goes into the LayerNorm's weight and bias, in LLaMA into the RMSNorm's
+# In a pre-LN model the division costs nothing at run time: `1/s` is folded into the norm before
+# the Linears. In OPT it goes into the LayerNorm's weight and bias, in LLaMA into the RMSNorm's
 # weight (it has no bias). Linears fed by one norm share one `s`: query, key and value; LLaMA's
 # gate and up. BERT's down-projection reads a GELU output, and `GELU(z) / s` is not
 # `GELU(z / s)`, so it stays unsmoothed; its one-sided input is where the zero point helps.

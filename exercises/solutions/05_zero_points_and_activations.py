@@ -230,11 +230,11 @@ recall.answer("05", 4, recall_4)
 # %% [markdown]
 # ### Recall 05.6
 #
-# MiniLM is a post-LN BERT. What changes when SmoothQuant's 1/s is folded into the LayerNorm before FC1?
+# One static scale: smoothing only features 63 and 267 (loud on most tokens) gains almost nothing. What does that show?
 #
-# - **a)** The model's output: that norm also feeds the residual, which now gets h / s
-# - **b)** Nothing: (x / s) @ (w * s).T equals x @ w.T exactly
-# - **c)** FC1's output: the LayerNorm renormalizes after the division and undoes it
+# - **a)** The [CLS] spike still sets that scale, so shrinking 63 and 267 cannot lower it
+# - **b)** Smoothing is useless with a static scale; it needs per-token scales
+# - **c)** Features loud on most tokens do not matter for int8 in MiniLM
 #
 # Answer with the option's letter as a string (in quotes).
 

@@ -380,6 +380,11 @@ TASKS: list[Task] = [
             ),
             Mistake("divided by 127 whatever the bits (int8 hard-coded)", lambda x, b: x.abs().amax(dim=1) / 127),
             Mistake(
+                "divided by 2**bits - 1, the unsigned code count of task 1: a symmetric int-b ruler has "
+                "2**(bits-1) - 1 steps on each side of 0",
+                lambda x, b: x.abs().amax(dim=1) / (2**b - 1),
+            ),
+            Mistake(
                 "took each token's max, not its largest |value|: a negative value can be the loudest",
                 lambda x, b: x.amax(dim=1) / qmax(b),
             ),
@@ -503,6 +508,16 @@ TASKS: list[Task] = [
                 "one token 2.5 times the others",
                 hidden=True,
             ),
+            Case(  # the asymmetric step is 1.38 times finer: below the 1.5 threshold
+                _token_stats(13, (-2.6, -2.0), (5.0, 5.9), {0: (-2.7, 6.0)}),
+                "both signs, the negative side 0.45 of the positive",
+                hidden=True,
+            ),
+            Case(  # a typical token's step is 1.33 times finer: below the 1.5 threshold
+                _token_stats(11, (-4.0, -3.0), (4.4, 4.6), {5: (-6.0, 6.0)}),
+                "both signs, a typical token 0.75 of the loudest",
+                hidden=True,
+            ),
         ],
         "work out the step each ruler gives (lesson 01's rulers over the range these statistics allow), "
         "then compare each upgrade's step with the symmetric per-tensor step; a typical token is one that "
@@ -620,7 +635,7 @@ PREDICT = {
         (
             "Nearly all of it",
             False,
-            "It tempts because on FC1's input the spike is the whole story. But on the QKV input feature 63 is "
+            "It tempts because the spike dominated FC1's input in section 2. But on the QKV input feature 63 is "
             "nearly as loud (the last line above): shrink the spike, and 63 still sets the static scale.",
         ),
         (
@@ -734,25 +749,26 @@ RECALL: tuple[Question, ...] = (
         ),
     ),
     choice(
-        "MiniLM is a post-LN BERT. What changes when SmoothQuant's 1/s is folded into the LayerNorm before FC1?",
+        "One static scale: smoothing only features 63 and 267 (loud on most tokens) gains almost nothing. "
+        "What does that show?",
         (
-            "The model's output: that norm also feeds the residual, which now gets h / s",
+            "The [CLS] spike still sets that scale, so shrinking 63 and 267 cannot lower it",
             True,
-            "FC1's output is unchanged, because its weight columns carry s. But in a post-LN model the same norm "
-            "output is added back on the residual path, and that copy is divided by s. In a pre-LN model the "
-            "norm feeds only the Linears, and the fold is exact.",
+            "One static scale is set by the single largest value. While feature 99's spike is in the data, "
+            "shrinking 63 and 267 does not move it; once the spike is smoothed, 63 is the next limit, and "
+            "smoothing it with the spike gains 3 to 4 dB more than the spike alone.",
         ),
         (
-            "Nothing: (x / s) @ (w * s).T equals x @ w.T exactly",
+            "Features loud on most tokens do not matter for int8 in MiniLM",
             False,
-            "Tempting, because the identity is exact. But it covers the Linear only; the folded norm's output "
-            "also goes somewhere else in a post-LN model: the residual.",
+            "Tempting, since the gain is almost nothing. But that control left the spike in place to set the "
+            "scale; smoothing 63 with the spike gains 3 to 4 dB more than the spike alone.",
         ),
         (
-            "FC1's output: the LayerNorm renormalizes after the division and undoes it",
+            "Smoothing is useless with a static scale; it needs per-token scales",
             False,
-            "Tempting if the norm's statistics are pictured after the fold. But 1/s goes into the norm's affine "
-            "weight and bias, applied after normalization, so FC1 sees exactly x / s.",
+            "Tempting, because per-token scales reach the spike. But with a static scale, smoothing every "
+            "feature gains 3.5 dB (QKV) and 9 dB (FC1), more than with per-token scales.",
         ),
     ),
 )
