@@ -83,19 +83,14 @@ WRONG = {
         ),
         (lambda c, x, bits: tuple(reversed(_good("01.rounding_or_clipping")(c, x, bits))), "(clipping, rounding)"),
     ],
-    "02.per_tensor_scale": [
-        (lambda w, bits: w.abs().amax(1) / (2 ** (bits - 1) - 1), "per-channel"),
-        (lambda w, bits: w.abs().max() / 2 ** (bits - 1), "2**(bits-1) instead"),
-        (lambda w, bits: w.abs().max() / 7, "int4 hard-coded"),
-        (lambda w, bits: w.abs().max() / (2**bits - 1), "the unsigned range"),
-        (lambda w, bits: (w.max() - w.min()) / (2**bits - 1), "max - min"),
-    ],
     "02.per_channel_scale": [
         (per_tensor_scale_for_channels, "per-tensor"),
         (lambda w, bits: w.abs().max(dim=0).values / (2 ** (bits - 1) - 1), "wrong axis"),
         (lambda w, bits: w.abs().amax(1) / 2 ** (bits - 1), "2**(bits-1) instead"),
         (lambda w, bits: w.abs().amax(1) / 7, "int4 hard-coded"),
         (lambda w, bits: w.abs().amax(1, keepdim=True) / (2 ** (bits - 1) - 1), "keepdim"),
+        (lambda w, bits: w.abs().amax(1) / (2**bits - 1), "the unsigned range"),
+        (lambda w, bits: w.amax(1) / (2 ** (bits - 1) - 1), "largest |value|"),
     ],
     "02.quantize_per_channel": [
         (
@@ -178,10 +173,11 @@ WRONG = {
         ),
         (lambda w: 4, "None"),  # int4 hard-coded, the lesson's bit width
     ],
-    "03.convt_scales": [
-        (lambda w, bits: torch.ones(w.shape[1]) * w.abs().max() / (2 ** (bits - 1) - 1), "per-tensor"),
-        (lambda w, bits: w.abs().amax(dim=(1, 2, 3)) / (2 ** (bits - 1) - 1), "as for nn.Conv2d"),
-        (lambda w, bits: w.abs().amax(dim=(0, 2, 3)) / 127, "int8 hard-coded"),
+    "03.einsum_scales": [
+        (lambda w, bits: torch.ones(w.shape[2]) * w.abs().max() / (2 ** (bits - 1) - 1), "per-tensor"),
+        (lambda w, bits: w.abs().amax(dim=(1, 2)) / (2 ** (bits - 1) - 1), "one scale per head"),
+        (lambda w, bits: w.reshape(-1, w.shape[2]).abs().amax(1) / (2 ** (bits - 1) - 1), "nn.Linear habit"),
+        (lambda w, bits: w.abs().amax(dim=(0, 1)) / 127, "int8 hard-coded"),
     ],
     "04.quantize_per_group": [
         (
@@ -221,16 +217,20 @@ WRONG = {
         (lambda x, w, a: x.abs().amax(0) ** a / w.abs().amax(1).mean() ** (1 - a), "rows of w"),
         (lambda x, w, a: x.abs().amax(0) ** 0.5 / w.abs().amax(0) ** 0.5, "alpha 0.5 whatever"),
     ],
-    "06.scale_side": [
-        (lambda x, q, s, a: (x @ q.T) * s, "cannot leave the sum"),
-        (lambda x, q, s, a: (x * s) @ q.T, "not to a feature of x"),
-        (lambda x, q, s, a: x @ q.T, "forgot the scales"),
-        (lambda x, q, s, a: (x @ q.T) * s.mean(), "None"),
+    "06.kernel_scales": [
+        (lambda s, a: (a, s), "divides by it"),
+        (lambda s, a: (s, 1 / a), "swapped"),
+        (lambda s, a: (torch.ones_like(a), s), "left AWQ's factor out"),
+        (lambda s, a: (1 / a, s * s), "None"),
     ],
-    "06.group_gemm": [
-        (lambda x, q, s, g: (x @ q.T) * s.mean(dim=1), "one scale per row"),
-        (lambda x, q, s, g: x @ (q * s.repeat(1, g)).T, "repeat instead of repeat_interleave"),
-        (lambda x, q, s, g: x @ (q * s.repeat_interleave(4, dim=1)).T, "None"),
+    "06.group_partials": [
+        (
+            lambda x, q, g: torch.einsum("mkg,nkg->mng", x.reshape(x.shape[0], g, -1), q.reshape(q.shape[0], g, -1)),
+            "contiguous runs of k",
+        ),
+        (lambda x, q, g: _group_partials06(x, q, g).permute(0, 2, 1), "group axis in the middle"),
+        (lambda x, q, g: x @ q.T, "added the groups together"),
+        (lambda x, q, g: 2 * _group_partials06(x, q, g), "None"),
     ],
     "06.zero_point_gemm": [
         (lambda a, r, c, zx, zw, k: a - zw * r[:, None] - zx * c, "constant term"),
@@ -425,6 +425,7 @@ WRONG_08 = {
         (lambda c, r, t: _bits_by_hand(c, t / r, qmax=1), "bounded the scale's relative error"),
         (lambda c, r, t: _bits_by_hand(c, t * r), "made the quiet block's move smaller"),
         (lambda c, r, t: _bits_by_hand(c, t / r, strict=True), "strictly below"),
+        (lambda c, r, t: _bits_rounded_up(c, r, t), "counted the scale rounded up"),
         (lambda c, r, t: _bits_by_hand(c, t) + int(math.log2(r)), "None"),
     ],
 }
@@ -438,6 +439,14 @@ def _sub_by_hand(ideal, bits, *, lowest=1, fp16=True, rnd=np.round, top=np.max, 
     d16 = float(np.float16(d)) if fp16 else float(d)
     step = float(d) if mixed else d16  # mixed: rounds with the float64 super-scale, stores the float16 one
     return np.array([min(max(rnd(s / step), lowest), m) * d16 for s in ideal])
+
+
+def _bits_rounded_up(code_bits, r, max_ticks):
+    """Lesson 08's quiet block, counted exactly but for a scale rounded up by half a step."""
+    q, b = 2 ** (code_bits - 1) - 1, 1
+    while q / (2 * (2**b - 1) / r + 1) > max_ticks:
+        b += 1
+    return b
 
 
 def _bits_by_hand(code_bits, max_ticks, *, step=0.5, qmax=None, strict=False):
@@ -814,10 +823,15 @@ SHORTCUTS = {
         lambda x, b: _roundtrip(x, b, min(x.min(), 0), max(x.max(), 0), sign=-1) * (2**b - 1) / 2**b,
     ],
     "05.per_token_scales": [lambda x, b: x.abs().mean(1) / _qm(b), lambda x, b: x.norm(dim=1) / _qm(b)],
-    "06.group_gemm": [lambda x, q, s, g: x @ (q * s.mean(1, keepdim=True)).T],
+    "06.group_partials": [lambda x, q, g: _group_partials06(x, q, 4)],  # the first case's group size, hard-coded
 }
 # computing 1/s once and multiplying can flip exact ties, so that variant is not a shortcut to reject
 SHORTCUTS["01.quantize_symmetric"].pop(2)
+
+
+def _group_partials06(x, q, g):
+    m, k = x.shape
+    return torch.einsum("mgk,ngk->mng", x.reshape(m, k // g, g), q.reshape(q.shape[0], k // g, g))
 
 
 def _rows_as_groups(w, b, g):

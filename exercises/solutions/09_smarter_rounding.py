@@ -23,7 +23,7 @@
 # Practice for lesson `notebooks/09_smarter_rounding.ipynb`.
 # GPTQ from its parts (one error-feedback step, then the whole column loop), how many
 # calibration tokens a layer needs before GPTQ beats plain rounding on text it never saw, and
-# the lesson's question on layers it did not show.
+# the lesson's question on synthetic layers.
 #
 # **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
 # check cell right below it. Write your code, run your cell, then run the check: a pass prints
@@ -147,8 +147,8 @@ check("09.fewest_tokens", fewest_tokens)
 # %% [markdown]
 # ## Task 4 · Per-channel GPTQ or groups of 32?
 #
-# A layer `w [N, K]` (`K` a multiple of 32), calibration tokens `x_cal`, more tokens `x_held`
-# from the same source, and `bits`. Two ways to store the layer at `bits`, symmetric, fp16
+# A synthetic layer `w [N, K]` (`K` a multiple of 32), calibration tokens `x_cal`, more tokens
+# `x_held` from the same source, and `bits`. Two ways to store the layer at `bits`, symmetric, fp16
 # scales: GPTQ with one scale per row (`ql.gptq`, calibrated on `x_cal`), or round-to-nearest
 # with groups of 32 (`ql.quantize(w, bits, granularity=ql.PerGroup(32))`). Write
 # `pick(w, x_cal, x_held, bits)` that returns `("gptq", bits_per_weight)` or

@@ -581,6 +581,32 @@ def held_out_rows(
     return rows, per, norms
 
 
+def print_against(
+    rows: Sequence[Mapping[str, Any]],
+    per_sentence: Mapping[str, np.ndarray],
+    norms: np.ndarray,
+    layer_names: Sequence[str],
+    base: str = "RTN int4 per-group 32",
+) -> None:
+    """What lesson 09 reads off :func:`held_out_rows` against ``base``, on the held-out tokens.
+
+    Each GPTQ variant's error minus ``base``'s with its paired interval over sentences
+    (:func:`output_error_interval`), AWQ's error over ``base``'s, and GPTQ per-channel's over
+    ``base``'s layer by layer (``layer_names`` in the order of the layers, ``"L3."`` dropped).
+    """
+    for a in (label for label in per_sentence if label.startswith("GPTQ")):
+        d = output_error_interval(per_sentence[a], per_sentence[base], norms)
+        print(f"held-out: {a} - {base}: {d.text('+.5f')}, lower: {d.verdict(base, a).replace(' higher', '')}")
+    held = {f"{r['method']} {r['weights']}": r["held-out err"] for r in rows}  # labels as variant_label writes them
+    for a in (label for label in held if label.startswith("AWQ")):
+        print(f"held-out: {a} / {base}: {held[a] / held[base]:.2f}x")
+    gp, g32 = (per_sentence[k].sum(1) / norms.sum(1) for k in ("GPTQ int4 per-channel", base))
+    print(
+        f"held-out, GPTQ int4 per-channel / {base}, by layer: "
+        + ", ".join(f"{n[3:]} {a / b:.2f}" for n, a, b in zip(layer_names, gp, g32, strict=True))
+    )
+
+
 def split_rows(
     weights: Mapping[str, torch.Tensor],
     fitted: Mapping[str, torch.Tensor],
@@ -618,11 +644,14 @@ def split_by_layer(
     fitted: Mapping[str, torch.Tensor],
     unseen: Mapping[str, torch.Tensor],
     variants: Sequence[tuple[str, int, Granularity]],
+    held_out: Mapping[str, torch.Tensor] | None = None,
 ) -> tuple[list[dict[str, Any]], dict[str, dict[str, float]]]:
     """:func:`split_rows`, plus each variant's ``unseen / fitted`` ratio per layer.
 
     Returns ``(rows, ratios)``: ``rows`` as :func:`split_rows` gives them, ``ratios[label][layer]``
-    the layer's error on ``unseen`` over its error on ``fitted``.
+    the layer's error on ``unseen`` over its error on ``fitted``. With ``held_out`` (tokens of a
+    different kind of text), each row also gives the same fit's error there
+    (``err on held-out text``): the fit held fixed, only the text changed.
 
     >>> w = {"a": torch.tensor([[0.3, -0.2, 0.1, 0.4]])}
     >>> x = {"a": torch.eye(4)}
@@ -630,17 +659,24 @@ def split_by_layer(
     {'RTN int4 per-channel': {'a': 1.0}}
     """
     fit_lays, new_lays = shared_layers(weights, fitted), shared_layers(weights, unseen)
+    text_lays = shared_layers(weights, held_out) if held_out is not None else {}
     rows, ratios = [], {}
     for method, bits, g in variants:
-        on_fit, on_new = {}, {}
+        on_fit, on_new, on_text = {}, {}, {}
         for name, lay in fit_lays.items():
             w_hat = quantized(lay, bits, g, (method,))[method]
             on_fit[name] = output_error(lay.w, w_hat, lay.h, lay.norm)
             other = new_lays[name]
             on_new[name] = output_error(other.w, w_hat, other.h, other.norm)
+            if text_lays:
+                t = text_lays[name]
+                on_text[name] = output_error(t.w, w_hat, t.h, t.norm)
         a, b = sum(on_fit.values()) / len(on_fit), sum(on_new.values()) / len(on_new)
         label = variant_label(method, bits, g)
-        rows.append({"variant": label, "err on fitted half": a, "err on other half": b, "unseen / fitted": b / a})
+        row = {"variant": label, "err on fitted half": a, "err on other half": b}
+        if text_lays:
+            row["err on held-out text"] = sum(on_text.values()) / len(on_text)
+        rows.append(row | {"unseen / fitted": b / a})
         ratios[label] = {name: on_new[name] / on_fit[name] for name in on_fit}
     return rows, ratios
 
