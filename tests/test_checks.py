@@ -1074,3 +1074,19 @@ def test_an_array_with_negative_strides_is_compared_not_crashed():
 
     assert same(np.arange(3.0)[::-1], torch.tensor([2.0, 1.0, 0.0]), 1e-6, 1e-9)
     assert not same(np.arange(3.0)[::-1], torch.tensor([0.0, 1.0, 2.0]), 1e-6, 1e-9)
+
+
+def test_a_failure_whose_previews_agree_points_at_the_first_difference():
+    """The preview shows 8 values; an answer wrong only in the tenth gets the position that differs."""
+    from qlesson.course.checking import Case, Task
+
+    task = Task("xx.demo", "demo", lambda x: x * 2, [Case((torch.arange(12.0),), "twelve values")], "double it")
+
+    def wrong(x):
+        y = x * 2
+        y[9] = 0.0
+        return y
+
+    v = evaluate(task, wrong)
+    assert v.status == "fail"
+    assert "first difference at index (9,): came back 0, expected 18" in v.detail, v.detail

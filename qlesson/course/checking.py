@@ -201,6 +201,22 @@ def show(v: Any) -> str:
     return f"shape {tuple(t.shape)}: [{flat}{more}]"
 
 
+def first_difference(got: Any, expected: Any, rtol: float, atol: float) -> str | None:
+    """The first position where two same-shaped tensors differ beyond the tolerance, as a line for a failure.
+
+    >>> first_difference(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([1.0, 2.0, 3.5]), 1e-5, 1e-6)
+    '  first difference at index (2,): came back 3, expected 3.5'
+    """
+    g, e = _as_tensor(got), _as_tensor(expected)
+    if g is None or e is None or g.shape != e.shape or g.ndim == 0:
+        return None
+    bad = ~torch.isclose(g, e, rtol=rtol, atol=atol, equal_nan=True)
+    if not bad.any():
+        return None
+    index = tuple(int(i) for i in bad.nonzero()[0])
+    return f"  first difference at index {index}: came back {float(g[index]):.6g}, expected {float(e[index]):.6g}"
+
+
 def _is_stub(value: Any) -> bool:
     return value is None or value is Ellipsis
 
@@ -371,6 +387,8 @@ def evaluate(task: Task, answer: Any) -> Verdict:
         lines = [f"{head}: case {i} failed: {label}"]
         if not case.hidden:
             lines += [f"  came back: {show(g)}", *_expected(task, expected)]
+            if not task.is_value and show(g) == show(expected):  # the previews agree: point at where the values part
+                lines += [line for line in [first_difference(g, expected, task.rtol, task.atol)] if line]
         if shapes:  # a hidden case's shapes are not shown
             told = "" if case.hidden else f", but the shape is {shapes[0]}, not {shapes[1]}"
             lines.append(f"  shape: the values are right{told}")
