@@ -114,3 +114,17 @@ def test_the_site_folds_going_deeper_and_makes_predictions_static(guess):
     assert "<b>Predict:</b>" in page and "After the next cell: the answer" in page
     assert page.index('<details class="ql-deeper">') < page.index("folded text") < page.index("</details><nav")
     assert page.index("main line") < page.index('<details class="ql-deeper">')
+
+
+def test_exercise_only_questions_are_numbered_after_the_quiz_and_left_out_of_it(monkeypatch):
+    """A lesson's EXERCISE_RECALL follows its RECALL in one numbering; the lesson's quiz shows RECALL only."""
+    from qlesson import lessons
+
+    module = lessons.module("01")
+    extra = recall.Numeric("How many codes has a 3-bit restricted ruler?", 7, "-3..3: 2**3 - 1 codes.")
+    monkeypatch.setattr(module, "EXERCISE_RECALL", (extra,), raising=False)
+    n = len(module.RECALL)
+    assert recall.questions("01")[n].prompt == extra.prompt
+    assert len(recall.quiz_questions("01")) == n
+    assert extra.prompt not in recall.text("01")
+    recall.answer("01", n + 1, 7)

@@ -121,7 +121,7 @@ def test_recall_questions_appear_once_on_each_page(built):
         if number not in recall.bank():
             continue
         text = _text((built / path.with_suffix(".html").name).read_text())
-        for q in recall.questions(number):
+        for q in recall.quiz_questions(number):
             prompt = _text(html.escape(q.prompt))
             assert text.count(prompt) == 1, (path.name, prompt, text.count(prompt))
 

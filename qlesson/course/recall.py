@@ -96,12 +96,14 @@ INTERVIEW = "interview question (common wrong answer included)"
 
 
 def bank() -> dict[str, tuple[Question, ...]]:
-    """Every lesson's recall questions, by lesson number (each lesson module's ``RECALL``)."""
+    """Every lesson's recall questions, by lesson number: each lesson module's ``RECALL`` (the lesson's quiz),
+    then its ``EXERCISE_RECALL`` (asked only in the exercise, numbered after the quiz's)."""
     from qlesson import lessons
 
     out = {}
     for number in lessons.numbers():
-        qs = list(getattr(lessons.module(number), "RECALL", ()))
+        module = lessons.module(number)
+        qs = [*getattr(module, "RECALL", ()), *getattr(module, "EXERCISE_RECALL", ())]
         k = 0
         for i, q in enumerate(qs):
             if isinstance(q, Choice):  # the correct letter cycles, starting at a lesson-dependent one
@@ -118,6 +120,13 @@ def questions(lesson: str) -> tuple[Question, ...]:
     if lesson not in every:
         raise ValueError(f"no recall questions for lesson {lesson!r}; use one of {', '.join(every)}")
     return every[lesson]
+
+
+def quiz_questions(lesson: str) -> tuple[Question, ...]:
+    """The questions of ``lesson``'s own quiz (its ``RECALL``): :func:`questions` less the exercise-only ones."""
+    from qlesson import lessons
+
+    return questions(lesson)[: len(getattr(lessons.module(lesson), "RECALL", ()))]
 
 
 REVEAL_AFTER = 3  # wrong tries before a numeric question's explanation is shown
@@ -175,7 +184,7 @@ def answer(lesson: str, number: int, response: Any) -> None:
 def text(lesson: str) -> str:
     """The questions as plain text, with lettered options (for a page without widgets)."""
     lines = []
-    for i, q in enumerate(questions(lesson), start=1):
+    for i, q in enumerate(quiz_questions(lesson), start=1):
         lines.append(f"{i}. {q.prompt}")
         if isinstance(q, Choice):
             lines += [f"   {LETTERS[j]}) {o.text}" for j, o in enumerate(q.shown())]
@@ -191,7 +200,7 @@ class Sheet:
 
     def __init__(self, lesson: str) -> None:
         self.lesson = lesson
-        self.questions = questions(lesson)
+        self.questions = quiz_questions(lesson)
 
     def __repr__(self) -> str:
         return text(self.lesson)
@@ -236,7 +245,7 @@ def quiz(lesson: str) -> Any:
     import ipywidgets as W
 
     boxes = []
-    for i, q in enumerate(questions(lesson), start=1):
+    for i, q in enumerate(quiz_questions(lesson), start=1):
         if isinstance(q, Choice):
             pick = W.RadioButtons(
                 options=[(f"{LETTERS[j]}) {o.text}", LETTERS[j]) for j, o in enumerate(q.shown())],

@@ -194,7 +194,7 @@ def _prompts(nb: Any) -> list[str]:
     for cell in nb.cells:
         sheet = _SHOW.search(cell.source) if cell.cell_type == "code" else None
         if sheet:
-            return [_plain(q.prompt) for q in recall.questions(sheet.group(1))]
+            return [_plain(q.prompt) for q in recall.quiz_questions(sheet.group(1))]
     return []
 
 
