@@ -19,20 +19,19 @@
 # **The question**: Small blocks make fp16 scales expensive; how many bits does a block's scale
 # really need?
 #
-# **The answer**: Rounding a block's scale to one of `m` steps moves the block's largest code,
-# `qmax` ticks out (7 for int4), by up to `qmax / (2m)` ticks in a block as loud as the loudest
-# under its super-scale (quieter blocks move further), and on MiniLM the SQNR lost grows with
-# that move: 5 to 6 bits of steps keep it near a tenth of a tick for int4 codes, 7 to 8 for
-# 6-bit codes, fp16 for int8 codes. A power-of-two scale (MXFP4's) moves that code by whole
-# ticks, and a scale's range comes from a level above: an fp16 super-scale, or NVFP4's fp32
-# tensor scale.
+# **The answer**: Rounding a block's scale to one of `m` steps moves its largest code, `qmax`
+# ticks out, by up to `qmax / (2m)` ticks; on MiniLM the SQNR lost grows with that move, so a
+# scale needs about `log2(qmax) + 2` to `3` bits of steps to keep it near a tenth of a tick
+# (0.007 to 0.021 dB per layer), 5 to 6 bits for int4 codes. A power-of-two scale (MXFP4's)
+# has no steps between two powers of two, and a scale's range comes from a level above it: an
+# fp16 super-scale, or NVFP4's fp32 tensor scale.
 #
 # **What you will do**: count what scales cost per weight; shrink a block scale from fp16 to 4
 # bits on a MiniLM layer, with int4 and with 6-bit codes; try a power-of-two scale; take
 # NVFP4's tensor scale away.
 #
 # **What you need**: lessons 02 to 04 (group scales and bits per weight); nothing to download.
-# **Time**: about 32 minutes, plus about 31 for the exercise.
+# **Time**: about 31 minutes, plus about 31 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -96,7 +95,8 @@ print_table(rows, {"scale bits / weight": ".4f", "bits per weight": ".4f"})
 # output), int4 codes in blocks of 32 under super-blocks of 8, every scale rounded to the
 # nearest. The columns: the rule, the move measured at the median block and at the worst, and
 # the SQNR lost against exact fp32 scales. The last row, `E4M3 x fp32`, is NVFP4's 8-bit float
-# scale (3 mantissa bits) under one fp32 scale per tensor, for comparison.
+# scale (3 mantissa bits) under one fp32 scale per tensor, for comparison (in blocks of 32
+# here; NVFP4 uses 16).
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("08", "six_bit_sub_scale")
@@ -113,16 +113,17 @@ int4_rows = scale_bits.rule_rows(W["L0.output"], block=32, bits=4, super_blocks=
 print_table([{k: r[k] for k in shown} for r in int4_rows], fmt_rule)
 
 # %% [markdown]
-# A 6-bit sub-scale (Q4_K's width) costs symmetric int4 codes under a hundredth of a dB. At the
-# median block it moves the top code by a few hundredths of a tick, lost beside the half tick
-# that rounding costs every weight. From 6 bits down, each bit fewer doubles the move and
+# A 6-bit sub-scale (Q4_K's width) costs symmetric int4 codes under a hundredth of a dB: a few
+# hundredths of a tick at the median block, lost beside the half tick that rounding costs every
+# weight. The rule is the worst rounding, half a step; a typical block
+# rounds by about a quarter step, so the median sits near 0.6 of the rule even though most
+# blocks are quieter than the loudest. From 6 bits down, each bit fewer doubles the move and
 # multiplies the loss by 3 to 4: 0.006, 0.021, 0.082 dB. The worst block moves by whole ticks
 # under every sub-scale: a quiet block, far below its super-block's loudest, holds only a few
 # steps of `d`. E4M3, NVFP4's scale with 3 mantissa bits, is a float: its relative step is the
-# same however quiet the block, so its worst block moves under half a tick, and at about a 4-bit
-# sub-scale's median move it loses less.
+# same however quiet the block, so its worst block moves under half a tick.
 #
-# ## 3. More code bits need more scale bits
+# ## 3. Same sub-scale, finer codes
 #
 # With 6-bit codes (`-31..31`) the block's largest weight sits 31 ticks out instead of 7. The
 # same layer, the same blocks of 32 and super-blocks of 8: only the codes change. The `int8` row
@@ -139,18 +140,18 @@ six_cols = [k for k in (*shown, "clipping dB") if k not in ("scale bits / weight
 print_table([{k: r[k] for k in six_cols} for r in six_rows], fmt_rule)
 
 # %% [markdown]
-# The same sub-scale now moves the top code 31 / 7, about 4.4 times as far: 0.154 tick at the
-# median block, where 4-bit sub-scales put int4's top code (0.146). The losses are close: 0.058
-# dB here, 0.082 dB there. Past half a tick a second effect starts. A scale rounded *down*
-# pushes the top weight past `qmax + 0.5`, and the clamp clips it. With 4-bit sub-scales the
-# rule allows about a tick, and clipping is most of the loss.
+# More code bits need more scale bits: the same sub-scale now moves the top code 31 / 7, about
+# 4.4 times as far, 0.154 tick at the median block, about where 4-bit sub-scales put int4's
+# (0.146). Past half a tick a second effect starts: a scale rounded *down* pushes the top weight
+# past `qmax + 0.5`, and the clamp clips it. With 4-bit sub-scales the rule allows about a tick,
+# and clipping is most of the loss.
 #
-# So in this layout **how far the scale's rounding moves the largest code** predicts the loss to
-# within about a third: at median moves near 0.15 tick, 0.054 to 0.082 dB on this layer (E4M3,
-# 6-bit codes, a 4-bit sub-scale on int4). Keeping `qmax / (2m)` near a tenth of a tick asks for
-# `m` of about `5 qmax`, that is
-# `log2(qmax) + 2` to `3` bits of steps. What a tenth of a tick costs differs from layer to
-# layer; a 5-bit sub-scale on int4 codes (0.113 tick) on each of the 36 layers, same layout:
+# So in this layout **how far the scale's rounding moves the largest code** sets the size of the
+# loss: near 0.07 tick, 0.021 dB (int4, 5-bit sub-scale) and 0.020 dB (6-bit codes, int8); near
+# 0.15 tick, 0.054 to 0.082 dB. It does not rank formats that move the code equally far. Keeping
+# `qmax / (2m)` near a tenth of a tick asks for `m` of about `5 qmax`, that is `log2(qmax) + 2`
+# to `3` bits of steps. What a tenth of a tick costs differs from layer to layer; a 5-bit
+# sub-scale on int4 codes (0.113 tick) on each of the 36 layers, same layout:
 
 # %%
 loss5 = {n: scale_bits.rule_rows(w, 32, 4, 8, formats=("5-bit x fp16",))[0]["SQNR loss dB"] for n, w in W.items()}
@@ -162,19 +163,16 @@ print(f"SQNR lost: {min(loss5.values()):.3f} to {loss5[worst]:.3f} dB per layer,
 # steps `m`, against the rule:
 
 # %%
-cases = [(7, "int4 -7..7", "Q4_K's 6-bit sub-scale", 63), (15, "Q4_K's 0..15", "Q4_K's 6-bit sub-scale", 63)]
-cases += [(31, "Q5_K's 0..31", "Q5_K's 6-bit sub-scale", 63), (31, "6-bit -31..31", "Q6_K's int8 sub-scale", 127)]
-cases += [(127, "int8 -127..127", "fp16, at least", 1024)]
+cases = [(7, "int4 -7..7", "Q4_K's 6-bit sub-scale", 63), (31, "6-bit -31..31", "Q6_K's int8 sub-scale", 127)]
+cases += [(127, "int8 -127..127", "fp16 (Q8_0's)", 1024)]
 for qmax, codes, used, m in cases:
     print(f"qmax {qmax:3d} ({codes}): {used}, m = {m}: the top code moves up to {qmax / (2 * m):.3f} tick")
 
 # %% [markdown]
-# A 6-bit sub-scale suits int4 codes `-7..7`, Q6_K's int8 sub-scale its 6-bit codes, and fp16
-# int8 codes (an fp16 scale is 1024 to 2047 of its own steps). Q4_K's own codes run 0..15 over
-# a minimum, so its 6-bit sub-scale sits a little over a tenth. Q5_K spends the same 6 bits on
-# 5-bit codes, a quarter tick: above the rule. The 6-bit table above measured that move (`qmax`
-# 31 too): 0.06 dB lost. What the sub-scale does not hold, the scale's *range*, comes from the
-# level above: the fp16 super-scale spans the super-block.
+# Each sits near a tenth of a tick or below. For int8 codes the rule asks for about 10 bits of
+# steps, and fp16's 11 significant bits (1024 to 2047 steps) cover them. What the sub-scale does
+# not hold, the scale's *range*, comes from the level above: the fp16 super-scale spans the
+# super-block.
 #
 # ## 4. No mantissa at all: a power-of-two scale
 #
@@ -262,9 +260,9 @@ widgets.format_explorer(W)
 #
 # The floor rule's scale is `2**(k - 2)`, so the largest weight lands at `4f` ticks, and FP4's
 # grid holds only 4 and 6 up there. Within 1%: `f` near 1.5 (or near 1), where `4f` sits on 6
-# (or 4). Elsewhere the top code moves by up to a tick, and above `f = 1.5` it clips to 6: near
-# `f = 2`, 8 ticks are stored as 6, a quarter low. A power of two has no steps in between to
-# absorb the move; Q4_K's 6-bit sub-scale does.
+# (or 4). Between `f = 1` and `1.5` the top code moves by up to a tick (at `f = 1.25`); above
+# `1.5` it clips to 6, up to 2 ticks low near `f = 2`, a quarter of the weight. A power of two
+# has no steps in between to absorb the move; Q4_K's 6-bit sub-scale does.
 #
 # </details>
 #
@@ -273,17 +271,18 @@ widgets.format_explorer(W)
 # * A scale rounded to `m` steps is off by up to `1 / (2m)` in a block as loud as its
 #   super-block's loudest. It moves that block's largest code, `qmax` ticks out, by about
 #   `qmax / (2m)` ticks.
-# * The SQNR lost grows with the move: on `L0.output`, from 6 bits down, 3 to 4 times per bit
-#   fewer, and 0.054 to 0.082 dB at a median move near 0.15 tick. Past half a tick, a scale
-#   rounded down also clips.
+# * The SQNR lost grows with the move (on `L0.output`, 3 to 4 times per bit fewer from 6 bits
+#   down); past half a tick, a scale rounded down also clips.
 # * So a scale needs about `log2(qmax) + 2` to `3` bits of steps for a tenth of a tick (0.007
 #   to 0.021 dB per MiniLM layer, blocks of 32 under super-blocks of 8): 5 to 6 bits for int4
-#   codes, 7 to 8 for 6-bit codes, fp16 for int8 codes. The range comes from a level above: an
-#   fp16 super-scale per 256 weights, an fp32 scale per tensor.
+#   codes, 7 to 8 for 6-bit codes, about 10 for int8 codes (by the rule; fp16's 11 significant
+#   bits cover it). The range comes from a level above: an fp16 super-scale per 256 weights,
+#   an fp32 scale per tensor.
 # * A power of two (MX's E8M0) moves the top code by whole ticks and costs dB: on the 36 layers,
 #   under the OCP floor rule, 2.33 dB on int4 codes and 1.32 on FP4.
-# * NVFP4's E4M3 scales have about a 4-bit sub-scale's precision but a narrow range. Without the
-#   fp32 tensor scale, a tensor whose block scales fall below E4M3's range loses its blocks.
+# * NVFP4's E4M3 scales keep the same relative precision in every block (a 4-bit sub-scale's at
+#   the median block) but have a narrow range: without the fp32 tensor scale, a tensor whose
+#   block scales fall far below it rounds to zero.
 #
 # ## Pause and recall
 #
@@ -338,6 +337,21 @@ print_table(layout_rows, fmt_rule)
 # of one in 32, so the moved top codes carry more of the layer's energy. Sixteen blocks per
 # super-scale leave more blocks far below the loudest one. In Q6_K's own layout the 6-bit
 # sub-scale loses about a sixth of a dB, and Q6_K's int8 sub-scale about 0.05 dB.
+#
+# ### Q4_K's and Q5_K's codes over a minimum
+#
+# Q4_K and Q5_K store codes `0..15` and `0..31` above a per-block minimum, under 6-bit
+# sub-scales. Counted from the minimum, the top code sits 15 or 31 ticks out (the minimum's own
+# 6-bit rounding adds to the move):
+
+# %%
+for qmax, codes in ((15, "Q4_K's 0..15"), (31, "Q5_K's 0..31")):
+    print(f"{codes}: 6-bit sub-scale, m = 63: the top code moves up to {qmax / (2 * 63):.3f} tick")
+
+# %% [markdown]
+# Q4_K sits a little over a tenth of a tick, Q5_K at a quarter tick, above it. A move that size
+# (the `6-bit x fp16` row of section 3's table) cost symmetric 6-bit codes 0.058 dB on
+# `L0.output`; Q5_K's own codes over a minimum are not measured here.
 #
 # ### Where each format's scale bits go
 #

@@ -409,6 +409,7 @@ WRONG_08 = {
         (lambda a, g: _top_by_hand(a, g, clip=False), "did not clip"),
         (lambda a, g: _top_by_hand(a, g, fp4_as_int=True), "evenly spaced ticks"),
         (lambda a, g: _top_by_hand(a, g, exponent=lambda x: math.ceil(math.log2(x)) - 2), "ceil rule"),
+        (lambda a, g: _top_by_hand(a, g, exponent=lambda x: round(math.log2(x)) - 2), "rounded log2 amax"),
         (lambda a, g: a, "returned amax itself"),
         (lambda a, g: 2.0 ** (math.floor(math.log2(a)) - 2), "None"),  # returned the scale
     ],
@@ -422,6 +423,7 @@ WRONG_08 = {
     "08.quiet_block_bits": [
         (lambda c, r, t: _bits_by_hand(c, t), "answer for the loudest block"),
         (lambda c, r, t: _bits_by_hand(c, t / r, step=1.0), "counted a whole step"),
+        (lambda c, r, t: _bits_signed_sub_scale(c, r, t), "counted a whole step"),
         (lambda c, r, t: _bits_by_hand(c, t / r, qmax=1), "bounded the scale's relative error"),
         (lambda c, r, t: _bits_by_hand(c, t * r), "made the quiet block's move smaller"),
         (lambda c, r, t: _bits_by_hand(c, t / r, strict=True), "strictly below"),
@@ -430,6 +432,12 @@ WRONG_08 = {
     ],
 }
 WRONG |= WRONG_08
+
+
+def _bits_signed_sub_scale(code_bits, r, max_ticks):
+    """Lesson 08, task 2 with a signed sub-scale: 2**(bits - 1) - 1 steps."""
+    qmax = 2 ** (code_bits - 1) - 1
+    return next(b for b in range(2, 41) if qmax * r / (2 * (2 ** (b - 1) - 1)) <= max_ticks)
 
 
 def _sub_by_hand(ideal, bits, *, lowest=1, fp16=True, rnd=np.round, top=np.max, mixed=False):

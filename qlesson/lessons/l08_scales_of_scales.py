@@ -81,6 +81,7 @@ def _floor_top(
     e = {
         "floor": math.floor(math.log2(amax)) - 2,
         "ceil": math.ceil(math.log2(amax)) - 2,
+        "round": math.floor(math.log2(amax) + 0.5) - 2,
         "rceil": math.ceil(math.log2(amax / top)),
     }[rule]
     v = amax / 2.0**e
@@ -184,7 +185,9 @@ TASKS: list[Task] = [
                 lambda c, r, t: _quiet_bits(c, r, t, quiet=lambda k: 1 / k),
             ),
             Mistake(
-                "counted a whole step of the sub-scale: rounding to the nearest is off by at most half a step",
+                "counted a whole step of the sub-scale, or gave it half its steps: your worst rounding is twice too "
+                "large; rounding to the nearest is off by at most half a step, and a scale is positive, so a "
+                "bits-bit sub-scale is unsigned, 1 to 2**bits - 1",
                 lambda c, r, t: _quiet_bits(c, r, t, step=1.0),
             ),
             Mistake(
@@ -222,6 +225,7 @@ TASKS: list[Task] = [
             Case((11.2, "FP4"), "FP4, amax 11.2"),
             Case((0.05625, "FP4"), "FP4, amax 0.05625"),
             Case((0.3, "int4"), "int4, amax 0.3"),
+            Case((1.68, "int4"), "int4, amax 1.68"),
             Case((7.6, "int4"), "int4, amax 7.6"),
             Case((12.6, "int4"), "int4, amax 12.6"),
             Case((0.3, "FP4"), "FP4, amax 0.3 (the int4 case above, on FP4)"),
@@ -254,6 +258,11 @@ TASKS: list[Task] = [
                 "used the ceil rule (log2 amax rounded up): the floor rule rounds it down, so amax lands between 4 "
                 "and 8 times the scale, not between 2 and 4",
                 lambda amax, grid: _floor_top(amax, grid, rule="ceil"),
+            ),
+            Mistake(
+                "rounded log2 amax to the nearest integer: the floor rule rounds it down, so amax lands between 4 "
+                "and 8 times the scale",
+                lambda amax, grid: _floor_top(amax, grid, rule="round"),
             ),
             Mistake(
                 "used rceil (the power of two at or above the ideal scale): it never clips, but it is not the "
@@ -319,7 +328,7 @@ PREDICT = {
             True,
             "The largest code sits 31 ticks out instead of 7, so the same relative error moves it 31/7, about 4.4 "
             "times as far: as far as a sub-scale with 4.4 times fewer steps (about 14, a 4-bit one) moves int4's. "
-            "The loss follows the move.",
+            "The loss grows with the move.",
         ),
         (
             "several dB: the scale is now far too coarse and the codes clip",
