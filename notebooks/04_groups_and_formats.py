@@ -20,20 +20,15 @@
 # scale per run of `g` weights buy, and what does it cost?
 #
 # **The answer**: a group's scale covers only its own `g` weights, so an outlier coarsens only
-# its group, for one stored scale per group (llama.cpp's Q4_0: groups of 32, fp16 scales).
-# Whether a fourth bit is better spent on codes (int4 per-channel) or on scales (int3 with
-# groups of 16) is decided by a few weights per row that stand far above the rest; int4 with
-# groups of 128 sits 3.6 dB above int4 per-channel on MiniLM's six FFN output layers, which
-# have them, and about 1 dB above it on the other layers.
+# its group, and each fp16 scale costs `16 / g` bits per weight (0.125 at g = 128). On MiniLM at
+# int4, groups of 128 buy 3.6 dB over per-channel on the six FFN output layers and about 1 dB on
+# the other layers; section 4 tests why.
 #
-# **What you will do**:
-# * watch an outlier spoil one group instead of a whole channel;
-# * price the scales in bits per weight, and measure what they buy on MiniLM's weights;
-# * weigh a bit of scales against a code bit, and test what decides between them;
-# * see how llama.cpp's Q8_0 and Q4_0 store groups, checked against the `gguf` package.
+# **What you will do**: watch an outlier spoil one group, price the scales, test on MiniLM what
+# decides between a code bit and a bit of scales, and check llama.cpp's Q4_0 bytes.
 #
 # **What you need**: lessons 02 and 03; nothing to download (MiniLM comes with the course).
-# **Time**: about 28 minutes, plus about 27 for the exercise.
+# **Time**: about 27 minutes, plus about 23 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -211,19 +206,16 @@ g128 = [ql.errors(W[n], ql.fake_quantize(W[n], 4, granularity=ql.PerGroup(128)))
 gain = [a - r["int4 per-channel dB"] for a, r in zip(g128, others.values(), strict=True)]
 print(
     f"MiniLM's other {len(wins)} layers: int4 per-channel higher on {sum(x > 0 for x in wins)}, "
-    f"by {min(wins):.1f} to {max(wins):.1f} dB; int4 g128 above int4 per-channel by {min(gain):.1f} to "
-    f"{max(gain):.1f} dB (median {float(np.median(gain)):.1f})"
-)
-print(
-    f"row absmax / rms (median): the six FFN outputs {min(six):.1f} to {max(six):.1f}, "
-    f"the other {len(rest)} layers {min(rest):.1f} to {max(rest):.1f}"
+    f"by {min(wins):.1f} to {max(wins):.1f} dB; row absmax / rms {min(rest):.1f} to {max(rest):.1f} "
+    f"(the six FFN outputs: {min(six):.1f} to {max(six):.1f}); int4 g128 above int4 per-channel by "
+    f"{min(gain):.1f} to {max(gain):.1f} dB"
 )
 
 # %% [markdown]
 # The code bit wins by about 3 dB on L0.intermediate and on every MiniLM layer outside the
 # six. A Gaussian of the six layers' own shape does the same, so the shape does not decide.
 # What sets the six apart is the last column: their rows' largest weights stand farther above
-# the row's rms. Change only that, two weights per row at 5 times the rms, and the Gaussian
+# the row's rms. Give the Gaussian only that, two weights per row at 5 times the rms, and it
 # ties as the six do. Outside the six, groups of 128 also buy less: 0.9 to 1.6 dB.
 #
 # ## 5. Try it: a fifth code bit or smaller groups
@@ -239,13 +231,14 @@ layer = "L0.output"  # any name in W
 widgets.group_explorer(W[layer], layer, db=True)
 
 # %% [markdown]
-# Check what you found, and the 4-bit choice of section 4 on each of the six layers:
+# Check what you found, the 4-bit choice of section 4 on each of the six layers, and the same
+# search on L0.intermediate:
 
 # %%
 w_out = W["L0.output"]
 pc5 = ql.errors(w_out, ql.fake_quantize(w_out, 5, granularity=ql.PerChannel(0))).sqnr_db
 print(f"L0.output, int5 per-channel: {5 + 16 / w_out.shape[1]:.3f} bits/weight, SQNR {pc5:.2f} dB")
-for g in (32, 24, 16):
+for g in (32, 24):
     sqnr = ql.errors(w_out, ql.fake_quantize(w_out, 4, granularity=ql.PerGroup(g))).sqnr_db
     print(f"L0.output, int4 g{g}: {4 + 16 / g:.3f} bits/weight, SQNR {sqnr:.2f} dB")
 gaps = {
@@ -254,24 +247,26 @@ gaps = {
     for name, w_layer in ffn_out.items()
 }
 print("int3 g16 minus int4 per-channel, dB:", ", ".join(f"{n} {v:+.2f}" for n, v in gaps.items()))
+w_in = W["L0.intermediate"]  # the control: rows without a few large weights
+pc5_in = ql.errors(w_in, ql.fake_quantize(w_in, 5, granularity=ql.PerChannel(0))).sqnr_db
+g8_in = ql.errors(w_in, ql.fake_quantize(w_in, 4, granularity=ql.PerGroup(8))).sqnr_db
+print(f"L0.intermediate, int5 per-channel: SQNR {pc5_in:.2f} dB; int4 g8 (6.000 bits/weight): {g8_in:.2f} dB")
 
 # %% [markdown]
-# On this layer, whose rows hold a few large weights, groups of 24 pass the fifth code bit for
-# two thirds of a bit. At 4 bits the verdict flips between neighbouring layers of the same type
-# and shape, each way by under 1 dB: to choose, measure on the layer itself, as the exercise's
-# last task does.
+# On L0.output, whose rows hold a few large weights, int4 with groups of 24 (4.667 bits per
+# weight) just passes int5 per-channel, a third of a bit cheaper. On L0.intermediate, whose rows
+# do not, even groups of 8, at 6 bits per weight, stay below int5 per-channel. At 4 bits the verdict flips between
+# neighbouring layers of the same type and shape, each way by under 1 dB: to choose, measure on
+# the layer itself, as the exercise's last task does.
 #
 # ## 6. llama.cpp's blocks: groups of 32
 #
 # llama.cpp's Q8_0 and Q4_0 store weights in blocks of 32 along each row: per-group with
-# `g = 32`, the scale `d` stored in front of its codes.
+# `g = 32`, an fp16 scale `d` stored in front of its codes.
 #
-# * **Q8_0**: fp16 `d`, then 32 int8 codes: 34 bytes, 8.5 bits per weight.
-# * **Q4_0**: fp16 `d`, then 16 bytes holding 32 4-bit codes: 18 bytes, 4.5 bits per weight.
-#   Byte `2 + j` holds element `j` in its low nibble and element `j + 16` in its high nibble,
-#   each stored as code + 8, so that it fits in 0..15. Its codes run from -8 to 7: `d = m / -8`
-#   puts the block's largest-magnitude value `m` on code -8, one code more than this lesson's
-#   `[-7, 7]` ruler.
+# * **Q8_0**: `d`, then 32 int8 codes: 34 bytes, 8.5 bits per weight.
+# * **Q4_0**: `d`, then 16 bytes holding 32 4-bit codes, two per byte: 18 bytes, 4.5 bits per
+#   weight.
 #
 # A row now has `K / 32` scales, so no single scale factors out of its dot product: a kernel
 # multiplies each block's partial dot product by that block's `d`.
@@ -296,19 +291,16 @@ for fmt in ("Q8_0", "Q4_0"):
 # %% [markdown]
 # ## Summary
 #
-# * Per-group: one scale per `g` weights along `in_features`; scales `[N, K / g]`; an outlier
-#   coarsens only its own group.
-# * Each fp16 scale costs `16 / g` bits per weight (0.125 at g = 128, 0.5 at g = 32). Sharing
-#   across output rows instead is coarser than per-channel.
-# * On MiniLM's six FFN output layers, int4 with groups of 128 (4.125 bits) sits 3.4 to 3.6 dB
-#   above both ways to spend a fourth bit; on its other layers groups of 128 gain about 1 dB
-#   over per-channel.
-# * At about 4 bits, int3 with groups of 16 ties int4 per-channel only where a row's few largest
-#   weights stand far out (the six FFN outputs; a Gaussian given two such weights per row).
-#   Elsewhere the code bit wins, by 2.4 to 3.6 dB on MiniLM. Among the six, the winner flips
-#   from layer to layer: measure.
-# * llama.cpp's Q8_0 and Q4_0 are per-group with `g = 32` and fp16 scales: 8.5 and 4.5 bits per
-#   weight; qlesson reproduces the bytes of gguf's reference quantizer (on L0.output).
+# * Per-group: one scale per `g` weights along `in_features`, scales `[N, K / g]`; an outlier
+#   coarsens only its own group. Sharing a scale across output rows is coarser than per-channel.
+# * Each fp16 scale costs `16 / g` bits per weight: 0.125 at g = 128, 0.5 at g = 32 (llama.cpp's
+#   Q4_0 and Q8_0).
+# * On MiniLM at int4, groups of 128 gain 3.6 dB over per-channel on the six FFN output layers
+#   and about 1 dB on the others.
+# * On MiniLM and on a Gaussian, int3 with groups of 16 comes within 1 dB of int4 per-channel
+#   only where a row's few largest weights stand far out (the six FFN outputs; the Gaussian
+#   given two per row). Elsewhere the code bit wins by 2.4 to 3.6 dB. Among the six, the winner
+#   flips from layer to layer: measure.
 #
 # ## Pause and recall
 
@@ -319,9 +311,9 @@ recall.quiz("04")
 recall.show("04")
 
 # %% [markdown]
-# **Exercise**: `exercises/04_groups_and_formats.ipynb`: per-group quantization and its bits,
-# the bytes of a block the lesson did not show, one Q4_0 block read by hand, and a bit budget
-# spent on weights the lesson did not show.
+# **Exercise**: `exercises/04_groups_and_formats.ipynb`: per-group quantization, the bytes of a
+# block the lesson did not show, one Q4_0 block read by hand (its layout is in Going deeper),
+# and a bit budget spent on weights the lesson did not show.
 #
 # ## Going deeper
 #
@@ -387,7 +379,8 @@ print(
 #
 # ### One Q4_0 block, byte by byte
 #
-# The first 32 weights of row 0 of `L0.output`. Bytes 0 and 1 hold `d` as fp16 (little-endian).
+# The exercise reads one of these blocks by hand. Here: the first 32 weights of row 0 of
+# `L0.output`. Bytes 0 and 1 hold `d` as fp16 (little-endian).
 # Code byte `j` (byte `2 + j`) holds element `j` in its low nibble and element `j + 16` in its
 # high nibble, each stored as code + 8 so that it fits in 0..15:
 

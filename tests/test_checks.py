@@ -193,12 +193,6 @@ WRONG = {
         ),
         (lambda w, bits, g: _good("04.quantize_per_group")(w, bits, 8), "None"),
     ],
-    "04.bits_per_weight": [
-        (lambda bits, g, sb, zb: bits, "left out the metadata"),
-        (lambda bits, g, sb, zb: bits + sb / g, "left out the zero points"),
-        (lambda bits, g, sb, zb: bits + (sb + zb) / 8 / g, "bytes, not bits"),
-        (lambda bits, g, sb, zb: bits + (16 + zb) / g, "16 scale bits whatever"),
-    ],
     "04.q5_0_bits_per_weight": [(5.0, "left out the fp16 scale"), (4.5, "fifth bits"), (5.25, "None")],
     "04.budget_prediction": [(((4, 128), (4, 128)), "outlier"), (((4, 256), (4, 256)), "None")],
     "05.asymmetric_roundtrip": [
@@ -825,7 +819,6 @@ SHORTCUTS = {
     "04.quantize_per_group": [
         lambda w, b, g: _rows_as_groups(w, b, g),
     ],
-    "04.bits_per_weight": [lambda b, g, sb, zb: b + (sb + zb) / 128, lambda b, g, sb, zb: b * (1 + 1 / g)],
     "05.asymmetric_roundtrip": [
         lambda x, b: _roundtrip(x, b, min(x.min(), 0), max(x.max(), 0)).clamp(min=x.min().item()),
         lambda x, b: _roundtrip(x, b, min(x.min(), 0), max(x.max(), 0), sign=-1) * (2**b - 1) / 2**b,

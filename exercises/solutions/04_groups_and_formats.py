@@ -21,8 +21,8 @@
 # # Exercise 04 · Groups and formats (SOLUTIONS: spoilers)
 #
 # Practice for lesson `notebooks/04_groups_and_formats.ipynb`.
-# Per-group quantization, what its scales cost, the bytes of a llama.cpp block the lesson did not
-# show, one Q4_0 block read by hand, and a bit budget spent on a weight the lesson did not show.
+# Per-group quantization, the bytes of a llama.cpp block the lesson did not show, one Q4_0 block
+# read by hand, and a bit budget spent on a weight the lesson did not show.
 #
 # **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
 # check cell right below it. Write your code, run your cell, then run the check: a pass prints
@@ -69,28 +69,7 @@ check("04.quantize_per_group", quantize_per_group)
 
 
 # %% [markdown]
-# ## Task 2 · Bits per weight, zero points included
-#
-# GPTQ and AWQ checkpoints store an asymmetric ruler: beside each group's scale they store a
-# zero point, a small integer (lesson 05 builds it). Write
-# `bits_per_weight(bits, group_size, scale_bits, zero_bits)`: what one weight costs in storage,
-# on average, for `bits`-bit codes in groups of `group_size`, each group storing one scale of
-# `scale_bits` bits and one zero point of `zero_bits` bits (0 for a symmetric format).
-
-
-# %% tags=["solution"]
-def bits_per_weight(bits, group_size, scale_bits, zero_bits):
-    ...  # STUB
-    # BEGIN SOLUTION
-    return bits + (scale_bits + zero_bits) / group_size
-    # END SOLUTION
-
-
-# %% qlesson={"task": "04.bits_per_weight"} tags=["check"]
-check("04.bits_per_weight", bits_per_weight)
-
-# %% [markdown]
-# ## Task 3 · Count the bytes of a block the lesson did not show
+# ## Task 2 · Count the bytes of a block the lesson did not show
 #
 # llama.cpp's Q5_0 keeps Q4_0's blocks of 32 weights and its one fp16 scale `d`, but gives every
 # weight a 5-bit code. It stores the low 4 bits of the codes two per byte, as Q4_0 does, and
@@ -107,10 +86,11 @@ q5_0_bits = (2 + 32 // 8 + 32 // 2) * 8 / 32  # d, fifth bits, low nibbles: 22 b
 check("04.q5_0_bits_per_weight", q5_0_bits)
 
 # %% [markdown]
-# ## Task 4 · Read one Q4_0 block by hand
+# ## Task 3 · Read one Q4_0 block by hand
 #
 # Write `dequantize_q4_0_block(block)`: `block` is one Q4_0 block, a `torch.uint8` tensor of 18
-# bytes exactly as llama.cpp stores it (lesson section 6 gives the layout). Return its 32
+# bytes exactly as llama.cpp stores it (the lesson's Going deeper, "One Q4_0 block, byte by
+# byte", gives the layout). Return its 32
 # weights as a float32 tensor, in order. Use only torch: no `gguf`, no `qlesson`.
 # `t.view(torch.float16)` reads the bytes of a `uint8` tensor `t` as fp16 values.
 
@@ -131,7 +111,7 @@ check("04.dequantize_q4_0_block", dequantize_q4_0_block)
 
 
 # %% [markdown]
-# ## Task 5 · Spend a budget of bits
+# ## Task 4 · Spend a budget of bits
 #
 # A runtime stores one fp16 scale per group; `group_size` equal to a row's length is
 # per-channel. Write `best_setting(w, budget, settings)`: `settings` is a list of
@@ -200,24 +180,25 @@ recall_01_6 = "b"
 recall.answer("01", 6, recall_01_6)
 
 # %% [markdown]
-# ### Recall 04.4
+# ### Recall 03.2
 #
-# About 4 bits per weight for a layer whose rows have no weights far above the rest: int3 g16 or int4 per-channel?
+# Why is the output axis the usual channel for weight scales?
 #
-# - **a)** int4 per-channel: its code bit makes every step 7/3 times finer, more than groups of 16 buy there
-# - **b)** int3 with groups of 16: smaller groups always lower the error more
-# - **c)** Either: at equal storage the two always land within a few tenths of a dB
+# - **a)** The outliers of a weight are always along the input axis, so the output axis is the safe one
+# - **b)** Per-input-channel scales would need more storage
+# - **c)** Because PyTorch stores weights [out, in], so the output axis is axis 0
+# - **d)** Its scale is constant along the sum of the matrix multiply, so it can be applied once after it
 #
 # Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
-recall_4 = ...  # STUB
+recall_03_2 = ...  # STUB
 # BEGIN SOLUTION
-recall_4 = "a"
+recall_03_2 = "d"
 # END SOLUTION
 
-# %% qlesson={"task": "recall 04.4"} tags=["check"]
-recall.answer("04", 4, recall_4)
+# %% qlesson={"task": "recall 03.2"} tags=["check"]
+recall.answer("03", 2, recall_03_2)
 
 # %% [markdown]
 # ### Recall 04.5

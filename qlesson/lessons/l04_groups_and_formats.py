@@ -75,13 +75,6 @@ def _strided_per_group(w: torch.Tensor, bits: int, g: int) -> tuple[torch.Tensor
     return q.reshape(n, k), s
 
 
-def _bits_per_weight(bits: int, g: int, scale_bits: int, zero_bits: int) -> float:
-    return bits + (scale_bits + zero_bits) / g
-
-
-# ---- one Q4_0 block, by hand -------------------------------------------------------------------
-
-
 def _block_bytes(block: torch.Tensor) -> torch.Tensor:
     return torch.as_tensor(block).to(torch.uint8).reshape(18)
 
@@ -289,33 +282,6 @@ TASKS: list[Task] = [
         atol=0.0,  # an all-zero group's scale is exactly 0, not a small number
     ),
     Task(
-        "04.bits_per_weight",
-        "bits per weight with group scales and zero points",
-        _bits_per_weight,
-        [
-            Case((4, 128, 16, 4), "int4, g=128, fp16 scales, 4-bit zero points"),
-            Case((8, 32, 16, 0), "int8, g=32, fp16 scales, symmetric (no zero points)"),
-            Case((3, 64, 32, 8), "int3, g=64, fp32 scales, 8-bit zero points"),
-            Case((2, 16, 16, 2), "int2, g=16, fp16 scales, 2-bit zero points", hidden=True),
-        ],
-        "everything a group stores beside its codes is shared by its g weights",
-        [
-            Mistake(
-                "left out the metadata: a group stores its scale and zero point too", lambda b, g, sb, zb: float(b)
-            ),
-            Mistake(
-                "left out the zero points: they are stored per group, like the scales",
-                lambda b, g, sb, zb: b + sb / g,
-            ),
-            Mistake(
-                "charged the zero point to every weight; one zero point is shared by its group's g weights",
-                lambda b, g, sb, zb: b + sb / g + zb,
-            ),
-            Mistake("added metadata bytes, not bits, per weight", lambda b, g, sb, zb: b + (sb + zb) / 8 / g),
-            Mistake("used 16 scale bits whatever scale_bits says", lambda b, g, sb, zb: b + (16 + zb) / g),
-        ],
-    ),
-    Task(
         "04.q5_0_bits_per_weight",
         "the bits per weight of a block the lesson did not show: Q5_0",
         lambda: (2 + 4 + 16) * 8 / 32,
@@ -514,10 +480,10 @@ RECALL: tuple[Question, ...] = (
             "along in_features: K / g scales per row, more than per-channel's one.",
         ),
         (
-            "It lowers every weight's rounding error, since a group's ruler is never coarser than its row's",
+            "It is free: a few thousand scales are negligible next to millions of weights",
             False,
-            "Tempting because each group's step is at most its row's; but a finer ruler bounds each error, it does "
-            "not lower each one: a weight can sit farther from the finer ruler's ticks than from the coarser one's.",
+            "Tempting because the scales are few next to the weights; but each fp16 scale is shared by only g "
+            "weights, so it costs every weight 16 / g bits: 0.125 at g = 128, 0.5 at g = 32 (section 2).",
         ),
         source=INTERVIEW,
     ),
@@ -525,20 +491,20 @@ RECALL: tuple[Question, ...] = (
         "About 4 bits per weight for a layer whose rows have no weights far above the rest: int3 g16 or int4 "
         "per-channel?",
         (
-            "int4 per-channel: its code bit makes every step 7/3 times finer, more than groups of 16 buy there",
+            "int4 per-channel, by about 3 dB",
             True,
-            "Without a few large weights, a group of 16's absmax is about 2/3 of its row's, so its ruler is only "
-            "about 1.5 times finer; the code bit wins by 2.4 to 3.6 dB on MiniLM's layers outside the six FFN "
-            "outputs (section 4).",
+            "On MiniLM's 31 layers outside the six FFN outputs, and on a Gaussian of their shape, the code bit "
+            "wins by 2.4 to 3.6 dB (section 4): without a few large weights, a group of 16's ruler is not fine "
+            "enough to win back int3's coarser steps.",
         ),
         (
-            "int3 with groups of 16: smaller groups always lower the error more",
+            "int3 with groups of 16: 16 weights per scale beat a whole row per scale",
             False,
-            "Tempting because each halving of the group lowers the error; but at equal storage the groups must "
-            "win back int3's 7/3 times coarser steps, and without outliers they do not.",
+            "Tempting because each halving of the group raises the SQNR; but at equal storage the groups must "
+            "win back int3's coarser steps, and without a few large weights per row they do not (section 4).",
         ),
         (
-            "Either: at equal storage the two always land within a few tenths of a dB",
+            "Either: at equal storage the two land within a few tenths of a dB",
             False,
             "Tempting after the six FFN output layers, where they do; but their rows have a few weights far above "
             "the rest. Without such weights the code bit wins by 2.4 to 3.6 dB on MiniLM.",
