@@ -21,8 +21,8 @@
 #
 # **The answer**: a group's scale covers only its own `g` weights, so an outlier coarsens only
 # its group, and each fp16 scale costs `16 / g` bits per weight (0.125 at g = 128). On MiniLM at
-# int4, groups of 128 buy 3.6 dB over per-channel on the six FFN output layers and about 1 dB on
-# the other layers; section 4 tests why.
+# int4, groups of 128 buy up to 3.6 dB over per-channel; section 4 tests what decides when a bit
+# of scales beats a bit of code.
 #
 # **What you will do**: watch an outlier spoil one group, price the scales, test on MiniLM what
 # decides between a code bit and a bit of scales, and check llama.cpp's Q4_0 bytes.
@@ -179,7 +179,7 @@ for (m, b), label in near_4.items():
 # On these six layers the two ways land about 0.2 dB apart, the bit of scales ahead. Neither
 # is the best buy: int4 with groups of 256 (4.0625 bits) sits more than 2 dB above both,
 # groups of 128 (4.125 bits) 3.4 and 3.6 dB above. GPTQ (g = 128) and Q4_0 (g = 32) spend
-# their bits on this upper-left edge.
+# their bits near this upper-left edge (Q4_0, with all 16 codes, sits about 1 dB above it).
 #
 # Now predict the same comparison on L0.intermediate (`[1536, 384]`), the FFN layer just
 # before L0.output:
@@ -296,7 +296,7 @@ for fmt in ("Q8_0", "Q4_0"):
 # * Each fp16 scale costs `16 / g` bits per weight: 0.125 at g = 128, 0.5 at g = 32 (llama.cpp's
 #   Q4_0 and Q8_0).
 # * On MiniLM at int4, groups of 128 gain 3.6 dB over per-channel on the six FFN output layers
-#   and about 1 dB on the others.
+#   (rows of 1536: twelve groups each) and 0.9 to 1.6 dB on the others (rows of 384: three).
 # * On MiniLM and on a Gaussian, int3 with groups of 16 comes within 1 dB of int4 per-channel
 #   only where a row's few largest weights stand far out (the six FFN outputs; the Gaussian
 #   given two per row). Elsewhere the code bit wins by 2.4 to 3.6 dB. Among the six, the winner

@@ -493,7 +493,8 @@ RECALL: tuple[Question, ...] = (
         (
             "int4 per-channel, by about 3 dB",
             True,
-            "On MiniLM's 31 layers outside the six FFN outputs, and on a Gaussian of their shape, the code bit "
+            "On MiniLM's 31 layers outside the six FFN outputs, and on a Gaussian with the FFN outputs' shape, "
+            "the code bit "
             "wins by 2.4 to 3.6 dB (section 4): without a few large weights, a group of 16's ruler is not fine "
             "enough to win back int3's coarser steps.",
         ),
