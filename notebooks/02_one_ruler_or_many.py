@@ -28,7 +28,7 @@
 # row's error under both rulers.
 #
 # **What you need**: lesson 01 (scale, round, clamp); nothing to download.
-# **Time**: about 18 minutes, plus about 18 for the exercise.
+# **Time**: about 17 minutes, plus about 18 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -140,10 +140,9 @@ print_table(
 
 # %% [markdown]
 # Row 0's error goes *up* with its own, finer ruler: its values sat on or near the shared
-# ticks, and the new ticks miss them. What per-channel guarantees is smaller: a row's own scale
+# ticks, and the new ticks miss them. Per-channel promises less than that: a row's own scale
 # is never larger than the shared one, so its error bound, half a tick, never grows. Its actual
-# error can. On MiniLM's Linear weights that happens to no row at int4, and at int8 to 10 of
-# 21,120 rows, all almost as loud as their layer's loudest (Going deeper counts them).
+# error can.
 #
 # ## 6. Try it: move the rows and the bits
 #

@@ -19,11 +19,11 @@
 # **The question**: What does each ruler's 4 bytes buy: a scale of its own for each channel, or
 # a zero point?
 #
-# **The answer**: With symmetric rulers, a channel's own ruler is finer by the tensor's largest
-# |value| over the channel's, so the quieter the channel, the smaller its error bound. Each
-# ruler costs 4 bytes here, 8 with a zero point: 1 to 2% of an int8 layer with 384-value rows.
-# On a 64-value post-GELU row, lopsided about 0 (-0.17 to 1.91), a zero point's 4 bytes buy
-# about what one more bit per value buys; on the same values mirrored about 0, they buy nothing.
+# **The answer**: A channel's own symmetric ruler is finer by the tensor's largest |value| over
+# the channel's, so the quietest channels gain most, for 4 bytes a ruler (1 to 2% of an int8
+# layer with 384-value rows). On a 64-value post-GELU row (-0.17 to 1.91), a zero point's 4 more
+# bytes cut the error nearly as much as one more bit per value, and on the same values mirrored
+# about 0 they buy about nothing.
 #
 # **What you will do**: predict how far a quiet channel's error falls, find the width at which
 # it vanishes, count the bytes, and count the codes a symmetric ruler leaves empty on a GELU
@@ -92,10 +92,10 @@ _ = calc.plot(ex, sharey=True)
 #
 # Paste channels one per line (or separated by `;`), values separated by commas or spaces.
 #
-# **Try this.** Pick **symmetric**, leave **bits** at 8 and press **Compare**. Lower **bits** one
-# step at a time, pressing **Compare** each time, until channel 3's per-tensor MAE is 0.06, the
-# mean of its |values|: all of its values then round to 0. At which width, and why there?
-# Compare half the per-tensor scale with 0.11. Then replace the box with rows of your own.
+# **Try this.** Pick **symmetric**, set **bits** to 4 and press **Compare**. Raise **bits** one
+# step at a time, pressing **Compare** each time. At which width does *every* value of channel 3
+# first get a nonzero code under the shared ruler, and why there? Compare half the per-tensor
+# scale in the table with channel 3's smallest |value|. Then replace the box with rows of your own.
 
 # %% tags=["nbval-ignore-output"]
 from qlesson.teach import widgets
@@ -105,8 +105,9 @@ widgets.calculator()
 # %% [markdown]
 # <details><summary>Check for the Try-this (open it after you tried)</summary>
 #
-# At 4 bits. There half a shared tick is 1.70 / 7 / 2, about 0.121, more than 0.11. At 5 bits it
-# is 1.70 / 15 / 2, about 0.057, so 0.11, 0.08 and -0.06 still reach a code.
+# At 7 bits. Channel 3's smallest |value| is 0.02. At 6 bits half a shared tick is
+# 1.70 / 31 / 2, about 0.027, so -0.02 still rounds to 0; at 7 bits it is 1.70 / 63 / 2, about
+# 0.013, and the codes are [1, 3, -1, 4, -2].
 #
 # </details>
 #
@@ -125,16 +126,15 @@ for zp_bytes in (0, 4):
     print(f"[1536, 384] int8 layer, zero point {zp_bytes} B: metadata {fp.metadata_bytes / fp.total_bytes:.1%} of it")
 
 # %% [markdown]
-# On the toy, the four scales (16 bytes, 32 with zero points) rival the 20 bytes of codes. On
-# a layer whose rows hold 384 values (MiniLM's FFN up-projection shape), the same metadata is
-# 1 to 2% of the layer.
+# On a layer whose rows hold 384 values (MiniLM's FFN up-projection shape), the rulers are 1 to
+# 2% of the layer.
 #
 # ## 4. The other 4 bytes: a zero point
 #
 # A zero point also costs 4 bytes per ruler. Lesson 05 measured what it buys on MiniLM's GELU
 # outputs at 8 bits. Here is the calculator on one row: GELU of 64 standard-normal draws,
-# rounded to 2 decimals, under one ruler. The control is the same 64 values mirrored (each
-# value and its negation): a row symmetric about 0.
+# rounded to 2 decimals, under one ruler. The control is the same values mirrored (each value
+# and its negation, 128 values): a row symmetric about 0.
 
 # %%
 gelu = calc.parse_channels(calc.gelu_row())
@@ -155,24 +155,25 @@ for bits in (4, 8):
         (gelu, 0, True, "symmetric"),
         (gelu, 0, False, "zero point"),
         (gelu, 1, True, "1 more bit"),
-        (mirrored, 0, False, "zero point, mirrored row"),
+        (mirrored, 0, False, "zero point, mirrored (128 values)"),
     ):
         g = calc.compare(row, bits=bits + extra, symmetric=symmetric)
         base = calc.compare(row, bits=bits, symmetric=True).overall["per-tensor"]["MAE"]
         mae = g.overall["per-tensor"]["MAE"]
-        rows.append({"bits": bits, "ruler": name, "bytes": g.memory["per-tensor total bytes"], "MAE": mae})
+        n_bytes = g.memory["per-tensor total bytes"] if row is gelu else "-"
+        rows.append({"bits": bits, "ruler": name, "bytes": n_bytes, "MAE": mae})
         rows[-1]["symmetric's MAE / this"] = base / mae
-print_table(rows, {"MAE": ".4f", "symmetric's MAE / this": ".1f"})
+print_table(rows, {"MAE": ".4f", "symmetric's MAE / this": ".2f"})
 
 
 # %% [markdown]
-# Symmetric must reach -1.91 to reach +1.91, so the codes below the one -0.17 rounds to stay
-# empty: 6 of 15 at 4 bits, 116 of 255 at 8. A zero point spends every code on -0.17 to 1.91,
-# a tick about half as wide: the MAE is 2.6 times lower at 4 bits, 2.0 at 8. On the mirrored
-# row no code is empty, and the same 4 bytes buy nothing (1.1 and 0.9 times), though the zero
-# point still has 16 codes to symmetric's 15: the gain was the empty side. The alternative
-# spend, one more bit per value, costs n/8 bytes on an n-value row (8 here) and buys about as
-# much.
+# Symmetric spans -1.91 to +1.91, but the row's lowest value, -0.17, rounds to code -1 at 4
+# bits: codes -7 to -2 stay empty, 6 of 15 (116 of 255 at 8 bits). A zero point spends every
+# code on -0.17 to 1.91, a tick about half as wide: the MAE is 2.58 times lower at 4 bits, 1.99
+# at 8, nearly what one more bit per value buys (2.99 and 2.01 times) for half the bytes on
+# this row (4 against 8). On the mirrored row no code is empty, and the same 4 bytes buy about
+# nothing (1.05 and 0.94 times), though the zero point still has 16 codes to symmetric's 15:
+# the gain was the empty side.
 #
 # ## Summary
 #
@@ -180,12 +181,13 @@ print_table(rows, {"MAE": ".4f", "symmetric's MAE / this": ".1f"})
 #   |value| over the channel's own: the quieter the channel, the finer its ruler and its error
 #   bound. The channel holding the tensor's largest |value| gains nothing. The MAE only
 #   roughly follows (1.1 to 30 times lower on the example).
-# * In this calculator a ruler costs 4 bytes (fp32 scale), 8 with an int32 zero point: it rivals
-#   the codes on a 20-value toy at 8 bits and is 1 to 2% of an int8 layer with 384-value rows.
+# * In this calculator a ruler costs 4 bytes (fp32 scale), 8 with an int32 zero point: 1 to 2%
+#   of an int8 layer with 384-value rows.
 # * On a row whose range is lopsided about 0, such as a post-GELU row (-0.17 to 1.91),
 #   symmetric leaves empty the codes below the one the row's smallest value rounds to. On this
-#   64-value row a zero point's 4 bytes cut the MAE 2.6 times at 4 bits, about what one more
-#   bit per value (8 bytes) buys; on the same values mirrored about 0 they buy nothing.
+#   64-value row a zero point's 4 bytes cut the MAE 2.58 times at 4 bits, nearly what one more
+#   bit per value (8 bytes) buys, 2.99 times; on the same values mirrored about 0 they buy about
+#   nothing.
 #
 # ## Pause and recall
 

@@ -159,20 +159,20 @@ for bits in (3, 4, 8):
 # ## Recall
 
 # %% [markdown]
-# ### Recall 02.3
+# ### Recall 02.6
 #
-# Per-tensor int3; Row B sets the scale (absmax 3.10). From what factor m does Row A (absmax 0.15) get a nonzero code?
+# Per-tensor int5; Row B sets the scale (absmax 3.10). From what factor m does Row A (absmax 0.15) get a nonzero code?
 #
 # Answer with a number.
 
 # %% tags=["solution"]
-recall_02_3 = ...  # STUB
+recall_02_6 = ...  # STUB
 # BEGIN SOLUTION
-recall_02_3 = 3.44
+recall_02_6 = 0.69
 # END SOLUTION
 
-# %% qlesson={"task": "recall 02.3"} tags=["check"]
-recall.answer("02", 3, recall_02_3)
+# %% qlesson={"task": "recall 02.6"} tags=["check"]
+recall.answer("02", 6, recall_02_6)
 
 # %% [markdown]
 # ### Recall 01.6
@@ -197,11 +197,11 @@ recall.answer("01", 6, recall_01_6)
 # %% [markdown]
 # ### Recall 01.5
 #
-# When does an asymmetric ruler beat a symmetric one with the same bits?
+# When is an asymmetric ruler worth its zero point (the same bits as a symmetric one)?
 #
 # - **a)** When the data sits on one side of 0 or is lopsided
-# - **b)** Only for weights, never activations
-# - **c)** Always: asymmetric is strictly more accurate
+# - **b)** Always: it is never coarser, so always take it
+# - **c)** When a few outliers sit on both sides of 0
 #
 # Answer with the option's letter as a string (in quotes).
 

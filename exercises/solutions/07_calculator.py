@@ -49,8 +49,8 @@ from qlesson.course.tasks import check
 # is than one asymmetric ruler shared by the whole tensor, at the same bit width. Every channel
 # holds at least one nonzero value.
 #
-# Predict first: on the lesson's four channels (the check's first case), which channel gains
-# nothing now?
+# Predict first: channel 2 of the lesson's four channels gained nothing with symmetric rulers.
+# Does it gain with asymmetric ones, and why? The cell after the check prints the answer.
 
 
 # %% tags=["solution"]
@@ -68,6 +68,12 @@ def finer_by(w):
 # %% qlesson={"task": "07.finer_by"} tags=["check"]
 check("07.finer_by", finer_by)
 
+# %%
+from qlesson.teach import calculator as calc
+
+lesson_channels = torch.stack(calc.parse_channels(calc.EXAMPLE))
+print("the lesson's four channels, asymmetric:", [round(v, 1) for v in finer_by(lesson_channels).tolist()])
+
 # %% [markdown]
 # ## Task 2 · Codes a symmetric ruler cannot use
 #
@@ -77,7 +83,8 @@ check("07.finer_by", finer_by)
 # round to them? Lesson 07 counted them on a GELU row; here the row can be any activation, of
 # either sign.
 #
-# Predict first: for a ReLU row (every value >= 0) at 8 bits, how many?
+# Predict first: for a ReLU row (every value >= 0) at 8 bits, how many? The cell after the
+# check prints the answer.
 
 
 # %% tags=["solution"]
@@ -93,6 +100,9 @@ def unreachable_codes(row, bits):
 
 # %% qlesson={"task": "07.unreachable_codes"} tags=["check"]
 check("07.unreachable_codes", unreachable_codes)
+
+# %%
+print("a ReLU row at 8 bits:", unreachable_codes(torch.tensor([0.0, 0.4, 1.7, 3.0]), 8))
 
 # %% [markdown]
 # ## Task 3 · What the rulers cost on a real layer
@@ -120,20 +130,20 @@ check("07.metadata_share", metadata_share)
 # ## Recall
 
 # %% [markdown]
-# ### Recall 07.1
+# ### Recall 07.6
 #
-# The example has 4 channels. With symmetric rulers, how many metadata bytes does per-channel store (fp32 scales)?
+# A tensor has 6 channels. Asymmetric rulers: how many metadata bytes does per-channel store (fp32, int32)?
 #
 # Answer with a number.
 
 # %% tags=["solution"]
-recall_1 = ...  # STUB
+recall_6 = ...  # STUB
 # BEGIN SOLUTION
-recall_1 = 16
+recall_6 = 48
 # END SOLUTION
 
-# %% qlesson={"task": "recall 07.1"} tags=["check"]
-recall.answer("07", 1, recall_1)
+# %% qlesson={"task": "recall 07.6"} tags=["check"]
+recall.answer("07", 6, recall_6)
 
 # %% [markdown]
 # ### Recall 07.2
@@ -156,20 +166,20 @@ recall_2 = "b"
 recall.answer("07", 2, recall_2)
 
 # %% [markdown]
-# ### Recall 07.3
+# ### Recall 07.7
 #
-# Symmetric: a tensor's largest |value| is 2.4, a channel's is 0.3. How many times finer is its own ruler?
+# Symmetric: a tensor's largest |value| is 2.4; a channel's own ruler is 6 times finer. Its largest |value|?
 #
 # Answer with a number.
 
 # %% tags=["solution"]
-recall_3 = ...  # STUB
+recall_7 = ...  # STUB
 # BEGIN SOLUTION
-recall_3 = 8
+recall_7 = 0.4
 # END SOLUTION
 
-# %% qlesson={"task": "recall 07.3"} tags=["check"]
-recall.answer("07", 3, recall_3)
+# %% qlesson={"task": "recall 07.7"} tags=["check"]
+recall.answer("07", 7, recall_7)
 
 # %% [markdown]
 # ### Recall 07.4

@@ -317,23 +317,25 @@ RECALL: tuple[Question, ...] = (
         ),
     ),
     choice(
-        "When does an asymmetric ruler beat a symmetric one with the same bits?",
+        "When is an asymmetric ruler worth its zero point (the same bits as a symmetric one)?",
         (
             "When the data sits on one side of 0 or is lopsided",
             True,
-            "The symmetric ruler spends half its codes on values that never occur.",
+            "The symmetric ruler spends about half its codes on values that never occur; the asymmetric one puts "
+            "every code where the data is.",
         ),
         (
-            "Always: asymmetric is strictly more accurate",
+            "Always: it is never coarser, so always take it",
             False,
-            "Tempting because it fits min and max exactly; on data centred on 0 both use the same range, and "
-            "asymmetric adds a zero point for nothing.",
+            "Tempting because it is true that its step is never coarser (a range no wider, one more code). But on "
+            "data centred on 0 the gain is small, while the zero point adds work to every matrix multiply "
+            "(lesson 06).",
         ),
         (
-            "Only for weights, never activations",
+            "When a few outliers sit on both sides of 0",
             False,
-            "Tempting because weights get the most attention; it matters most for activations, such as ReLU "
-            "outputs, which are one-sided.",
+            "Tempting because asymmetric 'fits' the data; but with outliers on both sides min and max are both "
+            "about absmax away from 0, and the two rulers nearly coincide.",
         ),
     ),
     choice(

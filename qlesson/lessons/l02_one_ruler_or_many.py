@@ -222,7 +222,8 @@ TASKS: list[Task] = [
                 lambda w, b: (torch.round(codes(w, w.abs().max() / qmax(b))) == 0).all(1).long(),
             ),
             Mistake(
-                "rounded exact halves up; torch.round sends 0.5 to the even code, 0",
+                "treated a value exactly half a tick from 0 as reaching code +-1 (a strict < or rounding halves "
+                "up); torch.round sends a tie to the even code, 0",
                 lambda w, b: _rescued(w, b, half_up=True),
             ),
             Mistake(
@@ -371,6 +372,23 @@ RECALL: tuple[Question, ...] = (
 )
 
 
+EXERCISE_RECALL: tuple[Question, ...] = (
+    Numeric(
+        "Per-tensor int5; Row B sets the scale (absmax 3.10). From what factor m does Row A (absmax 0.15) get a "
+        "nonzero code?",
+        0.69,
+        "Row A's largest magnitude must pass half a shared tick: 0.15 m > (3.10 / 15) / 2, so m > 0.69: at int5 "
+        "Row A already survives.",
+        tol=0.02,
+        mistakes=(
+            (1.38, "that is where 0.15 m reaches a whole shared tick; from just past half a tick it rounds to 1"),
+            (0.65, "that uses the tick 3.10 / 16; the restricted int5 ruler ends at code 15, so the tick is 3.10 / 15"),
+            (3.44, "that is the int3 answer; int5 has 15 positive codes, not 3"),
+        ),
+    ),
+)
+
+
 PREDICT = {
     "quiet_row": choice(
         "Row A = [0.05, -0.08, 0.12, -0.15] on the shared int8 ruler (scale 3.10 / 127). Its codes?",
@@ -392,9 +410,10 @@ PREDICT = {
             "(0.15 / 127). The shared ruler is set by Row B.",
         ),
         (
-            "Row A is clipped to the smallest code",
+            "[0, 0, 0, -1]: only the largest value passes half a tick",
             False,
-            "Clipping happens beyond the last tick; Row A lies deep inside the ruler, near zero.",
+            "Tempting if you carry the int4 picture over, where only a loud enough value escapes 0; but at int8 "
+            "half a tick is 0.0122, and all four values pass it.",
         ),
     ),
     "row0_own_ruler": choice(

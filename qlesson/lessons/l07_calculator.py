@@ -152,6 +152,33 @@ RECALL: tuple[Question, ...] = (
 )
 
 
+EXERCISE_RECALL: tuple[Question, ...] = (
+    Numeric(
+        "A tensor has 6 channels. Asymmetric rulers: how many metadata bytes does per-channel store (fp32, int32)?",
+        48,
+        "6 rulers x (4-byte scale + 4-byte zero point).",
+        tol=0.01,
+        mistakes=(
+            (24, "that counts the scales only; an asymmetric ruler also stores its int32 zero point"),
+            (8, "that is per-tensor: one scale and one zero point for the whole tensor"),
+            (30, "that gives the zero point 1 byte; this calculator stores it as int32, 4 bytes"),
+        ),
+        source=LESSON,
+    ),
+    Numeric(
+        "Symmetric: a tensor's largest |value| is 2.4; a channel's own ruler is 6 times finer. Its largest |value|?",
+        0.4,
+        "The scales' ratio is the absmaxes' ratio: 2.4 / absmax = 6, so absmax = 2.4 / 6 = 0.4.",
+        tol=0.01,
+        mistakes=(
+            (14.4, "that multiplies; a finer ruler belongs to a quieter channel, so divide"),
+            (2.4, "that is the channel holding the tensor's largest |value|, whose ruler is not finer"),
+        ),
+        source=LESSON,
+    ),
+)
+
+
 def _finer_by(w: torch.Tensor) -> torch.Tensor:
     """Symmetric: the tensor's largest |value| over each channel's (the lesson's rule)."""
     return w.abs().max() / w.abs().amax(dim=1)
