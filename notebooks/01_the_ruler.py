@@ -21,7 +21,7 @@
 #
 # **The answer**: A scale (the spacing of the ticks) and a zero point define a ruler: divide by
 # the scale, round to the nearest tick, clamp to the codes the bits allow. Inside the ruler the
-# error is at most half a tick; a value more than half a tick beyond the last tick is clipped,
+# error is at most half a tick; a value half a tick or more beyond the last tick is clipped,
 # and its error has no such bound.
 #
 # **What you will do**: follow six values through a 3-bit ruler, check the half-tick bound on
@@ -113,7 +113,7 @@ for bits in (2, 3, 4, 8):
 print_table(rows, {"scale / 2": ".5f", "worst error": ".5f"})
 
 # %% [markdown]
-# ## 4. Clipping error has no such bound
+# ## 4. A value beyond the ruler
 #
 # A ruler can be fixed in advance: **calibrated** on earlier data, then used on new data.
 # Keep the 3-bit ruler fitted to the six values (scale 0.91 / 3) and give it a new value, 1.6.
@@ -190,7 +190,7 @@ widgets.ruler_explorer(tuple(values))
 # * `q = clamp(round(x / scale) + zero_point, qmin, qmax)`, `x_hat = (q - zero_point) * scale`.
 # * `b` bits give `2^b` codes; the symmetric signed ruler uses `2^b - 1` of them, the usual
 #   int8 weight range [-127, 127].
-# * Inside the range the error is at most half a tick. A value more than half a tick past the
+# * Inside the range the error is at most half a tick. A value half a tick or more past the
 #   last tick is clipped (the clamp changes its code), and its error grows without bound.
 #   Choosing the range trades one for the other.
 # * Asymmetric: `scale = (rmax - rmin) / (2^b - 1)` over a range widened to 0, zero point
