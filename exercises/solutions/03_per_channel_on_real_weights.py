@@ -140,25 +140,20 @@ print(f"L0.output needs {min_bits(minilm_linear_weights()['L0.output'])} bits be
 # ## Recall
 
 # %% [markdown]
-# ### Recall 03.2
+# ### Recall 03.6
 #
-# Why is the output axis the usual channel for weight scales?
+# ConvTranspose2d(16, 32, kernel_size=4) has a weight [16, 32, 4, 4]. How many per-output-channel scales does it have?
 #
-# - **a)** The outliers of a weight are always along the input axis, so the output axis is the safe one
-# - **b)** Per-input-channel scales would need more storage
-# - **c)** Because PyTorch stores weights [out, in], so the output axis is axis 0
-# - **d)** Its scale is constant along the sum of the matrix multiply, so it can be applied once after it
-#
-# Answer with the option's letter as a string (in quotes).
+# Answer with a number.
 
 # %% tags=["solution"]
-recall_2 = ...  # STUB
+recall_6 = ...  # STUB
 # BEGIN SOLUTION
-recall_2 = "d"
+recall_6 = 32
 # END SOLUTION
 
-# %% qlesson={"task": "recall 03.2"} tags=["check"]
-recall.answer("03", 2, recall_2)
+# %% qlesson={"task": "recall 03.6"} tags=["check"]
+recall.answer("03", 6, recall_6)
 
 # %% [markdown]
 # ### Recall 01.6
@@ -181,21 +176,21 @@ recall_01_6 = "b"
 recall.answer("01", 6, recall_01_6)
 
 # %% [markdown]
-# ### Recall 03.4
+# ### Recall 03.7
 #
-# Per-tensor int4 on MiniLM's L0.output: what happens to most of its 384 rows?
+# A [3, 8] Linear weight: row absmaxes 2.1, 0.7, 0.35. Per-tensor to per-channel int4: which rows get a finer tick?
 #
-# - **a)** They keep a coarse copy of their pattern in the codes -1, 0 and +1
-# - **b)** Every code of the row rounds to 0: its largest weight is below half of the shared tick
-# - **c)** They clip at +-7
+# - **a)** The two quieter rows; the loudest row's scale stays 2.1 / 7 = 0.3
+# - **b)** Only the quietest row: the 0.7 row already reached half a tick
+# - **c)** All three: every row gets its own, finer scale
 #
 # Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
-recall_4 = ...  # STUB
+recall_7 = ...  # STUB
 # BEGIN SOLUTION
-recall_4 = "b"
+recall_7 = "a"
 # END SOLUTION
 
-# %% qlesson={"task": "recall 03.4"} tags=["check"]
-recall.answer("03", 4, recall_4)
+# %% qlesson={"task": "recall 03.7"} tags=["check"]
+recall.answer("03", 7, recall_7)

@@ -150,6 +150,11 @@ TASKS: list[Task] = [
                 lambda w, b: w.abs().amax(dim=2).flatten() / qmax(b),
             ),
             Mistake(
+                "reduced over d_model, the axis the einsum keeps: that gives one scale per (head, head_dim) "
+                "input, shape (heads, head_dim)",
+                lambda w, b: w.abs().amax(dim=2) / qmax(b),
+            ),
+            Mistake(
                 "one scale per head_dim index: head_dim is summed too; the output is the axis the einsum keeps",
                 lambda w, b: w.abs().amax(dim=(0, 2)) / qmax(b),
             ),
@@ -184,7 +189,8 @@ TASKS: list[Task] = [
         "GPT-2's Conv1D computes x @ W + b: which axis of W does one output column y[:, n] read?",
         [
             Mistake(
-                "reduced over axis 1 as for nn.Linear: that gives one scale per input row of this layout",
+                "amax(dim=1) removes axis 1, so it gives one scale per input row; the scales must run along the output "
+                "axis, so reduce over the other one",
                 lambda w, b: w.abs().amax(dim=1) / qmax(b),
             ),
             Mistake(
@@ -336,7 +342,7 @@ PREDICT = {
     ),
     "cosine": choice(
         "Int4 weights, 240 sentences: every layer per-tensor gives a mean cosine of 0.44 to FP32, every layer "
-        "per-channel 0.92. The control keeps the six FFN output layers (the type whose rows section 3 erased) "
+        "per-channel 0.92. A split keeps the six FFN output layers (the type whose rows section 3 erased) "
         "per-channel and quantizes the other 31 layers per-tensor (30 reach the embedding; the pooler is unused). "
         "Where does its mean cosine land?",
         (
@@ -349,8 +355,8 @@ PREDICT = {
         (
             "In between, roughly 0.55 to 0.8: the output layers cost a lot, the other layers cost a lot too",
             True,
-            "The other layers per-tensor take the mean cosine from 0.92 to 0.64 on their own; two of them are "
-            "below 2 dB.",
+            "The other 31 layers per-tensor take the mean cosine from 0.92 to 0.64 on their own: the FFN output "
+            "layers are a large part of the loss, not all of it.",
         ),
         (
             "Near 0.44: the FFN output layers hardly matter once the rest is per-tensor",
@@ -371,8 +377,8 @@ PREDICT = {
         (
             "Axis 1: a transposed conv stores its weight [in, out, kh, kw]",
             True,
-            "It is the transpose of a Conv2d that maps its out channels back to its in channels, and it stores "
-            "that Conv2d's weight, [in, out, kh, kw]; doubling one slice along axis 1 changes one output channel.",
+            "ConvTranspose2d(4, 8) stores the weight of Conv2d(8, 4), [4, 8, kh, kw], so its outputs are axis 1; "
+            "doubling one slice along axis 1 changes one output channel.",
         ),
         (
             "Either: with 8 inputs and 8 outputs, both axes give the same scales",
@@ -470,6 +476,43 @@ RECALL: tuple[Question, ...] = (
             "It grows: the precision moves to the quiet channels",
             False,
             "Scales are not a shared budget; every row gets its own, and the loud row's is what it had.",
+        ),
+    ),
+)
+
+
+EXERCISE_RECALL: tuple[Question, ...] = (
+    Numeric(
+        "ConvTranspose2d(16, 32, kernel_size=4) has a weight [16, 32,"
+        " 4, 4]. How many per-output-channel scales does it have?",
+        32,
+        "A transposed conv stores [in, out, kh, kw]: the outputs are axis 1, 32 scales of 16 * 4 * 4 = 256 weights.",
+        tol=0.01,
+        mistakes=(
+            (16, "that is axis 0, the output axis of Linear and Conv2d; here axis 0 holds the 16 input channels"),
+            (256, "that is how many weights each scale covers (16 * 4 * 4), not how many scales"),
+        ),
+    ),
+    choice(
+        "A [3, 8] Linear weight: row absmaxes 2.1, 0.7, 0.35. Per-tensor to per-channel int4: "
+        "which rows get a finer tick?",
+        (
+            "The two quieter rows; the loudest row's scale stays 2.1 / 7 = 0.3",
+            True,
+            "The shared scale is 2.1 / 7 = 0.3; per-channel the rows get 0.3, 0.1 and 0.05: the loudest row set "
+            "the shared scale, so its own scale is unchanged.",
+        ),
+        (
+            "All three: every row gets its own, finer scale",
+            False,
+            "It tempts because per-channel sounds finer everywhere, but the loudest row's absmax is the shared "
+            "absmax, so its scale stays 0.3.",
+        ),
+        (
+            "Only the quietest row: the 0.7 row already reached half a tick",
+            False,
+            "Half a tick (0.15) decides whether a row is erased, not whether its tick gets finer: the 0.7 row's "
+            "scale falls from 0.3 to 0.1 too.",
         ),
     ),
 )
