@@ -46,7 +46,7 @@ from qlesson.course.tasks import check
 # ## Task 1 · The bytes of a KV cache
 #
 # Write `kv_bytes(layers, kv_heads, head_dim, tokens, bytes_per_value)`: the bytes one sequence's
-# cache takes (every layer, every head, every token; `bytes_per_value` is 2 for fp16, 1 for FP8).
+# cache takes (`bytes_per_value` is 2 for fp16, 1 for FP8).
 
 
 # %% tags=["solution"]
@@ -89,9 +89,9 @@ check("10.keys_per_channel", keys_per_channel)
 # %% [markdown]
 # ## Task 3 · How many cached tokens are quantized?
 #
-# Write `quantized_tokens(tokens, residual, group)`: the newest `residual` tokens stay in full
-# precision; of the older ones, only complete groups of `group` tokens can be quantized per
-# channel (a group's scale needs all its tokens). Return how many tokens are quantized.
+# Write `quantized_tokens(tokens, residual, group)`: how many of `tokens` cached keys are quantized
+# per channel under the lesson's streaming policy (section 7), with an fp16 window of `residual`
+# tokens and groups of `group` tokens.
 
 
 # %% tags=["solution"]
@@ -195,25 +195,20 @@ check("10.sink_axes", sink_axes)
 # ## Recall
 
 # %% [markdown]
-# ### Recall 10.1
+# ### Recall 10.9
 #
-# KIVI quantizes keys per channel. What did KIVI observe in LLaMA-family models that motivates it?
+# One 10-token sentence's values, 2 bits per channel, [CLS] in fp16: bits per value, every bit counted?
 #
-# - **a)** The largest keys are the ones attention uses most, so they deserve scales of their own
-# - **b)** Keys matter less than values, so they can take the coarser ruler
-# - **c)** A few key channels are much larger than the rest on every token; a per-channel ruler isolates them
-# - **d)** Per-channel scales can be computed as each token arrives
-#
-# Answer with the option's letter as a string (in quotes).
+# Answer with a number.
 
 # %% tags=["solution"]
-recall_1 = ...  # STUB
+recall_9 = ...  # STUB
 # BEGIN SOLUTION
-recall_1 = "c"
+recall_9 = 6.6
 # END SOLUTION
 
-# %% qlesson={"task": "recall 10.1"} tags=["check"]
-recall.answer("10", 1, recall_1)
+# %% qlesson={"task": "recall 10.9"} tags=["check"]
+recall.answer("10", 9, recall_9)
 
 # %% [markdown]
 # ### Recall 10.2
@@ -236,29 +231,29 @@ recall_2 = "c"
 recall.answer("10", 2, recall_2)
 
 # %% [markdown]
-# ### Recall 10.4
+# ### Recall 10.8
 #
-# Llama-3-8B-like: 32 layers, 32 query heads sharing 8 KV heads of 128. MiB of fp16 KV cache, 32768 tokens?
+# Keys per channel, groups of 32 tokens, a 32-token fp16 window. After 150 tokens, how many keys wait in fp16?
 #
 # Answer with a number.
 
 # %% tags=["solution"]
-recall_4 = ...  # STUB
+recall_8 = ...  # STUB
 # BEGIN SOLUTION
-recall_4 = 4096
+recall_8 = 54
 # END SOLUTION
 
-# %% qlesson={"task": "recall 10.4"} tags=["check"]
-recall.answer("10", 4, recall_4)
+# %% qlesson={"task": "recall 10.8"} tags=["check"]
+recall.answer("10", 8, recall_8)
 
 # %% [markdown]
 # ### Recall 10.6
 #
-# Interview: vLLM's FP8 KV cache uses one scale per tensor. Why is that enough when 2-bit needs more?
+# Lesson 08: a KV cache stored in FP8 can use one scale per tensor, where a 2-bit integer cache needs many. Why?
 #
-# - **a)** FP8 values have no outliers
-# - **b)** FP8 carries an exponent per value, so one scale only has to place the range, not resolve it
-# - **c)** Attention ignores small errors
+# - **a)** Attention ignores small errors
+# - **b)** Each FP8 value carries its own exponent, so one scale only places the range
+# - **c)** FP8 values have no outliers
 #
 # Answer with the option's letter as a string (in quotes).
 

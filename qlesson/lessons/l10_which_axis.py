@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from qlesson.course.checking import Case, Mistake, Task
-from qlesson.course.recall import INTERVIEW, LESSON, Numeric, Question, choice
+from qlesson.course.recall import LESSON, Numeric, Question, choice
 
 _G = torch.Generator().manual_seed(1234 + 10)
 
@@ -316,8 +316,8 @@ TASKS: list[Task] = [
                 lambda q, k, v, which, b: min((e := _axis_errors(q, k, v, which, b, on_output=False)), key=e.get),
             ),
             Mistake(
-                "left out the 1 / sqrt(dim) on the scores: the head divides q k^T by sqrt(dim), as in the "
-                "lesson's formula",
+                "your choices match a head without the 1 / sqrt(dim) on the scores: check the scaling, and that "
+                "you measure the head's output",
                 lambda q, k, v, which, b: min((e := _axis_errors(q, k, v, which, b, scaled=False)), key=e.get),
             ),
         ],
@@ -434,32 +434,25 @@ PREDICT = {
         ),
     ),
     "kept_token": choice(
-        "Values at 2 bits on MiniLM: with every token quantized, per token beats per channel (one sentence). "
-        "Keep one token per sentence in fp16, out of every ruler. Which one flips the verdict to per channel?",
+        "Values at 2 bits on MiniLM, one sentence per per-channel ruler. Keeping [CLS] in fp16, out of every "
+        "ruler, cuts the per-channel error several-fold. What does it do to the per-token error?",
         (
-            "[CLS]",
+            "It barely moves",
             True,
-            "It takes more than half of the attention in layers 1 to 4 and its value is tiny; a per-channel "
-            "ruler spanning the words' values rounds it to something many times its size, and that attention "
-            "multiplies the error. Take it out and the channels' own ranges win.",
+            "A per-token ruler already fits [CLS]'s own small range, so it rounded [CLS] well; taking [CLS] out "
+            "removes little. A per-channel ruler spans the words' larger values and rounds [CLS] coarsely.",
         ),
         (
-            "[SEP]",
+            "It drops several-fold too: the same token leaves both rulers",
             False,
-            "Tempting because [SEP] is special too; but keeping it exact moves either ruler by at most a tenth: the "
-            "per-channel error comes from a token that is both tiny and heavily attended.",
+            "Tempting because the same token is removed; but what matters is how badly each ruler rounded it, "
+            "and a per-token ruler is sized by [CLS] itself.",
         ),
         (
-            "Any of them: one token fewer narrows every per-channel ruler",
+            "It rises: the other tokens' errors now carry the attention [CLS] took",
             False,
-            "Tempting after the keys' group-size effect; but one token out of about 12 barely narrows a ruler "
-            "unless it is the token the ruler rounds badly.",
-        ),
-        (
-            "None: values belong per token, KIVI's rule",
-            False,
-            "Tempting because it is KIVI's rule for values; but a rule measured on LLaMA is not a measurement "
-            "of this cache, and here the verdict hangs on one token.",
+            "Tempting because attention is shared out; but only the values are quantized here, so the keys and "
+            "the attention stay exactly as they were.",
         ),
     ),
 }
@@ -468,7 +461,7 @@ RECALL: tuple[Question, ...] = (
     choice(
         "KIVI quantizes keys per channel. What did KIVI observe in LLaMA-family models that motivates it?",
         (
-            "A few key channels are much larger than the rest on every token; a per-channel ruler isolates them",
+            "A few key channels are far larger than the rest, on every token",
             True,
             "That is KIVI's measurement on LLaMA-family models (KVQuant reports it too). MiniLM's keys have no "
             "such channels; there per channel wins through the channels' offsets and the [CLS] key.",
@@ -480,7 +473,7 @@ RECALL: tuple[Question, ...] = (
             "channels large on every token stretch every per-token ruler, whatever attention does with them.",
         ),
         (
-            "Per-channel scales can be computed as each token arrives",
+            "Per-channel scales can be computed at once, as each new token arrives in the cache",
             False,
             "The opposite: a channel's scale over a group of tokens needs the whole group, hence the fp16 "
             "window (KVQuant avoids it with scales calibrated offline).",
@@ -562,9 +555,10 @@ RECALL: tuple[Question, ...] = (
         ),
     ),
     choice(
-        "Interview: vLLM's FP8 KV cache uses one scale per tensor. Why is that enough when 2-bit needs more?",
+        "Lesson 08: a KV cache stored in FP8 can use one scale per tensor, where a 2-bit integer cache needs many. "
+        "Why?",
         (
-            "FP8 carries an exponent per value, so one scale only has to place the range, not resolve it",
+            "Each FP8 value carries its own exponent, so one scale only places the range",
             True,
             "An integer code has a fixed step; a float code's step scales with the value.",
         ),
@@ -579,18 +573,17 @@ RECALL: tuple[Question, ...] = (
             "Tempting because 8 bits sounds like plenty; but outliers belong to the model's keys (LLaMA's outlier "
             "channels), not to the format that stores them.",
         ),
-        source=INTERVIEW,
+        source=LESSON,
     ),
     choice(
         "With [CLS] quantized like every token, why do per-channel values lose to per-token values on MiniLM?",
         (
-            "[CLS] is small and heavily attended: a ruler sized by the words' values has steps far coarser than "
-            "[CLS] itself, and [CLS]'s attention carries that rounding into every output",
+            "[CLS] is tiny and heavily attended: a ruler sized by the words rounds it coarsely",
             True,
             "A per-token ruler fits [CLS]'s own small range. Keep [CLS] alone in fp16 and per channel wins.",
         ),
         (
-            "Values have outlier channels that a per-channel ruler cannot handle",
+            "Values have outlier channels, large on every token, that a per-channel ruler cannot handle",
             False,
             "Tempting because outlier channels decide the keys' axis; but a per-channel ruler is the one that "
             "isolates a loud channel, and keeping one token in fp16 flips the verdict, which channels cannot.",
@@ -608,5 +601,31 @@ RECALL: tuple[Question, ...] = (
             "and the same rulers win once [CLS] is in fp16.",
         ),
         source=LESSON,
+    ),
+)
+
+EXERCISE_RECALL: tuple[Question, ...] = (
+    Numeric(
+        "Keys per channel, groups of 32 tokens, a 32-token fp16 window. After 150 tokens, how many keys wait in fp16?",
+        54,
+        "150 - 32 = 118 older tokens fill 3 groups (96 tokens); 150 - 96 = 54 wait in fp16: the window's 32 and "
+        "the 22 of the incomplete group.",
+        tol=0.5,
+        mistakes=(
+            (32, "that is the window only; older tokens that do not fill a group wait too"),
+            (22, "that is the incomplete group only; the 32 newest tokens wait as well"),
+            (6, "that rounds all 150 tokens to groups before the window; the window comes off first"),
+        ),
+    ),
+    Numeric(
+        "One 10-token sentence's values, 2 bits per channel, [CLS] in fp16: bits per value, every bit counted?",
+        6.6,
+        "Per channel: 9 codes of 2 bits + 32 bits of ruler + 16 bits for [CLS] = 66 bits over 10 values.",
+        tol=0.05,
+        mistakes=(
+            (5.0, "that leaves out the 16 bits of the fp16 [CLS]"),
+            (6.8, "that also gives [CLS] a 2-bit code; it is kept in fp16, out of the ruler"),
+            (2.0, "that counts the codes only; the ruler and the fp16 token are stored too"),
+        ),
     ),
 )
