@@ -19,12 +19,9 @@
 # **The question**: how should the activations of a transformer, which arrive at run time,
 # be quantized to int8?
 #
-# **The answer**: Match the ruler to the data's shape: a zero point halves the step on a one-sided
-# GELU output, per-token scales isolate an outlier *token*, and SmoothQuant moves outlier *features*
-# into the weights. In MiniLM's first layer the loudest outlier is one feature on one token (`[CLS]`,
-# which starts every sentence), so both tools reach it; two features that are loud on most tokens
-# gain at most about 1 dB from smoothing alone, and with one static scale one of them adds about 3
-# to 4 dB once that one-token outlier, which sets the scale, is smoothed too.
+# **The answer**: A zero point about halves the step on a one-sided GELU output, and in MiniLM's
+# first layer the biggest outlier is a single value (feature 99 on the `[CLS]` token), which
+# per-token scales and smoothing both remove. Features loud on most tokens matter far less here.
 #
 # **What you will do**:
 # * capture MiniLM's layer-0 activations, calibrate on one text and score on another;
@@ -33,7 +30,7 @@
 # * smooth two inputs of layer 0 (QKV and FC1) and see where the gain comes from.
 #
 # **What you need**: lessons 01 to 03 (nothing to download).
-# **Time**: about 20 minutes, plus about 34 for the exercise.
+# **Time**: about 20 minutes, plus about 33 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -68,9 +65,10 @@ x = evals["L0.output"]
 print(f"L0.output input: min {float(x.min()):+.2f}, max {float(x.max()):+.1f}")
 
 # %% [markdown]
-# A symmetric int8 ruler spans `[-max, +max]` and spends the codes -127 to -1 on a side the
-# data barely visits. Lesson 01's asymmetric ruler spans `[min(x, 0), max(x, 0)]` with
-# the 256 codes of uint8, and an integer **zero point**: the code that stands for 0.0.
+# A symmetric int8 ruler spans `[-max, +max]`: its codes -127 to -2 stand for values below -0.3,
+# which never occur (every negative value lies between -0.17 and 0). Lesson 01's asymmetric
+# ruler spans `[min(x, 0), max(x, 0)]` with the 256 codes of uint8, and an integer **zero point**:
+# the code that stands for 0.0.
 # It is an integer so that 0.0 comes back exactly.
 #
 # The table below compares both rulers twice: per-tensor and static (fitted to the calibration
@@ -154,7 +152,9 @@ print(f"ordinary tokens' loudest |x|: {low:.1f} to {high:.1f} (5th to 95th perce
 #
 # alpha sets how much of feature `j`'s range moves into the weights (0.5 is the paper's usual
 # choice; some models need more). Linears that read the same input share one `s` (query, key and
-# value here). Here `s` is applied as a division, to measure what smoothing does to the int8 error.
+# value here). In a pre-LN model (OPT, LLaMA) `1/s` is folded into the norm before the Linears at
+# no cost. MiniLM is post-LN, so on both inputs here a fold would change the model (Going deeper):
+# `s` is applied as a division, and the gains below measure int8 error only.
 #
 # ## 4. Smoothing, calibrated on one text and scored on another
 #
@@ -180,23 +180,22 @@ print(f"feature 63 on other tokens up to {float(xq[~cls, 63].abs().max()):.1f}")
 # %% [markdown]
 # How much of that gain is the `[CLS]` spike, and how much the outlier features? Three controls
 # smooth only some features (every other `s_j` set to 1): feature 99, features 63 and 267, and
-# features 99 and 63; alpha 0.5, all tokens. Predict the first one on the QKV input:
+# features 99 and 63; alpha 0.5, all tokens, static per-tensor scales. Predict the first one on the
+# QKV input:
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("05", "smooth_99")
 
 # %%
-only99 = activations.smoothing_feature_rows(cases, labels, features=([99], [63, 267], [99, 63]), alpha=0.5)
+controls = activations.smoothing_feature_rows(cases, labels, features=([99], [63, 267], [99, 63]), alpha=0.5)
+only99 = [r for r in controls if r["int8 act scales"] == "per-tensor"]
 print_table(only99, {k: "+.1f" for k in only99[0] if "dB" in k})
 
 # %% [markdown]
-# On the QKV input, feature 63 is nearly as loud as the spike (the last line before the
-# prediction). Smoothing feature 99 alone leaves 63 to set the static scale, and smoothing 63 with
-# 267 (quiet on this input) leaves the spike to set it: neither gains anything, while smoothing 99
-# and 63 together gains about 3.8 dB. On FC1's input, with per-tensor scales, feature 99 alone gives
-# about 7 of the 9 dB, and adding 63 gives about 3 dB more. Smoothing 63 and 267 alone gains at most
-# about 1 dB on either input, with either kind of scale. The `[CLS]` spike is one feature on one
-# token, so both tools reach it: per-token scales isolate its row, smoothing isolates its column.
+# One static scale is set by the single largest value. On the QKV input feature 63 is nearly as
+# loud as the spike (the last line before the prediction): smoothing 99 alone leaves 63 to set the
+# scale, smoothing 63 and 267 leaves the spike to set it, and neither gains anything; smoothing 99
+# and 63 together gains about 3.8 dB. On FC1's input, feature 99 alone gives about 7 of the 9 dB.
 #
 # ## Summary
 #
@@ -208,12 +207,10 @@ print_table(only99, {k: "+.1f" for k in only99[0] if "dB" in k})
 # * Outlier *features* (63, 267) are loud in most rows; per-feature scales would fit them but
 #   cannot leave the sum. SmoothQuant moves their range into the weights, and `x @ w.T` is unchanged.
 # * Fit static scales and `s` on calibration text, score on other text: smoothing then gains
-#   1.6 to 14 dB on layer 0's QKV and FC1 inputs. With a static per-tensor scale, most of it
-#   comes from the `[CLS]` spike (FC1) or from the spike and feature 63 together (QKV). Features
-#   63 and 267 alone gain at most about 1 dB. A static scale is still set by the spike; smoothed
-#   with the spike, feature 63 adds about 3 to 4 dB.
-# * The `[CLS]` spike is one feature on one token, so both tools reach it: per-token scales
-#   isolate its row, smoothing its column.
+#   1.6 to 14 dB of int8 error (before any fold) on layer 0's QKV and FC1 inputs. With a static
+#   per-tensor scale, most of it comes from the `[CLS]` spike (FC1) or from the spike and feature
+#   63 together (QKV). Features 63 and 267 alone gain at most about 1 dB. A static scale is still
+#   set by the spike; smoothed with the spike, feature 63 adds about 3 to 4 dB.
 #
 # ## Pause and recall
 
@@ -278,9 +275,9 @@ print("never above 0 elsewhere" if top_else <= 0 else f"at most {top_else:.1f} e
 # The 99.99th percentile lands at about 5, far below the `[CLS]` spike of about 25 (hidden
 # unit 856, one value on each `[CLS]` token: the last line). It clips the spike, and the
 # layer loses 8 dB.
-# That spike feeds section 2's feature 99: residual dimension 99 is the loud row lesson 03 found in
-# `L0.output`'s weights, and that row's largest weight reads unit 856. The same layer's FFN writes
-# a large value into dimension 99 of `[CLS]` again.
+# That spike writes into residual dimension 99, the dimension already loud on `[CLS]` at FC1's
+# input (section 2): row 99 is the loud row lesson 03 found in `L0.output`'s weights, and its
+# largest weight reads unit 856. The FFN adds to dimension 99 again for the next layer.
 # The MSE-optimal clip trims a little off the top and gains about 1 dB. An outlier that every
 # sentence's `[CLS]` carries must survive calibration.
 #
@@ -309,6 +306,17 @@ print_table(rows, {"none dB": ".1f"} | {k: "+.1f" for k in rows[0] if "alpha" in
 # alone gains about 10.4 dB, more than smoothing every feature (9.1 dB). Smoothing every feature
 # lowers the static scale further, but it also multiplies every weight column by its `s_j`, and the
 # activations' rounding error reaches the output through those larger columns.
+#
+# The same controls with per-token scales, which already give the spike's row its own scale
+# (section 2):
+
+# %%
+per_token = [r for r in controls if r["int8 act scales"] == "per-token"]
+print_table(per_token, {k: "+.1f" for k in per_token[0] if "dB" in k})
+
+# %% [markdown]
+# Here smoothing feature 99 alone gains less than with a static scale: about 2.7 dB on FC1's
+# input, and it loses about 0.7 dB on the QKV input.
 #
 # ### How sure the gains are
 #
@@ -383,8 +391,9 @@ print_table(
 #
 # MiniLM is a post-LN BERT: the LayerNorm before FC1 also feeds the residual around the FFN.
 # Folding `1/s` into it leaves FC1's output unchanged but hands the residual `h / s`. In a
-# pre-LN model (LLaMA, OPT) the norm feeds only the Linears, and the fold is exact. Folded on
-# MiniLM's layer 0, 24 sentence embeddings against the original:
+# pre-LN model (LLaMA, OPT) the norm feeds only the Linears, and the fold is exact. The QKV input
+# has the same problem: the embeddings' LayerNorm also feeds the attention residual. FC1's `s`
+# folded on MiniLM's layer 0, 24 sentence embeddings against the original:
 
 # %%
 s = activations.smoothing_factors(calib["L0.intermediate"], W["L0.intermediate"], alpha=0.5)

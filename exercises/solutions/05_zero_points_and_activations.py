@@ -131,6 +131,11 @@ check("05.loudest_after_smoothing", loudest_after_smoothing)
 
 
 # %% [markdown]
+# Did `alpha` change any case's answer? Why not? (Write feature `j`'s absmax after smoothing in terms of
+# `max|x_j|`, `max|w_j|` and `alpha`.)
+
+
+# %% [markdown]
 # ## Task 5 · Per-token scales or smoothing?
 #
 # An activation `x [tokens, features]` has outliers: a few values far louder than the rest.
@@ -192,57 +197,43 @@ check("05.choose_ruler", choose_ruler)
 # ## Recall
 
 # %% [markdown]
-# ### Recall 05.2
+# ### Recall 05.7
 #
-# A uint8 asymmetric ruler for data in [-0.17, 24.7]: what is its zero point?
+# A uint8 asymmetric ruler for an activation in [-0.5, 12.25]: what is its zero point?
 #
-# Answer with a number.
-
-# %% tags=["solution"]
-recall_2 = ...  # STUB
-# BEGIN SOLUTION
-recall_2 = 2
-# END SOLUTION
-
-# %% qlesson={"task": "recall 05.2"} tags=["check"]
-recall.answer("05", 2, recall_2)
-
-# %% [markdown]
-# ### Recall 05.4
-#
-# A feature is loud on most tokens, several times the others. Which tool handles it in an integer GEMM?
-#
-# - **a)** Per-token scales
-# - **b)** SmoothQuant: divide the feature by s, multiply the weight column by s
-# - **c)** An asymmetric ruler
+# - **a)** 128
+# - **b)** -10
+# - **c)** 10
+# - **d)** 0
 #
 # Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
-recall_4 = ...  # STUB
+recall_7 = ...  # STUB
 # BEGIN SOLUTION
-recall_4 = "b"
+recall_7 = "c"
 # END SOLUTION
 
-# %% qlesson={"task": "recall 05.4"} tags=["check"]
-recall.answer("05", 4, recall_4)
+# %% qlesson={"task": "recall 05.7"} tags=["check"]
+recall.answer("05", 7, recall_7)
 
 # %% [markdown]
-# ### Recall 05.6
+# ### Recall 05.8
 #
-# One static scale: smoothing only features 63 and 267 (loud on most tokens) gains almost nothing. What does that show?
+# SmoothQuant, alpha 0.5: feature j has max|x_j| = 16, its weight column max|w_j| = 4. What is max|x_j| / s_j?
 #
-# - **a)** The [CLS] spike still sets that scale, so shrinking 63 and 267 cannot lower it
-# - **b)** Smoothing is useless with a static scale; it needs per-token scales
-# - **c)** Features loud on most tokens do not matter for int8 in MiniLM
+# - **a)** 16
+# - **b)** 4
+# - **c)** 2
+# - **d)** 8
 #
 # Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
-recall_6 = ...  # STUB
+recall_8 = ...  # STUB
 # BEGIN SOLUTION
-recall_6 = "a"
+recall_8 = "d"
 # END SOLUTION
 
-# %% qlesson={"task": "recall 05.6"} tags=["check"]
-recall.answer("05", 6, recall_6)
+# %% qlesson={"task": "recall 05.8"} tags=["check"]
+recall.answer("05", 8, recall_8)

@@ -61,6 +61,21 @@ def _truncated_zero_point(x: torch.Tensor, bits: int, added_first: bool = False)
     return _roundtrip(x, scale, zp, bits)
 
 
+def _half_up(x: torch.Tensor, bits: int, added_first: bool = False) -> torch.Tensor:
+    """Round half up, ``floor(v + 0.5)``: as close as round-half-to-even, it differs only on exact ties."""
+    scale, zp = _asym_qparams(x, bits)
+    zp = torch.nan_to_num(zp)
+    v = codes(x, scale)
+    q = torch.floor(v + zp + 0.5) if added_first else torch.floor(v + 0.5) + zp
+    return (torch.clamp(q, 0, 2**bits - 1) - zp) * scale
+
+
+def _ceil_zero_point(x: torch.Tensor, bits: int) -> torch.Tensor:
+    scale, _ = _asym_qparams(x, bits)
+    zp = torch.ceil(-torch.clamp(x.min(), max=0) / scale) if scale > 0 else torch.zeros(())
+    return _roundtrip(x, scale, zp, bits)
+
+
 def _no_zero_guard(x: torch.Tensor, bits: int) -> torch.Tensor:
     """No scale-0 guard: an all-zero x gives 0 / 0 = NaN (elsewhere the right answer)."""
     if x.abs().max() == 0:
@@ -318,6 +333,7 @@ TASKS: list[Task] = [
             Case((torch.tensor([0.0, -1.2, -0.3, 0.0]), 2), "uint2, exact zeros must come back as 0.0"),
             Case((torch.zeros(4), 8), "uint8, all zeros (scale 0: return zeros)"),
             Case((torch.tensor([-3.5, 11.5, 0.25]), 4), "uint4, scale 1, zp 4: 11.5 rounds to code 16, clamped to 15"),
+            Case((torch.tensor([-0.1, 1.0, 0.4]), 2), "uint2, a small negative side", hidden=True),
         ],
         "lesson 01's asymmetric ruler (range widened to 0), then quantize, clamp to the unsigned codes and map back "
         "to real values",
@@ -336,6 +352,7 @@ TASKS: list[Task] = [
                 "truncated the zero point (int() or floor): round it to the nearest code",
                 lambda x, b: _truncated_zero_point(x, b, added_first=True),
             ),
+            Mistake("rounded the zero point up (ceil): round it to the nearest code", _ceil_zero_point),
             Mistake("an all-zero x gives scale 0, and 0 / 0 is NaN: return zeros when the scale is 0", _no_zero_guard),
             Mistake(
                 "divided the range by 2**bits: b-bit codes 0 .. 2**bits - 1 have 2**bits - 1 steps",
@@ -357,7 +374,7 @@ TASKS: list[Task] = [
                 _float_minimum,
             ),
         ],
-        also_correct=[_clamp_after_adding],
+        also_correct=[_clamp_after_adding, _half_up, lambda x, b: _half_up(x, b, added_first=True)],
     ),
     Task(
         "05.per_token_scales",
@@ -579,10 +596,8 @@ PREDICT = {
             "About as much as per-tensor, nearly one bit",
             True,
             "Every token's minimum is GELU's -0.17 while its maximum is positive, so a symmetric ruler wastes "
-            "half its codes on every row, and the zero point halves every row's step. Halving the step is 6 dB; "
-            "the table shows a little less because the errors are not spread evenly within a step: the coarse "
-            "ruler errs a little less than its step suggests, and GELU's many negative outputs bunch just above "
-            "-0.17, about midway between two of the fine ruler's codes, where its error is largest.",
+            "half its codes on every row, and the zero point about halves every row's step. Halving the step is "
+            "6 dB; the table shows a little less.",
         ),
         (
             "Nothing",
@@ -770,5 +785,37 @@ RECALL: tuple[Question, ...] = (
             "Tempting, because per-token scales reach the spike. But with a static scale, smoothing every "
             "feature gains 3.5 dB (QKV) and 9 dB (FC1), more than with per-token scales.",
         ),
+    ),
+)
+
+EXERCISE_RECALL: tuple[Question, ...] = (
+    choice(
+        "A uint8 asymmetric ruler for an activation in [-0.5, 12.25]: what is its zero point?",
+        (
+            "10",
+            True,
+            "scale = (12.25 + 0.5) / 255 = 0.05; zero point = round(0.5 / 0.05) = 10: the code that stands for "
+            "0.0 sits ten steps above the bottom.",
+        ),
+        ("0", False, "Tempting, as uint8 codes start at 0. But the ruler must reach down to -0.5, below 0.0."),
+        ("-10", False, "Wrong sign: the zero point is round(-min / scale), and min is negative."),
+        ("128", False, "Tempting from int8's middle, but that is a symmetric ruler written in unsigned codes."),
+    ),
+    choice(
+        "SmoothQuant, alpha 0.5: feature j has max|x_j| = 16, its weight column max|w_j| = 4. What is max|x_j| / s_j?",
+        (
+            "8",
+            True,
+            "s_j = 16**0.5 / 4**0.5 = 2, so 16 / 2 = 8, the geometric mean of 16 and 4. The weight column grows to "
+            "4 * 2 = 8 too: alpha 0.5 leaves both sides at 8.",
+        ),
+        ("2", False, "That is s_j itself; the question asks for the feature's absmax after dividing by it."),
+        (
+            "4",
+            False,
+            "That is 16**0.5 alone. But s_j also divides by max|w_j|**0.5, so a loud weight column keeps the "
+            "feature loud.",
+        ),
+        ("16", False, "Tempting, since x @ w.T is unchanged. But the feature itself is divided by s_j = 2."),
     ),
 )
