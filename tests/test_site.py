@@ -250,7 +250,7 @@ def test_quiz_options_show_their_letters_in_the_text_on_every_host():
 
     html = recall.show("06")._repr_html_()
     assert "<ol" not in html
-    for q in recall.questions("06"):
+    for q in recall.quiz_questions("06"):
         if isinstance(q, recall.Choice):
             for letter, opt in zip(recall.LETTERS, q.shown(), strict=False):
                 assert f"<li>{letter}) " in html and opt.text[:20].replace("'", "&#x27;") in html

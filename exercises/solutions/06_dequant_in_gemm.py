@@ -215,101 +215,51 @@ for m in sorted({r.m for r in stored}):
     print(f"M = {m:>3}: int4 {int4:3.0f} us, fp16 {half.median_ms * 1e3:3.0f} us (its read floor {floor:.1f} us)")
 
 # %% [markdown]
-# Your model takes the dense time at its read floor. The measured fp16 time sits well above it,
-# so the model's M is a lower bound and the real crossover comes later: here between M = 1 and
-# M = 16, where the two times are within a few percent.
+# Your model takes the dense time at its read floor, but the measured fp16 time sits well above
+# it, which moves the crossover later; at small M tinygemm also runs below its M = 256 rate,
+# which moves it earlier. Here the first effect wins: the real crossover lies between M = 1 and
+# M = 16, where the two times differ by about 5%.
 
 # %% [markdown]
 # ## Recall
 
-# %% [markdown]
-# ### Recall 06.2
-#
-# Applying per-channel scales to a [256, 4096] output: how many multiplies?
-#
-# Answer with a number.
-
-# %% tags=["solution"]
-recall_2 = ...  # STUB
-# BEGIN SOLUTION
-recall_2 = 256 * 4096
-# END SOLUTION
-
-# %% qlesson={"task": "recall 06.2"} tags=["check"]
-recall.answer("06", 2, recall_2)
 
 # %% [markdown]
-# ### Recall 06.5
+# ### Recall 06.8
 #
-# A per-output-channel scale adds M x N multiplies to M x N x K multiply-adds. Which placement adds the least work?
+# Group scales (g = 64, K = 4096) applied to each group's partial sum: scale multiplies per output y[m, n]?
 #
-# - **a)** In the GEMM's epilogue, on the accumulator tile while it is in registers
-# - **b)** As a separate multiply after the GEMM
-# - **c)** By dequantizing the weight before the GEMM
+# - **a)** 4096: one per weight
+# - **b)** 1, as a per-channel scale
+# - **c)** 64: one per group, K / 64
 #
 # Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
-recall_5 = ...  # STUB
+recall_8 = ...  # STUB
 # BEGIN SOLUTION
-recall_5 = "a"
+recall_8 = "c"
 # END SOLUTION
 
-# %% qlesson={"task": "recall 06.5"} tags=["check"]
-recall.answer("06", 5, recall_5)
+# %% qlesson={"task": "recall 06.8"} tags=["check"]
+recall.answer("06", 8, recall_8)
 
 # %% [markdown]
-# ### Recall 06.4
+# ### Recall 06.9
 #
-# In W8A8 with per-token and per-channel scales, the rescale of the int32 accumulator is...
+# Dequantize-first takes 5x fp32's time at M = 1 on a CPU. F.linear(x, q.float()) * s instead takes...
 #
-# - **a)** One scale per output channel, s_w[n] alone: s_x was already applied when x was quantized
-# - **b)** A scalar
-# - **c)** An [M, N] rank-1 matrix: the outer product of the two scale vectors
+# - **a)** Less than dequantize-first, more than fp32: it still writes and re-reads an fp32 copy
+# - **b)** About the same 5x: the scale multiply was never the cost
+# - **c)** About fp32's time: the scale now costs only M x N multiplies
 #
 # Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
-recall_4 = ...  # STUB
+recall_9 = ...  # STUB
 # BEGIN SOLUTION
-recall_4 = "c"
+recall_9 = "a"
 # END SOLUTION
 
-# %% qlesson={"task": "recall 06.4"} tags=["check"]
-recall.answer("06", 4, recall_4)
-
-# %% [markdown]
-# ### Recall 06.6
-#
-# From lesson 04: int4 codes, one fp16 scale per group of 128. How many bits per weight does the kernel read?
-#
-# Answer with a number.
-
-# %% tags=["solution"]
-recall_6 = ...  # STUB
-# BEGIN SOLUTION
-recall_6 = 4.125
-# END SOLUTION
-
-# %% qlesson={"task": "recall 06.6"} tags=["check"]
-recall.answer("06", 6, recall_6)
-
-# %% [markdown]
-# ### Recall 06.7
-#
-# At M = 1, a fused int4 kernel reads about a seventh of the bytes fp32 F.linear reads. On a CPU it...
-#
-# - **a)** is slower, because int4 must first be dequantized into an fp32 copy in memory
-# - **b)** can be no faster than its arithmetic (converting codes included) allows, and may lose to fp32
-# - **c)** is about 7x faster, because the time at M = 1 is the time to read the weight
-#
-# Answer with the option's letter as a string (in quotes).
-
-# %% tags=["solution"]
-recall_7 = ...  # STUB
-# BEGIN SOLUTION
-recall_7 = "b"
-# END SOLUTION
-
-# %% qlesson={"task": "recall 06.7"} tags=["check"]
-recall.answer("06", 7, recall_7)
+# %% qlesson={"task": "recall 06.9"} tags=["check"]
+recall.answer("06", 9, recall_9)

@@ -119,6 +119,10 @@ TASKS: list[Task] = [
                 "put the group axis in the middle: the shape is [M, N, groups]",
                 lambda x, q, g: _group_partials(x, q, g).permute(0, 2, 1),
             ),
+            Mistake(
+                "put the group axis first: the shape is [M, N, groups]",
+                lambda x, q, g: _group_partials(x, q, g).permute(2, 0, 1),
+            ),
             Mistake("added the groups together: that is x @ q.T, one sum per [m, n]", lambda x, q, g: x @ q.T),
         ],
     ),
@@ -153,6 +157,7 @@ TASKS: list[Task] = [
             ),
             Mistake("returned the product of the raw codes", lambda a, r, c, zx, zw, k: a),
         ],
+        minutes=6,
     ),
     Task(
         "06.dequant_first_bytes",
@@ -239,7 +244,7 @@ TASKS: list[Task] = [
             Mistake("left out the dense format's bytes per weight", lambda p, b, bw, r: r / bw * 1000),
         ],
         rtol=1e-3,
-        minutes=5,
+        minutes=8,
     ),
 ]
 
@@ -365,25 +370,47 @@ RECALL: tuple[Question, ...] = (
 
 PREDICT = {
     "group_after": choice(
-        "The weight has one scale per group of 2 along K. Which of these gives the exact y without writing a "
-        "dequantized weight to memory?",
+        "The weight has one scale per group of 2 along K. Multiply all the codes, x @ q.T, then scale each "
+        "output by its row's mean scale. Against the exact y, that shortcut comes out...",
         (
-            "Multiply all the codes, x @ q.T, then scale each output by its row's mean scale",
+            "Exact: the mean scale stands for both groups",
             False,
             "Tempting, because per-channel worked this way; but the mean weighs both groups' partial sums equally, "
-            "and they differ, so the result is wrong.",
+            "and they differ, so the result is exact only when the partial sums happen to be equal.",
         ),
         (
-            "Split the sum into groups of 2: each group's partial sum on the codes, times that group's scale, added",
-            True,
-            "Inside one group the scale is constant along k, so it leaves that group's partial sum, as a "
-            "per-channel scale leaves the whole sum.",
-        ),
-        (
-            "None: a scale that changes along K forces dequantizing the whole weight first",
+            "Too small for both outputs: averaging pulls the large scale down",
             False,
-            "Tempting, since the scale changes inside the sum; but it is constant within each group, and a sum "
-            "splits into the groups' partial sums.",
+            "Tempting if you picture the mean shrinking the larger scale; but whether an output comes out too big or "
+            "too small depends on which group carries its larger partial sum.",
+        ),
+        (
+            "Off in both directions: one output too small, the other too big",
+            True,
+            "Row 0's larger partial sum sits in the group with the larger scale, so the mean scale shrinks it; "
+            "row 1's sits in the group with the smaller scale, so the mean inflates it.",
+        ),
+    ),
+    "int4_at_1_h200": choice(
+        "On the stored H200 run at M = 1, PyTorch's int4 g128 weight is 0.27x fp16's bytes. Its time against "
+        "fp16 F.linear's is...",
+        (
+            "About 0.27x: at M = 1 the time is the time to read the weight",
+            False,
+            "Tempting: at M = 1 the bytes set a floor. But a floor is not a time: in this run every call costs "
+            "about 10 us (the scale multiply alone on a 16 KB output), more than either weight's read floor.",
+        ),
+        (
+            "Faster, but far from 0.27x (about 0.57x)",
+            True,
+            "int4 takes 12 us to fp16's 22; a call in this run costs about 10 us whatever it does, so the "
+            "bytes int4 saves show only in part.",
+        ),
+        (
+            "Slower than fp16: it must unpack its codes first",
+            False,
+            "Tempting, since unpacking is extra work; but the codes are converted in registers, tile by tile, "
+            "and at M = 1 int4 still comes out ahead.",
         ),
     ),
     "int4_at_128": choice(
@@ -410,3 +437,43 @@ PREDICT = {
         ),
     ),
 }
+
+
+EXERCISE_RECALL: tuple[Question, ...] = (
+    choice(
+        "Group scales (g = 64, K = 4096) applied to each group's partial sum: scale multiplies per output y[m, n]?",
+        ("64: one per group, K / 64", True, "Each of the 4096 / 64 = 64 partial sums is scaled once, then added."),
+        (
+            "1, as a per-channel scale",
+            False,
+            "Tempting, since a scale per output channel needs one; but a group scale changes along K, so it cannot "
+            "leave the whole sum, only each group's.",
+        ),
+        (
+            "4096: one per weight",
+            False,
+            "That is dequantizing each weight before multiplying; within a group the scale is constant, so it "
+            "leaves the group's partial sum and is applied once per group.",
+        ),
+    ),
+    choice(
+        "Dequantize-first takes 5x fp32's time at M = 1 on a CPU. F.linear(x, q.float()) * s instead takes...",
+        (
+            "Less than dequantize-first, more than fp32: it still writes and re-reads an fp32 copy",
+            True,
+            "It drops one pass (9 bytes per int8 weight against 17) but keeps the fp32 copy, so it stays above "
+            "fp32's 4 bytes.",
+        ),
+        (
+            "About fp32's time: the scale now costs only M x N multiplies",
+            False,
+            "Tempting, since the scale itself became nearly free; but q.float() still writes a full fp32 copy that "
+            "the GEMM reads back.",
+        ),
+        (
+            "About the same 5x: the scale multiply was never the cost",
+            False,
+            "The scale multiply over the weight was one of the passes: a read and a write of a full fp32 copy.",
+        ),
+    ),
+)
