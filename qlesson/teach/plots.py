@@ -133,42 +133,6 @@ def rows_reconstruction(
     return fig
 
 
-def channel_spread(weights: Mapping[str, torch.Tensor], bits: int = 4, *, fig: Figure | None = None) -> Figure:
-    """Left: loudest over median channel absmax per layer, coloured by layer type. Right: the worst layer's
-    channels, sorted, with the one per-tensor absmax and half of its int-``bits`` tick (rows below it round to 0)."""
-    from qlesson.teach.models import layer_type_of_short
-
-    fig = _figure(fig, ncols=2, size=(11, 3.6))
-    ax, ax2 = fig.axes
-    names = list(weights)
-    ratios = []
-    for name in names:
-        a = weights[name].abs().amax(1)
-        ratios.append(float(a.max() / a.median()))
-    kinds = [layer_type_of_short(n) for n in names]
-    ax.bar(range(len(names)), ratios, color=[LAYER_COLORS[k] for k in kinds])
-    for kind, color in LAYER_COLORS.items():
-        if kind in kinds:
-            ax.bar([0], [0], color=color, label=kind)
-    ax.set(yscale="log", xlabel="Linear layer (model order)", ylabel="loudest / median channel absmax")
-    ax.set_ylim(top=4 * max(ratios))  # room for the legend above the bars
-    plain_log_ticks(ax)
-    ax.set_title("How unequal are the output channels?")
-    ax.legend(fontsize=7, ncol=4, frameon=False, loc="upper center")
-    worst = names[int(np.argmax(ratios))]
-    a = weights[worst].abs().amax(1).sort(descending=True).values
-    half = float(a.max()) / (2 ** (bits - 1) - 1) / 2
-    below = int((a <= half).sum())
-    ax2.plot(a.numpy(), color=LAYER_COLORS[layer_type_of_short(worst)], label=worst)
-    ax2.axhline(float(a.max()), color=COLORS["per-tensor"], ls="--", label="the one per-tensor absmax")
-    ax2.axhline(half, color="0.3", ls=":", label=f"half an int{bits} tick: {below} of {len(a)} rows at or below")
-    ax2.set(xlabel="output channel (sorted)", ylabel="channel absmax (weight units)", yscale="log")
-    plain_log_ticks(ax2)
-    ax2.set_title(f"{worst}: channel absmax, sorted")
-    ax2.legend(fontsize=8, frameon=False)
-    return fig
-
-
 def channel_error_profile(w: torch.Tensor, bits: int, name: str = "", *, fig: Figure | None = None) -> Figure:
     """Per-output-channel MAE under per-tensor and per-channel quantization."""
     fig = _figure(fig, size=(9, 3.4))
@@ -452,7 +416,6 @@ __all__ = [
     "block_bytes",
     "channel_error_profile",
     "bandwidth_lines",
-    "channel_spread",
     "erased_rows",
     "gemm_times",
     "layer_spread",
