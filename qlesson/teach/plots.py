@@ -133,20 +133,6 @@ def rows_reconstruction(
     return fig
 
 
-def channel_error_profile(w: torch.Tensor, bits: int, name: str = "", *, fig: Figure | None = None) -> Figure:
-    """Per-output-channel MAE under per-tensor and per-channel quantization."""
-    fig = _figure(fig, size=(9, 3.4))
-    ax = fig.axes[0]
-    for g in (PerTensor(), PerChannel(0)):
-        mae = channel_errors(w, fake_quantize(w, bits, granularity=g)).mae
-        ax.plot(mae.numpy(), lw=0.9, color=method_color(g), label=f"{method_name(g)} (mean {float(mae.mean()):.4f})")
-    ax.set(yscale="log", xlabel="output channel", ylabel="MAE (weight units)")
-    plain_log_ticks(ax)
-    ax.set_title(f"{name} int{bits}: error of every output channel")
-    ax.legend(fontsize=8, frameon=False)
-    return fig
-
-
 def layer_spread(weights: Mapping[str, torch.Tensor], *, fig: Figure | None = None) -> Figure:
     """Loudest over median output-channel absmax of every layer, in model order, coloured by layer type."""
     from qlesson.teach.models import layer_type_of_short
@@ -414,7 +400,6 @@ __all__ = [
     "PerGroup",
     "activation_features",
     "block_bytes",
-    "channel_error_profile",
     "bandwidth_lines",
     "erased_rows",
     "gemm_times",
