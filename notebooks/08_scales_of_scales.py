@@ -20,18 +20,17 @@
 # really need?
 #
 # **The answer**: Rounding a block's scale to one of `m` steps moves its largest code, `qmax`
-# ticks out, by up to `qmax / (2m)` ticks; on MiniLM the SQNR lost grows with that move, so a
-# scale needs about `log2(qmax) + 2` to `3` bits of steps to keep it near a tenth of a tick
-# (0.007 to 0.021 dB per layer), 5 to 6 bits for int4 codes. A power-of-two scale (MXFP4's)
-# has no steps between two powers of two, and a scale's range comes from a level above it: an
-# fp16 super-scale, or NVFP4's fp32 tensor scale.
+# ticks out, by up to `qmax / (2m)` ticks, and on MiniLM the SQNR lost grows with that move: a
+# scale needs about `5 x qmax` steps to keep it near a tenth of a tick, 5 to 6 bits for int4
+# codes. A power-of-two scale (MXFP4's) has no steps between two powers of two, and a scale's
+# range comes from a level above it: an fp16 super-scale, or NVFP4's fp32 tensor scale.
 #
 # **What you will do**: count what scales cost per weight; shrink a block scale from fp16 to 4
 # bits on a MiniLM layer, with int4 and with 6-bit codes; try a power-of-two scale; take
 # NVFP4's tensor scale away.
 #
 # **What you need**: lessons 02 to 04 (group scales and bits per weight); nothing to download.
-# **Time**: about 31 minutes, plus about 31 for the exercise.
+# **Time**: about 30 minutes, plus about 31 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -82,21 +81,14 @@ print_table(rows, {"scale bits / weight": ".4f", "bits per weight": ".4f"})
 # scale, `amax / qmax`, puts the block's largest weight exactly on code `qmax`. A scale off by a
 # fraction `e` moves that weight by about `e x qmax` ticks.
 #
-# K-quants store each block's scale as an integer `sc` (1 to 63 for 6 bits) times a super-scale
-# `d` shared by 8 blocks, with `d` set so that the loudest of the 8 gets `sc = 63`. One worked
-# number: rounding `sc` to the nearest integer is off by at most half a step, so a block
-# nearly as loud as the loudest (`sc` near 63) has its scale off by at most 1/126 (the loudest
-# itself gets 63 exactly), and its largest code, 7 ticks out, moves by at most 7/126 = 0.056
-# tick.
-#
-# In general, with `m` steps, a block about as loud as the loudest moves its top code by up to
-# `qmax / (2m)` ticks. That is the rule. Quieter blocks have fewer steps of `d`, so they move
-# further; the exercise works out how far. The layer is MiniLM's `L0.output` (lesson 03's FFN
-# output), int4 codes in blocks of 32 under super-blocks of 8, every scale rounded to the
-# nearest. The columns: the rule, the move measured at the median block and at the worst, and
-# the SQNR lost against exact fp32 scales. The last row, `E4M3 x fp32`, is NVFP4's 8-bit float
-# scale (3 mantissa bits) under one fp32 scale per tensor, for comparison (in blocks of 32
-# here; NVFP4 uses 16).
+# K-quants store each block's scale as an integer `sc` (1 to 63 for 6 bits; this course never
+# lets it round to 0) times a super-scale `d` shared by 8 blocks, with `d` set so that the
+# loudest of the 8 gets `sc = 63`. The layer is MiniLM's `L0.output` (lesson 03's FFN output),
+# int4 codes in blocks of 32 under super-blocks of 8, every scale rounded to the nearest. The
+# columns: the rule (explained below the table), the move measured at the median block and at
+# the worst, and the SQNR lost against exact fp32 scales. The last row, `E4M3 x fp32`, is
+# NVFP4's 8-bit float scale (3 mantissa bits) under one fp32 scale per tensor, for comparison
+# (in blocks of 32 here; NVFP4 uses 16).
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("08", "six_bit_sub_scale")
@@ -113,11 +105,13 @@ int4_rows = scale_bits.rule_rows(W["L0.output"], block=32, bits=4, super_blocks=
 print_table([{k: r[k] for k in shown} for r in int4_rows], fmt_rule)
 
 # %% [markdown]
-# A 6-bit sub-scale (Q4_K's width) costs symmetric int4 codes under a hundredth of a dB: a few
-# hundredths of a tick at the median block, lost beside the half tick that rounding costs every
-# weight. The rule is the worst rounding, half a step; a typical block
-# rounds by about a quarter step, so the median sits near 0.6 of the rule even though most
-# blocks are quieter than the loudest. From 6 bits down, each bit fewer doubles the move and
+# A 6-bit sub-scale (Q4_K's width) costs symmetric int4 codes under a hundredth of a dB. Why:
+# rounding `sc` is off by at most half a step, so a block nearly as loud as the loudest has its
+# scale off by at most 1/126, and its largest code, 7 ticks out, moves by at most 7/126 = 0.056
+# tick, small beside rounding's error of up to half a tick on every weight. In general, with `m`
+# steps, the move is up to `qmax / (2m)` ticks: that is the rule. A typical block rounds by
+# about a quarter step, half the rule; most blocks are quieter than the loudest, which lifts the
+# median to about 0.6 of the rule. From 6 bits down, each bit fewer doubles the move and
 # multiplies the loss by 3 to 4: 0.006, 0.021, 0.082 dB. The worst block moves by whole ticks
 # under every sub-scale: a quiet block, far below its super-block's loudest, holds only a few
 # steps of `d`. E4M3, NVFP4's scale with 3 mantissa bits, is a float: its relative step is the
@@ -146,9 +140,9 @@ print_table([{k: r[k] for k in six_cols} for r in six_rows], fmt_rule)
 # past `qmax + 0.5`, and the clamp clips it. With 4-bit sub-scales the rule allows about a tick,
 # and clipping is most of the loss.
 #
-# So in this layout **how far the scale's rounding moves the largest code** sets the size of the
-# loss: near 0.07 tick, 0.021 dB (int4, 5-bit sub-scale) and 0.020 dB (6-bit codes, int8); near
-# 0.15 tick, 0.054 to 0.082 dB. It does not rank formats that move the code equally far. Keeping
+# So in this layout **how far the scale's rounding moves the largest code** tracks the loss:
+# near 0.07 tick, 0.021 dB (int4, 5-bit sub-scale) and 0.020 dB (6-bit codes, int8); near 0.15
+# tick, 0.054 to 0.082 dB. It does not rank formats that move the code equally far. Keeping
 # `qmax / (2m)` near a tenth of a tick asks for `m` of about `5 qmax`, that is `log2(qmax) + 2`
 # to `3` bits of steps. What a tenth of a tick costs differs from layer to layer; a 5-bit
 # sub-scale on int4 codes (0.113 tick) on each of the 36 layers, same layout:
@@ -159,8 +153,8 @@ worst = max(loss5, key=loss5.get)
 print(f"SQNR lost: {min(loss5.values()):.3f} to {loss5[worst]:.3f} dB per layer, the most on {worst}")
 
 # %% [markdown]
-# `L0.output` is the costliest layer, so section 2's table shows the upper end. Each format's own
-# steps `m`, against the rule:
+# For 5-bit sub-scales on int4 codes `L0.output` is the costliest layer, so section 2's 5-bit
+# row shows the upper end. Each format's own steps `m`, against the rule:
 
 # %%
 cases = [(7, "int4 -7..7", "Q4_K's 6-bit sub-scale", 63), (31, "6-bit -31..31", "Q6_K's int8 sub-scale", 127)]
@@ -170,9 +164,7 @@ for qmax, codes, used, m in cases:
 
 # %% [markdown]
 # Each sits near a tenth of a tick or below. For int8 codes the rule asks for about 10 bits of
-# steps, and fp16's 11 significant bits (1024 to 2047 steps) cover them. What the sub-scale does
-# not hold, the scale's *range*, comes from the level above: the fp16 super-scale spans the
-# super-block.
+# steps, and fp16's 11 significant bits (1024 to 2047 steps) cover them.
 #
 # ## 4. No mantissa at all: a power-of-two scale
 #
@@ -201,11 +193,10 @@ print(f"E8M0 floor against fp32 scales: int4 codes lose {loss[i4]:.2f} dB, FP4 c
 # moves by whole ticks. FP4 codes under this rule *are* MXFP4.
 #
 # **NVFP4** spends 0.25 bits more than MXFP4: blocks of 16 and an E4M3 scale, whose precision
-# section 2 measured. E4M3's *range* is narrow: its normal numbers run from 2**-6 to
-# 448. So NVFP4 stores one fp32 scale per tensor that puts the largest block scale at 448. The
-# two levels again: precision in the block scale, range from above. `L0.intermediate` and the
-# same layer divided by 100, with and without the tensor scale (the last column: the blocks
-# whose `amax / 6` falls below 2**-6):
+# section 2 measured. E4M3's *range* is narrow: its normal numbers run from 2**-6 to 448. So
+# NVFP4 stores one fp32 scale per tensor that puts the largest block scale at 448.
+# `L0.intermediate` and the same layer divided by 100, with and without the tensor scale (the
+# last column: the blocks whose `amax / 6` falls below 2**-6):
 
 # %%
 wi = W["L0.intermediate"]
@@ -237,11 +228,10 @@ print_table(nv_rows, {"SQNR dB": ".2f", "amax / 6 below 2**-6 %": ".1f"})
 # stores for them, the readout the scale that block uses and the layer's error. A static view
 # of the default (Q4_K on `L0.query`) comes first.
 #
-# **Guided experiment**: set the format to `MXFP4 floor` and step through the layers. The
-# readout ends with the block's largest weight as `f x 2**k`, `f` between 1 and 2, and the value
-# stored for it. Find a layer where the stored value is within 1% of the weight, and one where
-# it is more than 20% off (switch to `Q4_K` there for comparison). What are their `f`? Why
-# there?
+# **Guided experiment**: set the format to `MXFP4 floor`. The readout ends with the block's
+# largest weight as `f x 2**k`, `f` between 1 and 2, and the value stored for it. On
+# `L4.output` the stored value is within 1% of the weight; on `L0.intermediate` it is about a
+# quarter low (switch to `Q4_K` there for comparison). What are their `f`? Why there?
 
 # %%
 st = format_study.first_block(W["L0.query"], "Q4_K")
@@ -273,11 +263,11 @@ widgets.format_explorer(W)
 #   `qmax / (2m)` ticks.
 # * The SQNR lost grows with the move (on `L0.output`, 3 to 4 times per bit fewer from 6 bits
 #   down); past half a tick, a scale rounded down also clips.
-# * So a scale needs about `log2(qmax) + 2` to `3` bits of steps for a tenth of a tick (0.007
-#   to 0.021 dB per MiniLM layer, blocks of 32 under super-blocks of 8): 5 to 6 bits for int4
-#   codes, 7 to 8 for 6-bit codes, about 10 for int8 codes (by the rule; fp16's 11 significant
-#   bits cover it). The range comes from a level above: an fp16 super-scale per 256 weights,
-#   an fp32 scale per tensor.
+# * So a scale needs about `5 x qmax` steps (`log2(qmax) + 2` to `3` bits) for a tenth of a
+#   tick: 5 to 6 bits for int4 codes, 7 to 8 for 6-bit codes, about 10 for int8 codes (by the
+#   rule; fp16's 11 significant bits cover it). On int4 codes a 5-bit sub-scale (0.113 tick)
+#   costs 0.007 to 0.021 dB per MiniLM layer (blocks of 32 under super-blocks of 8). The range
+#   comes from a level above: an fp16 super-scale per 256 weights, an fp32 scale per tensor.
 # * A power of two (MX's E8M0) moves the top code by whole ticks and costs dB: on the 36 layers,
 #   under the OCP floor rule, 2.33 dB on int4 codes and 1.32 on FP4.
 # * NVFP4's E4M3 scales keep the same relative precision in every block (a 4-bit sub-scale's at

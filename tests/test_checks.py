@@ -404,6 +404,10 @@ WRONG_08 = {
         (lambda a, g: _top_by_hand(a, g, fp4_as_int=True), "evenly spaced ticks"),
         (lambda a, g: _top_by_hand(a, g, exponent=lambda x: math.ceil(math.log2(x)) - 2), "ceil rule"),
         (lambda a, g: _top_by_hand(a, g, exponent=lambda x: round(math.log2(x)) - 2), "rounded log2 amax"),
+        (
+            lambda a, g: _top_by_hand(a, g, exponent=lambda x: math.floor(math.log2(x / (6 if g == "FP4" else 7)))),
+            "at or below the ideal scale",
+        ),
         (lambda a, g: a, "returned amax itself"),
         (lambda a, g: 2.0 ** (math.floor(math.log2(a)) - 2), "None"),  # returned the scale
     ],
@@ -413,6 +417,7 @@ WRONG_08 = {
         (lambda s, b: _sub_by_hand(s, b, rnd=np.floor), "truncated"),
         (lambda s, b: _sub_by_hand(s, b, top=np.mean), "None"),
         (lambda s, b: _sub_by_hand(s, b, mixed=True), "rounded with the float64 super-scale"),
+        (lambda s, b: _sub_by_hand(s, b, signed=True), "signed range"),
     ],
     "08.quiet_block_bits": [
         (lambda c, r, t: _bits_by_hand(c, t), "answer for the loudest block"),
@@ -434,9 +439,9 @@ def _bits_signed_sub_scale(code_bits, r, max_ticks):
     return next(b for b in range(2, 41) if qmax * r / (2 * (2 ** (b - 1) - 1)) <= max_ticks)
 
 
-def _sub_by_hand(ideal, bits, *, lowest=1, fp16=True, rnd=np.round, top=np.max, mixed=False):
+def _sub_by_hand(ideal, bits, *, lowest=1, fp16=True, rnd=np.round, top=np.max, mixed=False, signed=False):
     """Lesson 08's sub-scales as a learner might write them, one block at a time."""
-    m = 2**bits - 1
+    m = 2 ** (bits - 1) - 1 if signed else 2**bits - 1
     d = top(ideal) / m
     d16 = float(np.float16(d)) if fp16 else float(d)
     step = float(d) if mixed else d16  # mixed: rounds with the float64 super-scale, stores the float16 one

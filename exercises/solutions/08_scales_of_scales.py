@@ -50,10 +50,9 @@ from qlesson.course.tasks import check
 # Write `sub_scales(ideal, bits)`: `ideal` is a numpy array of the ideal scales of the blocks
 # in one super-block (all positive). Store them the K-quant way, as in the lesson: each block
 # gets an unsigned `bits`-bit integer, never 0, times one super-scale shared by the whole
-# super-block; the super-scale is stored as a float16 number, as fine as the bits allow without
-# any block's integer overflowing them. Return the scales as stored (a numpy array of floats), not the
-# integers. Some cases are hidden: you see only that one failed, and why if the mistake is a
-# known one.
+# super-block; the super-scale is stored as a float16 number. Return the scales as stored (a
+# numpy array of floats), not the integers. Some cases are hidden: you see only that one
+# failed, and why if the mistake is a known one.
 
 
 # %% tags=["solution"]

@@ -83,6 +83,7 @@ def _floor_top(
         "ceil": math.ceil(math.log2(amax)) - 2,
         "round": math.floor(math.log2(amax) + 0.5) - 2,
         "rceil": math.ceil(math.log2(amax / top)),
+        "ideal floor": math.floor(math.log2(amax / top)),
     }[rule]
     v = amax / 2.0**e
     if grid == "FP4" and not even:
@@ -119,6 +120,11 @@ TASKS: list[Task] = [
             Mistake(
                 "used 2**bits as the largest integer: a bits-bit unsigned integer stops at 2**bits - 1",
                 lambda ideal, bits: _sub_scales(ideal, bits, steps=lambda b: 2**b),
+            ),
+            Mistake(
+                "gave the sub-scale a signed range: a scale is positive, so the sub-scale is unsigned and uses "
+                "every one of its bits",
+                lambda ideal, bits: _sub_scales(ideal, bits, steps=lambda b: 2 ** (b - 1) - 1),
             ),
             Mistake(
                 "kept the super-scale in float64: it is stored as float16, and the integers fit the stored one",
@@ -270,6 +276,12 @@ TASKS: list[Task] = [
                 lambda amax, grid: _floor_top(amax, grid, rule="rceil"),
             ),
             Mistake(
+                "took the power of two at or below the ideal scale (amax over the grid's top): the floor rule "
+                "starts from amax's own power of two and leaves room for the grid's largest power of two, 4, so "
+                "amax lands between 4 and 8 times the scale",
+                lambda amax, grid: _floor_top(amax, grid, rule="ideal floor"),
+            ),
+            Mistake(
                 "returned the code (in ticks): the task asks for the value stored, the code times the scale",
                 lambda amax, grid: _floor_top(amax, grid, codes_only=True),
             ),
@@ -286,14 +298,14 @@ PREDICT = {
             "under a hundredth of a dB",
             True,
             "In a block about as loud as the loudest, the sub-scale is off by at most 1/126, which moves the block's "
-            "largest code, 7 ticks out, by about 7/126 of a tick (a few hundredths at the median block): lost "
-            "beside the half tick that rounding already costs every weight.",
+            "largest code, 7 ticks out, by about 7/126 of a tick (a few hundredths at the median block): small "
+            "beside rounding's error of up to half a tick on every weight.",
         ),
         (
             "about 1 dB: 6 bits are far coarser than fp16's 11 significant bits",
             False,
             "Tempting when bits feel like precision lost one for one; but what counts is how far the rounded scale "
-            "moves the codes, and 7/126 of a tick is small beside half a tick.",
+            "moves the codes, and 7/126 of a tick is small beside rounding's error of up to half a tick.",
         ),
         (
             "about half a dB, like a change of group size in lesson 04",
@@ -334,7 +346,8 @@ PREDICT = {
             "several dB: the scale is now far too coarse and the codes clip",
             False,
             "Tempting, since the move grew 4.4 times; but clipping needs a move past half a tick, and the rule gives "
-            "at most a quarter tick.",
+            "at most a quarter tick at the loud blocks; only a few quiet blocks move further, and their clipping "
+            "costs thousandths of a dB.",
         ),
     ),
     "power_of_two": choice(
