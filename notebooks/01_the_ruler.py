@@ -21,14 +21,14 @@
 #
 # **The answer**: A scale (the spacing of the ticks) and a zero point define a ruler: divide by
 # the scale, round to the nearest tick, clamp to the codes the bits allow. Inside the ruler the
-# error is at most half a tick; a value half a tick or more beyond the last tick is clipped,
-# and its error has no such bound.
+# error is at most half a tick; far beyond the last tick, the error grows without bound.
 #
 # **What you will do**: follow six values through a 3-bit ruler, check the half-tick bound on
-# 1,000 values, and watch a calibrated ruler clip a new value.
+# 1,000 values, watch a calibrated ruler clip a new value, and see why positive-only values
+# want an asymmetric ruler.
 #
 # **What you need**: lesson 00 (how to run the notebooks); nothing to download.
-# **Time**: about 19 minutes, plus about 22 for the exercise.
+# **Time**: about 18 minutes, plus about 28 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -73,8 +73,6 @@ _ = plots.ruler(values, bits=3)
 #
 # `b` bits give `2^b` integer codes. The symmetric signed ruler leaves out one of them,
 # `-2^(b-1)`, so that +x and -x get mirror-image codes: int4 uses [-7, 7], int8 [-127, 127].
-# TFLite and TensorRT store int8 weights in [-127, 127]; activations keep all 256 codes;
-# PyTorch offers both.
 #
 # Before you run the next cell, predict what one more bit does to the ruler's rounding bound.
 
@@ -130,33 +128,27 @@ ruler.print_steps(values + [1.6], bits=3, scale=fixed_scale)
 # `round` gives tick 5, which this ruler does not have; the **clamp** stores 3, the last tick.
 # The value comes back as 0.91, wrong by 0.69: 4.5 times the rounding bound.
 #
-# A value is **clipped** when the clamp changes its code, that is, when it lies more than half
-# a tick past the last tick (closer than that, `round` already lands on the last tick). The
+# A value is **clipped** when the clamp changes its code, that is, when it lies half a tick or
+# more past the last tick (closer than that, `round` still lands on the last tick). The
 # farther a clipped value lies, the larger its error. The figure shades where that starts.
 
 # %%
 _ = plots.ruler(values + [1.6], bits=3, scale=fixed_scale)
 
 # %% [markdown]
-# This is the basic tension of every quantizer. A wider ruler avoids clipping but makes every
-# tick coarser, so everyone pays more rounding error. A narrower ruler is finer but clips the
-# outliers. The rest of the course gives different parts of a tensor their own rulers, so that
-# one outlier does not coarsen everyone's ticks.
+# A ruler fitted to absmax puts its last tick on the largest magnitude, so one outlier widens
+# every tick. The rest of the course gives different parts of a tensor their own rulers.
 #
 # ## 5. Symmetric or asymmetric, signed or unsigned
 #
-# * **Symmetric**: the ruler is centred on 0 (zero point 0, or `2^(b-1)` for unsigned codes).
-#   Cheap: no zero point to store or subtract.
-# * **Asymmetric**: the ruler spans `[rmin, rmax] = [min(x.min(), 0), max(x.max(), 0)]`, cut
-#   into the `2^b - 1` steps between the unsigned codes `0 .. 2^b - 1`:
-#   `scale = (rmax - rmin) / (2^b - 1)`. The integer zero point `round(-rmin / scale)`
-#   (clamped to the codes) marks where 0.0 falls, so 0.0 is exactly representable.
-# * **Signed or unsigned** only moves the integer labels (`-8..7` or `0..15`); with the same
-#   scale the reconstruction is the same.
+# * **Symmetric**: the ruler is centred on 0; its zero point is fixed (0, or `2^(b-1)` for
+#   unsigned codes), so only the scale is stored.
+# * **Asymmetric**: the ruler spans `[rmin, rmax]`, the data's range widened to include 0, cut
+#   into `2^b - 1` steps: `scale = (rmax - rmin) / (2^b - 1)`. The integer zero point
+#   `round(-rmin / scale)` is the code of 0.0, so 0.0 is stored exactly.
 #
-# One worked row: the ReLU-like values below at 4 bits have `rmin = 0`, `rmax = 2.0`, so
-# `scale = 2.0 / 15 = 0.1333` and zero point 0. On such positive-only data the symmetric ruler
-# wastes its negative half:
+# The ReLU-like values below at 4 bits have `rmin = 0` and `rmax = 2.0`, so the asymmetric
+# scale is `2.0 / 15 = 0.1333`. Each mode appears with signed and with unsigned codes:
 
 # %%
 relu_like = [0.0, 0.05, 0.3, 0.7, 1.2, 2.0]
@@ -164,8 +156,9 @@ print_table(ruler.compare_modes(relu_like, bits=4), {"scale": ".4f", "mae": ".4f
 
 # %% [markdown]
 # The symmetric rulers use only the codes on one side of the zero point, so their ticks are
-# about twice as coarse and the error is larger. Lesson 05 returns to asymmetric ranges for
-# activations, where this matters most.
+# about twice as coarse and the error is larger. Signed or unsigned codes only move the integer
+# labels: with the same scale, the error is the same. Lesson 05 returns to asymmetric ranges for
+# activations.
 #
 # ## 6. Try it: a value and a bit width
 #
@@ -180,10 +173,10 @@ from qlesson.teach import widgets
 widgets.ruler_explorer(tuple(values))
 
 # %% [markdown]
-# At 3 bits the readout first says clipped at 1.07. A value up to half a tick beyond 0.91 still
-# rounds onto tick 3, so the clamp starts to change codes at `0.91 + 0.303 / 2 = 1.062`. At 4
-# bits the half tick is 0.065, and clipping starts at 0.975: more bits, a finer ruler, the same
-# range.
+# At 3 bits the readout first says clipped at 1.07. A value less than half a tick beyond
+# 0.91 still rounds onto tick 3, so the clamp starts to change codes at
+# `0.91 + 0.303 / 2 = 1.062`. At 4 bits the half tick is 0.065, and clipping starts at 0.975:
+# more bits, a finer ruler, the same range.
 #
 # ## Summary
 #
@@ -192,7 +185,6 @@ widgets.ruler_explorer(tuple(values))
 #   int8 weight range [-127, 127].
 # * Inside the range the error is at most half a tick. A value half a tick or more past the
 #   last tick is clipped (the clamp changes its code), and its error grows without bound.
-#   Choosing the range trades one for the other.
 # * Asymmetric: `scale = (rmax - rmin) / (2^b - 1)` over a range widened to 0, zero point
 #   `round(-rmin / scale)`.
 #
@@ -208,8 +200,8 @@ recall.quiz("01")
 recall.show("01")
 
 # %% [markdown]
-# **Exercise**: `exercises/01_the_ruler.ipynb`: scale, round and clamp by hand, then a
-# calibrated ruler meets new data.
+# **Exercise**: `exercises/01_the_ruler.ipynb`: scale, round and clamp by hand, then find
+# the bit width at which a calibrated ruler's clipping costs more than its rounding.
 #
 # ## Going deeper
 #

@@ -83,6 +83,11 @@ WRONG = {
         ),
         (lambda c, x, bits: tuple(reversed(_good("01.rounding_or_clipping")(c, x, bits))), "(clipping, rounding)"),
     ],
+    "01.clipping_takes_over": [
+        (lambda c, x: _good("01.clipping_takes_over")(c, x) - 1, "the last bit width at which rounding"),
+        (lambda c, x: 8, "None"),
+        (lambda c, x: 16, "returned 16"),
+    ],
     "02.per_channel_scale": [
         (per_tensor_scale_for_channels, "per-tensor"),
         (lambda w, bits: w.abs().max(dim=0).values / (2 ** (bits - 1) - 1), "wrong axis"),

@@ -22,7 +22,7 @@
 #
 # Practice for lesson `notebooks/01_the_ruler.ipynb`.
 # Scale, rounding, clamping and the asymmetric zero point by hand with torch; then a ruler
-# calibrated on one batch meets new data (Tasks 4 and 5).
+# calibrated on one batch meets new data (Tasks 4 to 6).
 #
 # **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
 # check cell right below it. Write your code, run your cell, then run the check: a pass prints
@@ -152,28 +152,49 @@ def error_split(calibration, x, bits):
 check("01.rounding_or_clipping", error_split)
 
 # %% [markdown]
-# Now use it. A ruler is calibrated on 1,000 normal values; the new batch holds 1,000 fresh
-# normal values plus five outliers between 5 and 9. Predict first: at 8 bits, which part of the
-# error is larger? At 3 bits? Then call `error_split(calibration, new, bits)` for both in a cell
-# of your own, and explain the difference.
+# ## Task 6 · When does clipping take over?
+#
+# A ruler is calibrated on 1,000 normal values; the new batch below holds 1,000 fresh normal
+# values plus five outliers between 5 and 9. Predict first, with the ruler fixed: as you add
+# bits, which part of Task 5's error shrinks, and which stays? Try `error_split` on this batch
+# at a few bit widths.
 
 # %%
 gen = torch.Generator().manual_seed(7)
 calibration = torch.randn(1000, generator=gen)
 new = torch.cat([torch.randn(1000, generator=gen), torch.tensor([6.0, -7.5, 9.0, 5.2, -6.1])])
 
+# %% [markdown]
+# Now write `clipping_takes_over(calibration, new)`: the smallest bit width, from 2 to 16, at
+# which the clipped values of `new` cost more than the rounded ones (every check case has
+# one). Some checks are hidden: their inputs are not shown.
+
+
+# %% tags=["solution"]
+def clipping_takes_over(calibration, new):
+    ...  # STUB
+    # BEGIN SOLUTION
+    for bits in range(2, 17):
+        rounding, clipping = error_split(calibration, new, bits)
+        if clipping > rounding:
+            return bits
+    # END SOLUTION
+
+
+# %% qlesson={"task": "01.clipping_takes_over"} tags=["check"]
+check("01.clipping_takes_over", clipping_takes_over)
+
 # %% tags=["solutions-only"]
-for bits in (8, 3):
+print(f"clipping takes over at {clipping_takes_over(calibration, new)} bits")
+for bits in range(3, 9):
     rounding, clipping = error_split(calibration, new, bits)
-    qmax = 2 ** (bits - 1) - 1
-    n_clipped = int((torch.round(new / (calibration.abs().max() / qmax)).abs() > qmax).sum())
-    print(f"int{bits}: rounding {float(rounding):.1f}, clipping {float(clipping):.1f} ({n_clipped} values clipped)")
+    print(f"int{bits}: rounding {float(rounding):6.1f}, clipping {float(clipping):5.1f}")
 
 # %% [markdown] tags=["solutions-only"]
-# At 8 bits a tick is tiny: the few clipped values (the five outliers, plus any fresh value
-# that lands more than half a tick past the calibration's absmax) outweigh a thousand rounded
-# ones. At 3 bits every tick is coarse, and rounding dominates. Which error to fight depends on
-# the bits.
+# Each bit roughly halves the rounding part; the clipping part barely moves, because the
+# clipped values sit far beyond the last tick whatever the tick. Bits do not touch clipping
+# error; only the range does. So at few bits rounding dominates, and past some width the few
+# clipped values outweigh a thousand rounded ones.
 
 # %% [markdown]
 # ## Recall
@@ -195,6 +216,26 @@ recall_1 = 1.27
 recall.answer("01", 1, recall_1)
 
 # %% [markdown]
+# ### Recall 01.6
+#
+# What does one more bit buy on a symmetric ruler with the same absmax?
+#
+# - **a)** One more tick
+# - **b)** About twice as many ticks per side, so roughly half the scale and half the worst rounding error
+# - **c)** A wider range, so less clipping
+#
+# Answer with the option's letter as a string (in quotes).
+
+# %% tags=["solution"]
+recall_6 = ...  # STUB
+# BEGIN SOLUTION
+recall_6 = "b"
+# END SOLUTION
+
+# %% qlesson={"task": "recall 01.6"} tags=["check"]
+recall.answer("01", 6, recall_6)
+
+# %% [markdown]
 # ### Recall 01.4
 #
 # A value falls far (more than half a tick) beyond the last tick of a fixed ruler. What happens?
@@ -214,24 +255,3 @@ recall_4 = "c"
 
 # %% qlesson={"task": "recall 01.4"} tags=["check"]
 recall.answer("01", 4, recall_4)
-
-# %% [markdown]
-# ### Recall 01.3
-#
-# Symmetric int8 weights usually use codes [-127, 127], not all of [-128, 127]. Why?
-#
-# - **a)** Because 127 is the largest weight a model has
-# - **b)** So +x and -x get mirror-image codes under one scale, absmax / 127
-# - **c)** To leave room for the zero point
-# - **d)** Because -128 cannot be stored in 8 bits
-#
-# Answer with the option's letter as a string (in quotes).
-
-# %% tags=["solution"]
-recall_3 = ...  # STUB
-# BEGIN SOLUTION
-recall_3 = "b"
-# END SOLUTION
-
-# %% qlesson={"task": "recall 01.3"} tags=["check"]
-recall.answer("01", 3, recall_3)

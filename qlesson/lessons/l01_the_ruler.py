@@ -55,6 +55,21 @@ def _split(calibration: torch.Tensor, x: torch.Tensor, bits: int, beyond_tick: b
 _CALIB = torch.randn(1000, generator=_G)  # a calibration batch; the new batches below have outliers
 _NEW = torch.cat([torch.randn(1000, generator=_G), torch.tensor([6.0, -7.5, 9.0, 5.2, -6.1])])
 
+
+def _takes_over(calibration: torch.Tensor, x: torch.Tensor, first: int = 2) -> int:
+    """The smallest bit width (``first`` to 16) at which the clipped values of ``x`` cost more than the rounded ones."""
+    for bits in range(first, 17):
+        rounding, clipping = _split(calibration, x, bits)
+        if clipping > rounding:
+            return bits
+    return 17
+
+
+def _batch(seed: int, n: int, outliers: list[float]) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(n, generator=g), torch.cat([torch.randn(n, generator=g), torch.tensor(outliers)])
+
+
 _TIES = torch.tensor([0.5, 1.5, 2.5, -2.5, -3.5, 9.0])  # exact halves in any precision; 9.0 lies beyond int3
 
 TASKS: list[Task] = [
@@ -237,6 +252,35 @@ TASKS: list[Task] = [
             ),
         ],
     ),
+    Task(
+        "01.clipping_takes_over",
+        "when does clipping take over?",
+        _takes_over,
+        [
+            Case(_batch(11, 200, [4.0, -5.0]), "200 new values, two outliers"),
+            Case((_CALIB, _NEW), "1005 new values, five outliers", hidden=True),
+            Case(_batch(31, 2000, [3.5, -3.8, 4.2, 3.6, -4.0, 3.9, -3.7, 4.5]), "eight mild outliers", hidden=True),
+            Case(_batch(41, 100, [40.0, -30.0]), "two far outliers among 100 values", hidden=True),
+            Case(_batch(51, 1000, [3.6]), "one mild outlier", hidden=True),
+        ],
+        "go up the bit widths from 2 and compare the two parts of the error at each",
+        [
+            Mistake(
+                "returned the last bit width at which rounding still costs more; the task asks for the first at "
+                "which clipping costs more",
+                lambda c, x: _takes_over(c, x) - 1,
+            ),
+            Mistake(
+                "started above 2 bits; with far outliers, clipping can cost more already at 2 bits",
+                lambda c, x: _takes_over(c, x, first=3),
+            ),
+            Mistake(
+                "returned 16, the widest bit width; clipping keeps costing more from the first such width on",
+                lambda c, x: 16,
+            ),
+        ],
+        minutes=5,
+    ),
 ]
 
 
@@ -258,11 +302,17 @@ RECALL: tuple[Question, ...] = (
         ),
     ),
     Numeric(
-        "Same ruler (scale 0.01): the worst rounding error inside the range?",
-        0.005,
-        "Rounding moves a value by at most half a tick: 0.01 / 2.",
-        tol=0.0004,
-        mistakes=((0.01, "that is a whole tick; rounding to the nearest tick moves a value at most half a tick"),),
+        "A symmetric 3-bit ruler (ticks -3..3) is fitted to values whose largest magnitude is 2.0. From which "
+        "positive value on does it clip?",
+        2.3333,
+        "The tick is 2.0 / 3; up to half a tick past the last tick, round() still lands on tick 3, so clipping "
+        "starts at 3.5 x 2.0 / 3.",
+        tol=0.004,
+        mistakes=(
+            (2.0, "that is the last tick; a value a little beyond it still rounds onto it"),
+            (2.6667, "that is a whole tick beyond the last; rounding already jumps half-way there"),
+            (2.1429, "that uses the tick of a 4-bit ruler, 2.0 / 7; 3 bits give ticks -3..3"),
+        ),
     ),
     choice(
         "Symmetric int8 weights usually use codes [-127, 127], not all of [-128, 127]. Why?",
@@ -338,6 +388,12 @@ RECALL: tuple[Question, ...] = (
             "about absmax away from 0, and the two rulers nearly coincide.",
         ),
     ),
+)
+
+
+# asked in the exercises (this one's, and 02-04's as spaced recall), not in the quiz: the lesson's predict
+# asks it minutes before
+EXERCISE_RECALL: tuple[Question, ...] = (
     choice(
         "What does one more bit buy on a symmetric ruler with the same absmax?",
         (
@@ -365,9 +421,10 @@ PREDICT = {
         "The six values get a 4-bit ruler instead of a 3-bit one (same absmax, 0.91). The bound on the rounding "
         "error (half a tick)...",
         (
-            "drops to a little less than half: 3 ticks per side become 7",
+            "drops to a little less than half",
             True,
-            "The scale goes from 0.91 / 3 to 0.91 / 7, and the half-tick bound with it: a factor 3/7.",
+            "3 ticks per side become 7: the scale goes from 0.91 / 3 to 0.91 / 7, and the half-tick bound with it, "
+            "a factor 3/7.",
         ),
         (
             "halves exactly, as every extra bit does",
@@ -400,10 +457,10 @@ PREDICT = {
             "rounding.",
         ),
         (
-            "nothing: the value overflows and raises an error",
+            "1.6 itself: a value beyond the ruler is kept aside at full precision",
             False,
-            "Tempting if you expect integer overflow to be caught; quantizers clamp silently, so the error shows "
-            "up only in the numbers.",
+            "Tempting because some schemes do keep outliers aside in 16 bits; but this ruler has only its codes, "
+            "and the clamp silently picks the last one.",
         ),
         (
             "-0.91: the code wraps around to the other end",
