@@ -17,6 +17,16 @@ def per_tensor_scale_for_channels(w, bits):
     return torch.full((w.shape[0],), float(w.abs().max())) / (2 ** (bits - 1) - 1)
 
 
+def _errors_02(w, bits, err):
+    """Lesson 02's worse rows, judged by ``err`` of each row's error instead of its mean |error|."""
+    qmax = 2 ** (bits - 1) - 1
+    shared = w.abs().max() / qmax
+    own = w.abs().amax(1, keepdim=True) / qmax
+    return err((w / own).round().clamp(-qmax, qmax) * own - w) > err(
+        (w / shared).round().clamp(-qmax, qmax) * shared - w
+    )
+
+
 WRONG = {
     "01.symmetric_scale": [
         (lambda x, bits: x.abs().max() / 2 ** (bits - 1), "2**(bits-1) instead of 2**(bits-1) - 1"),
@@ -132,6 +142,12 @@ WRONG = {
             ),
             "truncated toward zero",
         ),
+    ],
+    "02.worse_rows": [
+        (lambda w, bits: (lambda s, o: o >= s)(*_good("02.row_maes")(w, bits)), "strictly larger"),
+        (lambda w, bits: (lambda s, o: o < s)(*_good("02.row_maes")(w, bits)), "get better"),
+        (lambda w, bits: _errors_02(w, bits, lambda e: e.mean(1)), "signed errors"),
+        (lambda w, bits: _errors_02(w, bits, lambda e: e.pow(2).mean(1)), "root-mean-square"),
     ],
     "02.row_maes": [
         (lambda w, bits: tuple(reversed(_good("02.row_maes")(w, bits))), "wrong order"),

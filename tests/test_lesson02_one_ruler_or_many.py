@@ -56,3 +56,18 @@ def test_on_minilm_no_row_loses_to_its_own_int4_scale_and_few_lose_at_int8():
             worse[bits] += int((pc > pt).sum())
     assert worse[4] == 0 and 0 < worse[8] < 20
     assert (worse[8], rows) == (10, 21_120)  # section 5 of the main line quotes these two numbers
+
+
+def test_worse_rows_flags_section_5s_row_0_and_not_its_control():
+    w = torch.tensor([[3.0, 1.05, -2.0, 2.0], [7.0, -5.0, 0.5, 1.5], [3.0, 1.3, -2.2, 1.7]])
+    assert tasks()["02.worse_rows"].reference(w, 4).tolist() == [1, 0, 0]
+    pt, pc = analysis.method_table(w, bits=4)
+    assert pc["row 2 MAE"] * 9 < pt["row 2 MAE"]  # the off-tick control gains 9x from its own ruler
+
+
+def test_the_lesson_widget_hides_the_asymmetric_switch():
+    from qlesson.teach import widgets
+
+    ui = widgets.two_rows_explorer(asymmetric=False)
+    assert [c.value for c in ui.children[1].children] == ["per-tensor"]
+    assert "zero point" not in ui.children[2].value

@@ -21,7 +21,7 @@
 # # Exercise 02 · One ruler or many (SOLUTIONS: spoilers)
 #
 # Practice for lesson `notebooks/02_one_ruler_or_many.ipynb`.
-# Per-channel scales, then each row's error under one ruler or many, then which rows one shared
+# Per-channel scales, then which rows lose with their own ruler, then which rows one shared
 # scale erases on weights the lesson did not show.
 #
 # **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
@@ -62,38 +62,26 @@ check("02.per_channel_scale", per_channel_scale)
 
 
 # %% [markdown]
-# ## Task 2 · Apply now: two rows, one ruler or two
+# ## Task 2 · Which rows lose with their own ruler?
 #
-# Take two rows of very different magnitude. Write `row_maes(w, bits)` returning
-# `(shared, own)`: each row's mean absolute error after fake-quantizing with one shared
-# (per-tensor) scale, and with one scale per row. After the check, try a pair of your own.
+# Write `worse_rows(w, bits)` for a weight `[out_features, in_features]`: one entry per row,
+# True (or 1) where the row's mean absolute error is larger with its own symmetric scale
+# (per-channel) than with the one shared (per-tensor) scale. Some checks are hidden: their
+# inputs are not shown.
 
 
 # %% tags=["solution"]
-def row_maes(w, bits):
+def worse_rows(w, bits):
     ...  # STUB
     # BEGIN SOLUTION
-    shared = ql.fake_quantize(w, bits)
-    own = ql.fake_quantize(w, bits, granularity=ql.PerChannel(0))
-    return (shared - w).abs().mean(dim=1), (own - w).abs().mean(dim=1)
+    shared = (ql.fake_quantize(w, bits) - w).abs().mean(dim=1)
+    own = (ql.fake_quantize(w, bits, granularity=ql.PerChannel(0)) - w).abs().mean(dim=1)
+    return own > shared  # strictly: the row that sets the shared scale keeps the same error
     # END SOLUTION
 
 
-# %% qlesson={"task": "02.row_maes"} tags=["check"]
-check("02.row_maes", row_maes)
-
-# %% [markdown]
-# Try a pair of your own: change the two rows and the bits, and run the cell again.
-
-# %%
-pair = torch.tensor([[0.01, -0.02, 0.03], [5.0, -4.0, 2.0]])
-shared, own = row_maes(pair, 4)
-print(f"per-row MAE, one shared scale: {[round(float(v), 4) for v in shared]}")
-print(f"per-row MAE, a scale per row:  {[round(float(v), 4) for v in own]}")
-
-# %% [markdown]
-# For the pair given, at int4, the shared scale erases the quiet row; its own scale keeps it.
-# Find bits at which your pair's quiet row survives the shared scale.
+# %% qlesson={"task": "02.worse_rows"} tags=["check"]
+check("02.worse_rows", worse_rows)
 
 # %% [markdown]
 # ## Task 3 · Which rows does one shared scale erase?

@@ -84,6 +84,24 @@ def _erased_rows(divisor: Callable[[int], float]) -> tuple[list[int], ...]:
     return tuple(_rescued(_LAYER, b, divisor=divisor(b)).nonzero().flatten().tolist() for b in (3, 4, 8))
 
 
+def _near_loud(seed: int, rows: int, cols: int) -> torch.Tensor:
+    """Rows whose absmax is 0.6 to 1 times the loudest's, values to 0.01: some lose with their own scale."""
+    g = torch.Generator().manual_seed(seed)
+    w = torch.randn(rows, cols, generator=g)
+    w = w / w.abs().amax(1, keepdim=True) * (0.6 + 0.4 * torch.rand(rows, 1, generator=g))
+    return (w * 100).round() / 100
+
+
+def _worse(w: torch.Tensor, bits: int, err: Callable = lambda e: e.abs().mean(1), axis: int = 1) -> torch.Tensor:
+    """1 where a row's error under its own scale is larger than under the shared one."""
+    q_t, s_t = _per_tensor(w, bits)
+    s = w.abs().amax(dim=axis, keepdim=True) / qmax(bits)
+    q = torch.clamp(torch.round(codes(w, s)), -qmax(bits), qmax(bits))
+    return (err(q * s - w) > err(q_t * s_t - w)).long()  # 1 = worse with its own scale (a bool tensor is as good)
+
+
+_SECTION_5 = torch.tensor([[3.0, 1.05, -2.0, 2.0], [7.0, -5.0, 0.5, 1.5], [3.0, 1.3, -2.2, 1.7]])
+
 _TIES_AND_ZERO = torch.cat([torch.tensor([[3.0, 0.5, 1.5, -2.5, 0.25]]), torch.zeros(1, 5), _w(2, 5)])
 
 TASKS: list[Task] = [
@@ -172,6 +190,7 @@ TASKS: list[Task] = [
             ),
         ],
     ),
+    # not in exercise 02 (Task 2 asks which rows lose instead); kept as the checked per-row MAE reference
     Task(
         "02.row_maes",
         "apply now: a shared scale against one per row",
@@ -195,6 +214,45 @@ TASKS: list[Task] = [
                 "that row",
                 lambda w, b: _row_maes_by_column(w, b),
             ),
+        ],
+    ),
+    Task(
+        "02.worse_rows",
+        "which rows lose with their own ruler?",
+        _worse,
+        [
+            Case((_SECTION_5, 4), "int4, the lesson's section 5 rows"),
+            Case((_near_loud(10, 6, 8), 3), "int3, 6x8 weight, every row at least 0.6 of the loudest"),
+            Case((_near_loud(29, 6, 8), 3), "int3, 6x8 weight", hidden=True),
+            Case((_near_loud(5, 8, 16), 8), "int8, 8x16 weight", hidden=True),
+            Case((_near_loud(35, 8, 16), 8), "int8, 8x16 weight", hidden=True),
+        ],
+        "compare each row's mean absolute error under the one shared scale with its mean absolute error under its "
+        "own scale; the row that sets the shared scale keeps exactly the same codes",
+        [
+            Mistake(
+                "counted a row whose error did not change (the loudest row, which sets the shared scale) as worse; "
+                "worse means strictly larger",
+                lambda w, b: (lambda s, o: (o >= s).long())(*_row_maes(w, b)),
+            ),
+            Mistake(
+                "flagged the rows that get better with their own scale, not worse",
+                lambda w, b: (lambda s, o: (o < s).long())(*_row_maes(w, b)),
+            ),
+            Mistake(
+                "compared root-mean-square errors; the task asks for the mean absolute error",
+                lambda w, b: _worse(w, b, err=lambda e: e.pow(2).mean(1).sqrt()),
+            ),
+            Mistake(
+                "averaged signed errors, so over- and undershoots cancel; take |error| first, then the mean",
+                lambda w, b: _worse(w, b, err=lambda e: e.mean(1)),
+            ),
+            Mistake(
+                "gave each input column its own scale (reduced over the rows, axis 0); a row's scale comes from "
+                "that row",
+                lambda w, b: _worse(w, b, axis=0),
+            ),
+            Mistake("used int4 whatever the bits (4 hard-coded)", lambda w, b: _worse(w, 4)),
         ],
     ),
     Task(
@@ -303,10 +361,10 @@ RECALL: tuple[Question, ...] = (
             "Common wrong answer: it only fits each ruler to its row; rounding error remains.",
         ),
         (
-            "Because per-channel needs no scale metadata",
+            "Because more bits would not help the quiet channel",
             False,
-            "Tempting because a single scale feels like overhead; but per-channel stores one scale per channel, "
-            "more metadata, not less.",
+            "Tempting after Row A vanished at int4; but more bits do help: at int8 the shared scale already keeps "
+            "Row A, on codes up to 6 (section 2). Per-channel rescues it without paying those bits.",
         ),
         source=INTERVIEW,
     ),
@@ -396,7 +454,7 @@ PREDICT = {
             "[0, 0, 0, 0]: a quiet row collapses under a shared scale",
             False,
             "Tempting because the loud row sets the scale; but at int8 the tick is 0.0244, and even 0.05 is two "
-            "ticks. A row collapses only when all its values lie below half a tick.",
+            "ticks. A row collapses only when all its values lie at or below half a tick.",
         ),
         (
             "[2, -3, 5, -6]: kept, on a few small codes",

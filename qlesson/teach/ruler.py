@@ -112,6 +112,14 @@ def print_steps(values: ArrayLike, bits: int, *, symmetric: bool = True, signed:
     print_table(rows, {"x": "+.4f", "x / scale": "+.3f", "x_hat": "+.4f", "error": "+.4f"})
 
 
+def print_codes(values: ArrayLike, bits: int, *, scale: float) -> None:
+    """A symmetric ruler's steps without the zero-point columns: x, x / scale, q, x_hat, error."""
+    qmin, qmax = qrange(bits)
+    print(f"{bits}-bit ruler: codes {qmin}..{qmax}, scale {scale:.5f}, half a tick {scale / 2:.5f}")
+    rows = [{k: r[k] for k in ("x", "x / scale", "q", "x_hat", "error")} for r in steps(values, bits, scale=scale)]
+    print_table(rows, {"x": "+.4f", "x / scale": "+.3f", "x_hat": "+.4f", "error": "+.4f"})
+
+
 def bits_table(absmax: float, bits: range | list[int] = range(2, 9)) -> list[dict[str, Any]]:
     """What each bit width buys on a symmetric signed ruler reaching ``absmax``."""
     if not 0 < float(absmax) <= LARGEST_SCALE:

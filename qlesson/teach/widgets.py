@@ -174,9 +174,10 @@ def rows_svg(x: list[list[float]], x_hat: list[list[float]], color: str, label: 
     return "".join(parts)
 
 
-def two_rows_explorer() -> Any:
+def two_rows_explorer(*, asymmetric: bool = True) -> Any:
     """Lesson 02: Row A's and Row B's magnitudes, bits, symmetric/asymmetric, per-tensor/per-channel.
 
+    ``asymmetric=False`` hides the symmetric/asymmetric switch (the rulers stay symmetric).
     The chart is inline SVG, so one update (maths and redraw) takes milliseconds.
     """
     import ipywidgets as W
@@ -195,8 +196,9 @@ def two_rows_explorer() -> Any:
             a.value, b.value, bits.value, symmetric=sym.value == "symmetric", per_channel=gran.value == "per-channel"
         )
         scales = ", ".join(f"{s:.4f}" for s in st["scale"])
+        zps = f"; zero point(s) {st['zero_point']}" if asymmetric else ""
         summary.value = "<br>".join(
-            [f"int{bits.value} {sym.value} {gran.value}: scale(s) {scales}; zero point(s) {st['zero_point']}"]
+            [f"int{bits.value} {sym.value} {gran.value}: scale(s) {scales}{zps}"]
             + [
                 f"Row {'AB'[r]}: q {st['q'][r]}, x_hat [{', '.join(f'{v:+.3f}' for v in st['x_hat'][r])}], "
                 f"<span class='ql-mae' data-row='{r}'>MAE {st['mae'][r]:.4f}</span>"
@@ -209,7 +211,7 @@ def two_rows_explorer() -> Any:
     for c in controls:
         c.observe(refresh, names="value")
     refresh()
-    box = W.VBox([W.HBox(controls[:3]), W.HBox(controls[3:]), summary, chart])
+    box = W.VBox([W.HBox(controls[:3]), W.HBox(controls[3:] if asymmetric else [gran]), summary, chart])
     box.refresh = refresh
     return box
 
