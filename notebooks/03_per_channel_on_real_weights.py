@@ -16,13 +16,13 @@
 # %% [markdown]
 # # 03 · Per-channel on real transformer weights
 #
-# **The question**: are the output channels of a real transformer's weights unequal enough that
-# one scale per channel matters, and which axis is "the channel"?
+# **The question**: which axis of a real transformer's weights should get its own scales, and how
+# much does it matter?
 #
-# **The answer**: In all-MiniLM-L6-v2 they are: with every layer per-tensor int4 the sentence
-# embeddings keep a mean cosine of 0.44 to FP32, with one scale per output channel 0.92. The channel
-# is the output axis because, when weights and activations are both integers, its scales are the
-# ones that can be applied once per output after the integer product.
+# **The answer**: In all-MiniLM-L6-v2 with int4 weights (activations FP32), one scale per output
+# channel keeps the sentence embeddings at a mean cosine of 0.92 to FP32, one scale per tensor only
+# 0.44. The output axis is chosen for a reason apart from that error: when activations are integers
+# too, its scales can be applied once per output after the integer product.
 #
 # **What you will do**: measure the channel spread of all 37 Linear layers; watch per-tensor int4
 # erase most of a layer; quantize the whole model and compare its sentence embeddings with FP32;
@@ -68,9 +68,9 @@ for kind, s in shapes.items():
 # median channel's: that is a layer's max/median. Under one shared scale, a channel 10x quieter
 # than the loudest uses a tenth of the integer range.
 #
-# The table groups the layers by type and shows the largest max/median among them. Its SQNR
-# columns are int4 per-tensor (the mean over the type's layers, then its worst layer and that
-# layer's SQNR) and int4 per-channel (the mean).
+# The table groups the layers by type. Read its max/median column first (the largest among the
+# type's layers); the SQNR columns are int4: per-tensor (the type's mean, then its worst layer and
+# that layer's dB) and per-channel (the mean).
 
 # %% tags=["nbval-ignore-output"]
 from qlesson.course import recall
@@ -199,9 +199,8 @@ for label, module in axes.zoo().items():
 
 # %% [markdown]
 # Conv2d keeps the output at axis 0, and each scale covers a whole filter. GPT-2's `Conv1D`
-# computes `x @ W + b` with `W` stored `[in, out]`, and `ConvTranspose2d` stores
-# `[in, out, kh, kw]`: their output axis is 1. `ConvTranspose2d(4, 8)` stores the weight of
-# `Conv2d(8, 4)`, `[4, 8, kh, kw]`, so its outputs are axis 1.
+# computes `x @ W + b` with `W` stored `[in, out]`, and `ConvTranspose2d` (with `groups=1`) stores
+# `[in, out, kh, kw]`: their output axis is 1.
 #
 # ## Summary
 #
@@ -215,7 +214,7 @@ for label, module in axes.zoo().items():
 #   layers still gives 0.64: the FFN output layers are not the whole loss.
 # * The output axis is the channel because, in an integer matmul, its scale is applied once per
 #   output after the integer product. Read the axis from the layout: `[in, out]` weights (GPT-2 `Conv1D`,
-#   `ConvTranspose2d`) put it at axis 1.
+#   `ConvTranspose2d` with `groups=1`) put it at axis 1.
 #
 # ## Pause and recall
 
@@ -352,13 +351,17 @@ for kind in ("output", "intermediate"):
 emb = axes.zoo()["nn.Embedding(10, 8)"]
 print(f"nn.Embedding(10, 8): weight {tuple(emb.weight.shape)}, one row per token; ", end="")
 print(f"doubling row 0 changes token 0's output only: {axes.touches_one_output(emb, 0)}")
+grouped = torch.nn.ConvTranspose2d(4, 8, kernel_size=3, groups=2)
+print(f"nn.ConvTranspose2d(4, 8, 3, groups=2): weight {tuple(grouped.weight.shape)} for 8 output channels")
 
 # %% [markdown]
 # On the FFN output layers the input axis would give the lower error, on the intermediate layers
 # the higher one; either way its scale changes along the sum. SmoothQuant and AWQ deal with input
 # channels offline instead: they multiply each input column of `W` by a factor and divide the
 # activations by it in the layer before. An embedding table `[vocab, dim]` is a lookup, with no
-# product to pull a scale out of; one scale per row (per token) is the usual choice.
+# product to pull a scale out of; one scale per row (per token) is the usual choice. A grouped
+# `ConvTranspose2d` stores `[in, out/groups, kh, kw]`: output `o` is slice `o % (out/groups)` of
+# axis 1 within its group's input rows, so its scales are not one per index of axis 1.
 #
 # ### Where SmoothQuant and AWQ put their scales
 #

@@ -47,8 +47,8 @@ from qlesson.course.tasks import check
 # Some attention code keeps its output projection as a 3-d weight `w` of shape
 # `[heads, head_dim, d_model]` and applies it to the heads' outputs `z` (`[batch, heads, head_dim]`)
 # with `y = torch.einsum("bhd,hdm->bm", z, w)`. Write `einsum_scales(w, bits)`: one symmetric
-# int-`bits` scale per output channel of `y`, as a 1-d tensor. Some cases are hidden, and in one of
-# them all three axes have the same size, so the shape of your answer alone cannot tell you the axis.
+# int-`bits` scale per output channel of `y`, as a 1-d tensor. In the visible cases all three axes
+# have the same size, so the shape of your answer cannot tell you the axis. Some cases are hidden.
 
 
 # %% tags=["solution"]
@@ -67,8 +67,8 @@ check("03.einsum_scales", einsum_scales)
 #
 # GPT-2's `Conv1D` computes `y = x @ W + b`, with `W` stored `[in_features, out_features]`.
 # Write `conv1d_scales(w, bits)`: one symmetric int-`bits` scale per output channel, as the lesson
-# defines a scale. Some of the check's cases are hidden, and one of them is square, so the shape
-# of your answer alone cannot tell you the axis.
+# defines a scale. The visible cases are square, so the shape of your answer cannot tell you the
+# axis. Some cases are hidden.
 
 
 # %% tags=["solution"]

@@ -21,6 +21,13 @@ def _w(*shape: int, spread: bool = True) -> torch.Tensor:
     return weights(_G, *shape, spread=spread)
 
 
+_G_EXTRA = torch.Generator().manual_seed(1234 + 3 + 100)  # its own stream: a case drawn here leaves _G alone
+
+
+def _w_extra(*shape: int) -> torch.Tensor:
+    return weights(_G_EXTRA, *shape, spread=True)
+
+
 def _all_zero_rows(w: torch.Tensor, bits: int) -> torch.Tensor:
     codes = torch.round(w / (w.abs().max() / qmax(bits)))
     return (codes == 0).all(dim=1)
@@ -35,6 +42,12 @@ def _min_bits(w: torch.Tensor) -> int:
 
 def _min_bits_by(w: torch.Tensor, erased: Callable[[torch.Tensor, int], torch.Tensor]) -> int:
     return next((b for b in range(2, 17) if not erased(w, b).any()), 17)
+
+
+_FP16 = (
+    "the axis is right, but the scales were rounded to fp16 (about 3 significant digits); compute and return them "
+    "in the weight's dtype, float32"
+)
 
 
 def _einsum_scales(w: torch.Tensor, bits: int) -> torch.Tensor:
@@ -85,10 +98,14 @@ def _cases_min_bits() -> list[Case]:
 def _cases_einsum() -> list[Case]:
     loud = _w(2, 4, 5, spread=False)
     loud[1, 2, 3] = -7.0  # a negative outlier in output channel 3
+    a, b, cube = _w(2, 3, 4), _w(4, 2, 6), _w(3, 3, 3)  # drawn in this order: the later tasks' draws stay put
+    # the visible cases are cubes: a failure's expected shape (n,) does not tell which axis it runs along
     return [
-        Case((_w(2, 3, 4), 8), "weight [heads 2, head_dim 3, d_model 4], int8"),
-        Case((_w(4, 2, 6), 4), "weight [heads 4, head_dim 2, d_model 6], int4"),
-        Case((_w(3, 3, 3), 3), "weight [3, 3, 3]: every axis the same size, int3", hidden=True),
+        Case((cube, 8), "weight [heads 3, head_dim 3, d_model 3], int8"),
+        Case((_w_extra(4, 4, 4), 4), "weight [heads 4, head_dim 4, d_model 4], int4"),
+        Case((_w_extra(5, 5, 5), 3), "weight [5, 5, 5]: every axis the same size, int3", hidden=True),
+        Case((a, 8), "weight [heads 2, head_dim 3, d_model 4], int8", hidden=True),
+        Case((b, 4), "weight [heads 4, head_dim 2, d_model 6], int4", hidden=True),
         Case((loud, 4), "weight [2, 4, 5] with a negative outlier, int4", hidden=True),
     ]
 
@@ -96,10 +113,13 @@ def _cases_einsum() -> list[Case]:
 def _cases_conv1d() -> list[Case]:
     loud = _w(4, 6, spread=False)
     loud[2, 5] = -6.0  # a negative outlier in output channel 5
+    a, b, square = _w(6, 4).T.contiguous(), _w(3, 5), _w(5, 5).T.contiguous()  # drawn in this order, as before
+    # the visible cases are square: a failure's expected shape (n,) does not tell which axis it runs along
     return [
-        Case((_w(6, 4).T.contiguous(), 8), "Conv1D weight [in 4, out 6], int8"),
-        Case((_w(3, 5), 4), "Conv1D weight [in 3, out 5], int4"),
-        Case((_w(5, 5).T.contiguous(), 4), "square [5, 5] weight, int4", hidden=True),
+        Case((square, 8), "Conv1D weight [in 5, out 5], int8"),
+        Case((_w_extra(4, 4), 4), "Conv1D weight [in 4, out 4], int4"),
+        Case((a, 8), "Conv1D weight [in 4, out 6], int8", hidden=True),
+        Case((b, 4), "Conv1D weight [in 3, out 5], int4", hidden=True),
         Case((loud, 3), "[4, 6] weight with a negative outlier, int3", hidden=True),
     ]
 
@@ -167,6 +187,10 @@ TASKS: list[Task] = [
                 lambda w, b: w.amax(dim=(0, 1)) / qmax(b),
             ),
             Mistake(
+                _FP16,
+                lambda w, b: (w.abs().amax(dim=(0, 1)) / qmax(b)).half().float(),
+            ),
+            Mistake(
                 "divided by 127 whatever the bits (int8 hard-coded)",
                 lambda w, b: w.abs().amax(dim=(0, 1)) / 127,
             ),
@@ -190,7 +214,7 @@ TASKS: list[Task] = [
         [
             Mistake(
                 "amax(dim=1) removes axis 1, so it gives one scale per input row; the scales must run along the output "
-                "axis, so reduce over the other one",
+                "axis",
                 lambda w, b: w.abs().amax(dim=1) / qmax(b),
             ),
             Mistake(
@@ -198,6 +222,7 @@ TASKS: list[Task] = [
                 lambda w, b: w.abs().max() / qmax(b) * torch.ones(w.shape[1]),
             ),
             Mistake("forgot abs(): a large negative weight is loud too", lambda w, b: w.amax(dim=0) / qmax(b)),
+            Mistake(_FP16, lambda w, b: (w.abs().amax(dim=0) / qmax(b)).half().float()),
             Mistake("divided by 127 whatever the bits (int8 hard-coded)", lambda w, b: w.abs().amax(dim=0) / 127),
             Mistake(
                 "divided by 2**(bits-1); symmetric int-b uses the codes -(2**(bits-1) - 1) .. 2**(bits-1) - 1",
