@@ -21,8 +21,8 @@
 #
 # **The answer**: a group's scale covers only its own `g` weights, so an outlier coarsens only
 # its group, and each fp16 scale costs `16 / g` bits per weight (0.125 at g = 128). On MiniLM at
-# int4, groups of 128 buy up to 3.6 dB over per-channel; section 4 tests what decides when a bit
-# of scales beats a bit of code.
+# int4, groups of 128 buy 3.6 dB over per-channel on the six FFN output layers together and
+# 1.1 dB on L0.intermediate; section 4 tests what decides when a bit of scales beats a bit of code.
 #
 # **What you will do**: watch an outlier spoil one group, price the scales, test on MiniLM what
 # decides between a code bit and a bit of scales, and check llama.cpp's Q4_0 bytes.
@@ -88,18 +88,22 @@ print_table(
 #
 # For a weight `[N, K]` (`[out_features, in_features]`), `PerGroup(g)` cuts every row into
 # `K / g` groups, so the scales have shape `[N, K / g]`. Every scale is stored beside the codes,
-# here in fp16. Take a `[4096, 4096]` weight at int4 with groups of 32.
+# here in fp16. Take int4 with groups of 32 on a `[4096, 4096]` weight and on a `[4096, 11008]`
+# one (LLaMA-7B's down projection), 2.7 times as many weights.
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("04", "g32_bits")
 
 # %%
 rows = []
-for g in (ql.PerTensor(), ql.PerChannel(0), ql.PerGroup(128), ql.PerGroup(32)):
-    fp = ql.footprint((4096, 4096), 4, g)
+for shape, g in [((4096, 4096), g) for g in (ql.PerChannel(0), ql.PerGroup(128), ql.PerGroup(32))] + [
+    ((4096, 11008), ql.PerGroup(32))
+]:
+    fp = ql.footprint(shape, 4, g)
     rows.append(
         {
-            "[4096, 4096] int4": plots.method_name(g),
+            "weight": str(list(shape)),
+            "int4": plots.method_name(g),
             "scales": fp.n_scales,
             "metadata B": fp.metadata_bytes,
             "bits/weight": fp.bits_per_weight,
@@ -109,9 +113,10 @@ for g in (ql.PerTensor(), ql.PerChannel(0), ql.PerGroup(128), ql.PerGroup(32)):
 print_table(rows, {"bits/weight": ".4f"})
 
 # %% [markdown]
-# The number of weights does not matter; only how many share a scale. Each group stores `g`
-# codes and one 16-bit scale, so every weight pays `16 / g` bits on top of its 4: 0.5 at
-# g = 32, 0.125 at g = 128. Per-channel pays `16 / K`, almost nothing.
+# The number of weights does not matter, only how many share a scale: 2.7 times the weights
+# bring 2.7 times the scales. Each group stores `g` codes and one 16-bit scale, so every weight
+# pays `16 / g` bits on top of its 4: 0.5 at g = 32, 0.125 at g = 128. Per-channel pays `16 / K`,
+# almost nothing.
 #
 # ## 3. Which axis the groups run along
 #
@@ -166,9 +171,8 @@ near_4 |= {(f"per-group {g}", 4): f"int4 g{g}" for g in (256, 128, 64)}
 _ = plots.pareto_zoom(points, near_4, xlim=(3.95, 4.3))
 
 # %% [markdown]
-# Read the left plot as a menu. Per-tensor sits far below the others at every bit width. Each
-# halving of the group size raises the SQNR and costs `16 / g` more bits per weight. The right
-# plot zooms in near 4 bits:
+# Read the left plot as a menu: each halving of the group size raises the SQNR and costs
+# `16 / g` more bits per weight. The right plot zooms in near 4 bits:
 
 # %%
 for (m, b), label in near_4.items():
@@ -179,7 +183,7 @@ for (m, b), label in near_4.items():
 # On these six layers the two ways land about 0.2 dB apart, the bit of scales ahead. Neither
 # is the best buy: int4 with groups of 256 (4.0625 bits) sits more than 2 dB above both,
 # groups of 128 (4.125 bits) 3.4 and 3.6 dB above. GPTQ (g = 128) and Q4_0 (g = 32) spend
-# their bits near this upper-left edge (Q4_0, with all 16 codes, sits about 1 dB above it).
+# their bits near this upper-left edge.
 #
 # Now predict the same comparison on L0.intermediate (`[1536, 384]`), the FFN layer just
 # before L0.output:
@@ -198,32 +202,34 @@ rows = [{k: v for k, v in r.items() if not k.startswith("g16 absmax")} for r in 
 print_table(rows, dict.fromkeys(list(rows[0])[1:], ".2f"))
 
 # %%
-others = {name: analysis.bits_or_scales(w_layer) for name, w_layer in W.items() if name not in ffn_out}
-wins = [r["int4 per-channel dB"] - r["int3 g16 dB"] for r in others.values()]
-rest = [r["row absmax / rms (median)"] for r in others.values()]
-six = [analysis.bits_or_scales(w_layer)["row absmax / rms (median)"] for w_layer in ffn_out.values()]
-g128 = [ql.errors(W[n], ql.fake_quantize(W[n], 4, granularity=ql.PerGroup(128))).sqnr_db for n in others]
-gain = [a - r["int4 per-channel dB"] for a, r in zip(g128, others.values(), strict=True)]
-print(
-    f"MiniLM's other {len(wins)} layers: int4 per-channel higher on {sum(x > 0 for x in wins)}, "
-    f"by {min(wins):.1f} to {max(wins):.1f} dB; row absmax / rms {min(rest):.1f} to {max(rest):.1f} "
-    f"(the six FFN outputs: {min(six):.1f} to {max(six):.1f}); int4 g128 above int4 per-channel by "
-    f"{min(gain):.1f} to {max(gain):.1f} dB"
-)
+rows, ratios = [], {}
+for label, names in (("the six FFN outputs", list(ffn_out)), ("the other layers", [n for n in W if n not in ffn_out])):
+    r = [analysis.bits_or_scales(W[n]) for n in names]
+    wins = [x["int4 per-channel dB"] - x["int3 g16 dB"] for x in r]
+    ratios[label] = ratio = [x["row absmax / rms (median)"] for x in r]
+    rows.append(
+        {
+            "MiniLM": f"{label} ({len(names)})",
+            "int4 per-channel higher on": len([x for x in wins if x > 0]),
+            "int4 pc minus int3 g16, dB": f"{min(wins):+.2f} to {max(wins):+.2f}",
+            "row absmax / rms": f"{min(ratio):.1f} to {max(ratio):.1f}",
+        }
+    )
+print_table(rows)
 
 # %% [markdown]
 # The code bit wins by about 3 dB on L0.intermediate and on every MiniLM layer outside the
 # six. A Gaussian of the six layers' own shape does the same, so the shape does not decide.
 # What sets the six apart is the last column: their rows' largest weights stand farther above
 # the row's rms. Give the Gaussian only that, two weights per row at 5 times the rms, and it
-# ties as the six do. Outside the six, groups of 128 also buy less: 0.9 to 1.6 dB.
+# ties as the six do. Among the six the verdict flips, each way by under 1 dB: to choose,
+# measure on the layer itself, as the exercise's last task does.
 #
 # ## 5. Try it: a fifth code bit or smaller groups
 #
-# The star is the current setting on this layer's error-against-bits curve; the readout counts
-# the bytes spent on scales. **Experiment**, the same choice one bit higher: on `L0.output`, set
-# bits 5 and group 1536 (the last stop: per-channel) and note the SQNR. Then set bits 4 and
-# shrink the group until int4 passes it. At which group, and how many bits per weight does it
+# The star is the current setting on this layer's error-against-bits curve. **Experiment**, the
+# same choice one bit higher: on `L0.output`, set bits 5 and group 1536 (the last stop:
+# per-channel) and note the SQNR. Then set bits 4 and shrink the group until int4 passes it. At which group, and how many bits per weight does it
 # cost against int5 per-channel's 5.010? Why so few on this layer?
 
 # %% tags=["nbval-ignore-output"]
@@ -231,8 +237,7 @@ layer = "L0.output"  # any name in W
 widgets.group_explorer(W[layer], layer, db=True)
 
 # %% [markdown]
-# Check what you found, the 4-bit choice of section 4 on each of the six layers, and the same
-# search on L0.intermediate:
+# Check what you found, and the same search on L0.intermediate:
 
 # %%
 w_out = W["L0.output"]
@@ -241,12 +246,6 @@ print(f"L0.output, int5 per-channel: {5 + 16 / w_out.shape[1]:.3f} bits/weight, 
 for g in (32, 24):
     sqnr = ql.errors(w_out, ql.fake_quantize(w_out, 4, granularity=ql.PerGroup(g))).sqnr_db
     print(f"L0.output, int4 g{g}: {4 + 16 / g:.3f} bits/weight, SQNR {sqnr:.2f} dB")
-gaps = {
-    name: ql.errors(w_layer, ql.fake_quantize(w_layer, 3, granularity=ql.PerGroup(16))).sqnr_db
-    - ql.errors(w_layer, ql.fake_quantize(w_layer, 4, granularity=ql.PerChannel(0))).sqnr_db
-    for name, w_layer in ffn_out.items()
-}
-print("int3 g16 minus int4 per-channel, dB:", ", ".join(f"{n} {v:+.2f}" for n, v in gaps.items()))
 w_in = W["L0.intermediate"]  # the control: rows without a few large weights
 pc5_in = ql.errors(w_in, ql.fake_quantize(w_in, 5, granularity=ql.PerChannel(0))).sqnr_db
 g8_in = ql.errors(w_in, ql.fake_quantize(w_in, 4, granularity=ql.PerGroup(8))).sqnr_db
@@ -255,18 +254,17 @@ print(f"L0.intermediate, int5 per-channel: SQNR {pc5_in:.2f} dB; int4 g8 (6.000 
 # %% [markdown]
 # On L0.output, whose rows hold a few large weights, int4 with groups of 24 (4.667 bits per
 # weight) just passes int5 per-channel, a third of a bit cheaper. On L0.intermediate, whose rows
-# do not, even groups of 8, at 6 bits per weight, stay below int5 per-channel. At 4 bits the verdict flips between
-# neighbouring layers of the same type and shape, each way by under 1 dB: to choose, measure on
-# the layer itself, as the exercise's last task does.
+# do not, even groups of 8, at 6 bits per weight, stay below int5 per-channel.
 #
 # ## 6. llama.cpp's blocks: groups of 32
 #
 # llama.cpp's Q8_0 and Q4_0 store weights in blocks of 32 along each row: per-group with
-# `g = 32`, an fp16 scale `d` stored in front of its codes.
+# `g = 32`, an fp16 scale `d` (little-endian) stored in front of its codes.
 #
 # * **Q8_0**: `d`, then 32 int8 codes: 34 bytes, 8.5 bits per weight.
 # * **Q4_0**: `d`, then 16 bytes holding 32 4-bit codes, two per byte: 18 bytes, 4.5 bits per
-#   weight.
+#   weight. Code byte `j` holds element `j` in its low nibble and element `j + 16` in its high
+#   nibble, each stored as code + 8 so that it fits in 0..15.
 #
 # A row now has `K / 32` scales, so no single scale factors out of its dot product: a kernel
 # multiplies each block's partial dot product by that block's `d`.
@@ -296,7 +294,7 @@ for fmt in ("Q8_0", "Q4_0"):
 # * Each fp16 scale costs `16 / g` bits per weight: 0.125 at g = 128, 0.5 at g = 32 (llama.cpp's
 #   Q4_0 and Q8_0).
 # * On MiniLM at int4, groups of 128 gain 3.6 dB over per-channel on the six FFN output layers
-#   (rows of 1536: twelve groups each) and 0.9 to 1.6 dB on the others (rows of 384: three).
+#   together and 1.1 dB on L0.intermediate.
 # * On MiniLM and on a Gaussian, int3 with groups of 16 comes within 1 dB of int4 per-channel
 #   only where a row's few largest weights stand far out (the six FFN outputs; the Gaussian
 #   given two per row). Elsewhere the code bit wins by 2.4 to 3.6 dB. Among the six, the winner
@@ -312,7 +310,7 @@ recall.show("04")
 
 # %% [markdown]
 # **Exercise**: `exercises/04_groups_and_formats.ipynb`: per-group quantization, the bytes of a
-# block the lesson did not show, one Q4_0 block read by hand (its layout is in Going deeper),
+# block the lesson did not show, one Q4_0 block read by hand (its layout is in section 6),
 # and a bit budget spent on weights the lesson did not show.
 #
 # ## Going deeper
@@ -341,7 +339,7 @@ print_table(rows, {"+bits/weight for scales": ".4f", "int8": ".2f", "int4": ".2f
 # last column is the mean absmax of a group of 16 as a share of its row's absmax:
 
 # %%
-clip = float(np.median(rest))
+clip = float(np.median(ratios["the other layers"]))
 rms = w_out.pow(2).mean(1, keepdim=True).sqrt()
 clipped = w_out.clamp(-clip * rms, clip * rms)
 changed = {
@@ -376,13 +374,15 @@ print(
 # squared activations (the diagonal of its Hessian). A group of 128 then holds 128 inputs that
 # are neighbours in that order, not in the weight. Its checkpoints store `g_idx`, the group of
 # every input. Without act-order, `g_idx` is `input // 128`: the contiguous runs of section 3.
+# GPTQ and AWQ checkpoints store these scales transposed, `[K / g, N]` (`[32, 4096]` for a
+# `[4096, 4096]` weight at g = 128); on a square weight the shape alone does not tell the axis:
+# read `g_idx` or the format's docs.
 #
 # ### One Q4_0 block, byte by byte
 #
 # The exercise reads one of these blocks by hand. Here: the first 32 weights of row 0 of
-# `L0.output`. Bytes 0 and 1 hold `d` as fp16 (little-endian).
-# Code byte `j` (byte `2 + j`) holds element `j` in its low nibble and element `j + 16` in its
-# high nibble, each stored as code + 8 so that it fits in 0..15:
+# `L0.output`, in section 6's layout. Bytes 0 and 1 hold `d` as fp16 (little-endian); code
+# byte `j` is byte `2 + j`:
 
 # %%
 raw = formats.quantize(w_np[:1, :32], "Q4_0")

@@ -89,8 +89,7 @@ check("04.q5_0_bits_per_weight", q5_0_bits)
 # ## Task 3 · Read one Q4_0 block by hand
 #
 # Write `dequantize_q4_0_block(block)`: `block` is one Q4_0 block, a `torch.uint8` tensor of 18
-# bytes exactly as llama.cpp stores it (the lesson's Going deeper, "One Q4_0 block, byte by
-# byte", gives the layout). Return its 32
+# bytes exactly as llama.cpp stores it (the lesson's section 6 gives the layout). Return its 32
 # weights as a float32 tensor, in order. Use only torch: no `gguf`, no `qlesson`.
 # `t.view(torch.float16)` reads the bytes of a `uint8` tensor `t` as fp16 values.
 
@@ -201,21 +200,21 @@ recall_03_2 = "d"
 recall.answer("03", 2, recall_03_2)
 
 # %% [markdown]
-# ### Recall 04.5
+# ### Recall 04.7
 #
-# A per-channel scale is applied after the dot product (lesson 03). Where does a matmul apply group scales?
+# GPTQ, int4, group size 128: a Linear weight [4096, 11008] ([out, in]) has scales [86, 4096]. Which weights share one?
 #
-# - **a)** After the dot product, like per-channel: any scale factors out of a sum
-# - **b)** To each group's partial dot product (or to the weights, dequantized before the product)
-# - **c)** Nowhere: group scales only shrink the file, a matmul cannot use them
+# - **a)** 128 consecutive inputs of one output row: 11008 / 128 = 86 groups per row
+# - **b)** 128 consecutive output rows, one scale per input
+# - **c)** 86 consecutive inputs of one row, since 86 is in the shape
 #
 # Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
-recall_5 = ...  # STUB
+recall_7 = ...  # STUB
 # BEGIN SOLUTION
-recall_5 = "b"
+recall_7 = "a"
 # END SOLUTION
 
-# %% qlesson={"task": "recall 04.5"} tags=["check"]
-recall.answer("04", 5, recall_5)
+# %% qlesson={"task": "recall 04.7"} tags=["check"]
+recall.answer("04", 7, recall_7)

@@ -536,18 +536,19 @@ RECALL: tuple[Question, ...] = (
     ),
     choice(
         "A checkpoint stores a [4096, 4096] Linear weight ([out_features, in_features]) at int4 with "
-        "'group size 128'. Its scales have shape [4096, 32]. Which weights share one scale?",
+        "'group size 128'. Its scales, laid out [out_features, in_features / g], have shape [4096, 32]. Which "
+        "weights share one scale?",
         (
             "128 consecutive inputs of one output row: each row has 4096 / 128 = 32 groups",
             True,
-            "Scales [N, K / g]: one row of scales per output row, one scale per run of 128 along in_features, "
-            "as GPTQ, AWQ and llama.cpp store them (section 3).",
+            "Scales [N, K / g]: one row of scales per output row, one scale per run of 128 along in_features "
+            "(section 3).",
         ),
         (
             "128 consecutive output rows, one scale per input column",
             False,
-            "Tempting because the interview note writes group quantization this way; but then the scales would be "
-            "[32, 4096], and each would cover 128 rows, coarser than per-channel (section 3's 12 scales).",
+            "Tempting because the interview note writes group quantization this way; but then they would cover "
+            "128 rows each: 32 per column, coarser than per-channel (section 3's 12 scales).",
         ),
         (
             "32 consecutive inputs of one row, since each row has 32 scales",
@@ -559,30 +560,53 @@ RECALL: tuple[Question, ...] = (
     ),
 )
 
+EXERCISE_RECALL: tuple[Question, ...] = (
+    choice(
+        "GPTQ, int4, group size 128: a Linear weight [4096, 11008] ([out, in]) has scales [86, 4096]. Which "
+        "weights share one?",
+        (
+            "128 consecutive inputs of one output row: 11008 / 128 = 86 groups per row",
+            True,
+            "GPTQ and AWQ store the scales as [K / g, N]: 86 groups along in_features for each of the 4096 "
+            "output rows, the same groups as lesson 04's [N, K / g].",
+        ),
+        (
+            "128 consecutive output rows, one scale per input",
+            False,
+            "Tempting because the interview note writes group quantization this way; but runs of 128 rows "
+            "would give 4096 / 128 = 32 groups, each with one scale per input: [32, 11008], not [86, 4096].",
+        ),
+        (
+            "86 consecutive inputs of one row, since 86 is in the shape",
+            False,
+            "Tempting because 86 is the number in the shape; but 86 is how many groups a row has. A row of 11008 "
+            "in 86 groups puts 128 weights behind each scale.",
+        ),
+        source=LESSON,
+    ),
+)
+
 PREDICT = {
     "g32_bits": choice(
-        "A [4096, 4096] weight at int4 with groups of 32 along in_features, one fp16 scale per group. "
-        "How many bits does each weight cost in storage?",
+        "int4 with groups of 32 along in_features, one fp16 scale per group: 4.5 bits per weight on a "
+        "[4096, 4096] weight. On a [4096, 11008] weight, 2.7 times as many weights, each weight costs:",
         (
-            "4.0: the scales are negligible next to 16 million weights",
+            "Fewer bits: 2.7 times as many weights spread the scales thinner",
             False,
-            "Tempting because one scale is tiny; but there is one per 32 weights, 524,288 of them, 16 bits each.",
+            "Tempting because a per-tensor scale does get cheaper per weight as the tensor grows; but a group's "
+            "scale is shared by its 32 weights only, so 2.7 times the weights bring 2.7 times the scales.",
         ),
         (
-            "4.0625: two bytes of scale per 32 weights",
+            "More bits: 2.7 times as many scales to store",
             False,
-            "Tempting because an fp16 scale is 2 bytes; but bits per weight counts bits: 16 bits over 32 weights.",
+            "Tempting because the scale count grows; but the weights grow by the same factor, so the share each "
+            "weight pays does not move.",
         ),
         (
-            "4.5: each group's 16 scale bits add half a bit to each of its 32 weights",
+            "The same 4.5 bits: each weight pays 16 / 32 bits of scale whatever the shape",
             True,
-            "A group stores 32 x 4 code bits and 16 scale bits: 144 bits for 32 weights.",
-        ),
-        (
-            "4.125",
-            False,
-            "Tempting because g128's overhead is the number usually quoted; 32 weights per scale pay four times "
-            "as much.",
+            "A group stores 32 x 4 code bits and 16 scale bits: 144 bits for 32 weights, on any shape whose rows "
+            "split into groups of 32.",
         ),
     ),
     "equal_bits": choice(
@@ -603,7 +627,7 @@ PREDICT = {
         (
             "The two land within a few tenths of a dB of each other",
             True,
-            "At equal storage neither the code bit nor the bit of scales wins by much here; section 5 shows the "
+            "At equal storage neither the code bit nor the bit of scales wins by much here; section 4 shows the "
             "winner changing from layer to layer.",
         ),
     ),
