@@ -36,7 +36,7 @@
 # cells printed, so a print or a warning in your code is fine. Leave the check cells as they
 # are: an edited or deleted check cell is reported, never counted as a pass.
 #
-# The GPTQ tasks pass float64 tensors: compute in float64, so that your codes and the course's
+# The GPTQ tasks pass float64 tensors: float64 is safest, so that your codes and the course's
 # agree to the last one.
 
 # %%
@@ -84,7 +84,7 @@ check("09.push_error", push_error)
 #
 # Write `gptq_per_channel(w, x, scale, bits)` returning the integer codes `[N, K]` (as floats
 # is fine) of GPTQ on the symmetric ruler of each row given by `scale [N]`, with the paper's
-# damping (lesson 09, section 4). Some cases give clipped scales, smaller than `max|w| / qmax`
+# damping (lesson 09, section 2). Some cases give clipped scales, smaller than `max|w| / qmax`
 # (a clipping search, such as llm-awq's, picks them): then some weights lie past the last tick.
 # `ql.gptq` always uses RTN's scales, so it cannot do this task for you; `hessian` and your
 # `push_error` can. After each column, `hinv` must be the inverse Hessian of the columns still
@@ -121,8 +121,8 @@ check("09.gptq_per_channel", gptq_per_channel)
 # `x_cal`, and return the smallest `n` with which GPTQ is better than round-to-nearest (the same
 # bits, per-channel) for this layer. Judge "better" by the lesson's relative output error of
 # the layer, on tokens where GPTQ's fit cannot flatter it (lesson 09 says what can fool you).
-# Every case has such an `n`: if your function finds none (and returns `None`), look again at
-# what it measures.
+# Return 0 if GPTQ wins at no count; but every case has such an `n`, so if yours returns 0, look
+# again at what it measures.
 
 
 # %% tags=["solution"]
@@ -138,6 +138,7 @@ def fewest_tokens(w, x_cal, x_held, ns, bits):
     for n in ns:
         if output_error(ql.gptq(w, x_cal[:n], bits).dequantize()) < output_error(rtn):
             return n
+    return 0
     # END SOLUTION
 
 

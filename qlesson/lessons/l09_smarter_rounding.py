@@ -141,7 +141,7 @@ def _fewest_tokens(
         gaps.append(_relative_output_error(x, w, w_hat) - _relative_output_error(x, w, rtn))
     if pick == "least":
         return ns[min(range(len(ns)), key=lambda i: gaps[i])]
-    return next(n for n, gap in zip(ns, gaps, strict=True) if gap < 0)
+    return next((n for n, gap in zip(ns, gaps, strict=True) if gap < 0), 0)
 
 
 def _rule_of_thumb(w: torch.Tensor, x_cal: torch.Tensor, x_held: torch.Tensor, ns: tuple, bits: int) -> int:
@@ -223,7 +223,7 @@ TASKS: list[Task] = [
                 _gptq_own_scales,
             ),
         ],
-        minutes=8,
+        minutes=12,
     ),
 ]
 
@@ -243,6 +243,11 @@ TASKS.append(
         "measure of a layer's error. Every case has an answer: if your loop finds none, look at what it measures",
         [
             Mistake(
+                "GPTQ won at no count (0 on every case): judged on the weights themselves? There RTN, the nearest "
+                "tick, always wins; GPTQ is judged on the layer's output",
+                lambda w, xc, xh, ns, b: 0,
+            ),
+            Mistake(
                 "GPTQ 'won' at the first count in every case: judged on its own calibration tokens (there it beats "
                 "RTN with almost any count), or not per-channel like RTN (groups win at once)? Judge like with like, "
                 "on tokens GPTQ never saw",
@@ -258,8 +263,7 @@ TASKS.append(
             ),
             Mistake(
                 "returned a larger count than the first with which GPTQ wins: the count with the least error? Return "
-                "the fewest tokens with which it beats RTN, on the layer's output (on the weights themselves RTN, "
-                "the nearest tick, always wins)",
+                "the fewest tokens with which it beats RTN",
                 lambda w, xc, xh, ns, b: _fewest_tokens(w, xc, xh, ns, b, pick="least"),
             ),
         ],
@@ -332,7 +336,8 @@ TASKS.append(
             ),
             Mistake(
                 "the same answer, per-channel GPTQ, on every layer: on some layers groups of 32 win on held-out "
-                "tokens. Measure each layer's output error on the held-out tokens",
+                "tokens (if you ran GPTQ with groups of 32, it wins everywhere, but the task compares GPTQ with one "
+                "scale per row). Measure each layer's output error on the held-out tokens",
                 lambda w, xc, xh, b: ("gptq", b + 16 / w.shape[1]),
             ),
             Mistake(
@@ -373,25 +378,27 @@ PREDICT = {
         ),
     ),
     "few_tokens": choice(
-        "GPTQ int4 per-channel on L3.intermediate (384 inputs), calibrated on only its first 100 calibration tokens "
-        "(the first two paragraphs). On held-out text, how does it compare with plain rounding (RTN)?",
+        "GPTQ int4 per-channel on L3.intermediate (384 inputs): calibrated on its first 100 calibration tokens, it "
+        "loses to RTN on held-out text. Now 100 tokens drawn at random from all 48 paragraphs, over many draws. On "
+        "held-out text, GPTQ against RTN is...",
         (
-            "Worse than RTN",
+            "still clearly worse in most draws: 100 tokens for 384 inputs are too few, whichever they are",
+            False,
+            "Tempting, since the Hessian's rank is at most 100 whichever tokens they are; but varied tokens excite "
+            "more of the directions other text uses, so the same count constrains GPTQ better.",
+        ),
+        (
+            "about level: ahead in some draws, behind in others",
             True,
-            "100 tokens from two paragraphs: GPTQ fits them (almost perfectly) by pushing errors into directions "
-            "they never excite; other text does excite them.",
+            "Tokens spread over all the paragraphs hold more of the directions other text uses than the first two "
+            "paragraphs do, so the same count takes GPTQ from clearly behind to about level; 200 such tokens put it "
+            "ahead.",
         ),
         (
-            "Better than RTN, only by less than with more tokens",
+            "clearly ahead in every draw: with varied tokens there is nothing left to fit",
             False,
-            "Tempting: GPTQ minimises the output error, so it seems it can only help. It minimises it on the "
-            "calibration tokens; with too few of them that minimum says little about other text.",
-        ),
-        (
-            "About level with RTN: 100 tokens are enough for a layer like this",
-            False,
-            "Tempting, and 100 tokens drawn at random from all the paragraphs come closer (the control after the "
-            "table); but these 100 come from two paragraphs, and GPTQ fits them.",
+            "Tempting once the first 100 look like the whole problem; but 100 tokens still leave most of the 384 "
+            "directions held only by the damping, so GPTQ still fits them, less.",
         ),
     ),
     "per_channel_vs_g32": choice(
@@ -442,13 +449,13 @@ RECALL: tuple[Question, ...] = (
         (
             "Too few and too similar tokens for 384 inputs: GPTQ fits them",
             True,
-            "It pushes errors into directions these tokens never excite, and other text does. In five random draws "
-            "from all the paragraphs, 100 tokens left GPTQ less far behind and 200 put it ahead: not the count alone.",
+            "It pushes errors into directions these tokens never excite, and other text does. In 20 random draws "
+            "from all the paragraphs, 100 tokens brought GPTQ about level and 200 put it ahead: not the count alone.",
         ),
         (
             "Fewer tokens than inputs: a rank-deficient Hessian makes GPTQ lose, whichever tokens they are",
             False,
-            "Tempting, since the rank limits what the tokens constrain; but in each of five draws, 200 tokens drawn "
+            "Tempting, since the rank limits what the tokens constrain; but in each of 20 draws, 200 tokens drawn "
             "at random from all the paragraphs, still fewer than the 384 inputs, put GPTQ ahead of RTN on new "
             "sentences.",
         ),
@@ -456,8 +463,8 @@ RECALL: tuple[Question, ...] = (
             "The new sentences are a different kind of text from the calibration paragraphs",
             False,
             "Tempting, since they are; but on this layer RTN's error changes by under 1.25x between the two texts "
-            "while GPTQ's grows 20-fold, and on calibration paragraphs it was not fitted to, the same kind of "
-            "text, GPTQ's error still grows.",
+            "while GPTQ's grows more than 20-fold, and on calibration paragraphs it was not fitted to, the same "
+            "kind of text, GPTQ's error still grows.",
         ),
         ("The damping was too large", False, "Damping limits overfitting; it does not cause it."),
         source=LESSON,
