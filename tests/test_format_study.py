@@ -73,7 +73,7 @@ def test_byte_maps_add_up_to_the_formats_blocks():
 def test_format_state_and_explorer():
     weights = {"L0.query": _w(), "L0.output": _w(32, 512)}
     html, st = widgets.format_state(weights, "L0.output", "MXFP4 floor")
-    assert "E8M0 byte" in html and "4.2500 bits per weight" in html and "largest |w| = " in html
+    assert "E8M0 byte" in html and "4.2500 bits per weight" in html and "largest |w| = " in html and "%)" in html
     back = format_study.fake(weights["L0.output"], "MXFP4 floor")[0, :32].numpy()
     assert np.array_equal(st["reconstructed"], back)
     ui = widgets.format_explorer(weights)

@@ -389,7 +389,8 @@ def format_state(weights: dict[str, torch.Tensor], layer: str, method: str) -> t
     top, back = abs(float(st["values"][i])), abs(float(st["reconstructed"][i]))
     if top > 0:
         mant, ex = math.frexp(top)
-        html += f"; largest |w| = {top:.5f} = {2 * mant:.3f} x 2**{ex - 1}, stored {back:.5f}"
+        off = 100 * (back - top) / top
+        html += f"; largest |w| = {top:.5f} = {2 * mant:.3f} x 2**{ex - 1}, stored {back:.5f} ({off:+.1f}%)"
     return html, st
 
 
