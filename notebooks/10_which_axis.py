@@ -20,9 +20,10 @@
 # scale cover one token or one channel?
 #
 # **The answer**: On MiniLM's short sentences, keys do better per channel even when both rulers
-# span 32 values, mostly because of two things together: each key channel's offset and the
-# `[CLS]` key. Values do better per token unless `[CLS]` is kept in fp16, and counting every
-# bit, on these 12-token sentences a third code bit buys more than an fp16 `[CLS]`.
+# span 32 values, through each channel's offset together with the `[CLS]` key; values do better
+# per token unless the attention sink `[CLS]` is kept in fp16. Counting every bit, per-channel
+# keys over 32 tokens still win, but a third code bit per token beats both per-channel value
+# rulers that keep `[CLS]` exact.
 #
 # **What you will do**: compare per-token and per-channel rulers on MiniLM's keys and values,
 # remove suspected causes one at a time to find which structure decides, then count every bit.
@@ -76,28 +77,28 @@ print(f"{len(qkv)} layers; sentence 0's keys: {tuple(qkv[0]['k'][0].shape)} (hea
 # A *per-token* ruler spans one token's 32 channels in one head; a *per-channel* ruler spans
 # one channel over the tokens. Lesson 02's rule: give the scales to the axis along which sizes
 # differ. KIVI and KVQuant report a few key channels far larger than the rest in LLaMA-family
-# models, on every token (and none in the values). Here is MiniLM's layer 0:
+# models, on every token (and none in the values). Here is MiniLM's layer 3:
 
 # %%
-_ = kv.token_channel_map(qkv[0]["k"][0], "layer 0 keys, sentence 0: |k| per token and channel")
+_ = kv.token_channel_map(qkv[3]["k"][0], "layer 3 keys, sentence 0: |k| per token and channel")
 
 # %% [markdown]
-# An outlier channel is large on every token. So take each channel's median `|k|` over the
-# tokens, and divide the loudest channel's by its head's median channel's. The first column is
-# that ratio (in the head where it is largest) over the same in keys shuffled within each head:
-# 1 means no channel stands out more than in random numbers. The second column is the positive
-# control: one channel per head made three times louder. The last two columns give the share of
-# the variance held by each channel's own mean (its offset), in real and in shuffled keys:
+# Many columns keep about one colour down all the tokens: a channel that sits near a value of its
+# own. An outlier channel is large on every token: `loudest channel` scores the loudest against
+# the same keys shuffled within each head (1: it stands out no more than in random numbers), and
+# the next column scores a channel made twice as loud, the positive control. An offset is a
+# channel's own mean over the tokens: the last two columns give the share of the variance it
+# holds, in real and shuffled keys:
 
 # %%
 channels = kv.channel_rows(qkv)
 print_table(channels, dict.fromkeys(list(channels[0])[1:], ".2f"))
 
 # %% [markdown]
-# MiniLM's loudest key channel reads 1.09 to 1.62, where a planted channel three times louder
-# reads 2.26 to 2.56: on these sentences MiniLM's keys show no outlier channels like LLaMA's.
-# What they have is offsets: each channel's own mean holds 14% to 40% of the variance, against
-# 8% in shuffled keys.
+# In every layer MiniLM's loudest key channel scores below a channel made twice as loud (closest
+# in layer 3): nothing like the few far larger channels KIVI reports in LLaMA. What MiniLM's keys
+# have is offsets: each channel's own mean holds 14% to 40% of the variance, against 8% in
+# shuffled keys.
 #
 # ## 3. Keys: which axis, at what price?
 #
@@ -148,13 +149,17 @@ print(f"each 32-token ruler spans {min(spans)} to {max(spans)} sentences (mean {
 centred, centred_lines = kv.centred_key_rows(qkv, bits=2)
 print_table(centred, {"per token": ".4f", "per channel (32 tokens)": ".4f", "token / channel": ".2f"})
 print("\n".join(centred_lines))
+norms = kv.cls_key_norms(qkv)
+for name in ("real keys", "channel means removed"):
+    print(f"[CLS]'s key norm / median token's, layers 0-5, {name}: " + " ".join(f"{r[name]:.2f}" for r in norms))
 
 # %% [markdown]
 # Keeping `[CLS]` exact alone does not shrink the win (1.73x against 1.67x); removing the offsets
 # cuts it to 1.46x, and only then does `[CLS]` matter: 1.18x (shuffled keys at equal metadata:
-# 1.06x). That is most of the win, not all: the interval of the last line excludes 0. A random
-# word in fp16 instead of `[CLS]` leaves it at 1.46x. In these short sentences `[CLS]`
-# is one token in 12.5, far more than in a long cache. So per-channel keys win on MiniLM too,
+# 1.06x). That is most of the win, not all: the interval under the table excludes 0. A random
+# word in fp16 instead of `[CLS]` leaves it at 1.46x. The last two lines fit this: with the
+# offsets in, `[CLS]`'s key is about as long as a typical token's in layers 2 to 4; with them
+# removed it stands out there (about 1.6 to 1.8 times). So per-channel keys win on MiniLM too,
 # but by less than the one-sentence comparison suggests, and for reasons partly different from
 # LLaMA's outlier channels.
 #
@@ -172,7 +177,7 @@ print_table(kv.kept_token_rows(qkv, bits=2), {"per token": ".3f", "per channel":
 
 # %% [markdown]
 # Keeping `[CLS]` exact cuts the per-channel error seven-fold and barely moves the per-token one,
-# so the verdict flips; `[SEP]` or a random word moves either ruler by 10% or less. Why `[CLS]`?
+# so the verdict flips; `[SEP]` or a random word moves either ruler by about 10% at most. Why `[CLS]`?
 # A value reaches the output weighted by its token's attention; the last two columns give the
 # error of `[CLS]`'s value under each 2-bit ruler, over the value's own size:
 
@@ -185,9 +190,8 @@ print_table(cls_table, dict.fromkeys(list(cls_table[0])[1:], ".2f"))
 # hundredths of a typical token's: an *attention sink*, a place to put attention that adds
 # little. A per-channel ruler spans the words' larger values and rounds `[CLS]`'s value with an
 # error 7 to 9 times its size in those layers; a per-token ruler fits `[CLS]`'s own range (an
-# error under half its size). The attention on `[CLS]` multiplies that error. So `[CLS]` decides
-# the values' axis and, once the offsets are gone, accounts for most of the keys' remaining win
-# (1.46x to 1.18x). Does the flip survive equal metadata? At 2 bits, with per channel also over
+# error under half its size). The attention on `[CLS]` multiplies that error. Does the flip
+# survive equal metadata? At 2 bits, with per channel also over
 # 32 tokens:
 
 # %%
@@ -216,9 +220,9 @@ print("3 bits: " + kv.key_rows(qkv, bits=3)[1][2].strip())
 # Per token at 3 bits beats per channel over one sentence at 2 bits, and stores fewer bits:
 # section 3's 2.6x win cost 1.56 more bits per value, and a third code bit buys more. Per
 # channel over 32 tokens still wins at equal total bits (third row against the first; last
-# line). For the values, the fp16 `[CLS]` costs about one bit per value on sentences of 12.5
-# tokens, and values per token at 3 bits beat both per-channel rulers that keep it exact. In a
-# long cache one fp16 token costs almost nothing; this lesson does not test that.
+# line). For the values, the fp16 `[CLS]` adds about 1.1 bits per value over a 2-bit code on
+# sentences of 12.5 tokens, and values per token at 3 bits beat both per-channel rulers that
+# keep it exact.
 #
 # ## 7. Streaming: why per-channel keys wait
 #
@@ -241,9 +245,9 @@ print_table(rows)
 #
 # * A key error moves attention between tokens; a value error reaches the output weighted by
 #   its token's attention.
-# * On these sentences MiniLM's keys show no outlier channels (a planted one three times louder
-#   would), but each key channel has its own offset. LLaMA-family keys have outlier channels, as
-#   KIVI and KVQuant report.
+# * On these sentences MiniLM's loudest key channel scores below a channel made twice as loud,
+#   unlike the far larger key channels KIVI and KVQuant report in LLaMA-family models; what
+#   MiniLM's keys have is an offset per channel.
 # * Per-channel keys beat per-token keys 2.6x at 2 bits over one sentence, but shuffled keys
 #   show 1.9x: the smaller group. At equal metadata the real keys still win 1.7x; keeping `[CLS]`
 #   exact alone leaves that, removing the channels' offsets cuts it to 1.46x, both to 1.18x.
@@ -286,8 +290,8 @@ print("\n".join(value_lines_34))
 #
 # ### A loud head
 #
-# The map's bright vertical band is a whole head, not a channel. The rms of each layer's
-# loudest head over its median head's:
+# A head's keys can be louder than the others' as a whole. The rms of each layer's loudest head
+# over its median head's:
 
 # %%
 heads = [
@@ -403,6 +407,12 @@ print_table(list(kv.TOOLS))
 # * The 32-token per-channel rulers run over the sentences laid end to end, so each ruler spans
 #   3 or 4 sentences (section 3), with their `[CLS]`, `[SEP]` and offsets; in a real cache it
 #   would span 32 tokens of one text.
+# * Section 2's outlier score: each channel's median `|k|` over the tokens, the loudest channel's
+#   over its head's median channel's, the largest over heads, divided by the same on the keys
+#   shuffled within each head; median over sentences. The control multiplies channel 0, 11 or 27
+#   of every head by 2 on every token and keeps the lowest of the three scores.
+# * In these sentences `[CLS]` is one token in 12.5 (sections 4 and 6), far more than in a long
+#   cache, where one fp16 token costs almost nothing; this lesson does not test that.
 # * The keys' shuffled control in section 3 permutes each sentence's keys across heads,
 #   channels and tokens; section 2's permutes within each head, so a loud head stays loud.
 # * Each ruler's minimum and scale are charged 16 bits each but kept in float64: the rounding to

@@ -330,7 +330,7 @@ WRONG = {
             ),
             "no minimum",
         ),
-        (lambda b, g, t, r: b + 32 / g, "None"),
+        (lambda b, g, t, r: b + 32 / g, "share of a ruler"),
     ],
 }
 

@@ -135,8 +135,8 @@ def test_kept_key_errors_keeping_the_first_token_is_the_cls_row(ruler):
 
 
 def test_channel_rows_see_a_planted_channel_and_offsets_but_not_in_shuffled_numbers():
-    (plain,) = kv.channel_rows([_layer(tokens=12)])
-    assert plain["loudest channel / shuffled"] < 1.5 < plain["same, one channel x3"]
+    (plain,) = kv.channel_rows([_layer(tokens=12)], plant=3.0)
+    assert plain["loudest channel"] < 1.5 < plain["a channel made x3"]
     layer = _layer(tokens=12)
     for k in layer["k"]:
         k += torch.linspace(-3.0, 3.0, 32, dtype=torch.float64)  # channel offsets
@@ -150,3 +150,21 @@ def test_cls_rows_measure_how_each_ruler_rounds_a_tiny_first_value():
         v[:, 0] *= 0.01  # a tiny [CLS] value
     (row,) = kv.cls_rows([layer])
     assert row["[CLS] error / its size, per channel"] > 5 * row["per token"]
+
+
+def test_cls_key_norms_see_a_first_key_that_stands_out_only_once_the_offsets_are_gone():
+    layer = _layer(tokens=10)
+    for k in layer["k"]:
+        k += 5.0  # a shared offset dominates every token's norm
+        k[:, 0] += 3.0 * torch.randn(
+            k.shape[0], k.shape[2], dtype=torch.float64, generator=torch.Generator().manual_seed(1)
+        )
+    (row,) = kv.cls_key_norms([layer])
+    assert row["real keys"] < 1.3 < 2.0 < row["channel means removed"]
+
+
+def test_an_fp16_cls_pays_no_share_of_the_32_token_rulers():
+    n = 12.5
+    assert kv._full_bits(2, "channel32", n, True) == pytest.approx((2 * (n - 1) + (n - 1) + 16) / n)
+    assert kv._full_bits(2, "channel", n, True) == pytest.approx((2 * (n - 1) + 32 + 16) / n)
+    assert kv._full_bits(3, "token", n, False) == pytest.approx(4.0)

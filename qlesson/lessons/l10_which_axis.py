@@ -320,6 +320,11 @@ TASKS: list[Task] = [
                 "you measure the head's output",
                 lambda q, k, v, which, b: min((e := _axis_errors(q, k, v, which, b, scaled=False)), key=e.get),
             ),
+            Mistake(
+                "your choices are the axis with the larger error: a min over dim 0 of a [tokens, dim] tensor "
+                "spans the tokens, so it is a ruler per channel; check which ruler each name gets",
+                lambda q, k, v, which, b: max((e := _axis_errors(q, k, v, which, b)), key=e.get),
+            ),
         ],
         minutes=8,
     ),
@@ -352,6 +357,10 @@ TASKS: list[Task] = [
                 "quantized the partial group: a per-channel ruler needs all its tokens",
                 lambda b, g, t, r: (max(t - r, 0) * (b + 32 / g) + min(r, t) * 16) / t,
             ),
+            Mistake(
+                "charged every key a share of a ruler: the window and any incomplete group stay in fp16",
+                lambda b, g, t, r: b + 32 / g,
+            ),
         ],
     ),
 ]
@@ -364,8 +373,7 @@ TASKS.append(
         "which errors does each ruler make, and how much of the output does each error reach?",
         [
             Mistake(
-                "(channel, channel): you gave both cases the offsets' verdict; does the share of attention on "
-                "token 0 change nothing between them?",
+                "(channel, channel): does the share of attention on token 0 change nothing between the two cases?",
                 lambda: ("channel", "channel"),
             ),
             Mistake(
@@ -463,8 +471,9 @@ RECALL: tuple[Question, ...] = (
         (
             "A few key channels are far larger than the rest, on every token",
             True,
-            "That is KIVI's measurement on LLaMA-family models (KVQuant reports it too). MiniLM's keys have no "
-            "such channels; there per channel wins through the channels' offsets and the [CLS] key.",
+            "That is KIVI's measurement on LLaMA-family models (KVQuant reports it too). MiniLM's loudest key "
+            "channel scores below one made twice as loud; there per channel wins through the channels' offsets "
+            "and the [CLS] key.",
         ),
         (
             "The largest keys are the ones attention uses most, so they deserve scales of their own",

@@ -495,16 +495,16 @@ def _loudest_channel(x: torch.Tensor) -> float:
 
 
 def channel_rows(
-    qkv: Sequence[dict[str, list[torch.Tensor]]], plant: float = 3.0, channel: int = 5
+    qkv: Sequence[dict[str, list[torch.Tensor]]], plant: float = 2.0, channels: Sequence[int] = (0, 11, 27)
 ) -> list[dict[str, Any]]:
     """Per layer, the keys: outlier channels (large on every token) and the channels' offsets.
 
-    ``loudest channel / shuffled``: :func:`_loudest_channel` of a sentence's keys over the same of
-    its keys shuffled within each head (1 means no channel stands out more than in random numbers);
-    ``same, one channel x{plant}``: the same with channel ``channel`` of every head multiplied by
-    ``plant`` on every token, the positive control; ``means' share`` and ``(shuffled)``: the share
-    of the variance that sits in each channel's own mean over the sentence's tokens. Medians over
-    the sentences; shuffles with fixed seeds.
+    ``loudest channel``: :func:`_loudest_channel` of a sentence's keys over the same of its keys
+    shuffled within each head (1 means no channel stands out more than in random numbers);
+    ``a channel made x{plant}``: the positive control, the same score with one channel of every head
+    multiplied by ``plant`` on every token, the lowest over the planted ``channels`` (each planted in
+    turn); ``means' share`` and ``(shuffled)``: the share of the variance that sits in each channel's
+    own mean over the sentence's tokens. Medians over the sentences; shuffles with fixed seeds.
     """
     _check_qkv(qkv)
     for i, layer in enumerate(qkv):
@@ -518,23 +518,41 @@ def channel_rows(
                 )
     rows = []
     for i, layer in enumerate(qkv):
-        real, planted, share, share_sh = [], [], [], []
+        real, share, share_sh = [], [], []
+        planted: dict[int, list[float]] = {c: [] for c in channels}
         for j, k in enumerate(layer["k"]):
-            loud = k.clone()
-            loud[:, :, channel % k.shape[2]] *= plant
-            real.append(_loudest_channel(k) / _loudest_channel(_shuffle_within_heads(k, j)))
-            planted.append(_loudest_channel(loud) / _loudest_channel(_shuffle_within_heads(loud, j)))
+            mixed = _shuffle_within_heads(k, j)
+            real.append(_loudest_channel(k) / _loudest_channel(mixed))
+            for c in channels:
+                loud = k.clone()
+                loud[:, :, c % k.shape[2]] *= plant
+                planted[c].append(_loudest_channel(loud) / _loudest_channel(_shuffle_within_heads(loud, j)))
             share.append(_channel_mean_share(k))
-            share_sh.append(_channel_mean_share(_shuffle_within_heads(k, j)))
+            share_sh.append(_channel_mean_share(mixed))
         rows.append(
             {
                 "layer": i,
-                "loudest channel / shuffled": float(np.median(real)),
-                f"same, one channel x{plant:g}": float(np.median(planted)),
+                "loudest channel": float(np.median(real)),
+                f"a channel made x{plant:g}": min(float(np.median(p)) for p in planted.values()),
                 "means' share": float(np.median(share)),
                 "(shuffled)": float(np.median(share_sh)),
             }
         )
+    return rows
+
+
+def cls_key_norms(qkv: Sequence[dict[str, list[torch.Tensor]]]) -> list[dict[str, Any]]:
+    """Per layer: the norm of ``[CLS]``'s key (position 0) over the median token's, per head, in the real keys
+    and with each channel's mean over the sentence removed. Medians over heads, then over sentences."""
+    _check_qkv(qkv)
+    rows = []
+    for i, layer in enumerate(qkv):
+        ratio: dict[str, list[float]] = {"real keys": [], "channel means removed": []}
+        for k in layer["k"]:
+            for name, x in (("real keys", k), ("channel means removed", k - k.mean(dim=1, keepdim=True))):
+                n = x.norm(dim=-1)  # [heads, tokens]
+                ratio[name].append(float((n[:, 0] / n.median(dim=1).values).median()))
+        rows.append({"layer": i} | {name: float(np.median(r)) for name, r in ratio.items()})
     return rows
 
 
@@ -939,6 +957,21 @@ def window_errors(qkv: Sequence[dict[str, list[torch.Tensor]]], bits: int = 2, r
     }
 
 
+def _full_bits(bits: int, ruler: str, n_tok: float, sink: bool) -> float:
+    """Bits per value, every bit counted, on sentences of ``n_tok`` tokens; ``sink``: ``[CLS]`` in fp16, out of the
+    rulers. A ruler over one sentence is paid once per channel and sentence, a 32-token ruler once per 32
+    quantized tokens, so an fp16 ``[CLS]`` pays no share of it.
+
+    >>> round(_full_bits(2, "channel", 12.5, True), 2), round(_full_bits(2, "channel32", 12.5, True), 3)
+    (5.68, 4.04)
+    """
+    if not sink:
+        return ruler_bits(bits, ruler, n_tok)
+    quantized = n_tok - 1
+    rulers = {"token": quantized * 32 / HEAD_DIM, "channel": 32.0, "channel32": quantized * 32 / 32}[ruler]
+    return (bits * quantized + rulers + 16) / n_tok
+
+
 def full_cost_rows(qkv: Sequence[dict[str, list[torch.Tensor]]]) -> list[dict[str, Any]]:
     """Keys and values at about 4 bits per value, every bit counted: codes, each ruler's fp16 minimum
     and scale (:func:`ruler_bits`), and for an fp16 ``[CLS]`` its 32 values per head at 16 bits
@@ -964,7 +997,7 @@ def full_cost_rows(qkv: Sequence[dict[str, list[torch.Tensor]]]) -> list[dict[st
                 "ruler": label[ruler],
                 "[CLS]": "fp16" if sink else "quantized",
                 "bits": b,
-                "bits per value, all costs": ruler_bits(b, ruler, n_tok) + ((16 - b) / n_tok if sink else 0.0),
+                "bits per value, all costs": _full_bits(b, ruler, n_tok, sink),
                 "error": float(err),
             }
         )
