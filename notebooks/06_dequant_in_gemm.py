@@ -19,16 +19,16 @@
 # **The question**: where does a weight's scale go inside a matrix multiply, and when do compact
 # weights save time?
 #
-# **The answer**: a per-output-channel scale goes after the product, a per-input-channel scale
-# onto the activations, and a group scale inside the reduction, group by group; no dequantized
-# weight need exist. At batch 1 the weight's bytes set a floor under the time: dequantizing
+# **The answer**: no scale forces a dequantized weight: a per-output-channel scale goes after
+# the product, a per-input-channel scale onto the activations, a group scale inside the
+# reduction. What is left is the weight's bytes, a floor under the time at batch 1: dequantizing
 # first writes and re-reads an fp32 copy and is slower than fp32, while a kernel that reads the
-# codes is faster only down to what its own work per weight costs.
+# codes gets below fp32 only as far as its own work per weight keeps up.
 #
 # **What you will do**
 # * follow each scale through `y = x @ W.T` (per channel, per input channel, per group);
 # * count a product's FLOPs per weight byte, then time fp32, bf16, int8 and int4 products on
-#   your machine at M = 1 (and fp32, int8 and int4 at M = 128);
+#   your machine at M = 1 and 128;
 # * read a stored GPU run: where an int4 kernel wins, and where it loses.
 #
 # **What you need**: lessons 02 to 05.
@@ -51,11 +51,10 @@ ql.show_environment()
 # ```
 #
 # `s[n]` does not depend on k, so it leaves the sum: multiply on the codes, then scale each
-# output column once. That is M x N multiplies next to the product's M x N x K multiply-adds (1/K
-# of the arithmetic, 1/4096 for K = 4096), and no dequantized weight is written to memory. A fast
-# kernel does it in its *epilogue*: it scales the accumulator tile in registers before writing
-# it out, so it adds no pass over memory. Per-tensor is the special case of one scale for every
-# column.
+# output column once. That is M x N multiplies next to the product's M x N x K multiply-adds,
+# and no dequantized weight is written to memory. A fast kernel does it in its *epilogue*: it
+# scales the accumulator tile in registers before writing it out, no pass over memory.
+# Per-tensor is the special case of one scale for every column.
 
 # %%
 import torch
@@ -71,7 +70,8 @@ print("then * s         =", gemm.scale_after_gemm(x, q, s).tolist())
 print("dequantize first =", gemm.dequant_then_gemm(x, q, s).tolist())
 
 # %% [markdown]
-# Now give the same codes one scale per group of 2 along K, `s_group[n, k // 2]`.
+# Now give the same codes one scale per group of 2 along K, `s_group[n, k // 2]`, with
+# `s_group = [[0.5, 1.0], [0.25, 2.0]]`: row 0's mean scale is 0.75, row 1's 1.125.
 
 # %% tags=["nbval-ignore-output"]
 from qlesson.course import recall
@@ -96,8 +96,8 @@ print("wrong: row's mean scale after    =", gemm.scale_after_gemm(x, q, s_group.
 # A scale per *input* channel, `W[n, k] = s_in[k] * q[n, k]`, also varies along k, yet it has a
 # place outside the weight: it multiplies feature k of every token, so it can move onto the
 # activations, `x @ (q * s_in).T == (x * s_in) @ q.T`, or be folded offline into the operation
-# that produced `x` (a LayerNorm, as lesson 05 folded SmoothQuant's factors). That is how AWQ
-# and SmoothQuant apply their scales.
+# that produced `x` (in a pre-LN model, its LayerNorm; lesson 05 shows why post-LN MiniLM could
+# not). That is how AWQ and SmoothQuant apply their scales.
 
 # %%
 s_in = torch.tensor([0.5, 2.0, 1.0, 4.0])
@@ -113,14 +113,13 @@ print("activations scaled instead      =", gemm.fold_input_scale(x, q, s_in).tol
 #
 # ## 2. Bytes and FLOPs
 #
-# With the scale after the product, on the activations or inside the tile, no dequantized copy
-# of the weight exists. What is left to pay is reading the weight: how many bytes, and how fast
-# its codes convert.
+# With no dequantized copy, what is left to pay is reading the weight: how many bytes, and how
+# fast its codes convert.
 #
 # A `[M, K] x [K, N]` product does `2 M K N` FLOPs and reads the whole weight once. At M = 1
-# that is 2 FLOPs per weight element, far less arithmetic than a GPU can do while the weight
-# streams in, or a CPU's tuned fp32 GEMM while fp32 weights stream in. So the weight bytes set
-# a floor under the time, and fewer bits per weight lower it in proportion. A kernel reaches
+# that is 2 FLOPs per weight element, less than a GPU, or a CPU's tuned fp32 GEMM, can do
+# while the weight streams in. So the weight bytes set a floor under the time, and fewer bits
+# per weight lower it in proportion. A kernel reaches
 # its floor only if its own work per weight (decoding a code, applying a scale) keeps up with
 # the reads. The int4 row is the layout PyTorch's int4 kernel reads: a bf16 scale and a bf16
 # zero per group of 128 (4.25 bits per weight).
@@ -151,10 +150,10 @@ print_table(rows, {"GFLOP": ".3f", "weight MB": ".1f", "FLOPs per weight byte": 
 # ## 3. Measure it: your machine, now
 #
 # `qlesson.bench.gemm` times the methods side by side, K = N = 4096, at M = 1 and M = 128
-# (about a minute). The output stored on this page is one reading of a shared VM, so run
-# the cell yourself. `x fp32` and `x half` are the ratios to fp32 and bf16 `F.linear` at the
-# same M; `of read BW` is how close an M = 1 row came to reading its weight at full speed; a
-# verdict calls a gap a *tie* when it is smaller than the run's noise (10% or more).
+# (under a minute; the stored output is one reading of a shared VM, so run it yourself).
+# `x fp32` and `x half` are the ratios to fp32 and bf16 `F.linear` at the same M; `of read BW`
+# is how close an M = 1 row came to reading its weight at full speed; a verdict calls a gap a
+# *tie* when it is smaller than the run's noise (10% or more).
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("06", "int4_at_128")
@@ -180,9 +179,12 @@ fig = plots.bandwidth_lines(plots.gemm_times(bench_gemm.lesson_view(result)), bw
 # %% [markdown]
 # What to see: on the right, each M = 1 row's weight-read rate against the roofline bandwidth
 # (dashed): a row far left of the line spent its time on something other than reading its
-# stored weight. **Dequantize-then-matmul** is slow for a plain reason: `q.float()` writes an
-# fp32 copy of the weight, `* s` reads it and writes another, and the GEMM reads that: 17 bytes
-# per int8 weight where fp32 `F.linear` reads 4.
+# stored weight. **Dequantize-then-matmul** must move more bytes: `q.float()` writes an fp32
+# copy of the weight, `* s` reads it and writes another, and the GEMM reads that: 17 bytes per
+# int8 weight where fp32 `F.linear` reads 4: bytes alone predict about 4x fp32's time. Where its
+# `x fp32` is larger, the rest is not bytes (*Going deeper* times it). The fused int4 row reads
+# 4.25/32 of fp32's bytes; if its bar sits far left of the line, its own work per weight, not
+# its reads, sets its time.
 #
 # At M = 128 PyTorch's CPU int4 kernel does the fp32 multiply-adds plus the conversion of its
 # codes: once arithmetic sets the time, the bytes it saves no longer help.
@@ -200,11 +202,10 @@ for gpu in bench_gemm.stored_rooflines():
     print(f"  ridge {ridge:.0f} FLOPs per byte: a 16-bit weight's product turns compute bound from M = {ridge:.0f}")
 
 # %% [markdown]
-# That is where "memory bound until a few hundred tokens" comes from: on such a GPU, 16-bit
-# weights stay memory bound well past batch 1, so a kernel that reads int4 codes could win up
-# to M in the hundreds, if its own work per weight kept up with the reads. The stored H200 run
-# of PyTorch's int4 kernel (tinygemm), with calls queued back to back as a model queues its
-# layers, and enough copies of every weight that each is read from memory, not from cache:
+# On such a GPU, 16-bit weights stay memory bound up to M in the hundreds, so a kernel that
+# reads int4 codes could win that far, if its own work per weight kept up with the reads. The
+# stored H200 run of PyTorch's int4 kernel (tinygemm), calls queued back to back as a model
+# queues its layers, every weight read from memory, not cache:
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("06", "int4_at_1_h200")
@@ -242,7 +243,7 @@ for m in (1, 256):
 #   and gets down to it only if its own work per weight is cheaper than the reads.
 # * Each kernel has its own ridge point (peak FLOPs / bandwidth); past it, the kernel's
 #   arithmetic decides. In the stored H200 run PyTorch's int4 kernel beats fp16 at M = 1 (0.57x
-#   its time, with every call there costing about 10 us) and is many times slower at M = 256.
+#   its time) and is many times slower at M = 256.
 #
 # ## Pause and recall
 
@@ -482,11 +483,10 @@ for path in stored:
 #
 # * fp16 `F.linear` takes about the same time at M = 1, 16 and 256, although its FLOPs grow
 #   256-fold.
-# * tinygemm beats fp16 `F.linear` at M = 1 (the `x half` column) and is close to it at M = 16,
-#   near the crossover the exercise's last task predicts from the rates. At M = 256 it runs at a
-#   small fraction of fp16's rate (the TFLOP/s line): it computes one 16 x 8 output tile per
-#   thread block over the whole K, so it loads and dequantizes every weight tile once per 16
-#   rows of `x`.
+# * tinygemm beats fp16 `F.linear` at M = 1 (the `x half` column) and is close to it at M = 16.
+#   At M = 256 it runs at a small fraction of fp16's rate (the TFLOP/s line): it computes one
+#   16 x 8 output tile per thread block over the whole K, so it loads and dequantizes every
+#   weight tile once per 16 rows of `x`.
 # * PyTorch's CUDA int8 weight-only op is a reference kernel (one thread per output element,
 #   scalar multiply-adds, no tensor cores): slower than fp32 at every M.
 # * The separate scale multiply takes nearly the same microseconds at every M, queued or not,

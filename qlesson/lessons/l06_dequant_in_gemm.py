@@ -205,7 +205,10 @@ TASKS: list[Task] = [
             Mistake("counted one FLOP per multiply-add instead of two", lambda p, bw, b: p / bw * b / 8),
             Mistake("used bits per weight where bytes belong", lambda p, bw, b: p / bw * b / 2),
             Mistake("inverted the ridge (bandwidth over peak)", lambda p, bw, b: bw / p * b / 16),
-            Mistake("returned the ridge point itself (FLOPs per byte), not M", lambda p, bw, b: p / bw),
+            Mistake(
+                "returned the ridge point itself (FLOPs per byte), not M, or ignored weight_bits",
+                lambda p, bw, b: p / bw,
+            ),
         ],
         rtol=1e-6,
     ),
@@ -370,8 +373,9 @@ RECALL: tuple[Question, ...] = (
 
 PREDICT = {
     "group_after": choice(
-        "The weight has one scale per group of 2 along K. Multiply all the codes, x @ q.T, then scale each "
-        "output by its row's mean scale. Against the exact y, that shortcut comes out...",
+        "The weight has one scale per group of 2 along K, s_group = [[0.5, 1.0], [0.25, 2.0]]. Multiply all the "
+        "codes, x @ q.T, then scale each output by its row's mean scale (0.75 and 1.125). Against the exact y, "
+        "that shortcut comes out...",
         (
             "Exact: the mean scale stands for both groups",
             False,
@@ -387,8 +391,9 @@ PREDICT = {
         (
             "Off in both directions: one output too small, the other too big",
             True,
-            "Row 0's larger partial sum sits in the group with the larger scale, so the mean scale shrinks it; "
-            "row 1's sits in the group with the smaller scale, so the mean inflates it.",
+            "Row 0's partial sums are -3 and 9: the larger sits in the group with the larger scale, so the mean "
+            "scale shrinks it (4.5 against 7.5). Row 1's are 6 and 1: the larger sits in the group with the "
+            "smaller scale, so the mean inflates it (7.875 against 3.5).",
         ),
     ),
     "int4_at_1_h200": choice(
@@ -457,7 +462,8 @@ EXERCISE_RECALL: tuple[Question, ...] = (
         ),
     ),
     choice(
-        "Dequantize-first takes 5x fp32's time at M = 1 on a CPU. F.linear(x, q.float()) * s instead takes...",
+        "Dequantize-first takes several times fp32's time at M = 1 on a CPU. F.linear(x, q.float()) * s instead "
+        "takes...",
         (
             "Less than dequantize-first, more than fp32: it still writes and re-reads an fp32 copy",
             True,
@@ -471,7 +477,7 @@ EXERCISE_RECALL: tuple[Question, ...] = (
             "the GEMM reads back.",
         ),
         (
-            "About the same 5x: the scale multiply was never the cost",
+            "About the same as dequantize-first: the scale multiply was never the cost",
             False,
             "The scale multiply over the weight was one of the passes: a read and a write of a full fp32 copy.",
         ),

@@ -388,8 +388,8 @@ def gemm_times(rows: Sequence[Any], *, fig: Figure | None = None) -> Figure:
 def bandwidth_lines(fig: Figure, copy_gb_s: float, read_gb_s: float) -> Figure:
     """Add the measured memory bandwidth (the roofline at M = 1) to :func:`gemm_times`' right panel."""
     ax = fig.axes[1]
-    ax.axvline(read_gb_s, color="#6c757d", ls="--", label=f"roofline read bandwidth {read_gb_s:.0f} GB/s")
-    ax.axvline(copy_gb_s, color="#6c757d", ls=":", label=f"copy bandwidth {copy_gb_s:.0f} GB/s")
+    ax.axvline(read_gb_s, color="#6c757d", ls="--", label=f"roofline read bandwidth {read_gb_s:.1f} GB/s")
+    ax.axvline(copy_gb_s, color="#6c757d", ls=":", label=f"copy bandwidth {copy_gb_s:.1f} GB/s")
     ax.legend(fontsize=7, frameon=False, loc="center right")
     return fig
 
