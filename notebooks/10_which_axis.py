@@ -19,18 +19,17 @@
 # **The question**: when a transformer's cached keys and values are quantized, should each
 # scale cover one token or one channel?
 #
-# **The answer**: On MiniLM's short sentences, keys do better per channel even when both rulers
-# span 32 values, through each channel's offset together with the `[CLS]` key; values do better
-# per token unless the attention sink `[CLS]` is kept in fp16. Counting every bit, per-channel
-# keys over 32 tokens still win, but a third code bit per token beats both per-channel value
-# rulers that keep `[CLS]` exact.
+# **The answer**: On MiniLM's short sentences, keys do better with one ruler per channel: each
+# key channel sits near an offset of its own, which a per-channel ruler ignores and a per-token
+# ruler must stretch over. Values do better per token, unless the attention sink `[CLS]` (a tiny
+# value that takes most of the attention) is kept in fp16.
 #
 # **What you will do**: compare per-token and per-channel rulers on MiniLM's keys and values,
 # remove suspected causes one at a time to find which structure decides, then count every bit.
 #
 # **What you need**: lessons 02 (granularity), 05 (activations) and 09 (intervals over
 # sentence pairs); nothing to download.
-# **Time**: about 27 minutes, plus about 35 for the exercise.
+# **Time**: about 26 minutes, plus about 35 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -61,8 +60,6 @@ ql.show_environment()
 # query heads often share one cached *KV head* (grouped-query attention, GQA).
 
 # %%
-import torch
-
 from qlesson.quant.kv import quantized_tokens
 from qlesson.teach import kv, models
 from qlesson.teach.eval_text import eval_sentences
@@ -84,21 +81,22 @@ _ = kv.token_channel_map(qkv[3]["k"][0], "layer 3 keys, sentence 0: |k| per toke
 
 # %% [markdown]
 # Many columns keep about one colour down all the tokens: a channel that sits near a value of its
-# own. An outlier channel is large on every token: `loudest channel` scores the loudest against
-# the same keys shuffled within each head (1: it stands out no more than in random numbers), and
-# the next column scores a channel made twice as loud, the positive control. An offset is a
-# channel's own mean over the tokens: the last two columns give the share of the variance it
-# holds, in real and shuffled keys:
+# own. The table scores two kinds of structure per layer:
+# * `loudest channel`: how much louder a head's loudest channel is than its median channel,
+#   divided by the same in the keys shuffled within the head (1: no louder than in random
+#   numbers); `a channel made x2` is the same score once one channel of every head is doubled,
+#   the positive control;
+# * `means' share`: the share of the variance held by each channel's own mean over the tokens
+#   (its offset), in real and shuffled keys.
 
 # %%
 channels = kv.channel_rows(qkv)
 print_table(channels, dict.fromkeys(list(channels[0])[1:], ".2f"))
 
 # %% [markdown]
-# In every layer MiniLM's loudest key channel scores below a channel made twice as loud (closest
-# in layer 3): nothing like the few far larger channels KIVI reports in LLaMA. What MiniLM's keys
-# have is offsets: each channel's own mean holds 14% to 40% of the variance, against 8% in
-# shuffled keys.
+# In no layer does MiniLM's loudest key channel stand out more than a channel doubled in size
+# (closest in layer 3). What MiniLM's keys have is offsets: each channel's own mean holds 14% to
+# 40% of the variance, against 8% in shuffled keys.
 #
 # ## 3. Keys: which axis, at what price?
 #
@@ -109,7 +107,7 @@ print_table(channels, dict.fromkeys(list(channels[0])[1:], ".2f"))
 # * per token: 32 values per ruler;
 # * per channel over one sentence: about 12.5 values per ruler;
 # * per channel over 32 tokens, the sentences laid end to end as one long text: 32 values, the
-#   same metadata as per token (each such ruler spans 3 or 4 sentences, last line).
+#   same metadata as per token.
 #
 # `bits per value` adds the 32 bits of each ruler's minimum and scale. The control: each
 # sentence's keys shuffled. On the real keys, per channel over one sentence beats per token
@@ -126,9 +124,6 @@ print_table(
     keys, {"values per ruler": ".1f", "bits per value": ".2f", "error, real keys": ".4f", "error, shuffled keys": ".4f"}
 )
 print("\n".join(key_lines))
-sentence_of = torch.repeat_interleave(torch.arange(len(qkv[0]["k"])), torch.tensor([k.shape[1] for k in qkv[0]["k"]]))
-spans = [len(set(sentence_of[i : i + 32].tolist())) for i in range(0, len(sentence_of), 32)]
-print(f"each 32-token ruler spans {min(spans)} to {max(spans)} sentences (mean {sum(spans) / len(spans):.2f})")
 
 # %% [markdown]
 # Each line is a ratio of mean errors, with the paired 95% interval of the difference over
@@ -149,19 +144,16 @@ print(f"each 32-token ruler spans {min(spans)} to {max(spans)} sentences (mean {
 centred, centred_lines = kv.centred_key_rows(qkv, bits=2)
 print_table(centred, {"per token": ".4f", "per channel (32 tokens)": ".4f", "token / channel": ".2f"})
 print("\n".join(centred_lines))
-norms = kv.cls_key_norms(qkv)
-for name in ("real keys", "channel means removed"):
-    print(f"[CLS]'s key norm / median token's, layers 0-5, {name}: " + " ".join(f"{r[name]:.2f}" for r in norms))
 
 # %% [markdown]
-# Keeping `[CLS]` exact alone does not shrink the win (1.73x against 1.67x); removing the offsets
-# cuts it to 1.46x, and only then does `[CLS]` matter: 1.18x (shuffled keys at equal metadata:
-# 1.06x). That is most of the win, not all: the interval under the table excludes 0. A random
-# word in fp16 instead of `[CLS]` leaves it at 1.46x. The last two lines fit this: with the
-# offsets in, `[CLS]`'s key is about as long as a typical token's in layers 2 to 4; with them
-# removed it stands out there (about 1.6 to 1.8 times). So per-channel keys win on MiniLM too,
-# but by less than the one-sentence comparison suggests, and for reasons partly different from
-# LLaMA's outlier channels.
+# A per-channel ruler over one sentence ignores that channel's offset: subtracting it moves the
+# ruler's minimum, not its range. A per-token ruler spans all 32 channels' offsets at once, so removing
+# them takes its error from 0.0824 to 0.0685; per channel over 32 tokens moves less (0.0493 to
+# 0.0470), as its rulers cross sentences with different means. The ratio falls to 1.46x.
+# Keeping `[CLS]` exact alone does not shrink the ratio (1.73x against 1.67x), but with the
+# offsets removed it takes it to 1.18x (section 3's shuffled keys: 1.06x); a random word in fp16 instead
+# leaves 1.46x. Together the two cut the difference from +0.0331 (section 3) to +0.0060: most of
+# the win, not all, as the interval excludes 0.
 #
 # ## 5. Values: which token decides?
 #
@@ -191,8 +183,7 @@ print_table(cls_table, dict.fromkeys(list(cls_table[0])[1:], ".2f"))
 # little. A per-channel ruler spans the words' larger values and rounds `[CLS]`'s value with an
 # error 7 to 9 times its size in those layers; a per-token ruler fits `[CLS]`'s own range (an
 # error under half its size). The attention on `[CLS]` multiplies that error. Does the flip
-# survive equal metadata? At 2 bits, with per channel also over
-# 32 tokens:
+# survive equal metadata? At 2 bits, with per channel also over 32 tokens:
 
 # %%
 values, value_lines = kv.value_rows(qkv, bits=(2,))
@@ -220,9 +211,9 @@ print("3 bits: " + kv.key_rows(qkv, bits=3)[1][2].strip())
 # Per token at 3 bits beats per channel over one sentence at 2 bits, and stores fewer bits:
 # section 3's 2.6x win cost 1.56 more bits per value, and a third code bit buys more. Per
 # channel over 32 tokens still wins at equal total bits (third row against the first; last
-# line). For the values, the fp16 `[CLS]` adds about 1.1 bits per value over a 2-bit code on
-# sentences of 12.5 tokens, and values per token at 3 bits beat both per-channel rulers that
-# keep it exact.
+# line). For the values, per token at 3 bits (4.00 bits per value) beats both 2-bit per-channel
+# rulers that keep `[CLS]` exact (4.04 and 5.68 bits): at this budget the third code bit beats
+# the fp16 `[CLS]`.
 #
 # ## 7. Streaming: why per-channel keys wait
 #
@@ -245,18 +236,19 @@ print_table(rows)
 #
 # * A key error moves attention between tokens; a value error reaches the output weighted by
 #   its token's attention.
-# * On these sentences MiniLM's loudest key channel scores below a channel made twice as loud,
-#   unlike the far larger key channels KIVI and KVQuant report in LLaMA-family models; what
-#   MiniLM's keys have is an offset per channel.
+# * On these sentences no MiniLM key channel stands out more than a channel doubled in size
+#   (KIVI and KVQuant report far larger key channels in LLaMA-family models); what MiniLM's keys
+#   have is an offset per channel.
 # * Per-channel keys beat per-token keys 2.6x at 2 bits over one sentence, but shuffled keys
-#   show 1.9x: the smaller group. At equal metadata the real keys still win 1.7x; keeping `[CLS]`
-#   exact alone leaves that, removing the channels' offsets cuts it to 1.46x, both to 1.18x.
+#   show 1.9x: the smaller group. At equal metadata the real keys still win 1.7x; removing the
+#   channels' offsets (which a per-token ruler must span) and keeping `[CLS]` exact cuts that to
+#   1.18x.
 # * Values: per token wins while the sink `[CLS]` is quantized, since a per-channel ruler rounds
 #   its tiny value with an error several times its size; keep `[CLS]` in fp16 and per channel
 #   wins.
 # * Every bit counted, per token at 3 bits beats per channel over one sentence at 2 bits, for
-#   keys and for values with `[CLS]` in fp16; per-channel keys over 32 tokens win at equal total
-#   bits.
+#   keys and for 2-bit values with `[CLS]` in fp16; per-channel keys over 32 tokens win at equal
+#   total bits.
 # * Per-channel rulers need whole groups of tokens, hence a full-precision window of the newest
 #   tokens, which counts in the cost too.
 #
@@ -287,6 +279,21 @@ print("\n".join(value_lines_34))
 # %% [markdown]
 # The verdicts are those of 2 bits: per token wins while `[CLS]` is quantized, per channel once
 # it is in fp16, at equal metadata too.
+#
+# ### The key of `[CLS]`, with and without the offsets
+#
+# Section 4 found that keeping `[CLS]` exact matters for the keys only once the channels'
+# offsets are removed. The norm of `[CLS]`'s key over the median token's, per layer:
+
+# %%
+norms = kv.cls_key_norms(qkv)
+for name in ("real keys", "channel means removed"):
+    print(f"[CLS]'s key norm / median token's, layers 0-5, {name}: " + " ".join(f"{r[name]:.2f}" for r in norms))
+
+# %% [markdown]
+# With the offsets in, `[CLS]`'s key is about as long as a typical token's in layers 2 to 4;
+# with them removed it stands out there (about 1.6 to 1.8 times). This fits section 4; it does
+# not show the cause.
 #
 # ### A loud head
 #
@@ -405,8 +412,8 @@ print_table(list(kv.TOOLS))
 #   every key, later ones included. In a decoder the first token is also seen by every query,
 #   so the sink may carry over; this lesson does not test it.
 # * The 32-token per-channel rulers run over the sentences laid end to end, so each ruler spans
-#   3 or 4 sentences (section 3), with their `[CLS]`, `[SEP]` and offsets; in a real cache it
-#   would span 32 tokens of one text.
+#   several sentences (last line below), with their `[CLS]`, `[SEP]` and offsets; in a real cache
+#   it would span 32 tokens of one text.
 # * Section 2's outlier score: each channel's median `|k|` over the tokens, the loudest channel's
 #   over its head's median channel's, the largest over heads, divided by the same on the keys
 #   shuffled within each head; median over sentences. The control multiplies channel 0, 11 or 27
@@ -418,3 +425,10 @@ print_table(list(kv.TOOLS))
 # * Each ruler's minimum and scale are charged 16 bits each but kept in float64: the rounding to
 #   fp16 (about 3 significant digits, far finer than a 2- to 4-bit step) is not simulated.
 # * Intervals are paired bootstraps over the evaluation text's paraphrase pairs (lesson 09).
+
+# %%
+import torch
+
+sentence_of = torch.repeat_interleave(torch.arange(len(qkv[0]["k"])), torch.tensor([k.shape[1] for k in qkv[0]["k"]]))
+spans = [len(set(sentence_of[i : i + 32].tolist())) for i in range(0, len(sentence_of), 32)]
+print(f"each 32-token ruler spans {min(spans)} to {max(spans)} sentences (mean {sum(spans) / len(spans):.2f})")

@@ -382,7 +382,7 @@ TASKS.append(
                 lambda: ("token", "token"),
             ),
             Mistake(
-                "swapped: in which case does the rounding of token 0 reach the output most?",
+                "one of your two axes is off: in which case does the rounding of token 0 reach the output most?",
                 lambda: ("channel", "token"),
             ),
             Mistake('answer with "token" or "channel", in lower case', lambda: ("Token", "Channel")),
