@@ -20,7 +20,7 @@
 # scale per run of `g` weights buy, and what does it cost?
 #
 # **The answer**: a group's scale covers only its own `g` weights, so an outlier coarsens only
-# its group, and each fp16 scale costs `16 / g` bits per weight (0.125 at g = 128). On MiniLM at
+# its group, at the price of one stored fp16 scale per group. On MiniLM at
 # int4, groups of 128 buy 3.6 dB over per-channel on the six FFN output layers together and
 # 1.1 dB on L0.intermediate; section 4 tests what decides when a bit of scales beats a bit of code.
 #
@@ -28,7 +28,7 @@
 # decides between a code bit and a bit of scales, and check llama.cpp's Q4_0 bytes.
 #
 # **What you need**: lessons 02 and 03; nothing to download (MiniLM comes with the course).
-# **Time**: about 27 minutes, plus about 23 for the exercise.
+# **Time**: about 25 minutes, plus about 23 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -120,8 +120,8 @@ print_table(rows, {"bits/weight": ".4f"})
 #
 # ## 3. Which axis the groups run along
 #
-# "Group" says how many weights share a scale, not which ones. The interview note this course
-# draws on writes group quantization as 128 consecutive *output rows* sharing a scale. GPTQ and
+# "Group" says how many weights share a scale, not which ones. A common write-up describes
+# group quantization as 128 consecutive *output rows* sharing a scale. GPTQ and
 # AWQ checkpoints, and llama.cpp, let consecutive *inputs* share one: runs along `in_features`,
 # as above. Rank them against per-channel on a real MiniLM layer, at int4, before the table:
 
@@ -135,7 +135,7 @@ row_blocks = ql.fake_quantize(w.reshape(-1, 128 * w.shape[1]), 4, granularity=ql
 rows = []
 for label, w_hat, scales in (
     ("per-tensor", ql.fake_quantize(w, 4), 1),
-    ("128 rows share a scale (note)", row_blocks, w.shape[0] // 128),
+    ("128 rows share a scale", row_blocks, w.shape[0] // 128),
     ("per-channel", ql.fake_quantize(w, 4, granularity=ql.PerChannel(0)), w.shape[0]),
     ("128 inputs share a scale (GPTQ/AWQ)", ql.fake_quantize(w, 4, granularity=ql.PerGroup(128)), w.numel() // 128),
 ):
@@ -168,22 +168,14 @@ pick = {(p["method"], p["bits"]): p for p in points}
 db = {key: -20 * math.log10(p["rmse / rms"]) for key, p in pick.items()}  # SQNR over all six layers
 near_4 = {("per-group 16", 3): "int3 g16", ("per-channel", 4): "int4 per-channel"}
 near_4 |= {(f"per-group {g}", 4): f"int4 g{g}" for g in (256, 128, 64)}
-_ = plots.pareto_zoom(points, near_4, xlim=(3.95, 4.3))
+_ = plots.pareto_zoom(points, {key: f"{label}: {db[key]:.2f} dB" for key, label in near_4.items()}, xlim=(3.95, 4.3))
 
 # %% [markdown]
-# Read the left plot as a menu: each halving of the group size raises the SQNR and costs
-# `16 / g` more bits per weight. The right plot zooms in near 4 bits:
-
-# %%
-for (m, b), label in near_4.items():
-    p = pick[(m, b)]
-    print(f"six FFN outputs, {label:>16}: {p['bits per weight']:.4f} bits/weight, SQNR {db[(m, b)]:.2f} dB")
-
-# %% [markdown]
+# Read the left plot as a menu: each halving of the group raises the SQNR and doubles what the
+# scales cost. The right plot zooms in near 4 bits.
 # On these six layers the two ways land about 0.2 dB apart, the bit of scales ahead. Neither
-# is the best buy: int4 with groups of 256 (4.0625 bits) sits more than 2 dB above both,
-# groups of 128 (4.125 bits) 3.4 and 3.6 dB above. GPTQ (g = 128) and Q4_0 (g = 32) spend
-# their bits near this upper-left edge.
+# is the best buy: int4 with groups of 256 (4.0625 bits) sits over 2 dB above both, groups of
+# 128 (4.125 bits) 3.4 and 3.6 dB above.
 #
 # Now predict the same comparison on L0.intermediate (`[1536, 384]`), the FFN layer just
 # before L0.output:
@@ -201,36 +193,24 @@ rows = [{"weight": name, **analysis.bits_or_scales(w_layer)} for name, w_layer i
 rows = [{k: v for k, v in r.items() if not k.startswith("g16 absmax")} for r in rows]
 print_table(rows, dict.fromkeys(list(rows[0])[1:], ".2f"))
 
-# %%
-rows, ratios = [], {}
-for label, names in (("the six FFN outputs", list(ffn_out)), ("the other layers", [n for n in W if n not in ffn_out])):
-    r = [analysis.bits_or_scales(W[n]) for n in names]
-    wins = [x["int4 per-channel dB"] - x["int3 g16 dB"] for x in r]
-    ratios[label] = ratio = [x["row absmax / rms (median)"] for x in r]
-    rows.append(
-        {
-            "MiniLM": f"{label} ({len(names)})",
-            "int4 per-channel higher on": len([x for x in wins if x > 0]),
-            "int4 pc minus int3 g16, dB": f"{min(wins):+.2f} to {max(wins):+.2f}",
-            "row absmax / rms": f"{min(ratio):.1f} to {max(ratio):.1f}",
-        }
-    )
-print_table(rows)
-
 # %% [markdown]
-# The code bit wins by about 3 dB on L0.intermediate and on every MiniLM layer outside the
-# six. A Gaussian of the six layers' own shape does the same, so the shape does not decide.
-# What sets the six apart is the last column: their rows' largest weights stand farther above
-# the row's rms. Give the Gaussian only that, two weights per row at 5 times the rms, and it
-# ties as the six do. Among the six the verdict flips, each way by under 1 dB: to choose,
-# measure on the layer itself, as the exercise's last task does.
+# The code bit wins by about 3 dB on L0.intermediate, and by 2.6 dB on a Gaussian of
+# L0.output's own shape, so the shape does not decide. What sets L0.output apart is the last
+# column: its rows' largest weights stand farther above the row's rms. Give the Gaussian only
+# that, two weights per row at 5 times the rms, and it ties as L0.output does. (Going deeper
+# clips L0.output's largest 0.33 % of weights: the code bit then wins by about 3.5 dB.) Measure on the
+# layer itself, as the exercise's last task does.
 #
 # ## 5. Try it: a fifth code bit or smaller groups
 #
 # The star is the current setting on this layer's error-against-bits curve. **Experiment**, the
-# same choice one bit higher: on `L0.output`, set bits 5 and group 1536 (the last stop:
-# per-channel) and note the SQNR. Then set bits 4 and shrink the group until int4 passes it. At which group, and how many bits per weight does it
-# cost against int5 per-channel's 5.010? Why so few on this layer?
+# same choice one bit higher, on `L0.output`:
+#
+# 1. Set bits 5 and group 1536 (the last stop: per-channel). Note the SQNR.
+# 2. Set bits 4 and shrink the group until the SQNR passes that one. Which group? What does it
+#    cost in bits per weight, against int5 per-channel's 5.010?
+#
+# Why does L0.output need so little extra storage for this?
 
 # %% tags=["nbval-ignore-output"]
 layer = "L0.output"  # any name in W
@@ -264,7 +244,8 @@ print(f"L0.intermediate, int5 per-channel: SQNR {pc5_in:.2f} dB; int4 g8 (6.000 
 # * **Q8_0**: `d`, then 32 int8 codes: 34 bytes, 8.5 bits per weight.
 # * **Q4_0**: `d`, then 16 bytes holding 32 4-bit codes, two per byte: 18 bytes, 4.5 bits per
 #   weight. Code byte `j` holds element `j` in its low nibble and element `j + 16` in its high
-#   nibble, each stored as code + 8 so that it fits in 0..15.
+#   nibble, each stored as code + 8 so that it fits in 0..15. Its codes run −8..7, one more than
+#   qlesson's restricted −7..7 ruler (*The 16th code* below measures what that adds).
 #
 # A row now has `K / 32` scales, so no single scale factors out of its dot product: a kernel
 # multiplies each block's partial dot product by that block's `d`.
@@ -295,10 +276,9 @@ for fmt in ("Q8_0", "Q4_0"):
 #   Q4_0 and Q8_0).
 # * On MiniLM at int4, groups of 128 gain 3.6 dB over per-channel on the six FFN output layers
 #   together and 1.1 dB on L0.intermediate.
-# * On MiniLM and on a Gaussian, int3 with groups of 16 comes within 1 dB of int4 per-channel
-#   only where a row's few largest weights stand far out (the six FFN outputs; the Gaussian
-#   given two per row). Elsewhere the code bit wins by 2.4 to 3.6 dB. Among the six, the winner
-#   flips from layer to layer: measure.
+# * At 4 bits per weight, int3 with groups of 16 ties int4 per-channel where a row's few
+#   largest weights stand far out (the six FFN outputs, the Gaussian given two per row); on
+#   L0.intermediate and the plain Gaussian the code bit wins by 3.3 and 2.6 dB. Measure per layer.
 #
 # ## Pause and recall
 
@@ -332,6 +312,30 @@ rows = [
 print_table(rows, {"+bits/weight for scales": ".4f", "int8": ".2f", "int4": ".2f", "int3": ".2f"})
 
 # %% [markdown]
+# ### Every MiniLM layer: a code bit or a bit of scales
+#
+# Section 4's test on all 37 Linear layers, the six FFN outputs against the other 31:
+
+# %%
+rows, ratios = [], {}
+for label, names in (("the six FFN outputs", list(ffn_out)), ("the other layers", [n for n in W if n not in ffn_out])):
+    r = [analysis.bits_or_scales(W[n]) for n in names]
+    wins = [x["int4 per-channel dB"] - x["int3 g16 dB"] for x in r]
+    ratios[label] = ratio = [x["row absmax / rms (median)"] for x in r]
+    rows.append(
+        {
+            "MiniLM": f"{label} ({len(names)})",
+            "int4 per-channel higher on": len([x for x in wins if x > 0]),
+            "int4 pc minus int3 g16, dB": f"{min(wins):+.2f} to {max(wins):+.2f}",
+            "row absmax / rms": f"{min(ratio):.1f} to {max(ratio):.1f}",
+        }
+    )
+print_table(rows)
+
+# %% [markdown]
+# Outside the six the code bit wins on every layer; among the six the verdict flips, each way by
+# under 1 dB.
+#
 # ### Why a few large weights decide the tie
 #
 # The other direction of section 4's test: take the large weights away from a real layer. Clip

@@ -57,6 +57,14 @@ def _half_away_per_group(w: torch.Tensor, bits: int, g: int) -> tuple[torch.Tens
     return q.reshape(n, k), s
 
 
+def _truncated_per_group(w: torch.Tensor, bits: int, g: int) -> tuple[torch.Tensor, torch.Tensor]:
+    n, k = w.shape
+    wg = w.reshape(n, k // g, g)
+    s = wg.abs().amax(-1) / qmax(bits)
+    q = torch.clamp(torch.trunc(codes(wg, s[..., None])), -qmax(bits), qmax(bits))
+    return q.reshape(n, k), s
+
+
 def _unsigned_qmax_per_group(w: torch.Tensor, bits: int, g: int) -> tuple[torch.Tensor, torch.Tensor]:
     """The unsigned count of steps, 2**bits - 1, used as a signed qmax: codes up to +-(2**bits - 1)."""
     n, k = w.shape
@@ -278,6 +286,10 @@ TASKS: list[Task] = [
                 ),
             ),
             Mistake("rounded halves away from zero; torch.round rounds half to even", _half_away_per_group),
+            Mistake(
+                "truncated toward zero (int() or torch.trunc); round to the nearest code, half to even",
+                _truncated_per_group,
+            ),
         ],
         atol=0.0,  # an all-zero group's scale is exactly 0, not a small number
     ),
@@ -475,7 +487,7 @@ RECALL: tuple[Question, ...] = (
         (
             "128 consecutive output channels share a scale, which saves metadata over per-channel",
             False,
-            "Tempting because 'group' sounds like merging channels, and the interview note writes it so; but that "
+            "Tempting because 'group' sounds like merging channels, and a common write-up puts it so; but that "
             "gives L0.intermediate 12 scales for 1536 rows, coarser and far worse (section 3). GPTQ and AWQ group "
             "along in_features: K / g scales per row, more than per-channel's one.",
         ),
@@ -493,10 +505,9 @@ RECALL: tuple[Question, ...] = (
         (
             "int4 per-channel, by about 3 dB",
             True,
-            "On MiniLM's 31 layers outside the six FFN outputs, and on a Gaussian with the FFN outputs' shape, "
-            "the code bit "
-            "wins by 2.4 to 3.6 dB (section 4): without a few large weights, a group of 16's ruler is not fine "
-            "enough to win back int3's coarser steps.",
+            "On L0.intermediate and on a Gaussian with the FFN outputs' shape the code bit wins by about 3 dB "
+            "(section 4; Going deeper: 2.4 to 3.6 dB on all 31 layers outside the six FFN outputs): without a "
+            "few large weights, a group of 16's ruler is not fine enough to win back int3's coarser steps.",
         ),
         (
             "int3 with groups of 16: 16 weights per scale beat a whole row per scale",
@@ -547,7 +558,7 @@ RECALL: tuple[Question, ...] = (
         (
             "128 consecutive output rows, one scale per input column",
             False,
-            "Tempting because the interview note writes group quantization this way; but then they would cover "
+            "Tempting because a common write-up describes group quantization this way; but then they would cover "
             "128 rows each: 32 per column, coarser than per-channel (section 3's 12 scales).",
         ),
         (
@@ -573,7 +584,7 @@ EXERCISE_RECALL: tuple[Question, ...] = (
         (
             "128 consecutive output rows, one scale per input",
             False,
-            "Tempting because the interview note writes group quantization this way; but runs of 128 rows "
+            "Tempting because a common write-up describes group quantization this way; but runs of 128 rows "
             "would give 4096 / 128 = 32 groups, each with one scale per input: [32, 11008], not [86, 4096].",
         ),
         (
@@ -627,8 +638,8 @@ PREDICT = {
         (
             "The two land within a few tenths of a dB of each other",
             True,
-            "At equal storage neither the code bit nor the bit of scales wins by much here; section 4 shows the "
-            "winner changing from layer to layer.",
+            "At equal storage neither the code bit nor the bit of scales wins by much here; section 4 then shows "
+            "a layer where the code bit wins by about 3 dB.",
         ),
     ),
     "control": choice(
@@ -655,7 +666,7 @@ PREDICT = {
     ),
     "axis": choice(
         "MiniLM's L0.intermediate is [1536, 384], at int4. Scheme A lets 128 consecutive output rows share one "
-        "scale (the interview note's code); scheme B lets 128 consecutive inputs share one (GPTQ/AWQ checkpoints). "
+        "scale (as a common write-up has it); scheme B lets 128 consecutive inputs share one (GPTQ/AWQ checkpoints). "
         "Against per-channel (one scale per row), which is right?",
         (
             "Both beat per-channel: grouping is the finer scheme",
