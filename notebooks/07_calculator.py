@@ -16,8 +16,8 @@
 # %% [markdown]
 # # 07 · Calculator: what each ruler's 4 bytes buy
 #
-# **The question**: What does each ruler's 4 bytes buy: a scale of its own for each channel, or
-# a zero point?
+# **The question**: What do a ruler's 4 bytes of scale buy, and what do 4 more of zero point
+# buy?
 #
 # **The answer**: A channel's own symmetric ruler is finer by the tensor's largest |value| over
 # the channel's, so the quietest channels gain most, for 4 bytes a ruler (1 to 2% of an int8
@@ -26,8 +26,8 @@
 # about 0 they buy about nothing.
 #
 # **What you will do**: predict how far a quiet channel's error falls, find the width at which
-# it vanishes, count the bytes, and count the codes a symmetric ruler leaves empty on a GELU
-# row.
+# its values stop rounding to 0, count the bytes, and count the codes a symmetric ruler leaves
+# out of reach on a GELU row.
 #
 # **What you need**: lessons 01, 02 and 05 (zero points).
 # **Time**: about 17 minutes, plus about 18 for the exercise.
@@ -84,9 +84,7 @@ _ = calc.plot(ex, sharey=True)
 # for channel 1 (1.44), about 15 times for channel 3 (0.11). With five values a channel, the
 # MAE only roughly follows the ruler. Channel 3's MAE falls 30 times, twice its ruler's 15:
 # under the shared ruler half a tick is 0.12, more than 0.11, so all of its values round to 0
-# and its error is the values themselves. In the plot (one y-scale for all
-# panels), channel 2's two markers coincide, and channel 3's red errors are its own values,
-# negated, while its teal ones sit near 0.
+# and its error is the values themselves.
 #
 # ## 2. The calculator
 #
@@ -150,7 +148,7 @@ for bits in (4, 8):
     sym = calc.compare(gelu, bits=bits, symmetric=True)
     scale, qmax = sym.channels[0]["per-tensor scale"], ql.qrange(bits)[1]
     lo, hi = (round(float(v) / scale) for v in (sym.per_tensor[0].min(), sym.per_tensor[0].max()))
-    print(f"{bits} bits, symmetric: codes outside the row's span {2 * qmax - (hi - lo)} of {2 * qmax + 1}")
+    print(f"{bits} bits, symmetric: the row's lowest value gets code {lo}, its highest {hi}; codes -{qmax} to {qmax}")
     for row, extra, symmetric, name in (
         (gelu, 0, True, "symmetric"),
         (gelu, 0, False, "zero point"),
@@ -168,26 +166,24 @@ print_table(rows, {"MAE": ".4f", "symmetric's MAE / this": ".2f"})
 
 # %% [markdown]
 # Symmetric spans -1.91 to +1.91, but the row's lowest value, -0.17, rounds to code -1 at 4
-# bits: codes -7 to -2 stay empty, 6 of 15 (116 of 255 at 8 bits). A zero point spends every
-# code on -0.17 to 1.91, a tick about half as wide: the MAE is 2.58 times lower at 4 bits, 1.99
-# at 8, nearly what one more bit per value buys (2.99 and 2.01 times) for half the bytes on
-# this row (4 against 8). On the mirrored row no code is empty, and the same 4 bytes buy about
-# nothing (1.05 and 0.94 times), though the zero point still has 16 codes to symmetric's 15:
-# the gain was the empty side.
+# bits: no value of the row can reach codes -7 to -2, 6 of 15 (116 of 255 at 8 bits). A zero
+# point spends every code on -0.17 to 1.91, a tick about half as wide: the MAE is 2.58 times
+# lower at 4 bits, 1.99 at 8, nearly what one more bit per value buys (2.99 and 2.01 times) for
+# half the bytes on this row (4 against 8). On the mirrored row every code is within reach, and
+# the same 4 bytes buy about nothing (1.05 and 0.94 times, against symmetric on that row, whose
+# MAE is the row's: rounding is symmetric about 0), though the zero point still has 16 codes to
+# 15: the gain was the out-of-reach side.
 #
 # ## Summary
 #
-# * With symmetric rulers, per-channel makes a channel's ruler finer by the tensor's largest
-#   |value| over the channel's own: the quieter the channel, the finer its ruler and its error
-#   bound. The channel holding the tensor's largest |value| gains nothing. The MAE only
-#   roughly follows (1.1 to 30 times lower on the example).
+# * With symmetric rulers, a channel's own ruler is finer by the tensor's largest |value| over
+#   the channel's: the quieter the channel, the more it gains; the loudest gains nothing. The MAE
+#   only roughly follows (1.1 to 30 times lower on the example).
 # * In this calculator a ruler costs 4 bytes (fp32 scale), 8 with an int32 zero point: 1 to 2%
 #   of an int8 layer with 384-value rows.
-# * On a row whose range is lopsided about 0, such as a post-GELU row (-0.17 to 1.91),
-#   symmetric leaves empty the codes below the one the row's smallest value rounds to. On this
-#   64-value row a zero point's 4 bytes cut the MAE 2.58 times at 4 bits, nearly what one more
-#   bit per value (8 bytes) buys, 2.99 times; on the same values mirrored about 0 they buy about
-#   nothing.
+# * On the 64-value post-GELU row (-0.17 to 1.91), 6 of symmetric's 15 codes are out of reach at
+#   4 bits. A zero point's 4 bytes cut the MAE 2.58 times, nearly what one more bit per value
+#   (8 bytes) buys, 2.99 times; on the same values mirrored about 0 they buy about nothing.
 #
 # ## Pause and recall
 
@@ -199,7 +195,7 @@ recall.show("07")
 
 # %% [markdown]
 # **Exercise**: `exercises/07_calculator.ipynb`: how much finer each channel's own ruler is with
-# zero points, which codes a symmetric ruler leaves unused, and what share of a layer the rulers
+# zero points, which codes of a symmetric ruler a row cannot reach, and what share of a layer the rulers
 # take, on tensors and rows the lesson did not show.
 
 # %% [markdown]

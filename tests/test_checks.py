@@ -523,9 +523,13 @@ WRONG_07 = {
             lambda w: (max(w.max(), 0) - min(w.min(), 0)) / (w.amax(0).clamp(min=0) - w.amin(0).clamp(max=0)),
             "wrong axis",
         ),
+        (
+            lambda w: (max(w.max(), 0) - min(w.min(), 0)) / (w.amax(dim=1) - w.amin(dim=1)),
+            "not each channel's",
+        ),
     ],
     "07.unreachable_codes": [
-        (lambda r, b: 2 ** (b - 1) - 1, "every negative code is empty"),
+        (lambda r, b: 2 ** (b - 1) - 1, "every negative code is out of reach"),
         (
             lambda r, b: int(torch.round(r.min() / (r.abs().max() / (2 ** (b - 1) - 1)))) + 2 ** (b - 1) - 1,
             "only the codes below the smallest value",
@@ -547,6 +551,8 @@ WRONG_07["07.metadata_share"] = [
     (lambda r, c, b, s: 8 * r / (8 * r + r * c * b / 8), "zero point for a symmetric ruler"),
     (lambda r, c, b, s: (4 if s else 8) / ((4 if s else 8) + c), "one byte per code"),
     (lambda r, c, b, s: 4 / (4 + c * b / 8), "zero point"),
+    (lambda r, c, b, s: (2 if s else 6) / ((2 if s else 6) + c * b / 8), "fp16 scale"),
+    (lambda r, c, b, s: (4 if s else 5) / ((4 if s else 5) + c * b / 8), "1-byte zero point"),
 ]
 WRONG |= WRONG_07
 

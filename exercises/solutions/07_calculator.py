@@ -21,8 +21,8 @@
 # # Exercise 07 · Calculator (SOLUTIONS: spoilers)
 #
 # Practice for lesson `notebooks/07_calculator.ipynb`.
-# What a channel's own ruler buys with zero points, which codes a symmetric ruler leaves
-# unused, and what the rulers cost, on numbers the lesson did not show.
+# What a channel's own ruler buys with zero points, which codes of a symmetric ruler a row
+# cannot reach, and what the rulers cost, on numbers the lesson did not show.
 #
 # **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
 # check cell right below it. Write your code, run your cell, then run the check: a pass prints
@@ -151,7 +151,7 @@ recall.answer("07", 6, recall_6)
 # A ReLU row (all values >= 0, max 3.0) goes to signed int8. What does asymmetric buy over symmetric?
 #
 # - **a)** An exact 0.0, which symmetric cannot store
-# - **b)** A tick about half as wide: symmetric leaves its negative codes empty
+# - **b)** A tick about half as wide: symmetric's negative codes are out of the row's reach
 # - **c)** Nothing: there are no negative values to clip
 #
 # Answer with the option's letter as a string (in quotes).

@@ -44,7 +44,7 @@ PREDICT = {
     ),
     "gelu": choice(
         "64 post-GELU values (from -0.17 up to 1.91), one symmetric 4-bit ruler with codes -7 to 7: how many "
-        "of those 15 codes can a value of this row round to?",
+        "of those 15 codes can some number between the row's lowest and highest value round to?",
         (
             "All 15: the ruler is fitted to this row",
             False,
@@ -61,7 +61,7 @@ PREDICT = {
             "9: codes -1 to 7",
             True,
             "A tick is 1.91 / 7, about 0.27; -0.17 is about -0.6 ticks and rounds to -1. Codes -7 to -2 stay "
-            "empty: 6 of the 15. Asymmetric spends all 16 of its codes on [-0.17, 1.91].",
+            "out of reach: 6 of the 15. Asymmetric spends all 16 of its codes on [-0.17, 1.91].",
         ),
         (
             "About 12: GELU's negative dip uses most of the negative codes",
@@ -89,7 +89,7 @@ RECALL: tuple[Question, ...] = (
     choice(
         "A ReLU row (all values >= 0, max 3.0) goes to signed int8. What does asymmetric buy over symmetric?",
         (
-            "A tick about half as wide: symmetric leaves its negative codes empty",
+            "A tick about half as wide: symmetric's negative codes are out of the row's reach",
             True,
             "Symmetric spans [-3, 3] with 255 codes; asymmetric spans [0, 3] with 256.",
         ),
@@ -264,6 +264,11 @@ TASKS: list[Task] = [
                 lambda w: (w.max() - w.min()) / _widened(w.amin(dim=1), w.amax(dim=1)),
             ),
             Mistake(
+                "widened the tensor's range to include 0 but not each channel's; a channel's own ruler spans its "
+                "range widened to include 0 too",
+                lambda w: _widened(w.min(), w.max()) / (w.amax(dim=1) - w.amin(dim=1)),
+            ),
+            Mistake(
                 "compared the largest values only; a range has a bottom too",
                 lambda w: w.max().clamp(min=0) / w.amax(dim=1).clamp(min=0),
             ),
@@ -282,14 +287,14 @@ TASKS: list[Task] = [
             Case((_row(5, 32, "silu"), 6), "32 SiLU outputs, 6 bits", hidden=True),
         ],
         "first the ruler (symmetric: its scale comes from the row's largest |value|), then ask which code the "
-        "row's most negative and most positive values land on: every value in between lands between them",
+        "row's most negative and most positive values land on",
         [
             Mistake(
-                "assumed every negative code is empty when the row is mostly positive",
+                "assumed every negative code is out of reach when the row is mostly positive",
                 lambda r, b: qmax(b),
             ),
             Mistake(
-                "counted only the codes below the smallest value (the empty side can be the top)",
+                "counted only the codes below the smallest value (the out-of-reach side can be the top)",
                 lambda r, b: int(torch.round(r.min() / (r.abs().max() / qmax(b)))) + qmax(b),
             ),
             Mistake(
@@ -331,6 +336,18 @@ TASKS: list[Task] = [
             Mistake(
                 "forgot the asymmetric ruler's zero point",
                 lambda r, c, b, s: 4 * r / (4 * r + r * c * b / 8),
+            ),
+            Mistake(
+                "used a real format's 2-byte fp16 scale; this calculator stores an fp32 scale (4 bytes)",
+                lambda r, c, b, s: r * (2 if s else 6) / (r * (2 if s else 6) + r * c * b / 8),
+            ),
+            Mistake(
+                "used a real format's 1-byte zero point; this calculator stores an int32 zero point (4 bytes)",
+                lambda r, c, b, s: r * (4 if s else 5) / (r * (4 if s else 5) + r * c * b / 8),
+            ),
+            Mistake(
+                "used a real format's fp16 scale and 1-byte zero point; this calculator stores fp32 and int32",
+                lambda r, c, b, s: r * (2 if s else 3) / (r * (2 if s else 3) + r * c * b / 8),
             ),
             Mistake("counted one byte per code whatever the bits", lambda r, c, b, s: _metadata_share(r, c, 8, s)),
             Mistake("returned a percent; return a fraction", lambda r, c, b, s: 100 * _metadata_share(r, c, b, s)),
