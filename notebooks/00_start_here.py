@@ -73,7 +73,7 @@ ql.show_environment()
 # %% [markdown]
 # ## 4. How to work through a lesson
 #
-# Start (or come back) with `make lab` (Windows: `py course.py lab`); it opens this page.
+# Start (or come back) with `make lab`; it opens this page.
 # Run cells one at a time with **Shift+Enter**, not Run All. At each **Predict**, press **Lock in**
 # on an answer before you run the next cell: that cell shows the result. To see how a function
 # works, run `ql.quantize??` in a cell to print its source.
@@ -93,9 +93,7 @@ ql.show_environment()
 #
 # It reads your saved notebooks, never changes them, and prints a score table. After you have
 # tried a task, read its worked solution there with
-# `less exercises/solutions/02_one_ruler_or_many.py` (press `q` to leave). (Windows, in the
-# PowerShell terminal: `cd $env:JUPYTER_SERVER_ROOT\..`, then `py course.py grade`, and
-# `Get-Content exercises\solutions\02_one_ruler_or_many.py` for a solution.)
+# `less exercises/solutions/01_the_ruler.py` (press `q` to leave).
 #
 # ## Summary
 #
@@ -125,6 +123,10 @@ ql.show_environment()
 # then refreshes every copy you have not edited, and puts the new version of an edited one
 # beside it (`new.NN_name.ipynb`).
 #
-# ### More ways to grade
+# ### More ways to grade, and Windows
 #
-# One exercise: `.venv/bin/python -m qlesson grade 02` (Windows: `py course.py grade 02`).
+# One exercise: `.venv/bin/python -m qlesson grade 01`.
+#
+# On Windows, start with `py course.py lab`. To grade, in the PowerShell terminal type
+# `cd $env:JUPYTER_SERVER_ROOT\..`, then `py course.py grade` (one exercise: `py course.py grade 01`),
+# and read a solution with `Get-Content exercises\solutions\01_the_ruler.py`.

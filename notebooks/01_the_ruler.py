@@ -173,10 +173,9 @@ from qlesson.teach import widgets
 widgets.ruler_explorer(tuple(values))
 
 # %% [markdown]
-# At 3 bits the readout first says clipped at 1.07. A value less than half a tick beyond
-# 0.91 still rounds onto tick 3, so the clamp starts to change codes at
-# `0.91 + 0.303 / 2 = 1.062`. At 4 bits the half tick is 0.065, and clipping starts at 0.975:
-# more bits, a finer ruler, the same range.
+# At 3 bits the readout first says clipped at 1.07, not just past 0.91: a value a little
+# beyond the last tick still rounds onto it. At 4 bits it says clipped from 0.98 on, closer to
+# 0.91: more bits, a finer ruler, the same range.
 #
 # ## Summary
 #

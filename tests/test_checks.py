@@ -27,6 +27,15 @@ def _errors_02(w, bits, err):
     )
 
 
+def _split_01(c, x, bits, part):
+    """Lesson 01's error split with each part reduced by ``part`` (a wrong reduction)."""
+    scale = c.abs().max() / (2 ** (bits - 1) - 1)
+    r = torch.round(x / scale)
+    q = torch.clamp(r, -(2 ** (bits - 1) - 1), 2 ** (bits - 1) - 1)
+    e = (q * scale - x).abs()
+    return part(e[r == q]), part(e[r != q])
+
+
 WRONG = {
     "01.symmetric_scale": [
         (lambda x, bits: x.abs().max() / 2 ** (bits - 1), "2**(bits-1) instead of 2**(bits-1) - 1"),
@@ -92,11 +101,14 @@ WRONG = {
             "fitted the ruler to x",
         ),
         (lambda c, x, bits: tuple(reversed(_good("01.rounding_or_clipping")(c, x, bits))), "(clipping, rounding)"),
+        (lambda c, x, bits: _split_01(c, x, bits, lambda e: (e**2).sum()), "squared errors"),
+        (lambda c, x, bits: _split_01(c, x, bits, lambda e: e.mean() if e.numel() else e.sum()), "mean of each part"),
     ],
     "01.clipping_takes_over": [
         (lambda c, x: _good("01.clipping_takes_over")(c, x) - 1, "the last bit width at which rounding"),
         (lambda c, x: 8, "None"),
         (lambda c, x: 16, "returned 16"),
+        (lambda c, x: 17, "fitted to `calibration`"),
     ],
     "02.per_channel_scale": [
         (per_tensor_scale_for_channels, "per-tensor"),

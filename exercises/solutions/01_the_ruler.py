@@ -166,8 +166,8 @@ new = torch.cat([torch.randn(1000, generator=gen), torch.tensor([6.0, -7.5, 9.0,
 
 # %% [markdown]
 # Now write `clipping_takes_over(calibration, new)`: the smallest bit width, from 2 to 16, at
-# which the clipped values of `new` cost more than the rounded ones (every check case has
-# one). Some checks are hidden: their inputs are not shown.
+# which the clipped values of `new` cost more than the rounded ones, or 17 if there is none
+# (every check case has one). Some checks are hidden: their inputs are not shown.
 
 
 # %% tags=["solution"]
@@ -178,6 +178,7 @@ def clipping_takes_over(calibration, new):
         rounding, clipping = error_split(calibration, new, bits)
         if clipping > rounding:
             return bits
+    return 17
     # END SOLUTION
 
 
@@ -200,22 +201,6 @@ for bits in range(3, 9):
 # ## Recall
 
 # %% [markdown]
-# ### Recall 01.1
-#
-# An int8 symmetric ruler (codes [-127, 127]) has scale 0.01. What is the largest value it can give back (reconstruct)?
-#
-# Answer with a number.
-
-# %% tags=["solution"]
-recall_1 = ...  # STUB
-# BEGIN SOLUTION
-recall_1 = 1.27
-# END SOLUTION
-
-# %% qlesson={"task": "recall 01.1"} tags=["check"]
-recall.answer("01", 1, recall_1)
-
-# %% [markdown]
 # ### Recall 01.6
 #
 # What does one more bit buy on a symmetric ruler with the same absmax?
@@ -236,22 +221,37 @@ recall_6 = "b"
 recall.answer("01", 6, recall_6)
 
 # %% [markdown]
-# ### Recall 01.4
+# ### Recall 01.7
 #
-# A value falls far (more than half a tick) beyond the last tick of a fixed ruler. What happens?
+# An int4 symmetric ruler (codes [-7, 7]) has scale 0.1. What is the largest value it can give back (reconstruct)?
 #
-# - **a)** It rounds to the nearest tick, with error at most half a tick
-# - **b)** The scale grows so that the value fits
-# - **c)** The clamp stores the last tick; its error is its distance from it, more than half a tick
-# - **d)** It wraps around to the negative end
+# Answer with a number.
+
+# %% tags=["solution"]
+recall_7 = ...  # STUB
+# BEGIN SOLUTION
+recall_7 = 0.7
+# END SOLUTION
+
+# %% qlesson={"task": "recall 01.7"} tags=["check"]
+recall.answer("01", 7, recall_7)
+
+# %% [markdown]
+# ### Recall 01.8
+#
+# A fixed int4 ruler (scale 0.1, ticks -7..7) meets 0.74 and 2.0. Which of them does it clip?
+#
+# - **a)** Both: each lies beyond the last tick, 0.7
+# - **b)** Neither: the ruler stretches to fit them
+# - **c)** Only 2.0: 0.74 still rounds onto tick 7
 #
 # Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
-recall_4 = ...  # STUB
+recall_8 = ...  # STUB
 # BEGIN SOLUTION
-recall_4 = "c"
+recall_8 = "c"
 # END SOLUTION
 
-# %% qlesson={"task": "recall 01.4"} tags=["check"]
-recall.answer("01", 4, recall_4)
+# %% qlesson={"task": "recall 01.8"} tags=["check"]
+recall.answer("01", 8, recall_8)

@@ -43,13 +43,24 @@ def _clip_start(calibration: torch.Tensor, bits: int, divisor: float | None = No
     return (qmax(bits) + 0.5) * scale
 
 
-def _split(calibration: torch.Tensor, x: torch.Tensor, bits: int, beyond_tick: bool = False, signed: bool = False):
+def _split(
+    calibration: torch.Tensor,
+    x: torch.Tensor,
+    bits: int,
+    beyond_tick: bool = False,
+    signed: bool = False,
+    power: int = 1,
+    reduce: str = "sum",
+):
     scale = calibration.abs().max() / qmax(bits)
     r = torch.round(x / scale)
     q = torch.clamp(r, -qmax(bits), qmax(bits))
-    err = q * scale - x if signed else (q * scale - x).abs()
+    err = q * scale - x if signed else (q * scale - x).abs() ** power
     clipped = (x.abs() > qmax(bits) * scale) if beyond_tick else (r != q)
-    return err[~clipped].sum(), err[clipped].sum()
+    parts = err[~clipped], err[clipped]
+    if reduce == "mean":
+        return tuple(p.mean() if p.numel() else p.sum() for p in parts)
+    return parts[0].sum(), parts[1].sum()
 
 
 _CALIB = torch.randn(1000, generator=_G)  # a calibration batch; the new batches below have outliers
@@ -235,7 +246,8 @@ TASKS: list[Task] = [
             Case((_CALIB, _NEW, 3), "int3, the same data", hidden=True),
             Case((NEG, torch.tensor([-1.8, 1.75, -0.3, 2.5]), 2), "int2, negative-only calibration", hidden=True),
         ],
-        "the ruler comes from the calibration data, not from x; a value is clipped when the clamp changes its code",
+        "the ruler comes from the calibration data, not from x; each part is a sum of absolute errors; a value is "
+        "clipped when the clamp changes its code",
         [
             Mistake(
                 "fitted the ruler to x instead of the calibration data, so nothing ever clips",
@@ -250,6 +262,11 @@ TASKS: list[Task] = [
                 "summed signed errors, so errors of opposite sign cancel; sum their sizes",
                 lambda c, x, b: _split(c, x, b, signed=True),
             ),
+            Mistake(
+                "summed squared errors; the task asks for the summed absolute error",
+                lambda c, x, b: _split(c, x, b, power=2),
+            ),
+            Mistake("took the mean of each part; sum them", lambda c, x, b: _split(c, x, b, reduce="mean")),
         ],
     ),
     Task(
@@ -277,6 +294,11 @@ TASKS: list[Task] = [
             Mistake(
                 "returned 16, the widest bit width; clipping keeps costing more from the first such width on",
                 lambda c, x: 16,
+            ),
+            Mistake(
+                "your loop found no width at which clipping costs more (17): is the ruler fitted to `calibration`? "
+                "Fitted to `new`, it clips nothing",
+                lambda c, x: _takes_over(x, x),
             ),
         ],
         minutes=5,
@@ -385,14 +407,14 @@ RECALL: tuple[Question, ...] = (
             "When a few outliers sit on both sides of 0",
             False,
             "Tempting because asymmetric 'fits' the data; but with outliers on both sides min and max are both "
-            "about absmax away from 0, and the two rulers nearly coincide.",
+            "far from 0, so the asymmetric ruler is barely finer.",
         ),
     ),
 )
 
 
-# asked in the exercises (this one's, and 02-04's as spaced recall), not in the quiz: the lesson's predict
-# asks it minutes before
+# asked in the exercises, not in the quiz: 6 (also 02-04's spaced recall) repeats the lesson's predict, and 7-8
+# are variants of quiz questions 1 and 4 on an int4 ruler
 EXERCISE_RECALL: tuple[Question, ...] = (
     choice(
         "What does one more bit buy on a symmetric ruler with the same absmax?",
@@ -411,6 +433,39 @@ EXERCISE_RECALL: tuple[Question, ...] = (
             False,
             "Tempting because more codes sound like more room; but the range is set by absmax (or calibration), and "
             "bits only set how finely it is cut.",
+        ),
+    ),
+    Numeric(
+        "An int4 symmetric ruler (codes [-7, 7]) has scale 0.1. What is the largest value it can give back "
+        "(reconstruct)?",
+        0.7,
+        "The last code times the scale, 7 x 0.1: whatever arrives beyond it comes back as 0.7 at most.",
+        tol=0.004,
+        mistakes=(
+            (0.8, "that is 8 x 0.1; the restricted symmetric int4 ruler ends at 7"),
+            (1.5, "that is 15 x 0.1, the unsigned count; a signed ruler spends half its codes on negatives"),
+            (0.75, "that is where clipping starts; a value up to there comes back as the last tick, not as itself"),
+        ),
+    ),
+    choice(
+        "A fixed int4 ruler (scale 0.1, ticks -7..7) meets 0.74 and 2.0. Which of them does it clip?",
+        (
+            "Only 2.0: 0.74 still rounds onto tick 7",
+            True,
+            "0.74 / 0.1 = 7.4 rounds to 7, a code the ruler has, so the clamp changes nothing; 2.0 rounds to 20, "
+            "the clamp keeps 7, and the error is 1.3.",
+        ),
+        (
+            "Both: each lies beyond the last tick, 0.7",
+            False,
+            "Tempting because the last tick looks like the ruler's end; but round() runs first and sends 0.74 "
+            "onto tick 7, so its error stays below half a tick.",
+        ),
+        (
+            "Neither: the ruler stretches to fit them",
+            False,
+            "Tempting because a freshly fitted ruler always fits its data; a calibrated ruler is fixed, and new "
+            "data must live with it.",
         ),
     ),
 )
