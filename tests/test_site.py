@@ -56,7 +56,7 @@ def test_pages_keep_figures_and_show_no_widget_repr(built):
 def test_quiz_answers_are_folded(built):
     page = (built / "01_the_ruler.html").read_text()
     folds = re.findall(r"<details>(.*?)</details>", page, re.S)
-    for q in recall.questions("01"):
+    for q in recall.quiz_questions("01"):
         why = q.why if isinstance(q, recall.Numeric) else next(o.why for o in q.options if o.correct)
         escaped = why.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace('"', "&quot;")
         assert any(escaped in f for f in folds), why  # every answer is on the page, inside a fold
