@@ -223,8 +223,8 @@ recall.answer("09", 3, recall_3)
 # What does GPTQ change compared with round-to-nearest at the same granularity?
 #
 # - **a)** Which integer each weight gets; with per-channel scales, nothing else
-# - **b)** The group size: it picks groups adaptively
-# - **c)** The scales: it searches a better ruler per group
+# - **b)** The scales: it searches a better ruler per group
+# - **c)** It stores a correction for each weight, so a GPTQ checkpoint is larger than an RTN one
 #
 # Answer with the option's letter as a string (in quotes).
 

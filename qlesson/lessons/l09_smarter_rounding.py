@@ -77,10 +77,14 @@ def _gptq_codes(
     feedback: bool = True,
     clamp: bool = True,
     push_unclamped: bool = False,
+    per_entry_damp: bool = False,
 ) -> torch.Tensor:
     w, s = w.clone(), scale
     h = 2 * x.T @ x / x.shape[0]
-    h = h + damp * torch.diagonal(h).mean() * torch.eye(h.shape[0], dtype=h.dtype)
+    if per_entry_damp:  # a misreading: 1% of each diagonal entry instead of 1% of their mean
+        h = h + damp * torch.diag(torch.diagonal(h))
+    else:
+        h = h + damp * torch.diagonal(h).mean() * torch.eye(h.shape[0], dtype=h.dtype)
     hinv = torch.linalg.inv(h)
     codes = torch.zeros_like(w)
     for j in range(w.shape[1]):
@@ -101,12 +105,16 @@ def _gptq_case(n: int, k: int, tokens: int, bits: int, clip: float = 1.0) -> tup
     return (w, _x(tokens, k, corr=0.95), clip * w.abs().amax(1) / qmax(bits), bits)
 
 
-def _damping_case() -> tuple:
-    """[4, 6] with 7 tokens: H is invertible but ill-conditioned, and 1% damping changes 6 codes."""
+def _damping_case(loudness: tuple[float, ...] = (1, 1, 1, 1, 1, 1)) -> tuple:
+    """[4, 6] with 7 tokens: H is invertible but ill-conditioned, and 1% damping changes codes.
+
+    ``loudness`` scales the input features: unequal ones make 1% of the mean diagonal differ from 1% of each entry.
+    """
     g = torch.Generator().manual_seed(8)
     w = torch.randn(4, 6, generator=g, dtype=torch.float64)
     base = torch.randn(7, 6, generator=g, dtype=torch.float64)
-    return (w, base + 0.95 * base.roll(1, dims=1), w.abs().amax(1) / qmax(4), 4)
+    x = (base + 0.95 * base.roll(1, dims=1)) * torch.tensor(loudness, dtype=torch.float64)
+    return (w, x, w.abs().amax(1) / qmax(4), 4)
 
 
 def _gptq_own_scales(w: torch.Tensor, x: torch.Tensor, scale: torch.Tensor, bits: int) -> torch.Tensor:
@@ -192,6 +200,7 @@ TASKS: list[Task] = [
             Case(_damping_case(), "int4, [4, 6], 7 tokens for 6 features: the damping changes codes"),
             Case(_gptq_case(5, 10, 100, 2, clip=0.7), "int2, [5, 10], 100 tokens, clipped scales"),
             Case(_gptq_case(6, 12, 80, 4, clip=0.75), "int4, [6, 12], 80 tokens, clipped scales", hidden=True),
+            Case(_damping_case((1, 1, 10, 0.1, 1, 3)), "int4, [4, 6], 7 tokens, unequal features", hidden=True),
         ],
         "GPTQ with the given scales, never changed, and the paper's damping; the codes in the order of the columns",
         [
@@ -207,6 +216,10 @@ TASKS: list[Task] = [
             Mistake(
                 "left out the damping: add 1% of H's mean diagonal to its diagonal before inverting",
                 lambda w, x, s, b: _gptq_codes(w, x, s, b, damp=0.0),
+            ),
+            Mistake(
+                "damped each diagonal entry by 1% of itself: the paper adds 1% of the *mean* diagonal to every entry",
+                lambda w, x, s, b: _gptq_codes(w, x, s, b, per_entry_damp=True),
             ),
             Mistake(
                 "did not clamp the codes to [-qmax, qmax]: with a clipped ruler, and after the pushes, a weight can "
@@ -402,27 +415,26 @@ PREDICT = {
         ),
     ),
     "per_channel_vs_g32": choice(
-        "Block 3 of MiniLM, int4, 2,223 calibration tokens. Averaged over the six layers, RTN's output error is "
-        "about the same on held-out text as on the calibration tokens. GPTQ per-channel's held-out error, averaged "
-        "the same way, is about...",
+        "Block 3 of MiniLM, int4, 2,223 calibration tokens. Averaged over its six layers, GPTQ per-channel is behind "
+        "RTN g32 on held-out text. On how many of the six layers is it behind?",
         (
-            "about 1.2 times its calibration error: new text costs any method a little",
+            "One or two: one layer's large loss drags the mean",
             False,
-            "Tempting, since a small loss on new text is the usual case; but RTN's error does not grow at all here, "
-            "and GPTQ's grows far more: it chose each code to cancel the error on these tokens, and part of that "
-            "fit does not carry over.",
+            "Tempting, since a mean over six layers can hide one bad layer (here the FFN output, 2.4x RTN g32's "
+            "error); but the loss is broad: GPTQ per-channel is behind on five layers, by 1.14x to 2.43x.",
         ),
         (
-            "about twice its calibration error",
+            "Five of the six",
             True,
-            "GPTQ's error grows about 1.8-fold from the calibration tokens to held-out ones, RTN's and AWQ's do "
-            "not: part of GPTQ's gain is a fit to the calibration tokens.",
+            "Behind on five layers, ahead only on L3.intermediate (0.82x). Averaged over the layers, its error "
+            "grows about 1.8-fold from the calibration tokens to held-out ones and RTN's does not: part of GPTQ's "
+            "gain is a fit to the calibration tokens.",
         ),
         (
-            "five times its calibration error or more: 2,223 tokens are far too few",
+            "All six: at int4 one scale per row cannot match groups of 32, whatever the codes",
             False,
-            "Tempting if 2,223 tokens seem far too few for layers with up to 1,536 inputs; but with 1.45 to 5.8 "
-            "calibration tokens per input the fit is milder than that.",
+            "Tempting once the mean is behind; but on L3.intermediate GPTQ per-channel is ahead (0.82x RTN g32's "
+            "error): which wins depends on the layer, so a choice per layer needs a measurement per layer.",
         ),
     ),
 }
@@ -440,7 +452,12 @@ RECALL: tuple[Question, ...] = (
             False,
             "That is closer to a clipping search (llm-awq's auto_clip) than to GPTQ.",
         ),
-        ("The group size: it picks groups adaptively", False, "The granularity is chosen before GPTQ runs."),
+        (
+            "It stores a correction for each weight, so a GPTQ checkpoint is larger than an RTN one",
+            False,
+            "Tempting, since GPTQ computes a correction for every weight; but the correction only moves weights that "
+            "are not rounded yet, and what is stored is one code per weight and RTN's scales: the same bytes.",
+        ),
         source=LESSON,
     ),
     choice(

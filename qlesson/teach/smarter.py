@@ -533,6 +533,34 @@ def shared_layers(weights: Mapping[str, torch.Tensor], inputs: Mapping[str, torc
     return out
 
 
+def progress(iterable: Any = None, desc: str = "", total: int | None = None, every: int = 1) -> Any:
+    """A plain progress bar on stdout, ``desc: n/total``, whose text is the same in every run (for nbval)."""
+    import sys
+
+    from tqdm import tqdm
+
+    fmt = "{desc}: {n_fmt}/{total_fmt}"
+    return tqdm(iterable, desc=desc, total=total, file=sys.stdout, bar_format=fmt, mininterval=0, miniters=every)
+
+
+def capture_texts(
+    model: Any, calibration: Sequence[str], held_out: Sequence[str]
+) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor], torch.Tensor, list[int]]:
+    """Every Linear layer's inputs on the calibration and the held-out texts, with a progress bar.
+
+    Also returns each calibration token's paragraph (a tensor) and the number of tokens of each
+    held-out sentence (to resample sentences with their tokens).
+    """
+    from qlesson.teach import models
+
+    x_cal, x_held = [models.capture_linear_inputs(model, t) for t in progress((calibration, held_out), "capture")]
+    para = torch.tensor([i for i, _, _ in models.token_labels(model, calibration)])
+    counts = [0] * len(held_out)
+    for i, _, _ in models.token_labels(model, held_out):
+        counts[i] += 1
+    return x_cal, x_held, para, counts
+
+
 def variant_label(method: str, bits: int, g: Granularity) -> str:
     """``"GPTQ int4 per-channel"``: a method at a setting, as the tables name it."""
     return f"{method} int{bits} {method_name(g)}"
