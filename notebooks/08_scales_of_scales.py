@@ -20,10 +20,10 @@
 # really need?
 #
 # **The answer**: Rounding a block's scale to one of `m` steps moves its largest code, `qmax`
-# ticks out, by up to `qmax / (2m)` ticks, and on MiniLM the SQNR lost grows with that move: a
-# scale needs about `5 x qmax` steps to keep it near a tenth of a tick, 5 to 6 bits for int4
-# codes. A power-of-two scale (MXFP4's) has no steps between two powers of two, and a scale's
-# range comes from a level above it: an fp16 super-scale, or NVFP4's fp32 tensor scale.
+# ticks out, by up to `qmax / (2m)` ticks; on MiniLM's `L0.output` the SQNR lost grows with that
+# move, and about `5 x qmax` steps (5 to 6 bits for int4 codes) keep it small. A power-of-two
+# scale (MXFP4's) has no steps between two powers of two, and a scale's range comes from a level
+# above it: an fp16 super-scale, or NVFP4's fp32 tensor scale.
 #
 # **What you will do**: count what scales cost per weight; shrink a block scale from fp16 to 4
 # bits on a MiniLM layer, with int4 and with 6-bit codes; try a power-of-two scale; take
@@ -85,8 +85,8 @@ print_table(rows, {"scale bits / weight": ".4f", "bits per weight": ".4f"})
 # lets it round to 0) times a super-scale `d` shared by 8 blocks, with `d` set so that the
 # loudest of the 8 gets `sc = 63`. The layer is MiniLM's `L0.output` (lesson 03's FFN output),
 # int4 codes in blocks of 32 under super-blocks of 8, every scale rounded to the nearest. The
-# columns: the rule (explained below the table), the move measured at the median block and at
-# the worst, and the SQNR lost against exact fp32 scales. The last row, `E4M3 x fp32`, is
+# columns: the rule (explained below the table), the move measured at the median block, and the
+# SQNR lost against exact fp32 scales. The last row, `E4M3 x fp32`, is
 # NVFP4's 8-bit float scale (3 mantissa bits) under one fp32 scale per tensor, for comparison
 # (in blocks of 32 here; NVFP4 uses 16).
 
@@ -97,9 +97,8 @@ recall.predict("08", "six_bit_sub_scale")
 model = models.load_minilm()
 W = {n: w for n, w in models.linear_weights(model).items() if n != "pooler"}
 fmt_rule = {"scale bits / weight": ".3f", "rule (ticks)": ".3f", "median move (ticks)": ".3f"}
-fmt_rule |= {"worst move": ".2f", "SQNR loss dB": ".3f", "clipping dB": ".3f"}
-shown = ("scale format", "scale bits / weight", "steps m", "rule (ticks)", "median move (ticks)", "worst move")
-shown += ("SQNR loss dB",)
+fmt_rule |= {"SQNR loss dB": ".3f", "clipping dB": ".3f"}
+shown = ("scale format", "scale bits / weight", "steps m", "rule (ticks)", "median move (ticks)", "SQNR loss dB")
 print("L0.output, int4 codes (qmax 7), blocks of 32, super-blocks of 8:")
 int4_rows = scale_bits.rule_rows(W["L0.output"], block=32, bits=4, super_blocks=8)
 print_table([{k: r[k] for k in shown} for r in int4_rows], fmt_rule)
@@ -109,13 +108,10 @@ print_table([{k: r[k] for k in shown} for r in int4_rows], fmt_rule)
 # rounding `sc` is off by at most half a step, so a block nearly as loud as the loudest has its
 # scale off by at most 1/126, and its largest code, 7 ticks out, moves by at most 7/126 = 0.056
 # tick, small beside rounding's error of up to half a tick on every weight. In general, with `m`
-# steps, the move is up to `qmax / (2m)` ticks: that is the rule. A typical block rounds by
-# about a quarter step, half the rule; most blocks are quieter than the loudest, which lifts the
-# median to about 0.6 of the rule. From 6 bits down, each bit fewer doubles the move and
-# multiplies the loss by 3 to 4: 0.006, 0.021, 0.082 dB. The worst block moves by whole ticks
-# under every sub-scale: a quiet block, far below its super-block's loudest, holds only a few
-# steps of `d`. E4M3, NVFP4's scale with 3 mantissa bits, is a float: its relative step is the
-# same however quiet the block, so its worst block moves under half a tick.
+# steps, the move is up to `qmax / (2m)` ticks: that is the rule. From 6 bits down, each bit
+# fewer doubles the move and multiplies the loss by 3 to 4: 0.006, 0.021, 0.082 dB. E4M3,
+# NVFP4's scale with 3 mantissa bits, is a float: its relative step is the same however quiet
+# the block, within E4M3's normal range (section 4).
 #
 # ## 3. Same sub-scale, finer codes
 #
@@ -130,7 +126,7 @@ recall.predict("08", "six_bit_codes")
 # %%
 print("L0.output, 6-bit codes (qmax 31), blocks of 32, super-blocks of 8:")
 six_rows = scale_bits.rule_rows(W["L0.output"], 32, 6, 8, formats=("fp16", *scale_bits.SUB_BITS))
-six_cols = [k for k in (*shown, "clipping dB") if k not in ("scale bits / weight", "worst move")]
+six_cols = [k for k in (*shown, "clipping dB") if k != "scale bits / weight"]
 print_table([{k: r[k] for k in six_cols} for r in six_rows], fmt_rule)
 
 # %% [markdown]
@@ -140,12 +136,13 @@ print_table([{k: r[k] for k in six_cols} for r in six_rows], fmt_rule)
 # past `qmax + 0.5`, and the clamp clips it. With 4-bit sub-scales the rule allows about a tick,
 # and clipping is most of the loss.
 #
-# So in this layout **how far the scale's rounding moves the largest code** tracks the loss:
-# near 0.07 tick, 0.021 dB (int4, 5-bit sub-scale) and 0.020 dB (6-bit codes, int8); near 0.15
-# tick, 0.054 to 0.082 dB. It does not rank formats that move the code equally far. Keeping
-# `qmax / (2m)` near a tenth of a tick asks for `m` of about `5 qmax`, that is `log2(qmax) + 2`
-# to `3` bits of steps. What a tenth of a tick costs differs from layer to layer; a 5-bit
-# sub-scale on int4 codes (0.113 tick) on each of the 36 layers, same layout:
+# So on `L0.output` the loss tracks the rule: a rule near a tenth of a tick costs about 0.02 dB
+# (0.113 tick for int4 codes under a 5-bit sub-scale, 0.122 for 6-bit codes under int8), a rule
+# near a quarter tick 0.06 to 0.08 dB (6-bit sub-scales on 6-bit codes, 4-bit on int4).
+#
+# A tenth of a tick asks for `m` of about `5 qmax`: 5 to 6 bits for int4 codes, 7 to 8 for
+# 6-bit codes. What it costs differs from layer to layer; a 5-bit sub-scale on int4 codes on each
+# of the 36 layers, same layout:
 
 # %%
 loss5 = {n: scale_bits.rule_rows(w, 32, 4, 8, formats=("5-bit x fp16",))[0]["SQNR loss dB"] for n, w in W.items()}
@@ -153,8 +150,9 @@ worst = max(loss5, key=loss5.get)
 print(f"SQNR lost: {min(loss5.values()):.3f} to {loss5[worst]:.3f} dB per layer, the most on {worst}")
 
 # %% [markdown]
-# For 5-bit sub-scales on int4 codes `L0.output` is the costliest layer, so section 2's 5-bit
-# row shows the upper end. Each format's own steps `m`, against the rule:
+# So on every MiniLM layer a 5-bit sub-scale costs int4 codes about 0.02 dB or less;
+# `L0.output`, section 2's layer, is the costliest. Each format's own steps `m`, against the
+# rule:
 
 # %%
 cases = [(7, "int4 -7..7", "Q4_K's 6-bit sub-scale", 63), (31, "6-bit -31..31", "Q6_K's int8 sub-scale", 127)]
@@ -229,9 +227,10 @@ print_table(nv_rows, {"SQNR dB": ".2f", "amax / 6 below 2**-6 %": ".1f"})
 # of the default (Q4_K on `L0.query`) comes first.
 #
 # **Guided experiment**: set the format to `MXFP4 floor`. The readout ends with the block's
-# largest weight as `f x 2**k`, `f` between 1 and 2, and the value stored for it. On
-# `L4.output` the stored value is within 1% of the weight; on `L0.intermediate` it is about a
-# quarter low (switch to `Q4_K` there for comparison). What are their `f`? Why there?
+# largest weight as `f x 2**k`, `f` between 1 and 2, the value stored for it and that value's
+# error in percent, e.g. `stored 0.12345 (-23.9%)`. On `L4.output` the error is within 1%; on
+# `L0.intermediate` it is about a quarter low (switch to `Q4_K` there for comparison). What are
+# their `f`? Why there?
 
 # %%
 st = format_study.first_block(W["L0.query"], "Q4_K")
@@ -248,10 +247,12 @@ widgets.format_explorer(W)
 # %% [markdown]
 # <details><summary>Why there?</summary>
 #
-# The floor rule's scale is `2**(k - 2)`, so the largest weight lands at `4f` ticks, and FP4's
-# grid holds only 4 and 6 up there. Within 1%: `f` near 1.5 (or near 1), where `4f` sits on 6
-# (or 4). Between `f = 1` and `1.5` the top code moves by up to a tick (at `f = 1.25`); above
-# `1.5` it clips to 6, up to 2 ticks low near `f = 2`, a quarter of the weight. A power of two
+# `f` is 1.50 on `L4.output` and 1.97 on `L0.intermediate`. The floor rule's scale is
+# `2**(k - 2)`, so the largest weight lands at `4f` units of the scale, and FP4's grid holds
+# only 4 and 6 up there. Within 1%: `f` near 1.5 (or near 1), where `4f` sits on 6 (or 4).
+# Between `f = 1` and `1.5` the top value moves by up to one unit of the scale (at `f = 1.25`,
+# half of FP4's step there); above `1.5` it clips to 6, up to 2 units low near `f = 2`, a
+# quarter of the weight. A power of two
 # has no steps in between to absorb the move; Q4_K's 6-bit sub-scale does.
 #
 # </details>
@@ -294,7 +295,9 @@ recall.show("08")
 #
 # ### The quieter blocks of a super-block
 #
-# A block far below its super-block's loudest is held at `sc = 1`: this course's floor, where
+# A typical block rounds its scale by about a quarter step, half the rule; most blocks are
+# quieter than the loudest, which lifts the median move to about 0.6 of the rule. A block far
+# below its super-block's loudest is held at `sc = 1`: this course's floor, where
 # llama.cpp lets a very quiet block round to 0. Section 2's table again, with the
 # 95th-percentile block between the median and the worst (a move is `|amax / s - qmax|` ticks
 # under the stored scale `s`):
@@ -304,8 +307,31 @@ tail = ("scale format", "rule (ticks)", "median move (ticks)", "95th-pct move", 
 print_table([{k: r[k] for k in tail} for r in int4_rows], fmt_rule | {"95th-pct move": ".3f", "worst move": ".2f"})
 
 # %% [markdown]
-# Only the last few blocks move by whole ticks: at the 95th percentile even the 4-bit sub-scale
-# keeps the move under half a tick.
+# Only the last few blocks move by whole ticks: a quiet block, far below its super-block's
+# loudest, holds only a few steps of `d`. At the 95th percentile even the 4-bit sub-scale keeps
+# the move under half a tick; E4M3, whose relative step is the same in every block, keeps even
+# its worst block under half a tick.
+#
+# ### The super-block layout
+#
+# A super-block here is 256 consecutive weights of the flattened layer. `L0.output`'s rows are
+# 1536 long and hold 6 each; every other layer's rows are 384 long, so on them (section 3's
+# 36-layer line) a super-block spans two rows, which real Q4_K cannot store: llama.cpp needs rows
+# that are a multiple of 256. The size of the super-block moves the median and the loss; the
+# rule, set by the loudest block, stays. A 6-bit sub-scale on int4 codes, `L0.output`:
+
+# %%
+sb_rows = []
+for sb in (4, 8, 12):
+    r = scale_bits.rule_rows(W["L0.output"], 32, 4, sb, formats=("6-bit x fp16",))[0]
+    sb_rows.append(
+        {"blocks per super-scale": sb} | {k: r[k] for k in ("rule (ticks)", "median move (ticks)", "SQNR loss dB")}
+    )
+print_table(sb_rows, fmt_rule)
+
+# %% [markdown]
+# From 4 blocks per super-scale to 8 the median move and the loss grow; from 8 to 12 they change
+# little.
 #
 # ### Q6_K's own layout
 #

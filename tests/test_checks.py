@@ -420,13 +420,13 @@ def _good(task_id):
 _FP4 = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
 
 
-def _top_by_hand(amax, grid, *, clip=True, fp4_as_int=False, exponent=None):
+def _top_by_hand(amax, grid, *, clip=True, fp4_as_int=False, exponent=None, trunc_int=False):
     e = math.floor(math.log2(amax)) - 2 if exponent is None else exponent(amax)
     v = amax / 2**e
     if grid == "FP4" and not fp4_as_int:
         best = min(_FP4 + ([] if clip else [8.0]), key=lambda t: abs(t - v))
     else:
-        best = math.floor(v + 0.5)
+        best = math.floor(v) if trunc_int else math.floor(v + 0.5)
         best = min(best, 6 if grid == "FP4" else 7) if clip else best
     return best * 2**e
 
@@ -442,6 +442,7 @@ WRONG_08 = {
             "at or below the ideal scale",
         ),
         (lambda a, g: a, "returned amax itself"),
+        (lambda a, g: _top_by_hand(a, g, trunc_int=True), "truncated amax / scale"),
         (lambda a, g: 2.0 ** (math.floor(math.log2(a)) - 2), "None"),  # returned the scale
     ],
     "08.sub_scales": [

@@ -74,7 +74,14 @@ def _sub_scales_mixed(ideal, bits: int) -> np.ndarray:
 
 
 def _floor_top(
-    amax: float, grid: str, *, rule: str = "floor", clip: bool = True, even: bool = False, codes_only: bool = False
+    amax: float,
+    grid: str,
+    *,
+    rule: str = "floor",
+    clip: bool = True,
+    even: bool = False,
+    codes_only: bool = False,
+    truncate: bool = False,
 ) -> float:
     """The value a block stores for its largest magnitude ``amax`` under an E8M0 scale, on FP4's grid or int4's."""
     top = 6.0 if grid == "FP4" else 7.0
@@ -90,7 +97,7 @@ def _floor_top(
         ticks = np.append(FP4, 8.0) if not clip else FP4
         q = float(ticks[np.argmin(np.abs(ticks - v))])
     else:
-        q = float(np.round(v))
+        q = float(np.floor(v) if truncate else np.round(v))
         q = min(q, top) if clip else q
     return q if codes_only else q * 2.0**e
 
@@ -280,6 +287,11 @@ TASKS: list[Task] = [
                 "starts from amax's own power of two and leaves room for the grid's largest power of two, 4, so "
                 "amax lands between 4 and 8 times the scale",
                 lambda amax, grid: _floor_top(amax, grid, rule="ideal floor"),
+            ),
+            Mistake(
+                "truncated amax / scale to an int4 code: the block stores the nearest code (4.8 ticks is stored "
+                "as 5, not 4)",
+                lambda amax, grid: _floor_top(amax, grid, truncate=True),
             ),
             Mistake(
                 "returned the code (in ticks): the task asks for the value stored, the code times the scale",
