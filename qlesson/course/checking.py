@@ -99,6 +99,7 @@ class Task:
     # a challenge with many right answers: judge(answer's value, *case args) -> None when accepted, else what is wrong
     judge: Callable[..., str | None] | None = None
     minutes: float = 3.0  # a learner's honest time for the task (the stats command adds them up)
+    shows_expected: bool = True  # False: a failure never prints the expected value (it would answer a prediction)
 
 
 Status = Literal["pass", "fail", "not attempted", "error"]
@@ -336,8 +337,9 @@ def reshaped(got: Any, expected: Any, rtol: float, atol: float) -> tuple[tuple[i
 
 
 def _expected(task: Task, expected: Any) -> list[str]:
-    """The expected line of a failure; none for a value task, where it would be the answer itself."""
-    return [] if task.is_value else [f"  expected:  {show(expected)}"]
+    """The expected line of a failure; none for a value task, where it would be the answer itself, nor for
+    a task whose expected values answer a prediction the exercise asks for (``shows_expected=False``)."""
+    return [] if task.is_value or not task.shows_expected else [f"  expected:  {show(expected)}"]
 
 
 def evaluate(task: Task, answer: Any) -> Verdict:
@@ -387,7 +389,9 @@ def evaluate(task: Task, answer: Any) -> Verdict:
         lines = [f"{head}: case {i} failed: {label}"]
         if not case.hidden:
             lines += [f"  came back: {show(g)}", *_expected(task, expected)]
-            if not task.is_value and show(g) == show(expected):  # the previews agree: point at where the values part
+            if (
+                not task.is_value and task.shows_expected and show(g) == show(expected)
+            ):  # the previews agree: point at where the values part
                 lines += [line for line in [first_difference(g, expected, task.rtol, task.atol)] if line]
         if shapes:  # a hidden case's shapes are not shown
             told = "" if case.hidden else f", but the shape is {shapes[0]}, not {shapes[1]}"
