@@ -42,13 +42,11 @@ ql.show_environment()
 # ## 1. The model and its Linear layers
 #
 # all-MiniLM-L6-v2 is a 6-layer BERT that turns a sentence into 384 numbers. Every Linear weight
-# is stored `[out_features, in_features]`.
+# is stored `[out_features, in_features]`. The last one, `pooler`, is in the checkpoint but unused
+# by the sentence embedding.
 
 # %%
-import sys
-
 import torch
-from tqdm import tqdm
 
 from qlesson.teach import models, plots, studies
 
@@ -68,9 +66,9 @@ for kind, s in shapes.items():
 # median channel's: that is a layer's max/median. Under one shared scale, a channel 10x quieter
 # than the loudest uses a tenth of the integer range.
 #
-# The table groups the layers by type. Read its max/median column first (the largest among the
-# type's layers); the SQNR columns are int4: per-tensor (the type's mean, then its worst layer and
-# that layer's dB) and per-channel (the mean).
+# One row per layer type. Read max/median first (the largest over the type's layers); the int4 SQNR
+# columns give the type's mean per-tensor, its worst layer and that layer's dB, and the mean
+# per-channel.
 
 # %% tags=["nbval-ignore-output"]
 from qlesson.course import recall
@@ -115,17 +113,22 @@ print(f"mean |w| {float(w0.abs().mean()):.5f}: per-tensor, the error is the weig
 unchanged = torch.nonzero(mae_c == mae_t).flatten().tolist()
 print(f"channels better under per-channel: {int((mae_c < mae_t).sum())}; unchanged: {unchanged}")
 _ = plots.erased_rows(w0, bits=4, name="L0.output")
-erased = {n: ((ql.quantize(w, 4).q == 0).all(dim=1).sum(), w.shape[0]) for n, w in W.items()}
-print("rows all 0 under per-tensor int4, every layer that has any:")
-print("; ".join(f"{n} {int(k)} of {rows}" for n, (k, rows) in erased.items() if k))
 
 # %% [markdown]
 # Almost every row's largest weight is below half a tick (the dotted line in the left panel), so
 # the row rounds to zeros and its error is the weight it had. One scale per row maps each row's
-# largest weight to code ±7, so no row is erased, and the mean error falls to about a fifth of mean |w|. The one
-# unchanged channel is 99: it set the shared scale, so its own scale is the same, like Row B of
-# lesson 02. `L0.output` is not alone: the last printed line shows per-tensor int4 erasing most
-# rows of `L1.output` to `L3.output` too, and a few rows of two more layers.
+# largest weight to code ±7, so no row is erased, and the mean error falls to about a fifth of mean
+# |w|. The one unchanged channel is 99: it set the shared scale, so its own scale is the same, like
+# Row B of lesson 02.
+#
+# Is `L0.output` alone? All-zero rows under per-tensor int4, in every layer that has any:
+
+# %%
+erased = {n: ((ql.quantize(w, 4).q == 0).all(dim=1).sum(), w.shape[0]) for n, w in W.items()}
+print("; ".join(f"{n} {int(k)} of {rows}" for n, (k, rows) in erased.items() if k))
+
+# %% [markdown]
+# No: most rows of `L1.output` to `L3.output` too, and a few rows of two more layers.
 #
 # ## 4. What the model loses: sentence embeddings
 #
@@ -152,16 +155,15 @@ settings = [
         lambda n: (4, ql.PerChannel(0) if n in outputs else ql.PerTensor()),
     ),
 ]
-bar = {"file": sys.stdout, "bar_format": "{desc}: {n_fmt}/{total_fmt}", "mininterval": 0, "miniters": 1}
-scores = studies.embedding_scores_by_layer(model, tqdm(settings, desc="quantize and embed", **bar))
+scores = studies.embedding_scores_by_layer(model, settings, progress=True)
 fmt = {"bits/weight": ".3f", "mean cosine": ".4f", "cosine 95% CI": ".4f", "worst cosine": ".4f", "rank corr": ".4f"}
 print_table([s.row() for s in scores.values()], fmt)
 
 # %% [markdown]
 # Per-tensor int4 breaks the model (mean cosine 0.44); per-channel int4 keeps 0.92, for 0.03 bits
-# per weight of fp16 scales. The three `95% CI` intervals (resampling the sentence pairs) are far
-# apart. The split row answers the prediction: per-tensor on the other 31 layers alone drops the
-# mean cosine to 0.64, so the FFN output layers are not the whole loss.
+# per weight of fp16 scales. The three `95% CI` intervals are far apart. The split row answers the
+# prediction: per-tensor on the other 31 layers alone drops the mean cosine to 0.64, so the FFN
+# output layers are not the whole loss.
 #
 # ## 5. Which axis gets the scale
 #
@@ -207,8 +209,8 @@ for label, module in axes.zoo().items():
 # * MiniLM's output channels are unequal, most in the FFN output layers: in L0 to L3 row 99 is
 #   18 to 42 times the median row.
 # * Per-tensor int4 erases 378 of the 384 rows of MiniLM's `L0.output` (and most rows of three more
-#   FFN output layers): lesson 02's quiet row at full size. Per-channel lowers the error of every
-#   row but the loud one, which is unchanged.
+#   FFN output layers). Per-channel lowers the error of every row but the loud one, which is
+#   unchanged.
 # * On 240 sentences, int4 per-channel keeps MiniLM's embeddings at a mean cosine of 0.92 against
 #   FP32, where per-tensor int4 falls to 0.44. Per-tensor on every layer but the six FFN output
 #   layers still gives 0.64: the FFN output layers are not the whole loss.
@@ -293,15 +295,14 @@ print_table(main_rows + reading["split"], fmt)
 # %% [markdown]
 # Per-tensor on the six output layers alone costs about 0.43 of mean cosine, on the other 31 alone
 # (section 4's split) about 0.28, on the two block-0 layers alone about 0.15: each half alone does
-# most of the damage of all per-tensor (about 0.49), so the losses do not add. A type's mean SQNR
+# more than half of the damage of all per-tensor (about 0.49), so the losses do not add. A type's mean SQNR
 # in section 2 hides such layers; its worst layer shows them.
 #
 # ### Every layer, and the loudest channels
 #
 # The first and the last block, one row per layer, then the layers whose loudest channel stands
 # furthest above the median. The same channel index, 99, is the loudest row of the FFN output
-# layers in blocks 0 to 3 (lesson 05 follows dimension 99 into the activations). The `pooler`
-# is in the checkpoint but unused by the sentence embedding.
+# layers in blocks 0 to 3 (lesson 05 follows dimension 99 into the activations).
 
 # %%
 rows = studies.channel_spread_rows(W)

@@ -394,19 +394,19 @@ PREDICT = {
         "nn.ConvTranspose2d(8, 8, kernel_size=3) has a weight of shape [8, 8, 3, 3]. Along which axis do its "
         "per-output-channel scales run (one scale per index of that axis)?",
         (
-            "Axis 0, as for nn.Linear and nn.Conv2d: PyTorch stores the output channels first",
+            "Axis 0",
             False,
             "It tempts because Linear and Conv2d store [out, in, ...], but ConvTranspose2d stores [in, out, kh, kw]: "
             "axis 0 indexes the input channels, which the layer sums over.",
         ),
         (
-            "Axis 1: a transposed conv stores its weight [in, out, kh, kw]",
+            "Axis 1",
             True,
             "ConvTranspose2d(4, 8) stores the weight of Conv2d(8, 4), [4, 8, kh, kw], so its outputs are axis 1; "
             "doubling one slice along axis 1 changes one output channel.",
         ),
         (
-            "Either: with 8 inputs and 8 outputs, both axes give the same scales",
+            "Either: both axes have size 8",
             False,
             "The count is the same, the values are not: a scale must be the absmax of the weights that feed one "
             "output, and only axis 1 groups them.",

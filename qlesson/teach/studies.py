@@ -56,7 +56,6 @@ def spread_by_type(weights: Mapping[str, torch.Tensor]) -> list[dict[str, Any]]:
         rows.append(
             {
                 "type": kind,
-                "layers": len(names),
                 "worst max/median": float(ratios.max()),
                 "int4 SQNR per-tensor dB": sum(sq_t) / len(sq_t),
                 "worst layer": names[worst].split(".")[0],
@@ -185,12 +184,15 @@ def embedding_scores_by_layer(
     model: Any,
     settings: Sequence[tuple[str, Callable[[str], tuple[int, Granularity]]]],
     sentences: Sequence[str] | None = None,
+    *,
+    progress: bool = False,
 ) -> dict[str, EmbeddingScores]:
     """Like :func:`embedding_scores`, but each setting chooses ``(bits, granularity)`` per Linear layer.
 
     A setting is ``(label, choose)``; ``choose(short_name)`` gives the layer's bits and granularity
     (short names as :func:`qlesson.teach.models.short_name` writes them: ``"L0.output"``). Lesson 03
-    uses it to quantize some layer types per-tensor and the rest per-channel.
+    uses it to quantize some layer types per-tensor and the rest per-channel. ``progress=True`` prints
+    a counter of the settings done to stdout (the same text on every run).
     """
     from qlesson.teach.eval_text import EVAL_SENTENCES
     from qlesson.teach.models import linear_weights, replaced_weights
@@ -199,6 +201,13 @@ def embedding_scores_by_layer(
     weights = linear_weights(model)
     ref = embed(model, sentences)
     out = {}
+    if progress:
+        import sys
+
+        from tqdm import tqdm
+
+        fixed = {"file": sys.stdout, "bar_format": "{desc}: {n_fmt}/{total_fmt}", "mininterval": 0, "miniters": 1}
+        settings = tqdm(settings, desc="quantize and embed", **fixed)
     for label, choose in settings:
         new, bits_total = {}, 0.0
         for name, w in weights.items():
