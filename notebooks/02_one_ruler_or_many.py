@@ -69,7 +69,7 @@ ruler.print_codes(W[0], bits=4, scale=float(shared.scale))
 
 # %% [markdown]
 # At int8 Row A survives, but on a few small codes: it reaches code 6 of a ruler that goes to
-# 127, under 5% of the range. At int4 the shared tick is 0.44, every `|x / scale|` is below
+# 127, about 5% of the range. At int4 the shared tick is 0.44, every `|x / scale|` is below
 # 0.5, and every value rounds to 0: **Row A collapses to `[0, 0, 0, 0]`**. Rounding is not
 # proportional: a value below half a tick is not stored small, it is not stored at all.
 #
@@ -168,9 +168,9 @@ widgets.two_rows_explorer(asymmetric=False)
 #
 # * Per-tensor: the loudest value sets one scale; a quiet row at or below half a tick vanishes
 #   (here at int4), and above it may keep only a few codes (here at int8).
-# * Per-channel: every row's largest value sits on the last tick; the loudest row is unchanged.
-# * Per-channel lowers each row's error bound, not always its actual error (rare on MiniLM: 10
-#   of 21,120 rows lose at int8, none at int4; Going deeper counts them).
+# * Per-channel: every nonzero row's largest value sits on the last tick; the loudest row is
+#   unchanged.
+# * Per-channel lowers each row's error bound, not always its actual error (section 5).
 # * The cost: one scale per row instead of one per tensor (lesson 04 counts the bytes).
 #
 # ## Pause and recall

@@ -160,6 +160,7 @@ WRONG = {
         (lambda w, bits: (lambda s, o: o < s)(*_good("02.row_maes")(w, bits)), "get better"),
         (lambda w, bits: _errors_02(w, bits, lambda e: e.mean(1)), "signed errors"),
         (lambda w, bits: _errors_02(w, bits, lambda e: e.pow(2).mean(1)), "root-mean-square"),
+        (lambda w, bits: _errors_02(w, bits, lambda e: e.abs().amax(1)), "largest |error|"),
     ],
     "02.row_maes": [
         (lambda w, bits: tuple(reversed(_good("02.row_maes")(w, bits))), "wrong order"),

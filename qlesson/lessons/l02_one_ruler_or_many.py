@@ -244,6 +244,11 @@ TASKS: list[Task] = [
                 lambda w, b: _worse(w, b, err=lambda e: e.pow(2).mean(1).sqrt()),
             ),
             Mistake(
+                "compared each row's largest |error| (the bound the lesson talks about); the task asks for the "
+                "mean absolute error",
+                lambda w, b: _worse(w, b, err=lambda e: e.abs().amax(1)),
+            ),
+            Mistake(
                 "averaged signed errors, so over- and undershoots cancel; take |error| first, then the mean",
                 lambda w, b: _worse(w, b, err=lambda e: e.mean(1)),
             ),
