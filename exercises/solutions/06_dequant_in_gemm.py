@@ -106,9 +106,10 @@ print("same y as dequantizing first:", torch.allclose(fused, dequantized_first, 
 
 
 # %% [markdown]
-# ## Task 3 · Zero points from sums alone
+# ## Task 3 (from Going deeper) · Zero points from sums alone
 #
-# An int8 kernel has already computed `acc = q_x @ q_w.T` on the raw codes. Write
+# Lesson 06's *Going deeper* ("Zero points inside an integer GEMM") sets this up. An int8
+# kernel has already computed `acc = q_x @ q_w.T` on the raw codes. Write
 # `zero_point_gemm(acc, rowsum_x, colsum_w, zx, zw, k)` that returns what the kernel really
 # needs, `sum_k (q_x[m, k] - zx) * (q_w[n, k] - zw[n])` for every `[m, n]`, from these alone:
 # `rowsum_x [M]` (each token's codes summed over K), `colsum_w [N]` (each output channel's codes
@@ -131,10 +132,9 @@ check("06.zero_point_gemm", zero_point_gemm)
 # ## Task 4 · What dequantize-first moves
 #
 # A weight of `n x k` codes of `code_bits` bits has one fp32 scale per output channel. The
-# dequantize-first path here runs the dequantize as one kernel (it reads the codes and the
-# scales and writes the fp32 weight `w`), then calls `F.linear(x, w)`. Write
-# `dequant_first_bytes(n, k, code_bits)`: the bytes of weight data these two steps move to and
-# from memory in all (leave the activations and the output aside).
+# dequantize-first path here runs one dequantize kernel, then `F.linear(x, w)` on its fp32
+# output `w`. Write `dequant_first_bytes(n, k, code_bits)`: the bytes of weight data these two
+# steps move to and from memory in all (leave the activations and the output aside).
 
 
 # %% tags=["solution"]
@@ -217,9 +217,10 @@ for m in sorted({r.m for r in stored}):
 # %% [markdown]
 # Your model takes the dense time at its read floor, but the measured fp16 time sits well above
 # it, which moves the crossover later; at small M tinygemm also runs below its M = 256 rate,
-# which moves it earlier. The stored run timed only M = 1, 16 and 256: at 16 the two are tied
-# (within about 5%, inside the noise), so the measured crossover lies near M = 16, later than
-# your model's.
+# which moves it earlier. The stored run timed only M = 1, 16 and 256: int4 is faster at 1 and
+# tied at 16 (within about 5%, inside the noise), so the measured crossover lies somewhere
+# between M = 1 and about 16 (about 14 if both times grew linearly); a run at M = 4 and 8
+# would tell whether it is later than your model's.
 
 # %% [markdown]
 # ## Recall
