@@ -51,8 +51,8 @@
 # | `03_per_channel_on_real_weights` | Which axis of a real transformer's weights should get its own scales, and how much does it matter? | 20 + 24 min |
 # | `04_groups_and_formats` | When one scale per channel is still too coarse at 4 bits, what does one scale per run of `g` weights buy, and what does it cost? | 25 + 23 min |
 # | `05_zero_points_and_activations` | How should the activations of a transformer, which arrive at run time, be quantized to int8? | 19 + 33 min |
-# | `06_dequant_in_gemm` | Where does a weight's scale go inside a matrix multiply, and when do compact weights save time? | 26 + 35 min |
-# | `07_calculator` | What do a ruler's 4 bytes of scale buy, and what do 4 more of zero point buy? | 17 + 18 min |
+# | `06_dequant_in_gemm` | Where does a weight's scale go inside a matrix multiply, and when do compact weights save time? | 26 + 40 min |
+# | `07_calculator` | What do a ruler's 4 bytes of scale buy, and what do 4 more of zero point buy? | 18 + 18 min |
 # | `08_scales_of_scales` | Small blocks make fp16 scales expensive; how many bits does a block's scale really need? | 30 + 31 min |
 # | `09_smarter_rounding` | Can smarter rounding (GPTQ, AWQ) stand in for a finer granularity? | 26 + 34 min |
 # | `10_which_axis` | When a transformer's cached keys and values are quantized, should each scale cover one token or one channel? | 26 + 35 min |

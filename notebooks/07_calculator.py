@@ -20,17 +20,17 @@
 # buy?
 #
 # **The answer**: A channel's own symmetric ruler is finer by the tensor's largest |value| over
-# the channel's, so the quietest channels gain most, for 4 bytes a ruler (1 to 2% of an int8
-# layer with 384-value rows). On a 64-value post-GELU row (-0.17 to 1.91), a zero point's 4 more
+# the channel's, so the quietest channels gain most, for 4 bytes a ruler, 8 with a zero point
+# (1% and 2% of an int8 layer with 384-value rows). On a 64-value post-GELU row (-0.17 to 1.91), a zero point's 4 more
 # bytes cut the error nearly as much as one more bit per value, and on the same values mirrored
 # about 0 they buy about nothing.
 #
-# **What you will do**: predict how far a quiet channel's error falls, find the width at which
+# **What you will do**: predict which codes a quiet channel gets, find the width at which
 # its values stop rounding to 0, count the bytes, and count the codes a symmetric ruler leaves
 # out of reach on a GELU row.
 #
 # **What you need**: lessons 01, 02 and 05 (zero points).
-# **Time**: about 17 minutes, plus about 18 for the exercise.
+# **Time**: about 18 minutes, plus about 18 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import torch
@@ -67,12 +67,13 @@ rows = [
     {
         "channel": r["channel"],
         "absmax": max(abs(r["min"]), abs(r["max"])),
+        "values at code 0, shared ruler": int((t == 0).sum()),
         "own ruler finer by": r["per-tensor scale"] / r["per-channel scale"],
         "per-tensor MAE": r["per-tensor MAE"],
         "per-channel MAE": r["per-channel MAE"],
         "MAE falls by": r["per-tensor MAE"] / r["per-channel MAE"],
     }
-    for r in ex.channels
+    for r, t in zip(ex.channels, ex.per_tensor, strict=True)
 ]
 fmt = {"absmax": ".2f", "own ruler finer by": ".1f", "per-tensor MAE": ".4f", "per-channel MAE": ".4f"}
 print_table(rows, {**fmt, "MAE falls by": ".1f"})
@@ -81,10 +82,12 @@ _ = calc.plot(ex, sharey=True)
 # %% [markdown]
 # Channel 2 holds the tensor's largest |value|, 1.70, so the shared scale is its own scale and
 # nothing changes. Every other channel's ruler is finer by 1.70 over its own absmax: 1.2 times
-# for channel 1 (1.44), about 15 times for channel 3 (0.11). With five values a channel, the
-# MAE only roughly follows the ruler. Channel 3's MAE falls 30 times, twice its ruler's 15:
-# under the shared ruler half a tick is 0.12, more than 0.11, so all of its values round to 0
-# and its error is the values themselves.
+# for channel 1 (1.44), about 15 times for channel 3 (0.11). The MAE only roughly follows the
+# ruler. Under the shared ruler half a tick is 1.70 / 7 / 2, about 0.12, more than channel 3's
+# 0.11: all five of its values round to 0, and the channel is erased. Its MAE falls 30 times,
+# more than its ruler's 15; the extra is luck on its own ruler. Its shared-ruler MAE, 0.060, is
+# the usual quarter-tick (1.70 / 7 / 4 = 0.061); its own-ruler MAE, 0.0020, is half of its
+# quarter-tick (0.11 / 7 / 4 = 0.0039): its five values happen to fall near ticks.
 #
 # ## 2. The calculator
 #
@@ -125,12 +128,12 @@ for zp_bytes in (0, 4):
 
 # %% [markdown]
 # On a layer whose rows hold 384 values (MiniLM's FFN up-projection shape), the rulers are 1 to
-# 2% of the layer.
+# 2% of the layer. On the example, per-channel adds 16 bytes to per-tensor's 4 (four scales),
+# 32 with zero points.
 #
 # ## 4. The other 4 bytes: a zero point
 #
-# A zero point also costs 4 bytes per ruler. Lesson 05 measured what it buys on MiniLM's GELU
-# outputs at 8 bits. Here is the calculator on one row: GELU of 64 standard-normal draws,
+# A zero point also costs 4 bytes per ruler. Here is the calculator on one row: GELU of 64 standard-normal draws,
 # rounded to 2 decimals, under one ruler. The control is the same values mirrored (each value
 # and its negation, 128 values): a row symmetric about 0.
 
@@ -167,12 +170,13 @@ print_table(rows, {"MAE": ".4f", "symmetric's MAE / this": ".2f"})
 # %% [markdown]
 # Symmetric spans -1.91 to +1.91, but the row's lowest value, -0.17, rounds to code -1 at 4
 # bits: no value of the row can reach codes -7 to -2, 6 of 15 (116 of 255 at 8 bits). A zero
-# point spends every code on -0.17 to 1.91, a tick about half as wide: the MAE is 2.58 times
-# lower at 4 bits, 1.99 at 8, nearly what one more bit per value buys (2.99 and 2.01 times) for
-# half the bytes on this row (4 against 8). On the mirrored row every code is within reach, and
-# the same 4 bytes buy about nothing (1.05 and 0.94 times, against symmetric on that row, whose
-# MAE is the row's: rounding is symmetric about 0), though the zero point still has 16 codes to
-# 15: the gain was the out-of-reach side.
+# point spends every code on -0.17 to 1.91, a tick about half as wide (2.08 / 15 against
+# 1.91 / 7 at 4 bits): the MAE is 2.58 times lower at 4 bits, 1.99 at 8, nearly what one more
+# bit per value buys (2.99 and 2.01 times) for half the bytes on this row (4 against 8).
+# On the mirrored row every code is within reach, and the same 4 bytes buy about nothing: 1.05
+# and 0.94 times. Symmetric's MAE there equals the original row's, since rounding is symmetric
+# about 0. So the gain on the GELU row came from the out-of-reach codes, not from the zero
+# point's 16th code.
 #
 # ## Summary
 #
@@ -226,6 +230,55 @@ recall.show("07")
 # At 8 bits, asymmetric, channel 3's per-channel MAE is 0. That is a coincidence of its
 # values: they lie on a 0.01 grid, and 0.01 is a whole number of its own ticks, so every value
 # falls on a tick.
+#
+# ### How much of channel 3's 30 is luck
+#
+# Draw channels like channel 3: largest |value| 0.11, the rest on the same 0.01 grid, so the
+# shared 4-bit ruler erases every one (2000 channels per size). How much does each one's MAE
+# fall under its own ruler?
+
+# %%
+import numpy as np
+
+rng = np.random.default_rng(0)
+for n in (5, 64):
+    v = rng.integers(-11, 12, size=(2000, n)) / 100
+    v[:, 0] = 0.11 * rng.choice([-1, 1], size=2000)
+    own = 0.11 / 7
+    own_mae = np.abs(np.round(v / own) * own - v).mean(1)
+    ratio = np.abs(v).mean(1)[own_mae > 0] / own_mae[own_mae > 0]  # shared MAE: every value rounds to 0
+    p10, p50, p90 = np.percentile(ratio, [10, 50, 90])
+    share = (ratio >= 30).mean()
+    print(f"{n} values: median {p50:.0f}, 10th to 90th percentile {p10:.0f} to {p90:.0f}; {share:.0%} at 30 or more")
+
+# %% [markdown]
+# With 64 values the fall stays near the ruler's 15; with five it spreads from about the ruler's
+# 15 to well past 30, and channel 3's 30 is in that spread.
+#
+# ### The zero point against one more bit on other GELU rows
+#
+# Section 4 used one row. The same comparison on 20 other rows (`gelu_row(seed=1..20)`):
+
+# %%
+gains = {4: [], 8: []}
+for seed in range(1, 21):
+    row = calc.parse_channels(calc.gelu_row(seed=seed))
+    for bits in (4, 8):
+        mae = [
+            calc.compare(row, bits=b, symmetric=s).overall["per-tensor"]["MAE"]
+            for b, s in ((bits, True), (bits, False), (bits + 1, True))
+        ]
+        gains[bits].append((mae[0] / mae[1], mae[0] / mae[2]))
+for bits, g in gains.items():
+    zp, more = np.array(g).T
+    print(
+        f"{bits} bits: zero point {zp.min():.1f} to {zp.max():.1f} times (median {np.median(zp):.1f}), one more bit "
+        f"{more.min():.1f} to {more.max():.1f} (median {np.median(more):.1f}); the zero point gains more on "
+        f"{(zp > more).sum()} of 20 rows"
+    )
+
+# %% [markdown]
+# Across rows the zero point usually buys a little less than one more bit, as on section 4's row.
 #
 # ### The page as an app, and exports
 #

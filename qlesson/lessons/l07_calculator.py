@@ -13,33 +13,32 @@ from qlesson.lessons._shared import qmax
 
 PREDICT = {
     "quiet": choice(
-        "The example's four channels, symmetric, 4 bits: channel 3's own ruler (fit to 0.11) is about 15 times "
-        "finer than the shared one (fit to 1.70). By how much does channel 3's MAE fall?",
+        "The example's four channels, one symmetric 4-bit ruler for all of them (fit to 1.70, codes -7 to 7): "
+        "how many of channel 3's five values (0.03, 0.08, -0.02, 0.11, -0.06) get a nonzero code?",
         (
-            "About 15 times: the error shrinks with the tick",
-            False,
-            "It tempts because a rounding error is at most half a tick, and the tick shrinks 15 times. But under "
-            "the shared ruler channel 3's error is not rounding noise inside a tick: half a shared tick, 0.12, is "
-            "more than 0.11, so every value rounds to 0 and the error is the value itself.",
-        ),
-        (
-            "About 30 times: under the shared ruler all of its values round to 0",
+            "None: all five round to 0, and the channel is erased",
             True,
-            "Half a shared tick is 1.70 / 7 / 2, about 0.12, more than channel 3's largest |value|, 0.11: every "
-            "value rounds to 0, so its error is the value itself (MAE 0.06, the mean |value|). Its own ruler "
-            "leaves only rounding error, 30 times smaller, twice what the ruler alone gives.",
+            "A shared tick is 1.70 / 7, about 0.24; half of it, 0.12, is more than channel 3's largest |value|, "
+            "0.11, so every value lies nearer 0 than the first tick. Its own ruler, fit to 0.11, gives them codes "
+            "2, 5, -1, 7 and -4.",
         ),
         (
-            "Less than 15 times: the MAE only roughly follows the ruler, and five values are few",
+            "One: 0.11, the largest, gets code 1",
             False,
-            "It tempts because channel 1's MAE does fall less than its ruler shrinks. But channel 3's shared-ruler "
-            "error is not a rounding average: every value rounds to 0, so its error is as large as its values.",
+            "It tempts because a fitted ruler gives the largest value the top code. But this ruler is fit to the "
+            "tensor's 1.70, not to channel 3: 0.11 is less than half a tick (0.12) from 0, so it rounds to 0.",
         ),
         (
-            "Hardly at all: tiny values have tiny errors under any ruler",
+            "All five: rounding keeps a value's sign, so each gets at least code 1 or -1",
             False,
-            "It tempts because 0.11 is tiny. But the shared ruler's ticks, about 0.24, are wider than channel 3's "
-            "values, so its error is as large as the values; its own ruler, fit to 0.11, is 15 times finer.",
+            "It tempts because no value is exactly 0. But rounding goes to the nearest tick, and for all five "
+            "that tick is 0: half a tick, 0.12, is more than 0.11.",
+        ),
+        (
+            "Two: 0.08 and 0.11, the largest",
+            False,
+            "It tempts because those two are clearly larger than the rest. But the cut between code 0 and code 1 "
+            "is half a tick, 1.70 / 7 / 2, about 0.12, and all five are below it.",
         ),
     ),
     "gelu": choice(
@@ -238,9 +237,9 @@ TASKS: list[Task] = [
         "how much finer each channel's own ruler is with zero points",
         _finer_by_asym,
         [
-            Case((_EXAMPLE,), "the lesson's four channels, asymmetric"),
             Case((_W,), "[3, 6], row 1 all negative"),
             Case((_SPREAD,), "[6, 32], rows from loud to 100 times quieter"),
+            Case((_EXAMPLE,), "the lesson's four channels, asymmetric", hidden=True),
             Case((_SPANS,), "[4, 4]: one row spans the tensor's range", hidden=True),
             Case((_SPREAD.abs()[:, :7] + 0.5,), "[6, 7], every value positive", hidden=True),
             Case((-_SPREAD[:, :5],), "[6, 5], signs flipped", hidden=True),
@@ -280,8 +279,8 @@ TASKS: list[Task] = [
         _unreachable_codes,
         [
             Case((_row(1, 64, "silu"), 4), "64 SiLU outputs, 4 bits"),
-            Case((_row(2, 48, "relu"), 8), "48 ReLU outputs (all >= 0), 8 bits"),
             Case((torch.tensor([-1.0, 0.3, 0.9, -0.4]), 3), "both signs, 3 bits"),
+            Case((_row(2, 48, "relu"), 8), "48 ReLU outputs (all >= 0), 8 bits", hidden=True),
             Case((-_row(3, 40, "gelu"), 4), "a negated GELU row: the long side is negative", hidden=True),
             Case((_row(4, 64, "gelu"), 8), "64 GELU outputs, 8 bits", hidden=True),
             Case((_row(5, 32, "silu"), 6), "32 SiLU outputs, 6 bits", hidden=True),
@@ -302,7 +301,8 @@ TASKS: list[Task] = [
                 lambda r, b: 2 * qmax(b) + 1 - len(torch.round(r / (r.abs().max() / qmax(b))).unique()),
             ),
             Mistake(
-                "counted out of 2**bits codes; the symmetric ruler has 2**bits - 1",
+                "one code too many: either counted out of 2**bits codes (the symmetric ruler has 2**bits - 1), "
+                "or took the number of codes from the lowest to the highest as their difference, one short",
                 lambda r, b: _unreachable_codes(r, b) + 1,
             ),
             Mistake(
