@@ -488,7 +488,7 @@ RECALL: tuple[Question, ...] = (
         (
             "128 consecutive output channels share a scale, which saves metadata over per-channel",
             False,
-            "Tempting because 'group' sounds like merging channels, and a common write-up puts it so; but that "
+            "Tempting because 'group' sounds like merging channels, and an interview study note codes it so; but that "
             "gives L0.intermediate 12 scales for 1536 rows, coarser and far worse (section 3). GPTQ and AWQ group "
             "along in_features: K / g scales per row, more than per-channel's one.",
         ),
@@ -559,7 +559,7 @@ RECALL: tuple[Question, ...] = (
         (
             "128 consecutive output rows, one scale per input column",
             False,
-            "Tempting because a common write-up describes group quantization this way; but then they would cover "
+            "Tempting because an interview study note codes group quantization this way; but then they would cover "
             "128 rows each: 32 per column, coarser than per-channel (section 3's 12 scales).",
         ),
         (
@@ -585,7 +585,7 @@ EXERCISE_RECALL: tuple[Question, ...] = (
         (
             "128 consecutive output rows, one scale per input",
             False,
-            "Tempting because a common write-up describes group quantization this way; but runs of 128 rows "
+            "Tempting because an interview study note codes group quantization this way; but runs of 128 rows "
             "would give 4096 / 128 = 32 groups, each with one scale per input: [32, 11008], not [86, 4096].",
         ),
         (
@@ -667,7 +667,8 @@ PREDICT = {
     ),
     "axis": choice(
         "MiniLM's L0.intermediate is [1536, 384], at int4. Scheme A lets 128 consecutive output rows share one "
-        "scale (as a common write-up has it); scheme B lets 128 consecutive inputs share one (GPTQ/AWQ checkpoints). "
+        "scale (as an interview study note codes it); scheme B lets 128 consecutive inputs share one "
+        "(GPTQ/AWQ checkpoints). "
         "Against per-channel (one scale per row), which is right?",
         (
             "Both beat per-channel: grouping is the finer scheme",
