@@ -22,8 +22,8 @@
 # **The answer**: Rounding a block's scale to one of `m` steps moves its largest code, `qmax`
 # ticks out, by up to `qmax / (2m)` ticks; on MiniLM's `L0.output` the SQNR lost grows with that
 # move, and about `5 x qmax` steps (5 to 6 bits for int4 codes) keep it small. A power-of-two
-# scale (MXFP4's) has no steps between two powers of two, and a scale's range comes from a level
-# above it: an fp16 super-scale, or NVFP4's fp32 tensor scale.
+# scale (MXFP4's) has no steps between two powers of two, and NVFP4's 8-bit float scale gets its
+# range from a level above it, an fp32 tensor scale.
 #
 # **What you will do**: count what scales cost per weight; shrink a block scale from fp16 to 4
 # bits on a MiniLM layer, with int4 and with 6-bit codes; try a power-of-two scale; take
@@ -86,9 +86,7 @@ print_table(rows, {"scale bits / weight": ".4f", "bits per weight": ".4f"})
 # loudest of the 8 gets `sc = 63`. The layer is MiniLM's `L0.output` (lesson 03's FFN output),
 # int4 codes in blocks of 32 under super-blocks of 8, every scale rounded to the nearest. The
 # columns: the rule (explained below the table), the move measured at the median block, and the
-# SQNR lost against exact fp32 scales. The last row, `E4M3 x fp32`, is
-# NVFP4's 8-bit float scale (3 mantissa bits) under one fp32 scale per tensor, for comparison
-# (in blocks of 32 here; NVFP4 uses 16).
+# SQNR lost against exact fp32 scales.
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("08", "six_bit_sub_scale")
@@ -108,10 +106,13 @@ print_table([{k: r[k] for k in shown} for r in int4_rows], fmt_rule)
 # rounding `sc` is off by at most half a step, so a block nearly as loud as the loudest has its
 # scale off by at most 1/126, and its largest code, 7 ticks out, moves by at most 7/126 = 0.056
 # tick, small beside rounding's error of up to half a tick on every weight. In general, with `m`
-# steps, the move is up to `qmax / (2m)` ticks: that is the rule. From 6 bits down, each bit
-# fewer doubles the move and multiplies the loss by 3 to 4: 0.006, 0.021, 0.082 dB. E4M3,
-# NVFP4's scale with 3 mantissa bits, is a float: its relative step is the same however quiet
-# the block, within E4M3's normal range (section 4).
+# steps, the move is up to `qmax / (2m)` ticks: that is the rule. The move stands for the whole
+# block's stretched grid: the block's other weights round differently too. From 6 bits down,
+# each bit fewer doubles the move and multiplies the loss by 3 to 4: 0.006, 0.021, 0.082 dB.
+#
+# The last row, `E4M3 x fp32`, is NVFP4's 8-bit float scale (3 mantissa bits) under one fp32
+# scale per tensor (in blocks of 32 here; NVFP4 uses 16). Its relative step, 1/16 to 1/8, does
+# not depend on how loud the block is, within E4M3's normal range (section 5).
 #
 # ## 3. Same sub-scale, finer codes
 #
@@ -155,13 +156,14 @@ print(f"SQNR lost: {min(loss5.values()):.3f} to {loss5[worst]:.3f} dB per layer,
 # rule:
 
 # %%
-cases = [(7, "int4 -7..7", "Q4_K's 6-bit sub-scale", 63), (31, "6-bit -31..31", "Q6_K's int8 sub-scale", 127)]
-cases += [(127, "int8 -127..127", "fp16 (Q8_0's)", 1024)]
+cases = [(7, "int4 -7..7", "6-bit sub-scale", 63), (15, "Q4_K's 0..15", "its 6-bit sub-scale", 63)]
+cases += [(31, "6-bit -31..31", "Q6_K-like int8 sub-scale", 127), (127, "int8 -127..127", "fp16 (Q8_0's)", 1024)]
 for qmax, codes, used, m in cases:
     print(f"qmax {qmax:3d} ({codes}): {used}, m = {m}: the top code moves up to {qmax / (2 * m):.3f} tick")
 
 # %% [markdown]
-# Each sits near a tenth of a tick or below. For int8 codes the rule asks for about 10 bits of
+# Each sits near a tenth of a tick or below. (Q4_K's codes run 0..15 above a minimum, so its top
+# code sits 15 ticks out.) For int8 codes the rule asks for about 10 bits of
 # steps, and fp16's 11 significant bits (1024 to 2047 steps) cover them.
 #
 # ## 4. No mantissa at all: a power-of-two scale
@@ -189,6 +191,8 @@ print(f"E8M0 floor against fp32 scales: int4 codes lose {loss[i4]:.2f} dB, FP4 c
 # section 2's rule at its limit: with no mantissa there are no steps between two powers of two,
 # the scale can be up to 1.75 times its ideal on int4's grid (1.5 on FP4's), and the top code
 # moves by whole ticks. FP4 codes under this rule *are* MXFP4.
+#
+# ## 5. Range from a level above
 #
 # **NVFP4** spends 0.25 bits more than MXFP4: blocks of 16 and an E4M3 scale, whose precision
 # section 2 measured. E4M3's *range* is narrow: its normal numbers run from 2**-6 to 448. So
@@ -220,7 +224,7 @@ print_table(nv_rows, {"SQNR dB": ".2f", "amax / 6 below 2**-6 %": ".1f"})
 # costs the whole layer about a tenth of a dB, since they are its quietest blocks. The scale
 # needed no more precision; it needed a level above it for its range.
 #
-# ## 5. Try it: a format, a layer, a block
+# ## 6. Try it: a format, a layer, a block
 #
 # Pick a format and a layer: the figure shows the first 32 weights of row 0 and what the format
 # stores for them, the readout the scale that block uses and the layer's error. A static view
@@ -228,7 +232,7 @@ print_table(nv_rows, {"SQNR dB": ".2f", "amax / 6 below 2**-6 %": ".1f"})
 #
 # **Guided experiment**: set the format to `MXFP4 floor`. The readout ends with the block's
 # largest weight as `f x 2**k`, `f` between 1 and 2, the value stored for it and that value's
-# error in percent, e.g. `stored 0.12345 (-23.9%)`. On `L4.output` the error is within 1%; on
+# error in percent, e.g. `stored 0.12345 (-x.x%)`. On `L4.output` the error is within 1%; on
 # `L0.intermediate` it is about a quarter low (switch to `Q4_K` there for comparison). What are
 # their `f`? Why there?
 
@@ -264,16 +268,16 @@ widgets.format_explorer(W)
 #   `qmax / (2m)` ticks.
 # * The SQNR lost grows with the move (on `L0.output`, 3 to 4 times per bit fewer from 6 bits
 #   down); past half a tick, a scale rounded down also clips.
-# * So a scale needs about `5 x qmax` steps (`log2(qmax) + 2` to `3` bits) for a tenth of a
-#   tick: 5 to 6 bits for int4 codes, 7 to 8 for 6-bit codes, about 10 for int8 codes (by the
-#   rule; fp16's 11 significant bits cover it). On int4 codes a 5-bit sub-scale (0.113 tick)
-#   costs 0.007 to 0.021 dB per MiniLM layer (blocks of 32 under super-blocks of 8). The range
-#   comes from a level above: an fp16 super-scale per 256 weights, an fp32 scale per tensor.
+# * For a loss near 0.02 dB on `L0.output` (MiniLM's costliest layer here), a tenth of a tick,
+#   a scale needs about `5 x qmax` steps: 5 to 6 bits for int4 codes, 7 to 8 for 6-bit codes,
+#   about 10 for int8 codes (by the rule; fp16's 11 significant bits cover it). On int4 codes a
+#   5-bit sub-scale (0.113 tick) costs 0.007 to 0.021 dB per MiniLM layer (blocks of 32 under
+#   super-blocks of 8).
 # * A power of two (MX's E8M0) moves the top code by whole ticks and costs dB: on the 36 layers,
 #   under the OCP floor rule, 2.33 dB on int4 codes and 1.32 on FP4.
-# * NVFP4's E4M3 scales keep the same relative precision in every block (a 4-bit sub-scale's at
-#   the median block) but have a narrow range: without the fp32 tensor scale, a tensor whose
-#   block scales fall far below it rounds to zero.
+# * NVFP4's E4M3 scales have a relative precision that does not depend on the block's loudness
+#   (a 4-bit sub-scale's at the median block) but have a narrow range: without the fp32 tensor
+#   scale, a tensor whose block scales fall far below it rounds to zero.
 #
 # ## Pause and recall
 #
@@ -309,7 +313,7 @@ print_table([{k: r[k] for k in tail} for r in int4_rows], fmt_rule | {"95th-pct 
 # %% [markdown]
 # Only the last few blocks move by whole ticks: a quiet block, far below its super-block's
 # loudest, holds only a few steps of `d`. At the 95th percentile even the 4-bit sub-scale keeps
-# the move under half a tick; E4M3, whose relative step is the same in every block, keeps even
+# the move under half a tick; E4M3, whose relative step does not depend on the block's loudness, keeps even
 # its worst block under half a tick.
 #
 # ### The super-block layout
@@ -510,10 +514,10 @@ print(
 #
 # ### NVFP4 without a tensor scale: clamp or subnormals
 #
-# Section 4 clamps a block scale below 2**-6 at 2**-6 (torchao's choice, and qlesson's).
+# Section 5 clamps a block scale below 2**-6 at 2**-6 (torchao's choice, and qlesson's).
 # llama.cpp's own NVFP4 quantizer (`quantize_row_nvfp4_ref` in `ggml-quants.c`, as of November
 # 2026) writes each block's `amax / 6` straight into E4M3 with no tensor scale, and rounds a
-# scale below 2**-6 to one of E4M3's subnormals (down to 2**-9) or to zero. Section 4's layers,
+# scale below 2**-6 to one of E4M3's subnormals (down to 2**-9) or to zero. Section 5's layers,
 # both ways, with the tensor scale for reference:
 
 # %%

@@ -449,6 +449,7 @@ WRONG_08 = {
     "08.sub_scales": [
         (lambda s, b: _sub_by_hand(s, b, lowest=0), "let a quiet block"),
         (lambda s, b: _sub_by_hand(s, b, fp16=False), "kept the super-scale in float64"),
+        (lambda s, b: _sub_by_hand(s, b, fp16=False, f32=True), "kept the super-scale in float32"),
         (lambda s, b: _sub_by_hand(s, b, rnd=np.floor), "truncated"),
         (lambda s, b: _sub_by_hand(s, b, top=np.mean), "None"),
         (lambda s, b: _sub_by_hand(s, b, mixed=True), "rounded with the float64 super-scale"),
@@ -474,10 +475,11 @@ def _bits_signed_sub_scale(code_bits, r, max_ticks):
     return next(b for b in range(2, 41) if qmax * r / (2 * (2 ** (b - 1) - 1)) <= max_ticks)
 
 
-def _sub_by_hand(ideal, bits, *, lowest=1, fp16=True, rnd=np.round, top=np.max, mixed=False, signed=False):
+def _sub_by_hand(ideal, bits, *, lowest=1, fp16=True, rnd=np.round, top=np.max, mixed=False, signed=False, f32=False):
     """Lesson 08's sub-scales as a learner might write them, one block at a time."""
     m = 2 ** (bits - 1) - 1 if signed else 2**bits - 1
     d = top(ideal) / m
+    d = float(np.float32(d)) if f32 else d
     d16 = float(np.float16(d)) if fp16 else float(d)
     step = float(d) if mixed else d16  # mixed: rounds with the float64 super-scale, stores the float16 one
     return np.array([min(max(rnd(s / step), lowest), m) * d16 for s in ideal])

@@ -65,6 +65,14 @@ def _quiet_bits_exact(code_bits: int, r: float, max_ticks: float) -> int:
     return next(b for b in range(1, 41) if 2 * (2**b - 1) / r > 1 and q / (2 * (2**b - 1) / r - 1) <= max_ticks)
 
 
+def _sub_scales_f32(ideal, bits: int) -> np.ndarray:
+    """The super-scale kept in float32 instead of float16."""
+    s = np.asarray(ideal, dtype=np.float64)
+    m = 2**bits - 1
+    d = float(np.float32(s.max() / m))
+    return np.clip(np.round(s / d), 1, m) * d
+
+
 def _sub_scales_mixed(ideal, bits: int) -> np.ndarray:
     """Rounded with the float64 super-scale, multiplied back by the stored float16 one."""
     s = np.asarray(ideal, dtype=np.float64)
@@ -136,6 +144,10 @@ TASKS: list[Task] = [
             Mistake(
                 "kept the super-scale in float64: it is stored as float16, and the integers fit the stored one",
                 lambda ideal, bits: _sub_scales(ideal, bits, fp16=False),
+            ),
+            Mistake(
+                "kept the super-scale in float32: it is stored as float16, and the integers fit the stored one",
+                _sub_scales_f32,
             ),
             Mistake(
                 "rounded with the float64 super-scale but multiplied by the float16 one: a few blocks get a "
@@ -304,8 +316,9 @@ TASKS: list[Task] = [
 
 PREDICT = {
     "six_bit_sub_scale": choice(
-        "Q4_K stores each block's scale as a 6-bit integer (1 to 63) times an fp16 super-scale, instead of a whole "
-        "fp16 number. On L0.output (int4 codes, blocks of 32), how much SQNR does that lose against exact fp32 scales?",
+        "Store each block's scale as a 6-bit integer (1 to 63, Q4_K's width) times an fp16 super-scale, instead of a "
+        "whole fp16 number. On L0.output (symmetric int4 codes -7..7, blocks of 32), how much SQNR does that lose "
+        "against exact fp32 scales?",
         (
             "under a hundredth of a dB",
             True,
