@@ -50,7 +50,7 @@
 # | `02_one_ruler_or_many` | When the rows of a weight matrix have very different magnitudes, what does one shared scale cost them, and what does one scale per row fix? | 17 + 18 min |
 # | `03_per_channel_on_real_weights` | Which axis of a real transformer's weights should get its own scales, and how much does it matter? | 20 + 24 min |
 # | `04_groups_and_formats` | When one scale per channel is still too coarse at 4 bits, what does one scale per run of `g` weights buy, and what does it cost? | 25 + 23 min |
-# | `05_zero_points_and_activations` | How should the activations of a transformer, which arrive at run time, be quantized to int8? | 19 + 33 min |
+# | `05_zero_points_and_activations` | How should the activations of a transformer, which arrive at run time, be quantized to int8? | 20 + 33 min |
 # | `06_dequant_in_gemm` | Where does a weight's scale go inside a matrix multiply, and when do compact weights save time? | 26 + 40 min |
 # | `07_calculator` | What do a ruler's 4 bytes of scale buy, and what do 4 more of zero point buy? | 18 + 18 min |
 # | `08_scales_of_scales` | Small blocks make fp16 scales expensive; how many bits does a block's scale really need? | 30 + 31 min |

@@ -19,10 +19,9 @@
 # **The question**: how should the activations of a transformer, which arrive at run time,
 # be quantized to int8?
 #
-# **The answer**: A zero point about halves the step on a one-sided GELU output. In MiniLM's first
-# layer one value, feature 99 on each `[CLS]` token, sets the per-tensor scale of the QKV and FC1
-# inputs: per-token scales isolate it, and with one static scale, smoothing the features loud on
-# most tokens (63, 267) gains nothing until that spike is smoothed too.
+# **The answer**: Give a one-sided or lopsided activation a zero point: it gains about 4 to 5 dB
+# here. Give a token that carries a spike its own scale with dynamic per-token scales; with one
+# static scale, SmoothQuant gains only once it shrinks that spike.
 #
 # **What you will do**:
 # * capture MiniLM's layer-0 activations, calibrate on one text and score on another;
@@ -31,7 +30,7 @@
 # * smooth two inputs of layer 0 (QKV and FC1) and see where the gain comes from.
 #
 # **What you need**: lessons 01 to 03 (nothing to download).
-# **Time**: about 19 minutes, plus about 33 for the exercise.
+# **Time**: about 20 minutes, plus about 33 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -85,6 +84,10 @@ fmt = {"symmetric dB": ".1f", "asymmetric dB": ".1f", "gain dB": "+.2f"}
 sided = activations.one_sided_rows(calib["L0.output"], x, labels)
 print_table([{k: v for k, v in r.items() if k != "95% CI"} for r in sided], fmt)
 print(f"lowest token minimum {float(x.amin(1).min()):+.2f}, highest {float(x.amin(1).max()):+.2f}")
+c = calib["L0.intermediate"]
+fc1 = activations.one_sided_rows(c, evals["L0.intermediate"], labels)
+print(f"control, FC1's input (both signs, calibration range [{float(c.min()):+.1f}, {float(c.max()):+.1f}]): ", end="")
+print(", ".join(f"gain {r['gain dB']:+.1f} dB {r['int8 scales']}" for r in fc1))
 
 # %% [markdown]
 # The zero point gains about 5.4 dB with either kind of scale, nearly one bit: the asymmetric
@@ -92,9 +95,9 @@ print(f"lowest token minimum {float(x.amin(1).min()):+.2f}, highest {float(x.ami
 # scales do not take that gain away, because every token's minimum is GELU's -0.17 (last line):
 # each token is one-sided, not just the tensor.
 #
-# The zero point `z` has a cost in the integer GEMM: `sum_k (q_k - z) w_k` is
-# `sum_k q_k w_k - z sum_k w_k`, and the last sum is one number per output channel, computed
-# once from the weights. Lesson 06 measures what that correction costs.
+# The control is FC1's input, which has both signs but a lopsided range (the positive spike of
+# section 2): the zero point still gains about 4.3 dB there. It gains wherever the range is
+# lopsided, most where it is one-sided.
 #
 # ## 2. Three loud features
 #
@@ -141,7 +144,8 @@ print(f"ordinary tokens' loudest |x|: {low:.1f} to {high:.1f} (5th to 95th perce
 #
 # Features 63 and 267 are different: loud on most ordinary tokens, where their medians (the
 # "other tokens median" column) are about 4.5 and 8 times the typical feature's. Per-token scales
-# cannot isolate them: they are loud in most rows. A per-feature scale could, but it changes along
+# cannot isolate them: they are loud in most rows. In this layer they turn out to matter little
+# (section 4); in large language models they are what breaks W8A8. A per-feature scale could, but it changes along
 # K, inside the sum, so it cannot be applied to the int32 result.
 #
 # **SmoothQuant** moves their range out of the activations. Divide feature `j` by `s_j` and multiply
@@ -157,7 +161,8 @@ print(f"ordinary tokens' loudest |x|: {low:.1f} to {high:.1f} (5th to 95th perce
 #
 # ## 4. Smoothing, calibrated on one text and scored on another
 #
-# Int8 weights per output channel, int8 symmetric activations. The factors `s` and the
+# Int8 weights per output channel, int8 symmetric activations (as in SmoothQuant's W8A8 setup, so
+# the gains are smoothing's alone). The factors `s` and the
 # static per-tensor scale come from the calibration sentences; the output SQNR of
 # `x @ w.T` is measured on the evaluation sentences. Gains are over no smoothing, on all tokens:
 
@@ -172,9 +177,6 @@ rows, lowest = activations.smoothing_split_rows(cases, labels, alphas=(0.5,))
 rows = [{k: v for k, v in r.items() if "ordinary" not in k} for r in rows]
 print_table(rows, {"none dB": ".1f", "alpha 0.5 gain dB": "+.1f"})
 print(f"every gain's 95% interval excludes 0: {lowest > 0}")
-xq, cls = evals["L0.query"], activations.cls_mask(labels)
-print(f"QKV input: feature 99 on [CLS] up to {float(xq[cls, 99].abs().max()):.1f}, ", end="")
-print(f"feature 63 on other tokens up to {float(xq[~cls, 63].abs().max()):.1f}")
 
 # %% [markdown]
 # How much of that gain is the `[CLS]` spike, and how much the outlier features? Three controls
@@ -189,22 +191,30 @@ recall.predict("05", "smooth_99")
 controls = activations.smoothing_feature_rows(cases, labels, features=([99], [63, 267], [99, 63]), alpha=0.5)
 only99 = [r for r in controls if r["int8 act scales"] == "per-tensor"]
 print_table(only99, {k: "+.1f" for k in only99[0] if "dB" in k})
+xq, cls = evals["L0.query"], activations.cls_mask(labels)
+print(f"QKV input: feature 99 on [CLS] up to {float(xq[cls, 99].abs().max()):.1f}, ", end="")
+print(f"feature 63 on other tokens up to {float(xq[~cls, 63].abs().max()):.1f}; ", end="")
+print(f"s_99 = {float(activations.smoothing_factors(calib['L0.query'], qkv, alpha=0.5)[99]):.1f}")
 
 # %% [markdown]
 # One static scale is set by the single largest value. On the QKV input feature 63 is nearly as
-# loud as the spike (the last line before the prediction): smoothing 99 alone leaves 63 to set the
-# scale, smoothing 63 and 267 leaves the spike to set it, and neither gains anything; smoothing 99
-# and 63 together gains about 3.8 dB. On FC1's input, feature 99 alone gives about 7 of the 9 dB.
+# loud as the spike (last line): smoothing 99 alone lowers the scale only from about 6.3 to 5.9,
+# while weight column 99, now 3.3 times larger, adds its own rounding error, a net -0.3 dB.
+# Smoothing 63 and 267 leaves the spike to set the scale (-0.2 dB); smoothing 99 and 63 together
+# gains about 3.8 dB. On FC1's input, feature 99 alone gives about 7 of the 9 dB.
 #
 # ## Summary
 #
 # * Match the ruler to the data. A GELU output is one-sided: an asymmetric int8 ruler with an
 #   integer zero point gains about 5.4 dB (nearly one bit) on MiniLM's down-projection input,
-#   per-tensor or per-token: every token is one-sided.
+#   per-tensor or per-token: every token is one-sided. On FC1's two-sided but lopsided input it
+#   still gains about 4.3 dB.
 # * An outlier *token* (`[CLS]`, feature 99) is kept out of the other rows' rulers by per-token
 #   scales, which factor out of the integer GEMM.
 # * Outlier *features* (63, 267) are loud in most rows; per-feature scales would fit them but
-#   cannot leave the sum. SmoothQuant moves their range into the weights, and `x @ w.T` is unchanged.
+#   cannot leave the sum. SmoothQuant moves a feature's range into the weights, and `x @ w.T` is
+#   unchanged. With one static scale it also moves the `[CLS]` spike's range into the weights:
+#   that is where its gain comes from here.
 # * Fit static scales and `s` on calibration text, score on other text: smoothing then gains about
 #   2 to 9 dB of int8 error on layer 0's QKV and FC1 inputs. One static per-tensor scale is set by
 #   the single largest value: smoothing features 63 and 267 alone gains nothing (-0.2 dB); the gain
@@ -220,8 +230,8 @@ recall.show("05")
 
 # %% [markdown]
 # **Exercise**: `exercises/05_zero_points_and_activations.ipynb`: an asymmetric round trip,
-# per-token scales, SmoothQuant's factors, per-token scales or smoothing for a new activation's
-# outliers, and choosing an activation's ruler from its statistics.
+# per-token scales, SmoothQuant's factors, which feature stays loud after smoothing, per-token
+# scales or smoothing for a new activation's outliers, and choosing an activation's ruler from its statistics.
 #
 # ## Going deeper
 #
@@ -249,6 +259,12 @@ print(f"integer zero point: step {int_scale:.4f}, MAE {float((int_zp - neg).abs(
 # %% [markdown]
 # Q4_1's dot product stays integer: its activations are 8-bit blocks (Q8_1) that store
 # each block's sum, and the minimum adds `m` times that sum.
+#
+# ### The zero point in the integer GEMM
+#
+# The zero point `z` has a cost in the integer GEMM: `sum_k (q_k - z) w_k` is
+# `sum_k q_k w_k - z sum_k w_k`, and the last sum is one number per output channel, computed
+# once from the weights. Lesson 06 measures what that correction costs.
 #
 # ### Choosing a static scale
 #
@@ -349,8 +365,10 @@ print_table(recal, {k: "+.1f" for k in recal[0] if k != "calibration"})
 
 # %% [markdown]
 # The four quarters agree within about 0.1 dB; all 24 sentences together give up to 0.7 dB
-# less. On these inputs the calibration text moves the gains by under 1 dB: more than the
-# evaluation intervals above, far less than the gains themselves.
+# less. On the QKV input the static scale is the same in every case: at layer 0 the `[CLS]` token's
+# input is the same vector in every sentence, so feature 99 is 6.3 in each; only `s` differs.
+# On these inputs the calibration text moves the gains by under 1 dB: more than the evaluation
+# intervals above, far less than the gains themselves.
 
 # %% [markdown]
 # ### What per-feature's lead is made of

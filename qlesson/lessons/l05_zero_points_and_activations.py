@@ -559,7 +559,7 @@ TASKS: list[Task] = [
                 _choose_token_range,
             ),
             Mistake(
-                "the typical token was the mean: a few loud tokens pull the mean up, so take the median",
+                "the typical token was the mean: a few loud tokens pull the mean up",
                 _choose_mean_token,
             ),
             Mistake(
@@ -651,7 +651,7 @@ PREDICT = {
             "Nearly all of it",
             False,
             "It tempts because the spike dominated FC1's input in section 2. But on the QKV input feature 63 is "
-            "nearly as loud (the last line above): shrink the spike, and 63 still sets the static scale.",
+            "nearly as loud (printed in the next cell): shrink the spike, and 63 still sets the static scale.",
         ),
         (
             "About half",
