@@ -127,4 +127,4 @@ def show_environment() -> None:
     print(f"{'kernel Python':<22} {kernel_python()}")
     print(pins_line())
     gpu = cuda_device()
-    print(f"{'CUDA GPU':<22} {gpu if gpu else 'none (CPU only: GPU cells will skip)'}")
+    print(f"{'CUDA GPU':<22} {gpu if gpu else 'none (no lesson cell needs one; lesson 06 shows stored GPU runs)'}")

@@ -194,8 +194,9 @@ def text(lesson: str) -> str:
 class Sheet:
     """A lesson's recall questions for a page without widgets.
 
-    Its plain-text form (what nbval compares) lists the questions; its HTML form (a notebook or
-    a static site) adds each answer and its explanation, folded in a ``<details>`` block.
+    Its plain-text form (what nbval compares) lists the questions; its HTML form adds each answer
+    and its explanation, folded in a ``<details>`` block. In a notebook the whole sheet is folded
+    too (the quiz widget above it asks the same questions); the static site shows :meth:`page_html`.
     """
 
     def __init__(self, lesson: str) -> None:
@@ -206,7 +207,11 @@ class Sheet:
         return text(self.lesson)
 
     def _repr_html_(self) -> str:
-        return self.page_html()
+        """In a notebook the quiz widget above already asks these questions: the sheet comes folded, one line."""
+        return (
+            "<details><summary>The same questions as a sheet, answers folded (for a page without widgets)"
+            "</summary>" + self.page_html() + "</details>"
+        )
 
     def page_html(self) -> str:
         """The questions with each answer folded: the static site's quiz, where no widget runs."""
