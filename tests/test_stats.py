@@ -1,7 +1,7 @@
 """The times a lesson states are the times it takes, and each lesson keeps to its budget.
 
 ``python -m qlesson stats`` computes an honest time from the stored notebooks (words read at 150 a
-minute, printed output at 80, plus the stored run time, plus the exercise); the first cell of
+minute, printed output and markdown tables at 80, plus the stored run time, plus the exercise); the first cell of
 each lesson and README's table state it. These tests keep the statements within 20%.
 """
 
@@ -87,6 +87,15 @@ def test_going_deeper_is_counted_apart_and_an_untrue_time_is_caught(tmp_path):
     assert any("states 3 minutes for the lesson" in p for p in r.problems())
     honest = stats.lesson_stats(_lesson(tmp_path, "**Time**: about 11 minutes.", main), times={"42": {"main_s": 60}})
     assert not [p for p in honest.problems() if "lesson" in p]
+
+
+def test_a_markdown_table_is_read_like_printed_output(tmp_path):
+    table = "\n".join(["| lesson | minutes |", "|---|---|"] + [f"| {i:02d} | {i} |" for i in range(40)])
+    r = stats.lesson_stats(_lesson(tmp_path, "**Time**: about 3 minutes.", "Prose here.\n\n" + table), times={})
+    plain = stats.lesson_stats(_lesson(tmp_path, "**Time**: about 3 minutes.", "Prose here."), times={})
+    assert r.prose == plain.prose  # the table's 82 words are not prose
+    assert r.output == plain.output + 2 + 40 * 2  # they are read at the printed-output rate
+    assert r.minutes > plain.minutes + 82 / 80 - 0.1
 
 
 def test_over_budget_is_reported(tmp_path):

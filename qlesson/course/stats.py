@@ -6,8 +6,9 @@ printed output, its code cells and code words, the main line's run time (measure
 ``python -m qlesson stats --measure``, which executes the notebook and stores the seconds in
 ``notebooks/results/run_times.json``), and an honest time:
 
-* the lesson: prose / 150 + code / 150 + printed output / 80 words a minute, plus the run time,
-  plus a minute for each predict-then-run question and two for each widget's guided experiment;
+* the lesson: prose / 150 + code / 150 + printed output / 80 words a minute (a markdown table
+  is read like printed output, at 80), plus the run time, plus a minute for each predict-then-run
+  question and two for each widget's guided experiment;
 * the exercise: its prose / 150 words a minute, plus each graded task's minutes (3 unless its ``Task``
   says more) and 1 a recall answer.
 
@@ -60,6 +61,15 @@ def honest_minutes(prose: int, code: int, output: int, run_s: float, predicts: i
     a minute per prediction and two per widget experiment."""
     reading = prose / PROSE_WPM + code / CODE_WPM + output / OUTPUT_WPM + run_s / 60
     return round(reading + PREDICT_MINUTES * predicts + WIDGET_MINUTES * widgets, 1)
+
+
+def table_words(text: str) -> int:
+    """Words in markdown table rows (lines starting with ``|``): read row by row, like printed output.
+
+    >>> table_words("Some prose.\\n| lesson | time |\\n|---|---|\\n| 01 | 18 min |")
+    5
+    """
+    return sum(words(line) for line in text.splitlines() if line.lstrip().startswith("|"))
 
 
 def _source(cell: Any) -> str:
@@ -133,9 +143,9 @@ def run_times(path: Path | None = None) -> dict[str, dict[str, float]]:
 @dataclass(frozen=True)
 class LessonStats:
     lesson: str
-    prose: int
+    prose: int  # markdown words outside tables
     deeper_prose: int
-    output: int
+    output: int  # printed output words plus markdown table words (both read at 80 a minute)
     code_cells: int
     code: int
     run_s: float | None
@@ -179,9 +189,11 @@ def lesson_stats(path: Path, times: dict[str, dict[str, float]] | None = None) -
     cells = json.loads(path.read_text())["cells"]
     main, deeper = split(cells)
     code = [c for c in main if c["cell_type"] == "code" and _source(c).strip()]
-    prose = sum(words(_source(c)) for c in main if c["cell_type"] == "markdown")
+    markdown = [_source(c) for c in main if c["cell_type"] == "markdown"]
+    tables = sum(table_words(m) for m in markdown)
+    prose = sum(words(m) for m in markdown) - tables
     code_words = sum(len(_source(c).split()) for c in code)
-    output = sum(words(_printed(c)) for c in code)
+    output = sum(words(_printed(c)) for c in code) + tables
     timed = (run_times() if times is None else times).get(number, {})
     run_s = timed.get("main_s")
     said, said_ex = stated(cells)
