@@ -17,15 +17,16 @@
 # # 02 · One ruler or many? A quiet row beside a loud one
 #
 # **The question**: When the rows of a weight matrix have very different magnitudes, what does
-# one shared scale cost them, and what does one scale per row fix?
+# one shared scale cost them, and what does one scale per row fix and guarantee?
 #
 # **The answer**: Under one shared (per-tensor) scale the loudest value sets the tick for
 # everyone, and a quiet row whose values all lie at or below half a tick is stored as zeros. One
-# scale per row (per-channel) fits each ruler to its own row: the quiet row survives, and the row that
-# set the shared scale keeps exactly the codes it had.
+# scale per row (per-channel) fits each ruler to its own row: the quiet row survives, the row that
+# set the shared scale keeps exactly the codes it had, and no row's error bound, half its tick,
+# grows.
 #
-# **What you will do**: quantize a 2x4 example both ways at int8 and int4, then compare one
-# row's error under both rulers.
+# **What you will do**: quantize a 2x4 example with one shared scale (int8, int4), then one scale
+# per row (int4); compare a row's error under both rulers, on hand-built rows and on a real model.
 #
 # **What you need**: lesson 01 (scale, round, clamp); nothing to download.
 # **Time**: about 17 minutes, plus about 18 for the exercise.
@@ -54,8 +55,8 @@ print(W)
 # %% [markdown]
 # ## 2. Per-tensor: one ruler, set by the loudest value
 #
-# The largest magnitude anywhere is 3.10, in Row B, so Row B sets the one shared scale. Start
-# with int8: predict Row A's codes before the next cell.
+# Row B's 3.10 is the largest magnitude, so it sets the one shared scale. Start with int8:
+# predict Row A's codes.
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("02", "quiet_row")
@@ -68,10 +69,10 @@ print(f"int4: shared scale = {float(W.abs().max()):.2f} / 7 = {float(shared.scal
 ruler.print_codes(W[0], bits=4, scale=float(shared.scale))
 
 # %% [markdown]
-# At int8 Row A survives, but on a few small codes: it reaches code 6 of a ruler that goes to
-# 127, about 5% of the range. At int4 the shared tick is 0.44, every `|x / scale|` is below
-# 0.5, and every value rounds to 0: **Row A collapses to `[0, 0, 0, 0]`**. Rounding is not
-# proportional: a value below half a tick is not stored small, it is not stored at all.
+# At int8 Row A survives on a few small codes: code 6 of 127 at most, about 5% of the range.
+# At int4 the shared tick is 0.44, every `|x / scale|` is below 0.5, and every value rounds to
+# 0: **Row A collapses to `[0, 0, 0, 0]`**. Rounding is not proportional: a value below half a
+# tick is not stored small, it is not stored at all.
 #
 # ## 3. Per-channel: each row gets its own ruler
 #
@@ -84,36 +85,29 @@ print(f"Row B scale = {float(W[1].abs().max()):.2f} / 7 = {float(own.scale[1]):.
 ruler.print_codes(W[0], bits=4, scale=float(own.scale[0]))
 
 # %% [markdown]
-# The core of `ql.quantize` is three lines of torch, checked here against it:
+# The core of `ql.quantize` in three lines of torch:
 
 # %%
 qmax = 2 ** (4 - 1) - 1
 scale = W.abs().amax(dim=1, keepdim=True) / qmax  # one scale per row: reduce over in_features
 q = torch.clamp(torch.round(W / scale), -qmax, qmax)  # round to the nearest tick, stay on the ruler
-print(f"codes {q.int().tolist()}; identical to ql.quantize's: {torch.equal(q, own.q.to(q.dtype))}")
+print(f"codes identical to ql.quantize's: {torch.equal(q, own.q.to(q.dtype))}")
 
 # %% [markdown]
 # ## 4. The error table, computed
 #
-# The same two methods side by side: scales, codes and each row's mean absolute error (MAE).
+# Both methods, with each row's mean absolute error (MAE):
 
 # %%
-table = analysis.method_table(W, bits=4)
-names = {"method": "method", "scale": "scale", "row 0 q": "Row A q", "row 0 MAE": "Row A MAE"}
-names |= {"row 1 q": "Row B q", "row 1 MAE": "Row B MAE"}
-print_table(
-    [{new: r[old] for old, new in names.items()} for r in table],
-    {"scale": ".4f", "Row A MAE": ".4f", "Row B MAE": ".4f"},
-)
-
-# %%
-pt, pc = table
-print(f"Row B identical under both methods: {pt['row 1 q'] == pc['row 1 q']}")
-print(f"Row A MAE per-tensor / per-channel: {pt['row 0 MAE'] / pc['row 0 MAE']:.1f}x smaller with its own scale")
+pt, pc = analysis.method_table(W, bits=4)
+names = {"method": "method", "row 0 MAE": "Row A MAE", "row 1 MAE": "Row B MAE"}
+print_table([{new: r[old] for old, new in names.items()} for r in (pt, pc)], {"Row A MAE": ".4f", "Row B MAE": ".4f"})
+print(f"Row B's codes identical under both: {pt['row 1 q'] == pc['row 1 q']}")
+print(f"Row A's MAE is {pt['row 0 MAE'] / pc['row 0 MAE']:.1f}x smaller with its own scale")
 
 # %% [markdown]
-# Row B is untouched because its per-channel scale *is* the old shared scale: it was the row
-# that set the ruler. In the plot, Row A has no per-tensor bars at all.
+# Row B is untouched because its per-channel scale *is* the old shared scale: Row B set the
+# ruler. In the plot, Row A has no per-tensor bars at all.
 
 # %%
 _ = plots.rows_reconstruction(W, bits=4)
@@ -128,8 +122,8 @@ _ = plots.rows_reconstruction(W, bits=4)
 recall.predict("02", "row0_own_ruler")
 
 # %%
-lucky = torch.tensor([[3.0, 1.05, -2.0, 2.0], [7.0, -5.0, 0.5, 1.5], [3.0, 1.3, -2.2, 1.7]])
-table = analysis.method_table(lucky, bits=4)
+rows = torch.tensor([[3.0, 1.05, -2.0, 2.0], [7.0, -5.0, 0.5, 1.5], [3.0, 1.3, -2.2, 1.7]])
+table = analysis.method_table(rows, bits=4)
 print_table(
     [{k: r[k] for k in ("method", "row 0 q", "row 0 MAE", "row 2 MAE")} for r in table],
     {"row 0 MAE": ".4f", "row 2 MAE": ".4f"},
@@ -142,12 +136,25 @@ print_table(
 # only a bound: a row's own scale is never larger than the shared one, so its error bound, half
 # a tick, never grows. Its actual error can.
 #
-# ## 6. Try it: move the rows and the bits
+# Rows 0 and 2 were built by hand; here are all Linear layers of the real all-MiniLM-L6-v2
+# (lesson 03's model):
+
+# %%
+from qlesson.teach import models
+
+for bits in (4, 8):
+    n_rows = n_lose = 0
+    for w in models.minilm_linear_weights().values():
+        shared_mae = (ql.fake_quantize(w, bits) - w).abs().mean(dim=1)
+        own_mae = (ql.fake_quantize(w, bits, granularity=ql.PerChannel(0)) - w).abs().mean(dim=1)
+        n_rows, n_lose = n_rows + len(w), n_lose + int((own_mae > shared_mae).sum())
+    print(f"int{bits}: {n_lose} of {n_rows:,} rows get a higher MAE with their own scale")
+
+# %% [markdown]
+# ## 6. Try it: raise Row A until it survives
 #
-# The sliders scale Row A and Row B, set the bits, and switch per-tensor or per-channel. At
-# per-tensor int4, raise **Row A x** step by step from 1 until Row A's codes stop being all
-# zeros. Where does that happen, and why there? Then switch to per-channel: what multiplier does
-# Row A need now?
+# At per-tensor int4, raise **Row A x** step by step from 1 until Row A's codes stop being all
+# zeros. Where, and why there? Then switch to per-channel: what multiplier does Row A need now?
 
 # %% tags=["nbval-ignore-output"]
 from qlesson.teach import widgets
@@ -166,17 +173,17 @@ widgets.two_rows_explorer(asymmetric=False)
 # %% [markdown]
 # ## Summary
 #
-# * Per-tensor: the loudest value sets one scale; a quiet row at or below half a tick vanishes
-#   (here at int4), and above it may keep only a few codes (here at int8).
+# * Per-tensor: the loudest value sets one scale; a quiet row whose values all lie at or below
+#   half a shared tick vanishes (int4 here); past it, it may keep only a few codes (int8 here).
 # * Per-channel: every nonzero row's largest value sits on the last tick; the loudest row is
 #   unchanged.
-# * Per-channel lowers each row's error bound, not always its actual error (section 5).
+# * Per-channel lowers each row's error bound, not always its actual error; on MiniLM's weights
+#   a row rarely loses (section 5).
 # * The cost: one scale per row instead of one per tensor (lesson 04 counts the bytes).
 #
 # ## Pause and recall
 #
-# Answer in your head first, then check yourself; every option explains itself (on a page
-# without widgets, the list below the quiz folds each answer under **Answer**).
+# Answer in your head, then check: every option explains itself.
 
 # %% tags=["nbval-ignore-output"]
 recall.quiz("02")
@@ -201,30 +208,6 @@ recall.show("02")
 print(f"Row B's reconstruction, per-tensor: {[round(v, 2) for v in pt['row 1 x_hat']]}")
 
 # %% [markdown]
-# ### How often does a row lose on real weights?
-#
-# Over every Linear weight of MiniLM, the rows whose MAE rises when they get their own scale:
-
-# %%
-import math
-
-from qlesson.teach import models
-
-for bits in (4, 8):
-    n_rows, losers = 0, []  # losers: each losing row's absmax as a share of its layer's absmax
-    for w in models.minilm_linear_weights().values():
-        err_pt = (ql.fake_quantize(w, bits) - w).abs().mean(dim=1)
-        err_pc = (ql.fake_quantize(w, bits, granularity=ql.PerChannel(0)) - w).abs().mean(dim=1)
-        n_rows += w.shape[0]
-        losers += (w.abs().amax(dim=1) / w.abs().max())[err_pc > err_pt].tolist()
-    near = f"; each has an absmax at least {math.floor(100 * min(losers)) / 100:.2f} of its layer's" if losers else ""
-    print(f"int{bits}: {len(losers)} of {n_rows:,} rows have a higher MAE per-channel than per-tensor{near}")
-
-# %% [markdown]
-# At int4 no row loses. At int8 the few that do are rows almost as loud as their layer's
-# loudest, so their own ruler is barely finer than the shared one, and where the ticks happen
-# to fall decides.
-#
 # ### Three channels at int8: how much of the range each row uses
 #
 # An interview note among the course's sources uses three channels with absmax 0.5, 2.0 and

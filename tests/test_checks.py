@@ -186,11 +186,13 @@ WRONG = {
             "below one shared tick",
         ),
         (lambda w, bits: _good("02.rescued_rows")(w, 4), "4 hard-coded"),
+        (lambda w, bits: (w / (w.abs().max() / (2**bits - 1))).round().eq(0).all(1) & w.ne(0).any(1), "unsigned"),
     ],
     "02.erased_prediction": [
         (([2, 3, 4, 5, 6, 7], [3, 4, 5, 6, 7], [7]), "one shared tick"),
         (([4, 5, 6, 7, 8], [5, 6, 7, 8], []), "numbered the rows from 1"),
-        (([3, 4, 5, 6, 7], [4, 5, 6, 7], [4, 5, 6, 7]), "None"),
+        (([3, 4, 5, 6, 7], [4, 5, 6, 7], [4, 5, 6, 7]), "your int8 list is off"),
+        (([4, 5, 6, 7], [4, 5, 6, 7], []), "your int3 list is off; your int4 and int8 lists are right"),
     ],
     "03.min_bits": [
         (  # torch.trunc: a row survives only once its largest weight reaches a whole tick

@@ -114,7 +114,7 @@ check("02.rescued_rows", rescued_rows)
 # row `i`'s largest magnitude is exactly `0.5**i` (printed). Which rows does one shared
 # symmetric scale erase at int3, at int4 and at int8? Answer without running `rescued_rows`:
 # `erased = (rows at int3, rows at int4, rows at int8)`, each a list of row indices, `[]` for
-# none. The check says whether you were right.
+# none. The check names any list that is off.
 
 # %%
 base = torch.randn(8, 64, generator=torch.Generator().manual_seed(5))

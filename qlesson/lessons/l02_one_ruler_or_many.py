@@ -7,6 +7,7 @@ Sources: ``notebooks/02_one_ruler_or_many.py`` (the lesson) and
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -98,6 +99,47 @@ def _worse(w: torch.Tensor, bits: int, err: Callable = lambda e: e.abs().mean(1)
     s = w.abs().amax(dim=axis, keepdim=True) / qmax(bits)
     q = torch.clamp(torch.round(codes(w, s)), -qmax(bits), qmax(bits))
     return (err(q * s - w) > err(q_t * s_t - w)).long()  # 1 = worse with its own scale (a bool tensor is as good)
+
+
+_ERASED_MISTAKES = (
+    Mistake(
+        "called a row erased when its largest value is below one shared tick; just past half a tick it rounds "
+        "to +-1 (exactly half rounds to the even code, 0)",
+        lambda: tuple((_LAYER.abs().amax(1) < 1 / qmax(b)).nonzero().flatten().tolist() for b in (3, 4, 8)),
+    ),
+    Mistake(
+        "numbered the rows from 1; Python numbers them from 0, and the loudest row is row 0",
+        lambda: tuple([r + 1 for r in rows] for rows in _erased_rows(qmax)),
+    ),
+    Mistake(
+        "used 2**bits - 1 steps, the unsigned range; a symmetric ruler has 2**(bits-1) - 1 on each side of 0",
+        lambda: _erased_rows(lambda b: 2**b - 1),
+    ),
+)
+
+
+def _judge_erased(answer: Any) -> str | None:
+    """None when the three lists of erased rows are right (in any order; () for none); else a named mistake,
+    or which of the three lists is off, without its rows."""
+    shape = "give a tuple of three lists of row indices: (rows at int3, rows at int4, rows at int8)"
+    try:
+        given = tuple(sorted(int(r) for r in part) for part in answer)
+    except (TypeError, ValueError):
+        return shape
+    if len(given) != 3:
+        return shape
+    for m in _ERASED_MISTAKES:
+        if given == tuple(sorted(part) for part in m.fn()):
+            return m.description
+    names = ("int3", "int4", "int8")
+    off = [n for n, g, r in zip(names, given, _erased_rows(qmax), strict=True) if g != r]
+    if not off:
+        return None
+    if len(off) == 3:
+        return "all three of your lists are off"
+    right = [n for n in names if n not in off]
+    said = f"your {' and '.join(off)} list{'s are' if len(off) > 1 else ' is'} off"
+    return f"{said}; your {' and '.join(right)} list{'s are' if len(right) > 1 else ' is'} right"
 
 
 _SECTION_5 = torch.tensor([[3.0, 1.05, -2.0, 2.0], [7.0, -5.0, 0.5, 1.5], [3.0, 1.3, -2.2, 1.7]])
@@ -293,6 +335,11 @@ TASKS: list[Task] = [
                 "divided by 2**(bits-1) instead of 2**(bits-1) - 1",
                 lambda w, b: _rescued(w, b, divisor=2 ** (b - 1)),
             ),
+            Mistake(
+                "divided by 2**bits - 1, the unsigned range; a symmetric ruler has 2**(bits-1) - 1 steps on each side "
+                "of 0",
+                lambda w, b: _rescued(w, b, divisor=2**b - 1),
+            ),
             Mistake("used int4 whatever the bits (4 hard-coded)", lambda w, b: _rescued(w, 4)),
         ],
     ),
@@ -303,23 +350,9 @@ TASKS: list[Task] = [
         [Case((), "(rows erased at int3, at int4, at int8) for the 8-row layer whose row i has absmax 0.5**i")],
         "the loudest row sets one shared tick for all eight rows; how far from zero must a value be to round to "
         "code 1 rather than 0?",
-        [
-            Mistake(
-                "called a row erased when its largest value is below one shared tick; just past half a tick it rounds "
-                "to +-1 (exactly half rounds to the even code, 0)",
-                lambda: tuple((_LAYER.abs().amax(1) < 1 / qmax(b)).nonzero().flatten().tolist() for b in (3, 4, 8)),
-            ),
-            Mistake(
-                "numbered the rows from 1; Python numbers them from 0, and the loudest row is row 0",
-                lambda: tuple([r + 1 for r in rows] for rows in _erased_rows(qmax)),
-            ),
-            Mistake(
-                "used 2**bits - 1 steps, the unsigned range; a symmetric ruler has 2**(bits-1) - 1 on each side of 0",
-                lambda: _erased_rows(lambda b: 2**b - 1),
-            ),
-        ],
+        _ERASED_MISTAKES,
         is_value=True,
-        also_correct=(lambda: (*_erased_rows(qmax)[:2], ()),),  # () for "no row" is as good as []
+        judge=_judge_erased,
     ),
 ]
 
@@ -440,8 +473,8 @@ EXERCISE_RECALL: tuple[Question, ...] = (
         "Per-tensor int5; Row B sets the scale (absmax 3.10). From what factor m does Row A (absmax 0.15) get a "
         "nonzero code?",
         0.69,
-        "Row A's largest magnitude must pass half a shared tick: 0.15 m > (3.10 / 15) / 2, so m > 0.69: at int5 "
-        "Row A already survives.",
+        "Row A's largest magnitude must pass half a shared tick: 0.15 m > (3.10 / 15) / 2. The factor is below 1: "
+        "at int5 Row A already survives.",
         tol=0.02,
         mistakes=(
             (1.38, "that is where 0.15 m reaches a whole shared tick; from just past half a tick it rounds to 1"),
