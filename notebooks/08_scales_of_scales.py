@@ -19,18 +19,16 @@
 # **The question**: Small blocks make fp16 scales expensive; how many bits does a block's scale
 # really need?
 #
-# **The answer**: Rounding a block's scale to one of `m` steps moves its largest code, `qmax`
-# ticks out, by up to `qmax / (2m)` ticks; on MiniLM's `L0.output` the SQNR lost grows with that
-# move, and about `5 x qmax` steps (5 to 6 bits for int4 codes) keep it small. A power-of-two
-# scale (MXFP4's) has no steps between two powers of two, and NVFP4's 8-bit float scale gets its
-# range from a level above it, an fp32 tensor scale.
+# **The answer**: Rounding a scale to one of `m` steps moves the top code of a super-block's
+# loudest block by up to `qmax / (2m)` ticks (quieter blocks move further), and on MiniLM 5 to 6
+# bits of steps keep int4 codes' SQNR loss at about 0.02 dB or less per layer. A power-of-two
+# scale (MXFP4's) has no steps between two powers of two.
 #
 # **What you will do**: count what scales cost per weight; shrink a block scale from fp16 to 4
-# bits on a MiniLM layer, with int4 and with 6-bit codes; try a power-of-two scale; take
-# NVFP4's tensor scale away.
+# bits on a MiniLM layer, with int4 and with 6-bit codes; try a power-of-two scale.
 #
 # **What you need**: lessons 02 to 04 (group scales and bits per weight); nothing to download.
-# **Time**: about 30 minutes, plus about 31 for the exercise.
+# **Time**: about 28 minutes, plus about 31 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -81,38 +79,43 @@ print_table(rows, {"scale bits / weight": ".4f", "bits per weight": ".4f"})
 # scale, `amax / qmax`, puts the block's largest weight exactly on code `qmax`. A scale off by a
 # fraction `e` moves that weight by about `e x qmax` ticks.
 #
-# K-quants store each block's scale as an integer `sc` (1 to 63 for 6 bits; this course never
-# lets it round to 0) times a super-scale `d` shared by 8 blocks, with `d` set so that the
-# loudest of the 8 gets `sc = 63`. The layer is MiniLM's `L0.output` (lesson 03's FFN output),
-# int4 codes in blocks of 32 under super-blocks of 8, every scale rounded to the nearest. The
-# columns: the rule (explained below the table), the move measured at the median block, and the
-# SQNR lost against exact fp32 scales.
+# Q4_K stores each block's scale as an integer `sc` (1 to 63 for 6 bits; this course never
+# lets it round to 0) times a super-scale `d` shared by the 8 blocks of a 256-weight
+# super-block, with `d` set so that the loudest of the 8 gets `sc = 63`. The layer is MiniLM's
+# `L0.output` (lesson 03's FFN output), int4 codes in blocks of 32 under super-blocks of 8,
+# every scale rounded to the nearest. The columns: the rule (explained below the table), the
+# move measured at the median block, the share of blocks that move further than the rule, and
+# the SQNR lost against exact fp32 scales.
 
 # %% tags=["nbval-ignore-output"]
-recall.predict("08", "six_bit_sub_scale")
+recall.predict("08", "loss_per_bit")
 
 # %%
 model = models.load_minilm()
 W = {n: w for n, w in models.linear_weights(model).items() if n != "pooler"}
 fmt_rule = {"scale bits / weight": ".3f", "rule (ticks)": ".3f", "median move (ticks)": ".3f"}
-fmt_rule |= {"SQNR loss dB": ".3f", "clipping dB": ".3f"}
-shown = ("scale format", "scale bits / weight", "steps m", "rule (ticks)", "median move (ticks)", "SQNR loss dB")
+fmt_rule |= {"past rule %": ".0f", "SQNR loss dB": ".3f", "clipping dB": ".3f"}
+shown = ("scale format", "steps m", "rule (ticks)", "median move (ticks)", "past rule %", "SQNR loss dB")
 print("L0.output, int4 codes (qmax 7), blocks of 32, super-blocks of 8:")
 int4_rows = scale_bits.rule_rows(W["L0.output"], block=32, bits=4, super_blocks=8)
 print_table([{k: r[k] for k in shown} for r in int4_rows], fmt_rule)
 
 # %% [markdown]
-# A 6-bit sub-scale (Q4_K's width) costs symmetric int4 codes under a hundredth of a dB. Why:
-# rounding `sc` is off by at most half a step, so a block nearly as loud as the loudest has its
-# scale off by at most 1/126, and its largest code, 7 ticks out, moves by at most 7/126 = 0.056
-# tick, small beside rounding's error of up to half a tick on every weight. In general, with `m`
-# steps, the move is up to `qmax / (2m)` ticks: that is the rule. The move stands for the whole
-# block's stretched grid: the block's other weights round differently too. From 6 bits down,
-# each bit fewer doubles the move and multiplies the loss by 3 to 4: 0.006, 0.021, 0.082 dB.
+# From 6 bits down, each bit fewer doubles the move and multiplies the loss by a little under 4:
+# the loss is a squared error, so twice the move costs about four times as much.
+#
+# Why a 6-bit sub-scale costs so little: rounding `sc` is off by at most half a step, so a block
+# nearly as loud as the loudest has its scale off by at most 1/126, and its largest code, 7
+# ticks out, moves by at most 7/126 = 0.056 tick, small beside rounding's error of up to half a
+# tick on every weight. For the loudest block, with `m` steps, the move is up to `qmax / (2m)`
+# ticks: that is the rule. A quieter block holds fewer steps of `d` and moves further: 27 to 28%
+# of the blocks pass the rule at every width, while the median block moves about 0.6 of it. The move
+# stands for the whole block's stretched grid: the block's other weights round differently too.
 #
 # The last row, `E4M3 x fp32`, is NVFP4's 8-bit float scale (3 mantissa bits) under one fp32
 # scale per tensor (in blocks of 32 here; NVFP4 uses 16). Its relative step, 1/16 to 1/8, does
-# not depend on how loud the block is, within E4M3's normal range (section 5).
+# not depend on how loud the block is, within E4M3's normal range (2**-6 to 448 times the
+# tensor scale).
 #
 # ## 3. Same sub-scale, finer codes
 #
@@ -127,7 +130,7 @@ recall.predict("08", "six_bit_codes")
 # %%
 print("L0.output, 6-bit codes (qmax 31), blocks of 32, super-blocks of 8:")
 six_rows = scale_bits.rule_rows(W["L0.output"], 32, 6, 8, formats=("fp16", *scale_bits.SUB_BITS))
-six_cols = [k for k in (*shown, "clipping dB") if k != "scale bits / weight"]
+six_cols = ("scale format", "steps m", "rule (ticks)", "median move (ticks)", "SQNR loss dB", "clipping dB")
 print_table([{k: r[k] for k in six_cols} for r in six_rows], fmt_rule)
 
 # %% [markdown]
@@ -137,13 +140,24 @@ print_table([{k: r[k] for k in six_cols} for r in six_rows], fmt_rule)
 # past `qmax + 0.5`, and the clamp clips it. With 4-bit sub-scales the rule allows about a tick,
 # and clipping is most of the loss.
 #
-# So on `L0.output` the loss tracks the rule: a rule near a tenth of a tick costs about 0.02 dB
-# (0.113 tick for int4 codes under a 5-bit sub-scale, 0.122 for 6-bit codes under int8), a rule
-# near a quarter tick 0.06 to 0.08 dB (6-bit sub-scales on 6-bit codes, 4-bit on int4).
+# Both tables' rows under half a tick, sorted by the rule:
+
+# %%
+both = [{"codes": "int4", **r} for r in int4_rows] + [{"codes": "6-bit", **r} for r in six_rows]
+both = sorted((r for r in both if r["rule (ticks)"] != "" and r["rule (ticks)"] < 0.5), key=lambda r: r["rule (ticks)"])
+print_table([{k: r[k] for k in ("codes", "scale format", "rule (ticks)", "SQNR loss dB")} for r in both], fmt_rule)
+
+# %% [markdown]
+# On `L0.output` the loss rises with the rule, whatever the codes: a tenth of a tick costs about
+# 0.02 dB, a quarter tick 0.06 to 0.08 dB. At a matched rule the two code widths still differ
+# (0.058 against 0.082 dB near a quarter tick): the rule sets the size of the loss, not its exact
+# value.
 #
 # A tenth of a tick asks for `m` of about `5 qmax`: 5 to 6 bits for int4 codes, 7 to 8 for
-# 6-bit codes. What it costs differs from layer to layer; a 5-bit sub-scale on int4 codes on each
-# of the 36 layers, same layout:
+# 6-bit codes, about 10 for int8 codes, which fp16's 11 significant bits (1024 to 2047 steps)
+# cover. What it costs differs from layer to layer; a 5-bit sub-scale on int4 codes on each of
+# the 36 layers, in the same layout (row-major super-blocks of 8 blocks, which on the 384-wide
+# layers span two rows):
 
 # %%
 loss5 = {n: scale_bits.rule_rows(w, 32, 4, 8, formats=("5-bit x fp16",))[0]["SQNR loss dB"] for n, w in W.items()}
@@ -151,20 +165,8 @@ worst = max(loss5, key=loss5.get)
 print(f"SQNR lost: {min(loss5.values()):.3f} to {loss5[worst]:.3f} dB per layer, the most on {worst}")
 
 # %% [markdown]
-# So on every MiniLM layer a 5-bit sub-scale costs int4 codes about 0.02 dB or less;
-# `L0.output`, section 2's layer, is the costliest. Each format's own steps `m`, against the
-# rule:
-
-# %%
-cases = [(7, "int4 -7..7", "6-bit sub-scale", 63), (15, "Q4_K's 0..15", "its 6-bit sub-scale", 63)]
-cases += [(31, "6-bit -31..31", "Q6_K-like int8 sub-scale", 127), (127, "int8 -127..127", "fp16 (Q8_0's)", 1024)]
-for qmax, codes, used, m in cases:
-    print(f"qmax {qmax:3d} ({codes}): {used}, m = {m}: the top code moves up to {qmax / (2 * m):.3f} tick")
-
-# %% [markdown]
-# Each sits near a tenth of a tick or below. (Q4_K's codes run 0..15 above a minimum, so its top
-# code sits 15 ticks out.) For int8 codes the rule asks for about 10 bits of
-# steps, and fp16's 11 significant bits (1024 to 2047 steps) cover them.
+# So in this layout a 5-bit sub-scale costs int4 codes about 0.02 dB or less on every MiniLM
+# layer; `L0.output`, section 2's layer, is the costliest.
 #
 # ## 4. No mantissa at all: a power-of-two scale
 #
@@ -192,49 +194,17 @@ print(f"E8M0 floor against fp32 scales: int4 codes lose {loss[i4]:.2f} dB, FP4 c
 # the scale can be up to 1.75 times its ideal on int4's grid (1.5 on FP4's), and the top code
 # moves by whole ticks. FP4 codes under this rule *are* MXFP4.
 #
-# ## 5. Range from a level above
-#
-# **NVFP4** spends 0.25 bits more than MXFP4: blocks of 16 and an E4M3 scale, whose precision
-# section 2 measured. E4M3's *range* is narrow: its normal numbers run from 2**-6 to 448. So
-# NVFP4 stores one fp32 scale per tensor that puts the largest block scale at 448.
-# `L0.intermediate` and the same layer divided by 100, with and without the tensor scale (the
-# last column: the blocks whose `amax / 6` falls below 2**-6):
-
-# %%
-wi = W["L0.intermediate"]
-nv_rows = []
-for factor in (1, 100):
-    x = wi.numpy() / factor
-    wanted = np.abs(x).reshape(-1, 16).max(axis=1) / 6  # each block's E4M3 scale before rounding, no tensor scale
-    ts = microscaling.nvfp4_tensor_scale(x)
-    for label, back in (
-        ("fp32 tensor scale", microscaling.quantize_nvfp4(x, ts).values()),
-        ("none, clamped at 2**-6", microscaling.quantize_nvfp4(x, 1.0).values()),
-    ):
-        r = {"L0.intermediate": f"/ {factor}", "tensor scale": label}
-        r |= {"SQNR dB": ql.errors(torch.from_numpy(x), torch.from_numpy(back)).sqnr_db}
-        nv_rows.append(r | {"amax / 6 below 2**-6 %": 100 * float((wanted < 2.0**-6).mean())})
-print_table(nv_rows, {"SQNR dB": ".2f", "amax / 6 below 2**-6 %": ".1f"})
-
-# %% [markdown]
-# With the tensor scale, dividing the layer by 100 changes nothing: the tensor scale absorbs it
-# (the control). Without it, every block scale of the smaller layer falls below E4M3's smallest
-# normal number, 2**-6. Clamped to 2**-6, the scale is far too large for the block, and its
-# weights round to zero. On the layer as stored, a fifth of the blocks are below 2**-6: the clamp
-# costs the whole layer about a tenth of a dB, since they are its quietest blocks. The scale
-# needed no more precision; it needed a level above it for its range.
-#
-# ## 6. Try it: a format, a layer, a block
+# ## 5. Try it: a format, a layer, a block
 #
 # Pick a format and a layer: the figure shows the first 32 weights of row 0 and what the format
 # stores for them, the readout the scale that block uses and the layer's error. A static view
 # of the default (Q4_K on `L0.query`) comes first.
 #
 # **Guided experiment**: set the format to `MXFP4 floor`. The readout ends with the block's
-# largest weight as `f x 2**k`, `f` between 1 and 2, the value stored for it and that value's
-# error in percent, e.g. `stored 0.12345 (-x.x%)`. On `L4.output` the error is within 1%; on
-# `L0.intermediate` it is about a quarter low (switch to `Q4_K` there for comparison). What are
-# their `f`? Why there?
+# largest weight as `f x 2**k`, `f` between 1 and 2, then the value stored for it and that
+# value's error in percent, e.g. `stored 0.12345 (-x.x%)`. Pick `L4.output`, then
+# `L0.intermediate`, and read only `f` first: from section 4's rule, which of the two stores its
+# largest weight more than 10% low? Then read the errors, and switch to `Q4_K` for comparison.
 
 # %%
 st = format_study.first_block(W["L0.query"], "Q4_K")
@@ -251,23 +221,24 @@ widgets.format_explorer(W)
 # %% [markdown]
 # <details><summary>Why there?</summary>
 #
-# `f` is 1.50 on `L4.output` and 1.97 on `L0.intermediate`. The floor rule's scale is
+# `f` is 1.50 on `L4.output` and 1.97 on `L0.intermediate`: `L4.output` stores its largest
+# weight within 1%, `L0.intermediate` about a quarter low. The floor rule's scale is
 # `2**(k - 2)`, so the largest weight lands at `4f` units of the scale, and FP4's grid holds
 # only 4 and 6 up there. Within 1%: `f` near 1.5 (or near 1), where `4f` sits on 6 (or 4).
 # Between `f = 1` and `1.5` the top value moves by up to one unit of the scale (at `f = 1.25`,
 # half of FP4's step there); above `1.5` it clips to 6, up to 2 units low near `f = 2`, a
-# quarter of the weight. A power of two
-# has no steps in between to absorb the move; Q4_K's 6-bit sub-scale does.
+# quarter of the weight. A power of two has no steps in between to absorb the move; Q4_K's
+# 6-bit sub-scale does.
 #
 # </details>
 #
 # ## Summary
 #
-# * A scale rounded to `m` steps is off by up to `1 / (2m)` in a block as loud as its
-#   super-block's loudest. It moves that block's largest code, `qmax` ticks out, by about
-#   `qmax / (2m)` ticks.
-# * The SQNR lost grows with the move (on `L0.output`, 3 to 4 times per bit fewer from 6 bits
-#   down); past half a tick, a scale rounded down also clips.
+# * A scale rounded to `m` steps is off by up to `1 / (2m)` in a super-block's loudest block,
+#   and moves that block's largest code, `qmax` ticks out, by up to `qmax / (2m)` ticks.
+#   Quieter blocks hold fewer steps and move further (27 to 28% of `L0.output`'s blocks).
+# * The SQNR lost grows about as the square of the move (on `L0.output`, a little under 4 times
+#   per bit fewer from 6 bits down); past half a tick, a scale rounded down also clips.
 # * For a loss near 0.02 dB on `L0.output` (MiniLM's costliest layer here), a tenth of a tick,
 #   a scale needs about `5 x qmax` steps: 5 to 6 bits for int4 codes, 7 to 8 for 6-bit codes,
 #   about 10 for int8 codes (by the rule; fp16's 11 significant bits cover it). On int4 codes a
@@ -275,9 +246,8 @@ widgets.format_explorer(W)
 #   super-blocks of 8).
 # * A power of two (MX's E8M0) moves the top code by whole ticks and costs dB: on the 36 layers,
 #   under the OCP floor rule, 2.33 dB on int4 codes and 1.32 on FP4.
-# * NVFP4's E4M3 scales have a relative precision that does not depend on the block's loudness
-#   (a 4-bit sub-scale's at the median block) but have a narrow range: without the fp32 tensor
-#   scale, a tensor whose block scales fall far below it rounds to zero.
+# * NVFP4's E4M3 block scales have a narrow range, which its fp32 tensor scale moves onto the
+#   tensor's (Going deeper measures it).
 #
 # ## Pause and recall
 #
@@ -480,6 +450,7 @@ with quiet_imports():  # torchao logs about CUDA extensions on import
 g16 = {r["scale format"]: r for r in scale_bits.grid_rows(W, block=16, formats=("fp32", "E4M3 x fp32"))}
 print("all 36 layers, blocks of 16:")
 print_table(list(g16.values()), grid_fmt)
+wi = W["L0.intermediate"]
 w, w_np = wi, wi.numpy()
 ts = microscaling.nvfp4_tensor_scale(w_np)
 nv = microscaling.quantize_nvfp4(w_np, ts)
@@ -512,12 +483,43 @@ print(
 # FP4's tick 4, and FP4 loses under a dB; at 1.2 it lands on 5, midway between FP4's 4 and 6,
 # and FP4 loses more than int4.
 #
+# ### Range from a level above: NVFP4's tensor scale
+#
+# **NVFP4** spends 0.25 bits more than MXFP4: blocks of 16 and an E4M3 scale, whose precision
+# section 2 measured. E4M3's *range* is narrow: its normal numbers run from 2**-6 to 448. So
+# NVFP4 stores one fp32 scale per tensor that puts the largest block scale at 448.
+# `L0.intermediate` and the same layer divided by 100, with and without the tensor scale (the
+# last column: the blocks whose `amax / 6` falls below 2**-6):
+
+# %%
+nv_rows = []
+for factor in (1, 100):
+    x = wi.numpy() / factor
+    wanted = np.abs(x).reshape(-1, 16).max(axis=1) / 6  # each block's E4M3 scale before rounding, no tensor scale
+    ts = microscaling.nvfp4_tensor_scale(x)
+    for label, back in (
+        ("fp32 tensor scale", microscaling.quantize_nvfp4(x, ts).values()),
+        ("none, clamped at 2**-6", microscaling.quantize_nvfp4(x, 1.0).values()),
+    ):
+        r = {"L0.intermediate": f"/ {factor}", "tensor scale": label}
+        r |= {"SQNR dB": ql.errors(torch.from_numpy(x), torch.from_numpy(back)).sqnr_db}
+        nv_rows.append(r | {"amax / 6 below 2**-6 %": 100 * float((wanted < 2.0**-6).mean())})
+print_table(nv_rows, {"SQNR dB": ".2f", "amax / 6 below 2**-6 %": ".1f"})
+
+# %% [markdown]
+# With the tensor scale, dividing the layer by 100 changes nothing: the tensor scale absorbs it
+# (the control). Without it, every block scale of the smaller layer falls below E4M3's smallest
+# normal number, 2**-6. Clamped to 2**-6, the scale is far too large for the block, and its
+# weights round to zero. On the layer as stored, a fifth of the blocks are below 2**-6: the clamp
+# costs the whole layer about a tenth of a dB, since they are its quietest blocks. The scale
+# needed no more precision; it needed a level above it for its range.
+#
 # ### NVFP4 without a tensor scale: clamp or subnormals
 #
-# Section 5 clamps a block scale below 2**-6 at 2**-6 (torchao's choice, and qlesson's).
+# The subsection above clamps a block scale below 2**-6 at 2**-6 (torchao's choice, and qlesson's).
 # llama.cpp's own NVFP4 quantizer (`quantize_row_nvfp4_ref` in `ggml-quants.c`, as of November
 # 2026) writes each block's `amax / 6` straight into E4M3 with no tensor scale, and rounds a
-# scale below 2**-6 to one of E4M3's subnormals (down to 2**-9) or to zero. Section 5's layers,
+# scale below 2**-6 to one of E4M3's subnormals (down to 2**-9) or to zero. The same layers,
 # both ways, with the tensor scale for reference:
 
 # %%

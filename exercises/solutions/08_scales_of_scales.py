@@ -176,21 +176,22 @@ recall_5 = 1.0
 recall.answer("08", 5, recall_5)
 
 # %% [markdown]
-# ### Recall 08.6
+# ### Recall 08.8
 #
-# Why does NVFP4 store an fp32 tensor scale above its FP8 block scales?
+# int8 codes (-127..127), 8-bit sub-scales (1 to 255): is the loudest block's top code within a tenth of a tick?
 #
-# - **a)** E4M3's 3 mantissa bits are too coarse, and the fp32 tensor scale adds precision to every block scale
-# - **b)** E4M3's normal numbers span only 2**-6 to 448, so the tensor scale moves that window onto the tensor's range
-# - **c)** The tensor cores need an fp32 scale to accumulate the products in fp32
+# - **a)** No: it can move up to 127/510 of a tick, about a quarter
+# - **b)** Yes: the scale is off by at most 1/510, far under a tenth
+# - **c)** Yes: 255 steps are four times Q4_K's 63, which kept int4's move near 0.06 tick
+# - **d)** No: it can move a whole tick, so the top code clips
 #
 # Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
-recall_6 = ...  # STUB
+recall_8 = ...  # STUB
 # BEGIN SOLUTION
-recall_6 = "b"
+recall_8 = "a"
 # END SOLUTION
 
-# %% qlesson={"task": "recall 08.6"} tags=["check"]
-recall.answer("08", 6, recall_6)
+# %% qlesson={"task": "recall 08.8"} tags=["check"]
+recall.answer("08", 8, recall_8)

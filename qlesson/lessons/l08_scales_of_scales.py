@@ -272,7 +272,8 @@ TASKS: list[Task] = [
                 lambda amax, grid: float(amax),
             ),
             Mistake(
-                "did not clip: int4's codes stop at 7, so a largest weight that rounds to 8 is stored as 7",
+                "did not clip: a grid holds nothing past its top (6 on FP4, 7 on int4); a largest weight that rounds "
+                "past it is stored as the top",
                 lambda amax, grid: _floor_top(amax, grid, clip=False),
             ),
             Mistake(
@@ -315,34 +316,34 @@ TASKS: list[Task] = [
 ]
 
 PREDICT = {
-    "six_bit_sub_scale": choice(
-        "Store each block's scale as a 6-bit integer (1 to 63, Q4_K's width) times an fp16 super-scale, instead of a "
-        "whole fp16 number. On L0.output (symmetric int4 codes -7..7, blocks of 32), how much SQNR does that lose "
-        "against exact fp32 scales?",
+    "loss_per_bit": choice(
+        "Sub-scales of 6, 5 and 4 bits (integers 1 to 63, 31, 15) times an fp16 super-scale: each bit fewer "
+        "doubles the step, so it doubles how far rounding can move the block's top code. On L0.output (symmetric "
+        "int4 codes -7..7, blocks of 32 under super-blocks of 8), by about what factor does the SQNR lost against "
+        "exact fp32 scales grow per bit fewer?",
         (
-            "under a hundredth of a dB",
+            "about 2: the loss follows the move",
+            False,
+            "Tempting: twice the move, twice the error. But SQNR counts squared error: a top code moved twice as "
+            "far carries about four times the added squared error.",
+        ),
+        (
+            "about 4: the loss grows as the square of the move",
             True,
-            "In a block about as loud as the loudest, the sub-scale is off by at most 1/126, which moves the block's "
-            "largest code, 7 ticks out, by about 7/126 of a tick (a few hundredths at the median block): small "
-            "beside rounding's error of up to half a tick on every weight.",
+            "SQNR counts squared error, so twice the move adds about four times as much. The table's loss column "
+            "grows by a little under 4 per bit, while the move stays well under half a tick.",
         ),
         (
-            "about 1 dB: 6 bits are far coarser than fp16's 11 significant bits",
+            "about 10: below 6 bits the scale falls apart",
             False,
-            "Tempting when bits feel like precision lost one for one; but what counts is how far the rounded scale "
-            "moves the codes, and 7/126 of a tick is small beside rounding's error of up to half a tick.",
+            "Tempting if a bit feels like a cliff; but even 4-bit sub-scales move the loudest block's top code "
+            "less than half a tick, so nothing breaks: the loss grows smoothly with the move.",
         ),
         (
-            "about half a dB, like a change of group size in lesson 04",
+            "not at all: while the move stays under half a tick, every code rounds to the same integer",
             False,
-            "Tempting because lesson 04's group sizes moved the SQNR by about a dB per doubling; but here every "
-            "block keeps its own scale, only rounded a little.",
-        ),
-        (
-            "nothing: an integer times an fp16 number is exact",
-            False,
-            "The integer is the nearest whole number of super-scales, off by up to half a step: the loss is small, "
-            "not zero.",
+            "Tempting, since rounding absorbs small moves of a code; but the stored value is the code times the "
+            "scale, so a rounded scale shifts every weight's value, and the top weight's most.",
         ),
     ),
     "six_bit_codes": choice(
@@ -371,8 +372,8 @@ PREDICT = {
             "several dB: the scale is now far too coarse and the codes clip",
             False,
             "Tempting, since the move grew 4.4 times; but clipping needs a move past half a tick, and the rule gives "
-            "at most a quarter tick at the loud blocks; only a few quiet blocks move further, and their clipping "
-            "costs thousandths of a dB.",
+            "at most a quarter tick at the loudest block; the quieter blocks that move further seldom pass half a "
+            "tick, and their clipping costs thousandths of a dB.",
         ),
     ),
     "power_of_two": choice(
@@ -547,6 +548,38 @@ RECALL: tuple[Question, ...] = (
             "they stay the same: the same scale bits are shared by fewer weights",
             False,
             "Tempting if one pictures the same scales; but halving the group doubles the number of scales.",
+        ),
+        source=LESSON,
+    ),
+)
+
+EXERCISE_RECALL: tuple[Question, ...] = (
+    choice(
+        "int8 codes (-127..127), 8-bit sub-scales (1 to 255): is the loudest block's top code within a tenth "
+        "of a tick?",
+        (
+            "No: it can move up to 127/510 of a tick, about a quarter",
+            True,
+            "Half a step is 1/510 of the scale, and the top code sits 127 ticks out: 127/510, about 0.25 tick. "
+            "A tenth of a tick needs about 5 x 127 steps, about 10 bits, which fp16 scales have.",
+        ),
+        (
+            "Yes: 255 steps are four times Q4_K's 63, which kept int4's move near 0.06 tick",
+            False,
+            "Tempting, since more steps shrink the move; but int8's top code sits 127 ticks out, 18 times further "
+            "than int4's 7, so 4 times the steps still leaves a 4.5 times larger move.",
+        ),
+        (
+            "Yes: the scale is off by at most 1/510, far under a tenth",
+            False,
+            "Tempting: 1/510 is the scale's relative error. But the top code sits 127 ticks out, so it moves "
+            "127 times that.",
+        ),
+        (
+            "No: it can move a whole tick, so the top code clips",
+            False,
+            "Tempting if the rounding counts a whole step; but rounding to the nearest is off by half a step, "
+            "about a quarter tick here, which does not reach the half tick where clipping starts.",
         ),
         source=LESSON,
     ),

@@ -145,7 +145,8 @@ def scale_rows(
     and the tensor scale too). ``median / worst scale error``: the relative difference between a
     stored and the ideal scale over the blocks; ``top code moves``: how far the block's largest
     weight lands from the grid's top, ``|amax / s - qmax|`` in steps of the stored scale ``s``
-    (``qmax |s - ideal| / s``), at the median block (``95th-pct`` and ``worst``: at those blocks);
+    (``qmax |s - ideal| / s``), at the median block (``95th-pct`` and ``worst``: at those blocks;
+    ``moves (ticks)``: every block's, as a numpy array);
     for integer codes a step is one tick, and rounding a weight moves it by up to half a tick. ``formats``: which of
     :data:`FORMATS` to measure, in that order. ``clip=False`` is a diagnostic, not a format: integer codes
     are rounded but not clamped to ``-qmax..qmax`` (a block whose stored scale is below the ideal then keeps
@@ -185,6 +186,7 @@ def scale_rows(
                 "top code moves (ticks)": float(move.median()),
                 "95th-pct move (ticks)": float(move.quantile(0.95)),
                 "worst move (ticks)": float(move.max()),
+                "moves (ticks)": move.reshape(-1).numpy(),
                 "scales": [round(float(v), 6) for v in s.reshape(-1)[:shown_scales]],
             }
         )
@@ -246,7 +248,8 @@ def rule_rows(
     code (``qmax`` ticks out) by up to ``qmax / (2m)`` ticks: the ``rule`` column (blank for formats
     without integer steps). ``median move``: the same move measured at the median block; ``95th-pct
     move`` and ``worst move``: at the 95th-percentile and the worst block (quieter blocks of a
-    super-block have fewer steps and move further).
+    super-block have fewer steps and move further); ``past rule %``: the share of blocks that move further
+    than the rule (blank where the rule is).
     ``SQNR loss dB``: fp32 scales' SQNR minus this format's; ``clipping dB``: the part of that loss
     that goes away when codes are not clamped to ``-qmax..qmax`` (:func:`scale_rows` with ``clip=False``).
 
@@ -272,6 +275,7 @@ def rule_rows(
                 "median move (ticks)": kept[fmt]["top code moves (ticks)"],
                 "95th-pct move": kept[fmt]["95th-pct move (ticks)"],
                 "worst move": kept[fmt]["worst move (ticks)"],
+                "past rule %": 100 * float((kept[fmt]["moves (ticks)"] > qmax / (2 * m)).mean()) if m else "",
                 "SQNR loss dB": kept["fp32"]["SQNR dB"] - kept[fmt]["SQNR dB"],
                 "clipping dB": free[fmt]["SQNR dB"] - kept[fmt]["SQNR dB"],
             }
