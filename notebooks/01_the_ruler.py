@@ -28,7 +28,7 @@
 # want an asymmetric ruler.
 #
 # **What you need**: lesson 00 (how to run the notebooks); nothing to download.
-# **Time**: about 18 minutes, plus about 28 for the exercise.
+# **Time**: about 19 minutes, plus about 28 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -49,9 +49,9 @@ ql.show_environment()
 # x_hat = (q - zero_point) * scale
 # ```
 #
-# For a symmetric signed ruler the zero point is 0 and the scale puts the largest magnitude
-# exactly on the last tick: `scale = absmax / (2^(b-1) - 1)`. Six values on a 3-bit ruler
-# (ticks -3..3), step by step:
+# For the restricted symmetric signed ruler this course uses, the zero point is 0 and the scale
+# puts the largest magnitude exactly on the last tick: `scale = absmax / (2^(b-1) - 1)`. Six
+# values on a 3-bit ruler (ticks -3..3), step by step:
 
 # %%
 from qlesson.teach import plots, ruler
@@ -60,10 +60,10 @@ values = [-0.62, -0.1, 0.0, 0.23, 0.5, 0.91]
 ruler.print_steps(values, bits=3)
 
 # %% [markdown]
-# Read the table left to right. `x / scale` is the position on the ruler in ticks. `round`
-# snaps it to the nearest tick (half to even, as `torch.round` does). The zero point shifts it
-# (0 here), and `q` is what is stored. The largest value, 0.91, sits exactly on tick 3, so its
-# error is zero; every other error is below half a tick.
+# `x / scale` is the position on the ruler in ticks. `round` snaps it to the nearest tick (half
+# to even, as `torch.round` does). The zero point shifts it (0 here), and `q` is what is
+# stored. The largest value, 0.91, sits exactly on tick 3, so its error is zero; every other
+# error is below half a tick.
 
 # %%
 _ = plots.ruler(values, bits=3)
@@ -90,7 +90,8 @@ print_table(ruler.bits_table(absmax=0.91), {"scale": ".5f", "rounding bound (sca
 # ## 3. Rounding error is at most half a tick, inside the range
 #
 # Inside `[qmin, qmax]`, rounding moves a value by at most half a tick, `scale / 2`. Check it
-# on a thousand random values at several bit widths:
+# on a thousand random values, with a ruler fitted to them (so none lies outside), at several
+# bit widths:
 
 # %%
 import torch
@@ -115,7 +116,7 @@ print_table(rows, {"scale / 2": ".5f", "worst error": ".5f"})
 #
 # A ruler can be fixed in advance: **calibrated** on earlier data, then used on new data.
 # Keep the 3-bit ruler fitted to the six values (scale 0.91 / 3) and give it a new value, 1.6.
-# Predict what is stored.
+# Predict what comes back.
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("01", "beyond_the_ruler")
@@ -144,8 +145,9 @@ _ = plots.ruler(values + [1.6], bits=3, scale=fixed_scale)
 # * **Symmetric**: the ruler is centred on 0; its zero point is fixed (0, or `2^(b-1)` for
 #   unsigned codes), so only the scale is stored.
 # * **Asymmetric**: the ruler spans `[rmin, rmax]`, the data's range widened to include 0, cut
-#   into `2^b - 1` steps: `scale = (rmax - rmin) / (2^b - 1)`. The integer zero point
-#   `round(-rmin / scale)` is the code of 0.0, so 0.0 is stored exactly.
+#   into `2^b - 1` steps: `scale = (rmax - rmin) / (2^b - 1)`. The integer zero point,
+#   `round(-rmin / scale)` on unsigned codes (plus `qmin`, -8 here, on signed ones), is the
+#   code of 0.0, so 0.0 is stored exactly.
 #
 # The ReLU-like values below at 4 bits have `rmin = 0` and `rmax = 2.0`, so the asymmetric
 # scale is `2.0 / 15 = 0.1333`. Each mode appears with signed and with unsigned codes:
@@ -156,16 +158,17 @@ print_table(ruler.compare_modes(relu_like, bits=4), {"scale": ".4f", "mae": ".4f
 
 # %% [markdown]
 # The symmetric rulers use only the codes on one side of the zero point, so their ticks are
-# about twice as coarse and the error is larger. Signed or unsigned codes only move the integer
-# labels: with the same scale, the error is the same. Lesson 05 returns to asymmetric ranges for
-# activations.
+# about twice as coarse and the error is larger. Signed or unsigned codes move the integer
+# labels (the symmetric unsigned ruler also keeps code 0, tick -8, which these values never
+# reach): with the same scale, the error is the same.
 #
 # ## 6. Try it: a value and a bit width
 #
-# The sliders move one extra value on the ruler fitted to the six values. At 3 bits, predict
-# where the readout first says **clipped**, then slide the value up from 0.91 to check. Then
-# set 4 bits and repeat: does the clipping point move closer to 0.91 or farther? (The figures
-# above show the same picture on a page without widgets.)
+# The sliders move one extra value on the ruler fitted to the six values. At 3 bits, slide it
+# up from 0.91 until the readout says **clipped**; then set 4 bits and repeat. Predict first:
+
+# %% tags=["nbval-ignore-output"]
+recall.predict("01", "clip_point")
 
 # %% tags=["nbval-ignore-output"]
 from qlesson.teach import widgets
@@ -173,9 +176,9 @@ from qlesson.teach import widgets
 widgets.ruler_explorer(tuple(values))
 
 # %% [markdown]
-# At 3 bits the readout first says clipped at 1.07, not just past 0.91: a value a little
-# beyond the last tick still rounds onto it. At 4 bits it says clipped from 0.98 on, closer to
-# 0.91: more bits, a finer ruler, the same range.
+# Check your sliders against this. At 3 bits the readout first says clipped at 1.07, not just
+# past 0.91: a value a little beyond the last tick still rounds onto it. At 4 bits it says
+# clipped from 0.98 on, closer to 0.91: more bits, a finer ruler, the same range.
 #
 # ## Summary
 #
@@ -185,12 +188,9 @@ widgets.ruler_explorer(tuple(values))
 # * Inside the range the error is at most half a tick. A value half a tick or more past the
 #   last tick is clipped (the clamp changes its code), and its error grows without bound.
 # * Asymmetric: `scale = (rmax - rmin) / (2^b - 1)` over a range widened to 0, zero point
-#   `round(-rmin / scale)`.
+#   `round(-rmin / scale)` on unsigned codes.
 #
 # ## Pause and recall
-#
-# Answer in your head first, then check yourself; every option explains itself (on a page
-# without widgets, the list below the quiz folds each answer under **Answer**).
 
 # %% tags=["nbval-ignore-output"]
 recall.quiz("01")
@@ -226,10 +226,11 @@ for extreme in (1.3, -1.3):
 # %% [markdown]
 # The restricted ruler keeps the largest value exact on either side and pays with the
 # coarsest scale (the highest MAE). PyTorch's default observer puts the largest value half a
-# tick from the last code, on either side. Q4_0 spends all 16 codes on the side of its largest
-# value and gets the finest scale, the lowest MAE here; a large value of the opposite sign
-# would clip at +7. Dividing by 8 and clamping to `[-8, 7]` clips a positive maximum by a
-# whole tick: the calculator source's formula loses its own largest value.
+# tick from the last code, on either side. Q4_0 puts its extra code, -8, on the side of its
+# largest value and gets the finest scale, the lowest MAE here (its 0.0002 at the largest value:
+# Q4_0 stores `d` in fp16); a large value of the opposite sign would clip at +7. Dividing by 8
+# and clamping to `[-8, 7]` clips a positive maximum by a whole tick: the calculator source's
+# formula loses its own largest value.
 #
 # ### Who uses [-127, 127], and PyTorch's two observers
 #

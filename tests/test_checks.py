@@ -27,11 +27,12 @@ def _errors_02(w, bits, err):
     )
 
 
-def _split_01(c, x, bits, part):
-    """Lesson 01's error split with each part reduced by ``part`` (a wrong reduction)."""
-    scale = c.abs().max() / (2 ** (bits - 1) - 1)
+def _split_01(c, x, bits, part, full=False):
+    """Lesson 01's error split with each part reduced by ``part``; ``full``: on the range [-2^(b-1), 2^(b-1) - 1]."""
+    top = 2 ** (bits - 1) if full else 2 ** (bits - 1) - 1
+    scale = c.abs().max() / top
     r = torch.round(x / scale)
-    q = torch.clamp(r, -(2 ** (bits - 1) - 1), 2 ** (bits - 1) - 1)
+    q = torch.clamp(r, -top, 2 ** (bits - 1) - 1)
     e = (q * scale - x).abs()
     return part(e[r == q]), part(e[r != q])
 
@@ -103,6 +104,7 @@ WRONG = {
         (lambda c, x, bits: tuple(reversed(_good("01.rounding_or_clipping")(c, x, bits))), "(clipping, rounding)"),
         (lambda c, x, bits: _split_01(c, x, bits, lambda e: (e**2).sum()), "squared errors"),
         (lambda c, x, bits: _split_01(c, x, bits, lambda e: e.mean() if e.numel() else e.sum()), "mean of each part"),
+        (lambda c, x, bits: _split_01(c, x, bits, torch.sum, full=True), "used the full range"),
     ],
     "01.clipping_takes_over": [
         (lambda c, x: _good("01.clipping_takes_over")(c, x) - 1, "the last bit width at which rounding"),

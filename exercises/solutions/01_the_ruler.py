@@ -26,14 +26,15 @@
 #
 # **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
 # check cell right below it. Write your code, run your cell, then run the check: a pass prints
-# one `✓` line per test case; a failure shows the first failing case, what came back, what
-# was expected and a hint (naming the mistake when it is a known one). The cases vary every
-# argument (bit widths, group sizes, shapes) and include edge cases, so hard-coding a number
-# that works for one case fails another. When you are done, save the notebook and grade it
-# from the repo root with `make grade` (or `python -m qlesson grade 01`): grading runs your
-# functions in a fresh process against the course's own cases and ignores what the check
-# cells printed, so a print or a warning in your code is fine. Leave the check cells as they
-# are: an edited or deleted check cell is reported, never counted as a pass.
+# one `✓` line per test case; a failure shows the first failing case, what came back, what was
+# expected and a hint (naming the mistake when it is a known one). The cases vary every
+# argument (bit widths, calibration batches, ties and values beyond the ruler) and include
+# edge cases, so hard-coding a number that works for one case fails another. When you are
+# done, save the notebook and grade it from the repo root with `make grade` (or
+# `python -m qlesson grade 01`): grading runs your functions in a fresh process against the
+# course's own cases and ignores what the check cells printed, so a print or a warning in your
+# code is fine. Leave the check cells as they are: an edited or deleted check cell is
+# reported, never counted as a pass.
 
 # %%
 import torch
@@ -86,7 +87,7 @@ check("01.quantize_symmetric", quantize_symmetric)
 #
 # Write `asymmetric_qparams(x, bits)` returning `(scale, zero_point)` for unsigned codes
 # `0 .. 2**bits - 1`. Widen the range to include 0 first, and make the zero point an integer
-# code.
+# code: round with `torch.round`, as in Task 2.
 
 
 # %% tags=["solution"]
@@ -156,13 +157,18 @@ check("01.rounding_or_clipping", error_split)
 #
 # A ruler is calibrated on 1,000 normal values; the new batch below holds 1,000 fresh normal
 # values plus five outliers between 5 and 9. Predict first, with the ruler fixed: as you add
-# bits, which part of Task 5's error shrinks, and which stays? Try `error_split` on this batch
-# at a few bit widths.
+# bits, which part of Task 5's error shrinks, and which does not? Write your guess in the
+# cell's first line, then run it once Task 5 passes.
 
 # %%
+# my guess: the ... part shrinks, the ... part does not
 gen = torch.Generator().manual_seed(7)
 calibration = torch.randn(1000, generator=gen)
 new = torch.cat([torch.randn(1000, generator=gen), torch.tensor([6.0, -7.5, 9.0, 5.2, -6.1])])
+for bits in range(2, 9):
+    split = error_split(calibration, new, bits)
+    if split is not None:
+        print(f"int{bits}: rounding {float(split[0]):6.1f}, clipping {float(split[1]):5.1f}")
 
 # %% [markdown]
 # Now write `clipping_takes_over(calibration, new)`: the smallest bit width, from 2 to 16, at
@@ -187,15 +193,13 @@ check("01.clipping_takes_over", clipping_takes_over)
 
 # %% tags=["solutions-only"]
 print(f"clipping takes over at {clipping_takes_over(calibration, new)} bits")
-for bits in range(3, 9):
-    rounding, clipping = error_split(calibration, new, bits)
-    print(f"int{bits}: rounding {float(rounding):6.1f}, clipping {float(clipping):5.1f}")
 
 # %% [markdown] tags=["solutions-only"]
-# Each bit roughly halves the rounding part; the clipping part barely moves, because the
-# clipped values sit far beyond the last tick whatever the tick. Bits do not touch clipping
-# error; only the range does. So at few bits rounding dominates, and past some width the few
-# clipped values outweigh a thousand rounded ones.
+# Each bit roughly halves the rounding part. Bits barely move the clipping part (14.4 at 2
+# bits, 16.2 from 6 bits on): a clipped value's error is its distance past the last tick, which
+# the range fixes, and a finer ruler only clips a few more values just past it. So at few bits
+# rounding dominates, and past some width the few clipped values outweigh a thousand rounded
+# ones.
 
 # %% [markdown]
 # ## Recall

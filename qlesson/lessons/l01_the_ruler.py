@@ -51,10 +51,12 @@ def _split(
     signed: bool = False,
     power: int = 1,
     reduce: str = "sum",
+    full_range: bool = False,
 ):
-    scale = calibration.abs().max() / qmax(bits)
+    top = 2 ** (bits - 1) if full_range else qmax(bits)
+    scale = calibration.abs().max() / top
     r = torch.round(x / scale)
-    q = torch.clamp(r, -qmax(bits), qmax(bits))
+    q = torch.clamp(r, -top, qmax(bits))
     err = q * scale - x if signed else (q * scale - x).abs() ** power
     clipped = (x.abs() > qmax(bits) * scale) if beyond_tick else (r != q)
     parts = err[~clipped], err[clipped]
@@ -189,6 +191,13 @@ TASKS: list[Task] = [
                 lambda x, b: (_asym_qparams(x, b)[0], _asym_qparams(x, b)[1] - 2 ** (b - 1)),
             ),
             Mistake(
+                "rounded the tied zero point up (floor(v + 0.5)); torch.round sends a tie to the even code",
+                lambda x, b: (
+                    _asym_qparams(x, b)[0],
+                    torch.floor(-torch.clamp(x.min(), max=0) / _asym_qparams(x, b)[0] + 0.5),
+                ),
+            ),
+            Mistake(
                 "rounded the zero point up (ceil) instead of to the nearest code",
                 lambda x, b: (
                     _asym_qparams(x, b)[0],
@@ -267,6 +276,11 @@ TASKS: list[Task] = [
                 lambda c, x, b: _split(c, x, b, power=2),
             ),
             Mistake("took the mean of each part; sum them", lambda c, x, b: _split(c, x, b, reduce="mean")),
+            Mistake(
+                "used the full range [-2**(bits-1), 2**(bits-1) - 1]; the fitted ruler is the restricted one from "
+                "Task 1",
+                lambda c, x, b: _split(c, x, b, full_range=True),
+            ),
         ],
     ),
     Task(
@@ -400,8 +414,8 @@ RECALL: tuple[Question, ...] = (
             "Always: it is never coarser, so always take it",
             False,
             "Tempting because it is true that its step is never coarser (a range no wider, one more code). But on "
-            "data centred on 0 the gain is small, while the zero point adds work to every matrix multiply "
-            "(lesson 06).",
+            "data centred on 0 the gain is small, while the zero point adds correction terms to every integer "
+            "matrix multiply (lesson 06's Going deeper derives them).",
         ),
         (
             "When a few outliers sit on both sides of 0",
@@ -521,6 +535,33 @@ PREDICT = {
             "-0.91: the code wraps around to the other end",
             False,
             "Tempting if you know integer overflow; quantizers clamp (saturate), they do not wrap.",
+        ),
+    ),
+    "clip_point": choice(
+        "The same six values, the same absmax 0.91. From 3 bits to 4 bits, where does clipping start?",
+        (
+            "Closer to 0.91",
+            True,
+            "The last tick stays at 0.91; clipping starts half a tick past it, and the tick shrinks from 0.91 / 3 "
+            "to 0.91 / 7.",
+        ),
+        (
+            "Farther from 0.91: more bits give more room",
+            False,
+            "Tempting because more codes sound like more range; but the range stays [-0.91, 0.91], and bits only "
+            "cut it finer.",
+        ),
+        (
+            "At the same point: the range, not the bits, sets it",
+            False,
+            "Tempting because the range indeed stays; but a value clips only once round() leaves the last tick, "
+            "half a tick past it, and the tick shrinks.",
+        ),
+        (
+            "At 0.91 itself, at both widths: anything past the last tick clips",
+            False,
+            "Tempting because the last tick looks like the ruler's end; but round() runs first and still sends "
+            "values up to half a tick past it onto the last tick.",
         ),
     ),
 }
