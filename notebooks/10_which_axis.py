@@ -19,10 +19,11 @@
 # **The question**: when a transformer's cached keys and values are quantized, should each
 # scale cover one token or one channel?
 #
-# **The answer**: On MiniLM's short sentences, keys do better with one ruler per channel: each
-# key channel sits near an offset of its own, which a per-channel ruler ignores and a per-token
-# ruler must stretch over. Values do better per token, unless the attention sink `[CLS]` (a tiny
-# value that takes most of the attention) is kept in fp16.
+# **The answer**: On MiniLM's short sentences, at equal code bits, keys do better with one ruler
+# per channel: each key channel sits near an offset of its own, which a per-token ruler must
+# stretch over, and the key of `[CLS]` adds to it. Values do better per token unless `[CLS]`,
+# the token that takes much of the attention, is kept in fp16; every bit counted, a third code
+# bit per token beats that fp16 `[CLS]`.
 #
 # **What you will do**: compare per-token and per-channel rulers on MiniLM's keys and values,
 # remove suspected causes one at a time to find which structure decides, then count every bit.
@@ -60,7 +61,6 @@ ql.show_environment()
 # query heads often share one cached *KV head* (grouped-query attention, GQA).
 
 # %%
-from qlesson.quant.kv import quantized_tokens
 from qlesson.teach import kv, models
 from qlesson.teach.eval_text import eval_sentences
 
@@ -96,7 +96,8 @@ print_table(channels, dict.fromkeys(list(channels[0])[1:], ".2f"))
 # %% [markdown]
 # In no layer does MiniLM's loudest key channel stand out more than a channel doubled in size
 # (closest in layer 3). What MiniLM's keys have is offsets: each channel's own mean holds 14% to
-# 40% of the variance, against 8% in shuffled keys.
+# 40% of the variance, against 8% in shuffled keys (1/12.5: what a mean over 12.5 tokens holds
+# by chance).
 #
 # ## 3. Keys: which axis, at what price?
 #
@@ -146,14 +147,12 @@ print_table(centred, {"per token": ".4f", "per channel (32 tokens)": ".4f", "tok
 print("\n".join(centred_lines))
 
 # %% [markdown]
-# A per-channel ruler over one sentence ignores that channel's offset: subtracting it moves the
-# ruler's minimum, not its range. A per-token ruler spans all 32 channels' offsets at once, so removing
-# them takes its error from 0.0824 to 0.0685; per channel over 32 tokens moves less (0.0493 to
-# 0.0470), as its rulers cross sentences with different means. The ratio falls to 1.46x.
-# Keeping `[CLS]` exact alone does not shrink the ratio (1.73x against 1.67x), but with the
-# offsets removed it takes it to 1.18x (section 3's shuffled keys: 1.06x); a random word in fp16 instead
-# leaves 1.46x. Together the two cut the difference from +0.0331 (section 3) to +0.0060: most of
-# the win, not all, as the interval excludes 0.
+# Subtracting a channel's offset moves a one-sentence per-channel ruler's minimum, not its range,
+# so its error does not change at all. A per-token ruler spans all 32 channels' offsets at once,
+# so removing them helps it most: the ratio falls from 1.67x to 1.46x. Keeping `[CLS]` exact
+# alone gives 1.73x, but with the offsets removed it gives 1.18x (shuffled keys: 1.06x); a
+# random word instead leaves 1.46x. Together the two cut the difference from +0.0331 to +0.0060:
+# most of the win, not all (the interval excludes 0).
 #
 # ## 5. Values: which token decides?
 #
@@ -180,9 +179,9 @@ print_table(cls_table, dict.fromkeys(list(cls_table[0])[1:], ".2f"))
 # %% [markdown]
 # In layers 1 to 4 more than half of all attention lands on `[CLS]`, whose value is a few
 # hundredths of a typical token's: an *attention sink*, a place to put attention that adds
-# little. A per-channel ruler spans the words' larger values and rounds `[CLS]`'s value with an
-# error 7 to 9 times its size in those layers; a per-token ruler fits `[CLS]`'s own range (an
-# error under half its size). The attention on `[CLS]` multiplies that error. Does the flip
+# little. A per-channel ruler spans the words' larger values and rounds `[CLS]`'s value with a
+# median error 7 to 9 times its size in those layers; a per-token ruler fits `[CLS]`'s own range
+# (under half its size). The attention on `[CLS]` multiplies that error. Does the flip
 # survive equal metadata? At 2 bits, with per channel also over 32 tokens:
 
 # %%
@@ -220,17 +219,8 @@ print("3 bits: " + kv.key_rows(qkv, bits=3)[1][2].strip())
 # During generation the cache grows one token at a time. A per-token ruler exists as soon as
 # its token does. A per-channel ruler over a group of `G` tokens exists only once the group is
 # complete, so the newest keys wait in full precision. A simple policy: keep a fixed window of
-# the `R` newest tokens in fp16 and quantize whole groups of the older ones. For `G = R = 32`:
-
-# %%
-rows = []
-for t in (20, 64, 100, 4096):
-    n_q = quantized_tokens(t, "channel", group=32, residual=32)
-    rows.append({"tokens": t, "keys quantized per channel": n_q, "keys in fp16": t - n_q})
-print_table(rows)
-
-# %% [markdown]
-# The window's tokens cost 16 bits each, but a fixed window is a fraction of a long cache.
+# the `R` newest tokens in fp16 and quantize whole groups of the older ones. The window's tokens
+# cost 16 bits each, but a fixed window is a fraction of a long cache.
 #
 # ## Summary
 #
@@ -245,7 +235,7 @@ print_table(rows)
 #   1.18x.
 # * Values: per token wins while the sink `[CLS]` is quantized, since a per-channel ruler rounds
 #   its tiny value with an error several times its size; keep `[CLS]` in fp16 and per channel
-#   wins.
+#   wins at equal code bits.
 # * Every bit counted, per token at 3 bits beats per channel over one sentence at 2 bits, for
 #   keys and for 2-bit values with `[CLS]` in fp16; per-channel keys over 32 tokens win at equal
 #   total bits.
@@ -365,6 +355,20 @@ print_table(comparisons, {"A - B": "+.4f", "95% CI": "+.4f"})
 # the minimum to the maximum. Values per channel are the exception (compare the last two
 # rows' values column).
 #
+# ### Which keys wait, token by token
+#
+# Section 7's policy with groups of `G = 32` tokens and a window of `R = 32`:
+
+# %%
+from qlesson.quant.kv import quantized_tokens
+
+rows = []
+for t in (20, 64, 100, 4096):
+    n_q = quantized_tokens(t, "channel", group=32, residual=32)
+    rows.append({"tokens": t, "keys quantized per channel": n_q, "keys in fp16": t - n_q})
+print_table(rows)
+
+# %% [markdown]
 # ### An fp16 window is exact, and shrinks the rulers
 #
 # Per-channel keys at 2 bits, each sentence's newest 4 tokens exact or not (a third of a

@@ -442,22 +442,30 @@ PREDICT = {
         ),
     ),
     "kept_token": choice(
-        "Values at 2 bits on MiniLM, one sentence per per-channel ruler. Keeping [CLS] in fp16, out of every "
-        "ruler, cuts the per-channel error several-fold. What does it do to the per-token error?",
+        "Values at 2 bits on MiniLM, one sentence per per-channel ruler. Keep [CLS] in fp16, out of every "
+        "ruler. What happens to the two rulers' errors?",
         (
-            "It barely moves",
+            "The per-channel error drops several-fold; the per-token error barely moves",
             True,
-            "A per-token ruler already fits [CLS]'s own small range, so it rounded [CLS] well; taking [CLS] out "
-            "removes little. A per-channel ruler spans the words' larger values and rounds [CLS] coarsely.",
+            "[CLS]'s value is a few hundredths of a word's, and it takes over half the attention in layers 1 "
+            "to 4. A per-channel ruler spans the words' larger values and rounds it coarsely; a per-token ruler "
+            "is sized by [CLS] itself and already rounded it well, so taking it out removes little.",
         ),
         (
-            "It drops several-fold too: the same token leaves both rulers",
+            "Both drop several-fold: the same token leaves both rulers",
             False,
             "Tempting because the same token is removed; but what matters is how badly each ruler rounded it, "
             "and a per-token ruler is sized by [CLS] itself.",
         ),
         (
-            "It rises: the other tokens' errors now carry the attention [CLS] took",
+            "Neither moves much: [CLS] is one token in about 12.5",
+            False,
+            "Tempting if every token counted alike; but a value's error reaches the output times its token's "
+            "attention, and [CLS] takes more than half of it in most layers.",
+        ),
+        (
+            "The per-channel error drops, the per-token error rises: the other tokens now carry the attention "
+            "[CLS] took",
             False,
             "Tempting because attention is shared out; but only the values are quantized here, so the keys and "
             "the attention stay exactly as they were.",
@@ -594,8 +602,9 @@ RECALL: tuple[Question, ...] = (
         (
             "Values have outlier channels, large on every token, that a per-channel ruler cannot handle",
             False,
-            "Tempting because outlier channels decide the keys' axis; but a per-channel ruler is the one that "
-            "isolates a loud channel, and keeping one token in fp16 flips the verdict, which channels cannot.",
+            "Tempting because outlier channels motivate KIVI's per-channel keys; but a per-channel ruler is the "
+            "one that isolates a loud channel, and keeping one token in fp16 flips the verdict, which channels "
+            "cannot.",
         ),
         (
             "[CLS]'s value is the loudest and stretches every per-channel ruler",
