@@ -21,16 +21,16 @@
 #
 # **The answer**: A channel's own symmetric ruler is finer by the tensor's largest |value| over
 # the channel's, so the quietest channels gain most, for 4 bytes a ruler, 8 with a zero point
-# (1% and 2% of an int8 layer with 384-value rows). On a 64-value post-GELU row (-0.17 to 1.91), a zero point's 4 more
-# bytes cut the error nearly as much as one more bit per value, and on the same values mirrored
-# about 0 they buy about nothing.
+# (1% and 2% of an int8 layer with 384-value rows). On a 64-value post-GELU row, a zero point's
+# 4 bytes cut the error nearly as much as one more bit per value, which costs 8 bytes there and
+# 48 on a 384-value row; on the same values mirrored about 0 they buy about nothing.
 #
 # **What you will do**: predict which codes a quiet channel gets, find the width at which
-# its values stop rounding to 0, count the bytes, and count the codes a symmetric ruler leaves
-# out of reach on a GELU row.
+# they stop being 0, count the bytes, and count a symmetric ruler's out-of-reach codes on a
+# GELU row.
 #
 # **What you need**: lessons 01, 02 and 05 (zero points).
-# **Time**: about 18 minutes, plus about 18 for the exercise.
+# **Time**: about 17 minutes, plus about 19 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import torch
@@ -55,48 +55,36 @@ ql.show_environment()
 # ```
 #
 # Per-tensor gives all 20 values one symmetric 4-bit ruler; per-channel gives each line its
-# own. Channel 3's own ruler is fit to 0.11 instead of 1.70: about 15 times finer. Commit to an
-# answer first.
+# own. Channel 3's own ruler is fit to 0.11 instead of 1.70: about 15 times finer.
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("07", "quiet")
 
 # %%
 ex = calc.compare(calc.parse_channels(calc.EXAMPLE), bits=4, signed=True, symmetric=True)
-rows = [
-    {
-        "channel": r["channel"],
-        "absmax": max(abs(r["min"]), abs(r["max"])),
-        "values at code 0, shared ruler": int((t == 0).sum()),
-        "own ruler finer by": r["per-tensor scale"] / r["per-channel scale"],
-        "per-tensor MAE": r["per-tensor MAE"],
-        "per-channel MAE": r["per-channel MAE"],
-        "MAE falls by": r["per-tensor MAE"] / r["per-channel MAE"],
-    }
-    for r, t in zip(ex.channels, ex.per_tensor, strict=True)
-]
-fmt = {"absmax": ".2f", "own ruler finer by": ".1f", "per-tensor MAE": ".4f", "per-channel MAE": ".4f"}
-print_table(rows, {**fmt, "MAE falls by": ".1f"})
+# the control: channel 3's values divided by 10, in the same tensor
+shrunk = calc.compare([*ex.originals[:3], ex.originals[3] / 10], bits=4, signed=True, symmetric=True)
+print_table([*calc.gain_rows(ex), {**calc.gain_rows(shrunk)[3], "channel": "3 / 10"}], calc.GAIN_FORMATS)
 _ = calc.plot(ex, sharey=True)
 
 # %% [markdown]
-# Channel 2 holds the tensor's largest |value|, 1.70, so the shared scale is its own scale and
-# nothing changes. Every other channel's ruler is finer by 1.70 over its own absmax: 1.2 times
-# for channel 1 (1.44), about 15 times for channel 3 (0.11). The MAE only roughly follows the
-# ruler. Under the shared ruler half a tick is 1.70 / 7 / 2, about 0.12, more than channel 3's
-# 0.11: all five of its values round to 0, and the channel is erased. Its MAE falls 30 times,
-# more than its ruler's 15; the extra is luck on its own ruler. Its shared-ruler MAE, 0.060, is
-# the usual quarter-tick (1.70 / 7 / 4 = 0.061); its own-ruler MAE, 0.0020, is half of its
-# quarter-tick (0.11 / 7 / 4 = 0.0039): its five values happen to fall near ticks.
+# Channel 2 holds the tensor's largest |value|, 1.70, so nothing changes for it. Every other
+# channel's ruler is finer by 1.70 over its own absmax, up to 15 times for channel 3. The MAE
+# only roughly follows the ruler. Under the shared ruler half a tick is 1.70 / 7 / 2, about
+# 0.12, more than channel 3's 0.11: all five of its values round to 0, and the channel is
+# erased. Its error is then its mean |value|, 0.060; on its own ruler it is 0.0020, so its MAE
+# falls 30 times. That 30 no longer follows the ruler. Divide channel 3's values by 10 (last
+# row): its own ruler is about 155 times finer, yet its MAE still falls 30 times, because both
+# of its errors shrink with its values.
 #
 # ## 2. The calculator
 #
-# Paste channels one per line (or separated by `;`), values separated by commas or spaces.
+# Paste channels one per line, values separated by commas or spaces.
 #
 # **Try this.** Pick **symmetric**, set **bits** to 4 and press **Compare**. Raise **bits** one
 # step at a time, pressing **Compare** each time. At which width does *every* value of channel 3
-# first get a nonzero code under the shared ruler, and why there? Compare half the per-tensor
-# scale in the table with channel 3's smallest |value|. Then replace the box with rows of your own.
+# first get a nonzero code under the shared ruler, and why there? Then replace the box with rows
+# of your own.
 
 # %% tags=["nbval-ignore-output"]
 from qlesson.teach import widgets
@@ -106,17 +94,17 @@ widgets.calculator()
 # %% [markdown]
 # <details><summary>Check for the Try-this (open it after you tried)</summary>
 #
-# At 7 bits. Channel 3's smallest |value| is 0.02. At 6 bits half a shared tick is
-# 1.70 / 31 / 2, about 0.027, so -0.02 still rounds to 0; at 7 bits it is 1.70 / 63 / 2, about
-# 0.013, and the codes are [1, 3, -1, 4, -2].
+# At 7 bits: compare half a shared tick with channel 3's smallest |value|, 0.02. At 6 bits
+# half a shared tick is 1.70 / 31 / 2, about 0.027, so -0.02 still rounds to 0; at 7 bits it
+# is 1.70 / 63 / 2, about 0.013, and the codes are [1, 3, -1, 4, -2].
 #
 # </details>
 #
 # ## 3. What the extra rulers cost
 #
-# In this calculator a scale is an fp32 number (4 bytes), and an asymmetric ruler adds an int32
-# zero point (4 bytes more); many real formats store less. A symmetric
-# ruler's zero point is fixed (0 for signed codes), so it stores none. At 8 bits:
+# In this calculator a scale is an fp32 number (4 bytes); an asymmetric ruler adds an int32
+# zero point (4 more), and a symmetric one stores none (its zero point is fixed). Many real
+# formats store less. At 8 bits:
 
 # %%
 for symmetric in (True, False):
@@ -127,20 +115,20 @@ for zp_bytes in (0, 4):
     print(f"[1536, 384] int8 layer, zero point {zp_bytes} B: metadata {fp.metadata_bytes / fp.total_bytes:.1%} of it")
 
 # %% [markdown]
-# On a layer whose rows hold 384 values (MiniLM's FFN up-projection shape), the rulers are 1 to
-# 2% of the layer. On the example, per-channel adds 16 bytes to per-tensor's 4 (four scales),
-# 32 with zero points.
+# On a layer with 384-value rows (MiniLM's FFN up-projection shape), the rulers are 1 to 2% of
+# it. On the example, per-channel stores 16 bytes of scales where per-tensor stores
+# 4; with zero points, 32 where per-tensor stores 8.
 #
 # ## 4. The other 4 bytes: a zero point
 #
-# A zero point also costs 4 bytes per ruler. Here is the calculator on one row: GELU of 64 standard-normal draws,
-# rounded to 2 decimals, under one ruler. The control is the same values mirrored (each value
-# and its negation, 128 values): a row symmetric about 0.
+# Lesson 05 found that a zero point gains nearly one bit on MiniLM's GELU output. Here is what
+# it costs against one more bit on one row: GELU of 64 standard-normal draws, rounded to 2
+# decimals. The control is the same values mirrored (each value and its
+# negation, 128 values): a row symmetric about 0.
 
 # %%
-gelu = calc.parse_channels(calc.gelu_row())
-print(f"{gelu[0].numel()} values from {gelu[0].min():.2f} to {gelu[0].max():.2f}; {int((gelu[0] < 0).sum())} below 0")
-mirrored = [torch.cat([gelu[0], -gelu[0]])]
+gelu = calc.parse_channels(calc.gelu_row())[0]
+print(f"{gelu.numel()} values from {gelu.min():.2f} to {gelu.max():.2f}; {int((gelu < 0).sum())} below 0")
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("07", "gelu")
@@ -148,46 +136,36 @@ recall.predict("07", "gelu")
 # %%
 rows = []
 for bits in (4, 8):
-    sym = calc.compare(gelu, bits=bits, symmetric=True)
-    scale, qmax = sym.channels[0]["per-tensor scale"], ql.qrange(bits)[1]
-    lo, hi = (round(float(v) / scale) for v in (sym.per_tensor[0].min(), sym.per_tensor[0].max()))
+    qmax = ql.qrange(bits)[1]
+    scale = gelu.abs().max() / qmax  # symmetric: fit to the row's largest |value|
+    lo, hi = round(float(gelu.min() / scale)), round(float(gelu.max() / scale))
     print(f"{bits} bits, symmetric: the row's lowest value gets code {lo}, its highest {hi}; codes -{qmax} to {qmax}")
-    for row, extra, symmetric, name in (
-        (gelu, 0, True, "symmetric"),
-        (gelu, 0, False, "zero point"),
-        (gelu, 1, True, "1 more bit"),
-        (mirrored, 0, False, "zero point, mirrored (128 values)"),
-    ):
-        g = calc.compare(row, bits=bits + extra, symmetric=symmetric)
-        base = calc.compare(row, bits=bits, symmetric=True).overall["per-tensor"]["MAE"]
-        mae = g.overall["per-tensor"]["MAE"]
-        n_bytes = g.memory["per-tensor total bytes"] if row is gelu else "-"
-        rows.append({"bits": bits, "ruler": name, "bytes": n_bytes, "MAE": mae})
-        rows[-1]["symmetric's MAE / this"] = base / mae
-print_table(rows, {"MAE": ".4f", "symmetric's MAE / this": ".2f"})
+    rows += calc.zero_point_rows(gelu, bits)  # symmetric, zero point, 1 more bit, the mirrored control
+print_table(rows, calc.ZERO_POINT_FORMATS)
 
 
 # %% [markdown]
-# Symmetric spans -1.91 to +1.91, but the row's lowest value, -0.17, rounds to code -1 at 4
-# bits: no value of the row can reach codes -7 to -2, 6 of 15 (116 of 255 at 8 bits). A zero
+# Symmetric spans -1.91 to +1.91, but the row's lowest value, -0.17, gets code -1 at 4 bits:
+# codes -7 to -2, 6 of 15, are out of reach (116 of 255 at 8 bits). A zero
 # point spends every code on -0.17 to 1.91, a tick about half as wide (2.08 / 15 against
 # 1.91 / 7 at 4 bits): the MAE is 2.58 times lower at 4 bits, 1.99 at 8, nearly what one more
-# bit per value buys (2.99 and 2.01 times) for half the bytes on this row (4 against 8).
-# On the mirrored row every code is within reach, and the same 4 bytes buy about nothing: 1.05
-# and 0.94 times. Symmetric's MAE there equals the original row's, since rounding is symmetric
-# about 0. So the gain on the GELU row came from the out-of-reach codes, not from the zero
-# point's 16th code.
+# bit buys (2.99 and 2.01 times). The bytes differ more: a zero point costs 4 bytes
+# per ruler whatever the row's length, one more bit a byte per 8 values, 8 on this row and 48
+# on a 384-value row. On the mirrored row every code is within reach, and the same 4 bytes buy
+# about nothing: 1.05 and 0.94 times. So the gain on the GELU row came from the out-of-reach
+# codes, not from the zero point's 16th code.
 #
 # ## Summary
 #
 # * With symmetric rulers, a channel's own ruler is finer by the tensor's largest |value| over
-#   the channel's: the quieter the channel, the more it gains; the loudest gains nothing. The MAE
-#   only roughly follows (1.1 to 30 times lower on the example).
+#   the channel's; the loudest channel gains nothing. On the example the other three channels'
+#   MAE falls 1.1 to 30 times; once the shared ruler erases a channel, its MAE gain stops
+#   growing with the ruler.
 # * In this calculator a ruler costs 4 bytes (fp32 scale), 8 with an int32 zero point: 1 to 2%
 #   of an int8 layer with 384-value rows.
-# * On the 64-value post-GELU row (-0.17 to 1.91), 6 of symmetric's 15 codes are out of reach at
-#   4 bits. A zero point's 4 bytes cut the MAE 2.58 times, nearly what one more bit per value
-#   (8 bytes) buys, 2.99 times; on the same values mirrored about 0 they buy about nothing.
+# * On the 64-value post-GELU row, 6 of symmetric's 15 codes are out of reach at 4 bits. A zero
+#   point's 4 bytes cut the MAE 2.58 times, nearly as much as one more bit (2.99), which costs
+#   8 bytes there and 48 on a 384-value row; on the mirrored row they buy about nothing.
 #
 # ## Pause and recall
 
@@ -231,11 +209,12 @@ recall.show("07")
 # values: they lie on a 0.01 grid, and 0.01 is a whole number of its own ticks, so every value
 # falls on a tick.
 #
-# ### How much of channel 3's 30 is luck
+# ### What sets channel 3's 30
 #
-# Draw channels like channel 3: largest |value| 0.11, the rest on the same 0.01 grid, so the
-# shared 4-bit ruler erases every one (2000 channels per size). How much does each one's MAE
-# fall under its own ruler?
+# An erased channel's MAE falls by its mean |value| over its own-ruler MAE. Draw channels like
+# channel 3: largest |value| 0.11, the rest on the same 0.01 grid, so the shared 4-bit ruler
+# erases every one (2000 channels per size). How much does each one's MAE fall, with and without
+# its largest value?
 
 # %%
 import numpy as np
@@ -243,17 +222,29 @@ import numpy as np
 rng = np.random.default_rng(0)
 for n in (5, 64):
     v = rng.integers(-11, 12, size=(2000, n)) / 100
-    v[:, 0] = 0.11 * rng.choice([-1, 1], size=2000)
+    v[:, 0] = 0.11 * rng.choice([-1, 1], size=2000)  # the largest |value|: exactly on its own top tick
     own = 0.11 / 7
-    own_mae = np.abs(np.round(v / own) * own - v).mean(1)
-    ratio = np.abs(v).mean(1)[own_mae > 0] / own_mae[own_mae > 0]  # shared MAE: every value rounds to 0
+    err = np.abs(np.round(v / own) * own - v)
+    ratio = np.abs(v).mean(1) / err.mean(1)  # shared MAE: every value rounds to 0
+    rest = np.abs(v[:, 1:]).mean(1) / err[:, 1:].mean(1)
     p10, p50, p90 = np.percentile(ratio, [10, 50, 90])
-    share = (ratio >= 30).mean()
-    print(f"{n} values: median {p50:.0f}, 10th to 90th percentile {p10:.0f} to {p90:.0f}; {share:.0%} at 30 or more")
+    print(
+        f"{n} values: median {p50:.0f}, 10th to 90th percentile {p10:.0f} to {p90:.0f}, "
+        f"{(ratio >= 30).mean():.0%} at 30 or more; without the largest value, median {np.median(rest):.0f}"
+    )
+
+# %%
+err3 = (ex.per_channel[3] - ex.originals[3]).abs()
+print(
+    f"channel 3: own-ruler MAE {err3.mean():.4f}, {err3[[0, 1, 2, 4]].mean():.4f} without 0.11; "
+    f"a quarter of its tick {ex.channels[3]['per-channel scale'] / 4:.4f}"
+)
 
 # %% [markdown]
-# With 64 values the fall stays near the ruler's 15; with five it spreads from about the ruler's
-# 15 to well past 30, and channel 3's 30 is in that spread.
+# With 64 values the fall stays near 16. With five its median is higher, 23, because one value in
+# five, the largest, sits exactly on its own top tick (error 0); without it the median is 15.
+# Channel 3's 30 is in the five-value spread: its 0.11 sits on its top tick, and its other four
+# values happen to fall nearer their ticks than a quarter tick on average.
 #
 # ### The zero point against one more bit on other GELU rows
 #
@@ -279,6 +270,24 @@ for bits, g in gains.items():
 
 # %% [markdown]
 # Across rows the zero point usually buys a little less than one more bit, as on section 4's row.
+# At 8 bits the symmetric tick, 1.91 / 127, about 0.015, is close to the rows' 0.01 grid, so part
+# of the 8-bit gains comes from rounding the rows to 2 decimals. Section 4's draws unrounded:
+
+# %%
+import math
+
+z = np.random.default_rng(0).standard_normal(64)  # the draws of gelu_row()
+exact = [torch.tensor(0.5 * z * (1 + np.vectorize(math.erf)(z / math.sqrt(2))), dtype=torch.float32)]
+for bits in (4, 8):
+    mae = [
+        calc.compare(exact, bits=b, symmetric=s).overall["per-tensor"]["MAE"]
+        for b, s in ((bits, True), (bits, False), (bits + 1, True))
+    ]
+    print(f"{bits} bits, unrounded: zero point {mae[0] / mae[1]:.2f} times, one more bit {mae[0] / mae[2]:.2f}")
+
+# %% [markdown]
+# At 4 bits the unrounded gains are close to section 4's. At 8 bits both are lower than on the rounded
+# row, and one more bit stays a little ahead of the zero point.
 #
 # ### The page as an app, and exports
 #

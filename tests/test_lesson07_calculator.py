@@ -80,3 +80,26 @@ def test_on_the_mirrored_gelu_row_a_zero_point_buys_nothing():
     for bits in (4, 8):
         sym, zp = (calc.compare(mirrored, bits, symmetric=s).overall["per-tensor"]["MAE"] for s in (True, False))
         assert 0.85 < sym / zp < 1.15
+
+
+def test_an_erased_channel_errs_by_its_mean_magnitude_and_its_gain_stops_following_the_ruler():
+    """Section 1: channel 3 rounds to 0 under the shared ruler; dividing it by 10 leaves its MAE fall at 30."""
+    r = calc.compare(calc.parse_channels(calc.EXAMPLE), 4, symmetric=True)
+    row = calc.gain_rows(r)[3]
+    assert row["values at code 0, shared ruler"] == 5
+    assert row["per-tensor MAE"] == pytest.approx(float(r.originals[3].abs().mean()), rel=1e-5)
+    shrunk = calc.gain_rows(calc.compare([*r.originals[:3], r.originals[3] / 10], 4, symmetric=True))[3]
+    assert shrunk["own ruler finer by"] == pytest.approx(10 * row["own ruler finer by"], rel=1e-4)
+    assert shrunk["MAE falls by"] == pytest.approx(row["MAE falls by"], rel=1e-4) == pytest.approx(30, rel=1e-4)
+
+
+def test_a_zero_point_costs_4_bytes_one_more_bit_a_byte_per_8_values():
+    """Section 4's byte columns match the calculator's own memory count."""
+    g = calc.parse_channels(calc.gelu_row())[0]
+    rows = {r["ruler"]: r for r in calc.zero_point_rows(g, 4)}
+    assert (rows["zero point"]["bytes more, 64 values"], rows["zero point"]["bytes more, 384 values"]) == (4, 4)
+    assert (rows["1 more bit"]["bytes more, 64 values"], rows["1 more bit"]["bytes more, 384 values"]) == (8, 48)
+    for ruler, bits, sym in (("zero point", 4, False), ("1 more bit", 5, True)):
+        more = calc.compare([g], bits, symmetric=sym).memory["per-tensor total bytes"]
+        base = calc.compare([g], 4, symmetric=True).memory["per-tensor total bytes"]
+        assert rows[ruler]["bytes more, 64 values"] == more - base

@@ -75,6 +75,11 @@ lesson_channels = torch.stack(calc.parse_channels(calc.EXAMPLE))
 print("the lesson's four channels, asymmetric:", [round(v, 1) for v in finer_by(lesson_channels).tolist()])
 
 # %% [markdown]
+# Why channel 2 gains now: its own asymmetric ruler spans its range widened to include 0, -1.70
+# to 0, 1.70 wide. The shared one must also reach channel 1's 1.44: -1.70 to 1.44, 3.14 wide,
+# about 1.8 times as wide, with the same codes.
+
+# %% [markdown]
 # ## Task 2 · Codes a symmetric ruler cannot use
 #
 # A symmetric `bits`-bit ruler for one row has the codes `-(2**(bits-1) - 1) .. 2**(bits-1) - 1`,
@@ -202,17 +207,17 @@ recall_4 = "c"
 recall.answer("07", 4, recall_4)
 
 # %% [markdown]
-# ### Recall 07.5
+# ### Recall 07.8
 #
-# Lesson 04: how many bytes of codes does one channel of 1536 values take at 4 bits?
+# Lesson 04: Q4_0 stores one fp16 scale per block of 32 4-bit codes. Bits per weight, the scale included?
 #
 # Answer with a number.
 
 # %% tags=["solution"]
-recall_5 = ...  # STUB
+recall_8 = ...  # STUB
 # BEGIN SOLUTION
-recall_5 = 768
+recall_8 = 4.5
 # END SOLUTION
 
-# %% qlesson={"task": "recall 07.5"} tags=["check"]
-recall.answer("07", 5, recall_5)
+# %% qlesson={"task": "recall 07.8"} tags=["check"]
+recall.answer("07", 8, recall_8)

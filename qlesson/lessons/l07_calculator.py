@@ -175,6 +175,17 @@ EXERCISE_RECALL: tuple[Question, ...] = (
         ),
         source=LESSON,
     ),
+    Numeric(
+        "Lesson 04: Q4_0 stores one fp16 scale per block of 32 4-bit codes. Bits per weight, the scale included?",
+        4.5,
+        "4 bits of code, plus a 16-bit scale shared by 32 weights: 4 + 16 / 32 = 4.5.",
+        tol=0.01,
+        mistakes=(
+            (4, "that leaves out the scale; it is small per weight but not zero"),
+            (5, "that counts an fp32 scale, this calculator's convention; Q4_0 stores an fp16 one"),
+            (20, "that gives every weight its own 16-bit scale; one scale serves a block of 32"),
+        ),
+    ),
 )
 
 
@@ -350,6 +361,10 @@ TASKS: list[Task] = [
                 lambda r, c, b, s: r * (2 if s else 3) / (r * (2 if s else 3) + r * c * b / 8),
             ),
             Mistake("counted one byte per code whatever the bits", lambda r, c, b, s: _metadata_share(r, c, 8, s)),
+            Mistake(
+                "counted bits, not bytes: a code of b bits takes b/8 bytes",
+                lambda r, c, b, s: r * (4 if s else 8) / (r * (4 if s else 8) + r * c * b),
+            ),
             Mistake("returned a percent; return a fraction", lambda r, c, b, s: 100 * _metadata_share(r, c, b, s)),
             Mistake(
                 "divided by the codes' bytes, not by the whole layer's",

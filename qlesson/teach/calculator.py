@@ -275,6 +275,83 @@ def compare(channels: list[torch.Tensor], bits: int = 8, *, signed: bool = True,
     return Result(bits, signed, symmetric, rows, overall, memory, list(channels), pt_hat, pc_hats)
 
 
+GAIN_FORMATS = {
+    "absmax": ".3g",
+    "own ruler finer by": ".1f",
+    "per-tensor MAE": ".4f",
+    "per-channel MAE": ".4f",
+    "MAE falls by": ".1f",
+}
+
+
+def gain_rows(r: Result) -> list[dict[str, Any]]:
+    """Lesson 07, section 1: per channel, how much finer its own ruler is and how much its MAE falls.
+
+    "values at code 0, shared ruler" counts the channel's values that the shared ruler rounds to
+    its zero point (they reconstruct as 0.0).
+
+    >>> rows = gain_rows(compare(parse_channels("1 -0.3; 0.01 0.02"), 4))
+    >>> [(row["values at code 0, shared ruler"], round(row["own ruler finer by"], 1)) for row in rows]
+    [(0, 1.0), (2, 50.0)]
+    """
+    return [
+        {
+            "channel": row["channel"],
+            "absmax": max(abs(row["min"]), abs(row["max"])),
+            "values at code 0, shared ruler": int((x_hat == 0).sum()),
+            "own ruler finer by": row["per-tensor scale"] / row["per-channel scale"],
+            "per-tensor MAE": row["per-tensor MAE"],
+            "per-channel MAE": row["per-channel MAE"],
+            "MAE falls by": row["per-tensor MAE"] / row["per-channel MAE"] if row["per-channel MAE"] else math.inf,
+        }
+        for row, x_hat in zip(r.channels, r.per_tensor, strict=True)
+    ]
+
+
+def stored_bytes(values: int, bits: int, symmetric: bool) -> int:
+    """Bytes of one ruler and its ``values`` codes, as :func:`compare` counts them.
+
+    >>> stored_bytes(64, 4, True), stored_bytes(64, 4, False), stored_bytes(64, 5, True)
+    (36, 40, 44)
+    """
+    return (values * bits + 7) // 8 + metadata_bytes_per_scale(symmetric)
+
+
+ZERO_POINT_FORMATS = {"MAE": ".4f", "symmetric's MAE / this": ".2f"}
+
+
+def zero_point_rows(row: torch.Tensor, bits: int, long_row: int = 384) -> list[dict[str, Any]]:
+    """Lesson 07, section 4: one row under one ruler, symmetric against a zero point against one more
+    bit, and the control: the zero point on the row mirrored about 0 (each value and its negation).
+
+    The byte columns are what each ruler stores beyond the symmetric one, on ``row`` and on a row of
+    ``long_row`` values.
+
+    >>> [(r["ruler"], r["bytes more, 64 values"], r["bytes more, 384 values"]) for r in zero_point_rows(
+    ...     parse_channels(gelu_row())[0], 4)][1:3]
+    [('zero point', 4, 4), ('1 more bit', 8, 48)]
+    """
+    n = row.numel()
+    mirrored = torch.cat([row, -row])
+    base = compare([row], bits=bits, symmetric=True).overall["per-tensor"]["MAE"]
+    out = []
+    for values, extra, symmetric, name in (
+        (row, 0, True, "symmetric"),
+        (row, 0, False, "zero point"),
+        (row, 1, True, "1 more bit"),
+        (mirrored, 0, False, f"zero point, mirrored ({2 * n} values)"),
+    ):
+        mae = compare([values], bits=bits + extra, symmetric=symmetric).overall["per-tensor"]["MAE"]
+        more = {
+            f"bytes more, {k} values": stored_bytes(k, bits + extra, symmetric) - stored_bytes(k, bits, True)
+            if values is row
+            else "-"
+            for k in (n, long_row)
+        }
+        out.append({"bits": bits, "ruler": name, "MAE": mae, "symmetric's MAE / this": base / mae, **more})
+    return out
+
+
 def summary_csv(r: Result) -> str:
     """The per-channel table, overall errors and the memory estimate, as CSV text."""
     import csv
