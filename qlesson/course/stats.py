@@ -64,12 +64,13 @@ def honest_minutes(prose: int, code: int, output: int, run_s: float, predicts: i
 
 
 def table_words(text: str) -> int:
-    """Words in markdown table rows (lines starting with ``|``): read row by row, like printed output.
+    """Words in markdown table rows (lines that start and end with ``|``): read like printed output.
 
-    >>> table_words("Some prose.\\n| lesson | time |\\n|---|---|\\n| 01 | 18 min |")
+    >>> table_words("Some prose.\\n| lesson | time |\\n|---|---|\\n| 01 | 18 min |\\n|value| over 0.5")
     5
     """
-    return sum(words(line) for line in text.splitlines() if line.lstrip().startswith("|"))
+    rows = (line.strip() for line in text.splitlines())
+    return sum(words(row) for row in rows if len(row) > 1 and row.startswith("|") and row.endswith("|"))
 
 
 def _source(cell: Any) -> str:
