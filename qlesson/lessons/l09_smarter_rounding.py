@@ -391,27 +391,50 @@ PREDICT = {
         ),
     ),
     "few_tokens": choice(
-        "GPTQ int4 per-channel on L3.intermediate (384 inputs): calibrated on its first 100 calibration tokens, it "
-        "loses to RTN on held-out text. Now 100 tokens drawn at random from all 48 paragraphs, over many draws. On "
-        "held-out text, GPTQ against RTN is...",
+        "GPTQ int4 per-channel on L3.intermediate (384 inputs): calibrated on its first 200 calibration tokens (4 "
+        "paragraphs) it only draws level with RTN on held-out text. Now 200 tokens drawn at random from all 48 "
+        "paragraphs, 20 draws. In how many is GPTQ ahead of RTN on held-out text?",
         (
-            "still clearly worse in most draws: 100 tokens for 384 inputs are too few, whichever they are",
+            "None or almost none: 200 tokens for 384 inputs are too few, whichever they are",
             False,
-            "Tempting, since the Hessian's rank is at most 100 whichever tokens they are; but varied tokens excite "
-            "more of the directions other text uses, so the same count constrains GPTQ better.",
+            "Tempting, since the Hessian's rank is at most 200 whichever tokens they are; but tokens spread over all "
+            "the paragraphs excite more of the directions other text uses, so the same count constrains GPTQ "
+            "better: here GPTQ is ahead in all 20 draws.",
         ),
         (
-            "about level: ahead in some draws, behind in others",
+            "About half: as level as the first 200",
+            False,
+            "Tempting if only the count matters; but which tokens matter too: spread over all the paragraphs, "
+            "the same 200 put GPTQ ahead in all 20 draws of this seed.",
+        ),
+        (
+            "All or nearly all of the 20",
             True,
-            "Tokens spread over all the paragraphs hold more of the directions other text uses than the first two "
-            "paragraphs do, so the same count takes GPTQ from clearly behind to about level; 200 such tokens put it "
-            "ahead.",
+            "In this draw of 20, all 20 (GPTQ / RTN from about 0.77 to 0.93): spread over all the paragraphs, 200 "
+            "tokens do what the first 200 did not, so which tokens matter, not only how many.",
+        ),
+    ),
+    "pair_calib": choice(
+        "Calibrate GPTQ int4 per-channel on block 3 instead on 60 of the 120 paraphrase pairs (short sentences, "
+        "1,526 tokens: fewer than the paragraphs' 2,223), and measure on the other 60 pairs. Against RTN g32 "
+        "there, GPTQ per-channel is...",
+        (
+            "Still behind: one ruler per row is too coarse for int4, whatever the codes",
+            False,
+            "Tempting after section 2; but there the calibration text was paragraphs and the test text sentences. "
+            "Calibrated on sentences, GPTQ per-channel is ahead of RTN g32 on five of the six layers.",
         ),
         (
-            "clearly ahead in every draw: with varied tokens there is nothing left to fit",
+            "Further behind: fewer calibration tokens, so a tighter fit to them",
             False,
-            "Tempting once the first 100 look like the whole problem; but 100 tokens still leave most of the 384 "
-            "directions held only by the damping, so GPTQ still fits them, less.",
+            "Tempting, since fewer tokens constrain the fit less; but these tokens are like the test tokens, and the "
+            "error on the odd pairs falls below RTN g32's (on five of six layers).",
+        ),
+        (
+            "Ahead on most layers",
+            True,
+            "Ahead on five of the six layers and on the mean, with an interval over the test pairs that excludes 0: "
+            "a fit to sentences carries over to other sentences, where the fit to paragraphs did not.",
         ),
     ),
     "per_channel_vs_g32": choice(
@@ -466,15 +489,16 @@ RECALL: tuple[Question, ...] = (
         (
             "Too few and too similar tokens for 384 inputs: GPTQ fits them",
             True,
-            "It pushes errors into directions these tokens never excite, and other text does. In 20 random draws "
-            "from all the paragraphs, 100 tokens brought GPTQ about level and 200 put it ahead: not the count alone.",
+            "It pushes errors into directions these tokens never excite, and other text does. In this lesson's 20 "
+            "random draws from all the paragraphs (Going deeper), 200 tokens put GPTQ ahead every time: not the "
+            "count alone.",
         ),
         (
             "Fewer tokens than inputs: a rank-deficient Hessian makes GPTQ lose, whichever tokens they are",
             False,
-            "Tempting, since the rank limits what the tokens constrain; but in each of 20 draws, 200 tokens drawn "
-            "at random from all the paragraphs, still fewer than the 384 inputs, put GPTQ ahead of RTN on new "
-            "sentences.",
+            "Tempting, since the rank limits what the tokens constrain; but in this lesson's 20 draws (Going "
+            "deeper), 200 tokens drawn at random from all the paragraphs, still fewer than the 384 inputs, put GPTQ "
+            "ahead of RTN on new sentences every time.",
         ),
         (
             "The new sentences are a different kind of text from the calibration paragraphs",
@@ -517,8 +541,9 @@ RECALL: tuple[Question, ...] = (
         (
             "No: it lowers the error at the granularities measured; groups still help, and GPTQ g128 is common",
             True,
-            "In lesson 09 per-channel GPTQ beat RTN g32 only on the calibration tokens it was fitted to; on "
-            "held-out text it stayed behind.",
+            "Groups still lower GPTQ's own error (in lesson 09 GPTQ g128 beat GPTQ per-channel). Whether GPTQ "
+            "per-channel beat RTN g32 depended on the calibration text: calibrated on the course's paragraphs, only "
+            "on those paragraphs; calibrated on 60 sentence pairs, on 60 other pairs too.",
         ),
         (
             "Yes: per-channel GPTQ is as good as any group size",

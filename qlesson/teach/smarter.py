@@ -635,6 +635,56 @@ def print_against(
     )
 
 
+def pair_split(
+    weights: Mapping[str, torch.Tensor],
+    held_out: Mapping[str, torch.Tensor],
+    tokens_per_sentence: Sequence[int],
+    per_sentence: Mapping[str, np.ndarray],
+    norms: np.ndarray,
+    base: str = "RTN int4 per-group 32",
+    other: str = "GPTQ int4 per-channel",
+) -> tuple[list[dict[str, Any]], Interval, dict[str, float]]:
+    """GPTQ int4 per-channel calibrated on the even paraphrase pairs of ``held_out``, measured on the odd pairs.
+
+    The control for the calibration text: sentences ``2k`` and ``2k + 1`` are a pair and stay on
+    one side. ``per_sentence`` and ``norms`` are what :func:`held_out_rows` returned for the same
+    ``held_out`` tokens (they give ``base`` and ``other``, calibrated elsewhere, on the odd pairs).
+    Returns the rows (each variant's mean relative layer-output error on the odd pairs), the
+    paired interval over the odd pairs of the new fit minus ``base``, and the new fit's error
+    over ``base``'s by layer.
+
+    >>> g = torch.Generator().manual_seed(0)
+    >>> w = {"a": torch.randn(2, 8, generator=g, dtype=torch.float64)}
+    >>> x = {"a": torch.randn(16, 8, generator=g, dtype=torch.float64)}
+    >>> from qlesson.quant.granularity import PerGroup
+    >>> variants = [("RTN", 4, PerGroup(4)), ("GPTQ", 4, PerChannel(0))]
+    >>> rows, per, norms = held_out_rows(w, x, x, [4] * 4, variants)
+    >>> rows, d, by_layer = pair_split(w, x, [4] * 4, per, norms, "RTN int4 per-group 4")
+    >>> [r["calibrated on"] for r in rows]
+    ['(nothing to fit)', 'the paragraphs (section 2)', 'the even pairs (8 tokens)']
+    """
+    sentence = torch.repeat_interleave(torch.arange(len(tokens_per_sentence)), torch.tensor(list(tokens_per_sentence)))
+    even = (sentence // 2) % 2 == 0
+    odd = [i for i in range(len(tokens_per_sentence)) if (i // 2) % 2 == 1]
+    lays = shared_layers(weights, {n: held_out[n][even] for n in weights})
+    new = {n: quantized(lay, 4, PerChannel(0), ("GPTQ",))["GPTQ"] for n, lay in lays.items()}
+    err = {
+        base: per_sentence[base][:, odd],
+        other: per_sentence[other][:, odd],
+        "new": sentence_output_errors(weights, new, held_out, tokens_per_sentence)[:, odd],
+    }
+    out = norms[:, odd]
+    by = {k: e.sum(1) / out.sum(1) for k, e in err.items()}
+    n_even, n_odd = int(even.sum()), int((~even).sum())
+    fits = ("(nothing to fit)", "the paragraphs (section 2)", f"the even pairs ({n_even} tokens)")
+    rows = [
+        {"variant": label, "calibrated on": fit, f"err on the odd pairs ({n_odd} tokens)": float(by[key].mean())}
+        for label, fit, key in zip((base, other, other), fits, err, strict=True)
+    ]
+    d = output_error_interval(err["new"], err[base], out)
+    return rows, d, {n: float(a / b) for n, a, b in zip(weights, by["new"], by[base], strict=True)}
+
+
 def split_rows(
     weights: Mapping[str, torch.Tensor],
     fitted: Mapping[str, torch.Tensor],
