@@ -63,12 +63,12 @@ for kind, s in shapes.items():
 # ## 2. How unequal are the output channels?
 #
 # Take every output channel's absmax (`w.abs().amax(dim=1)`) and divide the loudest by the
-# median channel's: that is a layer's max/median. Under one shared scale, a channel 10x quieter
-# than the loudest uses a tenth of the integer range.
+# median channel's: that is a layer's max/median.
 #
-# One row per layer type. Read max/median first (the largest over the type's layers); the int4 SQNR
-# columns give the type's mean per-tensor, its worst layer and that layer's dB, and the mean
-# per-channel.
+# One row per layer type: its largest max/median, then int4 SQNR: the mean per-tensor, the worst
+# layer and its dB, and the mean per-channel. SQNR is `10·log10(Σw² / Σ(w − ŵ)²)` dB, `ŵ` the
+# dequantized weight: 0 dB means an error as large as the weights, and each 6 dB more halves the
+# error.
 
 # %% tags=["nbval-ignore-output"]
 from qlesson.course import recall
@@ -88,16 +88,14 @@ _ = plots.layer_spread(W)
 
 # %% [markdown]
 # Query, key and value are fairly even: the loudest row is under 3 times the median row. The FFN
-# `output` layers are not: the line under the table shows that in four of the six (L0 to L3) the
-# loudest row is the same one, 99, at 18 to 42 times the median row. Their type's mean per-tensor
-# int4 SQNR is near 0 dB: the noise is as large as the weights. The worst-layer columns show two
-# more layers below 2 dB, both in block 0: `L0.attention output` and `L0.intermediate`.
-# Per-channel brings every type's mean SQNR above 13 dB.
+# `output` layers are not: in L0 to L3 the loudest row is the same one, 99, at 18 to 42.5 times the
+# median row (the line under the table). Their type's mean per-tensor int4 SQNR is near 0 dB. The
+# worst-layer columns show two more layers below 2 dB, both in block 0: `L0.attention output` and
+# `L0.intermediate`. Per-channel brings every type's mean SQNR above 13 dB.
 #
 # ## 3. One layer that per-tensor int4 erases
 #
-# `L0.output` is lesson 02's 2x4 example at full size. Its channel
-# 99 is the loud row; the other 383 are far quieter.
+# `L0.output` is lesson 02's 2x4 example at full size. Its channel 99 is the loud row.
 
 # %%
 w0 = W["L0.output"]
@@ -137,7 +135,8 @@ print("; ".join(f"{n} {int(k)} of {rows}" for n, (k, rows) in erased.items() if 
 #
 # * **mean / worst cosine**: each sentence's embedding against its own FP32 embedding;
 # * **rank corr**: Spearman's correlation of each sentence's similarities to the 239 others,
-#   before and after (the ranking a search would return), averaged.
+#   before and after (the ranking a search would return), averaged;
+# * **cosine 95% CI**: how far the mean cosine could move on another 120 pairs (a bootstrap).
 #
 # The cell runs three settings, about 20 s: all per-tensor, all per-channel, and a split that
 # keeps the six FFN output layers per-channel and quantizes the other 31 per-tensor.
@@ -174,10 +173,9 @@ print_table([s.row() for s in scores.values()], fmt)
 # cannot be applied after the product, only to the activations before it. This is a reason about
 # integer products (W8A8), not about error: section 4 quantized the weights only.
 #
-# The cell checks the algebra on `L0.intermediate`, then reads the output axis of four layer types
-# and tests it: doubling one slice along the output axis must change exactly one output channel,
-# and a slice along any other axis must not. One of the four is a transposed convolution: guess its
-# axis first.
+# The cell checks both placements on `L0.intermediate`, then reads the output axis of four layer
+# types and tests it: doubling one slice along the output axis must change exactly one output
+# channel, and a slice along any other axis must not.
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("03", "axis")
@@ -187,8 +185,10 @@ from qlesson.teach import axes
 
 x = torch.randn(2, 384, generator=torch.Generator().manual_seed(1))
 qt = ql.quantize(W["L0.intermediate"], 8, granularity=ql.PerChannel(0))
+qi = ql.quantize(W["L0.intermediate"], 8, granularity=ql.PerChannel(1))
 same = torch.allclose((x @ qt.q.float().T) * qt.scale, x @ qt.dequantize().T, rtol=1e-5, atol=1e-5)
-print(f"(x @ codes.T) * scales equals x @ dequantized.T: {same}\n")
+same_in = torch.allclose((x * qi.scale) @ qi.q.float().T, x @ qi.dequantize().T, rtol=1e-5, atol=1e-5)
+print(f"output scales after the product: {same}; input scales on x before it: {same_in}\n")
 for label, module in axes.zoo().items():
     if isinstance(module, torch.nn.Embedding):
         continue  # a lookup, not a product: Going deeper
@@ -207,13 +207,12 @@ for label, module in axes.zoo().items():
 # ## Summary
 #
 # * MiniLM's output channels are unequal, most in the FFN output layers: in L0 to L3 row 99 is
-#   18 to 42 times the median row.
-# * Per-tensor int4 erases 378 of the 384 rows of MiniLM's `L0.output` (and most rows of three more
-#   FFN output layers). Per-channel lowers the error of every row but the loud one, which is
-#   unchanged.
+#   18 to 42.5 times the median row.
+# * Per-tensor int4 erases 378 of the 384 rows of MiniLM's `L0.output`. Per-channel lowers the
+#   error of every row but the loud one, which is unchanged.
 # * On 240 sentences, int4 per-channel keeps MiniLM's embeddings at a mean cosine of 0.92 against
-#   FP32, where per-tensor int4 falls to 0.44. Per-tensor on every layer but the six FFN output
-#   layers still gives 0.64: the FFN output layers are not the whole loss.
+#   FP32, where per-tensor int4 falls to 0.44. Per-tensor on all but the six FFN output layers
+#   still gives 0.64: those six are not the whole loss.
 # * The output axis is the channel because, in an integer matmul, its scale is applied once per
 #   output after the integer product. Read the axis from the layout: `[in, out]` weights (GPT-2 `Conv1D`,
 #   `ConvTranspose2d` with `groups=1`) put it at axis 1.
@@ -314,10 +313,10 @@ print_table(studies.outlier_channels(W), {"median absmax": ".3f", "loudest / med
 #
 # "A channel that uses 14% of the range loses 86% of its precision" is right if precision is
 # counted in *levels*. Counted in *bits*, its step is `1 / 0.14 = 7.1` times coarser, which costs
-# `log2(7.1) = 2.8` of 8 bits. "Per-tensor LLaMA-7B has 96 scales": count its Linear weights.
-# "Per-channel lowers the error by 50-80%": measure it on MiniLM. The note also quotes a
-# LLaMA-7B perplexity table and ResNet-50 "per-channel activation" accuracies without a source;
-# the course does not use them.
+# `log2(7.1) = 2.8` of 8 bits. "Per-tensor LLaMA-7B has 96 scales": count the Linear weights of its
+# decoder layers (`lm_head` adds one). "Per-channel lowers the error by 50-80%": measure it on
+# MiniLM. The note also quotes a LLaMA-7B perplexity table and ResNet-50 "per-channel activation"
+# accuracies without a source; the course does not use them.
 
 # %%
 from qlesson.teach import examples
@@ -327,7 +326,7 @@ used = 0.14
 lost_bits = torch.log2(torch.tensor(1 / used)).item()
 print(f"14% of the range: {used * 256:.0f} of 256 levels, step {1 / used:.1f}x coarser, {lost_bits:.1f} of 8 bits lost")
 layers, per_layer = examples.LLAMA_7B_LAYERS, len(examples.LLAMA_7B_LINEARS)
-print(f"LLaMA-7B: {layers} layers x {per_layer} Linear weights = {layers * per_layer} per-tensor scales, not 96")
+print(f"LLaMA-7B decoder: {layers} layers x {per_layer} Linears = {layers * per_layer} per-tensor scales, not 96")
 for bits in (8, 4):
     cut = studies.error_reduction(W, bits)
     print(f"MiniLM int{bits}: per-channel lowers the total absolute weight error by {100 * cut:.0f}%")
@@ -378,4 +377,3 @@ print(f"nn.ConvTranspose2d(4, 8, 3, groups=2): weight {tuple(grouped.weight.shap
 #   sentences (`qlesson/teach/intervals.py`).
 # * A sentence's rank correlation depends on which other sentences are in the set, so its
 #   interval is a jackknife: recompute with one pair left out at a time.
-# * The SQNR columns of section 2 are the mean over a type's layers of each layer's SQNR in dB.

@@ -312,7 +312,7 @@ WRONG = {
     "03.erased_channels": [
         (lambda w, bits: int((torch.round(w / (w.abs().max() / (2 ** (bits - 1) - 1))) == 0).all(dim=1).sum()), "rows"),
         (lambda w, bits: int((w.abs() < w.abs().max() / (2 ** (bits - 1) - 1)).all(dim=0).sum()), "whole tick"),
-        (lambda w, bits: 0, "every channel its own scale"),
+        (lambda w, bits: 0, "one scale per channel"),
     ],
     "10.kv_bytes": [
         (lambda L, H, D, T, b: L * H * D * T * b, "keys only"),

@@ -115,3 +115,15 @@ def test_any_zero_and_every_weight_nonzero_are_named():
 
     v = evaluate(TASKS["03.min_bits"], all_nonzero)
     assert v.status == "fail" and "every weight" in v.mistake
+
+
+def test_a_right_axis_with_a_hard_coded_7_and_an_asymmetric_count_are_named():
+    from qlesson.course.checking import evaluate
+
+    v = evaluate(TASKS["03.einsum_scales"], lambda w, b: w.abs().amax(dim=(0, 1)) / 7)
+    assert v.status == "fail" and "axis is right" in v.mistake
+    erased = TASKS["03.erased_channels"]
+    v = evaluate(erased, lambda w, b: int((torch.round(w / (w.abs().max() / (2**b - 1))) == 0).all(dim=0).sum()))
+    assert v.status == "fail" and "2**bits - 1" in v.mistake
+    v = evaluate(erased, lambda w, b: 0)
+    assert v.status == "fail" and v.mistake.startswith("came back 0")

@@ -21,8 +21,8 @@
 # # Exercise 03 · Per-channel on real weights (SOLUTIONS: spoilers)
 #
 # Practice for lesson `notebooks/03_per_channel_on_real_weights.ipynb`: find the output axis of a
-# 3-d einsum weight and of an `[in, out]` weight, count what one shared scale erases, and find how many
-# bits a real layer needs before one shared scale erases none of its rows.
+# 3-d einsum weight and of an `[in, out]` weight, count what one shared scale erases, and find the
+# bits at which it erases no row of a real layer.
 #
 # **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
 # check cell right below it. Write your code, run your cell, then run the check: a pass prints
@@ -47,8 +47,8 @@ from qlesson.course.tasks import check
 # Some attention code keeps its output projection as a 3-d weight `w` of shape
 # `[heads, head_dim, d_model]` and applies it to the heads' outputs `z` (`[batch, heads, head_dim]`)
 # with `y = torch.einsum("bhd,hdm->bm", z, w)`. Write `einsum_scales(w, bits)`: one symmetric
-# int-`bits` scale per output channel of `y`, as a 1-d tensor. In the visible cases all three axes
-# have the same size, so the shape of your answer cannot tell you the axis. Some cases are hidden.
+# int-`bits` scale per output channel of `y`, as a 1-d tensor. The visible cases are cubes, so the
+# shape of your answer cannot tell you the axis. Some cases are hidden.
 
 
 # %% tags=["solution"]
@@ -66,7 +66,7 @@ check("03.einsum_scales", einsum_scales)
 # ## Task 2 · The output axis of an `[in, out]` weight
 #
 # GPT-2's `Conv1D` computes `y = x @ W + b`, with `W` stored `[in_features, out_features]`.
-# Write `conv1d_scales(w, bits)`: one symmetric int-`bits` scale per output channel, as the lesson
+# Write `conv1d_scales(w, bits)`: one symmetric int-`bits` scale per output channel, as lesson 01
 # defines a scale. The visible cases are square, so the shape of your answer cannot tell you the
 # axis. Some cases are hidden.
 
@@ -86,8 +86,8 @@ check("03.conv1d_scales", conv1d_scales)
 # %% [markdown]
 # ## Task 3 · How many channels does one shared scale erase?
 #
-# The lesson's `L0.output` lost 378 of its 384 rows to one per-tensor int4 scale. Now the weight
-# is stored `[in, out]`, as in GPT-2. Write `erased_channels(w, bits)`: the number of *output
+# The lesson's `L0.output` lost 378 of 384 rows to one int4 scale. Now the weight is stored
+# `[in, out]`, as in GPT-2. Write `erased_channels(w, bits)`: the number of *output
 # channels* whose codes are all 0 after symmetric per-tensor int-`bits` quantization (round as
 # `torch.round` does). Some cases are hidden; one is a real MiniLM layer.
 
@@ -180,16 +180,17 @@ recall.answer("01", 6, recall_01_6)
 #
 # A [3, 8] Linear weight: row absmaxes 2.1, 0.7, 0.35. Per-tensor to per-channel int4: which rows get a finer tick?
 #
-# - **a)** The two quieter rows; the loudest row's scale stays 2.1 / 7 = 0.3
+# - **a)** The two quieter rows, to ticks of 0.7 / 8 and 0.35 / 8
 # - **b)** Only the quietest row: the 0.7 row already reached half a tick
 # - **c)** All three: every row gets its own, finer scale
+# - **d)** The two quieter rows; the loudest row's scale stays 2.1 / 7 = 0.3
 #
 # Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
 recall_7 = ...  # STUB
 # BEGIN SOLUTION
-recall_7 = "a"
+recall_7 = "d"
 # END SOLUTION
 
 # %% qlesson={"task": "recall 03.7"} tags=["check"]

@@ -195,6 +195,11 @@ TASKS: list[Task] = [
                 lambda w, b: w.abs().amax(dim=(0, 1)) / 127,
             ),
             Mistake(
+                "the axis is right, but you divided by 7 whatever the bits (int4 hard-coded); the largest code "
+                "of int-b is 2**(bits-1) - 1",
+                lambda w, b: w.abs().amax(dim=(0, 1)) / 7,
+            ),
+            Mistake(
                 "divided by 2**(bits-1); symmetric int-b uses the codes -(2**(bits-1) - 1) .. 2**(bits-1) - 1",
                 lambda w, b: w.abs().amax(dim=(0, 1)) / 2 ** (b - 1),
             ),
@@ -224,6 +229,7 @@ TASKS: list[Task] = [
             Mistake("forgot abs(): a large negative weight is loud too", lambda w, b: w.amax(dim=0) / qmax(b)),
             Mistake(_FP16, lambda w, b: (w.abs().amax(dim=0) / qmax(b)).half().float()),
             Mistake("divided by 127 whatever the bits (int8 hard-coded)", lambda w, b: w.abs().amax(dim=0) / 127),
+            Mistake("divided by 7 whatever the bits (int4 hard-coded)", lambda w, b: w.abs().amax(dim=0) / 7),
             Mistake(
                 "divided by 2**(bits-1); symmetric int-b uses the codes -(2**(bits-1) - 1) .. 2**(bits-1) - 1",
                 lambda w, b: w.abs().amax(dim=0) / 2 ** (b - 1),
@@ -270,7 +276,13 @@ TASKS: list[Task] = [
                 lambda w, b: int((torch.round(w / (w.abs().max() / qmax(b))) == 0).any(dim=0).sum()),
             ),
             Mistake(
-                "gave every channel its own scale: then none is erased, but the task asks about one shared scale",
+                "divided by 2**bits - 1, the step count of an asymmetric ruler: the tick comes out about half as "
+                "large, so fewer channels round to 0",
+                lambda w, b: int((torch.round(w / (w.abs().max() / (2**b - 1))) == 0).all(dim=0).sum()),
+            ),
+            Mistake(
+                "came back 0, as if no channel were erased: one scale per channel gives that, and so does a tick "
+                "too small for any channel to round to 0; the task asks about one shared scale",
                 lambda w, b: 0,
             ),
             Mistake(
@@ -347,10 +359,11 @@ PREDICT = {
             "in the query and key weights the loudest row is under 3x the median row.",
         ),
         (
-            "The FFN output layers [384, 1536]",
+            "The FFN output layers [384, 1536]: they write back into the residual stream",
             True,
-            "In layers 0 to 3 the same row, 99, is the loudest, 18 to 42 times the median row; "
-            "the query, key and value rows stay within 3x of their median row.",
+            "In layers 0 to 3 the same row, 99, is the loudest, 18 to 42.5 times the median row. The residual "
+            "stream is only part of the reason: the attention output layers write there too and reach 7.4x, no "
+            "more than the intermediate layers.",
         ),
         (
             "The FFN intermediate layers [1536, 384]: the most rows, so the most chances for an extreme one",
@@ -362,7 +375,7 @@ PREDICT = {
             "None: training keeps a layer's channels within about 2x of each other",
             False,
             "Normalisation and weight decay suggest evenness, but in MiniLM the loudest row of four FFN output "
-            "layers is 18 to 42 times their median row.",
+            "layers is 18 to 42.5 times their median row.",
         ),
     ),
     "cosine": choice(
@@ -452,14 +465,26 @@ RECALL: tuple[Question, ...] = (
             "per-input scale changes inside the sum and cannot be pulled out after it.",
         ),
     ),
-    Numeric(
-        "GPT-2's Conv1D computes x @ W + b, W stored [in, out] = [768, 2304]. How many per-output-channel scales?",
-        2304,
-        "One per output channel, and the outputs are axis 1 of this [in, out] layout: 2304 scales of 768 weights each.",
-        tol=0.01,
-        mistakes=(
-            (768, "that is axis 0, the output axis of nn.Linear; in GPT-2's [in, out] layout axis 0 is the input"),
-            (1, "that is per-tensor: one scale for the whole weight"),
+    choice(
+        "Int4 MiniLM: mean cosine 0.44 all per-tensor, 0.92 all per-channel. All per-tensor but the six FFN "
+        "output layers (kept per-channel)?",
+        (
+            "About 0.64: those six are part of the loss, not all",
+            True,
+            "Keeping only the six output layers per-channel lifts 0.44 to 0.64; the other 31 layers per-tensor "
+            "still cost the remaining 0.28 below 0.92.",
+        ),
+        (
+            "About 0.92: those six are the whole loss",
+            False,
+            "It tempts because their erased rows are the most visible damage, but the other layers per-tensor "
+            "alone take the mean cosine from 0.92 to 0.64.",
+        ),
+        (
+            "About 0.44: those six hardly matter",
+            False,
+            "It tempts if the other 31 layers look like the bulk of the model, but keeping the six output layers "
+            "per-channel lifts the mean cosine from 0.44 to 0.64.",
         ),
     ),
     choice(
@@ -532,6 +557,12 @@ EXERCISE_RECALL: tuple[Question, ...] = (
             False,
             "It tempts because per-channel sounds finer everywhere, but the loudest row's absmax is the shared "
             "absmax, so its scale stays 0.3.",
+        ),
+        (
+            "The two quieter rows, to ticks of 0.7 / 8 and 0.35 / 8",
+            False,
+            "It tempts because int4 has codes -8 to 7, but the symmetric ruler stops at 7: the ticks are "
+            "0.7 / 7 = 0.1 and 0.35 / 7 = 0.05.",
         ),
         (
             "Only the quietest row: the 0.7 row already reached half a tick",
