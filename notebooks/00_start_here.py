@@ -19,64 +19,90 @@
 #
 # **The question**: How does this course work, and what will it teach me?
 #
-# **The answer**: Quantization stores each weight as a small integer times a **scale**, and
-# this course is about one choice: how many weights share a scale. Eleven lessons each answer
-# one question with numbers computed when you run them; exercises let you practise, and
-# `make grade` scores them.
+# **The answer**: Quantization stores each number (a weight, an activation) as a small integer
+# times a **scale**, and this course is about one choice: which numbers share a scale, how many
+# and along which axis. Eleven lessons each answer one question with numbers computed when you
+# run them (a few timings are stored readings, and say so); `make grade` scores your exercises.
 #
-# **What you will do**: see the course map, check your machine, and learn how to run a lesson,
-# where your work lives and how it is graded.
+# **What you will do**: check your machine, make one practice prediction, see the course map,
+# and learn how to run a lesson, where your work lives and how it is graded.
 #
 # **What you need**: Python and a first acquaintance with matrix multiplies; no quantization
 # background. No GPU and no separate model download: the real model (all-MiniLM-L6-v2) comes
-# with the course's Python packages.
-# **Time**: about 6 minutes.
+# with the course's Python packages. Lesson 11's section 3 also needs `make engines` once (5 to
+# 13 minutes, cmake and a C++ compiler), or you skip that section.
+# **Time**: about 10 minutes.
 #
-# ## 1. One ruler or many
+# ## 1. What your machine has
+#
+# The first cell of every lesson prints the versions in use. Read two lines: `kernel Python`
+# should end in *(the course's venv)*, and `pins` should say every pinned version matches. If
+# either does not, its line says what to do; `make doctor` checks the rest. No lesson cell needs
+# a GPU; lesson 06 shows stored GPU runs.
+
+# %% tags=["nbval-ignore-output"]
+import math
+
+import qlesson as ql
+from qlesson.course import recall
+
+ql.show_environment()
+
+# %% [markdown]
+# ## 2. One ruler or many
 #
 # A scale is the spacing of the ticks on a ruler. The course compares three ways to share it:
 #
 # * **per-tensor**: one ruler for the whole weight matrix;
 # * **per-channel**: one ruler for each output channel (each row of a Linear weight);
-# * **per-group**: one ruler for each small block of, say, 32 or 128 weights.
+# * **per-group**: one ruler for each run of, say, 32 or 128 weights along a row.
 #
-# ## 2. The course map
+# Every lesson asks you to predict a result before the cell that shows it. Try it once: pick an
+# answer below, press **Lock in**, then run the next cell.
+
+# %% tags=["nbval-ignore-output"]
+recall.predict("00", "count_scales")
+
+# %%
+shape = (4096, 4096)  # a Linear weight: [out_features, in_features]
+print(f"{'':<16} {'scales':>7}  their shape")
+for name, g in [("per-tensor", ql.PerTensor()), ("per-channel", ql.PerChannel()), ("per-group, 128", ql.PerGroup(128))]:
+    grid = ql.scale_shape(g, shape)
+    print(f"{name:<16} {math.prod(grid):>7,}  {grid}")
+
+# %% [markdown]
+# Each of the 4,096 rows is cut into its own 32 runs of 128: 4,096 × 32 = 131,072 scales, one
+# for every 128 weights. What those extra scales buy, and what they cost, is what lessons 02 to
+# 04 measure.
+#
+# ## 3. The course map
 #
 # Times: the lesson, plus its exercise.
 #
 # | lesson | the question it answers | time |
 # |---|---|---|
-# | `01_the_ruler` | How does a quantizer turn a real number into a small integer, and where does its error come from? | 18 + 28 min |
-# | `02_one_ruler_or_many` | When the rows of a weight matrix have very different magnitudes, what does one shared scale cost them, and what does one scale per row fix? | 17 + 18 min |
+# | `01_the_ruler` | How does a quantizer turn a real number into a small integer, and where does its error come from? | 19 + 28 min |
+# | `02_one_ruler_or_many` | When the rows of a weight matrix have very different magnitudes, what does one shared scale cost them, and what does one scale per row fix and guarantee? | 17 + 18 min |
 # | `03_per_channel_on_real_weights` | Which axis of a real transformer's weights should get its own scales, and how much does it matter? | 20 + 24 min |
 # | `04_groups_and_formats` | When one scale per channel is still too coarse at 4 bits, what does one scale per run of `g` weights buy, and what does it cost? | 25 + 23 min |
 # | `05_zero_points_and_activations` | How should the activations of a transformer, which arrive at run time, be quantized to int8? | 20 + 33 min |
 # | `06_dequant_in_gemm` | Where does a weight's scale go inside a matrix multiply, and when do compact weights save time? | 26 + 40 min |
-# | `07_calculator` | What do a ruler's 4 bytes of scale buy, and what do 4 more of zero point buy? | 18 + 18 min |
-# | `08_scales_of_scales` | Small blocks make fp16 scales expensive; how many bits does a block's scale really need? | 30 + 31 min |
-# | `09_smarter_rounding` | Can smarter rounding (GPTQ, AWQ) stand in for a finer granularity? | 26 + 34 min |
+# | `07_calculator` | What do a ruler's 4 bytes of scale buy, and what do 4 more of zero point buy? | 17 + 19 min |
+# | `08_scales_of_scales` | Small blocks make fp16 scales expensive; how many bits does a block's scale really need? | 28 + 31 min |
+# | `09_smarter_rounding` | Can smarter rounding (GPTQ, AWQ) stand in for a finer granularity? | 25 + 34 min |
 # | `10_which_axis` | When a transformer's cached keys and values are quantized, should each scale cover one token or one channel? | 26 + 35 min |
 # | `11_your_model_in_an_engine` | Does the granularity you chose survive a real engine's file format, and what does it cost there? | 24 + 30 min |
 #
 # In all: about 4 hours of lessons and 5 hours of exercises.
 #
-# ## 3. What your machine has
+# Take 01 to 05 in order. After that, each lesson's *What you need* line names the lessons it
+# builds on.
 #
-# The first cell of every lesson prints the versions in use and whether a CUDA GPU is present.
-# The course needs only a CPU; GPU cells skip themselves when there is none.
-
-# %% tags=["nbval-ignore-output"]
-import qlesson as ql
-
-ql.show_environment()
-
-# %% [markdown]
 # ## 4. How to work through a lesson
 #
-# Start (or come back) with `make lab`; it opens this page.
-# Run cells one at a time with **Shift+Enter**, not Run All. At each **Predict**, press **Lock in**
-# on an answer before you run the next cell: that cell shows the result. To see how a function
-# works, run `ql.quantize??` in a cell to print its source.
+# Start (or come back) with `make lab`; it opens this page. Run cells one at a time with
+# **Shift+Enter**, not Run All, and at each **Predict** press **Lock in** before you run the next
+# cell, as in section 2.
 #
 # **Your workspace.** JupyterLab shows `workspace/`: your own copies of the lessons and
 # exercises, outputs cleared. Edit, break and save anything; git ignores this folder.
@@ -97,8 +123,8 @@ ql.show_environment()
 #
 # ## Summary
 #
-# * The course asks one question: how many weights should share a scale?
-# * Each lesson answers one part of it.
+# * The course asks one question: which numbers should share a scale, how many, and along which
+#   axis?
 # * Run cells one at a time, and predict before you run.
 # * You work in `workspace/`; `make grade`, run from the repository's root, scores your
 #   exercises.
@@ -114,8 +140,10 @@ ql.show_environment()
 #   output channel (a row) unless a lesson says otherwise.
 # * Symmetric signed int*b* uses the restricted range `[-(2^(b-1)-1), 2^(b-1)-1]` (int4 is
 #   [-7, 7]). Rounding is half to even, as in `torch.round`.
-# * Colours: red is per-tensor, teal is per-channel, yellow is per-group, dark grey is the
-#   original values, in every plot.
+# * Colours: red is per-tensor, teal is per-channel, yellow is per-group, green is per-token,
+#   dark grey is the original values, in every plot; lesson 06's matrix-multiply methods have
+#   colours of their own.
+# * To see how a function works, run `ql.quantize??` in a cell: it prints the source.
 #
 # ### Course updates
 #

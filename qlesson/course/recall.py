@@ -283,7 +283,7 @@ def predictions(lesson: str) -> dict[str, Choice]:
     >>> predictions("99")
     Traceback (most recent call last):
     ...
-    ValueError: no lesson '99'; use one of 01, 02, 03, 04, 05, 06, 07, 08, 09, 10, 11
+    ValueError: no lesson '99'; use one of 00, 01, 02, 03, 04, 05, 06, 07, 08, 09, 10, 11
     """
     from qlesson import lessons
 

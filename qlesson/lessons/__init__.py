@@ -6,7 +6,7 @@ reference, named mistakes) and its recall questions (``RECALL``). The lesson its
 ``exercises/solutions/NN_<name>.py``. Adding a lesson means adding files, not editing a registry.
 
 >>> sorted(numbers())[:3]
-['01', '02', '03']
+['00', '01', '02']
 >>> module("02").__name__
 'qlesson.lessons.l02_one_ruler_or_many'
 """
