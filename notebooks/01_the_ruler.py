@@ -28,7 +28,7 @@
 # want an asymmetric ruler.
 #
 # **What you need**: lesson 00 (how to run the notebooks); nothing to download.
-# **Time**: about 19 minutes, plus about 28 for the exercise.
+# **Time**: about 21 minutes, plus about 28 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql

@@ -29,7 +29,7 @@
 # per row (int4); compare a row's error under both rulers, on hand-built rows and on a real model.
 #
 # **What you need**: lesson 01 (scale, round, clamp); nothing to download.
-# **Time**: about 17 minutes, plus about 18 for the exercise.
+# **Time**: about 19 minutes, plus about 18 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql

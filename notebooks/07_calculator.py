@@ -30,7 +30,7 @@
 # GELU row.
 #
 # **What you need**: lessons 01, 02 and 05 (zero points).
-# **Time**: about 17 minutes, plus about 19 for the exercise.
+# **Time**: about 20 minutes, plus about 19 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import torch

@@ -28,7 +28,7 @@
 # bits on a MiniLM layer, with int4 and with 6-bit codes; try a power-of-two scale.
 #
 # **What you need**: lessons 02 to 04 (group scales and bits per weight); nothing to download.
-# **Time**: about 28 minutes, plus about 31 for the exercise.
+# **Time**: about 31 minutes, plus about 31 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql

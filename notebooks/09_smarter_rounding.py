@@ -31,7 +31,7 @@
 # * find what GPTQ's lead on the calibration text is made of, and calibrate it on other text.
 #
 # **What you need**: lessons 02 to 05 (scales, per-channel, groups, folding).
-# **Time**: about 25 minutes, plus about 34 for the exercise.
+# **Time**: about 29 minutes, plus about 34 for the exercise.
 
 
 # %% tags=["nbval-ignore-output"]

@@ -30,7 +30,7 @@
 #
 # **What you need**: lessons 02 (granularity), 05 (activations) and 09 (intervals over
 # sentence pairs); nothing to download.
-# **Time**: about 26 minutes, plus about 35 for the exercise.
+# **Time**: about 28 minutes, plus about 35 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql

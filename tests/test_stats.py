@@ -98,6 +98,20 @@ def test_a_markdown_table_is_read_like_printed_output(tmp_path):
     assert r.minutes > plain.minutes + 82 / 80 - 0.1
 
 
+def test_the_quiz_counts_a_minute_a_question_not_its_text_sheet(tmp_path):
+    path = _lesson(tmp_path, "**Time**: about 3 minutes.", "Prose here.")
+    nb = nbformat.read(str(path), as_version=4)
+    sheet = nbformat.v4.new_code_cell('recall.show("42")')
+    text = "1. A first question?\n   a) yes\n   b) no\n2. A second one, with " + "many words " * 40 + "\n"
+    sheet.outputs = [nbformat.v4.new_output("execute_result", data={"text/plain": text}, execution_count=1)]
+    nb.cells.append(sheet)
+    nbformat.write(nb, str(path))
+    r = stats.lesson_stats(path, times={})
+    plain = stats.lesson_stats(_lesson(tmp_path, "**Time**: about 3 minutes.", "Prose here."), times={})
+    assert r.output == plain.output  # the sheet's words are not read as output...
+    assert r.minutes == pytest.approx(plain.minutes + 2 * stats.RECALL_MINUTES + 3 / 150, abs=0.06)  # ...2 questions
+
+
 def test_over_budget_is_reported(tmp_path):
     path = _lesson(tmp_path, "**Time**: about 14 minutes.", " ".join(["word"] * 2100))
     r = stats.lesson_stats(path, times={"42": {"main_s": 61.0}})

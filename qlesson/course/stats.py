@@ -8,7 +8,8 @@ printed output, its code cells and code words, the main line's run time (measure
 
 * the lesson: prose / 150 + code / 150 + printed output / 80 words a minute (a markdown table
   is read like printed output, at 80), plus the run time, plus a minute for each predict-then-run
-  question and two for each widget's guided experiment;
+  question, two for each widget's guided experiment, and a minute for each quiz question (the
+  quiz's text sheet, ``recall.show``, is then not counted as printed output);
 * the exercise: its prose / 150 words a minute, plus each graded task's minutes (3 unless its ``Task``
   says more) and 1 a recall answer.
 
@@ -49,6 +50,7 @@ _STATED = re.compile(
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’.,:/%+\-]*")
 _LINK_TARGET = re.compile(r"\]\([^)]*\)")
 _HTML_TAG = re.compile(r"<[^>]+>")
+_QUESTION = re.compile(r"(?m)^\d+\. ")  # a numbered question in recall.show's text sheet
 
 
 def words(text: str) -> int:
@@ -56,11 +58,13 @@ def words(text: str) -> int:
     return len(_WORD.findall(_HTML_TAG.sub(" ", _LINK_TARGET.sub("]", text))))
 
 
-def honest_minutes(prose: int, code: int, output: int, run_s: float, predicts: int = 0, widgets: int = 0) -> float:
+def honest_minutes(
+    prose: int, code: int, output: int, run_s: float, predicts: int = 0, widgets: int = 0, quiz: int = 0
+) -> float:
     """Reading at 150 (prose, code) and 80 (printed output) words a minute, plus the run time,
-    a minute per prediction and two per widget experiment."""
+    a minute per prediction, two per widget experiment and one per quiz question."""
     reading = prose / PROSE_WPM + code / CODE_WPM + output / OUTPUT_WPM + run_s / 60
-    return round(reading + PREDICT_MINUTES * predicts + WIDGET_MINUTES * widgets, 1)
+    return round(reading + PREDICT_MINUTES * predicts + WIDGET_MINUTES * widgets + RECALL_MINUTES * quiz, 1)
 
 
 def table_words(text: str) -> int:
@@ -194,7 +198,9 @@ def lesson_stats(path: Path, times: dict[str, dict[str, float]] | None = None) -
     tables = sum(table_words(m) for m in markdown)
     prose = sum(words(m) for m in markdown) - tables
     code_words = sum(len(_source(c).split()) for c in code)
-    output = sum(words(_printed(c)) for c in code) + tables
+    sheets = [c for c in code if "recall.show(" in _source(c)]
+    quiz = sum(len(_QUESTION.findall(_printed(c))) for c in sheets)  # answered in the widget, a minute each
+    output = sum(words(_printed(c)) for c in code if c not in sheets) + tables
     timed = (run_times() if times is None else times).get(number, {})
     run_s = timed.get("main_s")
     said, said_ex = stated(cells)
@@ -209,7 +215,7 @@ def lesson_stats(path: Path, times: dict[str, dict[str, float]] | None = None) -
         code=code_words,
         run_s=run_s,
         deeper_run_s=timed.get("deeper_s"),
-        minutes=honest_minutes(prose, code_words, output, run_s or 0.0, predicts, widgets),
+        minutes=honest_minutes(prose, code_words, output, run_s or 0.0, predicts, widgets, quiz),
         exercise=exercise_minutes(number),
         stated=said,
         stated_exercise=said_ex,
