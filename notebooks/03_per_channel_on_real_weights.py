@@ -91,7 +91,7 @@ _ = plots.layer_spread(W)
 # `output` layers are not: in L0 to L3 the loudest row is the same one, 99, at 18 to 42.5 times the
 # median row (the line under the table). Their type's mean per-tensor int4 SQNR is near 0 dB. The
 # worst-layer columns show two more layers below 2 dB, both in block 0: `L0.attention output` and
-# `L0.intermediate`. Per-channel brings every type's mean SQNR above 13 dB.
+# `L0.intermediate`. Per-channel lifts every type's mean SQNR (over its six layers) above 13 dB.
 #
 # ## 3. One layer that per-tensor int4 erases
 #
@@ -160,7 +160,7 @@ print_table([s.row() for s in scores.values()], fmt)
 
 # %% [markdown]
 # Per-tensor int4 breaks the model (mean cosine 0.44); per-channel int4 keeps 0.92, for 0.03 bits
-# per weight of fp16 scales. The three `95% CI` intervals are far apart. The split row answers the
+# per weight of fp16 scales. The three `95% CI` intervals do not overlap. The split row answers the
 # prediction: per-tensor on the other 31 layers alone drops the mean cosine to 0.64, so the FFN
 # output layers are not the whole loss.
 #

@@ -158,7 +158,8 @@ TASKS: list[Task] = [
         "per-output-channel scales of an einsum out-projection [heads, head_dim, d_model]",
         _einsum_scales,
         _cases_einsum(),
-        "in einsum('bhd,hdm->bm', z, w), which letters of w are summed away, and which one indexes the output?",
+        "in einsum('bhd,hdm->bm', z, w), which letters of w are summed away, and which one indexes the output? "
+        "If your axis is right: what is the largest code of symmetric int-b?",
         [
             Mistake(
                 "one scale per head, as for Conv2d's axis 0: heads are summed by this einsum, so they are inputs",
@@ -209,13 +210,15 @@ TASKS: list[Task] = [
             ),
         ],
         minutes=4,
+        shows_expected=False,  # the expected scales would tell amax(dim=0) from amax(dim=1) by trial
     ),
     Task(
         "03.conv1d_scales",
         "per-output-channel scales of a GPT-2 Conv1D weight",
         _conv1d_scales,
         _cases_conv1d(),
-        "GPT-2's Conv1D computes x @ W + b: which axis of W does one output column y[:, n] read?",
+        "GPT-2's Conv1D computes x @ W + b: which axis of W does one output column y[:, n] read? "
+        "If your axis is right: what is the largest code of symmetric int-b?",
         [
             Mistake(
                 "amax(dim=1) removes axis 1, so it gives one scale per input row; the scales must run along the output "
@@ -247,6 +250,7 @@ TASKS: list[Task] = [
                 lambda w, b: w.abs().amax(dim=0, keepdim=True) / qmax(b),
             ),
         ],
+        shows_expected=False,  # the expected scales would tell amax(dim=0) from amax(dim=1) by trial
     ),
     Task(
         "03.erased_channels",
