@@ -21,7 +21,7 @@
 # **The answer**: With one scale per row, it depends on the calibration text: on MiniLM's block 3
 # at int4, GPTQ calibrated on the course's paragraphs beats plain rounding in groups of 32 only on
 # those paragraphs, but calibrated on 60 pairs of short sentences it beats it on 60 other pairs
-# too (on five of six layers). AWQ's scale search (no clipping search) stays behind groups of 32
+# too. AWQ's scale search (no clipping search) stays behind groups of 32
 # even on its calibration paragraphs, and GPTQ with groups of 128 beats them on held-out sentences
 # by 4% at fewer bits.
 #

@@ -427,8 +427,8 @@ PREDICT = {
         (
             "Further behind: fewer calibration tokens, so a tighter fit to them",
             False,
-            "Tempting, since fewer tokens constrain the fit less; but these tokens are like the test tokens, and the "
-            "error on the odd pairs falls below RTN g32's (on five of six layers).",
+            "Tempting, since fewer tokens constrain the fit less; but the error on the odd pairs falls below RTN "
+            "g32's (on five of six layers).",
         ),
         (
             "Ahead on most layers",
