@@ -28,7 +28,7 @@
 # decides between a code bit and a bit of scales, and read llama.cpp's Q4_0 bytes.
 #
 # **What you need**: lessons 02 and 03; nothing to download (MiniLM comes with the course).
-# **Time**: about 25 minutes, plus about 23 for the exercise.
+# **Time**: about 27 minutes, plus about 23 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql

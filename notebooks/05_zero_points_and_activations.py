@@ -30,7 +30,7 @@
 # * smooth two inputs of layer 0 (QKV and FC1) and see where the gain comes from.
 #
 # **What you need**: lessons 01 to 03 (nothing to download).
-# **Time**: about 20 minutes, plus about 33 for the exercise.
+# **Time**: about 23 minutes, plus about 33 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql

@@ -32,7 +32,7 @@
 # * read a stored GPU run: where an int4 kernel wins, and where it loses.
 #
 # **What you need**: lessons 02 to 05.
-# **Time**: about 26 minutes, plus about 40 for the exercise.
+# **Time**: about 29 minutes, plus about 40 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
