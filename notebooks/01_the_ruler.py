@@ -158,9 +158,9 @@ print_table(ruler.compare_modes(relu_like, bits=4), {"scale": ".4f", "mae": ".4f
 
 # %% [markdown]
 # The symmetric rulers use only the codes on one side of the zero point, so their ticks are
-# about twice as coarse and the error is larger. Signed or unsigned codes move the integer
-# labels (the symmetric unsigned ruler also keeps code 0, tick -8, which these values never
-# reach): with the same scale, the error is the same.
+# about twice as coarse and these six values' error is larger. Signed or unsigned codes move
+# the integer labels (the symmetric unsigned ruler also keeps code 0, tick -8, which these
+# values never reach): with the same scale, the error is the same.
 #
 # ## 6. Try it: a value and a bit width
 #
@@ -183,8 +183,8 @@ widgets.ruler_explorer(tuple(values))
 # ## Summary
 #
 # * `q = clamp(round(x / scale) + zero_point, qmin, qmax)`, `x_hat = (q - zero_point) * scale`.
-# * `b` bits give `2^b` codes; the symmetric signed ruler uses `2^b - 1` of them, the usual
-#   int8 weight range [-127, 127].
+# * `b` bits give `2^b` codes; the symmetric signed ruler uses `2^b - 1` of them: for int8,
+#   [-127, 127], the weight range TFLite and TensorRT use.
 # * Inside the range the error is at most half a tick. A value half a tick or more past the
 #   last tick is clipped (the clamp changes its code), and its error grows without bound.
 # * Asymmetric: `scale = (rmax - rmin) / (2^b - 1)` over a range widened to 0, zero point
