@@ -796,7 +796,7 @@ def test_wrong_answer_fails_and_names_the_mistake(task_id, k, capsys):
         assert "mistake:" not in out, out
     else:
         assert "mistake:" in out and words in message, message
-    assert "hint:" in out
+    assert ("hint:" in out) == ("mistake:" not in out), out  # the hint only where no mistake is named
     if "failed: a hidden case" in out:  # a hidden case shows neither what came back nor what was expected
         assert "came back:" not in out and "expected:" not in out
         return

@@ -8,7 +8,8 @@ learner's function (passed in explicitly) on every case and returns a :class:`Ve
 * ``not attempted``: a stub (``...``, ``pass``, ``None``, ``NotImplementedError``) on every case;
 * ``fail``: the first failing case, what came back, what was expected, the named mistake
   (only when the answer agrees with that mistake on *every* case, so a mistake is never
-  named for an answer that merely coincides with it once) and a hint; a case that came back
+  named for an answer that merely coincides with it once) or, where no mistake is named, the
+  task's hint; a case that came back
   ``None`` while others did not, a tensor argument changed in place, and right values in the
   wrong shape (``[N, 1]`` for ``[N]``) are each said as such;
 * ``error``: the function raised.
@@ -59,7 +60,7 @@ class Case:
     """Inputs for one check; ``args`` may be a zero-argument callable for expensive inputs.
 
     A ``hidden`` case runs like any other, but a failure on it shows neither its inputs, its
-    label nor the expected value: only that a hidden case failed, the named mistake and the hint,
+    label nor the expected value: only that a hidden case failed, the named mistake or the hint,
     so an answer cannot be fitted to it.
     """
 
@@ -363,7 +364,7 @@ def evaluate(task: Task, answer: Any) -> Verdict:
             if problem is None:
                 continue
             lines = [f"{head}: case {i} failed: {label}", *([] if case.hidden else [f"  came back: {show(g)}"])]
-            lines += [f"  mistake: {problem}", f"  hint: {task.hint}"]
+            lines.append(f"  mistake: {problem}")  # a named mistake says more than the hint
             return Verdict(task.task_id, "fail", f"{problem} [case {i}: {label}]", "\n".join(lines), problem)
         expected = task.reference(*args)
         if _is_stub(g):  # the other cases came back: this one fell through a branch without a return
@@ -396,9 +397,8 @@ def evaluate(task: Task, answer: Any) -> Verdict:
         if shapes:  # a hidden case's shapes are not shown
             told = "" if case.hidden else f", but the shape is {shapes[0]}, not {shapes[1]}"
             lines.append(f"  shape: the values are right{told}")
-        if mistake:
-            lines.append(f"  mistake: {mistake}")
-        lines.append(f"  hint: {task.hint}")
+        # a named mistake says more than the task's hint, which may point elsewhere
+        lines.append(f"  mistake: {mistake}" if mistake else f"  hint: {task.hint}")
         summary = f"case {i} ({label}) is wrong: {task.hint}"
         if shapes:
             told = "the wrong shape" if case.hidden else f"shape {shapes[0]}; return shape {shapes[1]}"
