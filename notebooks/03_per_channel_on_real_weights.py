@@ -42,8 +42,7 @@ ql.show_environment()
 # ## 1. The model and its Linear layers
 #
 # all-MiniLM-L6-v2 is a 6-layer BERT that turns a sentence into 384 numbers. Every Linear weight
-# is stored `[out_features, in_features]`. The last one, `pooler`, is in the checkpoint but unused
-# by the sentence embedding.
+# is stored `[out_features, in_features]`. The last, `pooler`, is unused by the sentence embedding.
 
 # %%
 import torch
@@ -62,13 +61,12 @@ for kind, s in shapes.items():
 # %% [markdown]
 # ## 2. How unequal are the output channels?
 #
-# Take every output channel's absmax (`w.abs().amax(dim=1)`) and divide the loudest by the
-# median channel's: that is a layer's max/median.
+# A layer's max/median: its loudest output channel's absmax (`w.abs().amax(dim=1)`) over its
+# median channel's.
 #
-# One row per layer type: its largest max/median, then int4 SQNR: the mean per-tensor, the worst
-# layer and its dB, and the mean per-channel. SQNR is `10·log10(Σw² / Σ(w − ŵ)²)` dB, `ŵ` the
-# dequantized weight: 0 dB means an error as large as the weights, and each 6 dB more halves the
-# error.
+# One row per layer type; SQNR is averaged over its layers, except in the worst-layer columns.
+# SQNR is `10·log10(Σw² / Σ(w − ŵ)²)` dB, `ŵ` the dequantized weight: 0 dB means an error as large
+# as the weights, and each 6 dB more halves the error.
 
 # %% tags=["nbval-ignore-output"]
 from qlesson.course import recall
@@ -84,14 +82,17 @@ for name, w in W.items():
         a = w.abs().amax(1)
         loudest.append(f"{name} row {int(a.argmax())} ({float(a.max() / a.median()):.1f}x)")
 print("loudest row of each FFN output layer (its max/median):", ", ".join(loudest))
+low = min((ql.errors(w, ql.fake_quantize(w, 4, granularity=ql.PerChannel(0))).sqnr_db, n) for n, w in W.items())
+print(f"lowest layer per-channel: {low[1]} {low[0]:.1f} dB")
 _ = plots.layer_spread(W)
 
 # %% [markdown]
 # Query, key and value are fairly even: the loudest row is under 3 times the median row. The FFN
 # `output` layers are not: in L0 to L3 the loudest row is the same one, 99, at 18 to 42.5 times the
-# median row (the line under the table). Their type's mean per-tensor int4 SQNR is near 0 dB. The
+# median row. Their type's mean per-tensor int4 SQNR is near 0 dB. The
 # worst-layer columns show two more layers below 2 dB, both in block 0: `L0.attention output` and
-# `L0.intermediate`. Per-channel lifts every type's mean SQNR (over its six layers) above 13 dB.
+# `L0.intermediate`. Per-channel lifts every type's mean SQNR above 13 dB and every layer above 12
+# dB (lowest: `L1.output`, 12.5 dB).
 #
 # ## 3. One layer that per-tensor int4 erases
 #
@@ -114,12 +115,12 @@ _ = plots.erased_rows(w0, bits=4, name="L0.output")
 
 # %% [markdown]
 # Almost every row's largest weight is below half a tick (the dotted line in the left panel), so
-# the row rounds to zeros and its error is the weight it had. One scale per row maps each row's
+# the row rounds to zeros: its error is the weight it had. One scale per row maps each row's
 # largest weight to code ±7, so no row is erased, and the mean error falls to about a fifth of mean
 # |w|. The one unchanged channel is 99: it set the shared scale, so its own scale is the same, like
 # Row B of lesson 02.
 #
-# Is `L0.output` alone? All-zero rows under per-tensor int4, in every layer that has any:
+# Is `L0.output` alone? The layers with all-zero rows under per-tensor int4:
 
 # %%
 erased = {n: ((ql.quantize(w, 4).q == 0).all(dim=1).sum(), w.shape[0]) for n, w in W.items()}
@@ -138,7 +139,7 @@ print("; ".join(f"{n} {int(k)} of {rows}" for n, (k, rows) in erased.items() if 
 #   before and after (the ranking a search would return), averaged;
 # * **cosine 95% CI**: how far the mean cosine could move on another 120 pairs (a bootstrap).
 #
-# The cell runs three settings, about 20 s: all per-tensor, all per-channel, and a split that
+# Three settings, about 20 s: all per-tensor, all per-channel, and a split that
 # keeps the six FFN output layers per-channel and quantizes the other 31 per-tensor.
 
 # %% tags=["nbval-ignore-output"]
@@ -161,7 +162,7 @@ print_table([s.row() for s in scores.values()], fmt)
 # %% [markdown]
 # Per-tensor int4 breaks the model (mean cosine 0.44); per-channel int4 keeps 0.92, for 0.03 bits
 # per weight of fp16 scales. The three `95% CI` intervals do not overlap. The split row answers the
-# prediction: per-tensor on the other 31 layers alone drops the mean cosine to 0.64, so the FFN
+# prediction: per-tensor on the other 31 layers alone drops the mean cosine to 0.64: the FFN
 # output layers are not the whole loss.
 #
 # ## 5. Which axis gets the scale
@@ -200,7 +201,7 @@ for label, module in axes.zoo().items():
     print(f"{label:<28} weight {str(shape):<14} output axis {axis}: scales {scales}; experiment agrees: {checked}")
 
 # %% [markdown]
-# Conv2d keeps the output at axis 0, and each scale covers a whole filter. GPT-2's `Conv1D`
+# Conv2d keeps the output at axis 0; each scale covers a whole filter. GPT-2's `Conv1D`
 # computes `x @ W + b` with `W` stored `[in, out]`, and `ConvTranspose2d` (with `groups=1`) stores
 # `[in, out, kh, kw]`: their output axis is 1.
 #
@@ -208,14 +209,14 @@ for label, module in axes.zoo().items():
 #
 # * MiniLM's output channels are unequal, most in the FFN output layers: in L0 to L3 row 99 is
 #   18 to 42.5 times the median row.
-# * Per-tensor int4 erases 378 of the 384 rows of MiniLM's `L0.output`. Per-channel lowers the
-#   error of every row but the loud one, which is unchanged.
+# * Per-tensor int4 erases 378 of the 384 rows of MiniLM's `L0.output`. Per-channel lowers every
+#   row's error except the loud row's, which is unchanged.
 # * On 240 sentences, int4 per-channel keeps MiniLM's embeddings at a mean cosine of 0.92 against
 #   FP32, where per-tensor int4 falls to 0.44. Per-tensor on all but the six FFN output layers
 #   still gives 0.64: those six are not the whole loss.
-# * The output axis is the channel because, in an integer matmul, its scale is applied once per
-#   output after the integer product. Read the axis from the layout: `[in, out]` weights (GPT-2 `Conv1D`,
-#   `ConvTranspose2d` with `groups=1`) put it at axis 1.
+# * The output axis gets the scale because an integer matmul can apply it once per output, after
+#   the integer product; section 4 measured output-axis scales only. Read the axis from
+#   the layout: `[in, out]` weights (GPT-2 `Conv1D`, `ConvTranspose2d` with `groups=1`) put it at axis 1.
 #
 # ## Pause and recall
 
@@ -227,8 +228,8 @@ recall.show("03")
 
 # %% [markdown]
 # **Exercise**: `exercises/03_per_channel_on_real_weights.ipynb`: find the output axis of a 3-d
-# einsum weight and of an `[in, out]` weight, count the channels a shared scale erases, and find how
-# many bits a real layer needs before none is erased.
+# einsum weight and of an `[in, out]` weight, count the channels a shared scale erases, and the bits a
+# real layer needs before none is erased.
 #
 # ## Going deeper
 #

@@ -127,3 +127,38 @@ def test_a_right_axis_with_a_hard_coded_7_and_an_asymmetric_count_are_named():
     assert v.status == "fail" and "2**bits - 1" in v.mistake
     v = evaluate(erased, lambda w, b: 0)
     assert v.status == "fail" and v.mistake.startswith("came back 0")
+
+
+def test_a_shared_scale_without_abs_and_a_signed_row_max_are_caught_and_named():
+    """A negated hidden case: w.max() is not the absmax there, so forgetting abs() fails and is named."""
+    from qlesson.course.checking import evaluate
+
+    def erased_no_abs(w, b):
+        return int((torch.round(w / (w.max() / (2 ** (b - 1) - 1))) == 0).all(dim=0).sum())
+
+    v = evaluate(TASKS["03.erased_channels"], erased_no_abs)
+    assert v.status == "fail" and "w.max()" in v.mistake
+
+    def min_bits_no_abs(w):
+        for b in range(2, 17):
+            if not (torch.round(w / (w.max() / (2 ** (b - 1) - 1))) == 0).all(dim=1).any():
+                return b
+
+    v = evaluate(TASKS["03.min_bits"], min_bits_no_abs)
+    assert v.status == "fail" and "w.max()" in v.mistake
+
+    def min_bits_signed_rows(w):
+        for b in range(2, 17):
+            if (w.amax(1) > w.abs().max() / (2 ** (b - 1) - 1) / 2).all():
+                return b
+
+    v = evaluate(TASKS["03.min_bits"], min_bits_signed_rows)
+    assert v.status == "fail" and "w.amax(1)" in v.mistake
+
+
+def test_a_divisor_mistake_on_the_right_axis_says_the_axis_is_right():
+    from qlesson.course.checking import evaluate
+
+    for task_id, axis in (("03.einsum_scales", (0, 1)), ("03.conv1d_scales", 0)):
+        v = evaluate(TASKS[task_id], lambda w, b, axis=axis: w.abs().amax(dim=axis) / 2 ** (b - 1))
+        assert v.status == "fail" and v.mistake.startswith("the axis is right")

