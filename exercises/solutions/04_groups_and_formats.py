@@ -71,10 +71,9 @@ check("04.quantize_per_group", quantize_per_group)
 # %% [markdown]
 # ## Task 2 · Count the bytes of a block the lesson did not show
 #
-# llama.cpp's Q5_0 keeps Q4_0's blocks of 32 weights and its one fp16 scale `d`, but gives every
-# weight a 5-bit code. It stores the low 4 bits of the codes two per byte, as Q4_0 does, and
-# gathers the 32 fifth bits, one bit each, in a field of their own. What does one weight cost
-# in bits? Give a number, not a function.
+# llama.cpp's Q5_0 keeps Q4_0's blocks of 32 weights, and what a Q4_0 block stores beside its
+# codes, but gives every weight a 5-bit code, packed with no wasted bits. What does one weight
+# cost in bits? Give a number, not a function.
 
 # %% tags=["solution"]
 q5_0_bits = ...  # STUB
@@ -204,9 +203,9 @@ recall.answer("03", 2, recall_03_2)
 #
 # GPTQ, int4, group size 128: a Linear weight [4096, 11008] ([out, in]) has scales [86, 4096]. Which weights share one?
 #
-# - **a)** 128 consecutive inputs of one output row: 11008 / 128 = 86 groups per row
+# - **a)** 128 consecutive inputs of one output row
 # - **b)** 128 consecutive output rows, one scale per input
-# - **c)** 86 consecutive inputs of one row, since 86 is in the shape
+# - **c)** 86 consecutive inputs of one row
 #
 # Answer with the option's letter as a string (in quotes).
 

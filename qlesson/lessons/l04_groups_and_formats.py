@@ -57,6 +57,14 @@ def _half_away_per_group(w: torch.Tensor, bits: int, g: int) -> tuple[torch.Tens
     return q.reshape(n, k), s
 
 
+def _half_up_per_group(w: torch.Tensor, bits: int, g: int) -> tuple[torch.Tensor, torch.Tensor]:
+    n, k = w.shape
+    wg = w.reshape(n, k // g, g)
+    s = wg.abs().amax(-1) / qmax(bits)
+    q = torch.clamp(torch.floor(codes(wg, s[..., None]) + 0.5), -qmax(bits), qmax(bits))
+    return q.reshape(n, k), s
+
+
 def _truncated_per_group(w: torch.Tensor, bits: int, g: int) -> tuple[torch.Tensor, torch.Tensor]:
     n, k = w.shape
     wg = w.reshape(n, k // g, g)
@@ -130,6 +138,20 @@ def _q4_0_mistake(
     elif offset:
         q = q - offset_by
     return (d.abs() if abs_d else d) * q.float()
+
+
+def _q4_0_int8_bytes(block: torch.Tensor) -> torch.Tensor:
+    """The bytes read as int8: the arithmetic shift drags the sign bit into the high nibble."""
+    b = _block_bytes(block)
+    qs = b[2:].view(torch.int8).to(torch.int32)
+    return b[:2].view(torch.float16).float() * (torch.cat([qs & 15, qs >> 4]) - 8).float()
+
+
+def _q4_0_unshifted_high(block: torch.Tensor) -> torch.Tensor:
+    """The high nibble masked with 0xF0 but not shifted down: 16 times its value."""
+    b = _block_bytes(block)
+    qs = b[2:].to(torch.int32)
+    return b[:2].view(torch.float16).float() * (torch.cat([qs & 15, qs & 0xF0]) - 8).float()
 
 
 def _q4_0_in_fp16(block: torch.Tensor) -> torch.Tensor:
@@ -286,6 +308,7 @@ TASKS: list[Task] = [
                 ),
             ),
             Mistake("rounded halves away from zero; torch.round rounds half to even", _half_away_per_group),
+            Mistake("rounded halves up (floor(x + 0.5)); torch.round rounds half to even", _half_up_per_group),
             Mistake(
                 "truncated toward zero (int() or torch.trunc); round to the nearest code, half to even",
                 _truncated_per_group,
@@ -298,8 +321,7 @@ TASKS: list[Task] = [
         "the bits per weight of a block the lesson did not show: Q5_0",
         lambda: (2 + 4 + 16) * 8 / 32,
         [Case((), "one Q5_0 block of 32 weights")],
-        "count every byte one block stores (its scale, the codes' low bits and their fifth bits), in bits, and "
-        "divide by the weights the block holds",
+        "count every bit one block stores, not only the codes, and divide by the weights the block holds",
         [
             Mistake("left out the fp16 scale", lambda: 5.0),
             Mistake("counted the fp16 scale as 2 bits; it is 2 bytes, 16 bits", lambda: 5.0625),
@@ -351,6 +373,15 @@ TASKS: list[Task] = [
                 lambda b: _q4_0_mistake(b, uint8_offset=True),
             ),
             Mistake(
+                "read the bytes as int8: the shift drags the sign bit into the high nibble; read them as uint8 or "
+                "int32",
+                _q4_0_int8_bytes,
+            ),
+            Mistake(
+                "masked the high nibble with 0xF0 but did not shift it down: it is (byte >> 4), 0 to 15",
+                _q4_0_unshifted_high,
+            ),
+            Mistake(
                 "read a nibble as a signed 4-bit number; it holds code + 8, from 0 to 15",
                 lambda b: _q4_0_mistake(b, signed_nibbles=True),
             ),
@@ -386,8 +417,7 @@ TASKS: list[Task] = [
             Mistake("(4, 32) costs 4 + 16/32 = 4.5 bits per weight: over the budget", lambda: ((4, 32), (4, 32))),
             Mistake("(4, 32) costs 4 + 16/32 = 4.5 bits per weight: over the budget", lambda: ((4, 128), (4, 32))),
             Mistake(
-                "(4, 256) fits the budget, but it is not the best setting that fits the plain weight: price every "
-                "setting again",
+                "(4, 256) fits, but so does (4, 128) at 4.125 bits: a smaller group that still fits is a finer ruler",
                 lambda: ((4, 256), (3, 32)),
             ),
         ],
@@ -413,6 +443,11 @@ TASKS: list[Task] = [
         "count every bit a setting stores, keep the settings within the budget, then measure each one's error "
         "on this weight: which setting wins depends on the weight",
         [
+            Mistake(
+                "returned a setting over the budget: keep only the settings whose bits per weight, code bits plus "
+                "16 / g for the fp16 scale, stay within it",
+                lambda w, b, s: min(s, key=lambda x: _mse(w, *x)),
+            ),
             Mistake(
                 "left out the scales: a setting costs more than its code bits",
                 lambda w, b, s: _pick(w, b, s, lambda bits, g: bits),
@@ -482,8 +517,8 @@ RECALL: tuple[Question, ...] = (
         (
             "It lowers the error at 4 bits for a fraction of a bit per weight (0.125 at g = 128)",
             True,
-            "Groups along in_features give every row several rulers, each fitted to fewer weights: +1.1 dB on "
-            "L0.intermediate (section 3), +3.6 dB on the six FFN outputs (section 4).",
+            "Groups along in_features give every row several rulers, each fitted to fewer weights: on MiniLM at "
+            "int4, g128 gains 0.9 to 3.9 dB over per-channel, layer by layer (section 4).",
         ),
         (
             "128 consecutive output channels share a scale, which saves metadata over per-channel",
@@ -501,14 +536,14 @@ RECALL: tuple[Question, ...] = (
         source=INTERVIEW,
     ),
     choice(
-        "About 4 bits per weight for a layer whose rows have no weights far above the rest: int3 g16 or int4 "
-        "per-channel?",
+        "A new layer's median row has its largest |w| at 3.2 times the row's rms, like a Gaussian's. About 4 "
+        "bits per weight, restricted rulers: int3 g16 or int4 per-channel?",
         (
-            "int4 per-channel, by about 3 dB",
+            "int4 per-channel, by a few dB",
             True,
-            "On L0.intermediate and on a Gaussian with the FFN outputs' shape the code bit wins by about 3 dB "
-            "(section 4; Going deeper: 2.4 to 3.6 dB on all 31 layers outside the six FFN outputs): without a "
-            "few large weights, a group of 16's ruler is not fine enough to win back int3's coarser steps.",
+            "Rows without weights far above the rest are section 4's L0.intermediate and plain Gaussian, where "
+            "the code bit wins by about 3 dB: a group of 16's ruler is not fine enough to win back int3's "
+            "coarser steps.",
         ),
         (
             "int3 with groups of 16: 16 weights per scale beat a whole row per scale",
@@ -520,7 +555,7 @@ RECALL: tuple[Question, ...] = (
             "Either: at equal storage the two land within a few tenths of a dB",
             False,
             "Tempting after the six FFN output layers, where they do; but their rows have a few weights far above "
-            "the rest. Without such weights the code bit wins by 2.4 to 3.6 dB on MiniLM.",
+            "the rest. Without such weights the code bit wins by 2.4 to 3.6 dB on MiniLM (restricted rulers).",
         ),
         source=LESSON,
     ),
@@ -551,10 +586,10 @@ RECALL: tuple[Question, ...] = (
         "'group size 128'. Its scales, laid out [out_features, in_features / g], have shape [4096, 32]. Which "
         "weights share one scale?",
         (
-            "128 consecutive inputs of one output row: each row has 4096 / 128 = 32 groups",
+            "128 consecutive inputs of one output row",
             True,
-            "Scales [N, K / g]: one row of scales per output row, one scale per run of 128 along in_features "
-            "(section 3).",
+            "Scales [N, K / g]: one row of scales per output row, one scale per run of 128 along in_features: "
+            "each row has 4096 / 128 = 32 groups (section 3).",
         ),
         (
             "128 consecutive output rows, one scale per input column",
@@ -563,7 +598,7 @@ RECALL: tuple[Question, ...] = (
             "128 rows each: 32 per column, coarser than per-channel (section 3's 12 scales).",
         ),
         (
-            "32 consecutive inputs of one row, since each row has 32 scales",
+            "32 consecutive inputs of one row",
             False,
             "Tempting because 32 is the number in the shape; but 32 is how many groups a row has. A row of 4096 "
             "in 32 groups puts 128 weights behind each scale.",
@@ -577,10 +612,10 @@ EXERCISE_RECALL: tuple[Question, ...] = (
         "GPTQ, int4, group size 128: a Linear weight [4096, 11008] ([out, in]) has scales [86, 4096]. Which "
         "weights share one?",
         (
-            "128 consecutive inputs of one output row: 11008 / 128 = 86 groups per row",
+            "128 consecutive inputs of one output row",
             True,
-            "GPTQ and AWQ store the scales as [K / g, N]: 86 groups along in_features for each of the 4096 "
-            "output rows, the same groups as lesson 04's [N, K / g].",
+            "GPTQ and AWQ store the scales as [K / g, N]: 11008 / 128 = 86 groups along in_features for each of "
+            "the 4096 output rows, the same groups as lesson 04's [N, K / g].",
         ),
         (
             "128 consecutive output rows, one scale per input",
@@ -589,7 +624,7 @@ EXERCISE_RECALL: tuple[Question, ...] = (
             "would give 4096 / 128 = 32 groups, each with one scale per input: [32, 11008], not [86, 4096].",
         ),
         (
-            "86 consecutive inputs of one row, since 86 is in the shape",
+            "86 consecutive inputs of one row",
             False,
             "Tempting because 86 is the number in the shape; but 86 is how many groups a row has. A row of 11008 "
             "in 86 groups puts 128 weights behind each scale.",
@@ -599,31 +634,10 @@ EXERCISE_RECALL: tuple[Question, ...] = (
 )
 
 PREDICT = {
-    "g32_bits": choice(
-        "int4 with groups of 32 along in_features, one fp16 scale per group: 4.5 bits per weight on a "
-        "[4096, 4096] weight. On a [4096, 11008] weight, 2.7 times as many weights, each weight costs:",
-        (
-            "Fewer bits: 2.7 times as many weights spread the scales thinner",
-            False,
-            "Tempting because a per-tensor scale does get cheaper per weight as the tensor grows; but a group's "
-            "scale is shared by its 32 weights only, so 2.7 times the weights bring 2.7 times the scales.",
-        ),
-        (
-            "More bits: 2.7 times as many scales to store",
-            False,
-            "Tempting because the scale count grows; but the weights grow by the same factor, so the share each "
-            "weight pays does not move.",
-        ),
-        (
-            "The same 4.5 bits: each weight pays 16 / 32 bits of scale whatever the shape",
-            True,
-            "A group stores 32 x 4 code bits and 16 scale bits: 144 bits for 32 weights, on any shape whose rows "
-            "split into groups of 32.",
-        ),
-    ),
     "equal_bits": choice(
-        "On MiniLM's six FFN output layers taken together: int3 with groups of 16 (4.000 bits per weight) or "
-        "int4 per-channel (4.010)? Which has the higher SQNR?",
+        "On MiniLM's six FFN output layers taken together, with lesson 02's restricted rulers ([-3, 3] and "
+        "[-7, 7]): int3 with groups of 16 (4.000 bits per weight) or int4 per-channel (4.010)? Which has the "
+        "higher SQNR?",
         (
             "int4 per-channel, by several dB: a code bit makes every step more than twice as fine",
             False,
@@ -637,7 +651,7 @@ PREDICT = {
             "grows 7/3 times, and the groups only about win that back.",
         ),
         (
-            "The two land within a few tenths of a dB of each other",
+            "The two land within a few tenths of a dB of each other (with these restricted rulers)",
             True,
             "At equal storage neither the code bit nor the bit of scales wins by much here; section 4 then shows "
             "a layer where the code bit wins by about 3 dB.",
