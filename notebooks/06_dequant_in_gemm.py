@@ -19,11 +19,11 @@
 # **The question**: where does a weight's scale go inside a matrix multiply, and when do compact
 # weights save time?
 #
-# **The answer**: no scale forces a dequantized weight: a per-output-channel scale goes after
-# the product, a per-input-channel scale onto the activations, a group scale inside the
-# reduction. What is left is reading the weight's bytes, a floor under the time at batch 1:
-# dequantizing first writes and re-reads an fp32 copy, so it is slower than fp32, and a kernel
-# that reads the codes gets below fp32 only as far as its own work per weight keeps up.
+# **The answer**: no scale forces a dequantized weight: an output-channel scale goes after the
+# product, an input-channel scale onto the activations, a group scale inside the reduction.
+# Compact weights save time at small batches, where reading the weight sets the time, in a
+# kernel that reads the codes and decodes them fast enough; dequantizing to an fp32 copy first
+# is slower than plain fp32.
 #
 # **What you will do**
 # * follow each scale through `y = x @ W.T` (per channel, per input channel, per group);
@@ -106,20 +106,19 @@ print("activations scaled instead      =", gemm.fold_input_scale(x, q, s_in).tol
 
 # %% [markdown]
 # So a scale lives in one of three places: **after** the GEMM (output channel), **before** it
-# on the activations (input channel), or **inside** the reduction, tile by tile (group). Quantized
-# activations follow the same rule: a per-token scale `s_x[m]` is constant along K too, so W8A8
-# rescales its int32 accumulator after the product by `s_x[m] * s_w[n]`, the outer product of
-# the two scale vectors (*Going deeper* works an example).
+# on the activations (input channel), or **inside** the reduction, tile by tile (group). A
+# per-token activation scale `s_x[m]` is constant along K too: W8A8 rescales its int32
+# accumulator after the product by `s_x[m] * s_w[n]` (*Going deeper* works an example).
 #
 # ## 2. Bytes and FLOPs
 #
-# A `[M, K] x [K, N]` product does `2 M K N` FLOPs and reads the whole weight once. At M = 1
-# that is 2 FLOPs per weight element, less than a GPU, or a CPU's tuned fp32 GEMM, can do
-# while the weight streams in. So the weight bytes set a floor under the time, and fewer bits
-# per weight lower it in proportion. A kernel reaches
-# its floor only if its own work per weight (decoding a code, applying a scale) keeps up with
-# the reads. The int4 row is the layout PyTorch's int4 kernel reads: a bf16 scale and a bf16
-# zero per group of 128 (4.25 bits per weight).
+# A `[M, K] x [K, N]` product does `2 M K N` FLOPs and reads the whole weight once: at M = 1,
+# 2 FLOPs per weight element, 0.5 per *byte* of fp32 (the table's last column gives each
+# format's). Where a kernel can do more while the weight streams in, the weight bytes set a
+# floor under the time, and fewer bits per weight lower it in proportion. A
+# kernel reaches its floor only if its own work per weight (decoding a code, applying a scale)
+# keeps up with the reads. The int4 row is the layout PyTorch's int4 kernel reads: a bf16
+# scale and a bf16 zero per group of 128 (4.25 bits per weight).
 
 # %%
 rows = []
@@ -140,16 +139,19 @@ print_table(rows, {"GFLOP": ".3f", "weight MB": ".1f", "FLOPs per weight byte": 
 # %% [markdown]
 # As M grows, the same weight bytes serve more FLOPs. A product turns compute bound where its
 # FLOPs per byte reach the kernel's **ridge point**: its peak FLOP rate divided by the memory
-# bandwidth. Past it the bytes no longer set the time, and the kernel's arithmetic does. A CPU
-# core's fp32 ridge is one or a few FLOPs per byte (the next cell's last line estimates this
-# machine's).
+# bandwidth. Past it the bytes no longer set the time, and the kernel's arithmetic does. The
+# next cell's last line divides the fp32 rate this run reached at M = 128 by the read
+# bandwidth: above 0.5, this machine does an M = 1 fp32 product's arithmetic faster than it
+# reads the weight.
 #
 # ## 3. Measure it: your machine, now
 #
 # `qlesson.bench.gemm` times the methods side by side, K = N = 4096, at M = 1 and M = 128
-# (under a minute; the stored output is one reading of a shared VM, so run it yourself).
+# (under a minute; the stored output is one reading of a shared VM).
 # `x fp32` is a row's time over fp32 `F.linear`'s at the same M; `of read BW` is how close an
-# M = 1 row came to reading its weight at full speed.
+# M = 1 row came to reading its weight at full speed. `F.linear` takes float weights, so the
+# scale-after-GEMM row, `F.linear(x, q.float()) * s`, makes a fresh fp32 copy of the codes on
+# every call: on this CPU the row mostly times that copy, not the placement.
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("06", "int4_at_128")
@@ -164,10 +166,11 @@ print()
 control = [line for line in bench_gemm.verdict(result) if "preallocated" in line]  # the fresh copy's control
 for line in [v for v in bench_gemm.verdict(result, brief=True) if "F.linear takes" not in v] + control:
     print(line)
-fp32_rate = bench_gemm.tflops(result, 128, "fp32") * 1e3  # GFLOP/s: one busy thread's rate at M = 128, not a peak
+fp32_rate = bench_gemm.tflops(result, 128, "fp32") * 1e3  # GFLOP/s: this run's rate at M = 128, not a peak
 ridge = fp32_rate / bw.read_gb_s
 print(
-    f"fp32 ridge, about: {fp32_rate:.1f} GFLOP/s at M = 128 over {bw.read_gb_s:.1f} GB/s = {ridge:.1f} FLOPs per byte"
+    f"fp32 in this run: {fp32_rate:.1f} GFLOP/s at M = 128 over {bw.read_gb_s:.1f} GB/s read"
+    f" = {ridge:.1f} FLOPs per byte"
 )
 
 # %%
@@ -180,14 +183,13 @@ fig = plots.bandwidth_lines(plots.gemm_times(bench_gemm.lesson_view(result)), bw
 # copy of the weight, `* s` reads it and writes another, and the GEMM reads that: 17 bytes per
 # int8 weight where fp32 `F.linear` reads 4, so bytes alone predict about 4x fp32's time. Where
 # its `x fp32` is larger, the `preallocated buffer` line is the control: the scale-after-GEMM
-# row (one fresh fp32 copy) run again through a buffer allocated once. The share of extra time
-# it removes is the cost of allocating a fresh copy, not of moving bytes. The fused int4 row
+# row run again with its copy written into a buffer allocated once. The share of extra time it
+# removes is the cost of allocating a fresh copy, not of moving bytes. The fused int4 row
 # reads 4.25/32 of fp32's bytes; if its bar sits far left of the line, its own work per weight,
 # not its reads, sets its time.
 #
-# At M = 128 PyTorch's CPU int4 kernel, on this CPU build, does fp32 multiply-adds plus a
-# conversion of its codes (*Going deeper* cites the kernel's source): once arithmetic sets the
-# time, the bytes it saves no longer help.
+# At M = 128 PyTorch's CPU int4 kernel does fp32 multiply-adds plus a conversion of its codes
+# (source in *Going deeper*): once arithmetic sets the time, the bytes it saves no longer help.
 #
 # ## 4. On a GPU
 #
@@ -203,9 +205,8 @@ for gpu in bench_gemm.stored_rooflines():
 
 # %% [markdown]
 # On such a GPU, 16-bit weights stay memory bound up to M in the hundreds, so a kernel that
-# reads int4 codes could win that far, if its own work per weight kept up with the reads. The
-# stored H200 run of PyTorch's int4 kernel (tinygemm), calls queued back to back as a model
-# queues its layers, every weight read from memory, not cache:
+# reads int4 codes could win that far. The stored H200 run of PyTorch's int4 kernel (tinygemm),
+# calls queued back to back as a model queues its layers, every weight read from memory:
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("06", "int4_at_1_h200")
@@ -235,13 +236,12 @@ for m in (1, 256):
 # ## Summary
 #
 # * A per-output-channel (or per-tensor) scale is constant along K: apply it after the GEMM,
-#   M x N multiplies. A per-input-channel scale moves onto the activations (or into the op that
-#   made them). A per-group scale acts inside the reduction: fused kernels scale each tile of
-#   codes in registers just before multiplying it, or scale each group's partial sum.
+#   M x N multiplies. A per-input-channel scale moves onto the activations. A per-group scale
+#   acts inside the reduction, on each tile of codes or each group's partial sum.
 # * At small M the weight bytes set a floor under the time. Dequantize-then-matmul moves at
-#   least 17 bytes per int8 weight against fp32's 4, and on a CPU pays for allocating its copies
-#   too; a kernel that reads the codes lowers the floor, and gets down to it only if its own
-#   work per weight is cheaper than the reads.
+#   least 17 bytes per int8 weight against fp32's 4, and on a CPU allocating its copies can
+#   cost more (the preallocated-buffer line measures it); a kernel that reads the codes lowers
+#   the floor, and gets down to it only if its own work per weight is cheaper than the reads.
 # * Each kernel has its own ridge point (peak FLOPs / bandwidth); past it, the kernel's
 #   arithmetic decides. In the stored H200 run PyTorch's int4 kernel beats fp16 at M = 1 (0.57x
 #   its time) and is many times slower at M = 256.

@@ -65,7 +65,7 @@ def test_exercise_task_6_on_the_h200_run():
     from qlesson.lessons import l06_dequant_in_gemm as l06
 
     rows = bench.read_csv(bench.RESULTS / "gemm_nvidia_h200.csv")
-    model = l06._int4_loses_from(l06._H200_FP16, 2.0, l06._H200_BW, l06._H200_INT4)
+    model = l06._int4_loses_from(l06._H200_BF16, 2.0, l06._H200_BW, l06._H200_INT4)
     assert 1 < model < 16
     assert _ms(rows, 1, INT4) < _ms(rows, 1, "float16")
     assert abs(_ms(rows, 16, INT4) / _ms(rows, 16, "float16") - 1) < 0.1  # "within a few percent"
@@ -82,9 +82,9 @@ def test_task_6s_h200_numbers_are_the_stored_runs():
     roof = json.loads((bench.RESULTS / "roofline_nvidia_h200.json").read_text())
     rows = bench.read_csv(bench.RESULTS / "gemm_nvidia_h200.csv")
     stored = (
-        roof["fp16 GEMM GFLOP/s"] / 1e3,
+        roof["bf16 GEMM GFLOP/s"] / 1e3,
         roof["fp32 GEMM GFLOP/s"] / 1e3,
         roof["read GB/s"],
         bench.tflops(rows, 256, "fused int4 weight-only group 128"),
     )
-    assert (l06._H200_FP16, l06._H200_FP32, l06._H200_BW, l06._H200_INT4) == tuple(round(v, 1) for v in stored)
+    assert (l06._H200_BF16, l06._H200_FP32, l06._H200_BW, l06._H200_INT4) == tuple(round(v, 1) for v in stored)

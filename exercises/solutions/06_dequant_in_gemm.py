@@ -173,8 +173,8 @@ check("06.compute_bound_from", compute_bound_from)
 # %% [markdown]
 # ## Task 6 · From which M does int4 lose?
 #
-# The stored H200 run (lesson 06 prints its ridge in section 4) measured a half-precision GEMM
-# peak of about 739 TFLOP/s and a read bandwidth of about 4129 GB/s; tinygemm's int4 kernel ran
+# The stored H200 run (lesson 06 prints its ridge in section 4) measured a bf16 GEMM peak of
+# about 737 TFLOP/s and a read bandwidth of about 4129 GB/s; tinygemm's int4 kernel ran
 # at about 28.4 TFLOP/s at M = 256 (2 x 256 x 4096 x 4096 FLOPs in its measured time), where it
 # is compute bound. Write
 # `int4_loses_from(dense_tflops, dense_bytes, read_gb_s, int4_tflops)`: the M (a float) from

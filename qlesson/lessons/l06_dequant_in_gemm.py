@@ -66,10 +66,11 @@ def _compute_bound_from(peak_gflops: float, read_gb_s: float, weight_bits: float
 
 
 # The stored H200 run (notebooks/results/roofline_nvidia_h200.json and gemm_nvidia_h200.csv, written by
-# `python -m qlesson.bench gemm --gpu-only`), to one decimal: fp16 and fp32 GEMM TFLOP/s, read GB/s, and tinygemm's
-# TFLOP/s at M = 256. Kept as numbers so that the task module reads no file (a clean room grades without the
-# results folder); tests/test_lesson06_gpu.py recomputes them from the stored files.
-_H200_FP16, _H200_FP32, _H200_BW, _H200_INT4 = 739.2, 51.0, 4129.3, 28.4
+# `python -m qlesson.bench gemm --gpu-only`), to one decimal: bf16 GEMM TFLOP/s (the peak lesson 06 section 4 prints),
+# fp32 GEMM TFLOP/s, read GB/s, and tinygemm's TFLOP/s at M = 256. Kept as numbers so that the task module reads no
+# file (a clean room grades without the results folder); tests/test_lesson06_gpu.py recomputes them from the stored
+# files.
+_H200_BF16, _H200_FP32, _H200_BW, _H200_INT4 = 737.1, 51.0, 4129.3, 28.4
 
 
 def _int4_loses_from(dense_tflops: float, dense_bytes: float, read_gb_s: float, int4_tflops: float) -> float:
@@ -96,6 +97,7 @@ TASKS: list[Task] = [
             Mistake("swapped the two sides", lambda s, a: (s, 1 / a)),
             Mistake("left AWQ's factor out", lambda s, a: (torch.ones_like(a), s)),
         ],
+        shows_expected=False,  # the expected v is the input s itself: a failure would show the answer
     ),
     Task(
         "06.group_partials",
@@ -203,7 +205,11 @@ TASKS: list[Task] = [
         "count the FLOPs of a [M, K] x [K, N] product and the bytes of its weight, and find the M at which "
         "their ratio reaches the kernel's peak over the bandwidth",
         [
-            Mistake("counted one FLOP per multiply-add instead of two", lambda p, bw, b: p / bw * b / 8),
+            Mistake(
+                "off by a factor of 2: counted one FLOP per multiply-add (there are two), or a weight's bytes other "
+                "than weight_bits / 8",
+                lambda p, bw, b: p / bw * b / 8,
+            ),
             Mistake("used bits per weight where bytes belong", lambda p, bw, b: p / bw * b / 2),
             Mistake("inverted the ridge (bandwidth over peak)", lambda p, bw, b: bw / p * b / 16),
             Mistake(
@@ -219,8 +225,8 @@ TASKS: list[Task] = [
         _int4_loses_from,
         [
             Case(
-                (_H200_FP16, 2.0, _H200_BW, _H200_INT4),
-                "the stored H200 run: its fp16 GEMM peak, read bandwidth and tinygemm's rate at M = 256",
+                (_H200_BF16, 2.0, _H200_BW, _H200_INT4),
+                "the stored H200 run: its bf16 GEMM peak, read bandwidth and tinygemm's rate at M = 256",
             ),
             Case((_H200_FP32, 4.0, _H200_BW, _H200_INT4), "the same H200 against its fp32 GEMM"),
             Case((989.0, 2.0, 3350.0, 40.0), "a faster int4 kernel on another GPU", hidden=True),
@@ -426,8 +432,8 @@ PREDICT = {
         ),
     ),
     "int4_at_128": choice(
-        "The int4 weight is a seventh of the fp32 one's bytes. At M = 128 every weight byte serves 128 tokens. "
-        "Against fp32 F.linear at M = 128, PyTorch's CPU int4 kernel takes...",
+        "The int4 weight is a seventh of the fp32 one's bytes. Against fp32 F.linear at M = 128, PyTorch's CPU "
+        "int4 kernel takes...",
         (
             "A quarter of the time or less: it still reads a seventh of the bytes",
             False,
