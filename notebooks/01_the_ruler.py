@@ -62,8 +62,8 @@ ruler.print_steps(values, bits=3)
 # %% [markdown]
 # `x / scale` is the position on the ruler in ticks. `round` snaps it to the nearest tick (half
 # to even, as `torch.round` does). The zero point shifts it (0 here), and `q` is what is
-# stored. The largest value, 0.91, sits exactly on tick 3, so its error is zero; every other
-# error is below half a tick.
+# stored; `error` is `x_hat - x`. The largest value, 0.91, sits exactly on tick 3, so its error
+# is zero; every other error is below half a tick.
 
 # %%
 _ = plots.ruler(values, bits=3)
@@ -140,32 +140,31 @@ _ = plots.ruler(values + [1.6], bits=3, scale=fixed_scale)
 # A ruler fitted to absmax puts its last tick on the largest magnitude, so one outlier widens
 # every tick. The rest of the course gives different parts of a tensor their own rulers.
 #
-# ## 5. Symmetric or asymmetric, signed or unsigned
+# ## 5. Symmetric or asymmetric
 #
-# * **Symmetric**: the ruler is centred on 0; its zero point is fixed (0, or `2^(b-1)` for
-#   unsigned codes), so only the scale is stored.
+# * **Symmetric**: the ruler is centred on 0 and its zero point is 0, so only the scale is
+#   stored.
 # * **Asymmetric**: the ruler spans `[rmin, rmax]`, the data's range widened to include 0, cut
-#   into `2^b - 1` steps: `scale = (rmax - rmin) / (2^b - 1)`. The integer zero point,
-#   `round(-rmin / scale)` on unsigned codes (plus `qmin`, -8 here, on signed ones), is the
-#   code of 0.0, so 0.0 is stored exactly.
+#   into `2^b - 1` steps between the unsigned codes: `scale = (rmax - rmin) / (2^b - 1)`. The
+#   integer zero point, `round(-rmin / scale)`, is the code of 0.0, so 0.0 is stored exactly.
 #
 # The ReLU-like values below at 4 bits have `rmin = 0` and `rmax = 2.0`, so the asymmetric
-# scale is `2.0 / 15 = 0.1333`. Each mode appears with signed and with unsigned codes:
+# scale is `2.0 / 15 = 0.1333`:
 
 # %%
 relu_like = [0.0, 0.05, 0.3, 0.7, 1.2, 2.0]
-print_table(ruler.compare_modes(relu_like, bits=4), {"scale": ".4f", "mae": ".4f"})
+two_modes = ("symmetric signed", "asymmetric unsigned")
+print_table(ruler.compare_modes(relu_like, bits=4, modes=two_modes), {"scale": ".4f", "mae": ".4f"})
 
 # %% [markdown]
-# The symmetric rulers use only the codes on one side of the zero point, so their ticks are
-# about twice as coarse and these six values' error is larger. Signed or unsigned codes move
-# the integer labels (the symmetric unsigned ruler also keeps code 0, tick -8, which these
-# values never reach): with the same scale, the error is the same.
+# The symmetric ruler uses only the codes on one side of its zero point, so its ticks are
+# about twice as coarse and these six values' error is larger.
 #
 # ## 6. Try it: a value and a bit width
 #
-# The sliders move one extra value on the ruler fitted to the six values. At 3 bits, slide it
-# up from 0.91 until the readout says **clipped**; then set 4 bits and repeat. Predict first:
+# The sliders move one extra value on the ruler fitted to the six values. Predict first, then
+# set it to 1.0 at 3 and at 4 bits; then, at each width, slide it up from 0.91 until the
+# readout says **clipped**.
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("01", "clip_point")
@@ -176,9 +175,9 @@ from qlesson.teach import widgets
 widgets.ruler_explorer(tuple(values))
 
 # %% [markdown]
-# Check your sliders against this. At 3 bits the readout first says clipped at 1.07, not just
-# past 0.91: a value a little beyond the last tick still rounds onto it. At 4 bits it says
-# clipped from 0.98 on, closer to 0.91: more bits, a finer ruler, the same range.
+# At 3 bits the readout first says clipped at 1.07: a value a little beyond the last tick
+# still rounds onto it. At 4 bits it says clipped from 0.98 on, so 1.0 clips there: more bits,
+# a finer ruler, the same range.
 #
 # ## Summary
 #
@@ -188,7 +187,7 @@ widgets.ruler_explorer(tuple(values))
 # * Inside the range the error is at most half a tick. A value half a tick or more past the
 #   last tick is clipped (the clamp changes its code), and its error grows without bound.
 # * Asymmetric: `scale = (rmax - rmin) / (2^b - 1)` over a range widened to 0, zero point
-#   `round(-rmin / scale)` on unsigned codes.
+#   `round(-rmin / scale)` (unsigned codes).
 #
 # ## Pause and recall
 
@@ -206,12 +205,12 @@ recall.show("01")
 #
 # ### Three conventions for signed codes
 #
-# The restricted range is not the only choice. PyTorch's symmetric rule,
-# `absmax / ((qmax - qmin) / 2)`, with codes `[-8, 7]` gives `absmax / 7.5` (its int8
-# default: `[-128, 127]`, `absmax / 127.5`). llama.cpp's Q4_0 takes the value of largest magnitude *with its sign*,
-# `d = value / -8`, so that value lands exactly on code -8 and the other side stops at +7. The
-# calculator this course draws on divides by 8 (by 128 at 8 bits) and clamps to `[-8, 7]`. One
-# row of 32 values whose largest magnitude, 1.3, is positive, then the same row with -1.3:
+# PyTorch's symmetric rule, `absmax / ((qmax - qmin) / 2)`, with codes `[-8, 7]` gives
+# `absmax / 7.5` (its int8 default: `[-128, 127]`, `absmax / 127.5`). llama.cpp's Q4_0 takes
+# the value of largest magnitude *with its sign*, `d = value / -8`, so that value lands exactly
+# on code -8 and the other side stops at +7. The calculator this course draws on divides by 8
+# (by 128 at 8 bits) and clamps to `[-8, 7]`. One row of 32 values whose largest magnitude,
+# 1.3, is positive, then the same row with -1.3:
 
 # %%
 from qlesson.teach import conventions
@@ -227,17 +226,18 @@ for extreme in (1.3, -1.3):
 # The restricted ruler keeps the largest value exact on either side and pays with the
 # coarsest scale (the highest MAE). PyTorch's default observer puts the largest value half a
 # tick from the last code, on either side. Q4_0 puts its extra code, -8, on the side of its
-# largest value and gets the finest scale, the lowest MAE here (its 0.0002 at the largest value:
-# Q4_0 stores `d` in fp16); a large value of the opposite sign would clip at +7. Dividing by 8
-# and clamping to `[-8, 7]` clips a positive maximum by a whole tick: the calculator source's
-# formula loses its own largest value.
+# largest value and gets the finest scale and the lowest MAE here, tied with dividing by 8 when
+# the largest value is negative (its 0.0002 at the largest value: Q4_0 stores `d` in fp16). A
+# large value of the opposite sign would clip at +7. Dividing by 8 and clamping to `[-8, 7]`
+# clips a positive maximum by a whole tick: the calculator source's formula loses its own
+# largest value.
 #
 # ### Who uses [-127, 127], and PyTorch's two observers
 #
-# Who uses the restricted `[-127, 127]` for int8 weights: the TFLite int8 specification,
-# TensorRT, ExecuTorch's XNNPACKQuantizer, and PyTorch's qnnpack symmetric configurations.
-# PyTorch ships both int8 weight conventions: its default weight observer uses `[-128, 127]`;
-# the observer of its qnnpack symmetric configurations is restricted to `[-127, 127]`:
+# The TFLite int8 specification, TensorRT and ExecuTorch's XNNPACKQuantizer keep int8 weights
+# in `[-127, 127]`. PyTorch ships both conventions: its default weight observer uses
+# `[-128, 127]`; the observer of its qnnpack symmetric configurations is restricted to
+# `[-127, 127]`:
 
 # %%
 from torch.ao.quantization import observer
@@ -248,3 +248,16 @@ for name in ("default_weight_observer", "weight_observer_range_neg_127_to_127"):
     obs(w)
     scale, _ = obs.calculate_qparams()
     print(f"{name}: codes [{obs.quant_min}, {obs.quant_max}], scale = 1.27 / {1.27 / float(scale):.1f}")
+
+# %% [markdown]
+# ### Signed or unsigned codes: same scale, same error
+#
+# On unsigned codes a symmetric ruler's zero point is `2^(b-1)` (8 at 4 bits); on signed codes
+# an asymmetric ruler adds `qmin` (-8) to `round(-rmin / scale)`. Section 5's values on all
+# four rulers:
+
+# %%
+print_table(ruler.compare_modes(relu_like, bits=4), {"scale": ".4f", "mae": ".4f"})
+
+# %% [markdown]
+# The codes only move the integer labels: with the same scale, the error is the same.

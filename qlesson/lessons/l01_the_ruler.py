@@ -342,7 +342,7 @@ RECALL: tuple[Question, ...] = (
         "positive value on does it clip?",
         2.3333,
         "The tick is 2.0 / 3; up to half a tick past the last tick, round() still lands on tick 3, so clipping "
-        "starts at 3.5 x 2.0 / 3.",
+        "starts half a tick past it.",
         tol=0.004,
         mistakes=(
             (2.0, "that is the last tick; a value a little beyond it still rounds onto it"),
@@ -351,7 +351,7 @@ RECALL: tuple[Question, ...] = (
         ),
     ),
     choice(
-        "Symmetric int8 weights usually use codes [-127, 127], not all of [-128, 127]. Why?",
+        "Many toolchains keep symmetric int8 weights in codes [-127, 127], not all of [-128, 127]. Why?",
         (
             "So +x and -x get mirror-image codes under one scale, absmax / 127",
             True,
@@ -538,30 +538,30 @@ PREDICT = {
         ),
     ),
     "clip_point": choice(
-        "The same six values, the same absmax 0.91. From 3 bits to 4 bits, where does clipping start?",
+        "The ruler fitted to the six values (absmax 0.91) meets 1.0. Is 1.0 clipped at 3 bits? At 4 bits?",
         (
-            "Closer to 0.91",
+            "Clipped at 4 bits only",
             True,
-            "The last tick stays at 0.91; clipping starts half a tick past it, and the tick shrinks from 0.91 / 3 "
-            "to 0.91 / 7.",
+            "At 4 bits the tick is 0.91 / 7 = 0.13: 1.0 / 0.13 = 7.7 rounds to 8, a code the ruler lacks, so the "
+            "clamp changes it. At 3 bits 1.0 / 0.303 = 3.3 rounds to 3, the last tick: not clipped.",
         ),
         (
-            "Farther from 0.91: more bits give more room",
+            "Clipped at both: 1.0 lies past the last tick, 0.91",
+            False,
+            "Tempting because the last tick looks like the ruler's end; but round() runs first, and at 3 bits it "
+            "still sends 1.0 onto tick 3.",
+        ),
+        (
+            "Clipped at neither: 1.0 is less than half a tick past 0.91",
+            False,
+            "Tempting if you keep the 3-bit half tick (0.15) at both widths; at 4 bits the tick is 0.13, half a "
+            "tick is 0.065, and 1.0 lies 0.09 past 0.91.",
+        ),
+        (
+            "Clipped at 3 bits only: more bits give more room",
             False,
             "Tempting because more codes sound like more range; but the range stays [-0.91, 0.91], and bits only "
-            "cut it finer.",
-        ),
-        (
-            "At the same point: the range, not the bits, sets it",
-            False,
-            "Tempting because the range indeed stays; but a value clips only once round() leaves the last tick, "
-            "half a tick past it, and the tick shrinks.",
-        ),
-        (
-            "At 0.91 itself, at both widths: anything past the last tick clips",
-            False,
-            "Tempting because the last tick looks like the ruler's end; but round() runs first and still sends "
-            "values up to half a tick past it onto the last tick.",
+            "cut it finer, so at 4 bits clipping starts closer to 0.91.",
         ),
     ),
 }

@@ -140,18 +140,27 @@ def bits_table(absmax: float, bits: range | list[int] = range(2, 9)) -> list[dic
     return rows
 
 
-def compare_modes(values: ArrayLike, bits: int) -> list[dict[str, Any]]:
-    """The four rulers (symmetric/asymmetric x signed/unsigned) on the same values."""
+def compare_modes(values: ArrayLike, bits: int, modes: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
+    """The four rulers (symmetric/asymmetric x signed/unsigned) on the same values.
+
+    ``modes`` keeps only the named rows, e.g. ``("symmetric signed", "asymmetric unsigned")``.
+
+    >>> [r["mode"] for r in compare_modes([0.0, 1.0], 4, modes=("asymmetric unsigned",))]
+    ['asymmetric unsigned']
+    """
     x = as_float_tensor(values)
     rows = []
     for symmetric in (True, False):
         for signed in (True, False):
+            mode = f"{'symmetric' if symmetric else 'asymmetric'} {'signed' if signed else 'unsigned'}"
+            if modes is not None and mode not in modes:
+                continue
             qt = quantize(x, bits, symmetric=symmetric, signed=signed)
             q = qt.q.int()
             qmin, qmax = qrange(bits, symmetric=symmetric, signed=signed)
             rows.append(
                 {
-                    "mode": f"{'symmetric' if symmetric else 'asymmetric'} {'signed' if signed else 'unsigned'}",
+                    "mode": mode,
                     "codes": f"{qmin}..{qmax}",
                     "scale": float(qt.scale),
                     "zero point": int(qt.zero_point),

@@ -130,7 +130,7 @@ def ruler_explorer(values: tuple[float, ...] = (-0.62, -0.1, 0.0, 0.23, 0.5, 0.9
         scale, _ = ruler_for(values, bits.value)
         row = steps([value.value], bits.value, scale=scale)[0]
         ruler([*values, value.value], bits.value, scale=scale, fig=fig)
-        clip = " <b>clipped</b>: outside the ruler" if row["note"] else ""
+        clip = " <b>clipped</b>: the clamp changed its code" if row["note"] else ""
         html = (
             f"x = {row['x']:+.4f} -> q = {row['q']} -> x_hat = {row['x_hat']:+.4f}; "
             f"error {row['error']:+.4f} (half a tick is {scale / 2:.4f}){clip}"
