@@ -300,6 +300,11 @@ WRONG = {
         (lambda w, xc, xh, ns, b: next(n for n in ns if n >= w.shape[1]), "rule of thumb"),
         (lambda w, xc, xh, ns, b: ns[len(ns) // 2], "None"),
     ],
+    "09.calib_text": [
+        (lambda w, a, b, h, bits: _calib_09(w, a, b, h, bits, judge="cal"), "own calibration set"),
+        (lambda w, a, b, h, bits: _calib_09(w, a, b, h, bits, base="channel"), "per-channel"),
+        (lambda w, a, b, h, bits: ("a", True), "None"),
+    ],
     "09.pick": [
         (lambda w, xc, xh, b: ("gptq", b + 16 / w.shape[1]), "per-channel GPTQ, on every layer"),
         (lambda w, xc, xh, b: ("rtn_g32", b + 0.5), "groups of 32, on every layer"),
@@ -372,6 +377,13 @@ def _push(w, j, q, hinv, divide=True, start=None):
     first = j if start is None else start
     out[:, first:] = out[:, first:] - torch.outer(e, hinv[j, first:])
     return out
+
+
+def _calib_09(*args, **kwargs):
+    """Lesson 09's calib_text with one step done wrong (``judge="cal"`` or ``base="channel"``)."""
+    from qlesson.lessons.l09_smarter_rounding import _calib_text
+
+    return _calib_text(*args, **kwargs)
 
 
 def _gptq(w, x, bits, feedback=True, shrink=True, scale=None):

@@ -22,8 +22,9 @@
 #
 # Practice for lesson `notebooks/09_smarter_rounding.ipynb`.
 # GPTQ from its parts (one error-feedback step, then the whole column loop), how many
-# calibration tokens a layer needs before GPTQ beats plain rounding on text it never saw, and
-# the lesson's question on synthetic layers.
+# calibration tokens a layer needs before GPTQ beats plain rounding on text it never saw, the
+# lesson's question on synthetic layers, and which calibration text to choose; then recall
+# questions, two of them on AWQ (the lesson's Going deeper).
 #
 # **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
 # check cell right below it. Write your code, run your cell, then run the check: a pass prints
@@ -83,9 +84,10 @@ check("09.push_error", push_error)
 # ## Task 2 · GPTQ with per-channel scales, column by column
 #
 # Write `gptq_per_channel(w, x, scale, bits)` returning the integer codes `[N, K]` (as floats
-# is fine) of GPTQ on the symmetric ruler of each row given by `scale [N]`, with the paper's
-# damping (lesson 09, section 2). Some cases give clipped scales, smaller than `max|w| / qmax`
-# (a clipping search, such as llm-awq's, picks them): then some weights lie past the last tick.
+# is fine) of GPTQ on the course's symmetric ruler of each row given by `scale [N]` (codes from
+# `-qmax` to `qmax`, as in every lesson), with the paper's damping (lesson 09, section 2).
+# Some cases give clipped scales, smaller than `max|w| / qmax` (a clipping search, such as
+# llm-awq's, picks them): then some weights lie past the last tick.
 # `ql.gptq` always uses RTN's scales, so it cannot do this task for you; `hessian` and your
 # `push_error` can. After each column, `hinv` must be the inverse Hessian of the columns still
 # free (lesson 09, section 1).
@@ -178,17 +180,48 @@ def pick(w, x_cal, x_held, bits):
 check("09.pick", pick)
 
 # %% [markdown]
+# ## Task 5 · Which calibration text?
+#
+# A synthetic layer `w [N, K]` (`K` a multiple of 32) will serve text like `x_held`, a sample
+# kept aside for checking. You have two calibration sets with the same number of tokens, `x_a`
+# and `x_b`: one comes from the same source as `x_held`, the other has a different mix of
+# features, and you are not told which is which. Write
+# `calib_text(w, x_a, x_b, x_held, bits)` returning `(name, beats)`: `name` is `"a"` or `"b"`,
+# the set you calibrate per-channel GPTQ (`ql.gptq`) on, and `beats` is `True` if that GPTQ then
+# serves this layer better than round-to-nearest with groups of 32 at the same bits.
+
+
+# %% tags=["solution"]
+def calib_text(w, x_a, x_b, x_held, bits):
+    ...  # STUB
+    # BEGIN SOLUTION
+    import qlesson as ql
+
+    def output_error(w_hat):
+        return float((x_held @ (w - w_hat).T).square().sum() / (x_held @ w.T).square().sum())
+
+    errors = {name: output_error(ql.gptq(w, x, bits).dequantize()) for name, x in (("a", x_a), ("b", x_b))}
+    name = min(errors, key=errors.get)
+    g32 = output_error(ql.quantize(w, bits, granularity=ql.PerGroup(32)).dequantize())
+    return name, errors[name] < g32
+    # END SOLUTION
+
+
+# %% qlesson={"task": "09.calib_text"} tags=["check"]
+check("09.calib_text", calib_text)
+
+# %% [markdown]
 # ## Recall
 
 # %% [markdown]
 # ### Recall 09.2
 #
-# GPTQ calibrated on the first 100 tokens (two paragraphs) of a 384-input layer loses to RTN on new sentences. Why?
+# GPTQ calibrated on a layer's first 100 tokens (two paragraphs, 384 inputs) beats RTN on them, loses on new text. Why?
 #
-# - **a)** Fewer tokens than inputs: a rank-deficient Hessian makes GPTQ lose, whichever tokens they are
-# - **b)** The damping was too large
-# - **c)** Too few and too similar tokens for 384 inputs: GPTQ fits them
-# - **d)** The new sentences are a different kind of text from the calibration paragraphs
+# - **a)** The damping was too large
+# - **b)** With fewer tokens than inputs the Hessian cannot be inverted, so GPTQ's codes are noise
+# - **c)** GPTQ fits the tokens it is calibrated on: its error there says little about other text
+# - **d)** The held-out sentences are harder text: every method does worse there
 #
 # Answer with the option's letter as a string (in quotes).
 
@@ -236,3 +269,43 @@ recall_1 = "a"
 
 # %% qlesson={"task": "recall 09.1"} tags=["check"]
 recall.answer("09", 1, recall_1)
+
+# %% [markdown]
+# ### Recall 09.6
+#
+# Interview: AWQ multiplies weight column j by s_j before rounding. What happens to the activations?
+#
+# - **a)** They are divided by s, folded into the previous LayerNorm or Linear where one exists
+# - **b)** Nothing: the rounding error cancels the scaling
+# - **c)** They are multiplied by s, so loud features get louder
+#
+# Answer with the option's letter as a string (in quotes).
+
+# %% tags=["solution"]
+recall_6 = ...  # STUB
+# BEGIN SOLUTION
+recall_6 = "a"
+# END SOLUTION
+
+# %% qlesson={"task": "recall 09.6"} tags=["check"]
+recall.answer("09", 6, recall_6)
+
+# %% [markdown]
+# ### Recall 09.7
+#
+# AWQ's grid includes alpha = 0. What does that candidate give?
+#
+# - **a)** s = 0: every weight is zeroed
+# - **b)** s = 1 for every input: plain round-to-nearest
+# - **c)** s = mean|x|: the full activation scale
+#
+# Answer with the option's letter as a string (in quotes).
+
+# %% tags=["solution"]
+recall_7 = ...  # STUB
+# BEGIN SOLUTION
+recall_7 = "b"
+# END SOLUTION
+
+# %% qlesson={"task": "recall 09.7"} tags=["check"]
+recall.answer("09", 7, recall_7)

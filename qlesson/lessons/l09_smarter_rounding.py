@@ -1,4 +1,4 @@
-"""Lesson 09 · Smarter rounding (GPTQ and AWQ): the exercise tasks and the recall questions.
+"""Lesson 09 · Smarter rounding (GPTQ against groups): the exercise tasks and the recall questions.
 
 Sources: ``notebooks/09_smarter_rounding.py`` (the lesson) and
 ``exercises/solutions/09_smarter_rounding.py`` (the exercise, with solutions).
@@ -78,18 +78,22 @@ def _gptq_codes(
     clamp: bool = True,
     push_unclamped: bool = False,
     per_entry_damp: bool = False,
+    trace_damp: bool = False,
+    low: int | None = None,
 ) -> torch.Tensor:
     w, s = w.clone(), scale
     h = 2 * x.T @ x / x.shape[0]
     if per_entry_damp:  # a misreading: 1% of each diagonal entry instead of 1% of their mean
         h = h + damp * torch.diag(torch.diagonal(h))
+    elif trace_damp:  # a misreading: 1% of the trace (the diagonal's sum) instead of its mean
+        h = h + damp * torch.diagonal(h).sum() * torch.eye(h.shape[0], dtype=h.dtype)
     else:
         h = h + damp * torch.diagonal(h).mean() * torch.eye(h.shape[0], dtype=h.dtype)
     hinv = torch.linalg.inv(h)
     codes = torch.zeros_like(w)
     for j in range(w.shape[1]):
         r = torch.round(w[:, j] / s)
-        q = torch.clamp(r, -qmax(bits), qmax(bits)) if clamp else r
+        q = torch.clamp(r, -qmax(bits) if low is None else low, qmax(bits)) if clamp else r
         codes[:, j] = q
         if feedback:
             err = (w[:, j] - (r if push_unclamped else q) * s) / hinv[j, j]
@@ -202,7 +206,8 @@ TASKS: list[Task] = [
             Case(_gptq_case(6, 12, 80, 4, clip=0.75), "int4, [6, 12], 80 tokens, clipped scales", hidden=True),
             Case(_damping_case((1, 1, 10, 0.1, 1, 3)), "int4, [4, 6], 7 tokens, unequal features", hidden=True),
         ],
-        "GPTQ with the given scales, never changed, and the paper's damping; the codes in the order of the columns",
+        "GPTQ with the given scales, never changed, on the course's symmetric ruler, and the paper's damping; the "
+        "codes in the order of the columns",
         [
             Mistake(
                 "rounded to nearest (no error feedback): that is RTN",
@@ -220,6 +225,15 @@ TASKS: list[Task] = [
             Mistake(
                 "damped each diagonal entry by 1% of itself: the paper adds 1% of the *mean* diagonal to every entry",
                 lambda w, x, s, b: _gptq_codes(w, x, s, b, per_entry_damp=True),
+            ),
+            Mistake(
+                "damped by 1% of H's trace (the sum of its diagonal): the paper adds 1% of the diagonal's *mean*",
+                lambda w, x, s, b: _gptq_codes(w, x, s, b, trace_damp=True),
+            ),
+            Mistake(
+                "clamped to [-qmax - 1, qmax] (int4: [-8, 7], every code of a signed int): the course's symmetric "
+                "ruler runs from -qmax to qmax (int4: [-7, 7])",
+                lambda w, x, s, b: _gptq_codes(w, x, s, b, low=-qmax(b) - 1),
             ),
             Mistake(
                 "did not clamp the codes to [-qmax, qmax]: with a clipped ruler, and after the pushes, a weight can "
@@ -281,6 +295,7 @@ TASKS.append(
             ),
         ],
         minutes=5,
+        shows_expected=False,  # the expected count would let a learner tune by trial
     )
 )
 
@@ -299,14 +314,16 @@ def _pick(
     if judge == "weights":
         gptq_wins = bool((w - gp).square().mean() < (w - g32).square().mean())
     else:
-        x = x_held if judge == "held" else x_cal
+        x = {"held": x_held, "cal": x_cal, "both": torch.cat([x_cal, x_held])}[judge]
         gptq_wins = _relative_output_error(x, w, gp) < _relative_output_error(x, w, g32)
     if gptq_wins:
         return ("gptq", float(bits) + (16 / w.shape[1] if scales else 0.0))
     return ("rtn_g32", float(bits) + (16 / 32 if scales else 0.0))
 
 
-def _pick_case(seed: int, n_out: int, k: int, tokens: int, bits: int, big: int = 0, corr: float = 0.9) -> tuple:
+def _pick_case(
+    seed: int, n_out: int, k: int, tokens: int, bits: int, big: int = 0, corr: float = 0.9, held: int = 2000
+) -> tuple:
     """A layer and its inputs; ``big`` weights of size 4 per row stretch a per-row ruler, ``corr`` mixes features."""
     g = torch.Generator().manual_seed(seed)
     w = torch.randn(n_out, k, generator=g, dtype=torch.float64)
@@ -319,7 +336,7 @@ def _pick_case(seed: int, n_out: int, k: int, tokens: int, bits: int, big: int =
         base = torch.randn(n, k, generator=g, dtype=torch.float64)
         return (base + corr * base.roll(1, dims=1)) @ mix
 
-    return (w, draw(tokens), draw(2000), bits)
+    return (w, draw(tokens), draw(held), bits)
 
 
 TASKS.append(
@@ -334,6 +351,7 @@ TASKS.append(
             Case(_pick_case(12, 16, 256, 2048, 4, big=1, corr=0.5), "[16, 256], int4, long rows", hidden=True),
             Case(_pick_case(3, 24, 64, 256, 4), "[24, 64], int4, 256 calibration tokens", hidden=True),
             Case(_pick_case(10, 16, 128, 1024, 4, big=1, corr=0.3), "[16, 128], int4", hidden=True),
+            Case(_pick_case(35, 16, 64, 64, 4, big=1, held=100), "[16, 64], int4, 64 calibration tokens", hidden=True),
         ],
         "judge the two as lesson 09 judged them, on the layer's output; count every stored bit per weight",
         [
@@ -359,11 +377,102 @@ TASKS.append(
                 lambda w, xc, xh, b: ("gptq", b + 16 / w.shape[1]) if len(xc) >= w.shape[1] else ("rtn_g32", b + 0.5),
             ),
             Mistake(
+                "judged on the calibration and held-out tokens together: the calibration tokens, where GPTQ's fit "
+                "flatters it, still count. Judge on the held-out tokens only",
+                lambda w, xc, xh, b: _pick(w, xc, xh, b, judge="both"),
+            ),
+            Mistake(
                 "left out the fp16 scales from the bits per weight",
                 lambda w, xc, xh, b: _pick(w, xc, xh, b, scales=False),
             ),
         ],
         minutes=5,
+        shows_expected=False,  # the expected pair would hand over the bits and the choice
+    )
+)
+
+# ---- task 5: which calibration text? ------------------------------------------------------------
+
+
+def _calib_text(
+    w: torch.Tensor,
+    x_a: torch.Tensor,
+    x_b: torch.Tensor,
+    x_held: torch.Tensor,
+    bits: int,
+    judge: str = "held",
+    base: str = "g32",
+) -> tuple[str, bool]:
+    from qlesson.quant.gptq import gptq
+    from qlesson.quant.granularity import PerChannel, PerGroup
+    from qlesson.quant.quantize import fake_quantize
+
+    cal = {"a": x_a, "b": x_b}
+    fits = {name: gptq(w, x, bits).dequantize() for name, x in cal.items()}
+    on = {name: x_held if judge != "cal" else cal[name] for name in cal}  # "mixed": chosen on x_held, judged on cal
+    errs = {name: _relative_output_error(on[name], w, w_hat) for name, w_hat in fits.items()}
+    best = min(errs, key=lambda name: errs[name])
+    x = x_held if judge == "held" else cal[best]
+    rtn = fake_quantize(w, bits, granularity=PerGroup(32) if base == "g32" else PerChannel(0))
+    return best, _relative_output_error(x, w, fits[best]) < _relative_output_error(x, w, rtn)
+
+
+def _calib_case(
+    seed: int, n_out: int, k: int, tokens: int, bits: int, like_first: bool, big: int = 0, corr: float = 0.9
+) -> tuple:
+    """A layer, two calibration sets of ``tokens`` each (one from the held-out source, one with half its features
+    quietened: a different feature mix), held-out tokens, bits. ``like_first``: the held-out-like set is ``x_a``."""
+    g = torch.Generator().manual_seed(seed)
+    w = torch.randn(n_out, k, generator=g, dtype=torch.float64)
+    if big:
+        where = torch.randint(0, k, (n_out, big), generator=g)
+        w.scatter_(1, where, 4 * torch.randn(n_out, big, generator=g, dtype=torch.float64).sign())
+    mix = torch.eye(k, dtype=torch.float64) + corr * torch.randn(k, k, generator=g, dtype=torch.float64) / k**0.5
+    quiet = torch.ones(k, dtype=torch.float64)
+    quiet[torch.randperm(k, generator=g)[: k // 2]] = 0.1
+
+    def draw(n: int, scale: torch.Tensor | None = None) -> torch.Tensor:
+        base = torch.randn(n, k, generator=g, dtype=torch.float64)
+        base = base if scale is None else base * scale
+        return (base + corr * base.roll(1, dims=1)) @ mix
+
+    like, shifted, held = draw(tokens), draw(tokens, quiet), draw(2000)
+    return (w, *((like, shifted) if like_first else (shifted, like)), held, bits)
+
+
+TASKS.append(
+    Task(
+        "09.calib_text",
+        "which calibration text, and does per-channel GPTQ then beat groups of 32?",
+        _calib_text,
+        [
+            Case(_calib_case(0, 16, 64, 128, 4, True), "[16, 64], int4, 128 tokens in each set"),
+            Case(_calib_case(2, 16, 128, 256, 4, False, big=1, corr=0.5), "[16, 128], int4, 256 tokens in each set"),
+            Case(_calib_case(4, 16, 64, 96, 3, False), "[16, 64], int3, 96 tokens in each set"),
+            Case(_calib_case(1, 16, 64, 256, 4, False), "[16, 64], int4, 256 tokens in each set", hidden=True),
+            Case(_calib_case(5, 16, 128, 512, 4, True, big=1, corr=0.3), "[16, 128], int4", hidden=True),
+            Case(_calib_case(7, 16, 256, 512, 4, False, big=1, corr=0.5), "[16, 256], int4", hidden=True),
+            Case(_calib_case(6, 24, 64, 200, 4, True), "[24, 64], int4, 200 tokens in each set", hidden=True),
+        ],
+        "choose the calibration set as lesson 09's section 4 would, then answer the lesson's question for this layer",
+        [
+            Mistake(
+                "judged each GPTQ on its own calibration set: the set GPTQ fits best there is not the one that "
+                "serves the held-out text. Judge both on x_held",
+                lambda w, a, b, h, bits: _calib_text(w, a, b, h, bits, judge="cal"),
+            ),
+            Mistake(
+                "chose the set on x_held, but judged GPTQ against groups of 32 on the calibration set it was fitted "
+                "to, where its fit flatters it",
+                lambda w, a, b, h, bits: _calib_text(w, a, b, h, bits, judge="mixed"),
+            ),
+            Mistake(
+                "compared GPTQ with round-to-nearest per-channel: the question is whether it beats groups of 32",
+                lambda w, a, b, h, bits: _calib_text(w, a, b, h, bits, base="channel"),
+            ),
+        ],
+        minutes=5,
+        shows_expected=False,  # the expected pair would name the right set by trial
     )
 )
 
@@ -415,26 +524,28 @@ PREDICT = {
         ),
     ),
     "pair_calib": choice(
-        "Calibrate GPTQ int4 per-channel on block 3 instead on 60 of the 120 paraphrase pairs (short sentences, "
-        "1,526 tokens: fewer than the paragraphs' 2,223), and measure on the other 60 pairs. Against RTN g32 "
-        "there, GPTQ per-channel is...",
+        "Block 3, int4: GPTQ per-channel calibrated on 60 of the 120 paraphrase pairs (1,526 tokens of short "
+        "sentences) and measured on the other 60 pairs. Now calibrate it on only the first 1,097 of those tokens, "
+        "as many as section 3's even paragraphs. On the other 60 pairs, against RTN g32, it is...",
         (
-            "Still behind: one ruler per row is too coarse for int4, whatever the codes",
+            "Still clearly ahead: the calibration text decides it, not the count",
             False,
-            "Tempting after section 2; but there the calibration text was paragraphs and the test text sentences. "
-            "Calibrated on sentences, GPTQ per-channel is ahead of RTN g32 on five of the six layers.",
+            "Tempting, since the header says sentences make a good calibration text; but with 1,097 tokens it is "
+            "only level with RTN g32 (the interval over the test pairs includes 0; ahead on three of six layers): "
+            "the extra tokens count too.",
         ),
         (
-            "Further behind: fewer calibration tokens, so a tighter fit to them",
-            False,
-            "Tempting, since fewer tokens constrain the fit less; but the error on the odd pairs falls below RTN "
-            "g32's (on five of six layers).",
-        ),
-        (
-            "Ahead on most layers",
+            "About level with RTN g32, and far ahead of GPTQ calibrated on 1,097 paragraph tokens",
             True,
-            "Ahead on five of the six layers and on the mean, with an interval over the test pairs that excludes 0: "
-            "a fit to sentences carries over to other sentences, where the fit to paragraphs did not.",
+            "Level with RTN g32 (the interval includes 0), while the same count of paragraph tokens leaves GPTQ "
+            "far behind on the same sentences: at an equal count the calibration text still matters, and so do "
+            "the extra sentence tokens.",
+        ),
+        (
+            "As far behind as GPTQ calibrated on 1,097 paragraph tokens: fewer tokens, a tighter fit to them",
+            False,
+            "Tempting, since fewer tokens constrain the fit less; but at the same count the sentence tokens give a "
+            "much lower error on the test pairs than the paragraph tokens do.",
         ),
     ),
     "per_channel_vs_g32": choice(
@@ -484,30 +595,32 @@ RECALL: tuple[Question, ...] = (
         source=LESSON,
     ),
     choice(
-        "GPTQ calibrated on the first 100 tokens (two paragraphs) of a 384-input layer loses to RTN on new "
-        "sentences. Why?",
+        "GPTQ calibrated on a layer's first 100 tokens (two paragraphs, 384 inputs) beats RTN on them, loses on new "
+        "text. Why?",
         (
-            "Too few and too similar tokens for 384 inputs: GPTQ fits them",
+            "GPTQ fits the tokens it is calibrated on: its error there says little about other text",
             True,
-            "It pushes errors into directions these tokens never excite, and other text does. In this lesson's 20 "
-            "random draws from all the paragraphs (Going deeper), 200 tokens put GPTQ ahead every time: not the "
-            "count alone.",
+            "Its error on its 100 tokens is more than ten times below RTN's, on held-out sentences above it. Judge "
+            "a calibrated method on tokens it never saw.",
         ),
         (
-            "Fewer tokens than inputs: a rank-deficient Hessian makes GPTQ lose, whichever tokens they are",
+            "The held-out sentences are harder text: every method does worse there",
             False,
-            "Tempting, since the rank limits what the tokens constrain; but in this lesson's 20 draws (Going "
-            "deeper), 200 tokens drawn at random from all the paragraphs, still fewer than the 384 inputs, put GPTQ "
-            "ahead of RTN on new sentences every time.",
+            "Tempting, since the two texts differ; but RTN's error on this layer grows by about a quarter between "
+            "them while GPTQ's grows about twentyfold: the gap is GPTQ's, not the text's.",
         ),
         (
-            "The new sentences are a different kind of text from the calibration paragraphs",
+            "With fewer tokens than inputs the Hessian cannot be inverted, so GPTQ's codes are noise",
             False,
-            "Tempting, since they are; but on this layer RTN's error changes by under 1.25x between the two texts "
-            "while GPTQ's grows more than 20-fold, and on calibration paragraphs it was not fitted to, the same "
-            "kind of text, GPTQ's error still grows.",
+            "Tempting, since the Hessian's rank is at most 100; but the damping makes it invertible, and the codes "
+            "are far from noise: on the 100 tokens themselves GPTQ is far better than RTN.",
         ),
-        ("The damping was too large", False, "Damping limits overfitting; it does not cause it."),
+        (
+            "The damping was too large",
+            False,
+            "Tempting, since the damping is a knob; but damping pulls GPTQ towards plain rounding: it limits the "
+            "fit to the 100 tokens, it does not cause it.",
+        ),
         source=LESSON,
     ),
     Numeric(
@@ -520,21 +633,6 @@ RECALL: tuple[Question, ...] = (
             (384, "that is out_features; the Hessian is over the inputs, [in_features, in_features]"),
             (128, "that is the lazy-update block size, which changes speed, not the rank"),
         ),
-    ),
-    choice(
-        "Interview: AWQ multiplies weight column j by s_j before rounding. What happens to the activations?",
-        (
-            "They are divided by s, folded into the previous LayerNorm or Linear where one exists",
-            True,
-            "x @ w.T equals (x / s) @ (w * s).T; the division costs nothing once folded.",
-        ),
-        ("Nothing: the rounding error cancels the scaling", False, "Without dividing x the product is wrong."),
-        (
-            "They are multiplied by s, so loud features get louder",
-            False,
-            "Multiplying both would scale each input's contribution by s_j squared.",
-        ),
-        source=INTERVIEW,
     ),
     choice(
         "Interview: does GPTQ make per-group scales unnecessary?",
@@ -569,6 +667,25 @@ RECALL: tuple[Question, ...] = (
             (4.25, "that counts a 16-bit zero point too; a symmetric ruler has none"),
         ),
         source=LESSON,
+    ),
+)
+
+# AWQ is in Going deeper: its questions are asked in the exercise only
+EXERCISE_RECALL: tuple[Question, ...] = (
+    choice(
+        "Interview: AWQ multiplies weight column j by s_j before rounding. What happens to the activations?",
+        (
+            "They are divided by s, folded into the previous LayerNorm or Linear where one exists",
+            True,
+            "x @ w.T equals (x / s) @ (w * s).T; the division costs nothing once folded.",
+        ),
+        ("Nothing: the rounding error cancels the scaling", False, "Without dividing x the product is wrong."),
+        (
+            "They are multiplied by s, so loud features get louder",
+            False,
+            "Multiplying both would scale each input's contribution by s_j squared.",
+        ),
+        source=INTERVIEW,
     ),
     choice(
         "AWQ's grid includes alpha = 0. What does that candidate give?",

@@ -685,6 +685,65 @@ def pair_split(
     return rows, d, {n: float(a / b) for n, a, b in zip(weights, by["new"], by[base], strict=True)}
 
 
+def equal_count_rows(
+    weights: Mapping[str, torch.Tensor],
+    held_out: Mapping[str, torch.Tensor],
+    tokens_per_sentence: Sequence[int],
+    paragraphs: Mapping[str, torch.Tensor],
+    norms: np.ndarray,
+    per_sentence: Mapping[str, np.ndarray],
+    base: str = "RTN int4 per-group 32",
+    bar: Any = None,
+) -> tuple[list[dict[str, Any]], Interval, dict[str, float]]:
+    """:func:`pair_split`'s control for the token count: two GPTQ fits on as many tokens as ``paragraphs`` holds.
+
+    GPTQ int4 per-channel is calibrated on the first ``len(paragraphs)`` tokens of the even pairs,
+    and on ``paragraphs`` (the same count of paragraph tokens); both are measured on the odd pairs.
+    Returns the rows (in :func:`pair_split`'s columns), the paired interval over the odd pairs of
+    the sentence fit minus ``base``, and the sentence fit's error over ``base``'s by layer.
+    ``bar`` (a tqdm object, or None) advances once a fit.
+
+    >>> g = torch.Generator().manual_seed(0)
+    >>> w = {"a": torch.randn(2, 8, generator=g, dtype=torch.float64)}
+    >>> x = {"a": torch.randn(16, 8, generator=g, dtype=torch.float64)}
+    >>> from qlesson.quant.granularity import PerGroup
+    >>> rows, per, norms = held_out_rows(w, x, x, [4] * 4, [("RTN", 4, PerGroup(4))])
+    >>> rows, d, by_layer = equal_count_rows(w, x, [4] * 4, {"a": x["a"][:6]}, norms, per, "RTN int4 per-group 4")
+    >>> [r["calibrated on"] for r in rows]
+    ['the first 6 tokens of the even pairs', 'the even paragraphs (6 tokens)']
+    """
+    sentence = torch.repeat_interleave(torch.arange(len(tokens_per_sentence)), torch.tensor(list(tokens_per_sentence)))
+    even = (sentence // 2) % 2 == 0
+    odd = [i for i in range(len(tokens_per_sentence)) if (i // 2) % 2 == 1]
+    count = int(next(iter(paragraphs.values())).shape[0])
+    fits = {
+        f"the first {count} tokens of the even pairs": {n: held_out[n][even][:count] for n in weights},
+        f"the even paragraphs ({count} tokens)": paragraphs,
+    }
+    err = {}
+    for fit, inputs in fits.items():
+        lays = shared_layers(weights, {n: inputs[n] for n in weights})
+        new = {n: quantized(lay, 4, PerChannel(0), ("GPTQ",))["GPTQ"] for n, lay in lays.items()}
+        err[fit] = sentence_output_errors(weights, new, held_out, tokens_per_sentence)[:, odd]
+        if bar is not None:
+            bar.update(1)
+    out, n_odd = norms[:, odd], int((~even).sum())
+    by = {k: e.sum(1) / out.sum(1) for k, e in err.items()}
+    rows = [
+        {
+            "variant": "GPTQ int4 per-channel",
+            "calibrated on": fit,
+            f"err on the odd pairs ({n_odd} tokens)": float(b.mean()),
+        }
+        for fit, b in by.items()
+    ]
+    first = next(iter(err))
+    base_err = per_sentence[base][:, odd]
+    d = output_error_interval(err[first], base_err, out)
+    base_by = base_err.sum(1) / out.sum(1)
+    return rows, d, {n: float(a / b) for n, a, b in zip(weights, by[first], base_by, strict=True)}
+
+
 def split_rows(
     weights: Mapping[str, torch.Tensor],
     fitted: Mapping[str, torch.Tensor],
