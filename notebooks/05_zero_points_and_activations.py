@@ -19,18 +19,18 @@
 # **The question**: how should the activations of a transformer, which arrive at run time,
 # be quantized to int8?
 #
-# **The answer**: Give a one-sided or lopsided activation a zero point: it gains about 4 to 5 dB
-# here. Give a token that carries a spike its own scale with dynamic per-token scales; with one
-# static scale, SmoothQuant gains only once it shrinks that spike.
+# **The answer**: A one-sided or lopsided activation needs a zero point: here it gains about 4 to
+# 5.5 dB. A token that carries a spike needs its own scale (dynamic per-token scales), and with one
+# static scale SmoothQuant gains here only when the spike is among the features it shrinks.
 #
 # **What you will do**:
 # * capture MiniLM's layer-0 activations, calibrate on one text and score on another;
 # * predict, then measure, what a zero point buys on a GELU output, and what per-token scales
 #   buy against an outlier token;
-# * smooth two inputs of layer 0 (QKV and FC1) and see where the gain comes from.
+# * smooth two inputs of layer 0 (QKV and FC1) and find where the QKV gain comes from.
 #
 # **What you need**: lessons 01 to 03 (nothing to download).
-# **Time**: about 23 minutes, plus about 33 for the exercise.
+# **Time**: about 22 minutes, plus about 33 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -96,8 +96,7 @@ print(", ".join(f"gain {r['gain dB']:+.1f} dB {r['int8 scales']}" for r in fc1))
 # each token is one-sided, not just the tensor.
 #
 # The control is FC1's input, which has both signs but a lopsided range (the positive spike of
-# section 2): the zero point still gains about 4.3 dB there. It gains wherever the range is
-# lopsided, most where it is one-sided.
+# section 2): the zero point still gains about 4.3 dB there.
 #
 # ## 2. Three loud features
 #
@@ -134,8 +133,8 @@ print(f"ordinary tokens' loudest |x|: {low:.1f} to {high:.1f} (5th to 95th perce
 #
 # Per-token scales gain about 9.5 dB over per-tensor (both dynamic here, fitted to this text).
 # The control, on the same tokens, isolates the `[CLS]` rows and recovers about 6.5 of the
-# 9.5 dB. The rest is per-token scales fitting ordinary tokens, whose loudest values differ about
-# fivefold from token to token (last line).
+# 9.5 dB. The rest is consistent with per-token scales fitting ordinary tokens, whose loudest
+# values differ about fivefold from token to token (last line).
 #
 # Per-token scales also fit an integer GEMM. A token's scale is constant along the reduction
 # axis K, so it multiplies the int32 sum once per row, like a per-channel weight scale.
@@ -144,9 +143,9 @@ print(f"ordinary tokens' loudest |x|: {low:.1f} to {high:.1f} (5th to 95th perce
 #
 # Features 63 and 267 are different: loud on most ordinary tokens, where their medians (the
 # "other tokens median" column) are about 4.5 and 8 times the typical feature's. Per-token scales
-# cannot isolate them: they are loud in most rows. In this layer they turn out to matter little
-# (section 4); in large language models they are what breaks W8A8. A per-feature scale could, but it changes along
-# K, inside the sum, so it cannot be applied to the int32 result.
+# cannot isolate them: they are loud in most rows. In this layer, with one static scale, they
+# matter little (section 4). A per-feature scale could isolate them, but it changes along K,
+# inside the sum, so it cannot be applied to the int32 result.
 #
 # **SmoothQuant** moves their range out of the activations. Divide feature `j` by `s_j` and multiply
 # weight column `j` by `s_j`: `(x / s) @ (w * s).T` equals `x @ w.T` exactly. With
@@ -161,8 +160,8 @@ print(f"ordinary tokens' loudest |x|: {low:.1f} to {high:.1f} (5th to 95th perce
 #
 # ## 4. Smoothing, calibrated on one text and scored on another
 #
-# Int8 weights per output channel, int8 symmetric activations (as in SmoothQuant's W8A8 setup, so
-# the gains are smoothing's alone). The factors `s` and the
+# Int8 weights per output channel, int8 symmetric activations (as in SmoothQuant's W8A8 setup;
+# symmetric, so no zero point mixes into the gains). The factors `s` and the
 # static per-tensor scale come from the calibration sentences; the output SQNR of
 # `x @ w.T` is measured on the evaluation sentences. Gains are over no smoothing, on all tokens:
 
@@ -181,16 +180,16 @@ print(f"every gain's 95% interval excludes 0: {lowest > 0}")
 # %% [markdown]
 # How much of that gain is the `[CLS]` spike, and how much the outlier features? Three controls
 # smooth only some features (every other `s_j` set to 1): feature 99, features 63 and 267, and
-# features 99 and 63; alpha 0.5, all tokens, static per-tensor scales. Predict the first one on the
-# QKV input:
+# features 99 and 63; QKV input, alpha 0.5, all tokens, static per-tensor scales. Predict the
+# first one:
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("05", "smooth_99")
 
 # %%
 controls = activations.smoothing_feature_rows(cases, labels, features=([99], [63, 267], [99, 63]), alpha=0.5)
-only99 = [r for r in controls if r["int8 act scales"] == "per-tensor"]
-print_table(only99, {k: "+.1f" for k in only99[0] if "dB" in k})
+qkv_static = [r for r in controls if r["input"] == "L0 QKV" and r["int8 act scales"] == "per-tensor"]
+print_table(qkv_static, {k: "+.1f" for k in qkv_static[0] if "dB" in k})
 xq, cls = evals["L0.query"], activations.cls_mask(labels)
 print(f"QKV input: feature 99 on [CLS] up to {float(xq[cls, 99].abs().max()):.1f}, ", end="")
 print(f"feature 63 on other tokens up to {float(xq[~cls, 63].abs().max()):.1f}; ", end="")
@@ -198,10 +197,9 @@ print(f"s_99 = {float(activations.smoothing_factors(calib['L0.query'], qkv, alph
 
 # %% [markdown]
 # One static scale is set by the single largest value. On the QKV input feature 63 is nearly as
-# loud as the spike (last line): smoothing 99 alone lowers the scale only from about 6.3 to 5.9,
-# while weight column 99, now 3.3 times larger, adds its own rounding error, a net -0.3 dB.
-# Smoothing 63 and 267 leaves the spike to set the scale (-0.2 dB); smoothing 99 and 63 together
-# gains about 3.8 dB. On FC1's input, feature 99 alone gives about 7 of the 9 dB.
+# loud as the spike (5.9 against 6.3, last line), so smoothing 99 alone gains nothing (-0.3 dB),
+# and smoothing 63 and 267 leaves the spike to set the scale (-0.2 dB). Smoothing 99 and 63
+# together gains about 3.8 dB.
 #
 # ## Summary
 #
@@ -213,12 +211,9 @@ print(f"s_99 = {float(activations.smoothing_factors(calib['L0.query'], qkv, alph
 #   scales, which factor out of the integer GEMM.
 # * Outlier *features* (63, 267) are loud in most rows; per-feature scales would fit them but
 #   cannot leave the sum. SmoothQuant moves a feature's range into the weights, and `x @ w.T` is
-#   unchanged. With one static scale it also moves the `[CLS]` spike's range into the weights:
-#   that is where its gain comes from here.
-# * Fit static scales and `s` on calibration text, score on other text: smoothing then gains about
-#   2 to 9 dB of int8 error on layer 0's QKV and FC1 inputs. One static per-tensor scale is set by
-#   the single largest value: smoothing features 63 and 267 alone gains nothing (-0.2 dB); the gain
-#   needs the `[CLS]` spike smoothed (FC1) or the spike and feature 63 together (QKV).
+#   unchanged.
+# * Calibrated on one text and scored on another, smoothing gains about 2 to 9 dB on layer 0's QKV
+#   and FC1 inputs; on QKV with one static scale, only once the spike and feature 63 are both smoothed.
 #
 # ## Pause and recall
 
@@ -316,21 +311,18 @@ print_table(rows, {"none dB": ".1f"} | {k: "+.1f" for k in rows[0] if "alpha" in
 #
 # ### Smoothing fewer features can win
 #
-# In section 4's controls, on FC1's input with per-tensor scales, smoothing features 99 and 63
-# alone gains about 10.4 dB, more than smoothing every feature (9.1 dB). Smoothing every feature
-# lowers the static scale further, but it also multiplies every weight column by its `s_j`, and the
-# activations' rounding error reaches the output through those larger columns.
-#
-# The same controls with per-token scales, which already give the spike's row its own scale
-# (section 2):
+# Section 4's controls on FC1's input, and with per-token scales, which already give the spike's
+# row its own scale (section 2):
 
 # %%
-per_token = [r for r in controls if r["int8 act scales"] == "per-token"]
-print_table(per_token, {k: "+.1f" for k in per_token[0] if "dB" in k})
+rest = [r for r in controls if r not in qkv_static]
+print_table(rest, {k: "+.1f" for k in rest[0] if "dB" in k})
 
 # %% [markdown]
-# Here smoothing feature 99 alone gains less than with a static scale: about 2.7 dB on FC1's
-# input, and it loses about 0.7 dB on the QKV input.
+# On FC1's input with a static scale, feature 99 alone gives about 7 of the 9 dB, and features
+# 99 and 63 alone gain about 10.4 dB, more than smoothing every feature. With per-token scales,
+# smoothing feature 99 alone gains less: about 2.7 dB on FC1's input, and it loses about 0.7 dB
+# on the QKV input.
 #
 # ### How sure the gains are
 #
@@ -399,7 +391,7 @@ print_table(
 # ### Outlier features in large models
 #
 # In MiniLM's first layer, smoothing the outlier features 63 and 267 alone gains at most about 1 dB
-# at int8. In large language models outlier features are what breaks
+# at int8. In large language models outlier features are reported to break
 # W8A8: LLM.int8() (Dettmers et al., 2022) finds systematic outlier features from about 6.7B
 # parameters on, and SmoothQuant (Xiao et al., 2022) was built for those models. This course does
 # not measure a model of that size.

@@ -134,6 +134,12 @@ check("05.loudest_after_smoothing", loudest_after_smoothing)
 # Did `alpha` change any case's answer? Why not? (Write feature `j`'s absmax after smoothing in terms of
 # `max|x_j|`, `max|w_j|` and `alpha`.)
 
+# %% [markdown] tags=["solutions-only"]
+# *Answer*: no. After smoothing, feature `j`'s absmax is
+# `max|x_j| / s_j = (max|x_j| max|w_j|)^(1 - alpha)`. For any alpha below 1 that grows with the
+# product `max|x_j| max|w_j|`, so the loudest feature is the one with the largest product, whatever
+# alpha is. (At alpha 1 every feature's absmax becomes 1 and no feature is loudest.)
+
 
 # %% [markdown]
 # ## Task 5 · Per-token scales or smoothing?
@@ -141,7 +147,8 @@ check("05.loudest_after_smoothing", loudest_after_smoothing)
 # An activation `x [tokens, features]` has outliers: a few values far louder than the rest.
 # Write `which_tool(x)`: return `"per-token"` when per-token scales would keep the loud values
 # out of a typical token's ruler, and `"smooth"` when they would not, so the loud range must
-# move into the weights. Every case has outliers of one kind; some cases are hidden.
+# move into the weights. Count a value as loud when it is at least 5 times a typical value.
+# Every case has outliers of one kind; some cases are hidden.
 
 
 # %% tags=["solution"]
@@ -155,6 +162,12 @@ def which_tool(x):
 
 # %% qlesson={"task": "05.which_tool"} tags=["check"]
 check("05.which_tool", which_tool)
+
+# %% [markdown] tags=["solutions-only"]
+# This rule is for two-sided activations such as a LayerNorm output. On a GELU output most
+# features sit near 0 on a typical token, so the typical feature's median is tiny and the rule
+# says "smooth" for MiniLM's `L0.output`; yet the lesson's Going deeper shows smoothing that
+# input at alpha 0.5 loses SQNR with per-token scales: its real outlier is the `[CLS]`-only unit 856.
 
 
 # %% [markdown]

@@ -290,7 +290,7 @@ def _cases_which_tool() -> list[Case]:
         Case((_loud_features(20, 12, {5: 20.0}),), "feature 5 twenty times louder on every token"),
         Case((_loud_tokens(18, 10, [4, 11], 12.0),), "tokens 4 and 11 twelve times louder on every feature"),
         Case(
-            (_loud_features(30, 16, {2: 15.0, 9: 10.0}, share=0.6),), "features 2, 9 loud on 60% of tokens", hidden=True
+            (_loud_features(30, 16, {2: 15.0, 9: 10.0}, share=0.8),), "features 2, 9 loud on 80% of tokens", hidden=True
         ),
         Case((_cls_spike(36, 20, 12, 7, 25.0),), "feature 7 at 25 on one token in twelve", hidden=True),
         Case((_loud_tokens(15, 24, [0], 40.0),), "one token forty times louder", hidden=True),
