@@ -74,6 +74,23 @@ ruler.print_codes(W[0], bits=4, scale=float(shared.scale))
 # 0: **Row A collapses to `[0, 0, 0, 0]`**. Rounding is not proportional: a value below half a
 # tick is not stored small, it is not stored at all.
 #
+# Try it: at per-tensor int4, raise **Row A x** step by step from 1 until Row A's codes stop
+# being all zeros. Where, and why there?
+
+# %% tags=["nbval-ignore-output"]
+from qlesson.teach import widgets
+
+widgets.two_rows_explorer(asymmetric=False)
+
+# %% [markdown]
+# <details><summary>Check what you found (open it after you tried)</summary>
+#
+# Row A's first nonzero code appears at x1.48, the slider's first step past 1.476: there
+# `1.48 x 0.15 = 0.222` passes half a shared tick, `0.4429 / 2 = 0.2214`.
+#
+# </details>
+
+# %% [markdown]
 # ## 3. Per-channel: each row gets its own ruler
 #
 # Row A's own absmax is 0.15, so its scale is `0.15 / 7`, about twenty times finer:
@@ -89,7 +106,7 @@ ruler.print_codes(W[0], bits=4, scale=float(own.scale[0]))
 
 # %%
 qmax = 2 ** (4 - 1) - 1
-scale = W.abs().amax(dim=1, keepdim=True) / qmax  # one scale per row: reduce over in_features
+scale = W.abs().amax(dim=1, keepdim=True) / qmax  # PerChannel(axis=0) names the axis kept; amax(dim=1) the one reduced
 q = torch.clamp(torch.round(W / scale), -qmax, qmax)  # round to the nearest tick, stay on the ruler
 print(f"codes identical to ql.quantize's: {torch.equal(q, own.q.to(q.dtype))}")
 
@@ -151,26 +168,6 @@ for bits in (4, 8):
     print(f"int{bits}: {n_lose} of {n_rows:,} rows get a higher MAE with their own scale")
 
 # %% [markdown]
-# ## 6. Try it: raise Row A until it survives
-#
-# At per-tensor int4, raise **Row A x** step by step from 1 until Row A's codes stop being all
-# zeros. Where, and why there? Then switch to per-channel: what multiplier does Row A need now?
-
-# %% tags=["nbval-ignore-output"]
-from qlesson.teach import widgets
-
-widgets.two_rows_explorer(asymmetric=False)
-
-# %% [markdown]
-# <details><summary>Check what you found (open it after you tried)</summary>
-#
-# Row A's first nonzero code appears at x1.48: there `1.48 x 0.15 = 0.222` passes half a
-# shared tick, `0.4429 / 2 = 0.2214`. Per-channel needs no multiplier, since Row A's largest
-# value always sits on tick 7.
-#
-# </details>
-
-# %% [markdown]
 # ## Summary
 #
 # * Per-tensor: the loudest value sets one scale; a quiet row whose values all lie at or below
@@ -192,8 +189,8 @@ recall.quiz("02")
 recall.show("02")
 
 # %% [markdown]
-# **Exercise**: `exercises/02_one_ruler_or_many.ipynb`: find which rows lose with their own
-# ruler, which rows of new weights one shared scale erases, and predict them at int3, int4 and int8.
+# **Exercise**: `exercises/02_one_ruler_or_many.ipynb`: on weights this lesson did not show,
+# predict which rows lose with their own ruler, then find which rows one shared scale erases.
 
 # %% [markdown]
 # ## Going deeper
@@ -222,8 +219,9 @@ print_table(analysis.range_usage(W3, bits=8), {"absmax": ".2f"})
 # The note also prints codes for this example, and some are wrong: 1.8 under the shared scale
 # gets 114, not the printed 115, and channel 2's printed per-channel codes
 # `[-125, -100, 63, 113]` are what dividing by the displayed scale 0.0008 gives (62.5 and 112.5
-# rounded up). Always divide by the exact scale: 0.05 is then exactly 63.5 ticks in real
-# arithmetic, a tie that `torch.round` sends to the even code, 64. Below, every code the note
+# rounded up). With the exact scale, 0.05 is exactly 63.5 ticks in real arithmetic, a tie: in
+# float32 the quotient is 63.5 and `torch.round` sends it to the even code, 64; in float64 it
+# comes out as 63.4999... and rounds to 63. At a tie, the precision decides. Below, every code the note
 # prints that differs from rounding with the exact scale, then channel 2 divided by the displayed
 # 0.0008 in exact decimal arithmetic, with halves rounded up as by hand:
 

@@ -189,9 +189,20 @@ WRONG = {
         ),
         (lambda w, bits: _good("02.rescued_rows")(w, 4), "4 hard-coded"),
         (lambda w, bits: (w / (w.abs().max() / (2**bits - 1))).round().eq(0).all(1) & w.ne(0).any(1), "unsigned"),
+        (
+            lambda w, bits: (w / (w.abs().max() / (2 ** (bits - 1) - 1))).round().sum(1).eq(0) & w.ne(0).any(1),
+            "summed the codes",
+        ),
+    ],
+    "02.worse_prediction": [
+        ([], "shrinks only the bound"),
+        ([0, 1, 4, 5], "strictly larger"),
+        ([2, 3], "get better"),
+        ([1, 2], "rows missed: 1"),
     ],
     "02.erased_prediction": [
-        (([2, 3, 4, 5, 6, 7], [3, 4, 5, 6, 7], [7]), "one shared tick"),
+        (([2, 3, 4, 5, 6, 7], [3, 4, 5, 6, 7], []), "one shared tick"),
+        (([4, 5, 6, 7], [5, 6, 7], []), "2**(bits-1) instead"),
         (([4, 5, 6, 7, 8], [5, 6, 7, 8], []), "numbered the rows from 1"),
         (([3, 4, 5, 6, 7], [4, 5, 6, 7], [4, 5, 6, 7]), "your int8 list is off"),
         (([4, 5, 6, 7], [4, 5, 6, 7], []), "your int3 list is off; your int4 and int8 lists are right"),

@@ -54,7 +54,7 @@ def test_an_edited_check_cell_never_passes(tmp_path, check_cell, how):
     assert "02.per_channel_scale" in results, how
     r = results["02.per_channel_scale"]
     assert not r.passed and r.status == "check cell missing or edited" and "restore the check cell" in r.detail, how
-    assert results["02.worse_rows"].passed  # the other tasks are untouched
+    assert results["02.rescued_rows"].passed  # the other tasks are untouched
 
 
 def test_an_edited_check_cell_with_a_stub_answer_is_still_not_attempted(tmp_path):
@@ -155,7 +155,7 @@ def test_a_syntax_error_is_reported_not_crashed_on(tmp_path):
     results = _results(path)
     assert results["02.per_channel_scale"].status == "error"
     assert "SyntaxError" in results["02.per_channel_scale"].detail
-    assert results["02.worse_rows"].passed
+    assert results["02.rescued_rows"].passed
 
 
 def test_exit_in_the_notebook_is_an_error_for_every_task(tmp_path):

@@ -71,3 +71,27 @@ def test_the_lesson_widget_hides_the_asymmetric_switch():
     ui = widgets.two_rows_explorer(asymmetric=False)
     assert [c.value for c in ui.children[1].children] == ["per-tensor"]
     assert "zero point" not in ui.children[2].value
+
+
+def test_the_float64_quotient_lands_below_the_tie():
+    assert torch.round(torch.tensor(0.05, dtype=torch.float64) / (0.1 / 127)) == 63  # what Going deeper says
+
+
+def test_rescued_rows_is_not_fooled_by_codes_that_cancel():
+    from qlesson.lessons import l02_one_ruler_or_many as l02
+
+    row = torch.tensor([[7.0, 0.0, 0.0, 0.0], [0.6, -0.6, 0.0, 0.0]])  # shared scale 1: codes [1, -1, 0, 0]
+    assert tasks()["02.rescued_rows"].reference(row, 4).tolist() == [0, 0]
+    assert any("summed the codes" in m.description for m in tasks()["02.rescued_rows"].mistakes)
+    assert (l02._EDGES == torch.tensor([0.6, -0.6, 0.0, 0.0])).all(1).any()
+
+
+def test_the_erased_prediction_tells_the_two_divisors_apart():
+    from qlesson.lessons import l02_one_ruler_or_many as l02
+
+    assert l02._erased_rows(l02.qmax) == ([3, 4, 5, 6, 7], [4, 5, 6, 7], [])
+    assert l02._erased_rows(lambda b: 2 ** (b - 1)) == ([4, 5, 6, 7], [5, 6, 7], [])
+
+
+def test_the_worse_prediction_rows_lose_only_off_their_own_ticks():
+    assert tasks()["02.worse_prediction"].reference() == [1, 5]

@@ -21,8 +21,8 @@
 # # Exercise 02 · One ruler or many (SOLUTIONS: spoilers)
 #
 # Practice for lesson `notebooks/02_one_ruler_or_many.ipynb`.
-# Per-channel scales, then which rows lose with their own ruler, then which rows one shared
-# scale erases on weights the lesson did not show.
+# Per-channel scales, then, on weights the lesson did not show, which rows lose with their own
+# ruler and which rows one shared scale erases.
 #
 # **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
 # check cell right below it. Write your code, run your cell, then run the check: a pass prints
@@ -43,7 +43,7 @@ from qlesson.course import recall
 from qlesson.course.tasks import check
 
 # %% [markdown]
-# ## Task 1 · One scale per output channel
+# ## Task 1 · Warm-up: one scale per output channel
 #
 # Write `per_channel_scale(w, bits)` for a weight `[out_features, in_features]`: a tensor of
 # shape `[out_features]`. An all-zero row has scale 0.
@@ -62,26 +62,39 @@ check("02.per_channel_scale", per_channel_scale)
 
 
 # %% [markdown]
-# ## Task 2 · Which rows lose with their own ruler?
+# ## Task 2 · Predict: which rows lose with their own ruler?
 #
-# Write `worse_rows(w, bits)` for a weight `[out_features, in_features]`: one entry per row,
-# True (or 1) where the row's mean absolute error is larger with its own symmetric scale
-# (per-channel) than with the one shared (per-tensor) scale. Some checks are hidden: their
-# inputs are not shown.
+# Row 0 of `rows` below sets one shared symmetric int4 scale for all six rows. Which rows get a
+# *higher* mean absolute error with their own int4 scale (per-channel) than with the shared one?
+# Answer without running a quantizer: `worse = [row indices]`, `[]` for none. Then check your
+# answer with `ql.fake_quantize` in a cell of your own.
 
+# %%
+rows = torch.tensor(
+    [
+        [7.0, -4.0, 2.0, 1.0],
+        [3.0, 1.0, -2.0, 2.0],
+        [6.0, 2.5, -1.5, 4.0],
+        [0.4, -0.3, 0.2, 0.1],
+        [1.0, -1.0, 0.0, 1.0],
+        [5.0, 4.0, 1.0, -3.0],
+    ]
+)
+print(f"shared int4 scale: {float(rows.abs().max()) / 7:g}")
 
 # %% tags=["solution"]
-def worse_rows(w, bits):
-    ...  # STUB
-    # BEGIN SOLUTION
-    shared = (ql.fake_quantize(w, bits) - w).abs().mean(dim=1)
-    own = (ql.fake_quantize(w, bits, granularity=ql.PerChannel(0)) - w).abs().mean(dim=1)
-    return own > shared  # strictly: the row that sets the shared scale keeps the same error
-    # END SOLUTION
+worse = ...  # STUB
+# BEGIN SOLUTION
+worse = [1, 5]  # on the shared ticks (whole numbers), off their own; row 4 sits on both, rows 2 and 3 gain
+# END SOLUTION
 
+# %% qlesson={"task": "02.worse_prediction"} tags=["check"]
+check("02.worse_prediction", worse)
 
-# %% qlesson={"task": "02.worse_rows"} tags=["check"]
-check("02.worse_rows", worse_rows)
+# %% tags=["solutions-only"]
+shared = (ql.fake_quantize(rows, 4) - rows).abs().mean(dim=1)
+own = (ql.fake_quantize(rows, 4, granularity=ql.PerChannel(0)) - rows).abs().mean(dim=1)
+print(f"rows that lose with their own scale: {(own > shared).nonzero().flatten().tolist()}")
 
 # %% [markdown]
 # ## Task 3 · Which rows does one shared scale erase?
@@ -110,16 +123,17 @@ check("02.rescued_rows", rescued_rows)
 # %% [markdown]
 # ## Task 4 · Predict before you run
 #
-# `layer` below has 8 rows of 64 weights, and its magnitudes halve from one row to the next:
-# row `i`'s largest magnitude is exactly `0.5**i` (printed). Which rows does one shared
+# `layer` below has 8 rows of 64 weights; from row 1 on, its magnitudes halve from one row to
+# the next (each row's largest magnitude is printed). Which rows does one shared
 # symmetric scale erase at int3, at int4 and at int8? Answer without running `rescued_rows`:
 # `erased = (rows at int3, rows at int4, rows at int8)`, each a list of row indices, `[]` for
 # none. The check names any list that is off.
 
 # %%
 base = torch.randn(8, 64, generator=torch.Generator().manual_seed(5))
-layer = base / base.abs().amax(dim=1, keepdim=True) * (0.5 ** torch.arange(8.0))[:, None]
-print(f"each row's largest magnitude: {layer.abs().amax(dim=1).tolist()}")
+absmax = torch.where(torch.arange(8) == 0, 1.0, 1.1 * 0.5 ** torch.arange(8.0))
+layer = base / base.abs().amax(dim=1, keepdim=True) * absmax[:, None]
+print(f"each row's largest magnitude: {[round(v, 5) for v in layer.abs().amax(dim=1).tolist()]}")
 
 # %% tags=["solution"]
 erased = ...  # STUB
@@ -140,7 +154,7 @@ for bits in (3, 4, 8):
 # %% [markdown] tags=["solutions-only"]
 # A row is erased when its largest magnitude is below half a shared tick, that is below
 # `absmax / (2 * qmax)`: 1/6 of the loudest row's absmax at int3, 1/14 at int4, 1/254 at int8.
-# Compare each row's absmax with that threshold: at int8 even the quietest row, 1/128, stays
+# Compare each row's absmax with that threshold: at int8 even the quietest row, 1.1/128, stays
 # above it.
 
 # %% [markdown]

@@ -70,14 +70,16 @@ _EDGES = torch.tensor(
         [0.0, 0.0, 0.0, 0.0],
         [0.9, -0.3, 0.1, 0.4],
         [0.45, -0.1, 0.0, 0.2],
+        [0.6, -0.6, 0.0, 0.0],
     ]
-)  # int4, shared scale 1: a tie at 0.5, rows past half a tick but below one tick, a dead row
+)  # int4, shared scale 1: a tie at 0.5, rows past half a tick but below one tick, a dead row, codes that cancel
 _ONE_LOUD = weights(torch.Generator().manual_seed(202), 6, 5) * torch.tensor(
     [[1.0], [30.0], [1.0], [1.0], [1.0], [1.0]]
 )
 _NEG_W = -_w(4, 3).abs()  # a negative-only weight
 _BASE = torch.randn(8, 64, generator=torch.Generator().manual_seed(5))
-_LAYER = _BASE / _BASE.abs().amax(1, keepdim=True) * (0.5 ** torch.arange(8.0))[:, None]  # row i's absmax: 0.5**i
+_ABSMAX = torch.where(torch.arange(8) == 0, 1.0, 1.1 * 0.5 ** torch.arange(8.0))  # 1, then 1.1 x 0.5**i
+_LAYER = _BASE / _BASE.abs().amax(1, keepdim=True) * _ABSMAX[:, None]
 
 
 def _erased_rows(divisor: Callable[[int], float]) -> tuple[list[int], ...]:
@@ -106,6 +108,10 @@ _ERASED_MISTAKES = (
         "called a row erased when its largest value is below one shared tick; just past half a tick it rounds "
         "to +-1 (exactly half rounds to the even code, 0)",
         lambda: tuple((_LAYER.abs().amax(1) < 1 / qmax(b)).nonzero().flatten().tolist() for b in (3, 4, 8)),
+    ),
+    Mistake(
+        "divided by 2**(bits-1) instead of 2**(bits-1) - 1; the symmetric ruler ends at code 2**(bits-1) - 1",
+        lambda: _erased_rows(lambda b: 2 ** (b - 1)),
     ),
     Mistake(
         "numbered the rows from 1; Python numbers them from 0, and the loudest row is row 0",
@@ -140,6 +146,56 @@ def _judge_erased(answer: Any) -> str | None:
     right = [n for n in names if n not in off]
     said = f"your {' and '.join(off)} list{'s are' if len(off) > 1 else ' is'} off"
     return f"{said}; your {' and '.join(right)} list{'s are' if len(right) > 1 else ' is'} right"
+
+
+_NEW_ROWS = torch.tensor(
+    [
+        [7.0, -4.0, 2.0, 1.0],
+        [3.0, 1.0, -2.0, 2.0],
+        [6.0, 2.5, -1.5, 4.0],
+        [0.4, -0.3, 0.2, 0.1],
+        [1.0, -1.0, 0.0, 1.0],
+        [5.0, 4.0, 1.0, -3.0],
+    ]
+)  # int4, row 0 sets the shared scale to 1: rows on the whole numbers lose unless they sit on their own ticks too
+
+
+def _worse_listed() -> list[int]:
+    return _worse(_NEW_ROWS, 4).nonzero().flatten().tolist()
+
+
+_WORSE_MISTAKES = (
+    (
+        [],
+        "none: but a finer ruler shrinks only the bound, half a tick; a row whose values sat on the shared ticks had "
+        "no error to lose",
+    ),
+    (
+        [0, 1, 4, 5],
+        "you counted rows whose error does not change (row 0 sets the shared scale; row 4 sits on its own ticks "
+        "too); worse means strictly larger",
+    ),
+    ([1, 4, 5], "row 4's values also sit on its own ticks (1 is its last tick, code 7), so its error stays 0"),
+    ([0, 1, 5], "row 0 sets the shared scale, so its own scale is the same one and its codes do not change"),
+    ([2, 3], "those rows get better with their own scale; the task asks which get worse"),
+    ([3], "row 3 is the quiet row the shared scale erases: its own scale helps it most"),
+)
+
+
+def _judge_worse(answer: Any) -> str | None:
+    """None when the list of rows that lose is right (in any order); else a named mistake, or how many rows are off."""
+    try:
+        given = sorted({int(r) for r in answer})
+    except (TypeError, ValueError):
+        return "give a list of row indices, [] for none"
+    for wrong, why in _WORSE_MISTAKES:
+        if given == wrong:
+            return why
+    right = set(_worse_listed())
+    extra, missed = len(set(given) - right), len(right - set(given))
+    if not extra and not missed:
+        return None
+    return f"rows listed that do not lose: {extra}; rows missed: {missed}. Where does each row sit on the two rulers?"
 
 
 _SECTION_5 = torch.tensor([[3.0, 1.05, -2.0, 2.0], [7.0, -5.0, 0.5, 1.5], [3.0, 1.3, -2.2, 1.7]])
@@ -258,6 +314,7 @@ TASKS: list[Task] = [
             ),
         ],
     ),
+    # not in exercise 02 (its Task 2 predicts the rows instead); kept as the checked reference for which rows lose
     Task(
         "02.worse_rows",
         "which rows lose with their own ruler?",
@@ -303,6 +360,16 @@ TASKS: list[Task] = [
         ],
     ),
     Task(
+        "02.worse_prediction",
+        "predict which rows lose with their own ruler",
+        _worse_listed,
+        [Case((), "the rows that get a higher mean |error| with their own int4 scale, for the 6 printed rows")],
+        "row 0 sets one shared int4 scale for all six rows; a row's own scale changes where its ticks fall",
+        (),
+        is_value=True,
+        judge=_judge_worse,
+    ),
+    Task(
         "02.rescued_rows",
         "which rows does one shared scale erase?",
         _rescued,
@@ -340,6 +407,10 @@ TASKS: list[Task] = [
                 "of 0",
                 lambda w, b: _rescued(w, b, divisor=2**b - 1),
             ),
+            Mistake(
+                "summed the codes, so +1 and -1 cancel; a row is erased only when every code is 0",
+                lambda w, b: ((torch.round(codes(w, w.abs().max() / qmax(b))).sum(1) == 0) & (w != 0).any(1)).long(),
+            ),
             Mistake("used int4 whatever the bits (4 hard-coded)", lambda w, b: _rescued(w, 4)),
         ],
     ),
@@ -347,7 +418,7 @@ TASKS: list[Task] = [
         "02.erased_prediction",
         "predict which rows a shared scale erases",
         lambda: _erased_rows(qmax),
-        [Case((), "(rows erased at int3, at int4, at int8) for the 8-row layer whose row i has absmax 0.5**i")],
+        [Case((), "(rows erased at int3, at int4, at int8) for the 8-row layer whose absmaxes are printed")],
         "the loudest row sets one shared tick for all eight rows; how far from zero must a value be to round to "
         "code 1 rather than 0?",
         _ERASED_MISTAKES,
@@ -382,7 +453,8 @@ RECALL: tuple[Question, ...] = (
     choice(
         "Interview: why prefer per-channel over per-tensor for many weight matrices?",
         (
-            "Channels live at different magnitudes; one shared scale leaves the quiet ones few codes, or none",
+            "Because channels live at different magnitudes, and one shared scale leaves the quiet ones few codes, "
+            "or none",
             True,
             "This is the answer interviewers look for: at int4 the quiet row is erased, at int8 it keeps only a "
             "few small codes (section 2).",
@@ -473,8 +545,8 @@ EXERCISE_RECALL: tuple[Question, ...] = (
         "Per-tensor int5; Row B sets the scale (absmax 3.10). From what factor m does Row A (absmax 0.15) get a "
         "nonzero code?",
         0.69,
-        "Row A's largest magnitude must pass half a shared tick: 0.15 m > (3.10 / 15) / 2. The factor is below 1: "
-        "at int5 Row A already survives.",
+        "Row A's largest value, 0.15 m, must pass half of the int5 shared tick, which Row B sets; a whole tick is "
+        "not needed.",
         tol=0.02,
         mistakes=(
             (1.38, "that is where 0.15 m reaches a whole shared tick; from just past half a tick it rounds to 1"),
