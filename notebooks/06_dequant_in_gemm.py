@@ -147,11 +147,12 @@ print_table(rows, {"GFLOP": ".3f", "weight MB": ".1f", "FLOPs per weight byte": 
 # ## 3. Measure it: your machine, now
 #
 # `qlesson.bench.gemm` times the methods side by side, K = N = 4096, at M = 1 and M = 128
-# (under a minute; the stored output is one reading of a shared VM).
-# `x fp32` is a row's time over fp32 `F.linear`'s at the same M; `of read BW` is how close an
-# M = 1 row came to reading its weight at full speed. `F.linear` takes float weights, so the
-# scale-after-GEMM row, `F.linear(x, q.float()) * s`, makes a fresh fp32 copy of the codes on
-# every call: on this CPU the row mostly times that copy, not the placement.
+# (under a minute). `x fp32` is a row's time over fp32 `F.linear`'s at the same M; `of read BW`
+# is how close an M = 1 row came to the machine's read bandwidth.
+# `F.linear` takes float weights, so the scale-after-GEMM row, `F.linear(x, q.float()) * s`,
+# makes a fresh fp32 copy of the codes on every call; the preallocated-buffer row writes that
+# copy into a buffer allocated once. PyTorch's CPU int4 kernel converts each code to fp32 and
+# multiplies in fp32.
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("06", "int4_at_128")
@@ -177,19 +178,13 @@ print(
 fig = plots.bandwidth_lines(plots.gemm_times(bench_gemm.lesson_view(result)), bw.copy_gb_s, bw.read_gb_s)
 
 # %% [markdown]
-# What to see: on the right, each M = 1 row's weight-read rate against the roofline bandwidth
-# (dashed): a row far left of the line spent its time on something other than reading its
-# stored weight. **Dequantize-then-matmul** must move more bytes: `q.float()` writes an fp32
-# copy of the weight, `* s` reads it and writes another, and the GEMM reads that: 17 bytes per
-# int8 weight where fp32 `F.linear` reads 4, so bytes alone predict about 4x fp32's time. Where
-# its `x fp32` is larger, the `preallocated buffer` line is the control: the scale-after-GEMM
-# row run again with its copy written into a buffer allocated once. The share of extra time it
-# removes is the cost of allocating a fresh copy, not of moving bytes. The fused int4 row
-# reads 4.25/32 of fp32's bytes; if its bar sits far left of the line, its own work per weight,
-# not its reads, sets its time.
-#
-# At M = 128 PyTorch's CPU int4 kernel does fp32 multiply-adds plus a conversion of its codes
-# (source in *Going deeper*): once arithmetic sets the time, the bytes it saves no longer help.
+# What to see (left: each row's time at M = 1 and 128; right: each M = 1 row's read rate, the
+# dashed line the read bandwidth). **Dequantize-then-matmul** moves more bytes: `q.float()` writes an fp32
+# copy, `* s` reads it and writes another, the GEMM reads that: 17 bytes per int8 weight against
+# fp32's 4, so bytes alone predict about 4x. The scale-after rows move 9 bytes (one copy, then
+# the GEMM), about 2.25x; what the fresh-copy row takes beyond its preallocated twin is the cost
+# of allocating. A fused row far left of the line spends its time on its own work per weight,
+# not its reads. At M = 128 arithmetic sets the time, so the bytes int4 saves no longer help.
 #
 # ## 4. On a GPU
 #
@@ -226,22 +221,23 @@ for m in (1, 256):
         print(f"         read floors: {floors}; int4's bytes are {int4.weight_bytes / half.weight_bytes:.2f}x fp16's")
 
 # %% [markdown]
-# At M = 1 int4 is faster, 0.57x fp16's time, though its bytes would allow 0.27x. But this
-# run charges about 10 us for any call, even the scale multiply alone on a 16 KB output, and
-# int4's 12 us sits just above that: M = 1 does not say how close the kernel itself came to its
-# 2 us read floor. M = 256 does: fp16's time barely moves while int4's grows many times over, so
-# work that grows with M, not the weight's bytes, sets the int4 kernel's time there. Somewhere
-# in between the two cross; the exercise's last task finds where from the rates alone.
+# At M = 1 int4 is faster, 0.57x fp16's time; both read floors would allow 0.27x, but neither
+# kernel runs at its floor. This run charges about 10 us for any call, even the scale multiply
+# alone on a 16 KB output, and int4's 12 us sits just above that: M = 1 does not say how close
+# the kernel itself came to its 2 us read floor. M = 256 does: fp16's time barely moves while
+# int4's grows many times over, so work that grows with M, not the weight's bytes, sets the
+# int4 kernel's time there. Somewhere in between the two cross; the exercise's last task finds
+# where from the rates alone.
 #
 # ## Summary
 #
 # * A per-output-channel (or per-tensor) scale is constant along K: apply it after the GEMM,
 #   M x N multiplies. A per-input-channel scale moves onto the activations. A per-group scale
 #   acts inside the reduction, on each tile of codes or each group's partial sum.
-# * At small M the weight bytes set a floor under the time. Dequantize-then-matmul moves at
-#   least 17 bytes per int8 weight against fp32's 4, and on a CPU allocating its copies can
-#   cost more (the preallocated-buffer line measures it); a kernel that reads the codes lowers
-#   the floor, and gets down to it only if its own work per weight is cheaper than the reads.
+# * At small M the weight bytes set a floor under the time. Dequantize-then-matmul as run here
+#   moves 17 bytes per int8 weight against fp32's 4 (one fused dequantize kernel: 9), and on a
+#   CPU allocating the copies can cost more; a kernel that reads the codes lowers the floor,
+#   and reaches it only if its own work per weight is cheaper than the reads.
 # * Each kernel has its own ridge point (peak FLOPs / bandwidth); past it, the kernel's
 #   arithmetic decides. In the stored H200 run PyTorch's int4 kernel beats fp16 at M = 1 (0.57x
 #   its time) and is many times slower at M = 256.
@@ -355,23 +351,13 @@ print(f"the corrections' arithmetic for [{m8}, {k8}] x [{k8}, {n8}]: {share:.3%}
 #
 # ### Reading the CPU benchmark closely
 #
-# Section 3's table also shows `x half`, a row's time over bf16 `F.linear`'s, and its verdict
-# calls a gap a *tie* when it is smaller than the run's noise (the rule is below). The run
-# timed four more rows than that table shows, the controls: a second fp32
-# product on codes stored as fp32 (the same work as the baseline, so its gap estimates the
-# noise), the fresh `q.float()` copy through a buffer allocated once (the gap to the *scale
-# after GEMM* row is the cost of allocating a fresh copy), the scale multiply alone, and an
-# input-channel scale folded into `x`. The cell at the end of this subsection prints them, with
-# the full verdict (its noise rule and each control's line), the two bandwidth probes and the
-# cache. The main line's verdict compares with fp32 `F.linear` as its table shows it; the full
-# verdict compares with the faster of fp32's two identical timings, so where those two differ, a
-# ratio, and whether it counts as a tie, differ too.
+# The cell at the end of this subsection adds what section 3 leaves out: `x half` (a row's time
+# over bf16 `F.linear`'s), three control rows (a second fp32 product on codes stored as fp32,
+# the same work as the baseline, so its gap estimates the noise; the scale multiply alone; an
+# input-channel scale folded into `x`), the full verdict with each tie's reason, the two
+# bandwidth probes and the cache. The full verdict compares with the faster of fp32's two
+# identical timings, so its ratios can differ from the main line's.
 #
-# * The *scale after GEMM* row, `F.linear(x, q.float()) * s`, moves the scale onto the output
-#   and saves one pass: 9 bytes per int8 weight, still more than fp32's 4. On a CPU the measured
-#   gap of both rows is larger than these bytes predict; the preallocated-buffer row times where
-#   the rest goes. The fused kernels read a quarter (int8) or 4.25/32 (int4) of fp32's bytes;
-#   the verdict compares them with the faster dense product of the run, fp32 or bf16.
 # * The benchmark's second line names the CPU and the instruction set PyTorch's kernels use on
 #   it (AVX2, AVX-512, AMX).
 # * The whole benchmark (every row, M = 1, 16 and 256: every dequantize-first granularity, the
@@ -390,9 +376,11 @@ print(f"the corrections' arithmetic for [{m8}, {k8}] x [{k8}, {n8}]: {share:.3%}
 #   estimates, not bounds: a row that comes out cheaper than an operation it contains shows
 #   noise, not a result.
 # * `of read BW` divides each M = 1 row's rate (its stored weight bytes over its time) by the
-#   roofline's bandwidth: the larger of a `sum()` probe and the fastest such rate a row of this
-#   run reached, so no row sits above it. The `sum()` probe can under-measure on a VM; a
-#   matrix-vector product may stream faster.
+#   larger of a `sum()` probe (it can under-measure on a VM) and the faster of the two fp32
+#   products' read rates. The rows that allocate a weight copy per call (dequantize-first,
+#   scale-after with a fresh copy) are timed in a round of their own: under load they slowed
+#   the row timed right after them about 2x. When the load exceeds the cores, or the two fp32
+#   products differ by over 10%, the table ends with "too noisy here".
 # * Every method cycles through four copies of its weight at every M; the copies keep a weight
 #   out of cache only where together they exceed the last-level cache (the cache line says
 #   so).

@@ -406,13 +406,12 @@ def test_lesson_view_and_the_brief_verdict_keep_the_main_lines_rows():
         },
     )
     shown = [r.method for r in bench.lesson_view(rows)]
-    assert "same, preallocated buffer: buf.copy_(q); F.linear(x, buf) * s" not in shown and len(shown) == 4
+    assert "GEMM on pre-converted codes: F.linear(x, q_fp32)" not in shown and len(shown) == 5
     brief = bench.verdict(rows, brief=True)
     assert brief == [
         "M = 1: bfloat16 F.linear takes 0.90x the fp32 time",
         "M = 1: dequantize-then-matmul (per-channel) takes 1.00x the fp32 time",
-        "M = 1: against the faster dense product, bfloat16 F.linear: int4 g128 weight-only 0.94x "
-        "(tie: inside the run's 10% noise)",
+        "M = 1: against the faster dense product, bfloat16 F.linear: int4 g128 weight-only 0.94x (too close to call)",
     ], brief
     assert not any("preallocated" in line or "IQR" in line for line in brief)
     slow_draw = _rows(

@@ -33,6 +33,11 @@ SEPARATE_SCALE = "per-channel scale alone, a separate op: y_codes * s"
 RENAMED = {"per-channel scale alone: y_codes * s (the epilogue)": SEPARATE_SCALE}
 FOLDED = "input-channel scale on x: exact, M x K multiplies"
 NO_WEIGHT_READ = (EPILOGUE,)
+# rows that allocate a fresh fp32 copy of the weight on every call: under load they slow the row timed after
+# them (about 2x in a probe), so ``run`` times them in a round of their own
+ALLOCATING = ("naive:", "per-channel scale after GEMM", "per-group 128 scales inside")
+# the two fp32 products that read the same 67 MB: the roofline's read rate comes from them (``streaming_read_gb_s``)
+FP32_PAIR = ("fp32", "GEMM on pre-converted codes")
 
 
 @dataclass
@@ -460,15 +465,20 @@ def run(
                 found.append(GemmRow(device, m, name, nan, nan, nbytes, 0.0, nan, f"unsupported: {exc}"[:80]))
                 continue
             found.append((name, nbytes, note, err, timed))
-        ops = [f[4] for f in found if not isinstance(f, GemmRow)]
-        times = iter(_interleaved_times(ops, device, min_run_time * len(ops), calls=back_to_back))
+        timed_rows = [f for f in found if not isinstance(f, GemmRow)]
+        by_name: dict[str, list[float]] = {}
+        for heavy in (False, True):  # rows that allocate a weight copy per call get a round of their own
+            group = [f for f in timed_rows if f[0].startswith(ALLOCATING) == heavy]
+            if group:
+                ts = _interleaved_times([f[4] for f in group], device, min_run_time * len(group), calls=back_to_back)
+                by_name.update(zip((f[0] for f in group), ts, strict=True))
         base = None
         for f in found:
             if isinstance(f, GemmRow):
                 rows.append(f)
                 continue
             name, nbytes, note, err, _ = f
-            t, iqr = median_and_iqr(next(times))
+            t, iqr = median_and_iqr(by_name[name])
             base = base or t
             rows.append(
                 GemmRow(
@@ -524,6 +534,25 @@ def load_line(load: float | None = None, cores: int | None = None) -> str:
     return line
 
 
+TOO_NOISY = "too noisy here: rerun when the machine is idle"
+
+
+def too_noisy(rows: Sequence[GemmRow], load: float | None = None, cores: int | None = None) -> bool:
+    """Whether a run is too noisy to read: the load exceeds the cores, or the two identical fp32 products
+    (``identical_gap``) at M = 1 differ by more than ``NOISE_FLOOR``.
+
+    >>> too_noisy([], load=0.5, cores=2), too_noisy([], load=3.0, cores=2)
+    (False, True)
+    """
+    if load is None:
+        try:
+            load = os.getloadavg()[0]
+        except (AttributeError, OSError):
+            load = 0.0
+    gap = identical_gap(rows, 1) if rows else None
+    return load > (cores or os.cpu_count() or 1) or (gap is not None and gap > NOISE_FLOOR)
+
+
 def main(
     quick: bool = False,
     csv_path: str | None = None,
@@ -549,7 +578,8 @@ def main(
         f"GEMM y = x @ W.T, K = N = {size}, M in {tuple(ms)}; torch {torch.__version__}, "
         f"{torch.get_num_threads()} threads\nCPU: {machine_name()}"
     )
-    print(load_line())
+    first_load = load_line()
+    print(first_load)
     probe = 128 if quick else 256
     bw = measure_bandwidth(probe, min_run_time=0.1 if quick else 0.3)
     if shown is None:
@@ -561,8 +591,10 @@ def main(
         print(roofline_line(bw))
         print(format_table(rows, bw) if full else key_table(rows, bw))
     else:
-        print(f"read bandwidth {bw.read_gb_s:.1f} GB/s (the fastest weight read this run measured)")
-        print(key_table(lesson_view(rows, shown), bw))
+        print(f"read bandwidth {bw.read_gb_s:.1f} GB/s (a sum() probe or fp32 F.linear's weight read, the faster)")
+        print(key_table(lesson_view(rows, shown), bw, half_column=False))
+        if "busy" in first_load or too_noisy(rows):
+            print(TOO_NOISY)
     if torch.cuda.is_available():
         gbw = measure_bandwidth(1024, device="cuda")
         print(f"\nGPU {torch.cuda.get_device_name(0)}: copy {gbw.copy_gb_s:.0f} GB/s, read {gbw.read_gb_s:.0f} GB/s")
@@ -643,6 +675,7 @@ LESSON_SHOWN: dict[int, tuple[str, ...]] = {
         "bfloat16 F.linear",
         "naive: dequant per-channel",
         "per-channel scale after GEMM",
+        "same, preallocated buffer",
         "fused int8 weight-only per-channel, bf16",
         "fused int4 weight-only group 128",
     ),
@@ -677,17 +710,18 @@ def rates_at(rows: Sequence[GemmRow], m: int, size: int = 4096) -> dict[str, flo
 
 
 def streaming_read_gb_s(rows: Sequence[GemmRow], m: int = 1) -> tuple[float, str] | None:
-    """The fastest rate (GB/s) at which a row at M streamed its stored weight bytes, and that row's method.
+    """The faster rate (GB/s) at which the fp32 pair (``FP32_PAIR``) at M streamed its weight, and that row's method.
 
-    Each such row read its whole weight once per call, so its bytes over its time is a read rate this
-    machine reached; the row that only scales an output (no weight read) is left out.
+    Each read its whole weight once per call, so its bytes over its time is a read rate this machine reached.
+    Only this pair counts: a row timed in a quieter moment of the round (the folded row once did, at 0.25x
+    its identical twin) would set a line the rows the lesson shows cannot be compared with.
 
     >>> rows = [GemmRow("cpu", 1, "fp32 F.linear (baseline)", 10.0, 1.0, 64 * 10**6, 6.4, 0.0),
     ...         GemmRow("cpu", 1, SEPARATE_SCALE, 0.01, 0.0, 16384, 99.0, 0.0, EPILOGUE)]
     >>> streaming_read_gb_s(rows)
     (6.4, 'fp32 F.linear (baseline)')
     """
-    seen = [(r.gb_per_s, r.method) for r in rows if r.m == m and r.note not in NO_WEIGHT_READ and r.gb_per_s > 0]
+    seen = [(r.gb_per_s, r.method) for r in rows if r.m == m and r.method.startswith(FP32_PAIR) and r.gb_per_s > 0]
     return max(seen) if seen else None
 
 
@@ -745,11 +779,12 @@ KEY_ROWS = (
 )
 
 
-def key_table(rows: Sequence[GemmRow], bandwidth: Bandwidth | None = None) -> str:
+def key_table(rows: Sequence[GemmRow], bandwidth: Bandwidth | None = None, half_column: bool = True) -> str:
     """The rows that carry the lesson's argument, with ratios to both fp32 and the half-width baseline.
 
     The fused kernels take bf16 activations (on the GPU the int8 weight-only op is given fp16 and casts to
     fp32 inside), so ``x half`` is their fair comparison; ``x fp32`` is what switching from an fp32 model buys.
+    ``half_column=False`` leaves ``x half`` out (the lesson's main line).
     """
     from qlesson.teach.report import table
 
@@ -765,8 +800,9 @@ def key_table(rows: Sequence[GemmRow], bandwidth: Bandwidth | None = None) -> st
                 "method": r.method[:62],
                 "ms": f"{r.median_ms:.3f}",
                 "x fp32": f"{r.x_fp32:.2f}",
-                "x half": f"{r.median_ms / half.median_ms:.2f}" if half else "",
             }
+            if half_column:
+                d["x half"] = f"{r.median_ms / half.median_ms:.2f}" if half else ""
             if bandwidth is not None:
                 share = m == 1 and r.note not in NO_WEIGHT_READ + (FOLDED,)
                 d["of read BW"] = f"{100 * r.gb_per_s / bandwidth.read_gb_s:.0f}%" if share else ""
@@ -978,7 +1014,7 @@ def verdict(rows: Sequence[GemmRow], brief: bool = False) -> list[str]:
 
     Every "faster" is beyond this run's noise at that M (``noise_margin``); smaller gaps are ties.
     ``brief``: only the lines the lesson's main line reads (half-width and dequantize-first against
-    fp32, and the compact kernels against the faster dense product), each tie with its reason.
+    fp32, and the compact kernels against the faster dense product), a tie as "too close to call".
     """
     if brief:
         lines = []
@@ -989,7 +1025,7 @@ def verdict(rows: Sequence[GemmRow], brief: bool = False) -> list[str]:
                 lines.append(f"M = {m}: {half.method.split()[0]} F.linear takes {ratio:.2f}x the fp32 time")
             if naive:
                 lines.append(f"M = {m}: dequantize-then-matmul (per-channel) takes {naive.x_fp32:.2f}x the fp32 time")
-            lines.append(f"M = {m}: {faster_than_dense(rows, m, twin=False)}")
+            lines.append(f"M = {m}: {faster_than_dense(rows, m, twin=False, reasons=False)}")
         return lines
     lines = []
     for m in sorted({r.m for r in rows}):
@@ -1047,7 +1083,7 @@ def _half_row(rows: Sequence[GemmRow], m: int) -> GemmRow | None:
     return next((r for r in rows if r.m == m and r.method.split()[0] in ("bfloat16", "float16")), None)
 
 
-def faster_than_dense(rows: Sequence[GemmRow], m: int, twin: bool = True) -> str:
+def faster_than_dense(rows: Sequence[GemmRow], m: int, twin: bool = True, reasons: bool = True) -> str:
     """Each compact-weight kernel at M against the faster dense product timed at M (fp32 or the half-width one).
 
     A half-width ``F.linear`` is the fair baseline only where the machine has fast half-width arithmetic;
@@ -1056,7 +1092,7 @@ def faster_than_dense(rows: Sequence[GemmRow], m: int, twin: bool = True) -> str
     is the faster of the two, so a slow draw of the baseline alone does not make a kernel look faster.
     Gaps inside the run's noise at M (``pair_margin``) are ties, and a tie says which margin made it
     (``tie_reason``). ``twin=False`` compares with fp32 ``F.linear`` alone (its twin left out), so the ratios
-    match a table that shows only ``F.linear``.
+    match a table that shows only ``F.linear``; ``reasons=False`` calls a tie "too close to call", without its reason.
 
     >>> rows = [GemmRow("cpu", 1, "fp32 F.linear (baseline)", 10.0, 1.0, 0, 0.0, 0.0),
     ...         GemmRow("cpu", 1, "bfloat16 F.linear", 20.0, 2.0, 0, 0.0, 0.0),
@@ -1079,7 +1115,7 @@ def faster_than_dense(rows: Sequence[GemmRow], m: int, twin: bool = True) -> str
             ratio, margin = r.median_ms / base.median_ms, pair_margin(rows, m, r, base)
             called = compare(r.median_ms, base.median_ms, margin)
             if called == "tie":
-                called = f"tie: {tie_reason(rows, m, r, base, name)}"
+                called = f"tie: {tie_reason(rows, m, r, base, name)}" if reasons else "too close to call"
             said.append(f"{short} {ratio:.2f}x ({called})")
     if base in fp32 and len(fp32) == 2:
         name += " (the faster of its two timings)"

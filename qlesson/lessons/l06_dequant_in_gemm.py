@@ -191,6 +191,7 @@ TASKS: list[Task] = [
             Mistake("counted only the compact codes", lambda n, k, b: n * k * b / 8 + 4 * n),
         ],
         minutes=4,
+        shows_expected=False,  # expected / (N K) is the bytes per weight the task asks for
     ),
     Task(
         "06.compute_bound_from",
@@ -218,6 +219,7 @@ TASKS: list[Task] = [
             ),
         ],
         rtol=1e-6,
+        shows_expected=False,  # a shown value could be back-solved into the formula
     ),
     Task(
         "06.int4_loses_from",
@@ -255,6 +257,7 @@ TASKS: list[Task] = [
         ],
         rtol=1e-3,
         minutes=10,
+        shows_expected=False,  # case 1's expected value is the crossover the exercise discusses after the task
     ),
 ]
 
@@ -357,7 +360,8 @@ RECALL: tuple[Question, ...] = (
     choice(
         "At M = 1, a fused int4 kernel reads about a seventh of the bytes fp32 F.linear reads. On a CPU it...",
         (
-            "can be no faster than its arithmetic (converting codes included) allows, and may lose to fp32",
+            "can be no faster than its arithmetic (converting codes included) allows, so it may gain far less "
+            "than its bytes suggest",
             True,
             "The bytes set a floor under the time; the kernel reaches it only if unpacking and scaling the codes keeps "
             "up with the reads. Section 3's `of read BW` column says whether it did on your CPU.",
@@ -435,22 +439,22 @@ PREDICT = {
         "The int4 weight is a seventh of the fp32 one's bytes. Against fp32 F.linear at M = 128, PyTorch's CPU "
         "int4 kernel takes...",
         (
-            "A quarter of the time or less: it still reads a seventh of the bytes",
+            "A quarter of the time or less",
             False,
             "Tempting, since fewer bytes lower the floor; but at M = 128 the fp32 product does 64 FLOPs per weight "
             "byte, so arithmetic decides, and int4 saves no arithmetic.",
         ),
         (
-            "About fp32's time or more: at this M arithmetic decides, and it does fp32's multiply-adds plus a "
-            "conversion per code",
+            "About fp32's time or more",
             True,
             "The bytes it saves no longer set the time; it multiplies in fp32 like F.linear, and its conversions "
             "are extra work on top.",
         ),
         (
-            "Less than fp32: each code is converted once, and the conversion is shared by all 128 tokens",
+            "Between a quarter of fp32's time and fp32's time",
             False,
-            "Tempting, since each weight byte now serves 128 tokens; but even with every conversion shared, int4 still "
+            "Tempting, since each code is converted once and the conversion serves all 128 tokens; but even with "
+            "every conversion shared, int4 still "
             "does fp32's multiply-adds at M = 128, where they set the time: at best it matches fp32.",
         ),
     ),
