@@ -20,10 +20,8 @@
 # scale cover one token or one channel?
 #
 # **The answer**: On MiniLM's short sentences, at equal code bits, keys do better with one ruler
-# per channel: each key channel sits near an offset of its own, which a per-token ruler must
-# stretch over, and the key of `[CLS]` adds to it. Values do better per token unless `[CLS]`,
-# the token that takes much of the attention, is kept in fp16; every bit counted, a third code
-# bit per token beats that fp16 `[CLS]`.
+# per channel, because each key channel sits at an offset of its own that a per-token ruler must
+# span. Values do better with one ruler per token.
 #
 # **What you will do**: compare per-token and per-channel rulers on MiniLM's keys and values,
 # remove suspected causes one at a time to find which structure decides, then count every bit.
@@ -81,23 +79,20 @@ _ = kv.token_channel_map(qkv[3]["k"][0], "layer 3 keys, sentence 0: |k| per toke
 
 # %% [markdown]
 # Many columns keep about one colour down all the tokens: a channel that sits near a value of its
-# own. The table scores two kinds of structure per layer:
-# * `loudest channel`: how much louder a head's loudest channel is than its median channel,
-#   divided by the same in the keys shuffled within the head (1: no louder than in random
-#   numbers); `a channel made x2` is the same score once one channel of every head is doubled,
-#   the positive control;
-# * `means' share`: the share of the variance held by each channel's own mean over the tokens
-#   (its offset), in real and shuffled keys.
+# own. Per layer, the share of the keys' variance held by each channel's own mean over the
+# tokens (its offset), in real and shuffled keys:
 
 # %%
 channels = kv.channel_rows(qkv)
-print_table(channels, dict.fromkeys(list(channels[0])[1:], ".2f"))
+print_table(
+    [{k: r[k] for k in ("layer", "means' share", "(shuffled)")} for r in channels],
+    dict.fromkeys(["means' share", "(shuffled)"], ".2f"),
+)
 
 # %% [markdown]
-# In no layer does MiniLM's loudest key channel stand out more than a channel doubled in size
-# (closest in layer 3). What MiniLM's keys have is offsets: each channel's own mean holds 14% to
-# 40% of the variance, against 8% in shuffled keys (1/12.5: what a mean over 12.5 tokens holds
-# by chance).
+# MiniLM's keys have offsets: each channel's own mean holds 14% to 40% of the variance, against
+# 8% in shuffled keys (1/12.5: what a mean over 12.5 tokens holds by chance). No single channel
+# stands out more than one made twice as loud (Going deeper).
 #
 # ## 3. Keys: which axis, at what price?
 #
@@ -143,18 +138,20 @@ print("\n".join(key_lines))
 
 # %%
 centred, centred_lines = kv.centred_key_rows(qkv, bits=2)
-print_table(centred, {"per token": ".4f", "per channel (32 tokens)": ".4f", "token / channel": ".2f"})
+print_table(centred, {"per token": ".4f", "per channel (32 tokens)": ".4f", "token - channel": "+.4f"})
 print("\n".join(centred_lines))
 
 # %% [markdown]
-# Subtracting a channel's offset moves a one-sentence per-channel ruler's minimum, not its range,
-# so its error does not change at all. A per-token ruler spans all 32 channels' offsets at once,
-# so removing them helps it most: the ratio falls from 1.67x to 1.46x. Keeping `[CLS]` exact
-# alone gives 1.73x, but with the offsets removed it gives 1.18x (shuffled keys: 1.06x); a
-# random word instead leaves 1.46x. Together the two cut the difference from +0.0331 to +0.0060:
-# most of the win, not all (the interval excludes 0).
+# The last column is per token's extra error. Removing the offsets cuts it from +0.0331 to
+# +0.0215, keeping `[CLS]` exact to +0.0256 (a random word: +0.0314), both together to +0.0060.
+# So both suspects matter, and together they explain most of the win, not all (the interval
+# excludes 0).
 #
-# ## 5. Values: which token decides?
+# A per-token ruler spans all 32 channels' offsets at once, so removing them helps it most. A
+# one-sentence per-channel ruler only moves with its offset: its error stays the same (last
+# line). The 32-token one spans 3 to 4 sentences, whose offsets differ, so it moves a little.
+#
+# ## 5. Values: does one token decide?
 #
 # Quantize the values at 2 bits per token or per channel (over one sentence), with one token per
 # sentence kept in fp16 and out of every ruler: none, `[CLS]`, `[SEP]` (which closes every
@@ -207,12 +204,14 @@ print_table(kv.full_cost_rows(qkv), {"bits per value, all costs": ".2f", "error"
 print("3 bits: " + kv.key_rows(qkv, bits=3)[1][2].strip())
 
 # %% [markdown]
-# Per token at 3 bits beats per channel over one sentence at 2 bits, and stores fewer bits:
-# section 3's 2.6x win cost 1.56 more bits per value, and a third code bit buys more. Per
-# channel over 32 tokens still wins at equal total bits (third row against the first; last
-# line). For the values, per token at 3 bits (4.00 bits per value) beats both 2-bit per-channel
-# rulers that keep `[CLS]` exact (4.04 and 5.68 bits): at this budget the third code bit beats
-# the fp16 `[CLS]`.
+# Keys: per token at 3 bits beats per channel over one sentence at 2 bits, and stores fewer
+# bits; section 3's win cost 1.56 more bits per value, and a third code bit buys more. Per
+# channel over 32 tokens still wins at equal total bits (last line).
+#
+# Values: per token at 3 bits also beats the 2-bit per-channel rulers that keep `[CLS]` exact.
+# That holds on these sentences, where `[CLS]` is one token in 12.5 and its 16 bits cost about
+# one bit per value, as much as the third code bit. In a long cache one fp16 token costs almost
+# nothing; this lesson does not test that case.
 #
 # ## 7. Streaming: why per-channel keys wait
 #
@@ -230,15 +229,16 @@ print("3 bits: " + kv.key_rows(qkv, bits=3)[1][2].strip())
 #   (KIVI and KVQuant report far larger key channels in LLaMA-family models); what MiniLM's keys
 #   have is an offset per channel.
 # * Per-channel keys beat per-token keys 2.6x at 2 bits over one sentence, but shuffled keys
-#   show 1.9x: the smaller group. At equal metadata the real keys still win 1.7x; removing the
-#   channels' offsets (which a per-token ruler must span) and keeping `[CLS]` exact cuts that to
-#   1.18x.
+#   show 1.9x: the smaller group. At equal metadata the real keys still win; removing the
+#   channels' offsets (which a per-token ruler must span) and keeping `[CLS]` exact cuts most of
+#   that win.
 # * Values: per token wins while the sink `[CLS]` is quantized, since a per-channel ruler rounds
 #   its tiny value with an error several times its size; keep `[CLS]` in fp16 and per channel
 #   wins at equal code bits.
 # * Every bit counted, per token at 3 bits beats per channel over one sentence at 2 bits, for
-#   keys and for 2-bit values with `[CLS]` in fp16; per-channel keys over 32 tokens win at equal
-#   total bits.
+#   keys and (on these 12-token sentences, where an fp16 `[CLS]` costs about a bit per value)
+#   for 2-bit values with `[CLS]` in fp16; per-channel keys over 32 tokens win at equal total
+#   bits.
 # * Per-channel rulers need whole groups of tokens, hence a full-precision window of the newest
 #   tokens, which counts in the cost too.
 #
@@ -272,8 +272,8 @@ print("\n".join(value_lines_34))
 #
 # ### The key of `[CLS]`, with and without the offsets
 #
-# Section 4 found that keeping `[CLS]` exact matters for the keys only once the channels'
-# offsets are removed. The norm of `[CLS]`'s key over the median token's, per layer:
+# Section 4 found that `[CLS]`'s key adds most to per token's extra error once the offsets are
+# removed. The norm of `[CLS]`'s key over the median token's, per layer:
 
 # %%
 norms = kv.cls_key_norms(qkv)
@@ -284,6 +284,22 @@ for name in ("real keys", "channel means removed"):
 # With the offsets in, `[CLS]`'s key is about as long as a typical token's in layers 2 to 4;
 # with them removed it stands out there (about 1.6 to 1.8 times). This fits section 4; it does
 # not show the cause.
+#
+# ### A loud channel?
+#
+# How much louder a head's loudest key channel is than its median channel, divided by the same
+# in the keys shuffled within the head (1: no louder than in random numbers); the positive
+# control doubles one channel of every head:
+
+# %%
+print_table(
+    [{k: r[k] for k in ("layer", "loudest channel", "a channel made x2")} for r in channels],
+    dict.fromkeys(["loudest channel", "a channel made x2"], ".2f"),
+)
+
+# %% [markdown]
+# In no layer does the loudest channel stand out more than the doubled one (closest in layer 3,
+# within the shuffle's noise).
 #
 # ### A loud head
 #
@@ -418,12 +434,10 @@ print_table(list(kv.TOOLS))
 # * The 32-token per-channel rulers run over the sentences laid end to end, so each ruler spans
 #   several sentences (last line below), with their `[CLS]`, `[SEP]` and offsets; in a real cache
 #   it would span 32 tokens of one text.
-# * Section 2's outlier score: each channel's median `|k|` over the tokens, the loudest channel's
+# * The loudest-channel score: each channel's median `|k|` over the tokens, the loudest channel's
 #   over its head's median channel's, the largest over heads, divided by the same on the keys
 #   shuffled within each head; median over sentences. The control multiplies channel 0, 11 or 27
 #   of every head by 2 on every token and keeps the lowest of the three scores.
-# * In these sentences `[CLS]` is one token in 12.5 (sections 4 and 6), far more than in a long
-#   cache, where one fp16 token costs almost nothing; this lesson does not test that.
 # * The keys' shuffled control in section 3 permutes each sentence's keys across heads,
 #   channels and tokens; section 2's permutes within each head, so a loud head stays loud.
 # * Each ruler's minimum and scale are charged 16 bits each but kept in float64: the rounding to

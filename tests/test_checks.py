@@ -349,7 +349,7 @@ WRONG = {
     "10.sink_axes": [
         (("channel", "channel"), "(channel, channel)"),
         (("token", "token"), "KIVI's rule"),
-        (("channel", "token"), "one of your two axes"),
+        (("channel", "token"), "both axes are off"),
     ],
     "10.key_bits": [
         (lambda b, g, t, r: _good("10.key_bits")(b, g, t, r) * 0 + b, "codes only"),

@@ -117,9 +117,11 @@ def test_centred_key_rows_carry_the_random_word_control_and_the_interval_line():
     rows, lines = kv.centred_key_rows([_layer(seed=3)], bits=2)
     assert [(r["keys"], r["kept in fp16"]) for r in rows][-1] == ("channel means removed", "a random word")
     assert [r["kept in fp16"] for r in rows][:4] == ["none", "none", "[CLS]", "[CLS]"]
-    assert len(rows) == 5 and all(r["token / channel"] > 0 for r in rows)
-    (line,) = lines
+    assert len(rows) == 6 and all(r["token - channel"] == r["per token"] - r["per channel (32 tokens)"] for r in rows)
+    line, one = lines
     assert line.startswith("means removed, [CLS] in fp16") and "95% CI [" in line
+    real, centred = (float(one.split()[i].rstrip(",")) for i in (-5, -1))
+    assert real == pytest.approx(centred, abs=1e-4)
     with pytest.raises(ValueError, match="at least 2 tokens between"):
         kv._random_words([3], 2, seed=0)
 

@@ -219,6 +219,10 @@ TASKS: list[Task] = [
                 "returned MiB (divided by 2**20): the task asks for bytes",
                 lambda L, H, D, T, b: _kv_bytes(L, H, D, T, b) / 2**20,
             ),
+            Mistake(
+                "returned GiB (divided by 2**30): the task asks for bytes",
+                lambda L, H, D, T, b: _kv_bytes(L, H, D, T, b) / 2**30,
+            ),
         ],
     ),
     Task(
@@ -382,7 +386,8 @@ TASKS.append(
                 lambda: ("token", "token"),
             ),
             Mistake(
-                "one of your two axes is off: in which case does the rounding of token 0 reach the output most?",
+                "both axes are off: which ruler fits token 0's own tiny range, and in which case does its "
+                "rounding reach most of the output?",
                 lambda: ("channel", "token"),
             ),
             Mistake('answer with "token" or "channel", in lower case', lambda: ("Token", "Channel")),

@@ -874,8 +874,6 @@ def centred_key_rows(
     for kept in ("none", "[CLS]", "a random word"):
         for name, data in (("real", qkv), ("channel means removed", centred)):
             if kept == "a random word":
-                if name == "real":
-                    continue
                 tok, ch = (kept_key_errors(data, bits, r, words, exact[name]) for r in ("token", "channel32"))
             else:
                 kw = {"sink_fp16": kept != "none", "exact": exact[name]}
@@ -886,7 +884,7 @@ def centred_key_rows(
                     "kept in fp16": kept,
                     "per token": float(tok.mean()),
                     "per channel (32 tokens)": float(ch.mean()),
-                    "token / channel": float(tok.mean() / ch.mean()),
+                    "token - channel": float(tok.mean() - ch.mean()),
                 }
             )
             if kept == "[CLS]" and name != "real":
@@ -895,6 +893,13 @@ def centred_key_rows(
                     f"means removed, [CLS] in fp16, per token - per channel (32 tokens): {ci.diff:+.4f}, "
                     f"95% CI [{ci.lo:+.4f}, {ci.hi:+.4f}]"
                 )
+    one = {
+        name: float(output_errors(data, "k", bits, "channel").mean())
+        for name, data in (("real", qkv), ("centred", centred))
+    }
+    lines.append(
+        f"per channel over one sentence: real keys {one['real']:.4f}, channel means removed {one['centred']:.4f}"
+    )
     return rows, lines
 
 
