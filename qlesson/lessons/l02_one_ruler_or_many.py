@@ -198,7 +198,7 @@ def _judge_worse(answer: Any) -> str | None:
     return f"rows listed that do not lose: {extra}; rows missed: {missed}. Where does each row sit on the two rulers?"
 
 
-_SECTION_5 = torch.tensor([[3.0, 1.05, -2.0, 2.0], [7.0, -5.0, 0.5, 1.5], [3.0, 1.3, -2.2, 1.7]])
+_SECTION_5 = torch.tensor([[3.0, 1.05, -2.0, 2.0], [7.0, -5.0, 1.0, 2.0], [3.0, 1.25, -2.3, 1.8]])
 
 _TIES_AND_ZERO = torch.cat([torch.tensor([[3.0, 0.5, 1.5, -2.5, 0.25]]), torch.zeros(1, 5), _w(2, 5)])
 
@@ -437,10 +437,11 @@ RECALL: tuple[Question, ...] = (
             "Every |x / scale| < 0.5 rounds to 0.",
         ),
         (
-            "int4 is too coarse for values as small as 0.15",
+            "int4 is too coarse: 0.15 is below one shared tick (0.44)",
             False,
-            "Tempting because 0.15 is small; but size alone is not the problem: with its own scale 0.15 / 7, int4 "
-            "keeps Row A. Small relative to the shared tick is.",
+            "Tempting because a code counts whole ticks; but rounding goes to the nearest tick, so a value past half "
+            "a tick, 0.22, gets code 1. And int4 is not too coarse in itself: with its own scale 0.15 / 7 it keeps "
+            "Row A.",
         ),
         (
             "Its values rounded down by a proportional amount, and tiny codes display as 0",
@@ -453,8 +454,7 @@ RECALL: tuple[Question, ...] = (
     choice(
         "Interview: why prefer per-channel over per-tensor for many weight matrices?",
         (
-            "Because channels live at different magnitudes, and one shared scale leaves the quiet ones few codes, "
-            "or none",
+            "Because channels differ in magnitude, and a shared scale leaves quiet ones few codes or none",
             True,
             "This is the answer interviewers look for: at int4 the quiet row is erased, at int8 it keeps only a "
             "few small codes (section 2).",
@@ -585,23 +585,31 @@ PREDICT = {
         ),
     ),
     "row0_own_ruler": choice(
-        "Row 0 = [3, 1.05, -2, 2] shares a tensor whose int4 scale is 1. With its own scale, 3 / 7, its MAE...",
+        "Row 0 = [3, 1.05, -2, 2]; on the shared int4 ruler (scale 1) its MAE is 0.0125. With its own scale, 3 / 7, "
+        "its MAE is about...",
         (
-            "rises: the finer ticks miss values that sat on or near the old ones",
+            "0.12, ten times higher: the new ticks miss 1.05, -2 and 2",
             True,
-            "Under the shared scale only 1.05 is off a tick, by 0.05; its own ticks, 3/7 apart, miss 1.05, -2 and 2 "
-            "by more.",
+            "Its own ticks are 3/7 apart: 3 stays exact, 1.05 is missed by 0.19, -2 and 2 by 0.14 each; the mean is "
+            "0.12. The finer ruler lowers the cap on the error (0.5 to 0.21), not an error that was already near 0.",
         ),
         (
-            "drops: a finer ruler has a smaller rounding bound, so less error",
+            "0.005, lower: the bound shrinks from 0.5 to 0.21",
             False,
-            "Tempting because the bound, half a tick, does shrink from 0.5 to 0.21; but the bound caps the error, "
-            "and row 0's errors were already far below the old cap.",
+            "Tempting because the bound, half a tick, does shrink 2.3x; but the bound caps the error, and row 0's "
+            "errors were already far below the old cap.",
         ),
         (
-            "stays the same: the row's largest value, 3, is stored exactly either way",
+            "0.0125, unchanged: 3 is stored exactly under both rulers",
             False,
-            "Tempting because 3 is exact under both rulers; but the other values move to different ticks.",
+            "Tempting because 3 is exact under both rulers; but 2 and -2 are not multiples of 3/7, so they move off "
+            "their ticks.",
+        ),
+        (
+            "0.05: only 1.05, the value already off a tick, moves further",
+            False,
+            "Tempting if you follow only the value that was off a tick; but the whole numbers 2 and -2 lose their "
+            "ticks too: the nearest, 5 x 3/7 = 2.14, is 0.14 away.",
         ),
     ),
 }
