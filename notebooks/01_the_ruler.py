@@ -20,11 +20,12 @@
 # does its error come from?
 #
 # **The answer**: A scale (the spacing of the ticks) and a zero point define a ruler: divide by
-# the scale, round to the nearest tick, clamp to the codes the bits allow. Inside the ruler the
-# error is at most half a tick; far beyond the last tick, the error grows without bound.
+# the scale, round to the nearest tick, shift by the zero point, clamp to the codes the bits
+# allow. Inside the ruler the error is at most half a tick; beyond it, the error grows with the
+# distance.
 #
 # **What you will do**: follow six values through a 3-bit ruler, check the half-tick bound on
-# 1,000 values, watch a calibrated ruler clip a new value, and see why positive-only values
+# 1,000 values, watch a calibrated ruler clip a new value, and see why lopsided values
 # want an asymmetric ruler.
 #
 # **What you need**: lesson 00 (how to run the notebooks); nothing to download.
@@ -71,8 +72,9 @@ _ = plots.ruler(values, bits=3)
 # %% [markdown]
 # ## 2. What a bit buys
 #
-# `b` bits give `2^b` integer codes. The symmetric signed ruler leaves out one of them,
-# `-2^(b-1)`, so that +x and -x get mirror-image codes: int4 uses [-7, 7], int8 [-127, 127].
+# `b` bits give `2^b` integer codes. The restricted symmetric ruler leaves out `-2^(b-1)`, so
+# that +x and -x get mirror-image codes: int4 uses [-7, 7], int8 [-127, 127] (TFLite's and
+# TensorRT's int8 weight range).
 #
 # Before you run the next cell, predict what one more bit does to the ruler's rounding bound.
 
@@ -148,17 +150,17 @@ _ = plots.ruler(values + [1.6], bits=3, scale=fixed_scale)
 #   into `2^b - 1` steps between the unsigned codes: `scale = (rmax - rmin) / (2^b - 1)`. The
 #   integer zero point, `round(-rmin / scale)`, is the code of 0.0, so 0.0 is stored exactly.
 #
-# The ReLU-like values below at 4 bits have `rmin = 0` and `rmax = 2.0`, so the asymmetric
-# scale is `2.0 / 15 = 0.1333`:
+# The GELU-like values below at 4 bits have `rmin = -0.17`, `rmax = 2.0`: scale
+# `2.17 / 15 = 0.1447`, zero point `round(0.17 / 0.1447) = 1`, so code 1 means 0.0:
 
 # %%
-relu_like = [0.0, 0.05, 0.3, 0.7, 1.2, 2.0]
+gelu_like = [-0.17, 0.0, 0.05, 0.3, 0.7, 1.2, 2.0]
 two_modes = ("symmetric signed", "asymmetric unsigned")
-print_table(ruler.compare_modes(relu_like, bits=4, modes=two_modes), {"scale": ".4f", "mae": ".4f"})
+print_table(ruler.compare_modes(gelu_like, bits=4, modes=two_modes), {"scale": ".4f", "mae": ".4f"})
 
 # %% [markdown]
-# The symmetric ruler uses only the codes on one side of its zero point, so its ticks are
-# about twice as coarse and these six values' error is larger.
+# The symmetric ruler spends its negative codes on a range down to -2.0 that these values
+# barely enter, so its ticks are about twice as coarse and their error is larger.
 #
 # ## 6. Try it: a value and a bit width
 #
@@ -175,17 +177,16 @@ from qlesson.teach import widgets
 widgets.ruler_explorer(tuple(values))
 
 # %% [markdown]
-# At 3 bits the readout first says clipped at 1.07: a value a little beyond the last tick
-# still rounds onto it. At 4 bits it says clipped from 0.98 on, so 1.0 clips there: more bits,
-# a finer ruler, the same range.
+# At 3 bits the readout first says clipped at 1.07; at 4 bits, from 0.98 on, so 1.0 clips
+# there: more bits, a finer ruler, the same range.
 #
 # ## Summary
 #
 # * `q = clamp(round(x / scale) + zero_point, qmin, qmax)`, `x_hat = (q - zero_point) * scale`.
-# * `b` bits give `2^b` codes; the symmetric signed ruler uses `2^b - 1` of them: for int8,
-#   [-127, 127], the weight range TFLite and TensorRT use.
+# * `b` bits give `2^b` codes; the restricted symmetric ruler uses `2^b - 1` of them: for
+#   int8, [-127, 127].
 # * Inside the range the error is at most half a tick. A value half a tick or more past the
-#   last tick is clipped (the clamp changes its code), and its error grows without bound.
+#   last tick is clipped (the clamp changes its code); its error grows with that distance.
 # * Asymmetric: `scale = (rmax - rmin) / (2^b - 1)` over a range widened to 0, zero point
 #   `round(-rmin / scale)` (unsigned codes).
 #
@@ -257,7 +258,7 @@ for name in ("default_weight_observer", "weight_observer_range_neg_127_to_127"):
 # four rulers:
 
 # %%
-print_table(ruler.compare_modes(relu_like, bits=4), {"scale": ".4f", "mae": ".4f"})
+print_table(ruler.compare_modes(gelu_like, bits=4), {"scale": ".4f", "mae": ".4f"})
 
 # %% [markdown]
 # The codes only move the integer labels: with the same scale, the error is the same.

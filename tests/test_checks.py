@@ -86,10 +86,21 @@ WRONG = {
         ),
     ],
     "01.clip_start": [
-        (lambda c, bits: c.abs().max(), "last tick"),
-        (lambda c, bits: c.abs().max() / (2 ** (bits - 1) - 1) * 2 ** (bits - 1), "whole tick"),
-        (lambda c, bits: c.max() / (2 ** (bits - 1) - 1) * (2 ** (bits - 1) - 0.5), "largest value"),
-        (lambda c, bits: c.abs().max() + c.abs().max() / (2**bits - 1) / 2, "2**bits - 1 steps"),
+        (lambda c, bits: (c.min().clamp(max=0), c.max().clamp(min=0)), "None"),
+        (
+            lambda c, bits: (
+                c.min().clamp(max=0) - (c.max().clamp(min=0) - c.min().clamp(max=0)) / (2**bits - 1) / 2,
+                c.max().clamp(min=0) + (c.max().clamp(min=0) - c.min().clamp(max=0)) / (2**bits - 1) / 2,
+            ),
+            "half a tick past rmin and rmax",
+        ),
+        (
+            lambda c, bits: (
+                -c.abs().max() / (2 ** (bits - 1) - 1) * (2 ** (bits - 1) - 0.5),
+                c.abs().max() / (2 ** (bits - 1) - 1) * (2 ** (bits - 1) - 0.5),
+            ),
+            "Task 1's symmetric",
+        ),
     ],
     "01.rounding_or_clipping": [
         (

@@ -11,14 +11,15 @@ from qlesson.course.tasks import tasks
 @pytest.mark.parametrize("bits", [2, 3, 4, 8])
 def test_clip_start_is_where_the_clamp_starts_to_act(bits):
     calibration = torch.tensor([-0.62, -0.1, 0.0, 0.23, 0.5, 0.91])
-    start = float(tasks()["01.clip_start"].reference(calibration, bits))
-    scale = float(ql.quantize(calibration, bits).scale)
-    qmax = 2 ** (bits - 1) - 1
+    below, above = (float(v) for v in tasks()["01.clip_start"].reference(calibration, bits))
+    qt = ql.quantize(calibration, bits, symmetric=False, signed=False)
+    scale, zp = float(qt.scale), int(qt.zero_point)
 
     def clipped(v):
-        return abs(round(v / scale)) > qmax
+        return not 0 <= round(v / scale) + zp <= 2**bits - 1
 
-    assert clipped(start * (1 + 1e-6)) and not clipped(start * (1 - 1e-6))
+    assert clipped(above * (1 + 1e-6)) and not clipped(above * (1 - 1e-6))
+    assert clipped(below * (1 + 1e-6)) and not clipped(below * (1 - 1e-6))
 
 
 def test_rounding_or_clipping_adds_up_to_the_total_error():
@@ -46,9 +47,9 @@ def test_pytorch_ships_both_int8_weight_ranges_the_lesson_names():
 def test_the_worked_asymmetric_row_and_the_clipping_shade():
     from qlesson.teach import ruler
 
-    rows = {r["mode"]: r for r in ruler.compare_modes([0.0, 0.05, 0.3, 0.7, 1.2, 2.0], bits=4)}
-    assert rows["asymmetric unsigned"]["scale"] == pytest.approx(2.0 / 15)
-    assert rows["asymmetric unsigned"]["zero point"] == 0
+    rows = {r["mode"]: r for r in ruler.compare_modes([-0.17, 0.0, 0.05, 0.3, 0.7, 1.2, 2.0], bits=4)}
+    assert rows["asymmetric unsigned"]["scale"] == pytest.approx(2.17 / 15)
+    assert rows["asymmetric unsigned"]["zero point"] == 1
     assert rows["asymmetric unsigned"]["mae"] < rows["symmetric signed"]["mae"]
     # the lesson's definition of clipped (the clamp changes the code) starts half a tick past 0.91
     scale = 0.91 / 3

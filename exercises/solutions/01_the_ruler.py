@@ -108,19 +108,22 @@ check("01.asymmetric_qparams", asymmetric_qparams)
 # %% [markdown]
 # ## Task 4 · Where does a calibrated ruler start to clip?
 #
-# A symmetric signed `bits`-bit ruler (restricted range) is fitted to `calibration`, then kept
-# fixed while new values arrive. Write `clip_start(calibration, bits)`: the smallest positive
-# value that this ruler clips, that is, whose code the clamp changes. Think before you code:
-# is it the last tick itself? Some checks are hidden: their inputs are not shown.
+# Task 3's asymmetric unsigned ruler is fitted to `calibration`, then kept fixed while new
+# values arrive. Write `clip_start(calibration, bits)` returning `(below, above)`: the value
+# below 0 and the value above 0 from which on this ruler clips new values (the clamp changes
+# their code). Think before you code: are they `rmin` and `rmax`? Some checks are hidden:
+# their inputs are not shown.
 
 
 # %% tags=["solution"]
 def clip_start(calibration, bits):
     ...  # STUB
     # BEGIN SOLUTION
-    qmax = 2 ** (bits - 1) - 1
-    scale = calibration.abs().max() / qmax
-    return (qmax + 0.5) * scale  # round() sends anything from here on past the last tick
+    scale, zero_point = asymmetric_qparams(calibration, bits)
+    first_tick = (0 - zero_point) * scale  # code 0, read back
+    last_tick = (2**bits - 1 - zero_point) * scale  # the last code, read back
+    # round() still sends anything within half a tick onto an end tick
+    return first_tick - 0.5 * scale, last_tick + 0.5 * scale
     # END SOLUTION
 
 
@@ -130,7 +133,8 @@ check("01.clip_start", clip_start)
 # %% [markdown]
 # ## Task 5 · Rounding or clipping: which costs more?
 #
-# The same fixed ruler, fitted to `calibration`, quantizes a new batch `x`. Write
+# A symmetric signed ruler (restricted range, Task 1's), fitted to `calibration` and kept
+# fixed, quantizes a new batch `x`. Write
 # `error_split(calibration, x, bits)` returning `(rounding, clipping)`: the summed absolute
 # reconstruction error of the values the ruler does not clip, and of the values it clips.
 
@@ -172,7 +176,7 @@ for bits in range(2, 9):
 
 # %% [markdown]
 # Now write `clipping_takes_over(calibration, new)`: the smallest bit width, from 2 to 16, at
-# which the clipped values of `new` cost more than the rounded ones, or 17 if there is none
+# which Task 5's clipping part is larger than its rounding part, or 17 if there is none
 # (every check case has one). Some checks are hidden: their inputs are not shown.
 
 

@@ -38,9 +38,22 @@ def _asym_qparams(x: torch.Tensor, bits: int) -> tuple[torch.Tensor, torch.Tenso
     return _asym_qparams_steps(x, bits, 2**bits - 1)
 
 
-def _clip_start(calibration: torch.Tensor, bits: int, divisor: float | None = None) -> torch.Tensor:
-    scale = calibration.abs().max() / (divisor or qmax(bits))
-    return (qmax(bits) + 0.5) * scale
+def _clip_limits(calibration: torch.Tensor, bits: int, shift: float = 0.5, zp_used: bool = True):
+    """Where Task 3's asymmetric unsigned ruler, fitted to ``calibration``, starts to clip: ``(below, above)``."""
+    scale, zp = _asym_qparams(calibration, bits)
+    zp = zp if zp_used else torch.zeros_like(zp)
+    return (-zp - shift) * scale, (2**bits - 1 - zp + shift) * scale
+
+
+def _range_limits(calibration: torch.Tensor, bits: int):
+    """The mistake: half a tick past rmin and rmax, as if the rounded zero point did not move the ruler."""
+    scale, _ = _asym_qparams(calibration, bits)
+    return torch.clamp(calibration.min(), max=0) - scale / 2, torch.clamp(calibration.max(), min=0) + scale / 2
+
+
+def _sym_limits(calibration: torch.Tensor, bits: int):
+    top = (qmax(bits) + 0.5) * _sym_scale(calibration, bits)
+    return -top, top
 
 
 def _split(
@@ -52,12 +65,15 @@ def _split(
     power: int = 1,
     reduce: str = "sum",
     full_range: bool = False,
+    ticks: bool = False,
 ):
     top = 2 ** (bits - 1) if full_range else qmax(bits)
     scale = calibration.abs().max() / top
     r = torch.round(x / scale)
     q = torch.clamp(r, -top, qmax(bits))
     err = q * scale - x if signed else (q * scale - x).abs() ** power
+    if ticks:
+        err = (q - x / scale).abs()
     clipped = (x.abs() > qmax(bits) * scale) if beyond_tick else (r != q)
     parts = err[~clipped], err[clipped]
     if reduce == "mean":
@@ -69,10 +85,10 @@ _CALIB = torch.randn(1000, generator=_G)  # a calibration batch; the new batches
 _NEW = torch.cat([torch.randn(1000, generator=_G), torch.tensor([6.0, -7.5, 9.0, 5.2, -6.1])])
 
 
-def _takes_over(calibration: torch.Tensor, x: torch.Tensor, first: int = 2) -> int:
-    """The smallest bit width (``first`` to 16) at which the clipped values of ``x`` cost more than the rounded ones."""
-    for bits in range(first, 17):
-        rounding, clipping = _split(calibration, x, bits)
+def _takes_over(calibration: torch.Tensor, x: torch.Tensor, first: int = 2, last: int = 16, reduce: str = "sum") -> int:
+    """The smallest bit width (``first`` to ``last``) at which Task 5's clipping part exceeds its rounding part."""
+    for bits in range(first, last + 1):
+        rounding, clipping = _split(calibration, x, bits, reduce=reduce)
         if clipping > rounding:
             return bits
     return 17
@@ -138,6 +154,10 @@ TASKS: list[Task] = [
             Mistake(
                 "clamped to [-7, 7] whatever the bits (int4 hard-coded)",
                 lambda x, s, b: torch.clamp(torch.round(x / s), -7, 7),
+            ),
+            Mistake(
+                "returned the reconstructed values (codes x scale); the task asks for the codes",
+                lambda x, s, b: _quantize_sym(x, s, b) * s,
             ),
         ],
     ),
@@ -208,39 +228,41 @@ TASKS: list[Task] = [
     ),
     Task(
         "01.clip_start",
-        "where a calibrated ruler starts to clip",
-        _clip_start,
+        "where does an asymmetric ruler start to clip?",
+        _clip_limits,
         [
-            Case((MIXED, 3), "int3, the lesson's widget ruler (absmax 0.91)"),
-            Case((NEG, 4), "int4, negative-only calibration"),
-            Case((torch.tensor([0.2, -0.5, 0.1]), 8), "int8", hidden=True),
-            Case((torch.tensor([-1.3, 0.4, 0.9]), 2), "int2, the absmax is negative", hidden=True),
-            Case((_CALIB, 5), "int5, 1000 calibration values", hidden=True),
+            Case((torch.tensor([-1.0, 2.0, 0.5]), 3), "uint3: -rmin / scale = 2.33, zero point 2"),
+            Case((POS, 4), "uint4, positive-only calibration"),
+            Case((MIXED, 3), "uint3, mixed signs", hidden=True),
+            Case((NEG, 4), "uint4, negative-only calibration", hidden=True),
+            Case((MIXED, 8), "uint8", hidden=True),
+            Case((torch.tensor([-0.3, 1.0, 2.6]), 2), "uint2, the zero point rounds down to 0", hidden=True),
+            Case((_CALIB, 5), "uint5, 1000 calibration values", hidden=True),
         ],
-        "the last tick itself is no limit: which values does round() still send onto the last tick?",
+        "find the ruler's two end ticks first (codes 0 and 2**bits - 1, read back as values); then ask which values "
+        "round() still sends onto them",
         [
             Mistake(
-                "returned the last tick (absmax): a value a little beyond it still rounds onto the last tick",
-                lambda c, b: c.abs().max(),
+                "went half a tick past rmin and rmax; the rounded zero point moves the ruler, so its end ticks are "
+                "not exactly rmin and rmax",
+                _range_limits,
             ),
             Mistake(
-                "went a whole tick beyond the last tick: rounding already jumps to the next tick half-way there",
-                lambda c, b: (qmax(b) + 1) * c.abs().max() / qmax(b),
+                "returned the end ticks; a value a little past them still rounds onto them",
+                lambda c, b: _clip_limits(c, b, shift=0.0),
             ),
             Mistake(
-                "fitted the ruler to the largest value, not the largest magnitude",
-                lambda c, b: (qmax(b) + 0.5) * c.max() / qmax(b),
+                "went a whole tick past the end ticks; rounding already jumps to the next code half-way there",
+                lambda c, b: _clip_limits(c, b, shift=1.0),
             ),
             Mistake(
-                "divided by 2**(bits-1) instead of 2**(bits-1) - 1 when fitting the ruler",
-                lambda c, b: _clip_start(c, b, divisor=2 ** (b - 1)),
+                "left out the zero point: code q reads back as (q - zero_point) x scale",
+                lambda c, b: _clip_limits(c, b, zp_used=False),
             ),
-            Mistake(
-                "took the half tick from 2**bits - 1 steps (an unsigned ruler); the fitted symmetric ruler's tick is "
-                "absmax / (2**(bits-1) - 1)",
-                lambda c, b: c.abs().max() + 0.5 * c.abs().max() / (2**b - 1),
-            ),
+            Mistake("returned (above, below): below comes first", lambda c, b: _clip_limits(c, b)[::-1]),
+            Mistake("used Task 1's symmetric signed ruler; this one is Task 3's asymmetric one", _sym_limits),
         ],
+        shows_expected=False,  # a failure would print both limits
     ),
     Task(
         "01.rounding_or_clipping",
@@ -277,6 +299,10 @@ TASKS: list[Task] = [
             ),
             Mistake("took the mean of each part; sum them", lambda c, x, b: _split(c, x, b, reduce="mean")),
             Mistake(
+                "measured the error in ticks (q - x / scale); multiply back by the scale: |x_hat - x|",
+                lambda c, x, b: _split(c, x, b, ticks=True),
+            ),
+            Mistake(
                 "used the full range [-2**(bits-1), 2**(bits-1) - 1]; the fitted ruler is the restricted one from "
                 "Task 1",
                 lambda c, x, b: _split(c, x, b, full_range=True),
@@ -294,7 +320,7 @@ TASKS: list[Task] = [
             Case(_batch(41, 100, [40.0, -30.0]), "two far outliers among 100 values", hidden=True),
             Case(_batch(51, 1000, [3.6]), "one mild outlier", hidden=True),
         ],
-        "go up the bit widths from 2 and compare the two parts of the error at each",
+        "go up the bit widths from 2 and compare the two parts of Task 5's error at each",
         [
             Mistake(
                 "returned the last bit width at which rounding still costs more; the task asks for the first at "
@@ -308,6 +334,14 @@ TASKS: list[Task] = [
             Mistake(
                 "returned 16, the widest bit width; clipping keeps costing more from the first such width on",
                 lambda c, x: 16,
+            ),
+            Mistake(
+                "compared the mean error per value; compare the two sums from Task 5",
+                lambda c, x: _takes_over(c, x, reduce="mean"),
+            ),
+            Mistake(
+                "stopped at 8 bits, like the printed loop; some cases need more: go up to 16",
+                lambda c, x: _takes_over(c, x, last=8),
             ),
             Mistake(
                 "your loop found no width at which clipping costs more (17): is the ruler fitted to `calibration`? "
