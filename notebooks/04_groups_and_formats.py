@@ -20,16 +20,16 @@
 # scale per run of `g` weights buy, and what does it cost?
 #
 # **The answer**: each group of `g` weights stores its own fp16 scale, so an outlier coarsens
-# only its group and every weight pays `16 / g` bits for scales on top of its code bits.
-# Whether a bit is better spent on codes or on scales depends on the rows: where a few weights
-# stand far above the rest of their row, smaller groups match or beat a code bit; elsewhere the
-# code bit wins.
+# only its group, and every weight pays `16 / g` bits for scales on top of its code bits.
+# On MiniLM at about 4 bits per weight, a bit spent on smaller groups comes within about 1 dB
+# of a code bit in layers whose rows hold a few weights far above the rest, and loses by 2 to
+# 4 dB in the others.
 #
-# **What you will do**: watch an outlier spoil one group, price the scales, test on MiniLM what
-# decides between a code bit and a bit of scales, and read llama.cpp's Q4_0 bytes.
+# **What you will do**: watch an outlier spoil one group, price the scales, and test on MiniLM
+# what decides between a code bit and a bit of scales.
 #
 # **What you need**: lessons 02 and 03; nothing to download (MiniLM comes with the course).
-# **Time**: about 27 minutes, plus about 23 for the exercise.
+# **Time**: about 26 minutes, plus about 32 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -113,7 +113,10 @@ print_table(rows, {"bits/weight": ".4f"})
 # %% [markdown]
 # The number of weights does not matter, only how many share a scale: 2.7 times the weights
 # bring 2.7 times the scales. Every weight pays `16 / g` bits on top of its 4: 0.5 at g = 32,
-# 0.125 at g = 128. Per-channel pays `16 / K`, almost nothing.
+# 0.125 at g = 128. Per-channel pays `16 / K`, almost nothing. llama.cpp's Q4_0 is int4
+# per-group with `g = 32` and fp16 scales: 4.5 bits per weight. With `K / g` scales per row, no
+# one scale factors out of a row's dot product: a kernel multiplies each group's partial sum by
+# its own scale.
 #
 # ## 3. Which axis the groups run along
 #
@@ -168,22 +171,12 @@ db = {key: -20 * math.log10(p["rmse / rms"]) for key, p in pick.items()}  # SQNR
 near_4 = {("per-group 16", 3): "int3 g16", ("per-channel", 4): "int4 per-channel"}
 near_4 |= {(f"per-group {g}", 4): f"int4 g{g}" for g in (256, 128, 64)}
 _ = plots.pareto_zoom(points, {key: f"{label}: {db[key]:.2f} dB" for key, label in near_4.items()}, xlim=(3.95, 4.3))
-gain = {  # int4 g128 over int4 per-channel, one MiniLM layer at a time
-    name: ql.errors(w, ql.fake_quantize(w, 4, granularity=ql.PerGroup(128))).sqnr_db
-    - ql.errors(w, ql.fake_quantize(w, 4, granularity=ql.PerChannel(0))).sqnr_db
-    for name, w in W.items()
-}
-for label, gains in (
-    ("the six FFN outputs", [gain[n] for n in ffn_out]),
-    (f"the other {len(W) - len(ffn_out)} layers", [v for n, v in gain.items() if n not in ffn_out]),
-):
-    print(f"int4 g128 over per-channel, {label}, layer by layer: +{min(gains):.1f} to +{max(gains):.1f} dB")
 
 # %% [markdown]
 # Each halving of the group raises the SQNR and doubles what the scales cost (left; zoomed
-# right). On these six layers, with these rulers, the two ways land about 0.2 dB apart.
-# Neither is the best buy: int4 with groups of 128 (4.125 bits) sits 3.4 and 3.6 dB above both.
-# Layer by layer, g128's gain over per-channel is largest on these six.
+# right). Over these six layers pooled, with these rulers, the two ways land about 0.2 dB
+# apart. For 0.125 more bits per weight, int4 with groups of 128 sits 3.4 and 3.6 dB above both
+# on these six.
 #
 # Now predict the same comparison on L0.intermediate (`[1536, 384]`), the FFN layer just
 # before L0.output:
@@ -208,7 +201,25 @@ print_table(rows, {"int3 g16 dB": ".2f", "int4 per-channel dB": ".2f", "median r
 # The code bit wins by about 3 dB on L0.intermediate, and by 2.6 dB on a Gaussian of
 # L0.output's own shape, so the shape does not decide. What sets L0.output apart: a few weights
 # in its rows stand far above the row's rms (last column). Give the Gaussian two such weights
-# per row, at 5 times the rms, and the gap closes as on L0.output. Measure on the layer itself.
+# per row, at 5 times the rms, and the gap closes as on L0.output.
+#
+# What moves is int4 per-channel: int3 g16 stays near 14 dB on all four weights, while a few
+# large weights stretch each row's one ruler and pull int4 per-channel down to it. Groups of
+# 128 also gain most over per-channel on the six FFN outputs, whose rows hold such weights:
+
+# %%
+gain = {  # int4 g128 over int4 per-channel, one MiniLM layer at a time
+    name: ql.errors(w, ql.fake_quantize(w, 4, granularity=ql.PerGroup(128))).sqnr_db
+    - ql.errors(w, ql.fake_quantize(w, 4, granularity=ql.PerChannel(0))).sqnr_db
+    for name, w in W.items()
+}
+for label, gains in (
+    ("the six FFN outputs", [gain[n] for n in ffn_out]),
+    (f"the other {len(W) - len(ffn_out)} layers", [v for n, v in gain.items() if n not in ffn_out]),
+):
+    print(f"int4 g128 over per-channel, {label}, layer by layer: +{min(gains):.1f} to +{max(gains):.1f} dB")
+
+# %% [markdown]
 #
 # ## 5. Try it: a fifth code bit or smaller groups
 #
@@ -245,43 +256,19 @@ print(f"L0.intermediate, int5 per-channel: SQNR {pc5_in:.2f} dB; int4 g8 (6.000 
 # weight) just passes int5 per-channel, a third of a bit cheaper. On L0.intermediate, whose rows
 # do not, even groups of 8, at 6 bits per weight, stay below int5 per-channel.
 #
-# ## 6. llama.cpp's blocks: groups of 32
-#
-# llama.cpp's Q8_0 and Q4_0 store weights in blocks of 32 along each row: per-group with
-# `g = 32`, an fp16 scale `d` (little-endian) stored in front of its codes.
-#
-# * **Q8_0**: `d`, then 32 int8 codes: 34 bytes, 8.5 bits per weight.
-# * **Q4_0**: `d`, then 16 bytes holding 32 4-bit codes, two per byte: 18 bytes, 4.5 bits per
-#   weight. Code byte `j` holds element `j` in its low nibble and element `j + 16` in its high
-#   nibble, each stored as code + 8 so that it fits in 0..15. Its codes run −8..7, one more than
-#   qlesson's restricted −7..7 ruler.
-#
-# A row now has `K / 32` scales, so no single scale factors out of its dot product: a kernel
-# multiplies each block's partial dot product by that block's `d`.
-#
-# One row of L0.output in each format:
-
-# %%
-from qlesson.quant import formats
-
-w_np = W["L0.output"].numpy()
-for fmt in ("Q8_0", "Q4_0"):
-    raw = formats.quantize(w_np, fmt)
-    print(f"{fmt}: {raw.shape[1]} bytes per row of {w_np.shape[1]} = {formats.bits_per_weight(fmt)} bits/weight")
-
-# %% [markdown]
 # ## Summary
 #
 # * Per-group: one scale per `g` weights along `in_features`, scales `[N, K / g]`; an outlier
 #   coarsens only its own group. Sharing a scale across output rows is coarser than per-channel.
 # * Each fp16 scale costs `16 / g` bits per weight: 0.125 at g = 128, 0.5 at g = 32 (llama.cpp's
-#   Q4_0 and Q8_0).
+#   Q4_0).
 # * On MiniLM at int4, groups of 128 gain 0.9 to 3.9 dB over per-channel, layer by layer; most
 #   (3.1 to 3.9 dB) on the six FFN output layers, whose rows hold a few large weights.
-# * At 4 bits per weight, with the restricted rulers `[-3, 3]` and `[-7, 7]`, int3 with groups
-#   of 16 comes within 0.3 dB of int4 per-channel where a row's few largest weights stand far
-#   out (the six FFN outputs, the Gaussian given two per row); on L0.intermediate and the plain
-#   Gaussian the code bit wins by 3.3 and 2.6 dB. Measure per layer.
+# * At about 4 bits per weight, with the restricted rulers `[-3, 3]` and `[-7, 7]`, int3 with
+#   groups of 16 against int4 per-channel: on the six FFN outputs pooled the groups are 0.2 dB
+#   ahead (layer by layer, from 0.4 dB behind to 0.8 dB ahead); on the Gaussian
+#   given two large weights per row, 0.1 dB behind. On L0.intermediate and the plain Gaussian
+#   the code bit wins by 3.3 and 2.6 dB. Measure per layer.
 #
 # ## Pause and recall
 
@@ -293,7 +280,8 @@ recall.show("04")
 
 # %% [markdown]
 # **Exercise**: `exercises/04_groups_and_formats.ipynb`: write per-group quantization, price a
-# block the lesson did not show, read a Q4_0 block by hand, and spend a bit budget.
+# block the lesson did not show, read a Q4_0 block by hand (its layout is in Going deeper), and
+# spend a bit budget.
 #
 # ## Going deeper
 #
@@ -388,10 +376,27 @@ print(
 #
 # ### One Q4_0 block, byte by byte
 #
-# qlesson's bytes for section 6's layer, against the `gguf` package (llama.cpp's Python library):
+# llama.cpp's Q8_0 and Q4_0 store weights in blocks of 32 along each row: per-group with
+# `g = 32`, an fp16 scale `d` (little-endian) stored in front of its codes.
+#
+# * **Q8_0**: `d`, then 32 int8 codes: 34 bytes, 8.5 bits per weight.
+# * **Q4_0**: `d`, then 16 bytes holding 32 4-bit codes, two per byte: 18 bytes, 4.5 bits per
+#   weight. Code byte `j` holds element `j` in its low nibble and element `j + 16` in its high
+#   nibble, each stored as code + 8 so that it fits in 0..15. Its codes run −8..7, one more than
+#   qlesson's restricted −7..7 ruler.
+#
+# One row of L0.output in each format, and qlesson's bytes against the `gguf` package
+# (llama.cpp's Python library):
 
 # %%
 from gguf import GGMLQuantizationType, quants
+
+from qlesson.quant import formats
+
+w_np = W["L0.output"].numpy()
+for fmt in ("Q8_0", "Q4_0"):
+    raw = formats.quantize(w_np, fmt)
+    print(f"{fmt}: {raw.shape[1]} bytes per row of {w_np.shape[1]} = {formats.bits_per_weight(fmt)} bits/weight")
 
 for fmt in ("Q8_0", "Q4_0"):
     same = np.array_equal(formats.quantize(w_np, fmt), quants.quantize(w_np, getattr(GGMLQuantizationType, fmt)))
@@ -399,7 +404,7 @@ for fmt in ("Q8_0", "Q4_0"):
 
 # %% [markdown]
 # The exercise reads one of these blocks by hand. Here: the first 32 weights of row 0 of
-# `L0.output`, in section 6's layout. Bytes 0 and 1 hold `d` as fp16 (little-endian); code
+# `L0.output`, in this layout. Bytes 0 and 1 hold `d` as fp16 (little-endian); code
 # byte `j` is byte `2 + j`:
 
 # %%

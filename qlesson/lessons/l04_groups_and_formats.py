@@ -246,6 +246,61 @@ _TIES = torch.tensor([[7.0, 2.5, -0.5, 1.5, 0.7, -3.5, 1.0, 0.5]])  # group 1: s
 _ZERO_GROUP = _w(3, 6)
 _ZERO_GROUP[1, 2:4] = 0.0
 
+_Q4_0_HINT = (
+    "the first two bytes are the fp16 scale (little-endian); each later byte holds two codes, from the two "
+    "halves of the block, each stored with an offset that makes it unsigned; return float32 or float64, "
+    "not fp16"
+)
+_Q4_0_MISTAKES = [
+    Mistake(
+        "returned float16: d * codes was computed in fp16, so each value is rounded to fp16 and misses by "
+        "up to 1 part in 2048, though it prints the same; convert d with .float() and return float32",
+        _q4_0_in_fp16,
+    ),
+    Mistake(
+        "read d big-endian (byte 1 first); llama.cpp stores it little-endian, as .view(torch.float16) reads it",
+        lambda b: _q4_0_mistake(b, big_endian=True),
+    ),
+    Mistake(
+        "subtracted 7: a nibble holds code + 8, so 0..15 stands for -8..7",
+        lambda b: _q4_0_mistake(b, offset_by=7),
+    ),
+    Mistake(
+        "swapped the nibbles: element j is in the low nibble of byte j, element j + 16 in the high one",
+        lambda b: _q4_0_mistake(b, order="swapped"),
+    ),
+    Mistake(
+        "paired neighbours (2j, 2j + 1) in byte j; Q4_0 pairs element j with element j + 16",
+        lambda b: _q4_0_mistake(b, order="neighbours"),
+    ),
+    Mistake("forgot the offset: a nibble holds code + 8", lambda b: _q4_0_mistake(b, offset=False)),
+    Mistake(
+        "subtracted 8 in uint8, where 0 - 8 wraps around to 248; convert the bytes to int before subtracting",
+        lambda b: _q4_0_mistake(b, uint8_offset=True),
+    ),
+    Mistake(
+        "read the bytes as int8: the shift drags the sign bit into the high nibble; read them as uint8 or int32",
+        _q4_0_int8_bytes,
+    ),
+    Mistake(
+        "masked the high nibble with 0xF0 but did not shift it down: it is (byte >> 4), 0 to 15",
+        _q4_0_unshifted_high,
+    ),
+    Mistake(
+        "read a nibble as a signed 4-bit number; it holds code + 8, from 0 to 15",
+        lambda b: _q4_0_mistake(b, signed_nibbles=True),
+    ),
+    Mistake(
+        "read d as fp32 from the first four bytes; it is fp16, two bytes",
+        lambda b: _q4_0_mistake(b, d_fp32=True),
+    ),
+    Mistake(
+        "dropped d's sign: d is negative when the largest magnitude is positive",
+        lambda b: _q4_0_mistake(b, abs_d=True),
+    ),
+]
+
+
 TASKS: list[Task] = [
     Task(
         "04.quantize_per_group",
@@ -264,6 +319,11 @@ TASKS: list[Task] = [
             Mistake(
                 "returned scales of shape [N, K // g, 1] (amax with keepdim=True); return them as [N, K // g]",
                 lambda w, b, g: (lambda q, s: (q, s[..., None]))(*_quantize_per_group(w, b, g)),
+            ),
+            Mistake(
+                "returned the scales transposed, [K // g, N], as GPTQ checkpoints store them; this task asks for "
+                "[N, K // g], one row of scales per output row",
+                lambda w, b, g: (lambda q, s: (q, s.T))(*_quantize_per_group(w, b, g)),
             ),
             Mistake(
                 "used 2**bits - 1 as the largest code: that counts the steps of an unsigned ruler; a symmetric "
@@ -315,6 +375,7 @@ TASKS: list[Task] = [
             ),
         ],
         atol=0.0,  # an all-zero group's scale is exactly 0, not a small number
+        minutes=5,
     ),
     Task(
         "04.q5_0_bits_per_weight",
@@ -324,6 +385,7 @@ TASKS: list[Task] = [
         "count every bit one block stores, not only the codes, and divide by the weights the block holds",
         [
             Mistake("left out the fp16 scale", lambda: 5.0),
+            Mistake("that is bytes per weight; a byte is 8 bits", lambda: 0.6875),
             Mistake("counted the fp16 scale as 2 bits; it is 2 bytes, 16 bits", lambda: 5.0625),
             Mistake("left out the fifth bits: that is Q4_0", lambda: 4.5),
             Mistake("gave each fifth bit a byte of its own; 32 bits pack into 4 bytes", lambda: 12.5),
@@ -343,57 +405,9 @@ TASKS: list[Task] = [
             Case((_q4_0_block(np.zeros(32)),), "an all-zero block", hidden=True),
             Case((_q4_0_block(_G2.normal(0, 3.0, 32)),), "a random block", hidden=True),
         ],
-        "the first two bytes are the fp16 scale (little-endian); each later byte holds two codes, from the two "
-        "halves of the block, each stored with an offset that makes it unsigned; return float32",
-        [
-            Mistake(
-                "returned float16: d * codes was computed in fp16, so each value is rounded to fp16 and misses by "
-                "up to 1 part in 2048, though it prints the same; convert d with .float() and return float32",
-                _q4_0_in_fp16,
-            ),
-            Mistake(
-                "read d big-endian (byte 1 first); llama.cpp stores it little-endian, as .view(torch.float16) reads it",
-                lambda b: _q4_0_mistake(b, big_endian=True),
-            ),
-            Mistake(
-                "subtracted 7: a nibble holds code + 8, so 0..15 stands for -8..7",
-                lambda b: _q4_0_mistake(b, offset_by=7),
-            ),
-            Mistake(
-                "swapped the nibbles: element j is in the low nibble of byte j, element j + 16 in the high one",
-                lambda b: _q4_0_mistake(b, order="swapped"),
-            ),
-            Mistake(
-                "paired neighbours (2j, 2j + 1) in byte j; Q4_0 pairs element j with element j + 16",
-                lambda b: _q4_0_mistake(b, order="neighbours"),
-            ),
-            Mistake("forgot the offset: a nibble holds code + 8", lambda b: _q4_0_mistake(b, offset=False)),
-            Mistake(
-                "subtracted 8 in uint8, where 0 - 8 wraps around to 248; convert the bytes to int before subtracting",
-                lambda b: _q4_0_mistake(b, uint8_offset=True),
-            ),
-            Mistake(
-                "read the bytes as int8: the shift drags the sign bit into the high nibble; read them as uint8 or "
-                "int32",
-                _q4_0_int8_bytes,
-            ),
-            Mistake(
-                "masked the high nibble with 0xF0 but did not shift it down: it is (byte >> 4), 0 to 15",
-                _q4_0_unshifted_high,
-            ),
-            Mistake(
-                "read a nibble as a signed 4-bit number; it holds code + 8, from 0 to 15",
-                lambda b: _q4_0_mistake(b, signed_nibbles=True),
-            ),
-            Mistake(
-                "read d as fp32 from the first four bytes; it is fp16, two bytes",
-                lambda b: _q4_0_mistake(b, d_fp32=True),
-            ),
-            Mistake(
-                "dropped d's sign: d is negative when the largest magnitude is positive",
-                lambda b: _q4_0_mistake(b, abs_d=True),
-            ),
-        ],
+        _Q4_0_HINT,
+        _Q4_0_MISTAKES,
+        minutes=8,
     ),
     Task(
         "04.budget_prediction",
@@ -413,7 +427,11 @@ TASKS: list[Task] = [
                 "more than groups of 32 buy back",
                 lambda: ((3, 32), (3, 32)),
             ),
-            Mistake("swapped the two: which weight has the outlier?", lambda: ((3, 32), (4, 128))),
+            Mistake(
+                "look again at your plain-weight pick and your spiked-weight pick: which weight has the outlier, "
+                "and what does it do to a scale shared by 128 weights?",
+                lambda: ((3, 32), (4, 128)),
+            ),
             Mistake("(4, 32) costs 4 + 16/32 = 4.5 bits per weight: over the budget", lambda: ((4, 32), (4, 32))),
             Mistake("(4, 32) costs 4 + 16/32 = 4.5 bits per weight: over the budget", lambda: ((4, 128), (4, 32))),
             Mistake(
@@ -441,7 +459,8 @@ TASKS: list[Task] = [
             ),
         ],
         "count every bit a setting stores, keep the settings within the budget, then measure each one's error "
-        "on this weight: which setting wins depends on the weight",
+        "on this weight: which setting wins depends on the weight (if no setting fits under your pricing, check "
+        "how you count the scale)",
         [
             Mistake(
                 "returned a setting over the budget: keep only the settings whose bits per weight, code bits plus "
@@ -476,6 +495,7 @@ TASKS: list[Task] = [
             ),
         ],
         shows_expected=False,  # its first case's answer is the budget prediction's
+        minutes=5,
     ),
 ]
 
@@ -555,7 +575,8 @@ RECALL: tuple[Question, ...] = (
             "Either: at equal storage the two land within a few tenths of a dB",
             False,
             "Tempting after the six FFN output layers, where they do; but their rows have a few weights far above "
-            "the rest. Without such weights the code bit wins by 2.4 to 3.6 dB on MiniLM (restricted rulers).",
+            "the rest. Without such weights the code bit wins: by 3.3 dB on L0.intermediate and 2.6 dB on a "
+            "Gaussian (section 4, restricted rulers).",
         ),
         source=LESSON,
     ),
@@ -651,7 +672,7 @@ PREDICT = {
             "grows 7/3 times, and the groups only about win that back.",
         ),
         (
-            "The two land within a few tenths of a dB of each other (with these restricted rulers)",
+            "The two land within a few tenths of a dB: the groups buy back about what the code bit gives",
             True,
             "At equal storage neither the code bit nor the bit of scales wins by much here; section 4 then shows "
             "a layer where the code bit wins by about 3 dB.",
