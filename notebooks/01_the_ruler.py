@@ -29,7 +29,7 @@
 # want an asymmetric ruler.
 #
 # **What you need**: lesson 00 (how to run the notebooks); nothing to download.
-# **Time**: about 21 minutes, plus about 28 for the exercise.
+# **Time**: about 21 minutes, plus about 33 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -86,7 +86,7 @@ print_table(ruler.bits_table(absmax=0.91), {"scale": ".5f", "rounding bound (sca
 
 # %% [markdown]
 # From 3 to 4 bits the scale falls from 0.91 / 3 to 0.91 / 7: the rounding bound drops to
-# 3/7 of what it was, a little better than half. The range stays [-0.91, 0.91]; bits only
+# 3/7 of what it was, a little under half. The range stays [-0.91, 0.91]; bits only
 # decide how finely it is cut. From 7 to 8 bits the ratio is 63/127, close to one half.
 #
 # ## 3. Rounding error is at most half a tick, inside the range
@@ -114,6 +114,8 @@ for bits in (2, 3, 4, 8):
 print_table(rows, {"scale / 2": ".5f", "worst error": ".5f"})
 
 # %% [markdown]
+# At every width the worst error nearly reaches `scale / 2`: the bound is tight.
+#
 # ## 4. A value beyond the ruler
 #
 # A ruler can be fixed in advance: **calibrated** on earlier data, then used on new data.
@@ -146,9 +148,10 @@ _ = plots.ruler(values + [1.6], bits=3, scale=fixed_scale)
 #
 # * **Symmetric**: the ruler is centred on 0 and its zero point is 0, so only the scale is
 #   stored.
-# * **Asymmetric**: the ruler spans `[rmin, rmax]`, the data's range widened to include 0, cut
+# * **Asymmetric**: the ruler is fitted to `[rmin, rmax]`, the data's range widened to include 0, cut
 #   into `2^b - 1` steps between the unsigned codes: `scale = (rmax - rmin) / (2^b - 1)`. The
-#   integer zero point, `round(-rmin / scale)`, is the code of 0.0, so 0.0 is stored exactly.
+#   integer zero point, `round(-rmin / scale)`, is the code of 0.0, so 0.0 is stored exactly;
+#   rounding it can shift the ruler's ends by up to half a tick.
 #
 # The GELU-like values below at 4 bits have `rmin = -0.17`, `rmax = 2.0`: scale
 # `2.17 / 15 = 0.1447`, zero point `round(0.17 / 0.1447) = 1`, so code 1 means 0.0:
@@ -160,7 +163,8 @@ print_table(ruler.compare_modes(gelu_like, bits=4, modes=two_modes), {"scale": "
 
 # %% [markdown]
 # The symmetric ruler spends its negative codes on a range down to -2.0 that these values
-# barely enter, so its ticks are about twice as coarse and their error is larger.
+# barely enter, so its ticks are about twice as coarse and their error is larger. The zero
+# point is not free: an integer matrix multiply needs correction terms for it (lesson 06).
 #
 # ## 6. Try it: a value and a bit width
 #
@@ -225,10 +229,10 @@ for extreme in (1.3, -1.3):
 
 # %% [markdown]
 # The restricted ruler keeps the largest value exact on either side and pays with the
-# coarsest scale (the highest MAE). PyTorch's default observer puts the largest value half a
+# coarsest scale (the highest MAE here). PyTorch's default observer puts the largest value half a
 # tick from the last code, on either side. Q4_0 puts its extra code, -8, on the side of its
-# largest value and gets the finest scale and the lowest MAE here, tied with dividing by 8 when
-# the largest value is negative (its 0.0002 at the largest value: Q4_0 stores `d` in fp16). A
+# largest value and gets the finest scale (the same as dividing by 8) and the lowest MAE here,
+# tied with dividing by 8 when the largest value is negative (its 0.0002 at the largest value: Q4_0 stores `d` in fp16). A
 # large value of the opposite sign would clip at +7. Dividing by 8 and clamping to `[-8, 7]`
 # clips a positive maximum by a whole tick: the calculator source's formula loses its own
 # largest value.

@@ -263,6 +263,7 @@ TASKS: list[Task] = [
             Mistake("used Task 1's symmetric signed ruler; this one is Task 3's asymmetric one", _sym_limits),
         ],
         shows_expected=False,  # a failure would print both limits
+        minutes=6,
     ),
     Task(
         "01.rounding_or_clipping",
@@ -308,6 +309,7 @@ TASKS: list[Task] = [
                 lambda c, x, b: _split(c, x, b, full_range=True),
             ),
         ],
+        minutes=5,
     ),
     Task(
         "01.clipping_takes_over",
