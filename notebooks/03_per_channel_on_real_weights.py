@@ -64,9 +64,10 @@ for kind, s in shapes.items():
 # A layer's max/median: its loudest output channel's absmax (`w.abs().amax(dim=1)`) over its
 # median channel's.
 #
-# One row per layer type; SQNR is averaged over its layers, except in the worst-layer columns.
-# SQNR is `10·log10(Σw² / Σ(w − ŵ)²)` dB, `ŵ` the dequantized weight: 0 dB means an error as large
-# as the weights, and each 6 dB more halves the error.
+# SQNR is averaged over a type's layers, except in the lowest-layer columns.
+#
+# SQNR is `10·log10(Σw² / Σ(w − ŵ)²)` dB, `ŵ` the dequantized weight. 0 dB means an rms error as
+# large as the weights' rms; each 6 dB more halves it.
 
 # %% tags=["nbval-ignore-output"]
 from qlesson.course import recall
@@ -83,16 +84,16 @@ for name, w in W.items():
         loudest.append(f"{name} row {int(a.argmax())} ({float(a.max() / a.median()):.1f}x)")
 print("loudest row of each FFN output layer (its max/median):", ", ".join(loudest))
 low = min((ql.errors(w, ql.fake_quantize(w, 4, granularity=ql.PerChannel(0))).sqnr_db, n) for n, w in W.items())
-print(f"lowest layer per-channel: {low[1]} {low[0]:.1f} dB")
+print(f"lowest layer per-channel: {low[1]} {low[0]:.1f} dB, rms error/weight {10 ** (-low[0] / 20):.2f}")
 _ = plots.layer_spread(W)
 
 # %% [markdown]
 # Query, key and value are fairly even: the loudest row is under 3 times the median row. The FFN
 # `output` layers are not: in L0 to L3 the loudest row is the same one, 99, at 18 to 42.5 times the
 # median row. Their type's mean per-tensor int4 SQNR is near 0 dB. The
-# worst-layer columns show two more layers below 2 dB, both in block 0: `L0.attention output` and
-# `L0.intermediate`. Per-channel lifts every type's mean SQNR above 13 dB and every layer above 12
-# dB (lowest: `L1.output`, 12.5 dB).
+# lowest-layer columns show two more layers below 2 dB, both in block 0: `L0.attention output` and
+# `L0.intermediate`. Per-channel lifts every layer above 12 dB (lowest: `L1.output`, 12.5 dB, an
+# rms error 0.24 of the weights' rms).
 #
 # ## 3. One layer that per-tensor int4 erases
 #
@@ -117,8 +118,7 @@ _ = plots.erased_rows(w0, bits=4, name="L0.output")
 # Almost every row's largest weight is below half a tick (the dotted line in the left panel), so
 # the row rounds to zeros: its error is the weight it had. One scale per row maps each row's
 # largest weight to code ±7, so no row is erased, and the mean error falls to about a fifth of mean
-# |w|. The one unchanged channel is 99: it set the shared scale, so its own scale is the same, like
-# Row B of lesson 02.
+# |w|. Channel 99 is unchanged: it set the shared scale, like Row B of lesson 02.
 #
 # Is `L0.output` alone? The layers with all-zero rows under per-tensor int4:
 
@@ -131,13 +131,12 @@ print("; ".join(f"{n} {int(k)} of {rows}" for n, (k, rows) in erased.items() if 
 #
 # ## 4. What the model loses: sentence embeddings
 #
-# Now quantize **every** Linear weight to int4 (activations stay FP32). Embed 240 sentences
-# written for this course (120 pairs of paraphrases) and compare each with its FP32 embedding:
+# Now quantize **every** Linear weight to int4 (activations stay FP32), embed 240 sentences (120
+# paraphrase pairs written for this course) and compare with FP32:
 #
 # * **mean / worst cosine**: each sentence's embedding against its own FP32 embedding;
 # * **rank corr**: Spearman's correlation of each sentence's similarities to the 239 others,
-#   before and after (the ranking a search would return), averaged;
-# * **cosine 95% CI**: how far the mean cosine could move on another 120 pairs (a bootstrap).
+#   before and after (the ranking a search would return), averaged.
 #
 # Three settings, about 20 s: all per-tensor, all per-channel, and a split that
 # keeps the six FFN output layers per-channel and quantizes the other 31 per-tensor.
@@ -157,26 +156,28 @@ settings = [
 ]
 scores = studies.embedding_scores_by_layer(model, settings, progress=True)
 fmt = {"bits/weight": ".3f", "mean cosine": ".4f", "cosine 95% CI": ".4f", "worst cosine": ".4f", "rank corr": ".4f"}
-print_table([s.row() for s in scores.values()], fmt)
+print_table([{k: v for k, v in s.row().items() if k != "cosine 95% CI"} for s in scores.values()], fmt)
+t, c, sp = (float(s.cosine.mean()) for s in scores.values())
+print(f"split: {(sp - t) / (c - t):.0%} of the gap")
+ref = scores["int4 per-tensor"].embeddings[0]
+print(f"FP32 paraphrase pairs: mean cosine {(ref[0::2] * ref[1::2]).sum(1).mean():.2f}")
 
 # %% [markdown]
-# Per-tensor int4 breaks the model (mean cosine 0.44); per-channel int4 keeps 0.92, for 0.03 bits
-# per weight of fp16 scales. The three `95% CI` intervals do not overlap. The split row answers the
-# prediction: per-tensor on the other 31 layers alone drops the mean cosine to 0.64: the FFN
-# output layers are not the whole loss.
+# Per-tensor int4 breaks the model: at 0.44 each sentence is further from its own FP32 embedding
+# than a paraphrase is (0.63). Per-channel int4 keeps 0.92, for 0.03 bits per weight of fp16
+# scales. The split answers the prediction: 0.64, less than half of the gap.
 #
 # ## 5. Which axis gets the scale
 #
 # A Linear layer computes `y = x @ W.T`, and output `y[:, n]` uses only row `n` of `W`. If row
 # `n` is `s[n] * q[n, :]`, the scale factors out of the dot product:
 # `y[:, n] = s[n] * (x @ q[n, :])`. In an integer matmul the integer product runs first, and one
-# multiply per output applies the scale. A scale per *input* channel changes along the sum: it
-# cannot be applied after the product, only to the activations before it. This is a reason about
-# integer products (W8A8), not about error: section 4 quantized the weights only.
+# multiply per output applies the scale. A scale per *input* channel changes along the sum, so it
+# would have to scale the activation codes first, and `x_q * s_in` is no longer integer codes.
+# This is a reason about integer products (W8A8), not about error: section 4 quantized the weights only.
 #
-# The cell checks both placements on `L0.intermediate`, then reads the output axis of four layer
-# types and tests it: doubling one slice along the output axis must change exactly one output
-# channel, and a slice along any other axis must not.
+# The cell checks both with int8 `x` and `W`, then tests the output axis of four layer types:
+# doubling one slice along it must change one output channel only.
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("03", "axis")
@@ -185,11 +186,14 @@ recall.predict("03", "axis")
 from qlesson.teach import axes
 
 x = torch.randn(2, 384, generator=torch.Generator().manual_seed(1))
+xq = ql.quantize(x, 8)
 qt = ql.quantize(W["L0.intermediate"], 8, granularity=ql.PerChannel(0))
 qi = ql.quantize(W["L0.intermediate"], 8, granularity=ql.PerChannel(1))
-same = torch.allclose((x @ qt.q.float().T) * qt.scale, x @ qt.dequantize().T, rtol=1e-5, atol=1e-5)
-same_in = torch.allclose((x * qi.scale) @ qi.q.float().T, x @ qi.dequantize().T, rtol=1e-5, atol=1e-5)
-print(f"output scales after the product: {same}; input scales on x before it: {same_in}\n")
+y_int = (xq.q.float() @ qt.q.float().T) * qt.scale * xq.scale
+same = torch.allclose(y_int, xq.dequantize() @ qt.dequantize().T, rtol=1e-5, atol=1e-5)
+x_in = xq.q * qi.scale
+integer = torch.equal(x_in, x_in.round())
+print(f"output scales after the integer product: {same}; x_q * s_in still integer codes: {integer}\n")
 for label, module in axes.zoo().items():
     if isinstance(module, torch.nn.Embedding):
         continue  # a lookup, not a product: Going deeper
@@ -201,22 +205,21 @@ for label, module in axes.zoo().items():
     print(f"{label:<28} weight {str(shape):<14} output axis {axis}: scales {scales}; experiment agrees: {checked}")
 
 # %% [markdown]
-# Conv2d keeps the output at axis 0; each scale covers a whole filter. GPT-2's `Conv1D`
-# computes `x @ W + b` with `W` stored `[in, out]`, and `ConvTranspose2d` (with `groups=1`) stores
-# `[in, out, kh, kw]`: their output axis is 1.
+# Conv2d keeps the output at axis 0; each scale covers a whole filter. GPT-2's `Conv1D` stores
+# `W` as `[in, out]` and `ConvTranspose2d` (with `groups=1`) as `[in, out, kh, kw]`: their output
+# axis is 1.
 #
 # ## Summary
 #
 # * MiniLM's output channels are unequal, most in the FFN output layers: in L0 to L3 row 99 is
 #   18 to 42.5 times the median row.
-# * Per-tensor int4 erases 378 of the 384 rows of MiniLM's `L0.output`. Per-channel lowers every
-#   row's error except the loud row's, which is unchanged.
-# * On 240 sentences, int4 per-channel keeps MiniLM's embeddings at a mean cosine of 0.92 against
-#   FP32, where per-tensor int4 falls to 0.44. Per-tensor on all but the six FFN output layers
-#   still gives 0.64: those six are not the whole loss.
+# * Per-tensor int4 erases 378 of the 384 rows of MiniLM's `L0.output`; per-channel improves every
+#   row but the loud one.
+# * On 240 sentences, int4 per-channel keeps MiniLM's embeddings at a mean cosine of 0.92 to FP32,
+#   per-tensor only 0.44. The six FFN output layers per-channel recover less than half of that gap.
 # * The output axis gets the scale because an integer matmul can apply it once per output, after
-#   the integer product; section 4 measured output-axis scales only. Read the axis from
-#   the layout: `[in, out]` weights (GPT-2 `Conv1D`, `ConvTranspose2d` with `groups=1`) put it at axis 1.
+#   the integer product; section 4 measured output-axis scales only. `[in, out]` weights (GPT-2
+#   `Conv1D`, `ConvTranspose2d` with `groups=1`) put it at axis 1.
 #
 # ## Pause and recall
 
@@ -235,8 +238,9 @@ recall.show("03")
 #
 # ### How sure are these numbers?
 #
-# The 240 sentences are a sample. The `95% CI` column of section 4 is a bootstrap interval: draw
-# 120 pairs with replacement, recompute the mean, repeat 2000 times, keep the middle 95%. To
+# The 240 sentences are a sample. The `95% CI` below is a bootstrap interval: draw 120 pairs with
+# replacement, recompute section 4's mean cosine, repeat 2000 times, keep the middle 95%. The
+# three intervals do not overlap. To
 # compare two settings, take their *difference* on the same draws (a paired interval). A
 # difference is a win only when its interval excludes 0; otherwise it is a **tie** at this sample
 # size.
@@ -244,6 +248,7 @@ recall.show("03")
 # %%
 from qlesson.teach.intervals import paired_bootstrap
 
+print_table([{k: s.row()[k] for k in ("weights", "cosine 95% CI")} for s in scores.values()], {"cosine 95% CI": ".4f"})
 a, b = "int4 per-channel", "int4 per-tensor"
 d = paired_bootstrap(scores[a].cosine, scores[b].cosine, pairs=True)
 print(f"{a} - {b}: mean cosine {d.diff:+.4f}, 95% interval [{d.lo:+.4f}, {d.hi:+.4f}]: {d.verdict(a, b)}")
@@ -286,17 +291,17 @@ print("\n".join(reading["share_lines"]))
 #
 # Two more splits like section 4's, at int4 on the same 240 sentences: per-tensor on the
 # six FFN output layers only, and on `L0.attention output` and `L0.intermediate`, the two layers
-# that section 2's worst-layer columns named below 2 dB. Everything else stays per-channel.
+# that section 2's lowest-layer columns named below 2 dB. Everything else stays per-channel.
 
 # %%
 main_rows = [scores[k].row() for k in ("int4 per-channel", settings[2][0], "int4 per-tensor")]
-print_table(main_rows + reading["split"], fmt)
+print_table(main_rows + reading["split"], {**fmt, "cosine 95% CI": ".4f"})
 
 # %% [markdown]
 # Per-tensor on the six output layers alone costs about 0.43 of mean cosine, on the other 31 alone
 # (section 4's split) about 0.28, on the two block-0 layers alone about 0.15: each half alone does
 # more than half of the damage of all per-tensor (about 0.49), so the losses do not add. A type's mean SQNR
-# in section 2 hides such layers; its worst layer shows them.
+# in section 2 hides such layers; its lowest-layer columns show them.
 #
 # ### Every layer, and the loudest channels
 #

@@ -64,8 +64,8 @@ def test_spread_by_type_reports_the_worst_layer_by_name():
     (row,) = studies.spread_by_type(weights)
     ratios = torch.tensor([float(w.abs().amax(1).max() / w.abs().amax(1).median()) for w in weights.values()])
     assert row["worst max/median"] == pytest.approx(float(ratios.max()))
-    assert row["worst layer"] == "L1"
-    assert row["its per-tensor dB"] < row["int4 SQNR per-tensor dB"]
+    assert row["lowest per-tensor layer"] == "L1"
+    assert row["its dB"] < row["int4 SQNR per-tensor dB"]
 
 
 def test_min_bits_names_the_asymmetric_step_count_and_the_per_row_scale():

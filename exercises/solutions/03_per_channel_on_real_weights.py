@@ -110,11 +110,23 @@ check("03.erased_channels", erased_channels)
 #
 # Back to the `[out, in]` layout of `nn.Linear`. Write `min_bits(w)`: the fewest bits, from 2 to
 # 16, at which symmetric per-tensor quantization (one shared scale, `torch.round`) leaves no
-# output channel with all codes 0. No case has an all-zero row. One visible case is the lesson's
-# `L0.output`: before you run the check, guess how many bits it needs. Some cases are hidden.
+# output channel with all codes 0 (no case has an all-zero row; some are hidden). First guess the
+# bits for the lesson's `L0.output` from the two numbers the next cell prints: set `guess_bits`.
 
+# %%
+from qlesson.teach.models import minilm_linear_weights
+
+w_l0 = minilm_linear_weights()["L0.output"]
+loudest, quietest = float(w_l0.abs().max()), float(w_l0.abs().amax(1).min())
+print(f"L0.output: loudest weight {loudest:.3f}, quietest row's absmax {quietest:.3f}")
 
 # %% tags=["solution"]
+guess_bits = ...  # STUB
+# BEGIN SOLUTION
+guess_bits = 6  # the quietest row must exceed half a tick: largest code > 7.915 / (2 * 0.133) = 29.8, so 31: 6 bits
+# END SOLUTION
+
+
 def min_bits(w):
     ...  # STUB
     # BEGIN SOLUTION
@@ -129,12 +141,10 @@ def min_bits(w):
 check("03.min_bits", min_bits)
 
 # %% [markdown]
-# Your guess, checked: what your `min_bits` returns for the lesson's `L0.output`.
+# Your guess, checked:
 
 # %%
-from qlesson.teach.models import minilm_linear_weights
-
-print(f"L0.output needs {min_bits(minilm_linear_weights()['L0.output'])} bits before one shared scale erases no row")
+print(f"your guess {guess_bits}; L0.output needs {min_bits(w_l0)} bits before one shared scale erases no row")
 
 # %% [markdown]
 # ## Recall

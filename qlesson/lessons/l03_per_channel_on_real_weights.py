@@ -401,11 +401,11 @@ PREDICT = {
             "in the query and key weights the loudest row is under 3x the median row.",
         ),
         (
-            "The FFN output layers [384, 1536]: they write back into the residual stream",
+            "The FFN output layers [384, 1536]",
             True,
-            "In layers 0 to 3 the same row, 99, is the loudest, 18 to 42.5 times the median row. The residual "
-            "stream is only part of the reason: the attention output layers write there too and reach 7.4x, no "
-            "more than the intermediate layers.",
+            "In layers 0 to 3 the same row, 99, is the loudest, 18 to 42.5 times the median row. Writing into "
+            "the residual stream does not explain it by itself: the attention output layers write there too and "
+            "reach 7.4x, no more than the intermediate layers.",
         ),
         (
             "The FFN intermediate layers [1536, 384]: the most rows, so the most chances for an extreme one",
@@ -422,27 +422,27 @@ PREDICT = {
     ),
     "cosine": choice(
         "Int4 weights, 240 sentences: every layer per-tensor gives a mean cosine of 0.44 to FP32, every layer "
-        "per-channel 0.92. A split keeps the six FFN output layers (the type whose rows section 3 erased) "
-        "per-channel and quantizes the other 31 layers per-tensor (30 reach the embedding; the pooler is unused). "
-        "Where does its mean cosine land?",
+        "per-channel 0.92. A split keeps the six FFN output layers, whose rows section 3 erased, per-channel and "
+        "quantizes the other 31 layers per-tensor. Does it recover more or less than half of the gap from 0.44 "
+        "to 0.92?",
         (
-            "Near 0.92: the erased FFN output layers were the whole problem",
+            "Nearly all of it: the erased FFN output layers were the whole problem",
             False,
             "It tempts because section 3's erased rows are the most visible damage, but the other types also "
-            "lose about 5 to 9 dB of SQNR per-tensor on average, and two of their block-0 layers fall below 2 dB "
-            "(section 2's worst-layer columns).",
+            "lose about 4.5 to 8.6 dB of SQNR per-tensor on average, and two of their block-0 layers fall below "
+            "2 dB (section 2's lowest-layer columns).",
         ),
         (
-            "In between, roughly 0.55 to 0.8: the output layers cost a lot, the other layers cost a lot too",
-            True,
-            "The other 31 layers per-tensor take the mean cosine from 0.92 to 0.64 on their own: the FFN output "
-            "layers are a large part of the loss, not all of it.",
-        ),
-        (
-            "Near 0.44: the FFN output layers hardly matter once the rest is per-tensor",
+            "More than half: the erased layers are most of the loss, the rest a smaller part",
             False,
-            "It tempts if the other layers look like the bulk of the model, but section 3 shows a layer whose rows "
-            "are zeros: keeping those per-channel must buy back a large part of the loss.",
+            "It tempts because 378 of 384 rows of L0.output are zeros, but the split reaches 0.64: about 42% of "
+            "the gap. The other 31 layers per-tensor still cost more than the six output layers did.",
+        ),
+        (
+            "Less than half: the other 31 layers per-tensor cost more than the six output layers",
+            True,
+            "The split reaches 0.64, about 42% of the gap: the FFN output layers are a large part of the loss, "
+            "not most of it. Even erased rows in six layers weigh less than coarse ticks in the other 31.",
         ),
     ),
     "axis": choice(
@@ -508,25 +508,25 @@ RECALL: tuple[Question, ...] = (
         ),
     ),
     choice(
-        "Int4 MiniLM: mean cosine 0.44 all per-tensor, 0.92 all per-channel. All per-tensor but the six FFN "
-        "output layers (kept per-channel)?",
+        "Int4, one shared scale for a whole tensor. One row's absmax is 1/20 of the tensor's absmax. Is that "
+        "row erased, every code 0?",
         (
-            "About 0.64: those six are part of the loss, not all",
+            "Yes: its largest weight is 7/20 = 0.35 of a tick, below half a tick",
             True,
-            "Keeping only the six output layers per-channel lifts 0.44 to 0.64; the other 31 layers per-tensor "
-            "still cost the remaining 0.28 below 0.92.",
+            "The tick is the tensor's absmax / 7, so the row's largest weight is 7/20 of a tick and rounds to 0; "
+            "every smaller weight of the row does too.",
         ),
         (
-            "About 0.92: those six are the whole loss",
+            "No: it still holds 1/20 of the range, so its largest weight keeps code +-1",
             False,
-            "It tempts because their erased rows are the most visible damage, but the other layers per-tensor "
-            "alone take the mean cosine from 0.92 to 0.64.",
+            "It tempts because the row is not tiny, but int4 has only 7 steps on each side: 1/20 of the range "
+            "is 0.35 of a step, and anything under half a step rounds to 0.",
         ),
         (
-            "About 0.44: those six hardly matter",
+            "Only at int8: int4 has fewer codes, so it rounds more rows up to +-1",
             False,
-            "It tempts if the other 31 layers look like the bulk of the model, but keeping the six output layers "
-            "per-channel lifts the mean cosine from 0.44 to 0.64.",
+            "Fewer codes make the tick coarser, which erases more rows, not fewer; at int8 the same row is "
+            "127/20 = 6.35 ticks and keeps its codes.",
         ),
     ),
     choice(

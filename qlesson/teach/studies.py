@@ -58,8 +58,8 @@ def spread_by_type(weights: Mapping[str, torch.Tensor]) -> list[dict[str, Any]]:
                 "type": kind,
                 "worst max/median": float(ratios.max()),
                 "int4 SQNR per-tensor dB": sum(sq_t) / len(sq_t),
-                "worst layer": names[worst].split(".")[0],
-                "its per-tensor dB": sq_t[worst],
+                "lowest per-tensor layer": names[worst].split(".")[0],
+                "its dB": sq_t[worst],
                 "int4 SQNR per-channel dB": sum(sq_c) / len(sq_c),
             }
         )
