@@ -14,14 +14,15 @@
 # ---
 
 # %% [markdown]
-# # 05 · Zero points and activations
+# # 05 · Activations: zero points, per-token scales, smoothing
 #
 # **The question**: how should the activations of a transformer, which arrive at run time,
 # be quantized to int8?
 #
 # **The answer**: A one-sided or lopsided activation needs a zero point: here it gains about 4 to
-# 5.5 dB. A token that carries a spike needs its own scale (dynamic per-token scales), and with one
-# static scale SmoothQuant gains here only when the spike is among the features it shrinks.
+# 5.5 dB. Dynamic per-token scales keep a token that carries a spike out of the other tokens'
+# rulers (+9.5 dB on FC1's input), and SmoothQuant, which moves loud features into the weights,
+# gains about 3.5 to 9 dB with one static scale.
 #
 # **What you will do**:
 # * capture MiniLM's layer-0 activations, calibrate on one text and score on another;
@@ -39,7 +40,7 @@ from qlesson.teach.report import print_table
 ql.show_environment()
 
 # %% [markdown]
-# ## 1. A GELU output is one-sided
+# ## 1. Zero points: a GELU output is one-sided
 #
 # Weights are fixed, so their scales are computed once. Activations change with every input,
 # so their scales are either **static** (fitted once on calibration text) or **dynamic**
@@ -69,12 +70,10 @@ print(f"L0.output input: min {float(x.min()):+.2f}, max {float(x.max()):+.1f}")
 # which never occur (every negative value lies between -0.17 and 0). Lesson 01's asymmetric
 # ruler spans `[min(x, 0), max(x, 0)]` with the 256 codes of uint8, and an integer **zero point**:
 # the code that stands for 0.0.
-# It is an integer so that 0.0 comes back exactly.
 #
 # The table below compares both rulers twice: per-tensor and static (fitted to the calibration
 # text's min and max), and per-token and dynamic (each token's own min and max). Per-tensor, the
-# zero point halves the step. Per-token, each token already gets a ruler fitted to itself.
-# Before you run the cell, predict:
+# zero point halves the step. Predict:
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("05", "one_sided")
@@ -86,8 +85,11 @@ print_table([{k: v for k, v in r.items() if k != "95% CI"} for r in sided], fmt)
 print(f"lowest token minimum {float(x.amin(1).min()):+.2f}, highest {float(x.amin(1).max()):+.2f}")
 c = calib["L0.intermediate"]
 fc1 = activations.one_sided_rows(c, evals["L0.intermediate"], labels)
-print(f"control, FC1's input (both signs, calibration range [{float(c.min()):+.1f}, {float(c.max()):+.1f}]): ", end="")
+print(f"a second input, FC1's (calibration range [{float(c.min()):+.1f}, {float(c.max()):+.1f}]): ", end="")
 print(", ".join(f"gain {r['gain dB']:+.1f} dB {r['int8 scales']}" for r in fc1))
+cls = activations.cls_mask(labels)
+ordinary = activations.one_sided_rows(c, evals["L0.intermediate"][~cls], [t for t in labels if t[2] != "[CLS]"])
+print(f"  per-token, ordinary tokens only (no [CLS] rows): gain {ordinary[1]['gain dB']:+.1f} dB")
 
 # %% [markdown]
 # The zero point gains about 5.4 dB with either kind of scale, nearly one bit: the asymmetric
@@ -95,12 +97,12 @@ print(", ".join(f"gain {r['gain dB']:+.1f} dB {r['int8 scales']}" for r in fc1))
 # scales do not take that gain away, because every token's minimum is GELU's -0.17 (last line):
 # each token is one-sided, not just the tensor.
 #
-# The control is FC1's input, which has both signs but a lopsided range (the positive spike of
-# section 2): the zero point still gains about 4.3 dB there.
+# FC1's input has both signs but a lopsided range (the spike of section 2): the zero point still
+# gains about 4.3 dB, per-token mostly on the `[CLS]` rows (about 2.4 dB on the others).
 #
-# ## 2. Three loud features
+# ## 2. Per-token scales: one outlier token
 #
-# FC1's input (`L0.intermediate`) comes out of a LayerNorm and has both signs. The largest
+# FC1's input (`L0.intermediate`) comes out of a LayerNorm. The largest
 # |value| of each of its 384 features, over all evaluation tokens, then the three loudest
 # features' |x| on the `[CLS]` tokens and on every other token:
 
@@ -115,8 +117,8 @@ print_table(profile, {k: ".2f" if "median" in k else ".1f" for k in profile[0] i
 
 # %% [markdown]
 # A per-token scale gives each row `[token, :]` its own ruler; here it gains about 9.5 dB over
-# one per-tensor scale. The table shows where feature 99 is loud. The cell below also runs a
-# control: only the `[CLS]` rows get their own scales, every other row shares one. Predict:
+# one per-tensor scale. The cell below also runs a control: only the `[CLS]` rows get their own
+# scales, every other row shares one. Predict:
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("05", "outlier_token")
@@ -131,20 +133,19 @@ print(f"ordinary tokens' loudest |x|: {low:.1f} to {high:.1f} (5th to 95th perce
 # Feature 99 is loud on one token per sentence: about 28 on every `[CLS]` token, under 2 on
 # every other token.
 #
-# Per-token scales gain about 9.5 dB over per-tensor (both dynamic here, fitted to this text).
-# The control, on the same tokens, isolates the `[CLS]` rows and recovers about 6.5 of the
-# 9.5 dB. The rest is consistent with per-token scales fitting ordinary tokens, whose loudest
+# The control (all scales dynamic, fitted to this text) isolates the `[CLS]` rows and recovers
+# about 6.5 of the 9.5 dB. The rest is consistent with per-token scales fitting ordinary tokens, whose loudest
 # values differ about fivefold from token to token (last line).
 #
-# Per-token scales also fit an integer GEMM. A token's scale is constant along the reduction
-# axis K, so it multiplies the int32 sum once per row, like a per-channel weight scale.
+# Per-token scales also fit an integer GEMM: a token's scale is constant along the reduction
+# axis K, so it multiplies each row's int32 sum once, like a per-channel weight scale.
 #
-# ## 3. Outlier features: what per-token scales cannot reach
+# ## 3. Smoothing: outlier features, which per-token scales cannot reach
 #
 # Features 63 and 267 are different: loud on most ordinary tokens, where their medians (the
 # "other tokens median" column) are about 4.5 and 8 times the typical feature's. Per-token scales
-# cannot isolate them: they are loud in most rows. In this layer, with one static scale, they
-# matter little (section 4). A per-feature scale could isolate them, but it changes along K,
+# cannot isolate them: they are loud in most rows. With one static scale they hide behind the
+# `[CLS]` spike (section 4). A per-feature scale could isolate them, but it changes along K,
 # inside the sum, so it cannot be applied to the int32 result.
 #
 # **SmoothQuant** moves their range out of the activations. Divide feature `j` by `s_j` and multiply
@@ -155,13 +156,13 @@ print(f"ordinary tokens' loudest |x|: {low:.1f} to {high:.1f} (5th to 95th perce
 # ```
 #
 # alpha sets how much of feature `j`'s range moves into the weights; this lesson uses 0.5, the
-# paper's usual choice. Query, key and value read one input and share one `s`. Here `s` is applied
-# as a division, so the gains below measure int8 error only.
+# paper's usual choice. Query, key and value read one input and share one `s`. Here `x` is divided
+# by `s` explicitly (where a model folds `1/s`: Going deeper).
 #
 # ## 4. Smoothing, calibrated on one text and scored on another
 #
-# Int8 weights per output channel, int8 symmetric activations (as in SmoothQuant's W8A8 setup;
-# symmetric, so no zero point mixes into the gains). The factors `s` and the
+# Int8 weights per output channel, int8 symmetric activations (so no zero point mixes into the
+# gains). The factors `s` and the
 # static per-tensor scale come from the calibration sentences; the output SQNR of
 # `x @ w.T` is measured on the evaluation sentences. Gains are over no smoothing, on all tokens:
 
@@ -180,7 +181,7 @@ print(f"every gain's 95% interval excludes 0: {lowest > 0}")
 # %% [markdown]
 # How much of that gain is the `[CLS]` spike, and how much the outlier features? Three controls
 # smooth only some features (every other `s_j` set to 1): feature 99, features 63 and 267, and
-# features 99 and 63; QKV input, alpha 0.5, all tokens, static per-tensor scales. Predict the
+# features 99 and 63; QKV input, alpha 0.5, static per-tensor scales. Predict the
 # first one:
 
 # %% tags=["nbval-ignore-output"]
@@ -197,16 +198,16 @@ print(f"s_99 = {float(activations.smoothing_factors(calib['L0.query'], qkv, alph
 
 # %% [markdown]
 # One static scale is set by the single largest value. On the QKV input feature 63 is nearly as
-# loud as the spike (5.9 against 6.3, last line), so smoothing 99 alone gains nothing (-0.3 dB),
+# loud as the spike (5.9 against 6.3, last line): once the spike is smoothed, 63 sets the scale,
+# so smoothing 99 alone gains nothing (-0.3 dB),
 # and smoothing 63 and 267 leaves the spike to set the scale (-0.2 dB). Smoothing 99 and 63
 # together gains about 3.8 dB.
 #
 # ## Summary
 #
-# * Match the ruler to the data. A GELU output is one-sided: an asymmetric int8 ruler with an
-#   integer zero point gains about 5.4 dB (nearly one bit) on MiniLM's down-projection input,
-#   per-tensor or per-token: every token is one-sided. On FC1's two-sided but lopsided input it
-#   still gains about 4.3 dB.
+# * A GELU output is one-sided: an asymmetric int8 ruler with an integer zero point gains about
+#   5.4 dB (nearly one bit) on MiniLM's down-projection input, per-tensor or per-token. On FC1's
+#   lopsided input it gains about 4.3 dB.
 # * An outlier *token* (`[CLS]`, feature 99) is kept out of the other rows' rulers by per-token
 #   scales, which factor out of the integer GEMM.
 # * Outlier *features* (63, 267) are loud in most rows; per-feature scales would fit them but
@@ -224,9 +225,8 @@ recall.quiz("05")
 recall.show("05")
 
 # %% [markdown]
-# **Exercise**: `exercises/05_zero_points_and_activations.ipynb`: an asymmetric round trip,
-# per-token scales, SmoothQuant's factors, which feature stays loud after smoothing, per-token
-# scales or smoothing for a new activation's outliers, and choosing an activation's ruler from its statistics.
+# **Exercise**: `exercises/05_zero_points_and_activations.ipynb`: six tasks, from an asymmetric
+# round trip to choosing an activation's ruler from its per-token statistics.
 #
 # ## Going deeper
 #
@@ -390,8 +390,7 @@ print_table(
 #
 # ### Outlier features in large models
 #
-# In MiniLM's first layer, smoothing the outlier features 63 and 267 alone gains at most about 1 dB
-# at int8. In large language models outlier features are reported to break
+# In large language models outlier features are reported to break
 # W8A8: LLM.int8() (Dettmers et al., 2022) finds systematic outlier features from about 6.7B
 # parameters on, and SmoothQuant (Xiao et al., 2022) was built for those models. This course does
 # not measure a model of that size.

@@ -18,7 +18,7 @@
 # > The exercise is `exercises/05_zero_points_and_activations.ipynb`; try it first.
 
 # %% [markdown]
-# # Exercise 05 · Zero points and activations (SOLUTIONS: spoilers)
+# # Exercise 05 · Activations: zero points, per-token scales, smoothing (SOLUTIONS: spoilers)
 #
 # Practice for lesson `notebooks/05_zero_points_and_activations.ipynb`.
 # Asymmetric rulers, per-token scales, SmoothQuant and which feature it leaves loud, which tool an
@@ -131,8 +131,8 @@ check("05.loudest_after_smoothing", loudest_after_smoothing)
 
 
 # %% [markdown]
-# Did `alpha` change any case's answer? Why not? (Write feature `j`'s absmax after smoothing in terms of
-# `max|x_j|`, `max|w_j|` and `alpha`.)
+# Did `alpha` change any case's answer? Write feature `j`'s absmax after smoothing in terms of
+# `max|x_j|`, `max|w_j|` and `alpha`, and explain.
 
 # %% [markdown] tags=["solutions-only"]
 # *Answer*: no. After smoothing, feature `j`'s absmax is

@@ -1,4 +1,4 @@
-"""Lesson 05 · Zero points and activations: the exercise tasks and the recall questions.
+"""Lesson 05 · Activations: zero points, per-token scales, smoothing: the exercise tasks and the recall questions.
 
 Sources: ``notebooks/05_zero_points_and_activations.py`` (the lesson) and
 ``exercises/solutions/05_zero_points_and_activations.py`` (the exercise, with solutions).
@@ -194,6 +194,13 @@ def _choose_asym_token(tmin: torch.Tensor, tmax: torch.Tensor) -> tuple[str, str
     sym, _, _ = _steps(tmin, tmax)
     token = (tmax.clamp(min=0) - tmin.clamp(max=0)) / 255
     return (_choose_ruler(tmin, tmax)[0], "per-token" if sym >= 1.5 * float(token.median()) else "per-tensor")
+
+
+def _choose_against_chosen(tmin: torch.Tensor, tmax: torch.Tensor) -> tuple[str, str]:
+    sym, asym, token = _steps(tmin, tmax)
+    first = _choose_ruler(tmin, tmax)[0]
+    base = asym if first == "asymmetric" else sym
+    return (first, "per-token" if base >= 1.5 * float(token.median()) else "per-tensor")
 
 
 def _choose_quietest_token(tmin: torch.Tensor, tmax: torch.Tensor) -> tuple[str, str]:
@@ -397,6 +404,14 @@ TASKS: list[Task] = [
             ),
             Mistake("divided by 127 whatever the bits (int8 hard-coded)", lambda x, b: x.abs().amax(dim=1) / 127),
             Mistake(
+                "used a spread (such as 3 standard deviations): a symmetric scale must cover the token's largest |x|",
+                lambda x, b: 3 * x.std(dim=1) / qmax(b),
+            ),
+            Mistake(
+                "used a spread (such as 3 standard deviations): a symmetric scale must cover the token's largest |x|",
+                lambda x, b: 3 * x.std(dim=1, unbiased=False) / qmax(b),
+            ),
+            Mistake(
                 "divided by 2**bits - 1, the unsigned code count of task 1: a symmetric int-b ruler has "
                 "2**(bits-1) - 1 steps on each side of 0",
                 lambda x, b: x.abs().amax(dim=1) / (2**b - 1),
@@ -434,6 +449,14 @@ TASKS: list[Task] = [
                 lambda x, w, a: x.abs().amax(0) ** a / w.abs().amax(1).mean() ** (1 - a),
             ),
             Mistake("used alpha 0.5 whatever alpha is (hard-coded)", lambda x, w, a: _smooth_factors(x, w, 0.5)),
+            Mistake(
+                "multiplied by the weight term instead of dividing: the weights' part is in the denominator",
+                lambda x, w, a: x.abs().amax(0) ** a * w.abs().amax(0) ** (1 - a),
+            ),
+            Mistake(
+                "used alpha on both sides: the weights' exponent is 1 - alpha",
+                lambda x, w, a: x.abs().amax(0) ** a / w.abs().amax(0) ** a,
+            ),
         ],
     ),
     Task(
@@ -535,6 +558,11 @@ TASKS: list[Task] = [
                 "both signs, a typical token 0.75 of the loudest",
                 hidden=True,
             ),
+            Case(  # separates judging per-token against the asymmetric step from the symmetric one
+                _token_stats(13, (-0.12, -0.08), (3.8, 5.0), {0: (-0.1, 8.0)}),
+                "mins near -0.1, maxes 3.8 to 5, one token at 8",
+                hidden=True,
+            ),
         ],
         "work out the step each ruler gives (lesson 01's rulers over the range these statistics allow), "
         "then compare each upgrade's step with the symmetric per-tensor step; a typical token is one that "
@@ -573,6 +601,11 @@ TASKS: list[Task] = [
                 _choose_one_sided,
             ),
             Mistake("chose per-token whenever the tokens' ranges differ at all", _choose_any_spread),
+            Mistake(
+                "compared the per-token step with the upgraded (asymmetric) step: judge each upgrade against the "
+                "symmetric per-tensor step, separately",
+                _choose_against_chosen,
+            ),
             Mistake(
                 "judged per-token by the quietest token: a typical token is the median, which a few silent tokens "
                 "cannot move either",
@@ -633,8 +666,8 @@ PREDICT = {
             "About two thirds",
             True,
             "The spike sets the shared scale: isolating the [CLS] rows lets the other rows share a scale fitted "
-            "to ordinary tokens, about 6.5 of the 9.5 dB. The rest is per-token scales fitting ordinary tokens, "
-            "whose loudest values differ about fivefold.",
+            "to ordinary tokens, about 6.5 of the 9.5 dB. The rest is consistent with per-token scales fitting "
+            "ordinary tokens, whose loudest values differ about fivefold.",
         ),
         (
             "All of it, or more",
