@@ -21,9 +21,9 @@
 #
 # **The answer**: no scale forces a dequantized weight: an output-channel scale goes after the
 # product, an input-channel scale onto the activations, a group scale inside the reduction.
-# Compact weights save time at small batches, where reading the weight sets the time, in a
-# kernel that reads the codes and decodes them fast enough; dequantizing to an fp32 copy first
-# is slower than plain fp32.
+# Compact weights save time at small batches, where reading the weight sets a floor under the
+# time, in a kernel that reads the codes and decodes them fast enough; dequantizing to an fp32
+# copy first is slower than plain fp32.
 #
 # **What you will do**
 # * follow each scale through `y = x @ W.T` (per channel, per input channel, per group);
@@ -32,7 +32,7 @@
 # * read a stored GPU run: where an int4 kernel wins, and where it loses.
 #
 # **What you need**: lessons 02 to 05.
-# **Time**: about 29 minutes, plus about 40 for the exercise.
+# **Time**: about 28 minutes, plus about 41 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -106,9 +106,7 @@ print("activations scaled instead      =", gemm.fold_input_scale(x, q, s_in).tol
 
 # %% [markdown]
 # So a scale lives in one of three places: **after** the GEMM (output channel), **before** it
-# on the activations (input channel), or **inside** the reduction, tile by tile (group). A
-# per-token activation scale `s_x[m]` is constant along K too: W8A8 rescales its int32
-# accumulator after the product by `s_x[m] * s_w[n]` (*Going deeper* works an example).
+# on the activations (input channel), or **inside** the reduction, tile by tile (group).
 #
 # ## 2. Bytes and FLOPs
 #
@@ -139,10 +137,7 @@ print_table(rows, {"GFLOP": ".3f", "weight MB": ".1f", "FLOPs per weight byte": 
 # %% [markdown]
 # As M grows, the same weight bytes serve more FLOPs. A product turns compute bound where its
 # FLOPs per byte reach the kernel's **ridge point**: its peak FLOP rate divided by the memory
-# bandwidth. Past it the bytes no longer set the time, and the kernel's arithmetic does. The
-# next cell's last line divides the fp32 rate this run reached at M = 128 by the read
-# bandwidth: above 0.5, this machine does an M = 1 fp32 product's arithmetic faster than it
-# reads the weight.
+# bandwidth. Past it the bytes no longer set the time, and the kernel's arithmetic does.
 #
 # ## 3. Measure it: your machine, now
 #
@@ -151,8 +146,7 @@ print_table(rows, {"GFLOP": ".3f", "weight MB": ".1f", "FLOPs per weight byte": 
 # is how close an M = 1 row came to the machine's read bandwidth.
 # `F.linear` takes float weights, so the scale-after-GEMM row, `F.linear(x, q.float()) * s`,
 # makes a fresh fp32 copy of the codes on every call; the preallocated-buffer row writes that
-# copy into a buffer allocated once. PyTorch's CPU int4 kernel converts each code to fp32 and
-# multiplies in fp32.
+# copy into a buffer allocated once.
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("06", "int4_at_128")
@@ -183,13 +177,17 @@ fig = plots.bandwidth_lines(plots.gemm_times(bench_gemm.lesson_view(result)), bw
 # copy, `* s` reads it and writes another, the GEMM reads that: 17 bytes per int8 weight against
 # fp32's 4, so bytes alone predict about 4x. The scale-after rows move 9 bytes (one copy, then
 # the GEMM), about 2.25x; what the fresh-copy row takes beyond its preallocated twin is the cost
-# of allocating. A fused row far left of the line spends its time on its own work per weight,
-# not its reads. At M = 128 arithmetic sets the time, so the bytes int4 saves no longer help.
+# of allocating. A fused row far left of the line spends its time on something other than its
+# reads. At M = 128 arithmetic sets the time, and PyTorch's CPU int4 kernel multiplies in fp32
+# like `F.linear`, so the bytes int4 saves no longer help. The benchmark cell's last line divides
+# the fp32 rate this run reached at M = 128 by the read bandwidth: above 0.5, fp32's FLOPs per
+# byte at M = 1, an M = 1 fp32 product at that rate waits on its reads.
 #
 # ## 4. On a GPU
 #
-# A GPU's tensor cores outgrow its memory far more than a CPU's vector units outgrow its
-# DRAM, so its ridge sits much higher. Two stored GPU measurements (not re-run with this page):
+# That CPU ridge divides an fp32 rate at M = 128 (2 threads on the VM that stored this page), not
+# a peak, by the read bandwidth. Two stored GPU runs (not re-run with this page) divide a
+# measured bf16 GEMM peak by theirs:
 
 # %%
 for gpu in bench_gemm.stored_rooflines():

@@ -19,16 +19,17 @@
 # **The question**: Small blocks make fp16 scales expensive; how many bits does a block's scale
 # really need?
 #
-# **The answer**: Rounding a scale to one of `m` steps moves the top code of a super-block's
-# loudest block by up to `qmax / (2m)` ticks (quieter blocks move further), and on MiniLM 5 to 6
-# bits of steps keep int4 codes' SQNR loss at about 0.02 dB or less per layer. A power-of-two
-# scale (MXFP4's) has no steps between two powers of two.
+# **The answer**: For int4 codes about 5 bits: on MiniLM, a block scale stored as a 5-bit
+# integer times one fp16 number shared by 8 blocks loses about 0.02 dB of SQNR or less per layer.
+# A scale rounded to one of `m` steps is off by up to half a step, and that moves the block's
+# largest weight by up to `qmax / (2m)` steps of the int4 grid (`qmax = 7`) in a block nearly as
+# loud as the loudest of the 8 (quieter blocks move further).
 #
 # **What you will do**: count what scales cost per weight; shrink a block scale from fp16 to 4
 # bits on a MiniLM layer, with int4 and with 6-bit codes; try a power-of-two scale.
 #
 # **What you need**: lessons 02 to 04 (group scales and bits per weight); nothing to download.
-# **Time**: about 31 minutes, plus about 31 for the exercise.
+# **Time**: about 30 minutes, plus about 31 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -97,7 +98,7 @@ fmt_rule = {"scale bits / weight": ".3f", "rule (ticks)": ".3f", "median move (t
 fmt_rule |= {"past rule %": ".0f", "SQNR loss dB": ".3f", "clipping dB": ".3f"}
 shown = ("scale format", "steps m", "rule (ticks)", "median move (ticks)", "past rule %", "SQNR loss dB")
 print("L0.output, int4 codes (qmax 7), blocks of 32, super-blocks of 8:")
-int4_rows = scale_bits.rule_rows(W["L0.output"], block=32, bits=4, super_blocks=8)
+int4_rows = scale_bits.rule_rows(W["L0.output"], 32, 4, 8, formats=("fp16", *scale_bits.SUB_BITS))
 print_table([{k: r[k] for k in shown} for r in int4_rows], fmt_rule)
 
 # %% [markdown]
@@ -105,17 +106,12 @@ print_table([{k: r[k] for k in shown} for r in int4_rows], fmt_rule)
 # the loss is a squared error, so twice the move costs about four times as much.
 #
 # Why a 6-bit sub-scale costs so little: rounding `sc` is off by at most half a step, so a block
-# nearly as loud as the loudest has its scale off by at most 1/126, and its largest code, 7
-# ticks out, moves by at most 7/126 = 0.056 tick, small beside rounding's error of up to half a
-# tick on every weight. For the loudest block, with `m` steps, the move is up to `qmax / (2m)`
-# ticks: that is the rule. A quieter block holds fewer steps of `d` and moves further: 27 to 28%
-# of the blocks pass the rule at every width, while the median block moves about 0.6 of it. The move
-# stands for the whole block's stretched grid: the block's other weights round differently too.
-#
-# The last row, `E4M3 x fp32`, is NVFP4's 8-bit float scale (3 mantissa bits) under one fp32
-# scale per tensor (in blocks of 32 here; NVFP4 uses 16). Its relative step, 1/16 to 1/8, does
-# not depend on how loud the block is, within E4M3's normal range (2**-6 to 448 times the
-# tensor scale).
+# with `sc` near 63 has its scale off by at most 1/126, and its largest code, 7 ticks out, moves
+# by at most 7/126 = 0.056 tick, small beside rounding's error of up to half a tick on every
+# weight. A block with sub-scale `sc` moves up to `qmax / (2 sc)` ticks; the rule, `qmax / (2m)`,
+# is the best case, a block nearly as loud as the loudest (the loudest itself gets `sc = m`
+# exactly). Quieter blocks move further: 27 to 28% of the blocks pass the rule at every width;
+# the median block moves about 0.6 of it.
 #
 # ## 3. Same sub-scale, finer codes
 #
@@ -172,7 +168,7 @@ print(f"SQNR lost: {min(loss5.values()):.3f} to {loss5[worst]:.3f} dB per layer,
 #
 # MX formats store a block's scale as one exponent byte (E8M0): a power of two, no mantissa. The
 # OCP MX specification's rule is `2**(floor(log2 amax) - 2)`, 2 being the exponent of FP4's
-# largest power of two, 4. The specification defines FP4 and INT8 elements, not int4; this
+# largest power of two, 4. The specification defines FP8, FP6, FP4 and INT8 elements, not int4; this
 # lesson applies the same rule to int4's grid, whose largest power of two is 4 too. All 36
 # Linear layers, blocks of 32, int4 codes and FP4 (E2M1) codes; `fp32` is the ideal scale:
 
@@ -192,7 +188,8 @@ print(f"E8M0 floor against fp32 scales: int4 codes lose {loss[i4]:.2f} dB, FP4 c
 # scale puts it on the grid's top (7 for int4, 6 for FP4); past the top it clips. That is
 # section 2's rule at its limit: with no mantissa there are no steps between two powers of two,
 # the scale can be up to 1.75 times its ideal on int4's grid (1.5 on FP4's), and the top code
-# moves by whole ticks. FP4 codes under this rule *are* MXFP4.
+# moves by whole ticks. FP4 codes under this rule *are* MXFP4; they lose a dB less than int4's
+# (Going deeper's *Why FP4 tolerates a power-of-two scale better* says why).
 #
 # ## 5. Try it: a format, a layer, a block
 #
@@ -212,11 +209,11 @@ print(st["scales"])
 _ = format_plots.block(st["values"], st["reconstructed"], "L0.query, row 0, weights 0-31 in Q4_K")
 
 # %% [markdown]
-# `sc = 53` is this block's scale in steps of `d` (the loudest block of its 256 gets 63); `dmin`
-# and the min code store Q4_K's per-block minimum, which this lesson sets aside.
+# `sc = 53` is this block's scale in steps of `d` (the loudest block of its 256 gets 63); the
+# min entries are Q4_K's minimum from section 1.
 
 # %% tags=["nbval-ignore-output"]
-widgets.format_explorer(W)
+widgets.format_explorer(W, methods=("Q4_0", "Q4_K", "Q6_K", "MXFP4 floor", "NVFP4"))
 
 # %% [markdown]
 # <details><summary>Why there?</summary>
@@ -234,20 +231,18 @@ widgets.format_explorer(W)
 #
 # ## Summary
 #
-# * A scale rounded to `m` steps is off by up to `1 / (2m)` in a super-block's loudest block,
-#   and moves that block's largest code, `qmax` ticks out, by up to `qmax / (2m)` ticks.
-#   Quieter blocks hold fewer steps and move further (27 to 28% of `L0.output`'s blocks).
+# * A sub-scale rounded to `sc` steps of a shared super-scale is off by up to `1 / (2 sc)`, and
+#   moves its block's largest code, `qmax` ticks out, by up to `qmax / (2 sc)` ticks. The rule,
+#   `qmax / (2m)`, holds for a block nearly as loud as its super-block's loudest; quieter blocks
+#   move further: 27 to 28% of `L0.output`'s blocks move past the rule.
 # * The SQNR lost grows about as the square of the move (on `L0.output`, a little under 4 times
 #   per bit fewer from 6 bits down); past half a tick, a scale rounded down also clips.
-# * For a loss near 0.02 dB on `L0.output` (MiniLM's costliest layer here), a tenth of a tick,
-#   a scale needs about `5 x qmax` steps: 5 to 6 bits for int4 codes, 7 to 8 for 6-bit codes,
-#   about 10 for int8 codes (by the rule; fp16's 11 significant bits cover it). On int4 codes a
-#   5-bit sub-scale (0.113 tick) costs 0.007 to 0.021 dB per MiniLM layer (blocks of 32 under
+# * For a loss near 0.02 dB on `L0.output`, a tenth of a tick, a scale needs about `5 x qmax`
+#   steps: 5 to 6 bits for int4 codes, 7 to 8 for 6-bit codes, about 10 for int8 codes. On int4
+#   codes a 5-bit sub-scale costs 0.007 to 0.021 dB per MiniLM layer (blocks of 32 under
 #   super-blocks of 8).
 # * A power of two (MX's E8M0) moves the top code by whole ticks and costs dB: on the 36 layers,
 #   under the OCP floor rule, 2.33 dB on int4 codes and 1.32 on FP4.
-# * NVFP4's E4M3 block scales have a narrow range, which its fp32 tensor scale moves onto the
-#   tensor's (Going deeper measures it).
 #
 # ## Pause and recall
 #
@@ -277,14 +272,21 @@ recall.show("08")
 # under the stored scale `s`):
 
 # %%
-tail = ("scale format", "rule (ticks)", "median move (ticks)", "95th-pct move", "worst move")
-print_table([{k: r[k] for k in tail} for r in int4_rows], fmt_rule | {"95th-pct move": ".3f", "worst move": ".2f"})
+tail = ("scale format", "rule (ticks)", "median move (ticks)", "95th-pct move", "worst move", "SQNR loss dB")
+e4m3_row = scale_bits.rule_rows(W["L0.output"], 32, 4, 8, formats=("E4M3 x fp32",))
+print_table(
+    [{k: r[k] for k in tail} for r in int4_rows + e4m3_row], fmt_rule | {"95th-pct move": ".3f", "worst move": ".2f"}
+)
 
 # %% [markdown]
 # Only the last few blocks move by whole ticks: a quiet block, far below its super-block's
 # loudest, holds only a few steps of `d`. At the 95th percentile even the 4-bit sub-scale keeps
-# the move under half a tick; E4M3, whose relative step does not depend on the block's loudness, keeps even
-# its worst block under half a tick.
+# the move under half a tick.
+#
+# The last row, `E4M3 x fp32`, is NVFP4's 8-bit float scale (3 mantissa bits) under one fp32
+# scale per tensor (in blocks of 32 here; NVFP4 uses 16). Its relative step, 1/16 to 1/8, does
+# not depend on how loud the block is, within E4M3's normal range (2**-6 to 448 times the
+# tensor scale), so it keeps even its worst block under half a tick.
 #
 # ### The super-block layout
 #
@@ -486,8 +488,9 @@ print(
 # ### Range from a level above: NVFP4's tensor scale
 #
 # **NVFP4** spends 0.25 bits more than MXFP4: blocks of 16 and an E4M3 scale, whose precision
-# section 2 measured. E4M3's *range* is narrow: its normal numbers run from 2**-6 to 448. So
+# the first subsection measured. E4M3's *range* is narrow: its normal numbers run from 2**-6 to 448. So
 # NVFP4 stores one fp32 scale per tensor that puts the largest block scale at 448.
+# So its E4M3 block scales reach the tensor's range through one fp32 scale above them.
 # `L0.intermediate` and the same layer divided by 100, with and without the tensor scale (the
 # last column: the blocks whose `amax / 6` falls below 2**-6):
 

@@ -275,7 +275,7 @@ WRONG = {
         (lambda s, a: (a, s), "divides by it"),
         (lambda s, a: (s, 1 / a), "swapped"),
         (lambda s, a: (torch.ones_like(a), s), "left AWQ's factor out"),
-        (lambda s, a: (1 / a, s * s), "None"),
+        (lambda s, a: (1 / a, s * s), "which index of W"),  # graded by its output: the hint is the judge's
     ],
     "06.group_partials": [
         (
@@ -490,17 +490,17 @@ WRONG_08 = {
         (lambda s, b: _sub_by_hand(s, b, fp16=False, f32=True), "kept the super-scale in float32"),
         (lambda s, b: _sub_by_hand(s, b, rnd=np.floor), "truncated"),
         (lambda s, b: _sub_by_hand(s, b, top=np.mean), "None"),
-        (lambda s, b: _sub_by_hand(s, b, mixed=True), "rounded with the float64 super-scale"),
         (lambda s, b: _sub_by_hand(s, b, signed=True), "signed range"),
     ],
     "08.quiet_block_bits": [
-        (lambda c, r, t: _bits_by_hand(c, t), "answer for the loudest block"),
+        (lambda c, r, t: _bits_by_hand(c, t), "answer for a block about as loud"),
         (lambda c, r, t: _bits_by_hand(c, t / r, step=1.0), "counted a whole step"),
         (lambda c, r, t: _bits_signed_sub_scale(c, r, t), "counted a whole step"),
         (lambda c, r, t: _bits_by_hand(c, t / r, qmax=1), "bounded the scale's relative error"),
         (lambda c, r, t: _bits_by_hand(c, t * r), "made the quiet block's move smaller"),
         (lambda c, r, t: _bits_by_hand(c, t / r, strict=True), "strictly below"),
         (lambda c, r, t: _bits_rounded_up(c, r, t), "counted the scale rounded up"),
+        (lambda c, r, t: _bits_integer_steps(c, r, t), "rounded the quiet block's step count"),
         (lambda c, r, t: _bits_by_hand(c, t) + int(math.log2(r)), "None"),
     ],
 }
@@ -521,6 +521,14 @@ def _sub_by_hand(ideal, bits, *, lowest=1, fp16=True, rnd=np.round, top=np.max, 
     d16 = float(np.float16(d)) if fp16 else float(d)
     step = float(d) if mixed else d16  # mixed: rounds with the float64 super-scale, stores the float16 one
     return np.array([min(max(rnd(s / step), lowest), m) * d16 for s in ideal])
+
+
+def _bits_integer_steps(code_bits, r, max_ticks):
+    """Lesson 08's quiet block with its sub-scale taken as the integer round(m / r)."""
+    q, b = 2 ** (code_bits - 1) - 1, 1
+    while q / (2 * max(1, round((2**b - 1) / r))) > max_ticks:
+        b += 1
+    return b
 
 
 def _bits_rounded_up(code_bits, r, max_ticks):
@@ -977,6 +985,11 @@ def _roundtrip_textbook(x, bits):
 )
 def test_a_common_mistake_that_the_old_cases_let_through_fails(task_id, wrong):
     assert evaluate(tasks()[task_id], wrong).status == "fail"
+
+
+def test_llama_cpps_order_for_sub_scales_is_accepted():
+    """Lesson 08, task 1: rounding against the unrounded super-scale (quantize_row_q4_K_ref) passes too."""
+    assert evaluate(tasks()["08.sub_scales"], lambda s, b: _sub_by_hand(s, b, mixed=True)).passed
 
 
 def test_the_textbook_order_clamp_round_plus_zero_point_is_accepted():

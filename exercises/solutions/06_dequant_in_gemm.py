@@ -227,13 +227,33 @@ for m in sorted({r.m for r in stored}):
 
 
 # %% [markdown]
-# ### Recall 06.8
+# ### Recall 06.7
 #
 # Group scales (g = 64, K = 4096) applied to each group's partial sum: scale multiplies per output y[m, n]?
 #
 # - **a)** 4096: one per weight
-# - **b)** 1, as a per-channel scale
-# - **c)** 64: one per group, K / 64
+# - **b)** 64: one per group, K / 64
+# - **c)** 1, as a per-channel scale
+#
+# Answer with the option's letter as a string (in quotes).
+
+# %% tags=["solution"]
+recall_7 = ...  # STUB
+# BEGIN SOLUTION
+recall_7 = "b"
+# END SOLUTION
+
+# %% qlesson={"task": "recall 06.7"} tags=["check"]
+recall.answer("06", 7, recall_7)
+
+# %% [markdown]
+# ### Recall 06.8
+#
+# Dequantize-first takes several times fp32's time at M = 1 on a CPU. F.linear(x, q.float()) * s instead takes...
+#
+# - **a)** About the same as dequantize-first: the scale multiply was never the cost
+# - **b)** About fp32's time: the scale now costs only M x N multiplies
+# - **c)** Less than dequantize-first, more than fp32: it still writes and re-reads an fp32 copy
 #
 # Answer with the option's letter as a string (in quotes).
 
@@ -249,11 +269,11 @@ recall.answer("06", 8, recall_8)
 # %% [markdown]
 # ### Recall 06.9
 #
-# Dequantize-first takes several times fp32's time at M = 1 on a CPU. F.linear(x, q.float()) * s instead takes...
+# From Going deeper: in W8A8 with per-token and per-channel scales, the rescale of the int32 accumulator is...
 #
-# - **a)** Less than dequantize-first, more than fp32: it still writes and re-reads an fp32 copy
-# - **b)** About the same as dequantize-first: the scale multiply was never the cost
-# - **c)** About fp32's time: the scale now costs only M x N multiplies
+# - **a)** An [M, N] rank-1 matrix: the outer product of the two scale vectors
+# - **b)** A scalar
+# - **c)** One scale per output channel, s_w[n] alone: s_x was already applied when x was quantized
 #
 # Answer with the option's letter as a string (in quotes).
 

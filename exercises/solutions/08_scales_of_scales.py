@@ -50,9 +50,11 @@ from qlesson.course.tasks import check
 # Write `sub_scales(ideal, bits)`: `ideal` is a numpy array of the ideal scales of the blocks
 # in one super-block (all positive). Store them the K-quant way, as in the lesson: each block
 # gets an unsigned `bits`-bit integer, never 0, times one super-scale shared by the whole
-# super-block; the super-scale is stored as a float16 number. Return the scales as stored (a
-# numpy array of floats), not the integers. Some cases are hidden: you see only that one
-# failed, and why if the mistake is a known one.
+# super-block; the super-scale is stored as a float16 number. Round each block against the
+# super-scale before or after its float16 rounding: both are accepted (llama.cpp's
+# `quantize_row_q4_K_ref` rounds against the one before). Return the scales as stored (a numpy
+# array of floats), not the integers. Some cases are hidden: you see only that one failed, and
+# why if the mistake is a known one.
 
 
 # %% tags=["solution"]
@@ -178,7 +180,7 @@ recall.answer("08", 5, recall_5)
 # %% [markdown]
 # ### Recall 08.8
 #
-# int8 codes (-127..127), 8-bit sub-scales (1 to 255): is the loudest block's top code within a tenth of a tick?
+# int8 codes (-127..127), 8-bit sub-scales (1 to 255): is a near-loudest block's top code within a tenth of a tick?
 #
 # - **a)** No: it can move up to 127/510 of a tick, about a quarter
 # - **b)** Yes: the scale is off by at most 1/510, far under a tenth

@@ -408,6 +408,18 @@ def _rotating(ops: Sequence[Op]) -> Op:
     return lambda: next(cycle)()
 
 
+def _timed_apart(ops: Mapping[str, Op], device: str, min_run_time: float, calls: int) -> dict[str, list[float]]:
+    """Each op's call times, from interleaved rounds; the rows that allocate a weight copy per call
+    (``ALLOCATING``) get rounds of their own."""
+    by_name: dict[str, list[float]] = {}
+    for heavy in (False, True):
+        group = [name for name in ops if name.startswith(ALLOCATING) == heavy]
+        if group:
+            ts = _interleaved_times([ops[n] for n in group], device, min_run_time * len(group), calls=calls)
+            by_name.update(zip(group, ts, strict=True))
+    return by_name
+
+
 def run(
     ms: Sequence[int] = (1, 16, 256),
     k: int = 4096,
@@ -465,13 +477,8 @@ def run(
                 found.append(GemmRow(device, m, name, nan, nan, nbytes, 0.0, nan, f"unsupported: {exc}"[:80]))
                 continue
             found.append((name, nbytes, note, err, timed))
-        timed_rows = [f for f in found if not isinstance(f, GemmRow)]
-        by_name: dict[str, list[float]] = {}
-        for heavy in (False, True):  # rows that allocate a weight copy per call get a round of their own
-            group = [f for f in timed_rows if f[0].startswith(ALLOCATING) == heavy]
-            if group:
-                ts = _interleaved_times([f[4] for f in group], device, min_run_time * len(group), calls=back_to_back)
-                by_name.update(zip((f[0] for f in group), ts, strict=True))
+        timed = {f[0]: f[4] for f in found if not isinstance(f, GemmRow)}
+        by_name = _timed_apart(timed, device, min_run_time, back_to_back)
         base = None
         for f in found:
             if isinstance(f, GemmRow):

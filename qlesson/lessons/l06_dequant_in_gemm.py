@@ -6,9 +6,10 @@ Sources: ``notebooks/06_dequant_in_gemm.py`` (the lesson) and
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
-from qlesson.course.checking import Case, Mistake, Task
+from qlesson.course.checking import Case, Mistake, Task, same
 from qlesson.course.recall import Numeric, Question, choice
 from qlesson.lessons._shared import weights
 
@@ -22,6 +23,50 @@ def _w(*shape: int, spread: bool = True) -> torch.Tensor:
 def _kernel_scales(s: torch.Tensor, a: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     # W[n, k] = s[n] q[n, k] / a[k]: 1 / a[k] follows feature k of x, s[n] follows output n
     return 1 / a, s
+
+
+_KERNEL_HINT = "ask which index of W each factor follows, n or k, and whether that index survives the sum over k"
+_KERNEL_MISTAKES = (
+    Mistake("multiplied by AWQ's factor where the stored weight divides by it", lambda s, a: (a, s)),
+    Mistake("swapped the two sides", lambda s, a: (s, 1 / a)),
+    Mistake("left AWQ's factor out", lambda s, a: (torch.ones_like(a), s)),
+)
+
+
+def _kernel_y(uv, x: torch.Tensor, q: torch.Tensor, flat: bool = False) -> torch.Tensor | None:
+    """The kernel's ((x * u) @ q.T) * v, or None where (u, v) are not a K-vector and an N-vector
+    (``flat``: any shapes holding K and N values)."""
+    if not isinstance(uv, (tuple, list)) or len(uv) != 2:
+        return None
+    try:
+        u, v = (torch.as_tensor(np.asarray(t, dtype=np.float64)) for t in uv)
+    except (TypeError, ValueError, RuntimeError):
+        return None
+    if flat and (u.numel(), v.numel()) == (q.shape[1], q.shape[0]):
+        u, v = u.reshape(-1), v.reshape(-1)
+    if u.shape != (q.shape[1],) or v.shape != (q.shape[0],):
+        return None
+    return ((x * u) @ q.T) * v
+
+
+def _judge_kernel_scales(got, s: torch.Tensor, a: torch.Tensor) -> str | None:
+    """Grade the kernel's output: any (u, v) whose y equals x @ W.T on a random x and codes q passes."""
+    g = torch.Generator().manual_seed(len(a) * 1000 + len(s))
+    x = torch.rand(3, len(a), generator=g, dtype=torch.float64) + 0.5  # positive: no cancellation in the sums
+    q = torch.randint(1, 8, (len(s), len(a)), generator=g).double()
+    y = _kernel_y(got, x, q)
+    if y is not None and same(y, x @ (s.double()[:, None] * q / a.double()).T, 1e-5, 1e-6):
+        return None
+    for m in _KERNEL_MISTAKES:
+        wrong = m.fn(s, a)
+        if same(got, wrong, 1e-5, 1e-6) or (y is not None and same(y, _kernel_y(wrong, x, q), 1e-5, 1e-6)):
+            return m.description
+    flat = _kernel_y(got, x, q, flat=True)
+    if y is None and flat is not None and same(flat, x @ (s.double()[:, None] * q / a.double()).T, 1e-5, 1e-6):
+        return f"shape: the values are right, but u must have shape ({len(a)},) and v shape ({len(s)},)"
+    if y is None:
+        return "return two vectors (u, v): u with one value per feature of x (K), v one per output (N)"
+    return _KERNEL_HINT
 
 
 def _group_partials(x: torch.Tensor, q: torch.Tensor, g: int) -> torch.Tensor:
@@ -91,12 +136,9 @@ TASKS: list[Task] = [
             _scales_case(8, 8, "a square weight", hidden=True),
             _scales_case(16, 7, "a wide weight", hidden=True),
         ],
-        "ask which index of W each factor follows, n or k, and whether that index survives the sum over k",
-        [
-            Mistake("multiplied by AWQ's factor where the stored weight divides by it", lambda s, a: (a, s)),
-            Mistake("swapped the two sides", lambda s, a: (s, 1 / a)),
-            Mistake("left AWQ's factor out", lambda s, a: (torch.ones_like(a), s)),
-        ],
+        _KERNEL_HINT,
+        _KERNEL_MISTAKES,
+        judge=_judge_kernel_scales,  # many right answers: (c / a, s / c) for any c
         shows_expected=False,  # the expected v is the input s itself: a failure would show the answer
     ),
     Task(
@@ -309,22 +351,6 @@ RECALL: tuple[Question, ...] = (
         ),
     ),
     choice(
-        "In W8A8 with per-token and per-channel scales, the rescale of the int32 accumulator is...",
-        ("An [M, N] rank-1 matrix: the outer product of the two scale vectors", True, "s_x s_w^T."),
-        (
-            "A scalar",
-            False,
-            "Tempting if you think of one scale per tensor; with per-token and per-channel scales each output "
-            "element gets its own product s_x[m] s_w[n].",
-        ),
-        (
-            "One scale per output channel, s_w[n] alone: s_x was already applied when x was quantized",
-            False,
-            "Tempting, since x was divided by s_x on the way in; but that division is exactly what the rescale must "
-            "undo, so each output [m, n] is multiplied by s_x[m] s_w[n]: the outer product of the two vectors.",
-        ),
-    ),
-    choice(
         "A per-output-channel scale adds M x N multiplies to M x N x K multiply-adds. Which placement adds the "
         "least work?",
         (
@@ -455,7 +481,7 @@ PREDICT = {
             False,
             "Tempting, since each code is converted once and the conversion serves all 128 tokens; but even with "
             "every conversion shared, int4 still "
-            "does fp32's multiply-adds at M = 128, where they set the time: at best it matches fp32.",
+            "does fp32's multiply-adds at M = 128, where they set the time: at best it comes close to fp32's time.",
         ),
     ),
 }
@@ -497,6 +523,22 @@ EXERCISE_RECALL: tuple[Question, ...] = (
             "About the same as dequantize-first: the scale multiply was never the cost",
             False,
             "The scale multiply over the weight was one of the passes: a read and a write of a full fp32 copy.",
+        ),
+    ),
+    choice(
+        "From Going deeper: in W8A8 with per-token and per-channel scales, the rescale of the int32 accumulator is...",
+        ("An [M, N] rank-1 matrix: the outer product of the two scale vectors", True, "s_x s_w^T."),
+        (
+            "A scalar",
+            False,
+            "Tempting if you think of one scale per tensor; with per-token and per-channel scales each output "
+            "element gets its own product s_x[m] s_w[n].",
+        ),
+        (
+            "One scale per output channel, s_w[n] alone: s_x was already applied when x was quantized",
+            False,
+            "Tempting, since x was divided by s_x on the way in; but that division is exactly what the rescale must "
+            "undo, so each output [m, n] is multiplied by s_x[m] s_w[n]: the outer product of the two vectors.",
         ),
     ),
 )

@@ -65,6 +65,12 @@ def _quiet_bits_exact(code_bits: int, r: float, max_ticks: float) -> int:
     return next(b for b in range(1, 41) if 2 * (2**b - 1) / r > 1 and q / (2 * (2**b - 1) / r - 1) <= max_ticks)
 
 
+def _quiet_bits_int_steps(code_bits: int, r: float, max_ticks: float) -> int:
+    """The quiet block's sub-scale taken as the integer k = round(m / r), its move as qmax / (2k)."""
+    q = 2 ** (code_bits - 1) - 1
+    return next(b for b in range(1, 41) if q / (2 * max(1, round((2**b - 1) / r))) <= max_ticks)
+
+
 def _sub_scales_f32(ideal, bits: int) -> np.ndarray:
     """The super-scale kept in float32 instead of float16."""
     s = np.asarray(ideal, dtype=np.float64)
@@ -74,7 +80,7 @@ def _sub_scales_f32(ideal, bits: int) -> np.ndarray:
 
 
 def _sub_scales_mixed(ideal, bits: int) -> np.ndarray:
-    """Rounded with the float64 super-scale, multiplied back by the stored float16 one."""
+    """Rounded with the float64 super-scale, multiplied back by the stored float16 one (llama.cpp's order)."""
     s = np.asarray(ideal, dtype=np.float64)
     m = 2**bits - 1
     d = s.max() / m
@@ -125,7 +131,8 @@ TASKS: list[Task] = [
             Case((_ideal(6, 8, quiet=0.02), 8), "8-bit sub-scales, a quiet block", hidden=True),
         ],
         "the super-scale is a float16 number set so that the loudest block gets the largest integer the bits hold; "
-        "every block then gets the nearest integer number of super-scales, and no block gets less than 1",
+        "every block then gets the nearest integer number of super-scales (counted against the super-scale before "
+        "or after its float16 rounding: llama.cpp counts against the one before), and no block gets less than 1",
         [
             Mistake(
                 "let a quiet block's integer round to 0: its weights would all decode to 0; in this course's "
@@ -142,18 +149,14 @@ TASKS: list[Task] = [
                 lambda ideal, bits: _sub_scales(ideal, bits, steps=lambda b: 2 ** (b - 1) - 1),
             ),
             Mistake(
-                "kept the super-scale in float64: it is stored as float16, and the integers fit the stored one",
+                "kept the super-scale in float64: it is stored as float16, and each stored scale is an integer times "
+                "the stored one",
                 lambda ideal, bits: _sub_scales(ideal, bits, fp16=False),
             ),
             Mistake(
-                "kept the super-scale in float32: it is stored as float16, and the integers fit the stored one",
+                "kept the super-scale in float32: it is stored as float16, and each stored scale is an integer times "
+                "the stored one",
                 _sub_scales_f32,
-            ),
-            Mistake(
-                "rounded with the float64 super-scale but multiplied by the float16 one: a few blocks get a "
-                "different integer than the stored super-scale gives them (the values differ in the 4th or 5th "
-                "significant digit)",
-                _sub_scales_mixed,
             ),
             Mistake(
                 "truncated (floor) instead of rounding to the nearest integer: every scale comes out low",
@@ -173,6 +176,7 @@ TASKS: list[Task] = [
                 lambda ideal, bits: _sub_scales(ideal, bits).astype(np.float16),
             ),
         ],
+        also_correct=(_sub_scales_mixed,),  # llama.cpp's quantize_row_q4_K_ref: rounds against the unrounded d
         rtol=1e-9,
         atol=0.0,
         minutes=5,
@@ -182,7 +186,7 @@ TASKS: list[Task] = [
         "how many bits a quiet block's scale needs",
         lambda code_bits, r, max_ticks: _quiet_bits(code_bits, r, max_ticks),
         [
-            Case((4, 1, 0.1), "int4 codes, the loudest block itself (r = 1), 0.1 tick"),
+            Case((4, 1, 0.1), "int4 codes, a block about as loud as the loudest (r = 1), 0.1 tick"),
             Case((4, 4, 0.1), "int4 codes, a block 4 times quieter, 0.1 tick"),
             Case((6, 2, 0.25), "6-bit codes, a block twice as quiet, a quarter tick"),
             Case((3, 4, 0.375), "3-bit codes, 4 times quieter, 0.375 tick"),
@@ -195,13 +199,14 @@ TASKS: list[Task] = [
             Case((6, 16, 0.2), "6-bit codes, 16 times quieter, 0.2 tick", hidden=True),
             Case((4, 6, 0.7), "int4 codes, 6 times quieter, 0.7 tick", hidden=True),
             Case((4, 16, 0.8), "int4 codes, 16 times quieter, 0.8 tick", hidden=True),
+            Case((3, 12, 0.5), "3-bit codes, 12 times quieter, half a tick", hidden=True),
         ],
         "all blocks of a super-block share one super-scale, the step of their integers: how many of those steps "
         "make up the quiet block's scale? Count the worst rounding, then what that does to the block's largest code",
         [
             Mistake(
-                "that is the answer for the loudest block: a block r times quieter has r times fewer steps of the "
-                "super-scale, so the same half step is a larger part of its scale",
+                "that is the answer for a block about as loud as the loudest: a block r times quieter has r times "
+                "fewer steps of the super-scale, so the same half step is a larger part of its scale",
                 lambda c, r, t: _quiet_bits(c, 1, t),
             ),
             Mistake(
@@ -218,6 +223,11 @@ TASKS: list[Task] = [
             Mistake(
                 "bounded the scale's relative error, not the move of the largest code: that code sits qmax ticks out",
                 lambda c, r, t: _quiet_bits(c, r, t, qmax=lambda b: 1),
+            ),
+            Mistake(
+                "rounded the quiet block's step count to an integer first: the worst case is over any scale between "
+                "two integers, so the block spans m / r steps, and rounding to the nearest is off by half a step",
+                _quiet_bits_int_steps,
             ),
             Mistake(
                 "took 2**bits steps: a bits-bit sub-scale runs from 1 to 2**bits - 1",
@@ -336,8 +346,8 @@ PREDICT = {
         (
             "about 10: below 6 bits the scale falls apart",
             False,
-            "Tempting if a bit feels like a cliff; but even 4-bit sub-scales move the loudest block's top code "
-            "less than half a tick, so nothing breaks: the loss grows smoothly with the move.",
+            "Tempting if a bit feels like a cliff; but even 4-bit sub-scales move a block's top code less than "
+            "half a tick near the loudest block, so nothing breaks: the loss grows smoothly with the move.",
         ),
         (
             "not at all: while the move stays under half a tick, every code rounds to the same integer",
@@ -372,7 +382,7 @@ PREDICT = {
             "several dB: the scale is now far too coarse and the codes clip",
             False,
             "Tempting, since the move grew 4.4 times; but clipping needs a move past half a tick, and the rule gives "
-            "at most a quarter tick at the loudest block; the quieter blocks that move further seldom pass half a "
+            "at most a quarter tick near the loudest block; the quieter blocks that move further seldom pass half a "
             "tick, and their clipping costs thousandths of a dB.",
         ),
     ),
@@ -500,27 +510,31 @@ RECALL: tuple[Question, ...] = (
         ),
     ),
     choice(
-        "Why does NVFP4 store an fp32 tensor scale above its FP8 block scales?",
+        "int4 codes keep their top code within about a tenth of a tick with 5- to 6-bit sub-scales. About how many "
+        "more sub-scale bits do 6-bit codes (-31..31) need for the same move?",
         (
-            "E4M3's normal numbers span only 2**-6 to 448, so the tensor scale moves that window onto the "
-            "tensor's range",
+            "about 2: the top code sits 31/7, about 4.4 times, further out, so the scale needs about 4.4 times the "
+            "steps",
             True,
-            "The block scales are E4M3 numbers relative to it. On MiniLM's L0.intermediate as stored it buys little "
-            "(a tenth of a dB against scales clamped at 2**-6); on the same layer divided by 100 every block "
-            "scale falls below E4M3's range without it, and the weights round to "
-            "zero.",
+            "The move is qmax / (2m): for the same move m grows with qmax, 4.4 times, which is log2 4.4, about 2.1 "
+            "bits: 7 to 8 bits instead of 5 to 6.",
         ),
         (
-            "E4M3's 3 mantissa bits are too coarse, and the fp32 tensor scale adds precision to every block scale",
+            "none: the sub-scale's relative error does not depend on the codes",
             False,
-            "Tempting, since fp32 is precise; but one number per tensor cannot refine each block's rounding: E4M3's "
-            "relative step is the same wherever the tensor scale puts its window.",
+            "Tempting, since the sub-scale is the same number; but the top code moves by its relative error times "
+            "qmax, and qmax grew from 7 to 31.",
         ),
         (
-            "The tensor cores need an fp32 scale to accumulate the products in fp32",
+            "about 4: the steps must grow 4.4 times",
             False,
-            "Tempting from the hardware; but the accumulator is fp32 whatever the scales are. The tensor scale is "
-            "applied once per output, after the GEMM.",
+            "Tempting: 4.4 is the right factor, but it is a factor on the steps; each bit doubles them, so 4.4 times "
+            "is about 2 bits.",
+        ),
+        (
+            "fewer: finer codes make up for a coarser scale",
+            False,
+            "Tempting if more code bits feel like slack; but finer ticks turn the same scale error into more ticks.",
         ),
         source=LESSON,
     ),
@@ -555,7 +569,7 @@ RECALL: tuple[Question, ...] = (
 
 EXERCISE_RECALL: tuple[Question, ...] = (
     choice(
-        "int8 codes (-127..127), 8-bit sub-scales (1 to 255): is the loudest block's top code within a tenth "
+        "int8 codes (-127..127), 8-bit sub-scales (1 to 255): is a near-loudest block's top code within a tenth "
         "of a tick?",
         (
             "No: it can move up to 127/510 of a tick, about a quarter",
