@@ -88,9 +88,14 @@ check("04.q5_0_bits_per_weight", q5_0_bits)
 # ## Task 3 · Read one Q4_0 block by hand
 #
 # Write `dequantize_q4_0_block(block)`: `block` is one Q4_0 block, a `torch.uint8` tensor of 18
-# bytes exactly as llama.cpp stores it (the lesson's Going deeper, *One Q4_0 block, byte by
-# byte*, gives the layout). Return its 32 weights in order, as a float32 tensor (float64 is
-# fine too; fp16 is not). Use only torch: no `gguf`, no `qlesson`.
+# bytes exactly as llama.cpp stores it:
+#
+# * bytes 0-1: the scale `d`, fp16, little-endian;
+# * byte `2 + j` (j = 0..15): element `j` in its low nibble, element `j + 16` in its high one;
+# * each nibble holds a code in -8..7 stored as code + 8; a weight is `d * code`.
+#
+# Return its 32 weights in order, as a float32 tensor (float64 is fine too; fp16 is not). Use
+# only torch: no `gguf`, no `qlesson`.
 # `t.view(torch.float16)` reads the bytes of a `uint8` tensor `t` as fp16 values.
 
 

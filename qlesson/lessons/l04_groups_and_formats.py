@@ -389,7 +389,7 @@ TASKS: list[Task] = [
             Mistake("counted the fp16 scale as 2 bits; it is 2 bytes, 16 bits", lambda: 5.0625),
             Mistake("left out the fifth bits: that is Q4_0", lambda: 4.5),
             Mistake("gave each fifth bit a byte of its own; 32 bits pack into 4 bytes", lambda: 12.5),
-            Mistake("added an fp16 minimum as Q4_1 stores; Q5_0 stores only the scale", lambda: 6.0),
+            Mistake("6.0 is 2 bytes too many per block: Q5_0 stores only the scale beside its codes", lambda: 6.0),
             Mistake("counted the scale for a group of 128, but a Q5_0 block holds 32", lambda: 5.125),
         ],
         is_value=True,
@@ -525,7 +525,7 @@ RECALL: tuple[Question, ...] = (
         "Bits per weight of int4 with groups of 128 and fp16 scales?",
         4.125,
         "4 bits of code plus 16 bits of fp16 scale shared by 128 weights: 4 + 16/128.",
-        tol=0.001,
+        tol=0.006,
         mistakes=(
             (4.0, "that counts only the code bits; every group stores its scale beside them"),
             (4.5, "that is the cost for groups of 32 (Q4_0); here four times as many weights share each scale"),
@@ -556,7 +556,7 @@ RECALL: tuple[Question, ...] = (
         source=INTERVIEW,
     ),
     choice(
-        "A new layer's median row has its largest |w| at 3.2 times the row's rms, like a Gaussian's. About 4 "
+        "A new layer's median row has its largest |w| at 3.2 times the row's rms, like L0.intermediate's. About 4 "
         "bits per weight, restricted rulers: int3 g16 or int4 per-channel?",
         (
             "int4 per-channel, by a few dB",
@@ -679,25 +679,26 @@ PREDICT = {
         ),
     ),
     "control": choice(
-        "L0.intermediate ([1536, 384]) is the FFN layer just before L0.output. There, int3 with groups of 16 "
-        "against int4 per-channel, at about 4 bits per weight each: which has the higher SQNR?",
+        "Int3 g16 against int4 per-channel, at about 4 bits per weight each, on four weights: L0.output, "
+        "L0.intermediate, a Gaussian of L0.output's shape, and that Gaussian with two large weights per row. "
+        "Across the four, which SQNR moves by several dB?",
         (
-            "Within 0.3 dB of each other, as on the six FFN outputs",
+            "int3 g16's: the groups are what adapts to each weight",
             False,
-            "Tempting because equal storage gave a near tie above; but that tie belongs to the six layers' "
-            "weights, whose rows have a few weights far above the rest. This layer's rows do not.",
+            "Tempting because groups are the scheme built to follow the weights; but a group of 16 already fits its "
+            "few weights closely, so int3 g16 lands near 14 dB on all four.",
         ),
         (
-            "int4 per-channel, by about 3 dB",
+            "int4 per-channel's",
             True,
-            "int3 g16 lands near where it did on the six; int4 per-channel rises, because no few large weights "
-            "stretch this layer's row rulers.",
+            "One ruler per row is set by the row's largest weight: where a few weights stand far above the rest "
+            "they stretch it and pull int4 per-channel down; without them it rises by about 3 dB.",
         ),
         (
-            "int3 g16, by about 1 dB: only 16 weights share each scale",
+            "Both, by about the same: a harder weight is harder for every scheme",
             False,
-            "Tempting because smaller groups always help; but here a group of 16's absmax is still about 2/3 of "
-            "its row's, while the code bit makes every step 7/3 times finer.",
+            "Tempting because some weights are simply harder to quantize; but what makes these four differ is a "
+            "few large weights per row, and those coarsen a whole row's ruler, not a group of 16's.",
         ),
     ),
     "axis": choice(
