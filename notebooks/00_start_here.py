@@ -81,19 +81,19 @@ for name, g in [("per-tensor", ql.PerTensor()), ("per-channel", ql.PerChannel())
 #
 # | lesson | the question it answers | time |
 # |---|---|---|
-# | `01_the_ruler` | How does a quantizer turn a real number into a small integer, and where does its error come from? | 21 + 28 min |
-# | `02_one_ruler_or_many` | When the rows of a weight matrix have very different magnitudes, what does one shared scale cost them, and what does one scale per row fix and guarantee? | 19 + 18 min |
+# | `01_the_ruler` | How does a quantizer turn a real number into a small integer, and where does its error come from? | 21 + 33 min |
+# | `02_one_ruler_or_many` | When the rows of a weight matrix have very different magnitudes, what does one shared scale cost them, and what does one scale per row fix and guarantee? | 20 + 18 min |
 # | `03_per_channel_on_real_weights` | Which axis of a real transformer's weights should get its own scales, and how much does it matter? | 22 + 24 min |
-# | `04_groups_and_formats` | When one scale per channel is still too coarse at 4 bits, what does one scale per run of `g` weights buy, and what does it cost? | 27 + 23 min |
+# | `04_groups_and_formats` | When one scale per channel is still too coarse at 4 bits, what does one scale per run of `g` weights buy, and what does it cost? | 26 + 32 min |
 # | `05_zero_points_and_activations` | How should the activations of a transformer, which arrive at run time, be quantized to int8? | 22 + 33 min |
-# | `06_dequant_in_gemm` | Where does a weight's scale go inside a matrix multiply, and when do compact weights save time? | 29 + 40 min |
+# | `06_dequant_in_gemm` | Where does a weight's scale go inside a matrix multiply, and when do compact weights save time? | 28 + 41 min |
 # | `07_calculator` | What do a ruler's 4 bytes of scale buy, and what do 4 more of zero point buy? | 20 + 19 min |
-# | `08_scales_of_scales` | Small blocks make fp16 scales expensive; how many bits does a block's scale really need? | 31 + 31 min |
+# | `08_scales_of_scales` | Small blocks make fp16 scales expensive; how many bits does a block's scale really need? | 30 + 31 min |
 # | `09_smarter_rounding` | Can smarter rounding (GPTQ) stand in for a finer granularity? | 28 + 42 min |
 # | `10_which_axis` | When a transformer's cached keys and values are quantized, should each scale cover one token or one channel? | 28 + 35 min |
 # | `11_your_model_in_an_engine` | Does the granularity you chose survive a real engine's file format, and what does it cost there? | 26 + 30 min |
 #
-# In all: about 5 hours of lessons and 5 hours of exercises.
+# In all: about 5 hours of lessons and 6 hours of exercises.
 #
 # Take 01 to 05 in order. After that, each lesson's *What you need* line names the lessons it
 # builds on.

@@ -28,7 +28,7 @@
 # compare a row's error under both, on hand-built rows and a real model.
 #
 # **What you need**: lesson 01 (scale, round, clamp); nothing to download.
-# **Time**: about 19 minutes, plus about 18 for the exercise.
+# **Time**: about 20 minutes, plus about 18 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
