@@ -232,8 +232,8 @@ for extreme in (1.3, -1.3):
 # coarsest scale (the highest MAE here). PyTorch's default observer puts the largest value half a
 # tick from the last code, on either side. Q4_0 puts its extra code, -8, on the side of its
 # largest value and gets the finest scale (the same as dividing by 8) and the lowest MAE here,
-# tied with dividing by 8 when the largest value is negative (its 0.0002 at the largest value: Q4_0 stores `d` in fp16). A
-# large value of the opposite sign would clip at +7. Dividing by 8 and clamping to `[-8, 7]`
+# tied with dividing by 8 when the largest value is negative (its 0.0002 at the largest value:
+# Q4_0 stores `d` in fp16). A large value of the opposite sign would clip at +7. Dividing by 8 and clamping to `[-8, 7]`
 # clips a positive maximum by a whole tick: the calculator source's formula loses its own
 # largest value.
 #
