@@ -303,7 +303,12 @@ TASKS.append(
 
 
 def _pick(
-    w: torch.Tensor, x_cal: torch.Tensor, x_held: torch.Tensor, bits: int, judge: str = "held", scales: bool = True
+    w: torch.Tensor,
+    x_cal: torch.Tensor,
+    x_held: torch.Tensor,
+    bits: int,
+    judge: str = "held",
+    scales: bool | str = True,
 ) -> tuple[str, float]:
     from qlesson.quant.gptq import gptq
     from qlesson.quant.granularity import PerGroup
@@ -316,9 +321,11 @@ def _pick(
     else:
         x = {"held": x_held, "cal": x_cal, "both": torch.cat([x_cal, x_held])}[judge]
         gptq_wins = _relative_output_error(x, w, gp) < _relative_output_error(x, w, g32)
+    scale_bits = 32 if scales == "fp32" else 16 if scales else 0
     if gptq_wins:
-        return ("gptq", float(bits) + (16 / w.shape[1] if scales else 0.0))
-    return ("rtn_g32", float(bits) + (16 / 32 if scales else 0.0))
+        per_row = w.shape[0] if scales == "rows" else w.shape[1]
+        return ("gptq", float(bits) + scale_bits / per_row)
+    return ("rtn_g32", float(bits) + scale_bits / 32)
 
 
 def _pick_case(
@@ -385,6 +392,15 @@ TASKS.append(
                 "left out the fp16 scales from the bits per weight",
                 lambda w, xc, xh, b: _pick(w, xc, xh, b, scales=False),
             ),
+            Mistake(
+                "one scale per row covers the row's in_features weights: 16 / in_features bits per weight, not "
+                "16 / out_features",
+                lambda w, xc, xh, b: _pick(w, xc, xh, b, scales="rows"),
+            ),
+            Mistake(
+                "counted the scales as 32-bit: the course stores them in fp16, 16 bits each",
+                lambda w, xc, xh, b: _pick(w, xc, xh, b, scales="fp32"),
+            ),
         ],
         minutes=5,
         shows_expected=False,  # the expected pair would hand over the bits and the choice
@@ -409,8 +425,15 @@ def _calib_text(
 
     cal = {"a": x_a, "b": x_b}
     fits = {name: gptq(w, x, bits).dequantize() for name, x in cal.items()}
+    if judge == "fitheld":  # the set chosen on x_held, but GPTQ calibrated on x_held itself to decide `beats`
+        best, _ = _calib_text(w, x_a, x_b, x_held, bits)
+        fits[best] = gptq(w, x_held, bits).dequantize()
+        judge = "held"
+        errs = {best: 0.0}
+    else:
+        errs = {}
     on = {name: x_held if judge != "cal" else cal[name] for name in cal}  # "mixed": chosen on x_held, judged on cal
-    errs = {name: _relative_output_error(on[name], w, w_hat) for name, w_hat in fits.items()}
+    errs = errs or {name: _relative_output_error(on[name], w, w_hat) for name, w_hat in fits.items()}
     best = min(errs, key=lambda name: errs[name])
     x = x_held if judge == "held" else cal[best]
     rtn = fake_quantize(w, bits, granularity=PerGroup(32) if base == "g32" else PerChannel(0))
@@ -453,6 +476,7 @@ TASKS.append(
             Case(_calib_case(5, 16, 128, 512, 4, True, big=1, corr=0.3), "[16, 128], int4", hidden=True),
             Case(_calib_case(7, 16, 256, 512, 4, False, big=1, corr=0.5), "[16, 256], int4", hidden=True),
             Case(_calib_case(6, 24, 64, 200, 4, True), "[24, 64], int4, 200 tokens in each set", hidden=True),
+            Case(_calib_case(0, 16, 64, 48, 4, True), "[16, 64], int4, 48 tokens in each set", hidden=True),
         ],
         "choose the calibration set as lesson 09's section 4 would, then answer the lesson's question for this layer",
         [
@@ -469,6 +493,11 @@ TASKS.append(
             Mistake(
                 "compared GPTQ with round-to-nearest per-channel: the question is whether it beats groups of 32",
                 lambda w, a, b, h, bits: _calib_text(w, a, b, h, bits, base="channel"),
+            ),
+            Mistake(
+                "calibrated GPTQ on x_held to decide whether it beats groups of 32: x_held is for judging; a deployed "
+                "GPTQ is calibrated on the set you chose",
+                lambda w, a, b, h, bits: _calib_text(w, a, b, h, bits, judge="fitheld"),
             ),
         ],
         minutes=5,
@@ -524,28 +553,25 @@ PREDICT = {
         ),
     ),
     "pair_calib": choice(
-        "Block 3, int4: GPTQ per-channel calibrated on 60 of the 120 paraphrase pairs (1,526 tokens of short "
-        "sentences) and measured on the other 60 pairs. Now calibrate it on only the first 1,097 of those tokens, "
-        "as many as section 3's even paragraphs. On the other 60 pairs, against RTN g32, it is...",
+        "Block 3, int4: GPTQ per-channel calibrated on the first 1,097 tokens of 60 paraphrase pairs is level with "
+        "RTN g32 on the other 60 pairs, averaged over the six layers. On how many of the six layers is it ahead?",
         (
-            "Still clearly ahead: the calibration text decides it, not the count",
+            "All six, by a little: a level mean from level layers",
             False,
-            "Tempting, since the header says sentences make a good calibration text; but with 1,097 tokens it is "
-            "only level with RTN g32 (the interval over the test pairs includes 0; ahead on three of six layers): "
-            "the extra tokens count too.",
+            "Tempting, since a level mean looks like a draw everywhere; but by layer it runs from 0.55x RTN g32's "
+            "error (intermediate) to 2.11x (output): large gains and losses cancel in the mean.",
         ),
         (
-            "About level with RTN g32, and far ahead of GPTQ calibrated on 1,097 paragraph tokens",
+            "Three: large gains and losses cancel in the mean",
             True,
-            "Level with RTN g32 (the interval includes 0), while the same count of paragraph tokens leaves GPTQ "
-            "far behind on the same sentences: at an equal count the calibration text still matters, and so do "
-            "the extra sentence tokens.",
+            "Ahead on query, value and the intermediate (0.55x), behind on key, attention output and the FFN "
+            "output (2.11x): a level mean over six layers says little about any one of them.",
         ),
         (
-            "As far behind as GPTQ calibrated on 1,097 paragraph tokens: fewer tokens, a tighter fit to them",
+            "Five, as with all 1,526 tokens: the text decides which layers win, not the count",
             False,
-            "Tempting, since fewer tokens constrain the fit less; but at the same count the sentence tokens give a "
-            "much lower error on the test pairs than the paragraph tokens do.",
+            "Tempting, since the text is the same; but with fewer tokens the key and attention output layers "
+            "fall behind: the count moves layers too.",
         ),
     ),
     "per_channel_vs_g32": choice(
@@ -627,7 +653,9 @@ RECALL: tuple[Question, ...] = (
         "A layer has in_features 1536, out_features 384. At least how many calibration tokens give a "
         "full-rank Hessian?",
         1536,
-        "The Hessian is square over the layer's inputs, and its rank is at most the number of tokens.",
+        "The Hessian is square over the layer's inputs, and its rank is at most the number of tokens. The count "
+        "alone does not make a good calibration set: in lesson 09, 1,097 sentence tokens and 1,097 paragraph "
+        "tokens gave very different errors on held-out sentences.",
         tol=0.5,
         mistakes=(
             (384, "that is out_features; the Hessian is over the inputs, [in_features, in_features]"),

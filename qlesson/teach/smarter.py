@@ -619,7 +619,7 @@ def print_against(
     """What lesson 09 reads off :func:`held_out_rows` against ``base``, on the held-out tokens.
 
     Each GPTQ variant's error minus ``base``'s with its paired interval over sentences
-    (:func:`output_error_interval`), AWQ's error over ``base``'s, and GPTQ per-channel's over
+    (:func:`output_error_interval`), AWQ's error over ``base``'s, and each GPTQ variant's over
     ``base``'s layer by layer (``layer_names`` in the order of the layers, ``"L3."`` dropped).
     """
     for a in (label for label in per_sentence if label.startswith("GPTQ")):
@@ -628,11 +628,13 @@ def print_against(
     held = {f"{r['method']} {r['weights']}": r["held-out err"] for r in rows}  # labels as variant_label writes them
     for a in (label for label in held if label.startswith("AWQ")):
         print(f"held-out: {a} / {base}: {held[a] / held[base]:.2f}x")
-    gp, g32 = (per_sentence[k].sum(1) / norms.sum(1) for k in ("GPTQ int4 per-channel", base))
-    print(
-        f"held-out, GPTQ int4 per-channel / {base}, by layer: "
-        + ", ".join(f"{n[3:]} {a / b:.2f}" for n, a, b in zip(layer_names, gp, g32, strict=True))
-    )
+    g32 = per_sentence[base].sum(1) / norms.sum(1)
+    for a in (label for label in per_sentence if label.startswith("GPTQ")):
+        gp = per_sentence[a].sum(1) / norms.sum(1)
+        print(
+            f"held-out, {a} / {base}, by layer: "
+            + ", ".join(f"{n[3:]} {x / y:.2f}" for n, x, y in zip(layer_names, gp, g32, strict=True))
+        )
 
 
 def pair_split(
