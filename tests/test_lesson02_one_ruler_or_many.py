@@ -99,3 +99,15 @@ def test_the_erased_prediction_tells_the_two_divisors_apart():
 
 def test_the_worse_prediction_rows_lose_only_off_their_own_ticks():
     assert tasks()["02.worse_prediction"].reference() == [1, 5]
+
+
+def test_the_exercise_shows_the_rows_the_prediction_is_graded_on():
+    """Exercise 02's task 2 prints its rows as a literal; the grader holds its own copy: they must be the same rows."""
+    import ast
+    from pathlib import Path
+
+    from qlesson.lessons.l02_one_ruler_or_many import _NEW_ROWS
+
+    source = (Path(__file__).parents[1] / "exercises" / "solutions" / "02_one_ruler_or_many.py").read_text()
+    literal = source.split("rows = torch.tensor(", 1)[1].split(")\n", 1)[0]
+    assert torch.equal(torch.tensor(ast.literal_eval(literal.strip())), _NEW_ROWS)
