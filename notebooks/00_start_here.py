@@ -83,7 +83,7 @@ for name, g in [("per-tensor", ql.PerTensor()), ("per-channel", ql.PerChannel())
 # |---|---|---|
 # | `01_the_ruler` | How does a quantizer turn a real number into a small integer, and where does its error come from? | 21 + 33 min |
 # | `02_one_ruler_or_many` | When the rows of a weight matrix have very different magnitudes, what does one shared scale cost them, and what does one scale per row fix and guarantee? | 20 + 18 min |
-# | `03_per_channel_on_real_weights` | Which axis of a real transformer's weights should get its own scales, and how much does it matter? | 22 + 24 min |
+# | `03_per_channel_on_real_weights` | Which axis of a real transformer's weights should get its own scales, and how much does it matter? | 23 + 24 min |
 # | `04_groups_and_formats` | When one scale per channel is still too coarse at 4 bits, what does one scale per run of `g` weights buy, and what does it cost? | 26 + 32 min |
 # | `05_zero_points_and_activations` | How should the activations of a transformer, which arrive at run time, be quantized to int8? | 22 + 33 min |
 # | `06_dequant_in_gemm` | Where does a weight's scale go inside a matrix multiply, and when do compact weights save time? | 28 + 41 min |

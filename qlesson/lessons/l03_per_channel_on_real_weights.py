@@ -428,21 +428,23 @@ PREDICT = {
         (
             "Nearly all of it: the erased FFN output layers were the whole problem",
             False,
-            "It tempts because section 3's erased rows are the most visible damage, but the other types also "
-            "lose about 4.5 to 8.6 dB of SQNR per-tensor on average, and two of their block-0 layers fall below "
-            "2 dB (section 2's lowest-layer columns).",
+            "It tempts because section 3's erased rows are the most visible damage, but the other encoder layer "
+            "types also lose about 4.5 to 8.6 dB of SQNR per-tensor on average, and two of their block-0 layers "
+            "fall below 2 dB (section 2's lowest-layer columns).",
         ),
         (
             "More than half: the erased layers are most of the loss, the rest a smaller part",
             False,
-            "It tempts because 378 of 384 rows of L0.output are zeros, but the split reaches 0.64: about 42% of "
-            "the gap. The other 31 layers per-tensor still cost more than the six output layers did.",
+            "It tempts because 378 of 384 rows of L0.output are zeros, and alone those six layers per-tensor do "
+            "cost the most (the mirror row). But the split reaches only 0.64, about 42% of the gap: the other 31 "
+            "per-tensor still break the model on their own.",
         ),
         (
-            "Less than half: the other 31 layers per-tensor cost more than the six output layers",
+            "Less than half: the other 31 layers per-tensor still break the model on their own",
             True,
-            "The split reaches 0.64, about 42% of the gap: the FFN output layers are a large part of the loss, "
-            "not most of it. Even erased rows in six layers weigh less than coarse ticks in the other 31.",
+            "The split reaches 0.64, about 42% of the gap. Not because the 31 matter more: the mirror row (the six "
+            "per-tensor alone) loses more. Either group per-tensor costs more than half of the whole loss, so "
+            "the losses do not add up.",
         ),
     ),
     "axis": choice(
@@ -532,7 +534,7 @@ RECALL: tuple[Question, ...] = (
     choice(
         "Per-tensor int4 on MiniLM's L0.output: what happens to most of its 384 rows?",
         (
-            "Every code of the row rounds to 0: its largest weight is below half of the shared tick",
+            "Every code of the row rounds to 0: its largest weight is at most half of the shared tick",
             True,
             "Channel 99's 7.9 sets a tick of about 1.13; a median row's absmax is about 0.19, "
             "so most of the layer is erased.",
@@ -545,7 +547,7 @@ RECALL: tuple[Question, ...] = (
         (
             "They keep a coarse copy of their pattern in the codes -1, 0 and +1",
             False,
-            "That is what happens at int8 or in a less extreme layer; here the quiet rows do not even reach "
+            "That is what happens at int8 or in a less extreme layer; here the quiet rows do not get past "
             "half a tick, so nothing of their pattern survives.",
         ),
     ),
