@@ -145,17 +145,12 @@ recall.predict("03", "cosine")
 
 # %%
 outputs = {n for n in W if models.layer_type_of_short(n) == "output"}
+pt, pc = ql.PerTensor(), ql.PerChannel(0)
 settings = [
-    ("int4 per-tensor", lambda n: (4, ql.PerTensor())),
-    ("int4 per-channel", lambda n: (4, ql.PerChannel(0))),
-    (
-        "per-channel on FFN outputs, per-tensor elsewhere",
-        lambda n: (4, ql.PerChannel(0) if n in outputs else ql.PerTensor()),
-    ),
-    (
-        "per-tensor on FFN outputs, per-channel elsewhere",
-        lambda n: (4, ql.PerTensor() if n in outputs else ql.PerChannel(0)),
-    ),
+    ("int4 per-tensor", lambda n: (4, pt)),
+    ("int4 per-channel", lambda n: (4, pc)),
+    ("per-channel on FFN outputs, per-tensor elsewhere", lambda n: (4, pc if n in outputs else pt)),
+    ("per-tensor on FFN outputs, per-channel elsewhere", lambda n: (4, pt if n in outputs else pc)),
 ]
 scores = studies.embedding_scores_by_layer(model, settings, progress=True)
 fmt = {"bits/weight": ".3f", "mean cosine": ".4f", "cosine 95% CI": ".4f", "worst cosine": ".4f", "rank corr": ".4f"}
