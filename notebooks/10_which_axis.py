@@ -19,9 +19,10 @@
 # **The question**: when a transformer's cached keys and values are quantized, should each
 # scale cover one token or one channel?
 #
-# **The answer**: On MiniLM's short sentences, at equal code bits, keys do better with one ruler
-# per channel, because each key channel sits at an offset of its own that a per-token ruler must
-# span. Values do better with one ruler per token.
+# **The answer**: On MiniLM's short sentences, at equal metadata, keys do better with one ruler
+# per channel: the channels' offsets, which a per-token ruler must span, and the key of `[CLS]`
+# together explain most of it. Values do better per token only while `[CLS]` is quantized with
+# the other tokens; keep that one token in fp16 and per channel wins.
 #
 # **What you will do**: compare per-token and per-channel rulers on MiniLM's keys and values,
 # remove suspected causes one at a time to find which structure decides, then count every bit.
@@ -72,10 +73,10 @@ print(f"{len(qkv)} layers; sentence 0's keys: {tuple(qkv[0]['k'][0].shape)} (hea
 # A *per-token* ruler spans one token's 32 channels in one head; a *per-channel* ruler spans
 # one channel over the tokens. Lesson 02's rule: give the scales to the axis along which sizes
 # differ. KIVI and KVQuant report a few key channels far larger than the rest in LLaMA-family
-# models, on every token (and none in the values). Here is MiniLM's layer 3:
+# models, on every token (and none in the values). Here are two heads of MiniLM's layer 3:
 
 # %%
-_ = kv.token_channel_map(qkv[3]["k"][0], "layer 3 keys, sentence 0: |k| per token and channel")
+_ = kv.token_channel_map(qkv[3]["k"][0][:2], "layer 3 keys, sentence 0, heads 0 and 1: k per token and channel")
 
 # %% [markdown]
 # Many columns keep about one colour down all the tokens: a channel that sits near a value of its
@@ -91,8 +92,7 @@ print_table(
 
 # %% [markdown]
 # MiniLM's keys have offsets: each channel's own mean holds 14% to 40% of the variance, against
-# 8% in shuffled keys (1/12.5: what a mean over 12.5 tokens holds by chance). No single channel
-# stands out more than one made twice as loud (Going deeper).
+# 8% in shuffled keys (1/12.5: what a mean over 12.5 tokens holds by chance).
 #
 # ## 3. Keys: which axis, at what price?
 #
@@ -143,31 +143,31 @@ print("\n".join(centred_lines))
 
 # %% [markdown]
 # The last column is per token's extra error. Removing the offsets cuts it from +0.0331 to
-# +0.0215, keeping `[CLS]` exact to +0.0256 (a random word: +0.0314), both together to +0.0060.
-# So both suspects matter, and together they explain most of the win, not all (the interval
-# excludes 0).
-#
-# A per-token ruler spans all 32 channels' offsets at once, so removing them helps it most. A
-# one-sentence per-channel ruler only moves with its offset: its error stays the same (last
-# line). The 32-token one spans 3 to 4 sentences, whose offsets differ, so it moves a little.
+# +0.0215, keeping `[CLS]` exact to +0.0256 (a random word: +0.0314), both together to +0.0060:
+# together they remove more than the two apart add up to, most of the win but not all (the
+# interval excludes 0). A one-sentence per-channel ruler only slides with its offset, so removing
+# the offsets leaves its error unchanged (last line).
 #
 # ## 5. Values: does one token decide?
 #
 # Quantize the values at 2 bits per token or per channel (over one sentence), with one token per
 # sentence kept in fp16 and out of every ruler: none, `[CLS]`, `[SEP]` (which closes every
-# sentence) or a random word. Predict first:
-
-# %% tags=["nbval-ignore-output"]
-recall.predict("10", "kept_token")
+# sentence) or a random word:
 
 # %%
 print_table(kv.kept_token_rows(qkv, bits=2), {"per token": ".3f", "per channel": ".3f"})
 
 # %% [markdown]
 # Keeping `[CLS]` exact cuts the per-channel error seven-fold and barely moves the per-token one,
-# so the verdict flips; `[SEP]` or a random word moves either ruler by about 10% at most. Why `[CLS]`?
-# A value reaches the output weighted by its token's attention; the last two columns give the
-# error of `[CLS]`'s value under each 2-bit ruler, over the value's own size:
+# so the verdict flips; `[SEP]` or a random word moves either ruler by about 10% at most. Why
+# `[CLS]`? Predict first:
+
+# %% tags=["nbval-ignore-output"]
+recall.predict("10", "kept_token")
+
+# %% [markdown]
+# Per layer: the attention `[CLS]` receives, the size of its value against a typical token's, and
+# the error of its value under each 2-bit ruler, over the value's own size:
 
 # %%
 cls_table = kv.cls_rows(qkv)
@@ -215,19 +215,17 @@ print("3 bits: " + kv.key_rows(qkv, bits=3)[1][2].strip())
 #
 # ## 7. Streaming: why per-channel keys wait
 #
-# During generation the cache grows one token at a time. A per-token ruler exists as soon as
-# its token does. A per-channel ruler over a group of `G` tokens exists only once the group is
-# complete, so the newest keys wait in full precision. A simple policy: keep a fixed window of
-# the `R` newest tokens in fp16 and quantize whole groups of the older ones. The window's tokens
-# cost 16 bits each, but a fixed window is a fraction of a long cache.
+# During generation a per-token ruler exists as soon as its token does, but a per-channel ruler
+# over `G` tokens only once its group is complete, so the newest keys wait in fp16 (a window of
+# the `R` newest tokens; Going deeper steps through it). The window's 16 bits a value count in
+# the cost, though in a long cache the window is a small fraction.
 #
 # ## Summary
 #
 # * A key error moves attention between tokens; a value error reaches the output weighted by
 #   its token's attention.
-# * On these sentences no MiniLM key channel stands out more than a channel doubled in size
-#   (KIVI and KVQuant report far larger key channels in LLaMA-family models); what MiniLM's keys
-#   have is an offset per channel.
+# * MiniLM's keys have an offset per channel: its mean holds 14% to 40% of the variance (8% by
+#   chance). KIVI and KVQuant report far larger key channels in LLaMA-family models.
 # * Per-channel keys beat per-token keys 2.6x at 2 bits over one sentence, but shuffled keys
 #   show 1.9x: the smaller group. At equal metadata the real keys still win; removing the
 #   channels' offsets (which a per-token ruler must span) and keeping `[CLS]` exact cuts most of
@@ -235,10 +233,9 @@ print("3 bits: " + kv.key_rows(qkv, bits=3)[1][2].strip())
 # * Values: per token wins while the sink `[CLS]` is quantized, since a per-channel ruler rounds
 #   its tiny value with an error several times its size; keep `[CLS]` in fp16 and per channel
 #   wins at equal code bits.
-# * Every bit counted, per token at 3 bits beats per channel over one sentence at 2 bits, for
-#   keys and (on these 12-token sentences, where an fp16 `[CLS]` costs about a bit per value)
-#   for 2-bit values with `[CLS]` in fp16; per-channel keys over 32 tokens win at equal total
-#   bits.
+# * Every bit counted, a third code bit beats the extra rulers: per token at 3 bits beats per
+#   channel over one sentence at 2 bits, for keys and for values. Per-channel keys over 32 tokens
+#   still win at equal total bits.
 # * Per-channel rulers need whole groups of tokens, hence a full-precision window of the newest
 #   tokens, which counts in the cost too.
 #
@@ -373,7 +370,8 @@ print_table(comparisons, {"A - B": "+.4f", "95% CI": "+.4f"})
 #
 # ### Which keys wait, token by token
 #
-# Section 7's policy with groups of `G = 32` tokens and a window of `R = 32`:
+# Section 7's policy: the `R` newest tokens stay in fp16, the older ones are quantized in whole
+# groups of `G`. With `G = 32` and `R = 32`:
 
 # %%
 from qlesson.quant.kv import quantized_tokens

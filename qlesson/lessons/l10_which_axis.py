@@ -82,10 +82,21 @@ def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scaled: bool =
     return torch.softmax(q @ k.T / (k.shape[1] ** 0.5 if scaled else 1.0), dim=-1) @ v
 
 
-def _axis_errors(q, k, v, which: str, bits: int, on_output: bool = True, scaled: bool = True) -> dict[str, float]:  # noqa: ANN001
+def _axis_errors(  # noqa: PLR0913
+    q,
+    k,
+    v,
+    which: str,
+    bits: int,
+    on_output: bool = True,
+    scaled: bool = True,
+    on_probs: bool = False,  # noqa: ANN001
+) -> dict[str, float]:
     """Squared error of each axis's quantization of ``which``: on the attention output, or on the tensor.
 
-    ``scaled=False`` leaves out the scores' ``1 / sqrt(dim)`` (a named mistake).
+    ``on_probs=True`` measures a key's error on the attention probabilities (total variation) instead of
+    the output (a named mistake; on the task's cases it picks the same axes as leaving out the scores'
+    ``1 / sqrt(dim)``, which ``scaled=False`` does).
     """
     o = _attention(q, k, v, scaled)
     x = k if which == "k" else v
@@ -94,6 +105,10 @@ def _axis_errors(q, k, v, which: str, bits: int, on_output: bool = True, scaled:
         x_hat = _keys_per_channel(x, bits, axis=dim)  # dim 1: a ruler per token (over its channels)
         if not on_output:
             errors[axis] = float((x - x_hat).square().sum())
+            continue
+        if on_probs and which == "k":
+            p, p_hat = (torch.softmax(q @ kk.T / k.shape[1] ** 0.5, dim=-1) for kk in (k, x_hat))
+            errors[axis] = float((p - p_hat).abs().sum() / 2)
             continue
         o_hat = _attention(q, x_hat, v, scaled) if which == "k" else _attention(q, k, x_hat, scaled)
         errors[axis] = float((o - o_hat).square().sum())
@@ -320,9 +335,9 @@ TASKS: list[Task] = [
                 lambda q, k, v, which, b: min((e := _axis_errors(q, k, v, which, b, on_output=False)), key=e.get),
             ),
             Mistake(
-                "your choices match a head without the 1 / sqrt(dim) on the scores: check the scaling, and that "
-                "you measure the head's output",
-                lambda q, k, v, which, b: min((e := _axis_errors(q, k, v, which, b, scaled=False)), key=e.get),
+                "your choices match measuring how far the attention probabilities move, or a head without the "
+                "1 / sqrt(dim) on its scores: measure what the head outputs, with its scores scaled",
+                lambda q, k, v, which, b: min((e := _axis_errors(q, k, v, which, b, on_probs=True)), key=e.get),
             ),
             Mistake(
                 "your choices are the axis with the larger error: a min over dim 0 of a [tokens, dim] tensor "
@@ -447,33 +462,33 @@ PREDICT = {
         ),
     ),
     "kept_token": choice(
-        "Values at 2 bits on MiniLM, one sentence per per-channel ruler. Keep [CLS] in fp16, out of every "
-        "ruler. What happens to the two rulers' errors?",
+        "Values at 2 bits: keeping [CLS] alone in fp16 cuts the per-channel error about seven-fold and barely "
+        "moves the per-token one, while [SEP] or a random word changes little. Why does [CLS], one token in "
+        "about 12.5, decide it?",
         (
-            "The per-channel error drops several-fold; the per-token error barely moves",
+            "It takes much of the attention and its value is tiny: a per-channel ruler sized by the words rounds "
+            "it with an error larger than the value, and the attention multiplies that error",
             True,
-            "[CLS]'s value is a few hundredths of a word's, and it takes over half the attention in layers 1 "
-            "to 4. A per-channel ruler spans the words' larger values and rounds it coarsely; a per-token ruler "
-            "is sized by [CLS] itself and already rounded it well, so taking it out removes little.",
+            "The next table: in layers 1 to 4 over half of the attention lands on [CLS], its value is a few "
+            "hundredths of a word's, and a per-channel ruler's error on it is 7 to 9 times its size. A per-token "
+            "ruler is sized by [CLS] itself.",
         ),
         (
-            "Both drop several-fold: the same token leaves both rulers",
+            "Its value is much larger than the words': it stretches every per-channel ruler, like lesson 02's loud row",
             False,
-            "Tempting because the same token is removed; but what matters is how badly each ruler rounded it, "
-            "and a per-token ruler is sized by [CLS] itself.",
+            "Tempting, because a loud outlier is what stretched lesson 02's shared ruler. But [CLS]'s value is a "
+            "few hundredths of a word's: here it is the quiet one, rounded coarsely by rulers the words set.",
         ),
         (
-            "Neither moves much: [CLS] is one token in about 12.5",
+            "Taking any one token out shortens each per-channel ruler's range by about 1/12.5",
             False,
-            "Tempting if every token counted alike; but a value's error reaches the output times its token's "
-            "attention, and [CLS] takes more than half of it in most layers.",
+            "Then [SEP] or a random word would help as much, and they move either ruler by about 10% at most. "
+            "The token matters through the attention it takes and the size of its value.",
         ),
         (
-            "The per-channel error drops, the per-token error rises: the other tokens now carry the attention "
-            "[CLS] took",
+            "Keeping it exact changes the attention, which then moves away from the quantized tokens",
             False,
-            "Tempting because attention is shared out; but only the values are quantized here, so the keys and "
-            "the attention stay exactly as they were.",
+            "Only the values are quantized here: the keys, and so the attention, stay exactly as they were.",
         ),
     ),
 }
@@ -484,9 +499,8 @@ RECALL: tuple[Question, ...] = (
         (
             "A few key channels are far larger than the rest, on every token",
             True,
-            "That is KIVI's measurement on LLaMA-family models (KVQuant reports it too). MiniLM's loudest key "
-            "channel scores below one made twice as loud; there per channel wins through the channels' offsets "
-            "and the [CLS] key.",
+            "That is KIVI's measurement on LLaMA-family models (KVQuant reports it too). In MiniLM per channel "
+            "wins through the channels' offsets and the [CLS] key instead (section 4).",
         ),
         (
             "The largest keys are the ones attention uses most, so they deserve scales of their own",

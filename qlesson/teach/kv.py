@@ -405,26 +405,24 @@ def rope_rows(qkv: Sequence[dict[str, list[torch.Tensor]]], bits: Sequence[int] 
 
 
 def token_channel_map(x: torch.Tensor, title: str = "") -> Any:
-    """``|x|`` of one sentence's keys or values as a token x channel image (heads side by side, log colour)."""
-    from matplotlib.colors import LogNorm
+    """One sentence's keys or values as a token x channel image, signed (heads side by side).
 
+    Red is positive, blue negative; the colour range is clipped at the 99th percentile of ``|x|``, so a
+    channel that sits at an offset of its own reads as one solid colour down the tokens.
+    """
     from qlesson.teach.plots import _figure
 
     fig = _figure(None, size=(10, 3.2))
     ax = fig.axes[0]
-    flat = x.abs().transpose(0, 1).reshape(x.shape[1], -1)  # [tokens, heads x head_dim]
-    image = ax.imshow(
-        flat.numpy() + 1e-3,
-        aspect="auto",
-        cmap="magma",
-        interpolation="nearest",
-        norm=LogNorm(1e-2, float(flat.max())),
-    )
+    flat = x.transpose(0, 1).reshape(x.shape[1], -1)  # [tokens, heads x head_dim]
+    lim = float(flat.abs().flatten().quantile(0.99))
+    image = ax.imshow(flat.numpy(), aspect="auto", cmap="RdBu_r", interpolation="nearest", vmin=-lim, vmax=lim)
     for h in range(1, x.shape[0]):
-        ax.axvline(h * x.shape[2] - 0.5, color="white", lw=1)
+        ax.axvline(h * x.shape[2] - 0.5, color="black", lw=1)
     ax.set_xticks(range(0, x.shape[0] * x.shape[2] + 1, x.shape[2]))
-    ax.set(xlabel="channel (12 heads of 32, separated by lines)", ylabel="token", title=title)
-    fig.colorbar(image, ax=ax, label="|value| (log scale)", pad=0.01)
+    heads = f"{x.shape[0]} heads of {x.shape[2]}, separated by lines" if x.shape[0] > 1 else f"one head of {x.shape[2]}"
+    ax.set(xlabel=f"channel ({heads})", ylabel="token", title=title)
+    fig.colorbar(image, ax=ax, label="value (clipped at the 99th pct of |value|)", pad=0.01)
     return fig
 
 
