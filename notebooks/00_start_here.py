@@ -19,26 +19,29 @@
 #
 # **The question**: How does this course work, and what will it teach me?
 #
-# **The answer**: Quantization stores each number (a weight, an activation) as a small integer
-# times a **scale**, and this course is about one choice: which numbers share a scale, how many
-# and along which axis. Eleven lessons each answer one question with numbers computed when you
-# run them (a few timings are stored readings, and say so); `make grade` scores your exercises.
+# **The answer**: Quantization represents each number `x` (a weight, an activation) by a small
+# integer `q` and a **scale** `s` it shares with other numbers: `x ≈ s·q`, or `s·(q − z)` with a
+# zero point `z`. This course is about which numbers share a scale, how many and along which
+# axis: eleven lessons each answer one question with numbers computed when you run them, and
+# `make grade` scores your exercises.
 #
 # **What you will do**: check your machine, make one practice prediction, see the course map,
-# and learn how to run a lesson, where your work lives and how it is graded.
+# learn how to run a lesson and where your work lives, and grade your (empty) exercises once.
 #
 # **What you need**: Python and a first acquaintance with matrix multiplies; no quantization
 # background. No GPU and no separate model download: the real model (all-MiniLM-L6-v2) comes
 # with the course's Python packages. Lesson 11's section 3 also needs `make engines` once (5 to
 # 13 minutes, cmake and a C++ compiler), or you skip that section.
-# **Time**: about 10 minutes.
+# **Time**: about 13 minutes, two of them to try `make grade`.
 #
 # ## 1. What your machine has
 #
-# The first cell of every lesson prints the versions in use. Read two lines: `kernel Python`
-# should end in *(the course's venv)*, and `pins` should say every pinned version matches. If
-# either does not, its line says what to do; `make doctor` checks the rest. No lesson cell needs
-# a GPU; lesson 06 shows stored GPU runs.
+# Run each cell with **Shift+Enter**, one at a time. The first cell of every lesson prints the
+# versions in use. Read two lines: `kernel Python`
+# should end in *(the course's venv)*, or name your conda environment if you set up with conda,
+# and `pins` should say every pinned version matches. If either does not, its line says what to
+# do. `make doctor` checks the rest, typed in a terminal at the repository's root (section 5
+# shows how). No lesson cell needs a GPU; lesson 06 shows stored GPU runs.
 
 # %% tags=["nbval-ignore-output"]
 import math
@@ -65,7 +68,7 @@ recall.predict("00", "count_scales")
 
 # %%
 shape = (4096, 4096)  # a Linear weight: [out_features, in_features]
-print(f"{'':<16} {'scales':>7}  their shape")
+print(f"{'':<16} {'scales':>7}  their shape")  # the shape () is a single number
 for name, g in [("per-tensor", ql.PerTensor()), ("per-channel", ql.PerChannel()), ("per-group, 128", ql.PerGroup(128))]:
     grid = ql.scale_shape(g, shape)
     print(f"{name:<16} {math.prod(grid):>7,}  {grid}")
@@ -82,44 +85,52 @@ for name, g in [("per-tensor", ql.PerTensor()), ("per-channel", ql.PerChannel())
 # | lesson | the question it answers | time |
 # |---|---|---|
 # | `01_the_ruler` | How does a quantizer turn a real number into a small integer, and where does its error come from? | 21 + 33 min |
-# | `02_one_ruler_or_many` | When the rows of a weight matrix have very different magnitudes, what does one shared scale cost them, and what does one scale per row fix and guarantee? | 20 + 18 min |
-# | `03_per_channel_on_real_weights` | Which axis of a real transformer's weights should get its own scales, and how much does it matter? | 23 + 24 min |
-# | `04_groups_and_formats` | When one scale per channel is still too coarse at 4 bits, what does one scale per run of `g` weights buy, and what does it cost? | 26 + 32 min |
+# | `02_one_ruler_or_many` | When the rows of a weight matrix have very different magnitudes, what does one shared scale cost them, and what does one scale per row fix and guarantee? | 19 + 24 min |
+# | `03_per_channel_on_real_weights` | How much does one scale per output channel, rather than one per tensor, matter on a real transformer's weights, and why the output axis? | 23 + 24 min |
+# | `04_groups_and_formats` | When one scale per channel is still too coarse at 4 bits, what does one scale per run of `g` weights buy, and what does it cost? | 25 + 32 min |
 # | `05_zero_points_and_activations` | How should the activations of a transformer, which arrive at run time, be quantized to int8? | 22 + 33 min |
-# | `06_dequant_in_gemm` | Where does a weight's scale go inside a matrix multiply, and when do compact weights save time? | 28 + 41 min |
-# | `07_calculator` | What do a ruler's 4 bytes of scale buy, and what do 4 more of zero point buy? | 20 + 19 min |
-# | `08_scales_of_scales` | Small blocks make fp16 scales expensive; how many bits does a block's scale really need? | 30 + 31 min |
-# | `09_smarter_rounding` | Can smarter rounding (GPTQ) stand in for a finer granularity? | 28 + 42 min |
+# | `06_dequant_in_gemm` | Where does a weight's scale go inside a matrix multiply, and when do compact weights save time? | 27 + 40 min |
+# | `07_calculator` | What do a ruler's 4 bytes of scale buy, and what do 4 more of zero point buy? | 19 + 23 min |
+# | `08_scales_of_scales` | Small blocks make fp16 scales expensive; how many bits does a block's scale really need? | 32 + 30 min |
+# | `09_smarter_rounding` | Can smarter rounding (GPTQ) stand in for a finer granularity? | 28 + 43 min |
 # | `10_which_axis` | When a transformer's cached keys and values are quantized, should each scale cover one token or one channel? | 28 + 35 min |
 # | `11_your_model_in_an_engine` | Does the granularity you chose survive a real engine's file format, and what does it cost there? | 26 + 30 min |
 #
 # In all: about 5 hours of lessons and 6 hours of exercises.
 #
+# ## 4. How to work through a lesson
+#
 # Take 01 to 05 in order. After that, each lesson's *What you need* line names the lessons it
 # builds on.
 #
-# ## 4. How to work through a lesson
+# Each lesson opens with its question and a two-sentence answer; the numbered sections are the
+# evidence, with a few predictions to commit to and, in some lessons, a slider to move. It ends
+# with a summary and a *Pause and recall* quiz, then **Going deeper**: notes, checks and caveats
+# outside the stated times, to read when you want them; the main line never needs them.
 #
-# Start (or come back) with `make lab`; it opens this page. Run cells one at a time with
-# **Shift+Enter**, not Run All, and at each **Predict** press **Lock in** before you run the next
-# cell, as in section 2.
+# Start (or come back) with `make lab`; it opens this page. Run cells one at a time, not Run
+# All, and at each **Predict** press **Lock in** before you run the next cell, as in section 2. A
+# few numbers are stored readings (GPU timings, long studies), and say so where they appear.
 #
 # **Your workspace.** JupyterLab shows `workspace/`: your own copies of the lessons and
 # exercises, outputs cleared. Edit, break and save anything; git ignores this folder.
 #
 # ## 5. Exercises and grading
 #
-# Every lesson except this one has an exercise notebook in
-# `exercises/`. Write your code in the cells marked as yours, run the check cell below each,
-# and save. Then grade them from the repository's root folder, the one above `workspace/`:
+# Every lesson except this one has an exercise notebook in `exercises/`: a few coding tasks and
+# recall questions, each with a check cell below it. Write your code or answer in the cells
+# marked as yours, run the check cell, and save. Then grade them from the repository's root
+# folder, the one above `workspace/`:
 #
 # 1. open **File ▸ New ▸ Terminal** (JupyterLab's file browser cannot show the root);
 # 2. type `cd "$JUPYTER_SERVER_ROOT/.."`;
-# 3. type `make grade`.
+# 3. type `make grade` (Windows and conda: see *More ways to grade* under Going deeper).
 #
-# It reads your saved notebooks, never changes them, and prints a score table. After you have
-# tried a task, read its worked solution there with
-# `less exercises/solutions/01_the_ruler.py` (press `q` to leave).
+# It reads your saved notebooks, never changes them, and prints a score table; tasks and recall
+# questions both count. **Try it now** (the run takes about a minute): you have started nothing,
+# so every exercise should show 0 done, 0 failing, all its tasks *to do*. After you have tried a
+# task, read its worked solution there with `less exercises/solutions/01_the_ruler.py` (press `q`
+# to leave).
 #
 # ## Summary
 #
@@ -141,8 +152,8 @@ for name, g in [("per-tensor", ql.PerTensor()), ("per-channel", ql.PerChannel())
 # * Symmetric signed int*b* uses the restricted range `[-(2^(b-1)-1), 2^(b-1)-1]` (int4 is
 #   [-7, 7]). Rounding is half to even, as in `torch.round`.
 # * Colours: red is per-tensor, teal is per-channel, yellow is per-group, green is per-token,
-#   dark grey is the original values, in every plot; lesson 06's matrix-multiply methods have
-#   colours of their own.
+#   dark grey is the original values, in every plot that compares methods; lesson 06's
+#   matrix-multiply methods have colours of their own.
 # * To see how a function works, run `ql.quantize??` in a cell: it prints the source.
 #
 # ### Course updates
@@ -151,9 +162,13 @@ for name, g in [("per-tensor", ql.PerTensor()), ("per-channel", ql.PerChannel())
 # then refreshes every copy you have not edited, and puts the new version of an edited one
 # beside it (`new.NN_name.ipynb`).
 #
-# ### More ways to grade, and Windows
+# ### More ways to grade, Windows and conda
 #
-# One exercise: `.venv/bin/python -m qlesson grade 01`.
+# One exercise: `make grade 01` (or `.venv/bin/python -m qlesson grade 01`).
+#
+# With conda, `make grade` and `make doctor` look for the course's `.venv` (`make grade` would
+# build one, about 2 GB). In the same folder, type `python -m qlesson grade` and
+# `python -m qlesson.course.doctor` instead; the doctor's `venv` line then fails, as expected.
 #
 # On Windows, start with `py course.py lab`. To grade, in the PowerShell terminal type
 # `cd $env:JUPYTER_SERVER_ROOT\..`, then `py course.py grade` (one exercise: `py course.py grade 01`),

@@ -16,13 +16,14 @@
 # %% [markdown]
 # # 03 · Per-channel on real transformer weights
 #
-# **The question**: which axis of a real transformer's weights should get its own scales, and how
-# much does it matter?
+# **The question**: how much does one scale per output channel, rather than one per tensor,
+# matter on a real transformer's weights, and why the output axis?
 #
-# **The answer**: In all-MiniLM-L6-v2 with int4 weights (activations FP32), one scale per output
-# channel keeps the sentence embeddings at a mean cosine of 0.92 to FP32, one scale per tensor only
-# 0.44. The output axis is chosen for a reason apart from that error: when activations are integers
-# too, its scales can be applied once per output after the integer product.
+# **The answer**: In all-MiniLM-L6-v2 with its 37 Linear weights in int4 (embeddings and
+# activations FP32), one scale per output channel keeps the sentence embeddings at a mean cosine
+# of 0.92 to FP32, one scale per tensor only 0.44. The output axis is chosen for a reason apart
+# from that error: when activations are integers too, its scales can be applied once per output
+# after the integer product.
 #
 # **What you will do**: measure the channel spread of all 37 Linear layers; watch per-tensor int4
 # erase most of a layer; quantize the whole model and compare its sentence embeddings with FP32;
@@ -65,7 +66,8 @@ for kind, s in shapes.items():
 # large as the weights' rms; each 6 dB more halves it. A layer's max/median is its loudest output
 # channel's absmax (`w.abs().amax(dim=1)`) over its median channel's.
 #
-# The table averages each type's layers; two columns name the type's lowest layer instead.
+# The table averages each type's layers, except `worst max/median` (the type's largest) and the
+# two columns that name the type's lowest layer.
 
 # %% tags=["nbval-ignore-output"]
 from qlesson.course import recall
@@ -136,7 +138,7 @@ print("; ".join(f"{n} {int(k)} of {rows}" for n, (k, rows) in erased.items() if 
 # * **rank corr**: Spearman's correlation of each sentence's similarities to the 239 others,
 #   before and after (the ranking a search would return), averaged.
 #
-# Four settings, about 25 s: all per-tensor, all per-channel, a split that keeps the six FFN
+# Four settings, about 30 s: all per-tensor, all per-channel, a split that keeps the six FFN
 # output layers per-channel and quantizes the other 31 per-tensor, and its mirror image (the six
 # per-tensor, the other 31 per-channel).
 
@@ -165,8 +167,10 @@ print(f"FP32 paraphrase pairs: mean cosine {(ref[0::2] * ref[1::2]).sum(1).mean(
 # Per-tensor int4 breaks the model: its mean cosine to FP32, 0.44, is below the 0.63 between two
 # FP32 paraphrases of one sentence, on average. Per-channel int4 keeps 0.92, for 0.03 bits per
 # weight of fp16 scales. The split answers the prediction: 0.64, less than half of the gap. The
-# mirror row says why. The six output layers per-tensor alone cost more (0.43) than the other 31
-# (0.28), and either alone costs more than half of all 37 (0.49): the losses do not add up.
+# mirror row rules out the obvious reading: the six output layers per-tensor alone cost more
+# (0.43) than the other 31 (0.28). Either group alone costs more than half of what all 37
+# per-tensor cost (0.49): the losses do not add up, so per-channel belongs on every layer, not
+# only where the outliers are visible.
 #
 # ## 5. Which axis gets the scale
 #

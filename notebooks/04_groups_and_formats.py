@@ -19,18 +19,16 @@
 # **The question**: when one scale per channel is still too coarse at 4 bits, what does one
 # scale per run of `g` weights buy, and what does it cost?
 #
-# **The answer**: each group of `g` weights stores its own fp16 scale, so an outlier coarsens
-# only its group, and every weight pays `16 / g` bits for scales on top of its code bits.
-# On MiniLM at about 4 bits per weight, with the course's restricted rulers, a bit spent on
-# smaller groups comes within about 1 dB of a code bit in layers whose rows hold a few weights
-# far above the rest and loses by 2 to 4 dB in the others: under either ruler, those few weights
-# move the verdict about 3 dB toward the groups.
+# **The answer**: each group's own fp16 scale keeps an outlier's damage inside that group, and
+# costs every weight `16 / g` bits. On MiniLM at about 4 bits per weight, with restricted rulers,
+# int3 with groups of 16 ties int4 per-channel (within 1 dB) in layers whose rows hold a few
+# weights far above the rest, and loses to it by 2 to 4 dB in the others.
 #
 # **What you will do**: watch an outlier spoil one group, price the scales, and test on MiniLM
 # what decides between a code bit and a bit of scales.
 #
 # **What you need**: lessons 02 and 03; nothing to download (MiniLM comes with the course).
-# **Time**: about 26 minutes, plus about 32 for the exercise.
+# **Time**: about 25 minutes, plus about 32 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -89,9 +87,10 @@ print_table(
 # ## 2. What a scale costs: bits per weight
 #
 # For a weight `[N, K]` (`[out_features, in_features]`), `PerGroup(g)` cuts every row into
-# `K / g` groups, so the scales have shape `[N, K / g]`. Every scale is stored beside the codes,
-# here in fp16. Int4 with groups of 32 on a `[4096, 4096]` weight and on a `[4096, 11008]`
-# one (LLaMA-7B's down projection), 2.7 times as many weights:
+# `K / g` groups, so the scales have shape `[N, K / g]` (GPTQ and AWQ checkpoints store them
+# transposed, `[K / g, N]`). Every scale is stored beside the codes, here in fp16. Int4 with
+# groups of 32 on a `[4096, 4096]` weight and on a `[4096, 11008]` one (LLaMA-7B's down
+# projection), 2.7 times as many weights:
 
 # %%
 rows = []
@@ -166,8 +165,7 @@ recall.predict("04", "equal_bits")
 ffn_out = {name: w for name, w in W.items() if models.layer_type_of_short(name) == "output"}
 grans = (ql.PerTensor(), ql.PerChannel(0), *(ql.PerGroup(g) for g in (256, 128, 64, 32, 16)))
 points = studies.pareto_points(ffn_out, (8, 4, 3), grans)
-pick = {(p["method"], p["bits"]): p for p in points}
-db = {key: -20 * math.log10(p["rmse / rms"]) for key, p in pick.items()}  # SQNR over all six layers
+db = {(p["method"], p["bits"]): -20 * math.log10(p["rmse / rms"]) for p in points}  # SQNR over all six layers
 near_4 = {("per-group 16", 3): "int3 g16", ("per-channel", 4): "int4 per-channel"}
 near_4 |= {(f"per-group {g}", 4): f"int4 g{g}" for g in (256, 128, 64)}
 _ = plots.pareto_zoom(points, {key: f"{label}: {db[key]:.2f} dB" for key, label in near_4.items()}, xlim=(3.95, 4.3))
@@ -202,28 +200,18 @@ print_table(rows, {"int3 g16 dB": ".2f", "int4 per-channel dB": ".2f", "median r
 # about 3 dB on L0.intermediate and by 2.6 dB on the Gaussian of L0.output's shape, so shape
 # does not decide. What sets L0.output apart is a few weights per row far above the row's rms
 # (last column): they stretch each row's one ruler. Give the Gaussian two such weights per row
-# and the gap closes. On every MiniLM layer, the code bit's lead and what groups of 128 add:
+# and the gap closes. Every MiniLM layer, each column a range over its layers:
 
 # %%
-rows, ratios = [], {}
-for label, names in (("the six FFN outputs", list(ffn_out)), ("the other layers", [n for n in W if n not in ffn_out])):
-    r = [analysis.bits_or_scales(W[n]) for n in names]
-    g128 = [ql.errors(W[n], ql.fake_quantize(W[n], 4, granularity=ql.PerGroup(128))).sqnr_db for n in names]
-    code_bit = [x["int4 per-channel dB"] - x["int3 g16 dB"] for x in r]
-    groups = [g - x["int4 per-channel dB"] for g, x in zip(g128, r, strict=True)]
-    ratios[label] = [x["row absmax / rms (median)"] for x in r]
-    rows.append(
-        {
-            "MiniLM": f"{label} ({len(names)})",
-            "int4 per-channel minus int3 g16, dB": f"{min(code_bit):+.2f} to {max(code_bit):+.2f}",
-            "int4 g128 minus int4 per-channel, dB": f"{min(groups):+.2f} to {max(groups):+.2f}",
-        }
-    )
-print_table(rows)
+others = [name for name in W if name not in ffn_out]
+print_table(analysis.code_bit_vs_groups(W, {"the six FFN outputs": list(ffn_out), "the other layers": others}))
 
 # %% [markdown]
-# Outside the six FFN outputs the code bit wins every layer by 2 to 4 dB; among the six it is
-# within 1 dB either way, and groups of 128 gain most.
+# The last column's ranges do not overlap, and the six sit above the Gaussian of their own shape
+# (3.5): only the six FFN outputs have rows with a few weights far above the rest. On those six
+# the code bit's lead is within 1 dB either way, and groups of 128 gain most; on every other
+# layer the code bit wins by 2 to 4 dB. These are restricted rulers; Q4_0's full 16-code ruler
+# moves each gap about 1 dB toward the groups (Going deeper).
 
 # %% [markdown]
 #
@@ -272,8 +260,8 @@ print(f"L0.intermediate, int5 per-channel: SQNR {pc5_in:.2f} dB; int4 g8 (6.000 
 #   (3.1 to 3.9 dB) on the six FFN output layers, whose rows hold a few large weights.
 # * At about 4 bits per weight, restricted rulers: on the six FFN outputs int3 g16 and int4
 #   per-channel land within 1 dB of each other, layer by layer.
-# * On the other 31 MiniLM layers and on a Gaussian the code bit wins by 2 to 4 dB. Two large
-#   weights per row close the Gaussian's gap. Measure per layer.
+# * On the other 31 MiniLM layers the code bit wins by 2 to 4 dB, on a Gaussian of the six's
+#   shape by 2.6 dB. Two large weights per row close the Gaussian's gap. Measure per layer.
 #
 # ## Pause and recall
 
@@ -285,7 +273,8 @@ recall.show("04")
 
 # %% [markdown]
 # **Exercise**: `exercises/04_groups_and_formats.ipynb`: write per-group quantization, price a
-# block the lesson did not show, read a Q4_0 block by hand, and spend a bit budget.
+# block the lesson did not show, read one Q4_0 block from its bytes (with Going deeper's layout),
+# and spend a bit budget.
 #
 # ## Going deeper
 #
@@ -298,10 +287,10 @@ recall.show("04")
 rows = [
     {
         "six FFN outputs, SQNR dB": m,
-        "+bits/weight for scales": pick[(m, 4)]["bits per weight"] - 4,
+        "+bits/weight for scales": p["bits per weight"] - 4,
         **{f"int{b}": db[(m, b)] for b in (8, 4, 3)},
     }
-    for m in dict.fromkeys(p["method"] for p in points)
+    for m, p in {p["method"]: p for p in points if p["bits"] == 4}.items()
 ]
 print_table(rows, {"+bits/weight for scales": ".4f", "int8": ".2f", "int4": ".2f", "int3": ".2f"})
 
@@ -314,7 +303,7 @@ print_table(rows, {"+bits/weight for scales": ".4f", "int8": ".2f", "int4": ".2f
 # last column is the mean absmax of a group of 16 as a share of its row's absmax:
 
 # %%
-clip = float(np.median(ratios["the other layers"]))
+clip = float(np.median([analysis.row_standout(W[name]) for name in others]))
 rms = w_out.pow(2).mean(1, keepdim=True).sqrt()
 clipped = w_out.clamp(-clip * rms, clip * rms)
 changed = {
@@ -349,9 +338,8 @@ print(
 # squared activations (the diagonal of its Hessian). A group of 128 then holds 128 inputs that
 # are neighbours in that order, not in the weight. Its checkpoints store `g_idx`, the group of
 # every input. Without act-order, `g_idx` is `input // 128`: the contiguous runs of section 3.
-# GPTQ and AWQ checkpoints store these scales transposed, `[K / g, N]` (`[32, 4096]` for a
-# `[4096, 4096]` weight at g = 128); on a square weight the shape alone does not tell the axis:
-# read `g_idx` or the format's docs.
+# On a square weight the scales' shape (`[32, 4096]` at g = 128) does not tell the axis: read
+# `g_idx` or the format's docs.
 #
 # ### One Q4_0 block, byte by byte
 #
@@ -382,9 +370,8 @@ for fmt in ("Q8_0", "Q4_0"):
     print(f"{fmt} identical to gguf: {same}")
 
 # %% [markdown]
-# The exercise reads one of these blocks by hand. Here: the first 32 weights of row 0 of
-# `L0.output`, in this layout. Bytes 0 and 1 hold `d` as fp16 (little-endian); code
-# byte `j` is byte `2 + j`:
+# The first 32 weights of row 0 of `L0.output`, in this layout. Bytes 0 and 1 hold `d` as fp16
+# (little-endian); code byte `j` is byte `2 + j`:
 
 # %%
 raw = formats.quantize(w_np[:1, :32], "Q4_0")

@@ -19,16 +19,14 @@
 # **The question**: how should the activations of a transformer, which arrive at run time,
 # be quantized to int8?
 #
-# **The answer**: A one-sided or lopsided activation needs a zero point: here it gains about 4 to
-# 5.5 dB. Dynamic per-token scales keep a token that carries a spike out of the other tokens'
-# rulers (+9.5 dB on FC1's input), and SmoothQuant, which moves loud features into the weights,
-# gains about 3.5 to 9 dB with one static scale.
+# **The answer**: A one-sided activation benefits from a zero point, a token with a spike from
+# dynamic per-token scales, and loud features from SmoothQuant, which moves their range into the
+# weights. On MiniLM's layer 0 these gain about 5.4 dB (GELU output), 9.5 dB (FC1's input) and,
+# at alpha 0.5 with one static scale, 3.5 to 9 dB (QKV and FC1 inputs), each against the same
+# ruler without it.
 #
-# **What you will do**:
-# * capture MiniLM's layer-0 activations, calibrate on one text and score on another;
-# * predict, then measure, what a zero point buys on a GELU output, and what per-token scales
-#   buy against an outlier token;
-# * smooth two inputs of layer 0 (QKV and FC1) and find where the QKV gain comes from.
+# **What you will do**: capture MiniLM's layer-0 activations, then predict and measure what a zero
+# point, per-token scales and smoothing buy, calibrated on one text and scored on another.
 #
 # **What you need**: lessons 01 to 03 (nothing to download).
 # **Time**: about 22 minutes, plus about 33 for the exercise.
@@ -83,22 +81,12 @@ fmt = {"symmetric dB": ".1f", "asymmetric dB": ".1f", "gain dB": "+.2f"}
 sided = activations.one_sided_rows(calib["L0.output"], x, labels)
 print_table([{k: v for k, v in r.items() if k != "95% CI"} for r in sided], fmt)
 print(f"lowest token minimum {float(x.amin(1).min()):+.2f}, highest {float(x.amin(1).max()):+.2f}")
-c = calib["L0.intermediate"]
-fc1 = activations.one_sided_rows(c, evals["L0.intermediate"], labels)
-print(f"a second input, FC1's (calibration range [{float(c.min()):+.1f}, {float(c.max()):+.1f}]): ", end="")
-print(", ".join(f"gain {r['gain dB']:+.1f} dB {r['int8 scales']}" for r in fc1))
-cls = activations.cls_mask(labels)
-ordinary = activations.one_sided_rows(c, evals["L0.intermediate"][~cls], [t for t in labels if t[2] != "[CLS]"])
-print(f"  per-token, ordinary tokens only (no [CLS] rows): gain {ordinary[1]['gain dB']:+.1f} dB")
 
 # %% [markdown]
 # The zero point gains about 5.4 dB with either kind of scale, nearly one bit: the asymmetric
 # step is the range over 255 steps, about half the symmetric step of max over 127. Per-token
 # scales do not take that gain away, because every token's minimum is GELU's -0.17 (last line):
 # each token is one-sided, not just the tensor.
-#
-# FC1's input has both signs but a lopsided range (the spike of section 2): the zero point still
-# gains about 4.3 dB, per-token mostly on the `[CLS]` rows (about 2.4 dB on the others).
 #
 # ## 2. Per-token scales: one outlier token
 #
@@ -144,27 +132,25 @@ print(f"ordinary tokens' loudest |x|: {low:.1f} to {high:.1f} (5th to 95th perce
 #
 # Features 63 and 267 are different: loud on most ordinary tokens, where their medians (the
 # "other tokens median" column) are about 4.5 and 8 times the typical feature's. Per-token scales
-# cannot isolate them: they are loud in most rows. With one static scale they hide behind the
-# `[CLS]` spike (section 4). A per-feature scale could isolate them, but it changes along K,
-# inside the sum, so it cannot be applied to the int32 result.
+# cannot isolate them: they are loud in most rows. A per-feature scale could, but it changes along
+# K, inside the sum, so it cannot be applied to the int32 result.
 #
 # **SmoothQuant** moves their range out of the activations. Divide feature `j` by `s_j` and multiply
-# weight column `j` by `s_j`: `(x / s) @ (w * s).T` equals `x @ w.T` exactly. With
+# weight column `j` by `s_j`: `(x / s) @ (w * s).T` equals `x @ w.T` up to float rounding. With
 #
 # ```
 # s_j = max|x_j|^alpha / max|w_j|^(1 - alpha)
 # ```
 #
 # alpha sets how much of feature `j`'s range moves into the weights; this lesson uses 0.5, the
-# paper's usual choice. Query, key and value read one input and share one `s`. Here `x` is divided
-# by `s` explicitly (where a model folds `1/s`: Going deeper).
+# SmoothQuant paper's choice for OPT and BLOOM. Query, key and value read one input and share one
+# `s`. Here `x` is divided by `s` explicitly; a pre-LN model folds `1/s` into the norm before them.
 #
 # ## 4. Smoothing, calibrated on one text and scored on another
 #
 # Int8 weights per output channel, int8 symmetric activations (so no zero point mixes into the
-# gains). The factors `s` and the
-# static per-tensor scale come from the calibration sentences; the output SQNR of
-# `x @ w.T` is measured on the evaluation sentences. Gains are over no smoothing, on all tokens:
+# gains). The factors `s` and the static per-tensor scale come from the calibration sentences; the
+# output SQNR of `x @ w.T` is measured on the evaluation sentences. Gains are over no smoothing:
 
 # %%
 W = models.linear_weights(model)
@@ -177,12 +163,15 @@ rows, lowest = activations.smoothing_split_rows(cases, labels, alphas=(0.5,))
 rows = [{k: v for k, v in r.items() if "ordinary" not in k} for r in rows]
 print_table(rows, {"none dB": ".1f", "alpha 0.5 gain dB": "+.1f"})
 print(f"every gain's 95% interval excludes 0: {lowest > 0}")
+top = calib["L0.query"].abs().amax(0).topk(3)
+print(f"QKV input (calibration): loudest features {top.indices.tolist()}, ", end="")
+print(f"absmax {[round(v, 1) for v in top.values.tolist()]}")
 
 # %% [markdown]
-# How much of that gain is the `[CLS]` spike, and how much the outlier features? Three controls
-# smooth only some features (every other `s_j` set to 1): feature 99, features 63 and 267, and
-# features 99 and 63; QKV input, alpha 0.5, static per-tensor scales. Predict the
-# first one:
+# How much of that gain is the `[CLS]` spike (feature 99), and how much the outlier features? Three
+# controls smooth only some features (every other `s_j` set to 1): feature 99, features 63 and
+# 267, and features 99 and 63; QKV input, alpha 0.5, static per-tensor scales. Given the QKV
+# input's loudest features (last line), predict the first one:
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("05", "smooth_99")
@@ -191,30 +180,33 @@ recall.predict("05", "smooth_99")
 controls = activations.smoothing_feature_rows(cases, labels, features=([99], [63, 267], [99, 63]), alpha=0.5)
 qkv_static = [r for r in controls if r["input"] == "L0 QKV" and r["int8 act scales"] == "per-tensor"]
 print_table(qkv_static, {k: "+.1f" for k in qkv_static[0] if "dB" in k})
-xq, cls = evals["L0.query"], activations.cls_mask(labels)
-print(f"QKV input: feature 99 on [CLS] up to {float(xq[cls, 99].abs().max()):.1f}, ", end="")
-print(f"feature 63 on other tokens up to {float(xq[~cls, 63].abs().max()):.1f}; ", end="")
-print(f"s_99 = {float(activations.smoothing_factors(calib['L0.query'], qkv, alpha=0.5)[99]):.1f}")
+s = activations.smoothing_factors(calib["L0.query"], qkv, alpha=0.5)
+only_99 = torch.ones_like(s)
+only_99[99] = s[99]
+before, after = (activations.one_side_sqnr(calib["L0.query"], evals["L0.query"], qkv, f) for f in (None, only_99))
+print(f"feature 99 only (s_99 = {float(s[99]):.1f}), one side int8, the other float: ", end="")
+print(f"activations {after['activations'] - before['activations']:+.1f} dB, ", end="")
+print(f"weights {before['weights']:.1f} -> {after['weights']:.1f} dB")
 
 # %% [markdown]
 # One static scale is set by the single largest value. On the QKV input feature 63 is nearly as
-# loud as the spike (5.9 against 6.3, last line): once the spike is smoothed, 63 sets the scale,
-# so smoothing 99 alone gains nothing (-0.3 dB),
-# and smoothing 63 and 267 leaves the spike to set the scale (-0.2 dB). Smoothing 99 and 63
-# together gains about 3.8 dB.
+# loud as the spike (5.9 against 6.3): once the spike is smoothed, 63 sets the scale, so the
+# activations gain about 0.2 dB, while weight column 99 grows 3.3 times and costs the weights
+# about 4 dB (last line): smoothing 99 alone loses 0.3 dB. Smoothing 63 and 267 leaves the spike
+# to set the scale (-0.2 dB). Smoothing 99 and 63 together gains about 3.8 dB.
 #
 # ## Summary
 #
 # * A GELU output is one-sided: an asymmetric int8 ruler with an integer zero point gains about
-#   5.4 dB (nearly one bit) on MiniLM's down-projection input, per-tensor or per-token. On FC1's
-#   lopsided input it gains about 4.3 dB.
+#   5.4 dB (nearly one bit) on MiniLM's down-projection input, per-tensor or per-token.
 # * An outlier *token* (`[CLS]`, feature 99) is kept out of the other rows' rulers by per-token
 #   scales, which factor out of the integer GEMM.
 # * Outlier *features* (63, 267) are loud in most rows; per-feature scales would fit them but
-#   cannot leave the sum. SmoothQuant moves a feature's range into the weights, and `x @ w.T` is
-#   unchanged.
-# * Calibrated on one text and scored on another, smoothing gains about 2 to 9 dB on layer 0's QKV
-#   and FC1 inputs; on QKV with one static scale, only once the spike and feature 63 are both smoothed.
+#   cannot leave the sum. SmoothQuant moves a feature's range into the weights.
+# * Calibrated on one text and scored on another, smoothing at alpha 0.5 gains about 2 to 9 dB on
+#   layer 0's QKV and FC1 inputs; on QKV with one static scale, only once the spike and feature 63
+#   are both smoothed. Smoothing costs weight precision (grown weight columns), so with one
+#   static scale it paid only where it lowered that scale.
 #
 # ## Pause and recall
 
@@ -261,6 +253,23 @@ print(f"integer zero point: step {int_scale:.4f}, MAE {float((int_zp - neg).abs(
 # `sum_k q_k w_k - z sum_k w_k`, and the last sum is one number per output channel, computed
 # once from the weights. Lesson 06 measures what that correction costs.
 #
+# ### A zero point on a lopsided input
+#
+# FC1's input has both signs, but its range is lopsided by the `[CLS]` spike of section 2:
+
+# %%
+c = calib["L0.intermediate"]
+cls = activations.cls_mask(labels)
+fc1 = activations.one_sided_rows(c, xi, labels)
+print(f"FC1's input (calibration range [{float(c.min()):+.1f}, {float(c.max()):+.1f}]): ", end="")
+print(", ".join(f"gain {r['gain dB']:+.1f} dB {r['int8 scales']}" for r in fc1))
+ordinary = activations.one_sided_rows(c, xi[~cls], [t for t in labels if t[2] != "[CLS]"])
+print(f"  per-token, ordinary tokens only (no [CLS] rows): gain {ordinary[1]['gain dB']:+.1f} dB")
+
+# %% [markdown]
+# The zero point still gains about 4.3 dB with either kind of scale; per-token, mostly on the
+# `[CLS]` rows (about 2.4 dB on the others).
+#
 # ### Choosing a static scale
 #
 # Section 1's static scale was the calibration min and max. Two other observers: the
@@ -272,7 +281,6 @@ fmt = {"clip": ".2f", "share of eval values clipped": ".5f", "eval SQNR dB": ".1
 observers = activations.static_scale_rows(calib["L0.output"], x, bits=8)
 print_table(observers, fmt)
 print_table(activations.observer_rows(observers, x, labels), {"dB": "+.1f", "95% CI": "+.1f"})
-cls = activations.cls_mask(labels)
 row99 = W["L0.output"][99]
 unit = int(row99.abs().argmax())
 print(f"L0.output weight row 99: largest |w| {float(row99[unit].abs()):.1f}, on GELU unit {unit}")
@@ -327,9 +335,8 @@ print_table(rest, {k: "+.1f" for k in rest[0] if "dB" in k})
 # ### How sure the gains are
 #
 # Section 4's intervals are a paired bootstrap over the 120 evaluation sentence pairs, with `s`
-# and the static scale held fixed. They do not cover the choice of calibration text: read them as
-# "this calibration, other evaluation text". The tables of sections 1 and 4 with their intervals,
-# section 4's with alpha 0.75 too (more of each feature's range moved into the weights):
+# and the static scale held fixed: "this calibration, other evaluation text". The tables of
+# sections 1 and 4 with their intervals, section 4's with alpha 0.75 too:
 
 # %%
 rows = activations.smoothing_rows(cases, labels, alphas=(0.5, 0.75))
@@ -359,8 +366,6 @@ print_table(recal, {k: "+.1f" for k in recal[0] if k != "calibration"})
 # The four quarters agree within about 0.1 dB; all 24 sentences together give up to 0.7 dB
 # less. On the QKV input the static scale is the same in every case: at layer 0 the `[CLS]` token's
 # input is the same vector in every sentence, so feature 99 is 6.3 in each; only `s` differs.
-# On these inputs the calibration text moves the gains by under 1 dB: more than the evaluation
-# intervals above, far less than the gains themselves.
 
 # %% [markdown]
 # ### What per-feature's lead is made of

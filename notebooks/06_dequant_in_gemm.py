@@ -25,14 +25,12 @@
 # time, in a kernel that reads the codes and decodes them fast enough; dequantizing to an fp32
 # copy first is slower than plain fp32.
 #
-# **What you will do**
-# * follow each scale through `y = x @ W.T` (per channel, per input channel, per group);
-# * count a product's FLOPs per weight byte, then time fp32, bf16, int8 and int4 products on
-#   your machine at M = 1 and 128;
-# * read a stored GPU run: where an int4 kernel wins, and where it loses.
+# **What you will do**: follow each scale through `y = x @ W.T`, count a product's FLOPs per
+# weight byte, time fp32, bf16, int8 and int4 products on your machine at M = 1 and 128, and read
+# a stored GPU run.
 #
 # **What you need**: lessons 02 to 05.
-# **Time**: about 28 minutes, plus about 41 for the exercise.
+# **Time**: about 27 minutes, plus about 40 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -96,8 +94,9 @@ print("wrong: row's mean scale after    =", gemm.scale_after_gemm(x, q, s_group.
 # A scale per *input* channel, `W[n, k] = s_in[k] * q[n, k]`, also varies along k, yet it has a
 # place outside the weight: it multiplies feature k of every token, so it can move onto the
 # activations, `x @ (q * s_in).T == (x * s_in) @ q.T`, or be folded offline into the operation
-# that produced `x` (in a pre-LN model, its LayerNorm). That is how AWQ and SmoothQuant apply
-# their scales.
+# that produced `x` (in a pre-LN model, its LayerNorm). AWQ and SmoothQuant move their
+# per-input-channel factors this way; those factors sit on top of the weight's own quantization
+# scales.
 
 # %%
 s_in = torch.tensor([0.5, 2.0, 1.0, 4.0])
@@ -168,26 +167,30 @@ print(
     f" = {ridge:.1f} FLOPs per byte"
 )
 
+# %% [markdown]
+# The last line divides the fp32 rate this run reached at M = 128 by the read bandwidth: above 0.5,
+# fp32's FLOPs per byte at M = 1, an M = 1 fp32 product at that rate waits on its reads.
+
 # %%
 fig = plots.bandwidth_lines(plots.gemm_times(bench_gemm.lesson_view(result)), bw.copy_gb_s, bw.read_gb_s)
 
 # %% [markdown]
-# What to see (left: each row's time at M = 1 and 128; right: each M = 1 row's read rate, the
-# dashed line the read bandwidth). **Dequantize-then-matmul** moves more bytes: `q.float()` writes an fp32
-# copy, `* s` reads it and writes another, the GEMM reads that: 17 bytes per int8 weight against
-# fp32's 4, so bytes alone predict about 4x. The scale-after rows move 9 bytes (one copy, then
-# the GEMM), about 2.25x; what the fresh-copy row takes beyond its preallocated twin is the cost
-# of allocating. A fused row far left of the line spends its time on something other than its
-# reads. At M = 128 arithmetic sets the time, and PyTorch's CPU int4 kernel multiplies in fp32
-# like `F.linear`, so the bytes int4 saves no longer help. The benchmark cell's last line divides
-# the fp32 rate this run reached at M = 128 by the read bandwidth: above 0.5, fp32's FLOPs per
-# byte at M = 1, an M = 1 fp32 product at that rate waits on its reads.
+# What to see (left: each row's time, with lines only joining the two M timed; right: each M = 1
+# row's stored weight bytes over its time, copies not counted; dashed: the read bandwidth):
+#
+# * **Dequantize-then-matmul**: `q.float()` writes an fp32 copy, `* s` reads it and writes
+#   another, the GEMM reads that: 17 bytes per int8 weight against fp32's 4, so bytes predict
+#   about 4x. This page does not break down the time beyond that.
+# * **Scale after the GEMM**: one copy, then the GEMM: 9 bytes, about 2.25x. In the stored run the
+#   preallocated row lands near that; the fresh-copy row's extra time is allocating the copy.
+# * **Fused rows**: one far left of the line spends its time on something other than its reads.
+#   At M = 128 arithmetic sets the time, and PyTorch's CPU int4 kernel multiplies in fp32 like
+#   `F.linear`, so int4's saved bytes no longer help.
 #
 # ## 4. On a GPU
 #
-# That CPU ridge divides an fp32 rate at M = 128 (2 threads on the VM that stored this page), not
-# a peak, by the read bandwidth. Two stored GPU runs (not re-run with this page) divide a
-# measured bf16 GEMM peak by theirs:
+# Two stored GPU runs (not re-run with this page) divide a measured bf16 GEMM peak, not an
+# M = 128 rate, by their read bandwidth:
 
 # %%
 for gpu in bench_gemm.stored_rooflines():
@@ -197,9 +200,9 @@ for gpu in bench_gemm.stored_rooflines():
     print(f"  ridge {ridge:.0f} FLOPs per byte: a 16-bit weight's product turns compute bound from M = {ridge:.0f}")
 
 # %% [markdown]
-# On such a GPU, 16-bit weights stay memory bound up to M in the hundreds, so a kernel that
-# reads int4 codes could win that far. The stored H200 run of PyTorch's int4 kernel (tinygemm),
-# calls queued back to back as a model queues its layers, every weight read from memory:
+# So on such a GPU 16-bit weights stay memory bound up to M in the hundreds, and a kernel that
+# reads int4 codes could win that far. The stored H200 run times PyTorch's int4 kernel
+# (tinygemm) with calls queued back to back, every weight read from memory:
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("06", "int4_at_1_h200")
@@ -208,24 +211,23 @@ recall.predict("06", "int4_at_1_h200")
 h200 = bench_gemm.read_csv(bench_gemm.RESULTS / "gemm_nvidia_h200.csv")
 read_gb_s = next(g["read GB/s"] for g in bench_gemm.stored_rooflines() if g["device"] == h200[0].machine)
 for m in (1, 256):
-    half = bench_gemm.find_row(h200, m, "float16 F.linear")
+    half, fp32 = bench_gemm.find_row(h200, m, "float16 F.linear"), bench_gemm.find_row(h200, m, "fp32")
     int4 = bench_gemm.find_row(h200, m, "fused int4 weight-only group 128")
-    alone = bench_gemm.find_row(h200, m, "per-channel scale alone")  # the control: one call on a 16 KB output
-    ratio = int4.median_ms / half.median_ms
-    times = f"fp16 F.linear {half.median_ms * 1e3:3.0f} us, int4 g128 {int4.median_ms * 1e3:3.0f} us"
-    print(f"M = {m:>3}: {times} ({ratio:.2f}x); scale multiply alone {alone.median_ms * 1e3:.0f} us")
+    times = ", ".join(
+        f"{k} {r.median_ms * 1e3:3.0f} us" for k, r in (("fp32", fp32), ("fp16", half), ("int4 g128", int4))
+    )
+    print(f"M = {m:>3}: {times} (int4 {int4.median_ms / half.median_ms:.2f}x fp16's time)")
     if m == 1:
         floors = f"fp16 {half.weight_bytes / read_gb_s / 1e3:.1f} us, int4 {int4.weight_bytes / read_gb_s / 1e3:.1f} us"
         print(f"         read floors: {floors}; int4's bytes are {int4.weight_bytes / half.weight_bytes:.2f}x fp16's")
 
 # %% [markdown]
-# At M = 1 int4 is faster, 0.57x fp16's time; both read floors would allow 0.27x, but neither
-# kernel runs at its floor. This run charges about 10 us for any call, even the scale multiply
-# alone on a 16 KB output, and int4's 12 us sits just above that: M = 1 does not say how close
-# the kernel itself came to its 2 us read floor. M = 256 does: fp16's time barely moves while
-# int4's grows many times over, so work that grows with M, not the weight's bytes, sets the
-# int4 kernel's time there. Somewhere in between the two cross; the exercise's last task finds
-# where from the rates alone.
+# At M = 1 int4 takes 0.57x fp16's time, but not through its bytes alone: fp32, with twice
+# fp16's bytes, takes only 25 us, so at fp32's read rate fp16 would take about 13 us, int4's
+# time. This run shows tinygemm beating an fp16 call that is slow here, not int4's bytes
+# winning. At M = 256 int4's time grows many times over while fp16's barely moves: work that
+# grows with M, not the weight's bytes, sets int4's time there. The exercise's last task finds
+# where the two cross.
 #
 # ## Summary
 #
@@ -233,12 +235,12 @@ for m in (1, 256):
 #   M x N multiplies. A per-input-channel scale moves onto the activations. A per-group scale
 #   acts inside the reduction, on each tile of codes or each group's partial sum.
 # * At small M the weight bytes set a floor under the time. Dequantize-then-matmul as run here
-#   moves 17 bytes per int8 weight against fp32's 4 (one fused dequantize kernel: 9), and on a
-#   CPU allocating the copies can cost more; a kernel that reads the codes lowers the floor,
-#   and reaches it only if its own work per weight is cheaper than the reads.
+#   moves 17 bytes per int8 weight against fp32's 4. A kernel that reads the codes lowers the
+#   floor, and reaches it only if its own work per weight is cheaper than the reads.
 # * Each kernel has its own ridge point (peak FLOPs / bandwidth); past it, the kernel's
-#   arithmetic decides. In the stored H200 run PyTorch's int4 kernel beats fp16 at M = 1 (0.57x
-#   its time) and is many times slower at M = 256.
+#   arithmetic decides. In the stored H200 run PyTorch's int4 kernel is faster than fp16 at M = 1
+#   (0.57x its time, where fp16 is slower than its bytes explain: fp32 reads twice the bytes in
+#   about the same time) and many times slower at M = 256.
 #
 # ## Pause and recall
 
@@ -250,10 +252,9 @@ recall.show("06")
 
 # %% [markdown]
 # **Exercise**: `exercises/06_dequant_in_gemm.ipynb`: where an output scale and an AWQ factor
-# go on one weight, a group kernel's partial sums, the zero-point corrections from sums alone
-# (from *Going deeper*),
-# the bytes a dequantize-first call moves, the M at which a kernel turns compute bound, and the M
-# from which an int4 kernel loses to fp16 on the stored H200 numbers.
+# go on one weight, a group kernel's partial sums, zero points from sums alone (Going deeper),
+# the bytes a dequantize-first call moves, the M at which a kernel turns compute bound, and the
+# M from which an int4 kernel loses to fp16 on the stored H200 numbers.
 #
 # ## Going deeper
 #
@@ -303,7 +304,7 @@ print("y (int8 w, fp32 x):", [[round(v, 4) for v in r] for r in (xs @ qw.dequant
 # ### Zero points inside an integer GEMM
 #
 # With asymmetric codes, `x = s_x (q_x - z_x)` and `w = s_w (q_w - z_w)`, the int32 sum expands
-# into the GEMM on the raw codes plus three corrections (the exercise derives them). With a
+# into the GEMM on the raw codes plus three corrections. With a
 # static activation zero point, two of them need only the weights and the zero points: they
 # are computed once offline and fold into the int32 bias. The third needs a sum over each
 # token's activation codes, M x K adds per call. In arithmetic the corrections are almost free;
@@ -382,8 +383,8 @@ print(f"the corrections' arithmetic for [{m8}, {k8}] x [{k8}, {n8}]: {share:.3%}
 # * Every method cycles through four copies of its weight at every M; the copies keep a weight
 #   out of cache only where together they exceed the last-level cache (the cache line says
 #   so).
-# * A CPU has no kernel launches: the extra time of dequantize-first is the extra passes plus
-#   page faults; dispatch costs microseconds.
+# * A CPU has no kernel launches, and dispatch costs microseconds: dequantize-first's extra time
+#   lies in its passes and its fresh copies, which this page does not time apart.
 # * Load: the benchmark's third line gives the load average. On a busy machine every row is
 #   slower and noisier; the output stored on this page is one reading of a shared 2-core VM.
 # * bf16 `F.linear` at M = 1 reads half fp32's bytes, yet on a CPU without bf16 arithmetic
@@ -480,7 +481,9 @@ for path in stored:
 # * PyTorch's CUDA int8 weight-only op is a reference kernel (one thread per output element,
 #   scalar multiply-adds, no tensor cores): slower than fp32 at every M.
 # * The separate scale multiply takes nearly the same microseconds at every M, queued or not,
-#   while its output grows 256-fold: a fixed cost per call, the cost of one more operation. A
+#   while its output grows 256-fold: a fixed cost per call, the cost of one more operation
+#   (most likely the host's dispatch and launch of one eager PyTorch op; not broken down here).
+#   A
 #   per-output-channel scale applied in the GEMM's epilogue, to the accumulator tile in
 #   registers, needs no call of its own (not timed here).
 # * The W8A8 rows exist only at M = 256: CUDA `torch._int_mm` refuses M of 16 or less. W8A8 is

@@ -19,22 +19,19 @@
 # **The question**: What do a ruler's 4 bytes of scale buy, and what do 4 more of zero point
 # buy?
 #
-# **The answer**: A channel's own symmetric ruler is finer by the tensor's largest |value| over
-# the channel's, so the quietest channels gain most, for 4 bytes a ruler, 8 with a zero point
-# (1% and 2% of an int8 layer with 384-value rows). On a 64-value post-GELU row, a zero point's
-# 4 bytes cut the error nearly as much as one more bit per value, which costs 8 bytes there and
-# 48 on a 384-value row; on the same values mirrored about 0 they buy about nothing.
+# **The answer**: A channel's own symmetric ruler is finer than the shared one by the tensor's
+# largest |value| over the channel's, and in this calculator it costs 4 bytes, 1% of an int8
+# layer with 384-value rows. On a GELU row, whose dip stops at -0.17, a zero point's 4 more bytes
+# cut the error nearly as much as one more bit, because a symmetric ruler spends codes down to
+# -1.91, the mirror of the row's top, where no value lies.
 #
-# **What you will do**: predict which codes a quiet channel gets, find the width at which
-# they stop being 0, count the bytes, and count a symmetric ruler's out-of-reach codes on a
-# GELU row.
+# **What you will do**: predict a quiet channel's codes, find the bit width at which that
+# changes, count the bytes, and count a GELU row's out-of-reach codes.
 #
 # **What you need**: lessons 01, 02 and 05 (zero points).
-# **Time**: about 20 minutes, plus about 19 for the exercise.
+# **Time**: about 19 minutes, plus about 23 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
-import torch
-
 import qlesson as ql
 from qlesson.course import recall
 from qlesson.teach import calculator as calc
@@ -68,23 +65,22 @@ print_table([*calc.gain_rows(ex), {**calc.gain_rows(shrunk)[3], "channel": "3 / 
 _ = calc.plot(ex, sharey=True)
 
 # %% [markdown]
-# Channel 2 holds the tensor's largest |value|, 1.70, so nothing changes for it. Every other
-# channel's ruler is finer by 1.70 over its own absmax, up to 15 times for channel 3. The MAE
-# only roughly follows the ruler. Under the shared ruler half a tick is 1.70 / 7 / 2, about
-# 0.12, more than channel 3's 0.11: all five of its values round to 0, and the channel is
-# erased. Its error is then its mean |value|, 0.060; on its own ruler it is 0.0020, so its MAE
-# falls 30 times. That 30 no longer follows the ruler. Divide channel 3's values by 10 (last
-# row): its own ruler is about 155 times finer, yet its MAE still falls 30 times, because both
-# of its errors shrink with its values.
+# Channel 2 holds the tensor's largest |value|, 1.70, so it gains nothing; every other channel's
+# ruler is finer by 1.70 over its own absmax. Channel 3 is erased: half a shared tick,
+# 1.70 / 7 / 2, about 0.12, is more than its 0.11, so all five of its values round to 0.
+#
+# Its error is then its mean |value|, 0.060, against 0.0020 on its own ruler: a 30 times fall.
+# Once a channel is erased, its fall no longer follows its ruler. Divide its values by 10 (last
+# row): its ruler is 155 times finer, and its MAE still falls 30 times, because both of its
+# errors shrink with its values.
 #
 # ## 2. The calculator
 #
 # Paste channels one per line, values separated by commas or spaces.
 #
 # **Try this.** Pick **symmetric**, set **bits** to 4 and press **Compare**. Raise **bits** one
-# step at a time, pressing **Compare** each time. At which width does *every* value of channel 3
-# first get a nonzero code under the shared ruler, and why there? Then replace the box with rows
-# of your own.
+# step at a time, pressing **Compare** each time, and watch channel 3's **per-tensor rounded to
+# 0**. At which width does it first reach 0, and why there?
 
 # %% tags=["nbval-ignore-output"]
 from qlesson.teach import widgets
@@ -122,9 +118,8 @@ for zp_bytes in (0, 4):
 # ## 4. The other 4 bytes: a zero point
 #
 # Lesson 05 found that a zero point gains nearly one bit on MiniLM's GELU output. Here is what
-# it costs against one more bit on one row: GELU of 64 standard-normal draws, rounded to 2
-# decimals. The control is the same values mirrored (each value and its
-# negation, 128 values): a row symmetric about 0.
+# it costs against one more bit on one row: GELU of 64 standard-normal draws. The control is the
+# same values mirrored (each value and its negation, 128 values): a row symmetric about 0.
 
 # %%
 gelu = calc.parse_channels(calc.gelu_row())[0]
@@ -134,26 +129,23 @@ print(f"{gelu.numel()} values from {gelu.min():.2f} to {gelu.max():.2f}; {int((g
 recall.predict("07", "gelu")
 
 # %%
-rows = []
-for bits in (4, 8):
-    qmax = ql.qrange(bits)[1]
-    scale = gelu.abs().max() / qmax  # symmetric: fit to the row's largest |value|
-    lo, hi = round(float(gelu.min() / scale)), round(float(gelu.max() / scale))
-    print(f"{bits} bits, symmetric: the row's lowest value gets code {lo}, its highest {hi}; codes -{qmax} to {qmax}")
-    rows += calc.zero_point_rows(gelu, bits)  # symmetric, zero point, 1 more bit, the mirrored control
-print_table(rows, calc.ZERO_POINT_FORMATS)
+qmax = ql.qrange(4)[1]
+scale = gelu.abs().max() / qmax  # symmetric: fit to the row's largest |value|
+lo, hi = round(float(gelu.min() / scale)), round(float(gelu.max() / scale))
+print(f"4 bits, symmetric: the row's lowest value gets code {lo}, its highest {hi}; codes -{qmax} to {qmax}")
+# symmetric, zero point, 1 more bit, and the control: the zero point on the mirrored row
+print_table(calc.zero_point_rows(gelu, 4), calc.ZERO_POINT_FORMATS)
 
 
 # %% [markdown]
 # Symmetric spans -1.91 to +1.91, but the row's lowest value, -0.17, gets code -1 at 4 bits:
-# codes -7 to -2, 6 of 15, are out of reach (116 of 255 at 8 bits). A zero
-# point spends every code on -0.17 to 1.91, a tick about half as wide (2.08 / 15 against
-# 1.91 / 7 at 4 bits): the MAE is 2.58 times lower at 4 bits, 1.99 at 8, nearly what one more
-# bit buys (2.99 and 2.01 times). The bytes differ more: a zero point costs 4 bytes
-# per ruler whatever the row's length, one more bit a byte per 8 values, 8 on this row and 48
-# on a 384-value row. On the mirrored row every code is within reach, and the same 4 bytes buy
-# about nothing: 1.05 and 0.94 times. So the gain on the GELU row came from the out-of-reach
-# codes, not from the zero point's 16th code.
+# codes -7 to -2, 6 of 15, are out of reach. A zero point spends every code on -0.17 to 1.91, a
+# tick about half as wide (2.08 / 15 against 1.91 / 7), and on these 64 values the MAE is 2.57
+# times lower, nearly what one more bit buys (3.00 times). A zero point costs 4 bytes per ruler
+# whatever the row's length; one more bit costs a byte per 8 values, 8 on this row and 48 on a
+# 384-value row. On the mirrored row every code is within reach, and the zero point buys about
+# nothing (1.04 times). So the gain on the GELU row came from the out-of-reach codes, not from
+# the zero point's 16th code.
 #
 # ## Summary
 #
@@ -164,7 +156,7 @@ print_table(rows, calc.ZERO_POINT_FORMATS)
 # * In this calculator a ruler costs 4 bytes (fp32 scale), 8 with an int32 zero point: 1 to 2%
 #   of an int8 layer with 384-value rows.
 # * On the 64-value post-GELU row, 6 of symmetric's 15 codes are out of reach at 4 bits. A zero
-#   point's 4 bytes cut the MAE 2.58 times, nearly as much as one more bit (2.99), which costs
+#   point's 4 bytes cut the MAE 2.57 times, nearly as much as one more bit (3.00), which costs
 #   8 bytes there and 48 on a 384-value row; on the mirrored row they buy about nothing.
 #
 # ## Pause and recall
@@ -177,8 +169,8 @@ recall.show("07")
 
 # %% [markdown]
 # **Exercise**: `exercises/07_calculator.ipynb`: how much finer each channel's own ruler is with
-# zero points, which codes of a symmetric ruler a row cannot reach, and what share of a layer the rulers
-# take, on tensors and rows the lesson did not show.
+# zero points, how many codes each row leaves a symmetric ruler out of reach, and from what row
+# length a zero point costs less than one more bit.
 
 # %% [markdown]
 # ## Going deeper
@@ -270,24 +262,6 @@ for bits, g in gains.items():
 
 # %% [markdown]
 # Across rows the zero point usually buys a little less than one more bit, as on section 4's row.
-# At 8 bits the symmetric tick, 1.91 / 127, about 0.015, is close to the rows' 0.01 grid, so part
-# of the 8-bit gains comes from rounding the rows to 2 decimals. Section 4's draws unrounded:
-
-# %%
-import math
-
-z = np.random.default_rng(0).standard_normal(64)  # the draws of gelu_row()
-exact = [torch.tensor(0.5 * z * (1 + np.vectorize(math.erf)(z / math.sqrt(2))), dtype=torch.float32)]
-for bits in (4, 8):
-    mae = [
-        calc.compare(exact, bits=b, symmetric=s).overall["per-tensor"]["MAE"]
-        for b, s in ((bits, True), (bits, False), (bits + 1, True))
-    ]
-    print(f"{bits} bits, unrounded: zero point {mae[0] / mae[1]:.2f} times, one more bit {mae[0] / mae[2]:.2f}")
-
-# %% [markdown]
-# At 4 bits the unrounded gains are close to section 4's. At 8 bits both are lower than on the rounded
-# row, and one more bit stays a little ahead of the zero point.
 #
 # ### The page as an app, and exports
 #

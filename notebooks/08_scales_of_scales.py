@@ -19,17 +19,18 @@
 # **The question**: Small blocks make fp16 scales expensive; how many bits does a block's scale
 # really need?
 #
-# **The answer**: For int4 codes about 5 bits: on MiniLM, a block scale stored as a 5-bit
-# integer times one fp16 number shared by 8 blocks loses about 0.02 dB of SQNR or less per layer.
-# A scale rounded to one of `m` steps is off by up to half a step, and that moves the block's
-# largest weight by up to `qmax / (2m)` steps of the int4 grid (`qmax = 7`) in a block nearly as
-# loud as the loudest of the 8 (quieter blocks move further).
+# **The answer**: A scale needs steps, not bits: rounding a scale to `m` steps moves a block's
+# top code by up to `qmax / (2m)` ticks, so on MiniLM, in blocks of 32, int4 codes need 5- to
+# 6-bit sub-scales under an fp16 super-scale (0.02 dB or less per layer) and 6-bit codes 7 to 8
+# bits. A one-byte power-of-two scale, as MX formats store, has no steps between powers of two:
+# under the OCP floor rule it costs int4 codes 2.3 dB over the 36 layers, and even the best power
+# of two per block costs 1.6 dB.
 #
 # **What you will do**: count what scales cost per weight; shrink a block scale from fp16 to 4
 # bits on a MiniLM layer, with int4 and with 6-bit codes; try a power-of-two scale.
 #
 # **What you need**: lessons 02 to 04 (group scales and bits per weight); nothing to download.
-# **Time**: about 30 minutes, plus about 31 for the exercise.
+# **Time**: about 32 minutes, plus about 30 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -41,10 +42,10 @@ ql.show_environment()
 # %% [markdown]
 # ## 1. What the scales cost
 #
-# Lesson 04 stored one fp16 scale per group: `16 / g` bits per weight. Small groups fit
-# better, but at `g = 16` the scales alone cost a whole bit per weight, a quarter of an int4
-# payload. Today's formats keep small blocks and store each block's scale in fewer bits. Each
-# row counts every byte of the format's block:
+# Lesson 04 stored one fp16 scale per group: `16 / g` bits per weight; at `g = 16` the scales
+# alone cost a whole bit per weight, a quarter of an int4 payload. Today's formats keep small
+# blocks and store each block's scale in fewer bits. Each row counts every byte of the format's
+# block:
 
 # %%
 import numpy as np
@@ -67,7 +68,7 @@ print_table(rows, {"scale bits / weight": ".4f", "bits per weight": ".4f"})
 #
 # * llama.cpp's **K-quants** store each sub-block's scale as a small integer, 6 bits in Q4_K and
 #   a signed int8 in Q6_K, times one fp16 **super-scale** per 256 weights. Q4_K also stores a
-#   6-bit minimum per sub-block; all of it costs 0.5 bits per weight, as Q4_0's fp16 scales do;
+#   6-bit minimum per sub-block, under a second fp16 number; all of it costs 0.5 bits per weight;
 # * **MXFP4** (the OCP Microscaling format) stores one byte per 32 weights, an exponent only:
 #   the scale is a power of two, `2**(e - 127)`;
 # * **NVFP4** stores an 8-bit float (E4M3) per 16 weights, under one fp32 scale per tensor.
@@ -80,13 +81,19 @@ print_table(rows, {"scale bits / weight": ".4f", "bits per weight": ".4f"})
 # scale, `amax / qmax`, puts the block's largest weight exactly on code `qmax`. A scale off by a
 # fraction `e` moves that weight by about `e x qmax` ticks.
 #
-# Q4_K stores each block's scale as an integer `sc` (1 to 63 for 6 bits; this course never
-# lets it round to 0) times a super-scale `d` shared by the 8 blocks of a 256-weight
-# super-block, with `d` set so that the loudest of the 8 gets `sc = 63`. The layer is MiniLM's
-# `L0.output` (lesson 03's FFN output), int4 codes in blocks of 32 under super-blocks of 8,
-# every scale rounded to the nearest. The columns: the rule (explained below the table), the
-# move measured at the median block, the share of blocks that move further than the rule, and
-# the SQNR lost against exact fp32 scales.
+# Q4_K stores each block's scale as an integer `sc` (1 to 63 for 6 bits) times an fp16
+# super-scale `d` shared by the 8 blocks of a 256-weight super-block; `d` is set so that the
+# loudest of the 8 gets `sc = 63`. Rounding `sc` is off by at most half a step, `1 / (2 sc)` of
+# the block's scale, so its largest code moves by up to `qmax / (2 sc)` ticks. In a block nearly
+# as loud as the loudest, `sc` is near `m`, the largest integer, and the move is at most the
+# **bound** `qmax / (2m)`: 7/126 = 0.056 tick for 6 bits. Quieter blocks have a smaller `sc` and
+# can move further.
+#
+# The layer is MiniLM's `L0.output` (lesson 03's FFN output): Q4_K's scale layout on symmetric
+# int4 codes (Q4_K's own minimum is left out), blocks of 32 under super-blocks of 8, every scale
+# rounded to the nearest. The columns: the bound, the move at the median block, the share of
+# blocks that move past the bound, and the SQNR lost against exact fp32 scales. The `int8` row is
+# a signed 8-bit sub-scale like Q6_K's: 127 steps.
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("08", "loss_per_bit")
@@ -94,31 +101,26 @@ recall.predict("08", "loss_per_bit")
 # %%
 model = models.load_minilm()
 W = {n: w for n, w in models.linear_weights(model).items() if n != "pooler"}
-fmt_rule = {"scale bits / weight": ".3f", "rule (ticks)": ".3f", "median move (ticks)": ".3f"}
-fmt_rule |= {"past rule %": ".0f", "SQNR loss dB": ".3f", "clipping dB": ".3f"}
-shown = ("scale format", "steps m", "rule (ticks)", "median move (ticks)", "past rule %", "SQNR loss dB")
+fmt_rule = {"scale bits / weight": ".3f", "bound (ticks)": ".3f", "median move (ticks)": ".3f"}
+fmt_rule |= {"past bound %": ".0f", "SQNR loss dB": ".3f", "clipping dB": ".3f"}
+bound = {"rule (ticks)": "bound (ticks)", "past rule %": "past bound %"}  # rule_rows' names for the bound
+shown = ("scale format", "steps m", "bound (ticks)", "median move (ticks)", "past bound %", "SQNR loss dB")
 print("L0.output, int4 codes (qmax 7), blocks of 32, super-blocks of 8:")
 int4_rows = scale_bits.rule_rows(W["L0.output"], 32, 4, 8, formats=("fp16", *scale_bits.SUB_BITS))
+int4_rows = [{bound.get(k, k): v for k, v in r.items()} for r in int4_rows]
 print_table([{k: r[k] for k in shown} for r in int4_rows], fmt_rule)
 
 # %% [markdown]
 # From 6 bits down, each bit fewer doubles the move and multiplies the loss by a little under 4:
-# the loss is a squared error, so twice the move costs about four times as much.
-#
-# Why a 6-bit sub-scale costs so little: rounding `sc` is off by at most half a step, so a block
-# with `sc` near 63 has its scale off by at most 1/126, and its largest code, 7 ticks out, moves
-# by at most 7/126 = 0.056 tick, small beside rounding's error of up to half a tick on every
-# weight. A block with sub-scale `sc` moves up to `qmax / (2 sc)` ticks; the rule, `qmax / (2m)`,
-# is the best case, a block nearly as loud as the loudest (the loudest itself gets `sc = m`
-# exactly). Quieter blocks move further: 27 to 28% of the blocks pass the rule at every width;
-# the median block moves about 0.6 of it.
+# the loss is a squared error, so twice the move costs about four times as much. Blocks near the
+# loudest reach the bound and quieter ones pass it: 27 to 28% of the blocks at every width; the
+# median block moves about 0.6 of it.
 #
 # ## 3. Same sub-scale, finer codes
 #
 # With 6-bit codes (`-31..31`) the block's largest weight sits 31 ticks out instead of 7. The
-# same layer, the same blocks of 32 and super-blocks of 8: only the codes change. The `int8` row
-# is a signed 8-bit sub-scale like Q6_K's, 127 steps here. `clipping dB` is the part of the loss
-# that goes away when codes are not clamped to `-31..31`.
+# same layer, the same blocks of 32 and super-blocks of 8: only the codes change. `clipping dB` is
+# the part of the loss that goes away when codes are not clamped to `-31..31`.
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("08", "six_bit_codes")
@@ -127,33 +129,22 @@ recall.predict("08", "six_bit_codes")
 print("L0.output, 6-bit codes (qmax 31), blocks of 32, super-blocks of 8:")
 six_rows = scale_bits.rule_rows(W["L0.output"], 32, 6, 8, formats=("fp16", *scale_bits.SUB_BITS))
 six_cols = ("scale format", "steps m", "rule (ticks)", "median move (ticks)", "SQNR loss dB", "clipping dB")
-print_table([{k: r[k] for k in six_cols} for r in six_rows], fmt_rule)
+print_table([{bound.get(k, k): r[k] for k in six_cols} for r in six_rows], fmt_rule)
 
 # %% [markdown]
 # More code bits need more scale bits: the same sub-scale now moves the top code 31 / 7, about
 # 4.4 times as far, 0.154 tick at the median block, about where 4-bit sub-scales put int4's
 # (0.146). Past half a tick a second effect starts: a scale rounded *down* pushes the top weight
-# past `qmax + 0.5`, and the clamp clips it. With 4-bit sub-scales the rule allows about a tick,
-# and clipping is most of the loss.
+# past `qmax + 0.5`, and the clamp clips it. With 4-bit sub-scales the bound is about a tick, and
+# clipping is most of the loss; the thousandths in the clipping column come from a few quiet
+# blocks that pass half a tick even under finer sub-scales.
 #
-# Both tables' rows under half a tick, sorted by the rule:
-
-# %%
-both = [{"codes": "int4", **r} for r in int4_rows] + [{"codes": "6-bit", **r} for r in six_rows]
-both = sorted((r for r in both if r["rule (ticks)"] != "" and r["rule (ticks)"] < 0.5), key=lambda r: r["rule (ticks)"])
-print_table([{k: r[k] for k in ("codes", "scale format", "rule (ticks)", "SQNR loss dB")} for r in both], fmt_rule)
-
-# %% [markdown]
-# On `L0.output` the loss rises with the rule, whatever the codes: a tenth of a tick costs about
-# 0.02 dB, a quarter tick 0.06 to 0.08 dB. At a matched rule the two code widths still differ
-# (0.058 against 0.082 dB near a quarter tick): the rule sets the size of the loss, not its exact
-# value.
-#
-# A tenth of a tick asks for `m` of about `5 qmax`: 5 to 6 bits for int4 codes, 7 to 8 for
-# 6-bit codes, about 10 for int8 codes, which fp16's 11 significant bits (1024 to 2047 steps)
-# cover. What it costs differs from layer to layer; a 5-bit sub-scale on int4 codes on each of
-# the 36 layers, in the same layout (row-major super-blocks of 8 blocks, which on the 384-wide
-# layers span two rows):
+# Rows with about the same bound lose amounts of the same size: near 0.12 tick (int4's 5-bit row,
+# the int8 row here) both lose 0.02 dB; near a quarter tick, 0.082 dB on int4 codes and 0.058 on
+# 6-bit codes. The bound sets the size of the loss, not its exact value. A tenth of a tick asks for
+# `m` of about `5 qmax`: 5 to 6 bits for int4 codes, 7 to 8 for 6-bit codes. A 5-bit sub-scale
+# on int4 codes on each of the 36 layers, in the same layout (on the 384-wide layers a
+# super-block spans two rows):
 
 # %%
 loss5 = {n: scale_bits.rule_rows(w, 32, 4, 8, formats=("5-bit x fp16",))[0]["SQNR loss dB"] for n, w in W.items()}
@@ -161,16 +152,16 @@ worst = max(loss5, key=loss5.get)
 print(f"SQNR lost: {min(loss5.values()):.3f} to {loss5[worst]:.3f} dB per layer, the most on {worst}")
 
 # %% [markdown]
-# So in this layout a 5-bit sub-scale costs int4 codes about 0.02 dB or less on every MiniLM
-# layer; `L0.output`, section 2's layer, is the costliest.
+# `L0.output`, section 2's layer, is the costliest of the 36.
 #
 # ## 4. No mantissa at all: a power-of-two scale
 #
 # MX formats store a block's scale as one exponent byte (E8M0): a power of two, no mantissa. The
-# OCP MX specification's rule is `2**(floor(log2 amax) - 2)`, 2 being the exponent of FP4's
-# largest power of two, 4. The specification defines FP8, FP6, FP4 and INT8 elements, not int4; this
-# lesson applies the same rule to int4's grid, whose largest power of two is 4 too. All 36
-# Linear layers, blocks of 32, int4 codes and FP4 (E2M1) codes; `fp32` is the ideal scale:
+# OCP MX specification's **floor rule** is `2**(floor(log2 amax) - 2)`, 2 being the exponent of 4,
+# the largest power of two in FP4 (whose top magnitudes are 4 and 6). The specification has no
+# int4 elements; this lesson applies the rule to int4's grid too. All 36 Linear layers, blocks of
+# 32; `fp32` is the ideal scale, and `E8M0 best of 2` a control for the rule: per block and grid,
+# the better of the two powers of two around the ideal:
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("08", "power_of_two")
@@ -178,76 +169,70 @@ recall.predict("08", "power_of_two")
 # %%
 grid_fmt = {"int4 -7..7 SQNR dB": ".2f", "FP4 E2M1 SQNR dB": ".2f", "FP4 - int4 dB": "+.2f"}
 g32 = {r["scale format"]: r for r in scale_bits.grid_rows(W, block=32, formats=("fp32", "E8M0 floor"))}
+g32["E8M0 best of 2"] = scale_bits.pow2_best_row(W)
 print_table(list(g32.values()), grid_fmt)
 i4, fp4 = "int4 -7..7 SQNR dB", "FP4 E2M1 SQNR dB"
-loss = {c: g32["fp32"][c] - g32["E8M0 floor"][c] for c in (i4, fp4)}
-print(f"E8M0 floor against fp32 scales: int4 codes lose {loss[i4]:.2f} dB, FP4 codes {loss[fp4]:.2f} dB")
+too_large = scale_bits.random_oversized_row(W, up_to=1.5)  # clips nothing: the grid's response alone
+for r in (g32["E8M0 floor"], g32["E8M0 best of 2"], too_large):
+    lost = {c: g32["fp32"][c] - r[c] for c in (i4, fp4)}
+    print(f"{r.get('scale format') or r['scale']}: int4 codes lose {lost[i4]:.2f} dB, FP4 codes {lost[fp4]:.2f} dB")
 
 # %% [markdown]
-# The rule puts the block's largest weight anywhere from 4 to 8 times the scale, where the ideal
-# scale puts it on the grid's top (7 for int4, 6 for FP4); past the top it clips. That is
-# section 2's rule at its limit: with no mantissa there are no steps between two powers of two,
-# the scale can be up to 1.75 times its ideal on int4's grid (1.5 on FP4's), and the top code
-# moves by whole ticks. FP4 codes under this rule *are* MXFP4; they lose a dB less than int4's
-# (Going deeper's *Why FP4 tolerates a power-of-two scale better* says why).
+# The floor rule puts a block's largest weight anywhere from 4 to 8 times the scale, where the
+# ideal scale puts it on the grid's top (7 for int4, 6 for FP4): the top code moves by whole
+# ticks, and past the top it clips. Even the best power of two per block loses int4 codes 1.55
+# dB, so most of the 2.33 dB is the missing steps and about 0.8 the floor rule, which aims at
+# FP4's top. FP4 codes under the floor rule *are* MXFP4; they lose a dB less for both reasons:
+# the rule aims at their top (under the best power of two the gap is 0.54 dB), and a scale too
+# large shrinks the weights toward zero, where FP4's ticks are finer (the last line: scales too
+# large by a random 1 to 1.5 times, which clips nothing).
 #
 # ## 5. Try it: a format, a layer, a block
 #
-# Pick a format and a layer: the figure shows the first 32 weights of row 0 and what the format
-# stores for them, the readout the scale that block uses and the layer's error. A static view
-# of the default (Q4_K on `L0.query`) comes first.
+# The figure shows the first 32 weights of row 0 and what the chosen format stores for them; the
+# readout, that block's scale and the layer's error.
 #
 # **Guided experiment**: set the format to `MXFP4 floor`. The readout ends with the block's
 # largest weight as `f x 2**k`, `f` between 1 and 2, then the value stored for it and that
-# value's error in percent, e.g. `stored 0.12345 (-x.x%)`. Pick `L4.output`, then
-# `L0.intermediate`, and read only `f` first: from section 4's rule, which of the two stores its
-# largest weight more than 10% low? Then read the errors, and switch to `Q4_K` for comparison.
-
-# %%
-st = format_study.first_block(W["L0.query"], "Q4_K")
-print(st["scales"])
-_ = format_plots.block(st["values"], st["reconstructed"], "L0.query, row 0, weights 0-31 in Q4_K")
-
-# %% [markdown]
-# `sc = 53` is this block's scale in steps of `d` (the loudest block of its 256 gets 63); the
-# min entries are Q4_K's minimum from section 1.
+# value's error in percent. Pick `L4.output`, then `L0.intermediate`, and read only `f` first:
+# from the floor rule, which of the two stores its largest weight more than 10% low? Then read
+# the errors, and switch to `Q4_K` for comparison. On a page without widgets, the cell after the
+# widget prints both readouts.
 
 # %% tags=["nbval-ignore-output"]
 widgets.format_explorer(W, methods=("Q4_0", "Q4_K", "Q6_K", "MXFP4 floor", "NVFP4"))
 
+# %%
+for layer in ("L4.output", "L0.intermediate"):
+    print(widgets.format_state(W, layer, "MXFP4 floor")[0], end="\n\n")
+
 # %% [markdown]
 # <details><summary>Why there?</summary>
 #
-# `f` is 1.50 on `L4.output` and 1.97 on `L0.intermediate`: `L4.output` stores its largest
-# weight within 1%, `L0.intermediate` about a quarter low. The floor rule's scale is
-# `2**(k - 2)`, so the largest weight lands at `4f` units of the scale, and FP4's grid holds
-# only 4 and 6 up there. Within 1%: `f` near 1.5 (or near 1), where `4f` sits on 6 (or 4).
-# Between `f = 1` and `1.5` the top value moves by up to one unit of the scale (at `f = 1.25`,
-# half of FP4's step there); above `1.5` it clips to 6, up to 2 units low near `f = 2`, a
-# quarter of the weight. A power of two has no steps in between to absorb the move; Q4_K's
-# 6-bit sub-scale does.
+# `f` is 1.50 on `L4.output` and 1.97 on `L0.intermediate`. The floor rule's scale is
+# `2**(k - 2)`, so the largest weight lands at `4f` units of the scale, where FP4 holds only 4
+# and 6. At `f` near 1.5 (or 1), `4f` sits on 6 (or 4): stored within 1%, as on `L4.output`.
+# Above 1.5 it clips to 6, up to 2 units low near `f = 2`: `L0.intermediate` stores it about a
+# quarter low. A power of two has no steps in between to absorb the move; Q4_K's 6-bit
+# sub-scale does.
 #
 # </details>
 #
 # ## Summary
 #
-# * A sub-scale rounded to `sc` steps of a shared super-scale is off by up to `1 / (2 sc)`, and
-#   moves its block's largest code, `qmax` ticks out, by up to `qmax / (2 sc)` ticks. The rule,
-#   `qmax / (2m)`, holds for a block nearly as loud as its super-block's loudest; quieter blocks
-#   move further: 27 to 28% of `L0.output`'s blocks move past the rule.
-# * The SQNR lost grows about as the square of the move (on `L0.output`, a little under 4 times
-#   per bit fewer from 6 bits down); past half a tick, a scale rounded down also clips.
-# * For a loss near 0.02 dB on `L0.output`, a tenth of a tick, a scale needs about `5 x qmax`
-#   steps: 5 to 6 bits for int4 codes, 7 to 8 for 6-bit codes, about 10 for int8 codes. On int4
-#   codes a 5-bit sub-scale costs 0.007 to 0.021 dB per MiniLM layer (blocks of 32 under
-#   super-blocks of 8).
-# * A power of two (MX's E8M0) moves the top code by whole ticks and costs dB: on the 36 layers,
-#   under the OCP floor rule, 2.33 dB on int4 codes and 1.32 on FP4.
+# * A sub-scale rounded to `sc` steps of a shared super-scale moves its block's largest code,
+#   `qmax` ticks out, by up to `qmax / (2 sc)` ticks; a block nearly as loud as its
+#   super-block's loudest reaches the bound `qmax / (2m)` (27 to 28% of `L0.output`'s pass it).
+# * The SQNR lost grows about as the square of the move; past half a tick, a scale rounded down
+#   also clips.
+# * A tenth of a tick (near 0.02 dB on `L0.output`) needs about `5 x qmax` steps: 5 to 6 bits for
+#   int4 codes, 7 to 8 for 6-bit codes. A 5-bit sub-scale costs int4 codes 0.007 to 0.021 dB per
+#   MiniLM layer (blocks of 32 under super-blocks of 8).
+# * A power of two (MX's E8M0) has no steps between powers: on the 36 layers the OCP floor rule
+#   costs int4 codes 2.33 dB and FP4 1.32; the best power of two per block still costs 1.55 and
+#   1.01.
 #
 # ## Pause and recall
-#
-# Answer in your head first, then check yourself; every option explains itself (on a page
-# without widgets, the list below the quiz folds each answer under **Answer**).
 
 # %% tags=["nbval-ignore-output"]
 recall.quiz("08")
@@ -264,16 +249,19 @@ recall.show("08")
 #
 # ### The quieter blocks of a super-block
 #
-# A typical block rounds its scale by about a quarter step, half the rule; most blocks are
-# quieter than the loudest, which lifts the median move to about 0.6 of the rule. A block far
+# A typical block rounds its scale by about a quarter step, half the bound's; most blocks are
+# quieter than the loudest, which lifts the median move to about 0.6 of the bound. A block far
 # below its super-block's loudest is held at `sc = 1`: this course's floor, where
 # llama.cpp lets a very quiet block round to 0. Section 2's table again, with the
 # 95th-percentile block between the median and the worst (a move is `|amax / s - qmax|` ticks
 # under the stored scale `s`):
 
 # %%
-tail = ("scale format", "rule (ticks)", "median move (ticks)", "95th-pct move", "worst move", "SQNR loss dB")
-e4m3_row = scale_bits.rule_rows(W["L0.output"], 32, 4, 8, formats=("E4M3 x fp32",))
+tail = ("scale format", "bound (ticks)", "median move (ticks)", "95th-pct move", "worst move", "SQNR loss dB")
+e4m3_row = [
+    {bound.get(k, k): v for k, v in r.items()}
+    for r in scale_bits.rule_rows(W["L0.output"], 32, 4, 8, formats=("E4M3 x fp32",))
+]
 print_table(
     [{k: r[k] for k in tail} for r in int4_rows + e4m3_row], fmt_rule | {"95th-pct move": ".3f", "worst move": ".2f"}
 )
@@ -294,15 +282,14 @@ print_table(
 # 1536 long and hold 6 each; every other layer's rows are 384 long, so on them (section 3's
 # 36-layer line) a super-block spans two rows, which real Q4_K cannot store: llama.cpp needs rows
 # that are a multiple of 256. The size of the super-block moves the median and the loss; the
-# rule, set by the loudest block, stays. A 6-bit sub-scale on int4 codes, `L0.output`:
+# bound, set by the loudest block, stays. A 6-bit sub-scale on int4 codes, `L0.output`:
 
 # %%
 sb_rows = []
 for sb in (4, 8, 12):
     r = scale_bits.rule_rows(W["L0.output"], 32, 4, sb, formats=("6-bit x fp16",))[0]
-    sb_rows.append(
-        {"blocks per super-scale": sb} | {k: r[k] for k in ("rule (ticks)", "median move (ticks)", "SQNR loss dB")}
-    )
+    r = {bound.get(k, k): r[k] for k in ("rule (ticks)", "median move (ticks)", "SQNR loss dB")}
+    sb_rows.append({"blocks per super-scale": sb} | r)
 print_table(sb_rows, fmt_rule)
 
 # %% [markdown]
@@ -466,12 +453,12 @@ print(f"NVFP4 on L0.intermediate, values identical to torchao's: {np.array_equal
 # ### Why FP4 tolerates a power-of-two scale better
 #
 # Section 4's floor rule leaves a block's scale between 1 and 1.5 times FP4's ideal (or below
-# it, and the top clips). The control below separates the grid from the rule: every block's
-# scale too large, which clips nothing, on the same 36 layers, by a fixed factor and by a factor
-# drawn per block, log-uniform between 1 and 1.5:
+# it, and the top clips). Section 4's last line separates the grid from the rule: every block's
+# scale too large, which clips nothing, by a factor drawn per block, log-uniform between 1 and
+# 1.5. Here it is beside fixed factors, on the same 36 layers:
 
 # %%
-over = [*scale_bits.oversized_scale_rows(W, factors=(1.0, 1.2, 1.5)), scale_bits.random_oversized_row(W, up_to=1.5)]
+over = [*scale_bits.oversized_scale_rows(W, factors=(1.0, 1.2, 1.5)), too_large]
 print_table(over, {i4: ".2f", fp4: ".2f"})
 print(
     "lost against exact scales: "

@@ -22,7 +22,8 @@
 # **The answer**: On MiniLM's short sentences, at equal metadata, keys do better with one ruler
 # per channel: the channels' offsets, which a per-token ruler must span, and the key of `[CLS]`
 # together explain most of it. Values do better per token only while `[CLS]` is quantized with
-# the other tokens; keep that one token in fp16 and per channel wins.
+# the other tokens; keep it in fp16 and per channel wins at equal code bits, though every bit
+# counted, a third code bit per token beats both.
 #
 # **What you will do**: compare per-token and per-channel rulers on MiniLM's keys and values,
 # remove suspected causes one at a time to find which structure decides, then count every bit.
@@ -79,7 +80,7 @@ print(f"{len(qkv)} layers; sentence 0's keys: {tuple(qkv[0]['k'][0].shape)} (hea
 _ = kv.token_channel_map(qkv[3]["k"][0][:2], "layer 3 keys, sentence 0, heads 0 and 1: k per token and channel")
 
 # %% [markdown]
-# Many columns keep about one colour down all the tokens: a channel that sits near a value of its
+# Some columns keep about one colour down all the tokens: a channel that sits near a value of its
 # own. Per layer, the share of the keys' variance held by each channel's own mean over the
 # tokens (its offset), in real and shuffled keys:
 
@@ -125,8 +126,8 @@ print("\n".join(key_lines))
 # Each line is a ratio of mean errors, with the paired 95% interval of the difference over
 # sentence pairs (lesson 09). Shuffled keys keep most of the win (1.9x against 2.6x). That part
 # is the group size: a ruler over a dozen values fits a tighter range than one over 32, for
-# 4.56 bits per value against 3. At equal metadata (last row) the shuffled keys nearly tie,
-# while the real keys keep a 1.7x win: that part comes from their structure.
+# 4.56 bits per value against 3. At equal metadata (last row) the shuffled keys keep only a
+# small edge (1.06x), while the real keys keep a 1.7x win: that part comes from their structure.
 #
 # ## 4. Keys: which structure?
 #

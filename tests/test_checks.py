@@ -208,7 +208,7 @@ WRONG = {
     "02.worse_prediction": [
         ([], "shrinks only the bound"),
         ([0, 1, 4, 5], "strictly larger"),
-        ([2, 3], "get better"),
+        ([2, 3], "gets better"),
         ([1, 2], "rows missed: 1"),
     ],
     "02.erased_prediction": [
@@ -360,7 +360,7 @@ WRONG = {
     "10.sink_axes": [
         (("channel", "channel"), "(channel, channel)"),
         (("token", "token"), "KIVI's rule"),
-        (("channel", "token"), "both axes are off"),
+        (("channel", "token"), "reason each case on its own"),
     ],
     "10.key_bits": [
         (lambda b, g, t, r: _good("10.key_bits")(b, g, t, r) * 0 + b, "codes only"),
@@ -489,6 +489,7 @@ WRONG_08 = {
         (lambda s, b: _sub_by_hand(s, b, fp16=False), "kept the super-scale in float64"),
         (lambda s, b: _sub_by_hand(s, b, fp16=False, f32=True), "kept the super-scale in float32"),
         (lambda s, b: _sub_by_hand(s, b, rnd=np.floor), "truncated"),
+        (lambda s, b: _sub_by_hand(s, b, fp16_max=True), "rounded the loudest scale to float16"),
         (lambda s, b: _sub_by_hand(s, b, top=np.mean), "None"),
         (lambda s, b: _sub_by_hand(s, b, signed=True), "signed range"),
     ],
@@ -501,6 +502,7 @@ WRONG_08 = {
         (lambda c, r, t: _bits_by_hand(c, t / r, strict=True), "strictly below"),
         (lambda c, r, t: _bits_rounded_up(c, r, t), "counted the scale rounded up"),
         (lambda c, r, t: _bits_integer_steps(c, r, t), "rounded the quiet block's step count"),
+        (lambda c, r, t: int((2 ** (c - 1) - 1) * r / (2 * t)).bit_length(), "took the bit length"),
         (lambda c, r, t: _bits_by_hand(c, t) + int(math.log2(r)), "None"),
     ],
 }
@@ -513,9 +515,14 @@ def _bits_signed_sub_scale(code_bits, r, max_ticks):
     return next(b for b in range(2, 41) if qmax * r / (2 * (2 ** (b - 1) - 1)) <= max_ticks)
 
 
-def _sub_by_hand(ideal, bits, *, lowest=1, fp16=True, rnd=np.round, top=np.max, mixed=False, signed=False, f32=False):
+def _sub_by_hand(
+    ideal, bits, *, lowest=1, fp16=True, rnd=np.round, top=np.max, mixed=False, signed=False, f32=False, fp16_max=False
+):
     """Lesson 08's sub-scales as a learner might write them, one block at a time."""
     m = 2 ** (bits - 1) - 1 if signed else 2**bits - 1
+    if fp16_max:  # the loudest scale rounded to float16 before the division
+        d = float(np.float16(top(ideal))) / m
+        return np.array([min(max(rnd(s / d), lowest), m) * d for s in ideal])
     d = top(ideal) / m
     d = float(np.float32(d)) if f32 else d
     d16 = float(np.float16(d)) if fp16 else float(d)
@@ -576,6 +583,17 @@ WRONG_04 = {
 }
 WRONG |= WRONG_04
 
+
+def _trunc_07(row, top):  # lesson 07, task 2: the ends' codes truncated, not rounded
+    scale = row.abs().max() / top
+    return 2 * top - (int(row.max() / scale) - int(row.min() / scale))
+
+
+def _reach_07(row, top):  # lesson 07, task 2: the highest end's code minus the lowest's, rounded
+    scale = row.abs().max() / top
+    return round(float(row.max() / scale)) - round(float(row.min() / scale))
+
+
 WRONG_07 = {
     "07.finer_by": [
         (lambda w: w.abs().max() / w.abs().amax(dim=1), "the symmetric rule"),
@@ -590,31 +608,17 @@ WRONG_07 = {
             "not each channel's",
         ),
     ],
-    "07.unreachable_codes": [
-        (lambda r, b: 2 ** (b - 1) - 1, "every negative code is out of reach"),
-        (
-            lambda r, b: int(torch.round(r.min() / (r.abs().max() / (2 ** (b - 1) - 1)))) + 2 ** (b - 1) - 1,
-            "only the codes below the smallest value",
-        ),
-        (
-            lambda r, b: (
-                2**b
-                - (
-                    int(torch.round(r.max() / (r.abs().max() / (2 ** (b - 1) - 1))))
-                    - int(torch.round(r.min() / (r.abs().max() / (2 ** (b - 1) - 1))))
-                    + 1
-                )
-            ),
-            "out of 2**bits codes",
-        ),
+    "07.out_of_reach": [
+        (lambda r, b: [_trunc_07(row, 2 ** (b - 1) - 1) for row in r], "truncated toward 0"),
+        (lambda r, b: [int((r[i] < 0).sum()) for i in range(len(r))], "None"),
+        (lambda r, b: [2**b - _reach_07(row, 2 ** (b - 1)) for row in r], "2**(bits-1)"),
+        (lambda r, b: [_trunc_07(row, 2 ** (b - 1) - 1) + 1 for row in r], "None"),
     ],
 }
-WRONG_07["07.metadata_share"] = [
-    (lambda r, c, b, s: 8 * r / (8 * r + r * c * b / 8), "zero point for a symmetric ruler"),
-    (lambda r, c, b, s: (4 if s else 8) / ((4 if s else 8) + c), "one byte per code"),
-    (lambda r, c, b, s: 4 / (4 + c * b / 8), "zero point"),
-    (lambda r, c, b, s: (2 if s else 6) / ((2 if s else 6) + c * b / 8), "fp16 scale"),
-    (lambda r, c, b, s: (4 if s else 5) / ((4 if s else 5) + c * b / 8), "1-byte zero point"),
+WRONG_07["07.zero_point_pays_from"] = [
+    (lambda z: 8 * z, "cost the same"),
+    (lambda z: 8 * z + 33, "counted the scale too"),
+    (lambda z: 33, "None"),
 ]
 WRONG |= WRONG_07
 

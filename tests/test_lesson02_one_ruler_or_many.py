@@ -45,18 +45,27 @@ def test_rescued_rows_agree_with_quantize():
 
 
 def test_on_minilm_no_row_loses_to_its_own_int4_scale_and_few_lose_at_int8():
-    """Going deeper's count: rows whose MAE is higher per-channel than per-tensor, over every MiniLM Linear."""
+    """Section 5's count (rows whose MAE is higher per-channel than per-tensor, over every MiniLM Linear, the pooler's
+    among them) and Going deeper's near-loudest breakdown."""
     from qlesson.teach import models
 
-    worse, rows = {4: 0, 8: 0}, 0
-    for w in models.minilm_linear_weights().values():
+    worse, pooler, near_worse, near_change, rows = {4: 0, 8: 0}, {4: 0, 8: 0}, {4: 0, 8: 0}, {4: [], 8: []}, 0
+    for name, w in models.minilm_linear_weights().items():
         rows += w.shape[0]
+        rel = w.abs().amax(1) / w.abs().max()
+        near = (rel >= 0.95) & (rel < 1)
         for bits in worse:
             pt = (ql.fake_quantize(w, bits) - w).abs().mean(1)
             pc = (ql.fake_quantize(w, bits, granularity=ql.PerChannel(0)) - w).abs().mean(1)
             worse[bits] += int((pc > pt).sum())
+            pooler[bits] += int((pc > pt).sum()) * (name == "pooler")
+            near_worse[bits] += int(((pc > pt) & near).sum())
+            near_change[bits] += (pc / pt - 1)[near].tolist()
     assert worse[4] == 0 and 0 < worse[8] < 20
-    assert (worse[8], rows) == (10, 21_120)  # section 5 of the main line quotes these two numbers
+    assert (worse[8], rows, pooler[8]) == (10, 21_120, 1)  # section 5 prints these numbers
+    assert near_worse == {4: 0, 8: 10} and len(near_change[8]) == 34  # every int8 loser is near-loudest
+    assert -0.115 < min(near_change[8]) < -0.105 and 0.045 < max(near_change[8]) < 0.055  # printed: -11% to +5%
+    assert -0.07 < min(near_change[4]) < -0.06 and -0.01 < max(near_change[4]) < -0.005  # printed: -7% to -1%
 
 
 def test_worse_rows_flags_section_5s_row_0_and_not_its_control():
@@ -111,3 +120,13 @@ def test_the_exercise_shows_the_rows_the_prediction_is_graded_on():
     source = (Path(__file__).parents[1] / "exercises" / "solutions" / "02_one_ruler_or_many.py").read_text()
     literal = source.split("rows = torch.tensor(", 1)[1].split(")\n", 1)[0]
     assert torch.equal(torch.tensor(ast.literal_eval(literal.strip())), _NEW_ROWS)
+
+
+def test_the_worse_prediction_asks_for_indices_when_given_a_mask():
+    from qlesson.lessons import l02_one_ruler_or_many as l02
+
+    mask = [False, True, False, False, False, True]
+    for answer in (mask, torch.tensor(mask), [int(v) for v in mask]):
+        assert "not a True/False mask" in l02._judge_worse(answer)
+    assert l02._judge_worse([1, 5]) is None and l02._judge_worse((5, 1)) is None
+    assert "not a True/False mask" not in l02._judge_worse([0, 1])  # two indices, not a mask

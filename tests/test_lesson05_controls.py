@@ -46,3 +46,15 @@ def test_smoothing_only_one_feature_is_a_column_beside_smoothing_every_feature()
     assert all(
         {"every feature gain dB", "feature 3 only gain dB", "features 5, 7 only gain dB"} <= set(r) for r in rows
     )
+
+
+def test_one_side_sqnr_splits_smoothing_into_its_two_sides():
+    x, _ = _spiky()
+    w = torch.randn(8, x.shape[1], generator=torch.Generator().manual_seed(6), dtype=torch.float64)
+    none = activations.one_side_sqnr(x, x, w, None)
+    assert activations.one_side_sqnr(x, x, w, torch.ones(x.shape[1], dtype=torch.float64)) == none
+    s = torch.ones(x.shape[1], dtype=torch.float64)
+    s[3] = 30.0  # shrink the spike: the activations gain, the grown weight column costs the weights
+    after = activations.one_side_sqnr(x, x, w, s)
+    assert after["activations"] > none["activations"] + 1
+    assert after["weights"] < none["weights"]

@@ -88,3 +88,16 @@ def test_task_6s_h200_numbers_are_the_stored_runs():
         bench.tflops(rows, 256, "fused int4 weight-only group 128"),
     )
     assert (l06._H200_BF16, l06._H200_FP32, l06._H200_BW, l06._H200_INT4) == tuple(round(v, 1) for v in stored)
+
+
+def test_section_4_control_fp16_reads_slower_than_fp32_on_the_h200():
+    """Section 4: "fp32 F.linear, with twice fp16's bytes, takes 25 us in the same run, so at fp32's read rate fp16
+    would take about 13 us, int4's time" (and the predict's feedback says the same)."""
+    rows = bench.read_csv(bench.RESULTS / "gemm_nvidia_h200.csv")
+    fp32, half, int4 = (bench.find_row(rows, 1, p) for p in ("fp32 F.linear", "float16", INT4))
+    assert fp32.weight_bytes == 2 * half.weight_bytes
+    assert round(fp32.median_ms * 1e3) == 25 and round(half.median_ms * 1e3) == 22 and round(int4.median_ms * 1e3) == 12
+    at_fp32_rate_us = half.weight_bytes / (fp32.weight_bytes / fp32.median_ms) * 1e3
+    assert round(at_fp32_rate_us) == 13 and abs(at_fp32_rate_us / (int4.median_ms * 1e3) - 1) < 0.1  # "int4's time"
+    assert half.gb_per_s < 0.6 * fp32.gb_per_s  # "streams its weight slower than fp32's does"
+    assert round(bench.find_row(rows, 1, "per-channel scale alone").median_ms * 1e3) == 10  # "the 10 us"

@@ -28,7 +28,7 @@
 # check cell right below it. Write your code, run your cell, then run the check: a pass prints
 # one `✓` line per test case; a failure shows the first failing case, what came back, what
 # was expected and a hint (naming the mistake when it is a known one). The cases vary every
-# argument (bit widths, group sizes, shapes) and include edge cases, so hard-coding a number
+# argument (bit widths, shapes, values) and include edge cases, so hard-coding a number
 # that works for one case fails another. When you are done, save the notebook and grade it
 # from the repo root with `make grade` (or `python -m qlesson grade 02`): grading runs your
 # functions in a fresh process against the course's own cases and ignores what the check

@@ -22,7 +22,7 @@
 #
 # Practice for lesson `notebooks/04_groups_and_formats.ipynb`.
 # Per-group quantization, the bytes of a llama.cpp block the lesson did not show, one Q4_0 block
-# read by hand, and a bit budget spent on a weight the lesson did not show.
+# read from its bytes, and a bit budget spent on a weight the lesson did not show.
 #
 # **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
 # check cell right below it. Write your code, run your cell, then run the check: a pass prints
@@ -85,18 +85,18 @@ q5_0_bits = (2 + 32 // 8 + 32 // 2) * 8 / 32  # d, fifth bits, low nibbles: 22 b
 check("04.q5_0_bits_per_weight", q5_0_bits)
 
 # %% [markdown]
-# ## Task 3 · Read one Q4_0 block by hand
+# ## Task 3 · Read one Q4_0 block from its bytes
 #
 # Write `dequantize_q4_0_block(block)`: `block` is one Q4_0 block, a `torch.uint8` tensor of 18
-# bytes exactly as llama.cpp stores it:
+# bytes exactly as llama.cpp stores it (its spec; the lesson's Going deeper shows one block):
 #
 # * bytes 0-1: the scale `d`, fp16, little-endian;
 # * byte `2 + j` (j = 0..15): element `j` in its low nibble, element `j + 16` in its high one;
 # * each nibble holds a code in -8..7 stored as code + 8; a weight is `d * code`.
 #
-# Return its 32 weights in order, as a float32 tensor (float64 is fine too; fp16 is not). Use
-# only torch: no `gguf`, no `qlesson`.
-# `t.view(torch.float16)` reads the bytes of a `uint8` tensor `t` as fp16 values.
+# Return the block's 32 weights in order, as a float32 tensor (float64 is fine too; fp16 is not).
+# Use only torch: no `gguf`, no `qlesson`. `t.view(torch.float16)` reads the bytes of a `uint8`
+# tensor `t` as fp16 values.
 
 
 # %% tags=["solution"]
@@ -205,21 +205,21 @@ recall_03_2 = "d"
 recall.answer("03", 2, recall_03_2)
 
 # %% [markdown]
-# ### Recall 04.7
+# ### Recall 04.6
 #
 # GPTQ, int4, group size 128: a Linear weight [4096, 11008] ([out, in]) has scales [86, 4096]. Which weights share one?
 #
-# - **a)** 128 consecutive inputs of one output row
-# - **b)** 128 consecutive output rows, one scale per input
-# - **c)** 86 consecutive inputs of one row
+# - **a)** 128 consecutive output rows, one scale per input
+# - **b)** 86 consecutive inputs of one row
+# - **c)** 128 consecutive inputs of one output row
 #
 # Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
-recall_7 = ...  # STUB
+recall_6 = ...  # STUB
 # BEGIN SOLUTION
-recall_7 = "a"
+recall_6 = "c"
 # END SOLUTION
 
-# %% qlesson={"task": "recall 04.7"} tags=["check"]
-recall.answer("04", 7, recall_7)
+# %% qlesson={"task": "recall 04.6"} tags=["check"]
+recall.answer("04", 6, recall_6)

@@ -265,23 +265,3 @@ recall_8 = "c"
 
 # %% qlesson={"task": "recall 06.8"} tags=["check"]
 recall.answer("06", 8, recall_8)
-
-# %% [markdown]
-# ### Recall 06.9
-#
-# From Going deeper: in W8A8 with per-token and per-channel scales, the rescale of the int32 accumulator is...
-#
-# - **a)** An [M, N] rank-1 matrix: the outer product of the two scale vectors
-# - **b)** A scalar
-# - **c)** One scale per output channel, s_w[n] alone: s_x was already applied when x was quantized
-#
-# Answer with the option's letter as a string (in quotes).
-
-# %% tags=["solution"]
-recall_9 = ...  # STUB
-# BEGIN SOLUTION
-recall_9 = "a"
-# END SOLUTION
-
-# %% qlesson={"task": "recall 06.9"} tags=["check"]
-recall.answer("06", 9, recall_9)

@@ -21,8 +21,9 @@
 # # Exercise 07 · Calculator (SOLUTIONS: spoilers)
 #
 # Practice for lesson `notebooks/07_calculator.ipynb`.
-# What a channel's own ruler buys with zero points, which codes of a symmetric ruler a row
-# cannot reach, and what the rulers cost, on numbers the lesson did not show.
+# What a channel's own ruler buys with zero points, how many codes a symmetric ruler leaves
+# out of a row's reach, and from what row length a zero point costs less than one more bit, on
+# numbers the lesson did not show.
 #
 # **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
 # check cell right below it. Write your code, run your cell, then run the check: a pass prints
@@ -80,56 +81,65 @@ print("the lesson's four channels, asymmetric:", [round(v, 1) for v in finer_by(
 # about 1.8 times as wide, with the same codes.
 
 # %% [markdown]
-# ## Task 2 · Codes a symmetric ruler cannot use
+# ## Task 2 · How many codes does each row leave out of reach?
 #
-# A symmetric `bits`-bit ruler for one row has the codes `-(2**(bits-1) - 1) .. 2**(bits-1) - 1`,
-# its scale set from the row. Write `unreachable_codes(row, bits)`: how many of those codes lie
-# outside the row's span, so that no number from the row's smallest to its largest value could
-# round to them? Lesson 07 counted them on a GELU row; here the row can be any activation, of
-# either sign.
+# On lesson 07's GELU row, a zero point's gain came from the symmetric codes out of the row's
+# reach: codes that no number from the row's smallest to its largest value rounds to. Write
+# `out_of_reach(rows, bits)`: `rows` is a tensor `[rows, values]`, each row on its own
+# symmetric `bits`-bit ruler (codes `-(2**(bits-1) - 1) .. 2**(bits-1) - 1`). Return, for each
+# row, how many of its codes are out of reach (a 1-D tensor of ints).
 #
-# Predict first: for a ReLU row (every value >= 0) at 8 bits, how many? The cell after the
-# check prints the answer.
+# Predict first: at 4 bits, row 0 has three small values below 0 (down to -0.17), row 1 one
+# value at -1.0; both top out at 3.0. How many codes does each leave out of reach? The cell
+# after the check prints the answer.
 
 
 # %% tags=["solution"]
-def unreachable_codes(row, bits):
+def out_of_reach(rows, bits):
     ...  # STUB
     # BEGIN SOLUTION
     top = 2 ** (bits - 1) - 1
-    scale = row.abs().max() / top
-    lowest, highest = int(torch.round(row.min() / scale)), int(torch.round(row.max() / scale))
-    return (2 * top + 1) - (highest - lowest + 1)
+    out = []
+    for row in rows:
+        scale = row.abs().max() / top
+        lowest, highest = int(torch.round(row.min() / scale)), int(torch.round(row.max() / scale))
+        out.append((2 * top + 1) - (highest - lowest + 1))  # the codes beyond the row's two ends
+    return torch.tensor(out)
     # END SOLUTION
 
 
-# %% qlesson={"task": "07.unreachable_codes"} tags=["check"]
-check("07.unreachable_codes", unreachable_codes)
+# %% qlesson={"task": "07.out_of_reach"} tags=["check"]
+check("07.out_of_reach", out_of_reach)
 
 # %%
-print("a ReLU row at 8 bits:", unreachable_codes(torch.tensor([0.0, 0.4, 1.7, 3.0]), 8))
+two_rows = torch.tensor([[-0.17, -0.1, -0.05, 0.4, 1.2, 3.0], [-1.0, 0.2, 0.9, 1.5, 2.2, 3.0]])
+print("at 4 bits, codes out of reach per row:", out_of_reach(two_rows, 4).tolist())
 
 # %% [markdown]
-# ## Task 3 · What the rulers cost on a real layer
+# Row 0: a tick is 3.0 / 7, about 0.43, so its values below 0 all round to code 0 and codes -7
+# to -1 are out of reach. Row 1's -1.0 reaches code -2: only codes -7 to -3 are.
+
+# %% [markdown]
+# ## Task 3 · From what row length does a zero point cost less than one more bit?
 #
-# Write `metadata_share(rows, cols, bits, symmetric)`: a layer `[rows, cols]` quantized with one
-# ruler per row, stored the way lesson 07's calculator stores it, its codes packed at `bits` bits
-# each. Return the fraction of the layer's bytes (codes and rulers together) that the rulers
-# take, as a float.
+# On lesson 07's GELU row a zero point bought nearly what one more bit buys. Write
+# `zero_point_pays_from(zero_point_bytes)`: one ruler per row, its zero point stored in
+# `zero_point_bytes` bytes. Return the shortest row length (an int: the values one ruler covers)
+# at which the zero point stores fewer bytes than one more bit for every value of the row would.
+# Count bits as packed, with no rounding up to whole bytes.
 
 
 # %% tags=["solution"]
-def metadata_share(rows, cols, bits, symmetric):
+def zero_point_pays_from(zero_point_bytes):
     ...  # STUB
     # BEGIN SOLUTION
-    ruler_bytes = rows * (4 if symmetric else 4 + 4)  # an fp32 scale, and an int32 zero point if asymmetric
-    code_bytes = rows * cols * bits / 8
-    return ruler_bytes / (ruler_bytes + code_bytes)
+    # one more bit on n values is n / 8 bytes; the zero point's bytes do not grow with n
+    return int(8 * zero_point_bytes) + 1
     # END SOLUTION
 
 
-# %% qlesson={"task": "07.metadata_share"} tags=["check"]
-check("07.metadata_share", metadata_share)
+# %% qlesson={"task": "07.zero_point_pays_from"} tags=["check"]
+check("07.zero_point_pays_from", zero_point_pays_from)
 
 # %% [markdown]
 # ## Recall

@@ -47,13 +47,10 @@ from qlesson.course.tasks import check
 # %% [markdown]
 # ## Task 1 · Sub-scales under a super-scale
 #
-# Write `sub_scales(ideal, bits)`: `ideal` is a numpy array of the ideal scales of the blocks
-# in one super-block (all positive). Store them the K-quant way, as in the lesson: each block
-# gets an unsigned `bits`-bit integer, never 0, times one super-scale shared by the whole
-# super-block; the super-scale is stored as a float16 number. Round each block against the
-# super-scale before or after its float16 rounding: both are accepted (llama.cpp's
-# `quantize_row_q4_K_ref` rounds against the one before). Return the scales as stored (a numpy
-# array of floats), not the integers. Some cases are hidden: you see only that one failed, and
+# A warm-up for Task 2. Write `sub_scales(ideal, bits)`: `ideal` is a numpy array of the ideal
+# scales of the blocks in one super-block (all positive). Store them with `bits`-bit sub-scales
+# under one super-scale, as section 2 of the lesson stores Q4_K's, and return the scales as
+# stored (a numpy array of floats). Some cases are hidden: you see only that one failed, and
 # why if the mistake is a known one.
 
 
@@ -74,7 +71,7 @@ check("08.sub_scales", sub_scales)
 # %% [markdown]
 # ## Task 2 · How many bits does a quiet block's scale need?
 #
-# The lesson's rule holds for a block about as loud as its super-block's loudest. Take another
+# The lesson's bound holds for a block about as loud as its super-block's loudest. Take another
 # block of the same super-block, `r` times quieter: its ideal scale is `1 / r` of the loudest
 # block's. Write `quiet_block_bits(code_bits, r, max_ticks)`: blocks use symmetric signed codes
 # of `code_bits` bits (int4: -7 to 7) and store their scales as in Task 1. Return the fewest
@@ -162,22 +159,6 @@ recall_3 = "c"
 recall.answer("08", 3, recall_3)
 
 # %% [markdown]
-# ### Recall 08.5
-#
-# MXFP4 floor rule (the OCP spec's): a block's largest magnitude is 5.0. What is its scale?
-#
-# Answer with a number.
-
-# %% tags=["solution"]
-recall_5 = ...  # STUB
-# BEGIN SOLUTION
-recall_5 = 1.0
-# END SOLUTION
-
-# %% qlesson={"task": "recall 08.5"} tags=["check"]
-recall.answer("08", 5, recall_5)
-
-# %% [markdown]
 # ### Recall 08.8
 #
 # int8 codes (-127..127), 8-bit sub-scales (1 to 255): is a near-loudest block's top code within a tenth of a tick?
@@ -197,3 +178,24 @@ recall_8 = "a"
 
 # %% qlesson={"task": "recall 08.8"} tags=["check"]
 recall.answer("08", 8, recall_8)
+
+# %% [markdown]
+# ### Recall 08.9
+#
+# Lesson 04 revisited: one weight, 20 times any other, lands in block 0 of a Q4_K super-block. Whose scales get coarser?
+#
+# - **a)** None: a 6-bit sub-scale has room for a factor of 20
+# - **b)** All 8: block 0's codes get a coarse ruler, and the other 7 scales span 3 super-scale steps or fewer
+# - **c)** Block 0 only: each block has its own scale, so the outlier stays inside its block
+# - **d)** The whole row: the super-scale is shared along the row, like a per-channel scale
+#
+# Answer with the option's letter as a string (in quotes).
+
+# %% tags=["solution"]
+recall_9 = ...  # STUB
+# BEGIN SOLUTION
+recall_9 = "b"
+# END SOLUTION
+
+# %% qlesson={"task": "recall 08.9"} tags=["check"]
+recall.answer("08", 9, recall_9)

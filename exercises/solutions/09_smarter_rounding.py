@@ -20,11 +20,13 @@
 # %% [markdown]
 # # Exercise 09 · Smarter rounding (SOLUTIONS: spoilers)
 #
-# Practice for lesson `notebooks/09_smarter_rounding.ipynb`.
-# GPTQ from its parts (one error-feedback step, then the whole column loop), how many
-# calibration tokens a layer needs before GPTQ beats plain rounding on text it never saw, the
-# lesson's question on synthetic layers, and which calibration text to choose; then recall
-# questions, two of them on AWQ (the lesson's Going deeper).
+# Practice for lesson `notebooks/09_smarter_rounding.ipynb`, in two parts:
+# * **Part A, build GPTQ** (tasks 1-2): one error-feedback step, then the whole column loop.
+# * **Part B, use it** (tasks 3-5): how many calibration tokens GPTQ needs before it beats
+#   plain rounding on text it never saw, the lesson's question on synthetic layers, and which
+#   calibration text to choose.
+#
+# Then recall questions, two of them on AWQ (the lesson's Going deeper).
 #
 # **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
 # check cell right below it. Write your code, run your cell, then run the check: a pass prints
@@ -47,6 +49,8 @@ from qlesson.course import recall
 from qlesson.course.tasks import check
 
 # %% [markdown]
+# ## Part A · Build GPTQ (tasks 1-2, about 15 minutes)
+#
 # GPTQ's Hessian of the calibration inputs `x [tokens, features]` (lesson 09, section 1), given:
 
 
@@ -115,16 +119,16 @@ check("09.gptq_per_channel", gptq_per_channel)
 
 
 # %% [markdown]
+# ## Part B · Use GPTQ (tasks 3-5, about 15 minutes)
+#
 # ## Task 3 · How many calibration tokens before GPTQ really wins?
 #
 # A layer `w [N, K]`, its calibration tokens `x_cal` and more tokens `x_held` from the same
 # source. Write `fewest_tokens(w, x_cal, x_held, ns, bits)`: for each count
 # `n` in `ns` (increasing), calibrate GPTQ per-channel (`ql.gptq`) on the first `n` tokens of
 # `x_cal`, and return the smallest `n` with which GPTQ is better than round-to-nearest (the same
-# bits, per-channel) for this layer. Judge "better" by the lesson's relative output error of
-# the layer, on tokens where GPTQ's fit cannot flatter it (lesson 09 says what can fool you).
-# Return 0 if GPTQ wins at no count; but every case has such an `n`, so if yours returns 0, look
-# again at what it measures.
+# bits, per-channel) for this layer, judged by the lesson's relative output error of the
+# layer. Return 0 if GPTQ wins at no count.
 
 
 # %% tags=["solution"]

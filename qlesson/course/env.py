@@ -102,13 +102,31 @@ def pins_line(pins_file: Path = PINS) -> str:
     return f"pins: {len(bad)} differ: {listed}; run `make setup` or use the course's .venv kernel"
 
 
-def kernel_python() -> str:
-    """The Python this kernel runs, named relative to the repo when it is the course's venv."""
-    exe = Path(sys.executable)
+def kernel_python(executable: str | None = None, prefix: str | None = None) -> str:
+    """The Python this kernel runs, named relative to the repo when it is the course's venv.
+
+    A conda environment (its prefix holds ``conda-meta/``) is README's conda route, not a wrong
+    kernel: it is named as such, and the pins line below it checks its versions.
+
+    >>> import tempfile
+    >>> env = Path(tempfile.mkdtemp()) / "qlesson"
+    >>> (env / "conda-meta").mkdir(parents=True)
+    >>> kernel_python(str(env / "bin" / "python"), str(env)).endswith("(conda environment qlesson)")
+    True
+    >>> print(kernel_python("/usr/bin/python3", "/usr"))
+    /usr/bin/python3 (not the course's .venv: check the kernel picker, top right)
+    >>> print(kernel_python(str(ROOT / ".venv" / "bin" / "python"), str(ROOT / ".venv")))
+    .venv/bin/python (the course's venv)
+    """
+    exe = Path(sys.executable if executable is None else executable)
+    env = Path(sys.prefix if prefix is None else prefix)
     try:
         return f"{exe.relative_to(ROOT).as_posix()} (the course's venv)"
     except ValueError:
-        return f"{exe} (not the course's .venv: check the kernel picker, top right)"
+        pass
+    if (env / "conda-meta").is_dir():
+        return f"{exe} (conda environment {env.name})"
+    return f"{exe} (not the course's .venv: check the kernel picker, top right)"
 
 
 def cuda_device() -> str | None:

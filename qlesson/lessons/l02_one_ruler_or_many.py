@@ -172,18 +172,33 @@ _WORSE_MISTAKES = (
     ),
     (
         [0, 1, 4, 5],
-        "you counted rows whose error does not change (row 0 sets the shared scale; row 4 sits on its own ticks "
-        "too); worse means strictly larger",
+        "you also listed rows whose error does not change: a row that sets the shared scale keeps its codes, and a "
+        "row whose values sit on its own ticks keeps an error of 0; worse means strictly larger",
     ),
-    ([1, 4, 5], "row 4's values also sit on its own ticks (1 is its last tick, code 7), so its error stays 0"),
-    ([0, 1, 5], "row 0 sets the shared scale, so its own scale is the same one and its codes do not change"),
-    ([2, 3], "those rows get better with their own scale; the task asks which get worse"),
-    ([3], "row 3 is the quiet row the shared scale erases: its own scale helps it most"),
+    ([1, 4, 5], "one row you listed keeps an error of 0 under both rulers (its values sit on its own ticks too)"),
+    ([0, 1, 5], "one row you listed sets the shared scale, so its own scale is the same and its codes do not change"),
+    ([2, 3], "every row you listed gets better with its own scale; the task asks which get worse"),
+    ([3], "the row you listed is the quiet row the shared scale erases: its own scale helps it most"),
 )
+
+
+def _is_mask(answer: Any) -> bool:
+    """True when the answer looks like one True/False (or 1/0) entry per row rather than a list of row indices."""
+    if isinstance(answer, torch.Tensor) and answer.dtype == torch.bool:
+        return True
+    try:
+        given = answer.tolist() if hasattr(answer, "tolist") else list(answer)
+    except TypeError:
+        return False
+    if any(isinstance(v, bool) for v in given):
+        return True
+    return len(given) == len(_NEW_ROWS) and all(v in (0, 1) for v in given)
 
 
 def _judge_worse(answer: Any) -> str | None:
     """None when the list of rows that lose is right (in any order); else a named mistake, or how many rows are off."""
+    if _is_mask(answer):
+        return "give the row indices (a list such as [0, 4]), not a True/False mask with one entry per row"
     try:
         given = sorted({int(r) for r in answer})
     except (TypeError, ValueError):
@@ -368,6 +383,7 @@ TASKS: list[Task] = [
         (),
         is_value=True,
         judge=_judge_worse,
+        minutes=6,
     ),
     Task(
         "02.rescued_rows",
@@ -413,6 +429,7 @@ TASKS: list[Task] = [
             ),
             Mistake("used int4 whatever the bits (4 hard-coded)", lambda w, b: _rescued(w, 4)),
         ],
+        minutes=6,
     ),
     Task(
         "02.erased_prediction",
@@ -456,8 +473,8 @@ RECALL: tuple[Question, ...] = (
         (
             "Because channels differ in magnitude, and a shared scale leaves quiet ones few codes or none",
             True,
-            "This is the answer interviewers look for: at int4 the quiet row is erased, at int8 it keeps only a "
-            "few small codes (section 2).",
+            "A shared absmax scale is set by the loudest channel: at int4 the quiet row is erased, at int8 it "
+            "keeps only a few small codes (section 2).",
         ),
         (
             "Because the loudest channel would otherwise be clipped by a shared scale fitted to the typical channel",

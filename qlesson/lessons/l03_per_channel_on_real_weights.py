@@ -160,8 +160,8 @@ TASKS: list[Task] = [
         "per-output-channel scales of an einsum out-projection [heads, head_dim, d_model]",
         _einsum_scales,
         _cases_einsum(),
-        "two separate checks, and a named mistake says which one failed: the axis (which letter of w does "
-        "einsum('bhd,hdm->bm', z, w) keep in y?) and the divisor (the largest code of symmetric int-b)",
+        "check the axis first: which letter of w does einsum('bhd,hdm->bm', z, w) keep in y? A scale covers "
+        "every weight that feeds one such output; then divide by the largest code of symmetric int-b",
         [
             Mistake(
                 "one scale per head, as for Conv2d's axis 0: heads are summed by this einsum, so they are inputs",
@@ -221,8 +221,8 @@ TASKS: list[Task] = [
         "per-output-channel scales of a GPT-2 Conv1D weight",
         _conv1d_scales,
         _cases_conv1d(),
-        "two separate checks, and a named mistake says which one failed: the axis (which axis of W does one "
-        "output column y[:, n] of x @ W + b read?) and the divisor (the largest code of symmetric int-b)",
+        "check the axis first: which axis of W does one output column y[:, n] of x @ W + b read? A scale "
+        "covers every weight that feeds one output; then divide by the largest code of symmetric int-b",
         [
             Mistake(
                 "amax(dim=1) removes axis 1, so it gives one scale per input row; the scales must run along the output "
@@ -422,9 +422,9 @@ PREDICT = {
     ),
     "cosine": choice(
         "Int4 weights, 240 sentences: every layer per-tensor gives a mean cosine of 0.44 to FP32, every layer "
-        "per-channel 0.92. A split keeps the six FFN output layers, whose rows section 3 erased, per-channel and "
-        "quantizes the other 31 layers per-tensor. Does it recover more or less than half of the gap from 0.44 "
-        "to 0.92?",
+        "per-channel 0.92. A split keeps the six FFN output layers (most rows of four of them erased in section "
+        "3) per-channel and quantizes the other 31 layers per-tensor. Does it recover more or less than half of "
+        "the gap from 0.44 to 0.92?",
         (
             "Nearly all of it: the erased FFN output layers were the whole problem",
             False,
@@ -437,10 +437,10 @@ PREDICT = {
             False,
             "It tempts because 378 of 384 rows of L0.output are zeros, and alone those six layers per-tensor do "
             "cost the most (the mirror row). But the split reaches only 0.64, about 42% of the gap: the other 31 "
-            "per-tensor still break the model on their own.",
+            "per-tensor still cost more than half of the gap on their own.",
         ),
         (
-            "Less than half: the other 31 layers per-tensor still break the model on their own",
+            "Less than half: the other 31 layers per-tensor still cost more than half of the gap on their own",
             True,
             "The split reaches 0.64, about 42% of the gap. Not because the 31 matter more: the mirror row (the six "
             "per-tensor alone) loses more. Either group per-tensor costs more than half of the whole loss, so "
@@ -448,25 +448,25 @@ PREDICT = {
         ),
     ),
     "axis": choice(
-        "nn.ConvTranspose2d(8, 8, kernel_size=3) has a weight of shape [8, 8, 3, 3]. Along which axis do its "
-        "per-output-channel scales run (one scale per index of that axis)?",
+        "nn.ConvTranspose2d(8, 4, kernel_size=3) stores its weight as [8, 4, 3, 3]. Double the slice w[0] "
+        "(index 0 along axis 0) and run the layer again. How many of its 4 output channels change?",
         (
-            "Axis 0",
+            "One: axis 0 is the output axis, as in Linear and Conv2d",
             False,
-            "It tempts because Linear and Conv2d store [out, in, ...], but ConvTranspose2d stores [in, out, kh, kw]: "
-            "axis 0 indexes the input channels, which the layer sums over.",
+            "It tempts because Linear and Conv2d store [out, in, ...]; but ConvTranspose2d stores [in, out, kh, "
+            "kw]: w[0] holds input channel 0's weights to every output, so all 4 change.",
         ),
         (
-            "Axis 1",
+            "All 4: axis 0 runs over the inputs, and each input feeds every output",
             True,
-            "ConvTranspose2d(4, 8) stores the weight of Conv2d(8, 4), [4, 8, kh, kw], so its outputs are axis 1; "
-            "doubling one slice along axis 1 changes one output channel.",
+            "So a scale along axis 0 would change inside each output's sum; the output axis is 1, where doubling "
+            "one slice changes one output channel. The cell below checks both.",
         ),
         (
-            "Either: both axes have size 8",
+            "None: doubling a slice only rescales, and rescaling cancels out",
             False,
-            "The count is the same, the values are not: a scale must be the absmax of the weights that feed one "
-            "output, and only axis 1 groups them.",
+            "A Linear map is linear in its weights: doubling w[0] doubles input 0's contribution to every output "
+            "it feeds, and nothing divides it back out.",
         ),
     ),
 }
@@ -525,10 +525,10 @@ RECALL: tuple[Question, ...] = (
             "is 0.35 of a step, and anything under half a step rounds to 0.",
         ),
         (
-            "Only at int8: int4 has fewer codes, so it rounds more rows up to +-1",
+            "No: rounding sends any nonzero weight to at least code +-1",
             False,
-            "Fewer codes make the tick coarser, which erases more rows, not fewer; at int8 the same row is "
-            "127/20 = 6.35 ticks and keeps its codes.",
+            "Tempting if you picture rounding away from 0, but rounding goes to the nearest code: 0.35 of a tick "
+            "lands on 0, and only a weight past half a tick gets +-1.",
         ),
     ),
     choice(

@@ -48,6 +48,15 @@ def _naive_per_group(w: torch.Tensor, bits: int, g: int) -> tuple[torch.Tensor, 
     return torch.clamp(torch.round(wg / s[..., None]), -qmax(bits), qmax(bits)).reshape(n, k), s
 
 
+def _signed_max_per_group(w: torch.Tensor, bits: int, g: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The scale from each group's largest value (amax without abs)."""
+    n, k = w.shape
+    wg = w.reshape(n, k // g, g)
+    s = wg.amax(-1) / qmax(bits)
+    q = torch.clamp(torch.round(codes(wg, s[..., None])), -qmax(bits), qmax(bits))
+    return q.reshape(n, k), s
+
+
 def _half_away_per_group(w: torch.Tensor, bits: int, g: int) -> tuple[torch.Tensor, torch.Tensor]:
     n, k = w.shape
     wg = w.reshape(n, k // g, g)
@@ -253,8 +262,8 @@ _Q4_0_HINT = (
 )
 _Q4_0_MISTAKES = [
     Mistake(
-        "returned float16: d * codes was computed in fp16, so each value is rounded to fp16 and misses by "
-        "up to 1 part in 2048, though it prints the same; convert d with .float() and return float32",
+        "your values match d * codes computed in fp16: each is rounded to fp16 and misses by up to 1 part in "
+        "2048, though it prints the same; convert d with .float() before multiplying",
         _q4_0_in_fp16,
     ),
     Mistake(
@@ -360,6 +369,19 @@ TASKS: list[Task] = [
                 "divided by a zero scale: an all-zero group gives NaN codes (0 / 0); give it codes 0",
                 lambda w, b, g: _naive_per_group(w, b, g),
             ),
+            Mistake(
+                "took each group's largest value, not its largest magnitude: use abs() before amax, or a group "
+                "whose largest weight is negative gets a ruler too short (or negative)",
+                _signed_max_per_group,
+            ),
+            *(
+                Mistake(
+                    "kept the scale away from 0 with a small epsilon; an all-zero group's scale is exactly 0 "
+                    "(and its codes 0): leave the scale alone and guard only the division",
+                    lambda w, b, g, eps=eps: (lambda q, s: (q, s.clamp_min(eps)))(*_quantize_per_group(w, b, g)),
+                )
+                for eps in (1e-8, torch.finfo(torch.float32).eps)
+            ),
             Mistake("used int4 whatever the bits (4 hard-coded)", lambda w, b, g: _quantize_per_group(w, 4, g)),
             Mistake(
                 "returned the dequantized weights (codes times scale); return the integer codes themselves",
@@ -418,8 +440,8 @@ TASKS: list[Task] = [
         "to a scale shared by 256 or 128 weights, and what it does to one shared by 32",
         [
             Mistake(
-                "the outlier did not change your pick: one weight 40x the others sets its group's scale, so large "
-                "groups round almost every other weight to 0, and small groups confine the damage",
+                "the outlier did not change your pick: one weight 40x the others sets its group's scale, so in a "
+                "large group almost every other weight rounds to 0; weigh what each menu item does with it",
                 lambda: ((4, 128), (4, 128)),
             ),
             Mistake(
@@ -602,30 +624,6 @@ RECALL: tuple[Question, ...] = (
         ),
         source=LESSON,
     ),
-    choice(
-        "A checkpoint stores a [4096, 4096] Linear weight ([out_features, in_features]) at int4 with "
-        "'group size 128'. Its scales, laid out [out_features, in_features / g], have shape [4096, 32]. Which "
-        "weights share one scale?",
-        (
-            "128 consecutive inputs of one output row",
-            True,
-            "Scales [N, K / g]: one row of scales per output row, one scale per run of 128 along in_features: "
-            "each row has 4096 / 128 = 32 groups (section 3).",
-        ),
-        (
-            "128 consecutive output rows, one scale per input column",
-            False,
-            "Tempting because an interview study note codes group quantization this way; but then they would cover "
-            "128 rows each: 32 per column, coarser than per-channel (section 3's 12 scales).",
-        ),
-        (
-            "32 consecutive inputs of one row",
-            False,
-            "Tempting because 32 is the number in the shape; but 32 is how many groups a row has. A row of 4096 "
-            "in 32 groups puts 128 weights behind each scale.",
-        ),
-        source=LESSON,
-    ),
 )
 
 EXERCISE_RECALL: tuple[Question, ...] = (
@@ -662,8 +660,8 @@ PREDICT = {
         (
             "int4 per-channel, by several dB: a code bit makes every step more than twice as fine",
             False,
-            "Tempting because one more bit is the classic 6 dB; but groups of 16 give each row 96 rulers, each "
-            "fitted to 16 weights, and that buys back about as much as the code bit.",
+            "Tempting because with these rulers one more bit makes every step 7/3 times finer, about 7 dB; but "
+            "groups of 16 give each row 96 rulers, each fitted to 16 weights, and that buys back about as much.",
         ),
         (
             "int3 g16, by several dB: smaller groups always win",
@@ -674,8 +672,7 @@ PREDICT = {
         (
             "The two land within a few tenths of a dB: the groups buy back about what the code bit gives",
             True,
-            "At equal storage neither the code bit nor the bit of scales wins by much here; section 4 then shows "
-            "a layer where the code bit wins by about 3 dB.",
+            "At equal storage neither the code bit nor the bit of scales wins by much here.",
         ),
     ),
     "control": choice(

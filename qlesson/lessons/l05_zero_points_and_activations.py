@@ -678,13 +678,14 @@ PREDICT = {
         ),
     ),
     "smooth_99": choice(
-        "QKV input, static per-tensor scale: smoothing every feature gains about 3.5 dB. Smooth only feature 99 "
-        "(the [CLS] spike; every other s_j set to 1). How much of the 3.5 dB does that give?",
+        "QKV input, static per-tensor scale: smoothing every feature gains about 3.5 dB. Given the loudest "
+        "features printed above, smooth only feature 99, the [CLS] spike (every other s_j set to 1). How much "
+        "of the 3.5 dB does that give?",
         (
             "Nearly all of it",
             False,
             "It tempts because the spike dominated FC1's input in section 2. But on the QKV input feature 63 is "
-            "nearly as loud (printed in the next cell): shrink the spike, and 63 still sets the static scale.",
+            "nearly as loud: shrink the spike, and 63 still sets the static scale.",
         ),
         (
             "About half",
@@ -695,8 +696,9 @@ PREDICT = {
         (
             "Nothing, or a little less",
             True,
-            "Feature 63 on ordinary tokens is nearly as loud as the spike, so it sets the static scale once 99 "
-            "is smoothed, and the step barely changes. Only smoothing both lowers the scale.",
+            "Feature 63 is nearly as loud as the spike, so it sets the static scale once 99 is smoothed, and the "
+            "step barely changes; meanwhile weight column 99 grows, which costs a little. Only smoothing both "
+            "lowers the scale.",
         ),
     ),
 }

@@ -336,7 +336,8 @@ RECALL: tuple[Question, ...] = (
         (
             "Onto the activations: (x * s_in) @ q.T, or folded offline into the op that made x",
             True,
-            "s_in[k] multiplies feature k of every token, so it moves to x; AWQ and SmoothQuant apply theirs this way.",
+            "s_in[k] multiplies feature k of every token, so it moves to x; AWQ and SmoothQuant move their "
+            "per-input-channel factors this way.",
         ),
         (
             "After the GEMM, one multiply per output",
@@ -439,20 +440,21 @@ PREDICT = {
         (
             "About 0.27x: at M = 1 the time is the time to read the weight",
             False,
-            "Tempting: at M = 1 the bytes set a floor. But a floor is not a time: in this run every call costs "
-            "about 10 us (the scale multiply alone on a 16 KB output), more than either weight's read floor.",
+            "Tempting: at M = 1 the bytes set a floor. But a floor is not a time: fp16 takes 22 us against its "
+            "8 us read floor, so neither call runs at the bandwidth and their ratio need not be the bytes'.",
         ),
         (
             "Faster, but well short of what its bytes allow",
             True,
-            "int4 takes 12 us to fp16's 22, about 0.57x; a call in this run costs about 10 us whatever it does, so "
-            "the bytes int4 saves show only in part.",
+            "int4 takes 12 us to fp16's 22, about 0.57x. Part of that gap is fp16's, not int4's bytes: fp32 "
+            "F.linear in the same run reads twice fp16's bytes in 25 us, and at fp32's read rate fp16 would take "
+            "about 13 us, int4's time.",
         ),
         (
             "About the same as fp16: the cost of a call swamps both reads",
             False,
-            "Tempting, since each call costs about 10 us here and both read floors (8 and 2 us) sit below it; but "
-            "that cost is a floor, not a shared time: fp16 takes 22 us, int4 12 us.",
+            "Tempting, since both read floors (8 and 2 us) are small for a GPU call; but the times still differ: "
+            "fp16 takes 22 us, int4 12 us.",
         ),
         (
             "Slower than fp16: it must unpack its codes first",
@@ -523,22 +525,6 @@ EXERCISE_RECALL: tuple[Question, ...] = (
             "About the same as dequantize-first: the scale multiply was never the cost",
             False,
             "The scale multiply over the weight was one of the passes: a read and a write of a full fp32 copy.",
-        ),
-    ),
-    choice(
-        "From Going deeper: in W8A8 with per-token and per-channel scales, the rescale of the int32 accumulator is...",
-        ("An [M, N] rank-1 matrix: the outer product of the two scale vectors", True, "s_x s_w^T."),
-        (
-            "A scalar",
-            False,
-            "Tempting if you think of one scale per tensor; with per-token and per-channel scales each output "
-            "element gets its own product s_x[m] s_w[n].",
-        ),
-        (
-            "One scale per output channel, s_w[n] alone: s_x was already applied when x was quantized",
-            False,
-            "Tempting, since x was divided by s_x on the way in; but that division is exactly what the rescale must "
-            "undo, so each output [m, n] is multiplied by s_x[m] s_w[n]: the outer product of the two vectors.",
         ),
     ),
 )

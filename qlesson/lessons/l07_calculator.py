@@ -5,6 +5,8 @@ Source: ``notebooks/07_calculator.py``; the exercise ``exercises/solutions/07_ca
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from qlesson.course.checking import Case, Mistake, Task
@@ -112,7 +114,7 @@ RECALL: tuple[Question, ...] = (
         tol=0.01,
         mistakes=(
             (0.125, "that is the shared ruler's tick over the channel's: inverted"),
-            (2.1, "that is the difference of the two magnitudes; the scales are in their ratio"),
+            (56, "that also multiplies by qmax (7 at 4 bits); both scales divide by the same qmax, so it cancels"),
             (1, "that would be the channel that holds the tensor's largest |value|; this one is quieter"),
         ),
         source=LESSON,
@@ -204,21 +206,61 @@ def _finer_by_asym(w: torch.Tensor) -> torch.Tensor:
     return _widened(w.min(), w.max()) / _widened(w.amin(dim=1), w.amax(dim=1))
 
 
-def _unreachable_codes(row: torch.Tensor, bits: int) -> int:
+def _ends(row: torch.Tensor, top: int, cut=torch.round) -> tuple[int, int]:
+    """The codes the row's lowest and highest value land on, on its own symmetric ruler with top code ``top``."""
+    scale = row.abs().max() / top
+    return int(cut(row.min() / scale)), int(cut(row.max() / scale))
+
+
+def _out_of_reach(rows: torch.Tensor, bits: int) -> torch.Tensor:
+    """Per row: the codes of its own symmetric ruler beyond its lowest and its highest value's codes."""
+    q = qmax(bits)
+    return torch.tensor([2 * q + 1 - (hi - lo + 1) for lo, hi in (_ends(row, q) for row in rows)])
+
+
+def _per_row(fn):
+    """A per-row count ``fn(row, bits)`` as the 1-D tensor the task returns."""
+    return lambda rows, bits: torch.tensor([fn(row, bits) for row in rows])
+
+
+def _unused_codes(row: torch.Tensor, bits: int) -> int:
+    codes = torch.round(row / (row.abs().max() / qmax(bits)))
+    return 2 * qmax(bits) + 1 - len(codes.unique())
+
+
+def _fractional(row: torch.Tensor, bits: int) -> float:
     scale = row.abs().max() / qmax(bits)
-    lo, hi = int(torch.round(row.min() / scale)), int(torch.round(row.max() / scale))
-    return 2 * qmax(bits) + 1 - (hi - lo + 1)
+    return float(2 * qmax(bits) - (row.max() - row.min()) / scale)
 
 
-def _row(seed: int, n: int, act: str) -> torch.Tensor:
+def _top_as_power(row: torch.Tensor, bits: int) -> int:
+    top = 2 ** (bits - 1)
+    lo, hi = _ends(row, top)
+    return 2 * top + 1 - (hi - lo + 1)
+
+
+_ACTS = {"silu": torch.nn.functional.silu, "relu": torch.relu, "gelu": torch.nn.functional.gelu, "tanh": torch.tanh}
+
+
+def _act(seed: int, n: int, act: str) -> torch.Tensor:
     x = torch.randn(n, generator=torch.Generator().manual_seed(seed))
-    y = {"silu": torch.nn.functional.silu, "relu": torch.relu, "gelu": torch.nn.functional.gelu}[act](x)
-    return torch.round(y * 100) / 100
+    return torch.round(_ACTS[act](x) * 100) / 100
 
 
-def _metadata_share(rows: int, cols: int, bits: int, symmetric: bool) -> float:
-    meta = rows * (4 if symmetric else 8)
-    return meta / (meta + rows * cols * bits / 8)
+def _outliers(seed: int, n: int, low: float, k: int) -> torch.Tensor:
+    """``n`` positive values, the first ``k`` of them set to ``low``: few values below 0, reaching far."""
+    x = torch.randn(n, generator=torch.Generator().manual_seed(seed)).abs()
+    x[:k] = low
+    return torch.round(x * 100) / 100
+
+
+def _stack(*rows: torch.Tensor) -> torch.Tensor:
+    return torch.stack(rows)
+
+
+def _zero_point_pays_from(zero_point_bytes: float) -> int:
+    """The shortest row on which one more bit per value (a byte per 8 values) costs more than the zero point."""
+    return math.floor(8 * zero_point_bytes) + 1
 
 
 _W = torch.tensor(
@@ -238,6 +280,9 @@ _EXAMPLE = torch.tensor(  # the lesson's four channels
 )
 _SPANS = torch.tensor(  # row 1 spans the tensor's whole range: it alone gains nothing
     [[0.30, 0.10, 0.90, 0.40], [-0.80, 0.20, 1.60, 0.05], [-0.20, -0.70, -0.10, -0.40], [0.60, 1.20, 0.80, 1.00]]
+)
+_TICKS = torch.tensor(  # 4 bits, a tick of 0.5: -0.3 is 0.6 ticks below 0, -0.2 is 0.4; 0.8 is 1.6 ticks
+    [[-0.3, 0.4, 1.1, 2.0, 2.9, 3.5], [-0.2, 0.5, 1.2, 1.9, 2.6, 3.5], [-3.5, -2.2, -1.0, 0.1, 0.4, 0.8]]
 )
 _TIED = torch.tensor([[1.5, -0.2, 0.3, 0.9], [-1.5, 0.7, 0.1, -0.4], [0.6, 0.2, -0.3, 0.1]])
 _SPREAD = torch.randn(6, 32, generator=torch.Generator().manual_seed(7)) * torch.logspace(0, -2, 6)[:, None]
@@ -283,93 +328,100 @@ TASKS: list[Task] = [
                 lambda w: w.max().clamp(min=0) / w.amax(dim=1).clamp(min=0),
             ),
         ],
+        minutes=6,
     ),
     Task(
-        "07.unreachable_codes",
-        "the symmetric codes a row cannot reach",
-        _unreachable_codes,
+        "07.out_of_reach",
+        "how many codes each row leaves its own symmetric ruler out of reach",
+        _out_of_reach,
         [
-            Case((_row(1, 64, "silu"), 4), "64 SiLU outputs, 4 bits"),
-            Case((torch.tensor([-1.0, 0.3, 0.9, -0.4]), 3), "both signs, 3 bits"),
-            Case((_row(2, 48, "relu"), 8), "48 ReLU outputs (all >= 0), 8 bits", hidden=True),
-            Case((-_row(3, 40, "gelu"), 4), "a negated GELU row: the long side is negative", hidden=True),
-            Case((_row(4, 64, "gelu"), 8), "64 GELU outputs, 8 bits", hidden=True),
-            Case((_row(5, 32, "silu"), 6), "32 SiLU outputs, 6 bits", hidden=True),
-        ],
-        "first the ruler (symmetric: its scale comes from the row's largest |value|), then ask which code the "
-        "row's most negative and most positive values land on",
-        [
-            Mistake(
-                "assumed every negative code is out of reach when the row is mostly positive",
-                lambda r, b: qmax(b),
+            Case(
+                (_stack(_act(11, 64, "gelu"), _outliers(12, 64, -1.0, 3), _act(13, 64, "tanh")), 4),
+                "4 bits: row 0 GELU (30 of 64 below 0), row 1 three values at -1.0 and the rest positive, row 2 tanh",
             ),
-            Mistake(
-                "counted only the codes below the smallest value (the out-of-reach side can be the top)",
-                lambda r, b: int(torch.round(r.min() / (r.abs().max() / qmax(b)))) + qmax(b),
+            Case((_TICKS, 4), "4 bits, a tick of 0.5: lowest values -0.3 and -0.2, then a row whose highest is 0.8"),
+            Case(
+                (_stack(_act(21, 48, "tanh"), _outliers(23, 48, -0.9, 2), _act(22, 48, "silu")), 8),
+                "8 bits: row 0 tanh, row 1 two values at -0.9 and the rest positive, row 2 SiLU",
             ),
-            Mistake(
-                "counted the codes the row's own values use; the span from its smallest to its largest value counts",
-                lambda r, b: 2 * qmax(b) + 1 - len(torch.round(r / (r.abs().max() / qmax(b))).unique()),
+            Case(
+                (_stack(_act(32, 40, "tanh"), _outliers(33, 40, -1.2, 3), -_act(31, 40, "relu")), 4),
+                "4 bits: tanh, three values at -1.2, a negated ReLU row",
+                hidden=True,
             ),
-            Mistake(
-                "one code too many: either counted out of 2**bits codes (the symmetric ruler has 2**bits - 1), "
-                "or took the number of codes from the lowest to the highest as their difference, one short",
-                lambda r, b: _unreachable_codes(r, b) + 1,
+            Case(
+                (_stack(_outliers(41, 32, -0.6, 4), -_act(42, 32, "gelu"), _act(43, 32, "tanh")), 6),
+                "6 bits: four values at -0.6, a negated GELU row, tanh",
+                hidden=True,
             ),
-            Mistake(
-                "truncated toward zero instead of rounding",
-                lambda r, b: (
-                    2 * qmax(b)
-                    - int((r.max() / (r.abs().max() / qmax(b))).trunc() - (r.min() / (r.abs().max() / qmax(b))).trunc())
-                ),
+            Case(
+                (_stack(_act(52, 64, "tanh"), _act(51, 64, "relu"), _outliers(53, 64, -0.5, 6)), 3),
+                "3 bits: tanh, ReLU, six values at -0.5",
+                hidden=True,
             ),
         ],
+        "for each row, on its own symmetric ruler: which codes do its lowest and its highest value land on, and how "
+        "many codes lie beyond them?",
+        [
+            Mistake(
+                "truncated toward 0 instead of rounding: a value 0.6 ticks below 0 lands on code -1, not 0",
+                _per_row(lambda row, b: 2 * qmax(b) - (lambda e: e[1] - e[0])(_ends(row, qmax(b), torch.trunc))),
+            ),
+            Mistake(
+                "counted fractional ticks; a value lands on the whole code it rounds to",
+                _per_row(_fractional),
+            ),
+            Mistake(
+                "used 2**(bits-1) as the top code; a symmetric ruler's codes stop one short of it, at 2**(bits-1) - 1",
+                _per_row(_top_as_power),
+            ),
+            Mistake(
+                "one too many: the codes from the lowest value's to the highest's include both ends, and a symmetric "
+                "ruler has one code fewer than 2**bits",
+                lambda r, b: _out_of_reach(r, b) + 1,
+            ),
+            Mistake(
+                "counted the codes no value uses; every code from the lowest value's to the highest's is within reach",
+                _per_row(_unused_codes),
+            ),
+            Mistake(
+                "counted only the codes below the lowest value's; on a row whose largest |value| is negative, the "
+                "codes out of reach are at the top",
+                _per_row(lambda row, b: qmax(b) + _ends(row, qmax(b))[0]),
+            ),
+            Mistake(
+                "returned the codes within reach; the task asks for those out of reach",
+                _per_row(lambda row, b: (lambda e: e[1] - e[0] + 1)(_ends(row, qmax(b)))),
+            ),
+        ],
+        minutes=5,
     ),
     Task(
-        "07.metadata_share",
-        "the share of a layer's bytes that per-channel rulers take",
-        _metadata_share,
+        "07.zero_point_pays_from",
+        "from what row length a zero point costs fewer bytes than one more bit",
+        _zero_point_pays_from,
         [
-            Case((4096, 4096, 4, True), "[4096, 4096] int4, symmetric"),
-            Case((1536, 384, 8, False), "[1536, 384] int8, asymmetric"),
-            Case((10, 6, 8, True), "[10, 6] int8, symmetric: a toy", hidden=True),
-            Case((384, 1536, 2, False), "[384, 1536] int2, asymmetric", hidden=True),
-            Case((32, 64, 16, True), "[32, 64] 16-bit codes, symmetric", hidden=True),
-            Case((100, 792, 4, True), "[100, 792] int4, symmetric: where the rulers reach 1%", hidden=True),
+            Case((4,), "this calculator's int32 zero point, 4 bytes"),
+            Case((1,), "a 1-byte zero point (ONNX's int8 or uint8)", hidden=True),
+            Case((2,), "a 2-byte zero point", hidden=True),
+            Case((0.5,), "a 4-bit zero point, two packed in a byte", hidden=True),
         ],
-        "count the bytes of the codes at the given width and the bytes each row's ruler stores in this calculator; "
-        "the share is of the whole layer",
+        "one more bit costs more bytes the longer the row; the zero point costs the same on any row. Where does the "
+        "first pass the second?",
         [
             Mistake(
-                "stored a zero point for a symmetric ruler too",
-                lambda r, c, b, s: 8 * r / (8 * r + r * c * b / 8),
+                "stopped where the two cost the same; the task asks where the zero point costs fewer bytes",
+                lambda z: math.floor(8 * z),
             ),
             Mistake(
-                "forgot the asymmetric ruler's zero point",
-                lambda r, c, b, s: 4 * r / (4 * r + r * c * b / 8),
+                "counted the scale too; both rulers store a scale, so only the zero point's bytes are extra",
+                lambda z: math.floor(8 * (z + 4)) + 1,
             ),
             Mistake(
-                "used a real format's 2-byte fp16 scale; this calculator stores an fp32 scale (4 bytes)",
-                lambda r, c, b, s: r * (2 if s else 6) / (r * (2 if s else 6) + r * c * b / 8),
-            ),
-            Mistake(
-                "used a real format's 1-byte zero point; this calculator stores an int32 zero point (4 bytes)",
-                lambda r, c, b, s: r * (4 if s else 5) / (r * (4 if s else 5) + r * c * b / 8),
-            ),
-            Mistake(
-                "used a real format's fp16 scale and 1-byte zero point; this calculator stores fp32 and int32",
-                lambda r, c, b, s: r * (2 if s else 3) / (r * (2 if s else 3) + r * c * b / 8),
-            ),
-            Mistake("counted one byte per code whatever the bits", lambda r, c, b, s: _metadata_share(r, c, 8, s)),
-            Mistake(
-                "counted bits, not bytes: a code of b bits takes b/8 bytes",
-                lambda r, c, b, s: r * (4 if s else 8) / (r * (4 if s else 8) + r * c * b),
-            ),
-            Mistake("returned a percent; return a fraction", lambda r, c, b, s: 100 * _metadata_share(r, c, b, s)),
-            Mistake(
-                "divided by the codes' bytes, not by the whole layer's",
-                lambda r, c, b, s: r * (4 if s else 8) / (r * c * b / 8),
+                "counted one more bit as one more byte per value; 8 values share a byte's worth of extra bits",
+                lambda z: math.floor(z) + 1,
             ),
         ],
+        minutes=2,
     ),
 ]

@@ -65,6 +65,12 @@ def _quiet_bits_exact(code_bits: int, r: float, max_ticks: float) -> int:
     return next(b for b in range(1, 41) if 2 * (2**b - 1) / r > 1 and q / (2 * (2**b - 1) / r - 1) <= max_ticks)
 
 
+def _quiet_bits_bit_length(code_bits: int, r: float, max_ticks: float) -> int:
+    """The bit length of the step count the block needs, floor(log2(qmax r / (2 max_ticks))) + 1."""
+    q = 2 ** (code_bits - 1) - 1
+    return max(1, int(math.log2(q * r / (2 * max_ticks))) + 1)
+
+
 def _quiet_bits_int_steps(code_bits: int, r: float, max_ticks: float) -> int:
     """The quiet block's sub-scale taken as the integer k = round(m / r), its move as qmax / (2k)."""
     q = 2 ** (code_bits - 1) - 1
@@ -76,6 +82,14 @@ def _sub_scales_f32(ideal, bits: int) -> np.ndarray:
     s = np.asarray(ideal, dtype=np.float64)
     m = 2**bits - 1
     d = float(np.float32(s.max() / m))
+    return np.clip(np.round(s / d), 1, m) * d
+
+
+def _sub_scales_fp16_max(ideal, bits: int) -> np.ndarray:
+    """The loudest scale rounded to float16 first, then divided by m: the super-scale is not a float16 number."""
+    s = np.asarray(ideal, dtype=np.float64)
+    m = 2**bits - 1
+    d = float(np.float16(s.max())) / m
     return np.clip(np.round(s / d), 1, m) * d
 
 
@@ -123,16 +137,15 @@ TASKS: list[Task] = [
         lambda ideal, bits: _sub_scales(ideal, bits),
         [
             Case((_ideal(0, 8), 6), "8 blocks, 6-bit sub-scales (Q4_K's width)"),
-            Case((_ideal(1, 16), 8), "16 blocks, 8-bit sub-scales"),
+            Case((_ideal(1, 16), 8), "16 blocks, 8-bit unsigned sub-scales (1 to 255)"),
             Case((_ideal(2, 8, quiet=0.004), 6), "a very quiet block beside loud ones"),
             Case((_ideal(3, 8), 4), "4-bit sub-scales (Q2_K's width)"),
             Case((_ideal(4, 8, quiet=0.01), 4), "4-bit sub-scales, a quiet block", hidden=True),
             Case((_ideal(5, 16), 5), "16 blocks, 5-bit sub-scales", hidden=True),
             Case((_ideal(6, 8, quiet=0.02), 8), "8-bit sub-scales, a quiet block", hidden=True),
         ],
-        "the super-scale is a float16 number set so that the loudest block gets the largest integer the bits hold; "
-        "every block then gets the nearest integer number of super-scales (counted against the super-scale before "
-        "or after its float16 rounding: llama.cpp counts against the one before), and no block gets less than 1",
+        "reread section 2 of the lesson: what is stored as float16, which block sets it, and which integers "
+        "a sub-scale can take",
         [
             Mistake(
                 "let a quiet block's integer round to 0: its weights would all decode to 0; in this course's "
@@ -159,6 +172,11 @@ TASKS: list[Task] = [
                 _sub_scales_f32,
             ),
             Mistake(
+                "rounded the loudest scale to float16 before dividing by the largest integer: the super-scale "
+                "itself, that quotient, is the float16 number",
+                _sub_scales_fp16_max,
+            ),
+            Mistake(
                 "truncated (floor) instead of rounding to the nearest integer: every scale comes out low",
                 lambda ideal, bits: _sub_scales(ideal, bits, rounding=np.floor),
             ),
@@ -179,7 +197,7 @@ TASKS: list[Task] = [
         also_correct=(_sub_scales_mixed,),  # llama.cpp's quantize_row_q4_K_ref: rounds against the unrounded d
         rtol=1e-9,
         atol=0.0,
-        minutes=5,
+        minutes=3,
     ),
     Task(
         "08.quiet_block_bits",
@@ -200,6 +218,7 @@ TASKS: list[Task] = [
             Case((4, 6, 0.7), "int4 codes, 6 times quieter, 0.7 tick", hidden=True),
             Case((4, 16, 0.8), "int4 codes, 16 times quieter, 0.8 tick", hidden=True),
             Case((3, 12, 0.5), "3-bit codes, 12 times quieter, half a tick", hidden=True),
+            Case((4, 1, 0.11), "int4 codes, r = 1, 0.11 tick", hidden=True),
         ],
         "all blocks of a super-block share one super-scale, the step of their integers: how many of those steps "
         "make up the quiet block's scale? Count the worst rounding, then what that does to the block's largest code",
@@ -247,6 +266,11 @@ TASKS: list[Task] = [
                 _quiet_bits_round_up,
             ),
             Mistake("asked for a move strictly below max_ticks: the task says at most", _quiet_bits_strict),
+            Mistake(
+                "took the bit length of the step count the block needs: a bits-bit sub-scale stops at "
+                "2**bits - 1, so a count between 2**bits - 1 and 2**bits (31.8, say) needs one bit more",
+                _quiet_bits_bit_length,
+            ),
         ],
         also_correct=(_quiet_bits_exact,),  # the exact worst case, qmax / (2m / r - 1), is right too
         minutes=10,  # a derivation: how many steps a quieter block's scale spans
@@ -282,6 +306,10 @@ TASKS: list[Task] = [
                 lambda amax, grid: float(amax),
             ),
             Mistake(
+                "used FP4's values on int4's grid too: int4's codes are the integers -7 to 7",
+                lambda amax, grid: _floor_top(amax, "FP4"),
+            ),
+            Mistake(
                 "did not clip: a grid holds nothing past its top (6 on FP4, 7 on int4); a largest weight that rounds "
                 "past it is stored as the top",
                 lambda amax, grid: _floor_top(amax, grid, clip=False),
@@ -312,8 +340,8 @@ TASKS: list[Task] = [
                 lambda amax, grid: _floor_top(amax, grid, rule="ideal floor"),
             ),
             Mistake(
-                "truncated amax / scale to an int4 code: the block stores the nearest code (4.8 ticks is stored "
-                "as 5, not 4)",
+                "truncated amax / scale to an int4 code: the block stores the nearest code (5.8 ticks is stored "
+                "as 6, not 5)",
                 lambda amax, grid: _floor_top(amax, grid, truncate=True),
             ),
             Mistake(
@@ -381,39 +409,37 @@ PREDICT = {
         (
             "several dB: the scale is now far too coarse and the codes clip",
             False,
-            "Tempting, since the move grew 4.4 times; but clipping needs a move past half a tick, and the rule gives "
+            "Tempting, since the move grew 4.4 times; but clipping needs a move past half a tick, and the bound gives "
             "at most a quarter tick near the loudest block; the quieter blocks that move further seldom pass half a "
             "tick, and their clipping costs thousandths of a dB.",
         ),
     ),
     "power_of_two": choice(
         "MX formats store each block's scale as a bare power of two (one exponent byte, E8M0, by the OCP floor "
-        "rule). All 36 MiniLM layers, int4 codes (-7..7), blocks of 32: how much SQNR does that lose against "
-        "exact fp32 scales?",
+        "rule); on int4 codes (-7..7) it costs 2.3 dB over MiniLM's 36 layers, blocks of 32. The same rule on FP4 "
+        "codes (E2M1: magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6), each grid counted against its own exact fp32 "
+        "scales: does FP4 lose more than int4, less, or the same?",
         (
-            "a few hundredths of a dB: 8 bits is more than Q4_K's 6-bit sub-scale",
+            "more: near its top FP4 holds only 4 and 6, so a misplaced top weight costs it more",
             False,
-            "Tempting when bits count as precision; but the byte holds an exponent only. Its steps are factors of "
-            "2, where a 6-bit sub-scale's are 1/63 of the largest scale, so a block's scale can be off by up to "
-            "1.75 times and its top code moves by whole ticks.",
+            "Tempting: near its top FP4 is the coarser grid. But the floor rule aims at FP4's top, and in most "
+            "blocks (about 6 in 10 on FP4, 8 in 10 on int4) its scale is too large, which shrinks the weights "
+            "toward zero, where FP4's ticks (0.5 apart) are finer than int4's. FP4 loses about 1.3 dB.",
         ),
         (
-            "a couple of dB: the scale can be off by a large factor, so the top code moves by whole ticks",
+            "less: a scale that is too large shrinks the weights toward zero, where FP4's ticks are finer",
             True,
-            "The rule puts the block's largest weight anywhere from 4 to 8 ticks out instead of on 7: a move of "
-            "whole ticks, far past the tenth of a tick that costs hundredths of a dB.",
+            "FP4 loses about 1.3 dB, int4 2.3, for two reasons the lines under the table separate. The floor rule "
+            "aims at FP4's top (its scale is at most 1.5 times FP4's ideal, 1.75 times int4's): with the best power "
+            "of two for each grid the gap is about half a dB. And a scale too large, as in most blocks, shrinks "
+            "the weights toward FP4's finer ticks near zero: scales too large by a random 1 to 1.5 times, which "
+            "clip nothing, cost FP4 1.2 dB and int4 2.0.",
         ),
         (
-            "nothing: multiplying by a power of two is exact in binary",
+            "the same: the floor rule gives both grids the same power of two",
             False,
-            "Tempting: applying the scale adds no rounding. But the scale itself is the wrong size for most "
-            "blocks, and that moves every code.",
-        ),
-        (
-            "over 10 dB: half of int4's codes go unused",
-            False,
-            "Tempting if the scale could be 2 times too large in every block; but the largest weight lands at 4 "
-            "to 8 ticks, and at 4 to 5 ticks in only about a third of the blocks: a few dB at most.",
+            "Tempting: the floor rule looks only at amax. But each grid is counted against its own exact scale "
+            "(amax / 7 for int4, amax / 6 for FP4), and the same scale lands the weights on different ticks.",
         ),
     ),
 }
@@ -430,17 +456,17 @@ RECALL: tuple[Question, ...] = (
         ),
     ),
     Numeric(
-        "A 5-bit sub-scale (1 to 31) times an fp16 super-scale, in a block about as loud as its super-block's "
+        "A 4-bit sub-scale (1 to 15) times an fp16 super-scale, in a block about as loud as its super-block's "
         "loudest, int4 codes (-7..7). To first order, at most how many ticks can rounding the sub-scale move the "
-        "block's largest code?",
-        7 / 62,
-        "The sub-scale is off by at most half a step, 1/62 of the scale; the largest code sits 7 ticks out, so it "
-        "moves by up to 7/62, about 0.11 of a tick.",
-        tol=0.002,
+        "block's largest code? (Two decimals are enough.)",
+        7 / 30,
+        "The sub-scale is off by at most half a step, 1/30 of the scale; the largest code sits 7 ticks out, so it "
+        "moves by up to 7/30, about 0.23 of a tick.",
+        tol=0.004,
         mistakes=(
-            (7 / 31, "that is a whole step; rounding to the nearest is off by at most half of one"),
-            (1 / 62, "that is the scale's relative error, not the move of the largest code, which sits 7 ticks out"),
-            (7 / 64, "that takes 32 steps; a 5-bit sub-scale runs from 1 to 31"),
+            (7 / 15, "that is a whole step; rounding to the nearest is off by at most half of one"),
+            (1 / 30, "that is the scale's relative error, not the move of the largest code, which sits 7 ticks out"),
+            (7 / 32, "that takes 16 steps; a 4-bit sub-scale runs from 1 to 15"),
         ),
     ),
     choice(
@@ -448,7 +474,7 @@ RECALL: tuple[Question, ...] = (
         (
             "The scale's rounding moves the top code most of a tick; rounded down, it lands past 31.5 and clips",
             True,
-            "Same rule, further out: 31 / (2 x 15) is about a tick. Below half a tick the move only adds error to the "
+            "Same bound, further out: 31 / (2 x 15) is about a tick. Below half a tick the move only adds error to the "
             "largest weight; past it, a scale rounded down clips.",
         ),
         (
@@ -467,7 +493,7 @@ RECALL: tuple[Question, ...] = (
     ),
     choice(
         "An MXFP4 block scale is one byte (E8M0), more bits than Q4_K's 6-bit sub-scale. Why does it cost int4 codes "
-        "dB, where the 6-bit sub-scale costs hundredths?",
+        "dB, where the 6-bit sub-scale costs under a hundredth of a dB?",
         (
             "The byte holds only an exponent: the scale moves in factors of 2, so the block's top code moves by "
             "whole ticks",
@@ -594,6 +620,36 @@ EXERCISE_RECALL: tuple[Question, ...] = (
             False,
             "Tempting if the rounding counts a whole step; but rounding to the nearest is off by half a step, "
             "about a quarter tick here, which does not reach the half tick where clipping starts.",
+        ),
+        source=LESSON,
+    ),
+    choice(
+        "Lesson 04 revisited: one weight, 20 times any other, lands in block 0 of a Q4_K super-block. Whose "
+        "scales get coarser?",
+        (
+            "All 8: block 0's codes get a coarse ruler, and the other 7 scales span 3 super-scale steps or fewer",
+            True,
+            "The super-scale is set by the loudest block, so each other block's sub-scale rounds to 63/20, about "
+            "3, or less: off by up to a sixth, which moves its top code by up to 7/6 of a tick. A super-block spreads "
+            "lesson 04's outlier cost across its 8 blocks.",
+        ),
+        (
+            "Block 0 only: each block has its own scale, so the outlier stays inside its block",
+            False,
+            "Tempting from lesson 04, where each group's fp16 scale kept the outlier's damage inside the group; but "
+            "here the blocks share the super-scale, whose step the loudest block sets.",
+        ),
+        (
+            "The whole row: the super-scale is shared along the row, like a per-channel scale",
+            False,
+            "Tempting from per-channel scales (lesson 02); but a super-scale covers one super-block, 256 weights, "
+            "not the row.",
+        ),
+        (
+            "None: a 6-bit sub-scale has room for a factor of 20",
+            False,
+            "Tempting: 63 steps span a factor of 63. But the quiet blocks keep only the bottom 3 or so of them, "
+            "and half a step of 3 is a sixth of the scale.",
         ),
         source=LESSON,
     ),

@@ -148,7 +148,7 @@ def _fewest_tokens(
     rtn = fake_quantize(w, bits, granularity=PerChannel(0))
     gaps = []
     for n in ns:
-        x = {"held": x_held, "held_n": x_held[:n]}.get(score_on, x_cal[:n])
+        x = {"held": x_held, "held_n": x_held[:n], "both": torch.cat([x_cal, x_held])}.get(score_on, x_cal[:n])
         w_hat = gptq(w, x_cal[:n], bits).dequantize()
         gaps.append(_relative_output_error(x, w, w_hat) - _relative_output_error(x, w, rtn))
     if pick == "least":
@@ -160,8 +160,9 @@ def _rule_of_thumb(w: torch.Tensor, x_cal: torch.Tensor, x_held: torch.Tensor, n
     return next(n for n in ns if n >= w.shape[1])
 
 
-def _tokens_case(seed: int, n_out: int, k: int, ns: tuple, bits: int) -> tuple:
-    """A layer ``[n_out, k]`` and inputs whose features are mixed (so GPTQ has errors to move), from one source."""
+def _tokens_case(seed: int, n_out: int, k: int, ns: tuple, bits: int, held: int = 4) -> tuple:
+    """A layer ``[n_out, k]`` and inputs whose features are mixed (so GPTQ has errors to move), from one source;
+    ``held * max(ns)`` held-out tokens."""
     g = torch.Generator().manual_seed(seed)
     w = torch.randn(n_out, k, generator=g, dtype=torch.float64)
     mix = torch.eye(k, dtype=torch.float64) + torch.randn(k, k, generator=g, dtype=torch.float64) / k**0.5
@@ -170,7 +171,7 @@ def _tokens_case(seed: int, n_out: int, k: int, ns: tuple, bits: int) -> tuple:
         base = torch.randn(tokens, k, generator=g, dtype=torch.float64)
         return (base + 0.9 * base.roll(1, dims=1)) @ mix
 
-    return (w, draw(max(ns)), draw(4 * max(ns)), ns, bits)
+    return (w, draw(max(ns)), draw(held * max(ns)), ns, bits)
 
 
 TASKS: list[Task] = [
@@ -265,6 +266,7 @@ TASKS.append(
             Case(_tokens_case(1, 16, 32, (8, 16, 24, 32, 48, 96), 4), "[16, 32], int4, another layer"),
             Case(_tokens_case(3, 32, 40, (5, 10, 15, 25, 40, 80, 160), 4), "[32, 40], int4", hidden=True),
             Case(_tokens_case(4, 8, 64, (16, 32, 48, 64, 128, 256), 4), "[8, 64], int4", hidden=True),
+            Case(_tokens_case(18, 16, 32, (4, 8, 16, 24, 32, 64, 128), 4, held=2), "[16, 32], int4", hidden=True),
         ],
         "GPTQ fits the tokens it is calibrated on; judge it where that fit cannot help it, with the lesson's "
         "measure of a layer's error. Every case has an answer: if your loop finds none, look at what it measures",
@@ -283,6 +285,11 @@ TASKS.append(
             Mistake(
                 "judged on only as many held-out tokens as calibration tokens: use all of x_held",
                 lambda w, xc, xh, ns, b: _fewest_tokens(w, xc, xh, ns, b, score_on="held_n"),
+            ),
+            Mistake(
+                "judged on the calibration and held-out tokens together: the calibration tokens, where GPTQ's fit "
+                "flatters it, still count. Judge on the held-out tokens only",
+                lambda w, xc, xh, ns, b: _fewest_tokens(w, xc, xh, ns, b, score_on="both"),
             ),
             Mistake(
                 "used the rule of thumb (as many tokens as inputs) instead of measuring",
@@ -553,25 +560,26 @@ PREDICT = {
         ),
     ),
     "pair_calib": choice(
-        "Block 3, int4: GPTQ per-channel calibrated on the first 1,097 tokens of 60 paraphrase pairs is level with "
-        "RTN g32 on the other 60 pairs, averaged over the six layers. On how many of the six layers is it ahead?",
+        "Block 3, int4: GPTQ per-channel calibrated on the first 1,097 tokens of the even pairs is level with "
+        "RTN g32 on the other 60 pairs, averaged over the six layers. Layer by layer, its error over RTN g32's "
+        "runs...",
         (
-            "All six, by a little: a level mean from level layers",
+            "Within about 10% of 1 on every layer: a level mean from level layers",
             False,
             "Tempting, since a level mean looks like a draw everywhere; but by layer it runs from 0.55x RTN g32's "
-            "error (intermediate) to 2.11x (output): large gains and losses cancel in the mean.",
+            "error (intermediate) to 2.11x (FFN output): large gains and losses cancel in the mean.",
         ),
         (
-            "Three: large gains and losses cancel in the mean",
+            "From about half RTN g32's error on one layer to about twice on another",
             True,
-            "Ahead on query, value and the intermediate (0.55x), behind on key, attention output and the FFN "
-            "output (2.11x): a level mean over six layers says little about any one of them.",
+            "0.55x on the intermediate, 2.11x on the FFN output, the other four near 1 (0.93x to 1.06x): a level "
+            "mean over six layers says little about any one of them.",
         ),
         (
-            "Five, as with all 1,526 tokens: the text decides which layers win, not the count",
+            "Far ahead on one layer, level on the other five",
             False,
-            "Tempting, since the text is the same; but with fewer tokens the key and attention output layers "
-            "fall behind: the count moves layers too.",
+            "Tempting, since the intermediate was GPTQ's best layer in section 2; but a level mean with one layer "
+            "far ahead needs one far behind: the FFN output, at 2.11x RTN g32's error.",
         ),
     ),
     "per_channel_vs_g32": choice(
@@ -669,7 +677,7 @@ RECALL: tuple[Question, ...] = (
             True,
             "Groups still lower GPTQ's own error (in lesson 09 GPTQ g128 beat GPTQ per-channel). Whether GPTQ "
             "per-channel beat RTN g32 depended on the calibration text: calibrated on the course's paragraphs, only "
-            "on those paragraphs; calibrated on 60 sentence pairs, on 60 other pairs too.",
+            "on those paragraphs; calibrated on 60 sentence pairs, on 60 other pairs too (one split).",
         ),
         (
             "Yes: per-channel GPTQ is as good as any group size",

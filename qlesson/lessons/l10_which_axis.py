@@ -401,8 +401,8 @@ TASKS.append(
                 lambda: ("token", "token"),
             ),
             Mistake(
-                "both axes are off: which ruler fits token 0's own tiny range, and in which case does its "
-                "rounding reach most of the output?",
+                "reason each case on its own: which ruler fits token 0's own tiny range, and in which case does "
+                "its rounding reach most of the output?",
                 lambda: ("channel", "token"),
             ),
             Mistake('answer with "token" or "channel", in lower case', lambda: ("Token", "Channel")),
@@ -480,10 +480,12 @@ PREDICT = {
             "few hundredths of a word's: here it is the quiet one, rounded coarsely by rulers the words set.",
         ),
         (
-            "Taking any one token out shortens each per-channel ruler's range by about 1/12.5",
+            "Attention alone: a rounding error on a token that takes half the attention is amplified, whatever "
+            "the ruler",
             False,
-            "Then [SEP] or a random word would help as much, and they move either ruler by about 10% at most. "
-            "The token matters through the attention it takes and the size of its value.",
+            "Tempting, since the attention does multiply the error; but the per-token ruler's error on [CLS] is "
+            "multiplied by the same attention and barely matters. What differs is each ruler's error relative to "
+            "[CLS]'s tiny value.",
         ),
         (
             "Keeping it exact changes the attention, which then moves away from the quantized tokens",
@@ -528,8 +530,8 @@ RECALL: tuple[Question, ...] = (
         (
             "Compare at equal metadata (32 values per ruler both ways), on the real and on shuffled keys",
             True,
-            "Shuffled keys keep 1.9x with one-sentence rulers but nearly tie at equal metadata; the real keys "
-            "keep 1.7x there: that part is structure.",
+            "Shuffled keys keep 1.9x with one-sentence rulers but only a small edge (1.06x) at equal metadata; "
+            "the real keys keep 1.7x there: that part is structure.",
         ),
         (
             "Repeat at 4 bits: if per channel still wins, the win is structure",

@@ -641,3 +641,19 @@ def smoothing_split_rows(
                 row[f"ordinary tokens, alpha {a:g}"] = 10 * np.log10(ordinary)
             rows.append(row)
     return rows, lowest
+
+
+def one_side_sqnr(x_cal: torch.Tensor, x_ev: torch.Tensor, w: torch.Tensor, s: torch.Tensor | None) -> dict[str, float]:
+    """Output SQNR (dB) of ``x_ev @ w.T`` after smoothing with ``s``, one side int8 at a time, the other
+    float: ``"activations"`` (symmetric, one static per-tensor scale from ``x_cal``) and ``"weights"``
+    (per output channel). ``s=None`` is no smoothing. It splits a smoothing gain into its two sides."""
+    x_cal, x_ev, w = x_cal.double(), x_ev.double(), w.double()
+    y = x_ev @ w.T
+    if s is not None:
+        x_cal, x_ev, w = x_cal / s, x_ev / s, w * s
+    top = float(x_cal.abs().max())
+    outs = {
+        "activations": static_fake_quant(x_ev, -top, top, 8) @ w.T,
+        "weights": x_ev @ fake_quantize(w, 8, granularity=PerChannel(0)).T,
+    }
+    return {k: 10 * float(torch.log10((y**2).sum() / ((v - y) ** 2).sum())) for k, v in outs.items()}

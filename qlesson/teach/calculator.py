@@ -66,15 +66,15 @@ def metadata_bytes_per_scale(symmetric: bool) -> int:
 def gelu_row(n: int = 64, seed: int = 0) -> str:
     """A row of ``n`` post-GELU activations as text to paste into the calculator (lesson 07).
 
-    GELU of ``n`` standard-normal pre-activations, rounded to 2 decimals. NumPy's generator and
-    ``math.erf`` make the same digits on every machine:
+    GELU of ``n`` standard-normal pre-activations, rounded to 4 decimals (far below an 8-bit tick).
+    NumPy's generator and ``math.erf`` make the same digits on every machine:
 
     >>> gelu_row(4)
-    '0.07 -0.06 0.47 0.06'
+    '0.0692 -0.0591 0.4733 0.0568'
     """
     z = np.random.default_rng(seed).standard_normal(n)
     gelu = (0.5 * v * (1 + math.erf(v / math.sqrt(2))) for v in z)
-    return " ".join(f"{round(g, 2) + 0.0:.2f}" for g in gelu)  # + 0.0: no "-0.00"
+    return " ".join(f"{round(g, 4) + 0.0:.4f}" for g in gelu)  # + 0.0: no "-0.0000"
 
 
 LIMIT = magnitude_limit(torch.float32)  # values are float32: half its maximum keeps max - min finite
@@ -261,8 +261,16 @@ def compare(channels: list[torch.Tensor], bits: int = 8, *, signed: bool = True,
     per_tensor = _method_rows("per-tensor", channels, pt_hat, pt_params)
     per_channel = _method_rows("per-channel", channels, pc_hats, pc_params)
     rows = [
-        {"channel": i, "values": x.numel(), "min": float(x.min()), "max": float(x.max()), **t, **c}
-        for i, (x, t, c) in enumerate(zip(channels, per_tensor, per_channel, strict=True))
+        {
+            "channel": i,
+            "values": x.numel(),
+            "min": float(x.min()),
+            "max": float(x.max()),
+            **t,
+            "per-tensor rounded to 0": int((x_hat == 0).sum()),  # values the shared ruler reconstructs as 0.0
+            **c,
+        }
+        for i, (x, x_hat, t, c) in enumerate(zip(channels, pt_hat, per_tensor, per_channel, strict=True))
     ]
     overall = {"per-tensor": _overall(rows, "per-tensor"), "per-channel": _overall(rows, "per-channel")}
     payload = (pooled.numel() * bits + 7) // 8
@@ -287,24 +295,24 @@ GAIN_FORMATS = {
 def gain_rows(r: Result) -> list[dict[str, Any]]:
     """Lesson 07, section 1: per channel, how much finer its own ruler is and how much its MAE falls.
 
-    "values at code 0, shared ruler" counts the channel's values that the shared ruler rounds to
+    "per-tensor rounded to 0" counts the channel's values that the shared ruler rounds to
     its zero point (they reconstruct as 0.0).
 
     >>> rows = gain_rows(compare(parse_channels("1 -0.3; 0.01 0.02"), 4))
-    >>> [(row["values at code 0, shared ruler"], round(row["own ruler finer by"], 1)) for row in rows]
+    >>> [(row["per-tensor rounded to 0"], round(row["own ruler finer by"], 1)) for row in rows]
     [(0, 1.0), (2, 50.0)]
     """
     return [
         {
             "channel": row["channel"],
             "absmax": max(abs(row["min"]), abs(row["max"])),
-            "values at code 0, shared ruler": int((x_hat == 0).sum()),
+            "per-tensor rounded to 0": row["per-tensor rounded to 0"],
             "own ruler finer by": row["per-tensor scale"] / row["per-channel scale"],
             "per-tensor MAE": row["per-tensor MAE"],
             "per-channel MAE": row["per-channel MAE"],
             "MAE falls by": row["per-tensor MAE"] / row["per-channel MAE"] if row["per-channel MAE"] else math.inf,
         }
-        for row, x_hat in zip(r.channels, r.per_tensor, strict=True)
+        for row in r.channels
     ]
 
 
