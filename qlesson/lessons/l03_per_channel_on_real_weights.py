@@ -448,16 +448,16 @@ PREDICT = {
         ),
     ),
     "axis": choice(
-        "nn.ConvTranspose2d(8, 4, kernel_size=3) stores its weight as [8, 4, 3, 3]. Double the slice w[0] "
-        "(index 0 along axis 0) and run the layer again. How many of its 4 output channels change?",
+        "nn.ConvTranspose2d(4, 8, kernel_size=3) stores its weight as [4, 8, 3, 3]. Double the slice w[0] "
+        "(index 0 along axis 0) and run the layer again. How many of its 8 output channels change?",
         (
             "One: axis 0 is the output axis, as in Linear and Conv2d",
             False,
             "It tempts because Linear and Conv2d store [out, in, ...]; but ConvTranspose2d stores [in, out, kh, "
-            "kw]: w[0] holds input channel 0's weights to every output, so all 4 change.",
+            "kw]: w[0] holds input channel 0's weights to every output, so all 8 change.",
         ),
         (
-            "All 4: axis 0 runs over the inputs, and each input feeds every output",
+            "All 8: axis 0 runs over the inputs, and each input feeds every output",
             True,
             "So a scale along axis 0 would change inside each output's sum; the output axis is 1, where doubling "
             "one slice changes one output channel. The cell below checks both.",
