@@ -92,7 +92,7 @@ for name, g in [("per-tensor", ql.PerTensor()), ("per-channel", ql.PerChannel())
 # | `06_dequant_in_gemm` | Where does a weight's scale go inside a matrix multiply, and when do compact weights save time? | 27 + 40 min |
 # | `07_calculator` | What do a ruler's 4 bytes of scale buy, and what do 4 more of zero point buy? | 19 + 23 min |
 # | `08_scales_of_scales` | Small blocks make fp16 scales expensive; how many bits does a block's scale really need? | 32 + 30 min |
-# | `09_smarter_rounding` | Can smarter rounding (GPTQ) stand in for a finer granularity? | 28 + 43 min |
+# | `09_smarter_rounding` | Can smarter rounding (GPTQ) stand in for a finer granularity? | 28 + 40 min |
 # | `10_which_axis` | When a transformer's cached keys and values are quantized, should each scale cover one token or one channel? | 28 + 35 min |
 # | `11_your_model_in_an_engine` | Does the granularity you chose survive a real engine's file format, and what does it cost there? | 26 + 30 min |
 #

@@ -20,10 +20,10 @@
 # be quantized to int8?
 #
 # **The answer**: A one-sided activation benefits from a zero point, a token with a spike from
-# dynamic per-token scales, and loud features from SmoothQuant, which moves their range into the
-# weights. On MiniLM's layer 0 these gain about 5.4 dB (GELU output), 9.5 dB (FC1's input) and,
-# at alpha 0.5 with one static scale, 3.5 to 9 dB (QKV and FC1 inputs), each against the same
-# ruler without it.
+# dynamic per-token scales, and a static scale from SmoothQuant, which moves loud features' range
+# into the weights. On MiniLM's layer 0 these gain about 5.4 dB (GELU output), 9.5 dB over one
+# per-tensor scale (FC1's input) and, at alpha 0.5, 3.5 to 9 dB (QKV and FC1 inputs; on FC1
+# mostly from smoothing the `[CLS]` spike's feature 99).
 #
 # **What you will do**: capture MiniLM's layer-0 activations, then predict and measure what a zero
 # point, per-token scales and smoothing buy, calibrated on one text and scored on another.
@@ -143,14 +143,15 @@ print(f"ordinary tokens' loudest |x|: {low:.1f} to {high:.1f} (5th to 95th perce
 # ```
 #
 # alpha sets how much of feature `j`'s range moves into the weights; this lesson uses 0.5, the
-# SmoothQuant paper's choice for OPT and BLOOM. Query, key and value read one input and share one
-# `s`. Here `x` is divided by `s` explicitly; a pre-LN model folds `1/s` into the norm before them.
+# SmoothQuant paper's choice for OPT and BLOOM. Here `x` is divided by `s` explicitly; a pre-LN
+# model folds `1/s` into the norm before the layer.
 #
 # ## 4. Smoothing, calibrated on one text and scored on another
 #
 # Int8 weights per output channel, int8 symmetric activations (so no zero point mixes into the
 # gains). The factors `s` and the static per-tensor scale come from the calibration sentences; the
-# output SQNR of `x @ w.T` is measured on the evaluation sentences. Gains are over no smoothing:
+# output SQNR of `x @ w.T` (not, as in sections 1 and 2, the activations' own SQNR) is measured on
+# the evaluation sentences. Gains are over no smoothing:
 
 # %%
 W = models.linear_weights(model)
@@ -178,8 +179,8 @@ recall.predict("05", "smooth_99")
 
 # %%
 controls = activations.smoothing_feature_rows(cases, labels, features=([99], [63, 267], [99, 63]), alpha=0.5)
-qkv_static = [r for r in controls if r["input"] == "L0 QKV" and r["int8 act scales"] == "per-tensor"]
-print_table(qkv_static, {k: "+.1f" for k in qkv_static[0] if "dB" in k})
+static = [r for r in controls if r["int8 act scales"] == "per-tensor"]
+print_table(static, {k: "+.1f" for k in static[0] if "dB" in k})
 s = activations.smoothing_factors(calib["L0.query"], qkv, alpha=0.5)
 only_99 = torch.ones_like(s)
 only_99[99] = s[99]
@@ -193,7 +194,8 @@ print(f"weights {before['weights']:.1f} -> {after['weights']:.1f} dB")
 # loud as the spike (5.9 against 6.3): once the spike is smoothed, 63 sets the scale, so the
 # activations gain about 0.2 dB, while weight column 99 grows 3.3 times and costs the weights
 # about 4 dB (last line): smoothing 99 alone loses 0.3 dB. Smoothing 63 and 267 leaves the spike
-# to set the scale (-0.2 dB). Smoothing 99 and 63 together gains about 3.8 dB.
+# to set the scale; smoothing 99 and 63 gains 3.8 dB. On FC1's input the spike alone sets the
+# scale: feature 99 gives 7 of the 9 dB.
 #
 # ## Summary
 #
@@ -204,9 +206,8 @@ print(f"weights {before['weights']:.1f} -> {after['weights']:.1f} dB")
 # * Outlier *features* (63, 267) are loud in most rows; per-feature scales would fit them but
 #   cannot leave the sum. SmoothQuant moves a feature's range into the weights.
 # * Calibrated on one text and scored on another, smoothing at alpha 0.5 gains about 2 to 9 dB on
-#   layer 0's QKV and FC1 inputs; on QKV with one static scale, only once the spike and feature 63
-#   are both smoothed. Smoothing costs weight precision (grown weight columns), so with one
-#   static scale it paid only where it lowered that scale.
+#   layer 0's QKV and FC1 inputs. With one static scale it paid only where it lowered that scale:
+#   on FC1 mostly by smoothing the `[CLS]` spike's feature 99, on QKV only with feature 63 too.
 #
 # ## Pause and recall
 
@@ -319,18 +320,17 @@ print_table(rows, {"none dB": ".1f"} | {k: "+.1f" for k in rows[0] if "alpha" in
 #
 # ### Smoothing fewer features can win
 #
-# Section 4's controls on FC1's input, and with per-token scales, which already give the spike's
+# Section 4's controls with per-token scales, which already give the spike's
 # row its own scale (section 2):
 
 # %%
-rest = [r for r in controls if r not in qkv_static]
+rest = [r for r in controls if r not in static]
 print_table(rest, {k: "+.1f" for k in rest[0] if "dB" in k})
 
 # %% [markdown]
-# On FC1's input with a static scale, feature 99 alone gives about 7 of the 9 dB, and features
-# 99 and 63 alone gain about 10.4 dB, more than smoothing every feature. With per-token scales,
-# smoothing feature 99 alone gains less: about 2.7 dB on FC1's input, and it loses about 0.7 dB
-# on the QKV input.
+# On FC1's input with a static scale, features 99 and 63 alone gain about 10.4 dB, more than
+# smoothing every feature. With per-token scales, smoothing feature 99 alone gains less: about
+# 2.7 dB on FC1's input, and it loses about 0.7 dB on the QKV input.
 #
 # ### How sure the gains are
 #

@@ -21,8 +21,8 @@
 #
 # **The answer**: A channel's own symmetric ruler is finer than the shared one by the tensor's
 # largest |value| over the channel's, and in this calculator it costs 4 bytes, 1% of an int8
-# layer with 384-value rows. On a GELU row, whose dip stops at -0.17, a zero point's 4 more bytes
-# cut the error nearly as much as one more bit, because a symmetric ruler spends codes down to
+# layer with 384-value rows. On one 64-value GELU row, whose dip stops at -0.17, a zero point's
+# 4 more bytes cut the error nearly as much as one more bit, because a symmetric ruler spends codes down to
 # -1.91, the mirror of the row's top, where no value lies.
 #
 # **What you will do**: predict a quiet channel's codes, find the bit width at which that
@@ -59,7 +59,7 @@ recall.predict("07", "quiet")
 
 # %%
 ex = calc.compare(calc.parse_channels(calc.EXAMPLE), bits=4, signed=True, symmetric=True)
-# the control: channel 3's values divided by 10, in the same tensor
+# a check: channel 3's values divided by 10, in the same tensor
 shrunk = calc.compare([*ex.originals[:3], ex.originals[3] / 10], bits=4, signed=True, symmetric=True)
 print_table([*calc.gain_rows(ex), {**calc.gain_rows(shrunk)[3], "channel": "3 / 10"}], calc.GAIN_FORMATS)
 _ = calc.plot(ex, sharey=True)

@@ -209,7 +209,7 @@ WRONG = {
         ([], "shrinks only the bound"),
         ([0, 1, 4, 5], "strictly larger"),
         ([2, 3], "gets better"),
-        ([1, 2], "rows missed: 1"),
+        ([1, 2], "you missed 1 that do"),
     ],
     "02.erased_prediction": [
         (([2, 3, 4, 5, 6, 7], [3, 4, 5, 6, 7], []), "one shared tick"),
@@ -650,7 +650,7 @@ WRONG_05 = {
     "05.which_tool": [
         (
             lambda x: "smooth" if float(x.abs().amax(0).max()) > 5 * float(x.abs().amax(0).median()) else "per-token",
-            "each feature's absmax alone",
+            "one token in six",
         ),
         (
             lambda x: "smooth" if float(x.abs().mean(0).max()) > 4 * float(x.abs().mean(0).median()) else "per-token",

@@ -26,7 +26,7 @@
 #   plain rounding on text it never saw, the lesson's question on synthetic layers, and which
 #   calibration text to choose.
 #
-# Then recall questions, two of them on AWQ (the lesson's Going deeper).
+# Then recall questions on the lesson's main line.
 #
 # **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
 # check cell right below it. Write your code, run your cell, then run the check: a pass prints
@@ -273,43 +273,3 @@ recall_1 = "a"
 
 # %% qlesson={"task": "recall 09.1"} tags=["check"]
 recall.answer("09", 1, recall_1)
-
-# %% [markdown]
-# ### Recall 09.6
-#
-# Interview: AWQ multiplies weight column j by s_j before rounding. What happens to the activations?
-#
-# - **a)** They are divided by s, folded into the previous LayerNorm or Linear where one exists
-# - **b)** Nothing: the rounding error cancels the scaling
-# - **c)** They are multiplied by s, so loud features get louder
-#
-# Answer with the option's letter as a string (in quotes).
-
-# %% tags=["solution"]
-recall_6 = ...  # STUB
-# BEGIN SOLUTION
-recall_6 = "a"
-# END SOLUTION
-
-# %% qlesson={"task": "recall 09.6"} tags=["check"]
-recall.answer("09", 6, recall_6)
-
-# %% [markdown]
-# ### Recall 09.7
-#
-# AWQ's grid includes alpha = 0. What does that candidate give?
-#
-# - **a)** s = 0: every weight is zeroed
-# - **b)** s = 1 for every input: plain round-to-nearest
-# - **c)** s = mean|x|: the full activation scale
-#
-# Answer with the option's letter as a string (in quotes).
-
-# %% tags=["solution"]
-recall_7 = ...  # STUB
-# BEGIN SOLUTION
-recall_7 = "b"
-# END SOLUTION
-
-# %% qlesson={"task": "recall 09.7"} tags=["check"]
-recall.answer("09", 7, recall_7)

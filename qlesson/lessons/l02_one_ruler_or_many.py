@@ -210,7 +210,10 @@ def _judge_worse(answer: Any) -> str | None:
     extra, missed = len(set(given) - right), len(right - set(given))
     if not extra and not missed:
         return None
-    return f"rows listed that do not lose: {extra}; rows missed: {missed}. Where does each row sit on the two rulers?"
+    return (
+        f"{extra} of the rows you listed do not lose; you missed {missed} that do (counts, not row numbers). "
+        "Where does each row sit on the two rulers?"
+    )
 
 
 _SECTION_5 = torch.tensor([[3.0, 1.05, -2.0, 2.0], [7.0, -5.0, 1.0, 2.0], [3.0, 1.25, -2.3, 1.8]])

@@ -129,6 +129,11 @@ def _codes_only(x: torch.Tensor, bits: int) -> torch.Tensor:
     return torch.clamp(torch.round(codes(x, scale)) + zp, 0, 2**bits - 1)
 
 
+def _no_zp_back(x: torch.Tensor, bits: int) -> torch.Tensor:
+    scale, zp = _asym_qparams(x, bits)
+    return _codes_only(x, bits) * scale
+
+
 def _per_token_scales(x: torch.Tensor, bits: int) -> torch.Tensor:
     return x.abs().amax(dim=1) / qmax(bits)
 
@@ -352,6 +357,7 @@ TASKS: list[Task] = [
             ),
             Mistake("zero point has the wrong sign (+rmin / scale)", _wrong_sign),
             Mistake("returned the codes q, not the reconstruction (q - zp) * scale", lambda x, b: _codes_only(x, b)),
+            Mistake("mapped back as q * scale: subtract the zero point first", _no_zp_back),
             Mistake("used the symmetric signed ruler instead of an asymmetric one", _symmetric),
             Mistake("forgot to clamp the codes to [0, 2**bits - 1]", _unclamped),
             Mistake("truncated the zero point (int() or floor): round it to the nearest code", _truncated_zero_point),
@@ -493,8 +499,8 @@ TASKS: list[Task] = [
         "a typical token's ruler?",
         [
             Mistake(
-                "judged by each feature's absmax alone: a feature can be loud on one token in six (a [CLS] spike), "
-                "and per-token scales isolate that",
+                "answered smooth for a case whose loud value may sit on one token in six (a [CLS] spike): would a "
+                "per-token scale keep it out of the other tokens' rulers?",
                 _which_by_column_absmax,
             ),
             Mistake(
@@ -561,6 +567,11 @@ TASKS: list[Task] = [
             Case(  # separates judging per-token against the asymmetric step from the symmetric one
                 _token_stats(13, (-0.12, -0.08), (3.8, 5.0), {0: (-0.1, 8.0)}),
                 "mins near -0.1, maxes 3.8 to 5, one token at 8",
+                hidden=True,
+            ),
+            Case(  # |min| is about 0.29 of max: the asymmetric step is still over 1.5 times finer
+                _token_stats(13, (-1.4, -1.2), (4.5, 5.0), {}),
+                "mins -1.4 to -1.2, maxes 4.5 to 5",
                 hidden=True,
             ),
         ],

@@ -368,6 +368,10 @@ TASKS: list[Task] = [
                 _per_row(lambda row, b: 2 * qmax(b) - (lambda e: e[1] - e[0])(_ends(row, qmax(b), torch.trunc))),
             ),
             Mistake(
+                "rounded down (floor), not to the nearest code: a value 0.4 ticks below 0 rounds to code 0, not -1",
+                _per_row(lambda row, b: 2 * qmax(b) - (lambda e: e[1] - e[0])(_ends(row, qmax(b), torch.floor))),
+            ),
+            Mistake(
                 "counted fractional ticks; a value lands on the whole code it rounds to",
                 _per_row(_fractional),
             ),

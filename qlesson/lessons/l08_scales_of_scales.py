@@ -416,8 +416,8 @@ PREDICT = {
     ),
     "power_of_two": choice(
         "MX formats store each block's scale as a bare power of two (one exponent byte, E8M0, by the OCP floor "
-        "rule); on int4 codes (-7..7) it costs 2.3 dB over MiniLM's 36 layers, blocks of 32. The same rule on FP4 "
-        "codes (E2M1: magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6), each grid counted against its own exact fp32 "
+        "rule); on int4 codes (-7..7) it costs 2.3 dB pooled over MiniLM's 36 layers, blocks of 32. The same "
+        "rule on FP4 codes (E2M1: magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6), each grid counted against its own exact fp32 "
         "scales: does FP4 lose more than int4, less, or the same?",
         (
             "more: near its top FP4 holds only 4 and 6, so a misplaced top weight costs it more",

@@ -439,6 +439,10 @@ def _calib_text(
         errs = {best: 0.0}
     else:
         errs = {}
+    if judge == "cov":  # the set whose input covariance is nearest x_held's, judged on x_held
+        c_held = x_held.T @ x_held / len(x_held)
+        errs = {n: float(torch.linalg.matrix_norm(x.T @ x / len(x) - c_held)) for n, x in cal.items()}
+        judge = "held"
     on = {name: x_held if judge != "cal" else cal[name] for name in cal}  # "mixed": chosen on x_held, judged on cal
     errs = errs or {name: _relative_output_error(on[name], w, w_hat) for name, w_hat in fits.items()}
     best = min(errs, key=lambda name: errs[name])
@@ -502,6 +506,11 @@ TASKS.append(
                 lambda w, a, b, h, bits: _calib_text(w, a, b, h, bits, base="channel"),
             ),
             Mistake(
+                "chose the set whose inputs look most like x_held's (their covariance): section 4 chose by what GPTQ "
+                "calibrated on each set does on text it never saw. Fit GPTQ on each set and judge both on x_held",
+                lambda w, a, b, h, bits: _calib_text(w, a, b, h, bits, judge="cov"),
+            ),
+            Mistake(
                 "calibrated GPTQ on x_held to decide whether it beats groups of 32: x_held is for judging; a deployed "
                 "GPTQ is calibrated on the set you chose",
                 lambda w, a, b, h, bits: _calib_text(w, a, b, h, bits, judge="fitheld"),
@@ -560,26 +569,25 @@ PREDICT = {
         ),
     ),
     "pair_calib": choice(
-        "Block 3, int4: GPTQ per-channel calibrated on the first 1,097 tokens of the even pairs is level with "
-        "RTN g32 on the other 60 pairs, averaged over the six layers. Layer by layer, its error over RTN g32's "
-        "runs...",
+        "Block 3, int4: calibrated on 1,526 tokens of the even pairs, GPTQ per-channel beat RTN g32 on the odd "
+        "pairs. Calibrated on only the first 1,097 of those tokens, averaged over the six layers, it is...",
         (
-            "Within about 10% of 1 on every layer: a level mean from level layers",
+            "Still clearly ahead: the sentences, not the count, carried its lead",
             False,
-            "Tempting, since a level mean looks like a draw everywhere; but by layer it runs from 0.55x RTN g32's "
-            "error (intermediate) to 2.11x (FFN output): large gains and losses cancel in the mean.",
+            "Tempting, since the text changed GPTQ's result in section 4's first cell; but at 1,097 tokens the "
+            "difference is -0.00019 with an interval that includes 0: fewer tokens took part of the lead.",
         ),
         (
-            "From about half RTN g32's error on one layer to about twice on another",
+            "Level with RTN g32, while the even paragraphs' fit on as many tokens is far behind",
             True,
-            "0.55x on the intermediate, 2.11x on the FFN output, the other four near 1 (0.93x to 1.06x): a level "
-            "mean over six layers says little about any one of them.",
+            "Both count and text matter here: 0.00847 against RTN g32's 0.00866, the paragraphs' fit 0.01304. "
+            "The level mean hides a spread: by layer 0.55x (intermediate) to 2.11x (FFN output).",
         ),
         (
-            "Far ahead on one layer, level on the other five",
+            "Far behind, like the paragraphs' fit on 1,097 tokens: the count was all that mattered",
             False,
-            "Tempting, since the intermediate was GPTQ's best layer in section 2; but a level mean with one layer "
-            "far ahead needs one far behind: the FFN output, at 2.11x RTN g32's error.",
+            "Tempting, since section 5's sweep shows GPTQ needing tokens; but on the same count the sentences' fit "
+            "(0.00847) is level with RTN g32 and the paragraphs' (0.01304) is not: the text matters too.",
         ),
     ),
     "per_channel_vs_g32": choice(
@@ -702,32 +710,6 @@ RECALL: tuple[Question, ...] = (
             (4.5, "that is groups of 32"),
             (4.25, "that counts a 16-bit zero point too; a symmetric ruler has none"),
         ),
-        source=LESSON,
-    ),
-)
-
-# AWQ is in Going deeper: its questions are asked in the exercise only
-EXERCISE_RECALL: tuple[Question, ...] = (
-    choice(
-        "Interview: AWQ multiplies weight column j by s_j before rounding. What happens to the activations?",
-        (
-            "They are divided by s, folded into the previous LayerNorm or Linear where one exists",
-            True,
-            "x @ w.T equals (x / s) @ (w * s).T; the division costs nothing once folded.",
-        ),
-        ("Nothing: the rounding error cancels the scaling", False, "Without dividing x the product is wrong."),
-        (
-            "They are multiplied by s, so loud features get louder",
-            False,
-            "Multiplying both would scale each input's contribution by s_j squared.",
-        ),
-        source=INTERVIEW,
-    ),
-    choice(
-        "AWQ's grid includes alpha = 0. What does that candidate give?",
-        ("s = 1 for every input: plain round-to-nearest", True, "So on calibration data AWQ never loses to RTN."),
-        ("s = mean|x|: the full activation scale", False, "That is alpha = 1, which the grid stops short of."),
-        ("s = 0: every weight is zeroed", False, "x ** 0 is 1, not 0."),
         source=LESSON,
     ),
 )
