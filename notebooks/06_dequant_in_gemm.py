@@ -21,16 +21,14 @@
 #
 # **The answer**: no scale forces a dequantized weight: an output-channel scale goes after the
 # product, an input-channel scale onto the activations, a group scale inside the reduction.
-# Compact weights save time at small batches, where reading the weight sets a floor under the
-# time, in a kernel that reads the codes and decodes them fast enough; dequantizing to an fp32
-# copy first is slower than plain fp32.
+# Compact weights save time at small batches, and only in a kernel that reads the codes itself:
+# dequantizing to an fp32 copy first is slower than plain fp32.
 #
 # **What you will do**: follow each scale through `y = x @ W.T`, count a product's FLOPs per
-# weight byte, time fp32, bf16, int8 and int4 products on your machine at M = 1 and 128, and read
-# a stored GPU run.
+# weight byte, and time fp32, bf16, int8 and int4 products on your machine at M = 1 and 128.
 #
 # **What you need**: lessons 02 to 05.
-# **Time**: about 27 minutes, plus about 40 for the exercise.
+# **Time**: about 23 minutes, plus about 40 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -180,55 +178,17 @@ fig = plots.bandwidth_lines(plots.gemm_times(bench_gemm.lesson_view(result)), bw
 #
 # * **Dequantize-then-matmul**: `q.float()` writes an fp32 copy, `* s` reads it and writes
 #   another, the GEMM reads that: 17 bytes per int8 weight against fp32's 4, so bytes predict
-#   about 4x. This page does not break down the time beyond that.
-# * **Scale after the GEMM**: one copy, then the GEMM: 9 bytes, about 2.25x. In the stored run the
-#   preallocated row lands near that; the fresh-copy row's extra time is allocating the copy.
+#   about 4x. It takes longer still: each fresh copy is also allocated on every call, the cost the
+#   next row's preallocated control isolates. (One dequantize kernel writing a single scaled copy
+#   would move 9 bytes: the exercise counts that path.)
+# * **Scale after the GEMM**: one copy, then the GEMM: 9 bytes, about 2.25x by bytes. Most of the
+#   fresh-copy row's extra time over the preallocated row is allocating the copy (the verdict's
+#   line on the preallocated buffer).
 # * **Fused rows**: one far left of the line spends its time on something other than its reads.
 #   At M = 128 arithmetic sets the time, and PyTorch's CPU int4 kernel multiplies in fp32 like
 #   `F.linear`, so int4's saved bytes no longer help.
-#
-# ## 4. On a GPU
-#
-# Two stored GPU runs (not re-run with this page) divide a measured bf16 GEMM peak, not an
-# M = 128 rate, by their read bandwidth:
-
-# %%
-for gpu in bench_gemm.stored_rooflines():
-    ridge = gpu["bf16 GEMM GFLOP/s"] / gpu["read GB/s"]
-    print(f"{gpu['device']}, torch {gpu['torch']} (stored):")
-    print(f"  bf16 GEMM {gpu['bf16 GEMM GFLOP/s'] / 1e3:.0f} TFLOP/s, read {gpu['read GB/s']:.0f} GB/s")
-    print(f"  ridge {ridge:.0f} FLOPs per byte: a 16-bit weight's product turns compute bound from M = {ridge:.0f}")
 
 # %% [markdown]
-# So on such a GPU 16-bit weights stay memory bound up to M in the hundreds, and a kernel that
-# reads int4 codes could win that far. The stored H200 run times PyTorch's int4 kernel
-# (tinygemm) with calls queued back to back, every weight read from memory:
-
-# %% tags=["nbval-ignore-output"]
-recall.predict("06", "int4_at_1_h200")
-
-# %%
-h200 = bench_gemm.read_csv(bench_gemm.RESULTS / "gemm_nvidia_h200.csv")
-read_gb_s = next(g["read GB/s"] for g in bench_gemm.stored_rooflines() if g["device"] == h200[0].machine)
-for m in (1, 256):
-    half, fp32 = bench_gemm.find_row(h200, m, "float16 F.linear"), bench_gemm.find_row(h200, m, "fp32")
-    int4 = bench_gemm.find_row(h200, m, "fused int4 weight-only group 128")
-    times = ", ".join(
-        f"{k} {r.median_ms * 1e3:3.0f} us" for k, r in (("fp32", fp32), ("fp16", half), ("int4 g128", int4))
-    )
-    print(f"M = {m:>3}: {times} (int4 {int4.median_ms / half.median_ms:.2f}x fp16's time)")
-    if m == 1:
-        floors = f"fp16 {half.weight_bytes / read_gb_s / 1e3:.1f} us, int4 {int4.weight_bytes / read_gb_s / 1e3:.1f} us"
-        print(f"         read floors: {floors}; int4's bytes are {int4.weight_bytes / half.weight_bytes:.2f}x fp16's")
-
-# %% [markdown]
-# At M = 1 int4 takes 0.57x fp16's time, but not through its bytes alone: fp32, with twice
-# fp16's bytes, takes only 25 us, so at fp32's read rate fp16 would take about 13 us, int4's
-# time. This run shows tinygemm beating an fp16 call that is slow here, not int4's bytes
-# winning. At M = 256 int4's time grows many times over while fp16's barely moves: work that
-# grows with M, not the weight's bytes, sets int4's time there. The exercise's last task finds
-# where the two cross.
-#
 # ## Summary
 #
 # * A per-output-channel (or per-tensor) scale is constant along K: apply it after the GEMM,
@@ -238,9 +198,8 @@ for m in (1, 256):
 #   moves 17 bytes per int8 weight against fp32's 4. A kernel that reads the codes lowers the
 #   floor, and reaches it only if its own work per weight is cheaper than the reads.
 # * Each kernel has its own ridge point (peak FLOPs / bandwidth); past it, the kernel's
-#   arithmetic decides. In the stored H200 run PyTorch's int4 kernel is faster than fp16 at M = 1
-#   (0.57x its time, where fp16 is slower than its bytes explain: fp32 reads twice the bytes in
-#   about the same time) and many times slower at M = 256.
+#   arithmetic decides, and fewer weight bytes stop helping. *Going deeper* reads the same
+#   question on a stored H200 run.
 #
 # ## Pause and recall
 
@@ -254,7 +213,7 @@ recall.show("06")
 # **Exercise**: `exercises/06_dequant_in_gemm.ipynb`: where an output scale and an AWQ factor
 # go on one weight, a group kernel's partial sums, zero points from sums alone (Going deeper),
 # the bytes a dequantize-first call moves, the M at which a kernel turns compute bound, and the
-# M from which an int4 kernel loses to fp16 on the stored H200 numbers.
+# M from which an int4 kernel loses to fp16 on the stored H200 numbers (Going deeper).
 #
 # ## Going deeper
 #
@@ -430,6 +389,49 @@ print_table(
         "compute bound from M =": ".1f",
     },
 )
+
+# %% [markdown]
+# ### The int4 kernel on a GPU, at M = 1 and 256
+#
+# Two stored GPU runs (not re-run with this page) divide a measured bf16 GEMM peak, not an
+# M = 128 rate, by their read bandwidth:
+
+# %%
+for gpu in bench_gemm.stored_rooflines():
+    ridge = gpu["bf16 GEMM GFLOP/s"] / gpu["read GB/s"]
+    print(f"{gpu['device']}, torch {gpu['torch']} (stored):")
+    print(f"  bf16 GEMM {gpu['bf16 GEMM GFLOP/s'] / 1e3:.0f} TFLOP/s, read {gpu['read GB/s']:.0f} GB/s")
+    print(f"  ridge {ridge:.0f} FLOPs per byte: a 16-bit weight's product turns compute bound from M = {ridge:.0f}")
+
+# %% [markdown]
+# So on such a GPU 16-bit weights stay memory bound up to M in the hundreds, and a kernel that
+# reads int4 codes could in principle win that far. The stored H200 run times PyTorch's int4 kernel
+# (tinygemm) with calls queued back to back, every weight read from memory:
+
+# %% tags=["nbval-ignore-output"]
+recall.predict("06", "int4_at_1_h200")
+
+# %%
+h200 = bench_gemm.read_csv(bench_gemm.RESULTS / "gemm_nvidia_h200.csv")
+read_gb_s = next(g["read GB/s"] for g in bench_gemm.stored_rooflines() if g["device"] == h200[0].machine)
+for m in (1, 256):
+    half, fp32 = bench_gemm.find_row(h200, m, "float16 F.linear"), bench_gemm.find_row(h200, m, "fp32")
+    int4 = bench_gemm.find_row(h200, m, "fused int4 weight-only group 128")
+    times = ", ".join(
+        f"{k} {r.median_ms * 1e3:3.0f} us" for k, r in (("fp32", fp32), ("fp16", half), ("int4 g128", int4))
+    )
+    print(f"M = {m:>3}: {times} (int4 {int4.median_ms / half.median_ms:.2f}x fp16's time)")
+    if m == 1:
+        floors = f"fp16 {half.weight_bytes / read_gb_s / 1e3:.1f} us, int4 {int4.weight_bytes / read_gb_s / 1e3:.1f} us"
+        print(f"         read floors: {floors}; int4's bytes are {int4.weight_bytes / half.weight_bytes:.2f}x fp16's")
+
+# %% [markdown]
+# At M = 1 int4 takes 0.57x fp16's time, but not through its bytes alone: fp32, with twice
+# fp16's bytes, takes only 25 us, so at fp32's read rate fp16 would take about 13 us, int4's
+# time. This run shows tinygemm beating an fp16 call that is slow here, not int4's bytes
+# winning. At M = 256 int4's time grows many times over while fp16's barely moves: work that
+# grows with M, not the weight's bytes, sets int4's time there. The exercise's last task finds
+# where the two cross.
 
 # %% [markdown]
 # ### The stored GPU runs

@@ -173,7 +173,7 @@ check("06.compute_bound_from", compute_bound_from)
 # %% [markdown]
 # ## Task 6 · From which M does int4 lose?
 #
-# The stored H200 run (lesson 06 prints its ridge in section 4) measured a bf16 GEMM peak of
+# The stored H200 run (lesson 06 prints its ridge in Going deeper) measured a bf16 GEMM peak of
 # about 737 TFLOP/s and a read bandwidth of about 4129 GB/s; tinygemm's int4 kernel ran
 # at about 28.4 TFLOP/s at M = 256 (2 x 256 x 4096 x 4096 FLOPs in its measured time), where it
 # is compute bound. Write

@@ -111,7 +111,7 @@ def _compute_bound_from(peak_gflops: float, read_gb_s: float, weight_bits: float
 
 
 # The stored H200 run (notebooks/results/roofline_nvidia_h200.json and gemm_nvidia_h200.csv, written by
-# `python -m qlesson.bench gemm --gpu-only`), to one decimal: bf16 GEMM TFLOP/s (the peak lesson 06 section 4 prints),
+# `python -m qlesson.bench gemm --gpu-only`), to one decimal: bf16 GEMM TFLOP/s (lesson 06 prints it, Going deeper),
 # fp32 GEMM TFLOP/s, read GB/s, and tinygemm's TFLOP/s at M = 256. Kept as numbers so that the task module reads no
 # file (a clean room grades without the results folder); tests/test_lesson06_gpu.py recomputes them from the stored
 # files.
