@@ -19,18 +19,18 @@
 # **The question**: when a transformer's cached keys and values are quantized, should each
 # scale cover one token or one channel?
 #
-# **The answer**: On MiniLM's short sentences, at equal metadata, keys do better with one ruler
-# per channel: the channels' offsets, which a per-token ruler must span, and the key of `[CLS]`
-# together explain most of it. Values do better per token only while `[CLS]` is quantized with
-# the other tokens; keep it in fp16 and per channel wins at equal code bits, though every bit
-# counted, a third code bit per token beats both.
+# **The answer**: On MiniLM's short sentences, keys do better with one ruler per channel, at
+# equal metadata too, where shuffled keys barely do: that part is the keys' structure. Values
+# do better per token only while `[CLS]` is quantized with the other tokens; keep it in fp16 and
+# per channel wins at equal code bits, though every bit counted, a third code bit per token beats
+# both.
 #
-# **What you will do**: compare per-token and per-channel rulers on MiniLM's keys and values,
-# remove suspected causes one at a time to find which structure decides, then count every bit.
+# **What you will do**: compare per-token and per-channel rulers on MiniLM's keys and values
+# against shuffled controls and one token kept exact, then count every bit.
 #
 # **What you need**: lessons 02 (granularity), 05 (activations) and 09 (intervals over
 # sentence pairs); nothing to download.
-# **Time**: about 28 minutes, plus about 35 for the exercise.
+# **Time**: about 25 minutes, plus about 35 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -57,8 +57,7 @@ ql.show_environment()
 #   costs most.
 #
 # MiniLM is an encoder and never caches, so the cache is simulated on 120 held-out sentences of
-# 10 to 17 tokens, where every query sees every key of its sentence. In large models several
-# query heads often share one cached *KV head* (grouped-query attention, GQA).
+# 10 to 17 tokens, where every query sees every key of its sentence.
 
 # %%
 from qlesson.teach import kv, models
@@ -129,31 +128,11 @@ print("\n".join(key_lines))
 # 4.56 bits per value against 3. At equal metadata (last row) the shuffled keys keep only a
 # small edge (1.06x), while the real keys keep a 1.7x win: that part comes from their structure.
 #
-# ## 4. Keys: which structure?
-#
-# Two suspects: the channels' offsets (section 2) and the key of `[CLS]`, the special token that
-# opens every sentence. Remove each, then both. The offsets can be removed without changing the
-# attention: subtract each channel's mean over the sentence (the softmax ignores the shift), so
-# only the ruler's job changes. `[CLS]`: keep it in fp16, out of both rulers; the control keeps
-# one random word per sentence instead. Equal metadata, 2 bits:
-
-# %%
-centred, centred_lines = kv.centred_key_rows(qkv, bits=2)
-print_table(centred, {"per token": ".4f", "per channel (32 tokens)": ".4f", "token - channel": "+.4f"})
-print("\n".join(centred_lines))
-
-# %% [markdown]
-# The last column is per token's extra error. Removing the offsets cuts it from +0.0331 to
-# +0.0215, keeping `[CLS]` exact to +0.0256 (a random word: +0.0314), both together to +0.0060:
-# together they remove more than the two apart add up to, most of the win but not all (the
-# interval excludes 0). A one-sentence per-channel ruler only slides with its offset, so removing
-# the offsets leaves its error unchanged (last line).
-#
-# ## 5. Values: does one token decide?
+# ## 4. Values: does one token decide?
 #
 # Quantize the values at 2 bits per token or per channel (over one sentence), with one token per
-# sentence kept in fp16 and out of every ruler: none, `[CLS]`, `[SEP]` (which closes every
-# sentence) or a random word:
+# sentence kept in fp16 and out of every ruler: none, `[CLS]` (the special token that opens every
+# sentence), `[SEP]` (which closes every sentence) or a random word:
 
 # %%
 print_table(kv.kept_token_rows(qkv, bits=2), {"per token": ".3f", "per channel": ".3f"})
@@ -191,7 +170,7 @@ print("\n".join(value_lines))
 # %% [markdown]
 # It does: with `[CLS]` in fp16, per channel over 32 tokens still beats per token (last line).
 #
-# ## 6. Every bit counted
+# ## 5. Every bit counted
 #
 # So far both rulers had the same code bits. A cache pays for every bit it stores: the codes,
 # each ruler's fp16 minimum and scale, and any token kept in fp16. Start with the keys of
@@ -210,16 +189,15 @@ print("3 bits: " + kv.key_rows(qkv, bits=3)[1][2].strip())
 # channel over 32 tokens still wins at equal total bits (last line).
 #
 # Values: per token at 3 bits also beats the 2-bit per-channel rulers that keep `[CLS]` exact.
-# That holds on these sentences, where `[CLS]` is one token in 12.5 and its 16 bits cost about
-# one bit per value, as much as the third code bit. In a long cache one fp16 token costs almost
-# nothing; this lesson does not test that case.
+# On these sentences `[CLS]` is one token in 12.5, and its 16 bits cost about one bit per value,
+# as much as the third code bit.
 #
-# ## 7. Streaming: why per-channel keys wait
+# ## 6. Streaming: why per-channel keys wait
 #
 # During generation a per-token ruler exists as soon as its token does, but a per-channel ruler
 # over `G` tokens only once its group is complete, so the newest keys wait in fp16 (a window of
 # the `R` newest tokens; Going deeper steps through it). The window's 16 bits a value count in
-# the cost, though in a long cache the window is a small fraction.
+# the cost.
 #
 # ## Summary
 #
@@ -228,9 +206,8 @@ print("3 bits: " + kv.key_rows(qkv, bits=3)[1][2].strip())
 # * MiniLM's keys have an offset per channel: its mean holds 14% to 40% of the variance (8% by
 #   chance). KIVI and KVQuant report far larger key channels in LLaMA-family models.
 # * Per-channel keys beat per-token keys 2.6x at 2 bits over one sentence, but shuffled keys
-#   show 1.9x: the smaller group. At equal metadata the real keys still win; removing the
-#   channels' offsets (which a per-token ruler must span) and keeping `[CLS]` exact cuts most of
-#   that win.
+#   show 1.9x: the smaller group. At equal metadata the real keys still win 1.7x, the shuffled
+#   ones only 1.06x: that part is the keys' structure.
 # * Values: per token wins while the sink `[CLS]` is quantized, since a per-channel ruler rounds
 #   its tiny value with an error several times its size; keep `[CLS]` in fp16 and per channel
 #   wins at equal code bits.
@@ -255,9 +232,44 @@ recall.show("10")
 #
 # ## Going deeper
 #
+# ### Keys: which structure?
+#
+# Which structure wins section 3's equal-metadata comparison? Two suspects: the channels'
+# offsets (section 2) and the key of `[CLS]`. Remove each, then both. The offsets can be removed
+# without changing the attention: subtract each channel's mean over the sentence (the softmax ignores the shift), so
+# only the ruler's job changes. `[CLS]`: keep it in fp16, out of both rulers; the control keeps
+# one random word per sentence instead. Equal metadata, 2 bits:
+
+# %%
+centred, centred_lines = kv.centred_key_rows(qkv, bits=2)
+print_table(centred, {"per token": ".4f", "per channel (32 tokens)": ".4f", "token - channel": "+.4f"})
+print("\n".join(centred_lines))
+
+# %% [markdown]
+# The last column is per token's extra error. Removing the offsets cuts it from +0.0331 to
+# +0.0215, keeping `[CLS]` exact to +0.0256 (a random word: +0.0314), both together to +0.0060:
+# together they remove more than the two apart add up to, most of the win but not all (the
+# interval excludes 0). A one-sentence per-channel ruler only slides with its offset, so removing
+# the offsets leaves its error unchanged (last line).
+#
+# ### The key of `[CLS]`, with and without the offsets
+#
+# Once the offsets are removed, keeping `[CLS]`'s key exact cuts most of per token's remaining
+# extra error (+0.0215 to +0.0060 above). The norm of `[CLS]`'s key over the median token's, per layer:
+
+# %%
+norms = kv.cls_key_norms(qkv)
+for name in ("real keys", "channel means removed"):
+    print(f"[CLS]'s key norm / median token's, layers 0-5, {name}: " + " ".join(f"{r[name]:.2f}" for r in norms))
+
+# %% [markdown]
+# With the offsets in, `[CLS]`'s key is about as long as a typical token's in layers 2 to 4;
+# with them removed it stands out there (about 1.6 to 1.8 times). This fits the table above; it
+# does not show the cause.
+#
 # ### Values at 3 and 4 bits
 #
-# Section 5's comparison at 3 and 4 bits:
+# Section 4's comparison at 3 and 4 bits:
 
 # %%
 values_34, value_lines_34 = kv.value_rows(qkv, bits=(3, 4))
@@ -267,21 +279,6 @@ print("\n".join(value_lines_34))
 # %% [markdown]
 # The verdicts are those of 2 bits: per token wins while `[CLS]` is quantized, per channel once
 # it is in fp16, at equal metadata too.
-#
-# ### The key of `[CLS]`, with and without the offsets
-#
-# Section 4 found that `[CLS]`'s key adds most to per token's extra error once the offsets are
-# removed. The norm of `[CLS]`'s key over the median token's, per layer:
-
-# %%
-norms = kv.cls_key_norms(qkv)
-for name in ("real keys", "channel means removed"):
-    print(f"[CLS]'s key norm / median token's, layers 0-5, {name}: " + " ".join(f"{r[name]:.2f}" for r in norms))
-
-# %% [markdown]
-# With the offsets in, `[CLS]`'s key is about as long as a typical token's in layers 2 to 4;
-# with them removed it stands out there (about 1.6 to 1.8 times). This fits section 4; it does
-# not show the cause.
 #
 # ### A loud channel?
 #
@@ -316,7 +313,8 @@ print_table(heads, {"loudest head / median head": ".2f"})
 #
 # ### What a long cache costs
 #
-# One sequence's cache in a Llama-3-8B-like model (32 layers, 8 KV heads of 128 channels;
+# In large models several query heads often share one cached *KV head* (grouped-query attention,
+# GQA). One sequence's cache in a Llama-3-8B-like model (32 layers, 8 KV heads of 128 channels;
 # `bits per value` includes the scales, the minimums and the fp16 window):
 
 # %%
@@ -371,7 +369,7 @@ print_table(comparisons, {"A - B": "+.4f", "95% CI": "+.4f"})
 #
 # ### Which keys wait, token by token
 #
-# Section 7's policy: the `R` newest tokens stay in fp16, the older ones are quantized in whole
+# Section 6's policy: the `R` newest tokens stay in fp16, the older ones are quantized in whole
 # groups of `G`. With `G = 32` and `R = 32`:
 
 # %%
@@ -441,6 +439,8 @@ print_table(list(kv.TOOLS))
 #   channels and tokens; section 2's permutes within each head, so a loud head stays loud.
 # * Each ruler's minimum and scale are charged 16 bits each but kept in float64: the rounding to
 #   fp16 (about 3 significant digits, far finer than a 2- to 4-bit step) is not simulated.
+# * Section 5's values verdict holds on short sentences, where an fp16 `[CLS]` costs about one bit
+#   per value; in a long cache one fp16 token costs almost nothing, a case this lesson does not test.
 # * Intervals are paired bootstraps over the evaluation text's paraphrase pairs (lesson 09).
 
 # %%

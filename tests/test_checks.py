@@ -356,6 +356,7 @@ WRONG = {
     "10.choose_axis": [
         (lambda q, k, v, which, bits: "channel" if which == "k" else "token", "KIVI's rule"),
         (lambda q, k, v, which, bits: "token", "None"),
+        (lambda q, k, v, which, bits: _both_axes(q, k, v, which, bits), "quantized both tensors"),
     ],
     "10.sink_axes": [
         (("channel", "channel"), "(channel, channel)"),
@@ -383,6 +384,19 @@ def _kv_minmax(k, b, dim=0):
     lo, hi = k.amin(dim, keepdim=True), k.amax(dim, keepdim=True)
     s = (hi - lo) / (2**b - 1)
     return torch.round((k - lo) / s).clamp(0, 2**b - 1) * s + lo
+
+
+def _both_axes(q, k, v, which, b):
+    """Task 10.4 with keys and values both quantized on each axis (the cache stores only ``which``)."""
+
+    def head(k, v):
+        return torch.softmax(q @ k.T / k.shape[1] ** 0.5, dim=-1) @ v
+
+    err = {
+        a: float((head(k, v) - head(_kv_minmax(k, b, d), _kv_minmax(v, b, d))).square().sum())
+        for a, d in (("token", 1), ("channel", 0))
+    }
+    return min(err, key=err.get)
 
 
 def _kv_sym(k, b):

@@ -90,7 +90,7 @@ check("10.keys_per_channel", keys_per_channel)
 # ## Task 3 · How many cached tokens are quantized?
 #
 # Write `quantized_tokens(tokens, residual, group)`: how many of `tokens` cached keys are quantized
-# per channel under the lesson's streaming policy (section 7), with an fp16 window of `residual`
+# per channel under the lesson's streaming policy (section 6), with an fp16 window of `residual`
 # tokens and groups of `group` tokens.
 
 
@@ -144,10 +144,11 @@ check("10.choose_axis", choose_axis)
 # %% [markdown]
 # ## Task 5 · What a per-channel key cache really costs
 #
-# A key cache stores keys at `bits` bits with asymmetric per-channel rulers over groups of
-# `group` tokens, fp16 metadata, and the lesson's fixed window of `residual` tokens (section 7;
-# KIVI's own code flushes keys in chunks instead). Write `key_bits(bits, group, tokens,
-# residual)`: the mean number of bits stored per cached key value.
+# A key cache quantizes its keys as the lesson's section 6 streams them: `bits`-bit codes with
+# KIVI's per-channel rulers (your Task 2's) over groups of `group` tokens, and a window of the
+# `residual` newest tokens. Write `key_bits(bits, group, tokens, residual)`: after `tokens`
+# tokens, the mean number of bits the cache stores per cached key value. Count everything it
+# must keep to give the keys back.
 
 
 # %% tags=["solution"]
@@ -217,14 +218,15 @@ recall.answer("10", 9, recall_9)
 #
 # - **a)** Repeat at 4 bits: if per channel still wins, the win is structure
 # - **b)** Use more sentences: a narrower interval settles the cause
-# - **c)** Compare at equal metadata (32 values per ruler both ways), on the real and on shuffled keys
+# - **c)** Shuffle the keys: per channel's win on the shuffled keys is the structure's share
+# - **d)** Compare at equal metadata (32 values per ruler both ways), on the real and on shuffled keys
 #
 # Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
 recall_2 = ...  # STUB
 # BEGIN SOLUTION
-recall_2 = "c"
+recall_2 = "d"
 # END SOLUTION
 
 # %% qlesson={"task": "recall 10.2"} tags=["check"]

@@ -91,12 +91,14 @@ def _axis_errors(  # noqa: PLR0913
     on_output: bool = True,
     scaled: bool = True,
     on_probs: bool = False,  # noqa: ANN001
+    both: bool = False,
 ) -> dict[str, float]:
     """Squared error of each axis's quantization of ``which``: on the attention output, or on the tensor.
 
     ``on_probs=True`` measures a key's error on the attention probabilities (total variation) instead of
     the output (a named mistake; on the task's cases it picks the same axes as leaving out the scores'
-    ``1 / sqrt(dim)``, which ``scaled=False`` does).
+    ``1 / sqrt(dim)``, which ``scaled=False`` does). ``both=True`` quantizes keys and values on the same axis
+    (a named mistake: the cache stores only ``which``).
     """
     o = _attention(q, k, v, scaled)
     x = k if which == "k" else v
@@ -110,7 +112,10 @@ def _axis_errors(  # noqa: PLR0913
             p, p_hat = (torch.softmax(q @ kk.T / k.shape[1] ** 0.5, dim=-1) for kk in (k, x_hat))
             errors[axis] = float((p - p_hat).abs().sum() / 2)
             continue
-        o_hat = _attention(q, x_hat, v, scaled) if which == "k" else _attention(q, k, x_hat, scaled)
+        if both:
+            o_hat = _attention(q, _keys_per_channel(k, bits, axis=dim), _keys_per_channel(v, bits, axis=dim), scaled)
+        else:
+            o_hat = _attention(q, x_hat, v, scaled) if which == "k" else _attention(q, k, x_hat, scaled)
         errors[axis] = float((o - o_hat).square().sum())
     return errors
 
@@ -321,6 +326,7 @@ TASKS: list[Task] = [
             _case4("loud unread key channels", 0, "k", 3, hidden=True),
             _case4("value sink, offsets", 3, "v", 2, hidden=True),
             _case4("value sink, offsets", 2, "v", 3, hidden=True),
+            _case4("value offsets", 0, "k", 2, hidden=True),  # keys cached; values that favour the other axis
         ],
         "quantize the tensor both ways, leave the other one exact, and compare where the cache's error "
         "lands: the squared error of what the head computes from it",
@@ -338,6 +344,11 @@ TASKS: list[Task] = [
                 "your choices match measuring how far the attention probabilities move, or a head without the "
                 "1 / sqrt(dim) on its scores: measure what the head outputs, with its scores scaled",
                 lambda q, k, v, which, b: min((e := _axis_errors(q, k, v, which, b, on_probs=True)), key=e.get),
+            ),
+            Mistake(
+                "quantized both tensors: the cache stores only `which`; keep the other one exact, or its errors "
+                "can decide the axis",
+                lambda q, k, v, which, b: min((e := _axis_errors(q, k, v, which, b, both=True)), key=e.get),
             ),
             Mistake(
                 "your choices are the axis with the larger error: a min over dim 0 of a [tokens, dim] tensor "
@@ -487,11 +498,6 @@ PREDICT = {
             "multiplied by the same attention and barely matters. What differs is each ruler's error relative to "
             "[CLS]'s tiny value.",
         ),
-        (
-            "Keeping it exact changes the attention, which then moves away from the quantized tokens",
-            False,
-            "Only the values are quantized here: the keys, and so the attention, stay exactly as they were.",
-        ),
     ),
 }
 
@@ -501,8 +507,8 @@ RECALL: tuple[Question, ...] = (
         (
             "A few key channels are far larger than the rest, on every token",
             True,
-            "That is KIVI's measurement on LLaMA-family models (KVQuant reports it too). In MiniLM per channel "
-            "wins through the channels' offsets and the [CLS] key instead (section 4).",
+            "That is KIVI's measurement on LLaMA-family models (KVQuant reports it too). MiniLM's keys show "
+            "offsets per channel instead (section 2), and per channel still wins on them (section 3).",
         ),
         (
             "The largest keys are the ones attention uses most, so they deserve scales of their own",
@@ -536,14 +542,23 @@ RECALL: tuple[Question, ...] = (
         (
             "Repeat at 4 bits: if per channel still wins, the win is structure",
             False,
-            "Tempting because it repeats the test; but both rulers keep their sizes at 4 bits, so the confound "
-            "comes along.",
+            "Tempting because a result that survives a new setting feels robust; but at 4 bits a per-channel "
+            "ruler still spans about 12.5 values and a per-token one 32, so the smaller group comes along and "
+            "can win on its own.",
         ),
         (
             "Use more sentences: a narrower interval settles the cause",
             False,
-            "A narrower interval makes the difference surer, not its cause clearer; the comparison stays "
-            "unequal in metadata.",
+            "Tempting because the interval is how lesson 09 judged a difference; but it says how sure the "
+            "difference is, not what causes it: more sentences still pit rulers of 12.5 values against rulers "
+            "of 32.",
+        ),
+        (
+            "Shuffle the keys: per channel's win on the shuffled keys is the structure's share",
+            False,
+            "Tempting because the shuffle is the right control; but shuffled keys have no structure left, so "
+            "their 1.9x is what the smaller group alone buys. The structure is what the real keys keep beyond "
+            "that, seen cleanly once both rulers span 32 values.",
         ),
         source=LESSON,
     ),
