@@ -21,7 +21,8 @@
 #
 # **The answer**: A scale (the spacing of the ticks) and a zero point define a ruler: divide by
 # the scale, round to the nearest tick, shift by the zero point, clamp to the codes the bits
-# allow. Inside the ruler the error is at most half a tick; beyond it, the error grows with the
+# allow; the zero point lets the ruler sit on lopsided data. Up to half a tick past the last tick
+# the error is at most half a tick; farther out the clamp takes over and the error grows with the
 # distance.
 #
 # **What you will do**: follow six values through a 3-bit ruler, check the half-tick bound on
@@ -29,7 +30,7 @@
 # want an asymmetric ruler.
 #
 # **What you need**: lesson 00 (how to run the notebooks); nothing to download.
-# **Time**: about 21 minutes, plus about 33 for the exercise.
+# **Time**: about 21 minutes, plus about 21 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -73,8 +74,7 @@ _ = plots.ruler(values, bits=3)
 # ## 2. What a bit buys
 #
 # `b` bits give `2^b` integer codes. The restricted symmetric ruler leaves out `-2^(b-1)`, so
-# that +x and -x get mirror-image codes: int4 uses [-7, 7], int8 [-127, 127] (TFLite's and
-# TensorRT's int8 weight range).
+# that +x and -x get mirror-image codes: int4 uses [-7, 7], int8 [-127, 127].
 #
 # Before you run the next cell, predict what one more bit does to the ruler's rounding bound.
 
@@ -163,8 +163,7 @@ print_table(ruler.compare_modes(gelu_like, bits=4, modes=two_modes), {"scale": "
 
 # %% [markdown]
 # The symmetric ruler spends its negative codes on a range down to -2.0 that these values
-# barely enter, so its ticks are about twice as coarse and their error is larger. The zero
-# point is not free: an integer matrix multiply needs correction terms for it (lesson 06).
+# barely enter, so its ticks are about twice as coarse and their error is larger.
 #
 # ## 6. Try it: a value and a bit width
 #
@@ -181,8 +180,9 @@ from qlesson.teach import widgets
 widgets.ruler_explorer(tuple(values))
 
 # %% [markdown]
-# At 3 bits the readout first says clipped at 1.07; at 4 bits, from 0.98 on, so 1.0 clips
-# there: more bits, a finer ruler, the same range.
+# At 3 bits the readout first says clipped at 1.07, at 4 bits at 0.98: the first slider steps
+# past 0.91 plus half a tick (0.15 at 3 bits, 0.065 at 4). A finer ruler starts clipping closer
+# to its last tick.
 #
 # ## Summary
 #
@@ -203,8 +203,8 @@ recall.quiz("01")
 recall.show("01")
 
 # %% [markdown]
-# **Exercise**: `exercises/01_the_ruler.ipynb`: scale, round and clamp by hand, then find
-# the bit width at which a calibrated ruler's clipping costs more than its rounding.
+# **Exercise**: `exercises/01_the_ruler.ipynb`: find where a calibrated ruler starts to clip,
+# then the bit width at which its clipping costs more than its rounding.
 #
 # ## Going deeper
 #
@@ -239,8 +239,8 @@ for extreme in (1.3, -1.3):
 #
 # ### Who uses [-127, 127], and PyTorch's two observers
 #
-# The TFLite int8 specification, TensorRT and ExecuTorch's XNNPACKQuantizer keep int8 weights
-# in `[-127, 127]`. PyTorch ships both conventions: its default weight observer uses
+# The TFLite int8 specification and ExecuTorch's XNNPACKQuantizer keep int8 weights in
+# `[-127, 127]`. PyTorch ships both conventions: its default weight observer uses
 # `[-128, 127]`; the observer of its qnnpack symmetric configurations is restricted to
 # `[-127, 127]`:
 

@@ -17,11 +17,12 @@
 # # 02 · One ruler or many? A quiet row beside a loud one
 #
 # **The question**: When the rows of a weight matrix have very different magnitudes, what does
-# one shared scale cost them, and what does one scale per row fix and guarantee?
+# giving each row its own scale buy over one shared scale?
 #
-# **The answer**: Under one shared (per-tensor) scale the loudest value sets the tick, and a
-# quiet row whose values all lie at or below half a tick is stored as zeros. One scale per row
-# (per-channel) rescues that row and never raises any row's error bound, half its tick.
+# **The answer**: The quiet rows. Under one shared (per-tensor) scale the loudest value sets the
+# tick, and a quiet row whose values all lie at or below half a tick is stored as zeros. One
+# scale per row (per-channel) rescues that row and never raises any row's error bound, half its
+# tick.
 #
 # **What you will do**: quantize a 2x4 example with one shared scale, then one per row;
 # compare a row's error under both, on hand-built rows and a real model.
@@ -147,12 +148,12 @@ print_table(
 
 # %% [markdown]
 # Row 0's error goes *up* with its own, finer ruler: its values sat on or near the shared
-# ticks, and the new ticks miss three of them. The control is row 2, `[3, 1.25, -2.3, 1.8]`: the same
-# absmax and shared codes, but off the shared ticks, and its MAE drops from 0.19 to 0.07.
-# Per-channel guarantees only the bound: a row's own tick is never larger than the shared one.
+# ticks, and the new ticks miss three of them. The control, row 2, has the same absmax and
+# shared codes but sits off the shared ticks: its MAE drops from 0.19 to 0.07. Per-channel
+# guarantees only the bound: a row's own tick is never larger than the shared one.
 #
-# On real weights, all 37 Linear weights of the all-MiniLM-L6-v2 checkpoint (lesson 03's model).
-# `ql.fake_quantize` returns `x_hat`, the weights rebuilt from their codes:
+# On real weights, all 37 Linear weights of all-MiniLM-L6-v2 (lesson 03's model);
+# `ql.fake_quantize` returns the weights rebuilt from their codes:
 
 # %%
 from qlesson.teach import models
@@ -168,7 +169,7 @@ for bits in (4, 8):
     print(f"int{bits}: {lose} of {n_rows:,} rows get a higher MAE with their own scale")
 
 # %% [markdown]
-# On MiniLM the rise is rare: no row at int4, 10 of 21,120 at int8 (which rows: Going deeper).
+# On MiniLM the rise is rare: no row at int4, 10 of 21,120 at int8.
 #
 # ## Summary
 #
@@ -239,25 +240,3 @@ print(f"Row B's reconstruction, per-tensor: {[round(v, 2) for v in pt['row 1 x_h
 # %%
 W3 = examples.three_channels()
 print_table(analysis.range_usage(W3, bits=8), {"absmax": ".2f"})
-
-# %% [markdown]
-# The note also prints codes for this example, and some are wrong: 1.8 under the shared scale
-# gets 114, not the printed 115, and channel 2's printed per-channel codes
-# `[-125, -100, 63, 113]` are what dividing by the displayed scale 0.0008 gives (62.5 and 112.5
-# rounded up). With the exact scale, 0.05 is exactly 63.5 ticks in real arithmetic, a tie: in
-# float32 the quotient is 63.5 and `torch.round` sends it to the even code, 64; in float64 it
-# comes out as 63.4999... and rounds to 63. At a tie, the precision decides. Below, the printed
-# codes that differ from rounding with the exact scale, then channel 2 divided by 0.0008
-# exactly, halves rounded up as by hand:
-
-# %%
-from decimal import ROUND_HALF_UP, Decimal
-
-diffs = []
-for g, name in ((ql.PerTensor(), "per-tensor"), (ql.PerChannel(0), "per-channel")):
-    computed = ql.quantize(W3, 8, granularity=g).q
-    diffs += analysis.compare_printed(computed, examples.NOTE_PRINTED_Q[name], name)
-print_table(diffs)
-by_display = [Decimal(str(v)) / Decimal("0.0008") for v in examples.THREE_CHANNELS[2]]
-print(f"channel 2 / 0.0008: {[f'{v:f}' for v in by_display]}")
-print(f"halves rounded up: {[int(v.quantize(Decimal(1), ROUND_HALF_UP)) for v in by_display]}")

@@ -20,9 +20,9 @@
 # scale per run of `g` weights buy, and what does it cost?
 #
 # **The answer**: each group's own fp16 scale keeps an outlier's damage inside that group, and
-# costs every weight `16 / g` bits. On MiniLM at about 4 bits per weight, with restricted rulers,
-# int3 with groups of 16 ties int4 per-channel (within 1 dB) in layers whose rows hold a few
-# weights far above the rest, and loses to it by 2 to 4 dB in the others.
+# costs every weight `16 / g` bits. On MiniLM at about 4 bits per weight (restricted rulers), int3
+# with groups of 16 ties int4 per-channel within 1 dB where rows hold a few weights far above the
+# rest. Elsewhere it loses by 2 to 4 dB.
 #
 # **What you will do**: watch an outlier spoil one group, price the scales, and test on MiniLM
 # what decides between a code bit and a bit of scales.
@@ -42,7 +42,7 @@ ql.show_environment()
 #
 # Four channels of eight weights; channel 0 holds an outlier, 8.1. Per-tensor lets 8.1 set
 # everyone's ruler; per-channel confines it to channel 0; per-group gives each run of `g`
-# weights along a row its own ruler. Groups of 4 and 2 here; real groups hold 16 to 128
+# weights along a row its own ruler. Groups of 4 and 2 here; section 4 tries 16 to 256 on real
 # weights. All at int4, scored with lesson 03's SQNR (dB, higher is better).
 
 # %%
@@ -87,10 +87,9 @@ print_table(
 # ## 2. What a scale costs: bits per weight
 #
 # For a weight `[N, K]` (`[out_features, in_features]`), `PerGroup(g)` cuts every row into
-# `K / g` groups, so the scales have shape `[N, K / g]` (GPTQ and AWQ checkpoints store them
-# transposed, `[K / g, N]`). Every scale is stored beside the codes, here in fp16. Int4 with
-# groups of 32 on a `[4096, 4096]` weight and on a `[4096, 11008]` one (LLaMA-7B's down
-# projection), 2.7 times as many weights:
+# `K / g` groups, so the scales have shape `[N, K / g]`. Every scale is stored beside the codes,
+# here in fp16. Int4 with groups of 32 on a `[4096, 4096]` weight and on a `[4096, 11008]` one
+# (LLaMA-7B's down projection), 2.7 times as many weights:
 
 # %%
 rows = []
@@ -176,8 +175,8 @@ _ = plots.pareto_zoom(points, {key: f"{label}: {db[key]:.2f} dB" for key, label 
 # apart. For about 0.12 more bits per weight, int4 with groups of 128 sits 3.4 and 3.6 dB above
 # both on these six.
 #
-# The same comparison on L0.intermediate (`[1536, 384]`), a Gaussian of L0.output's shape, and
-# that Gaussian with two large weights per row:
+# The same comparison on L0.intermediate (`[1536, 384]`), one Gaussian in each layer's shape, and
+# that Gaussian in L0.output's shape with two large weights per row:
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("04", "control")
@@ -186,8 +185,10 @@ recall.predict("04", "control")
 gauss = torch.randn(384, 1536, generator=torch.Generator().manual_seed(0))  # the FFN outputs' shape
 spiked = gauss.clone()
 spiked[:, ::768] = 5.0  # two weights per row at 5 times the rms (the Gaussian's rms is about 1)
-controls = {"L0.output": W["L0.output"], "L0.intermediate": W["L0.intermediate"], "Gaussian [384, 1536]": gauss}
-controls["the Gaussian, two 5s per row"] = spiked
+controls = {"L0.output": W["L0.output"], "L0.intermediate": W["L0.intermediate"]}
+controls["Gaussian [1536, 384]"] = gauss.reshape(1536, 384)  # the same values in L0.intermediate's shape
+controls["Gaussian [384, 1536]"] = gauss
+controls["Gaussian [384, 1536], two 5s per row"] = spiked
 rows = []
 for name, w_layer in controls.items():
     r = analysis.bits_or_scales(w_layer)  # also the median over rows of (row's largest |w|) / (row's rms)
@@ -196,11 +197,12 @@ for name, w_layer in controls.items():
 print_table(rows, {"int3 g16 dB": ".2f", "int4 per-channel dB": ".2f", "median row: largest |w| / rms": ".1f"})
 
 # %% [markdown]
-# What moves is int4 per-channel; int3 g16 stays near 14 dB on all four. The code bit wins by
-# about 3 dB on L0.intermediate and by 2.6 dB on the Gaussian of L0.output's shape, so shape
-# does not decide. What sets L0.output apart is a few weights per row far above the row's rms
-# (last column): they stretch each row's one ruler. Give the Gaussian two such weights per row
-# and the gap closes. Every MiniLM layer, each column a range over its layers:
+# What moves is int4 per-channel; int3 g16 stays near 14 dB on all five. The code bit wins by
+# 3.6 dB on the Gaussian of L0.intermediate's shape and by 2.6 dB on the same values in
+# L0.output's shape: the shape moves the gap about 1 dB but does not close it. What sets
+# L0.output apart is a few weights per row far above the row's rms (last column): they stretch
+# each row's one ruler. Give the Gaussian [384, 1536] two such weights per row and the gap
+# closes. Every MiniLM layer, each column a range over its layers:
 
 # %%
 others = [name for name in W if name not in ffn_out]
@@ -260,8 +262,9 @@ print(f"L0.intermediate, int5 per-channel: SQNR {pc5_in:.2f} dB; int4 g8 (6.000 
 #   (3.1 to 3.9 dB) on the six FFN output layers, whose rows hold a few large weights.
 # * At about 4 bits per weight, restricted rulers: on the six FFN outputs int3 g16 and int4
 #   per-channel land within 1 dB of each other, layer by layer.
-# * On the other 31 MiniLM layers the code bit wins by 2 to 4 dB, on a Gaussian of the six's
-#   shape by 2.6 dB. Two large weights per row close the Gaussian's gap. Measure per layer.
+# * On the other 31 MiniLM layers the code bit wins by 2 to 4 dB, on a Gaussian in either
+#   layer's shape by 2.6 to 3.6 dB. Two large weights per row close the Gaussian's gap. Measure
+#   per layer.
 #
 # ## Pause and recall
 
@@ -338,8 +341,8 @@ print(
 # squared activations (the diagonal of its Hessian). A group of 128 then holds 128 inputs that
 # are neighbours in that order, not in the weight. Its checkpoints store `g_idx`, the group of
 # every input. Without act-order, `g_idx` is `input // 128`: the contiguous runs of section 3.
-# On a square weight the scales' shape (`[32, 4096]` at g = 128) does not tell the axis: read
-# `g_idx` or the format's docs.
+# GPTQ and AWQ checkpoints store the scales transposed, `[K / g, N]`; on a square weight their
+# shape (`[32, 4096]` at g = 128) does not tell the axis: read `g_idx` or the format's docs.
 #
 # ### One Q4_0 block, byte by byte
 #
@@ -482,7 +485,8 @@ print_table(rows, {"restricted rulers": "+.2f", "full rulers (as Q4_0)": "+.2f"}
 # %% [markdown]
 # With full rulers every gap moves about 1 dB toward the groups: on the six FFN outputs the bit
 # of scales wins by 1.3 dB. The few large weights move the gap by about the same 2.5 to 3.5 dB
-# under both rulers (L0.intermediate against the six; the Gaussian with and without its 5s).
+# under both rulers (L0.intermediate against the six; the Gaussian [384, 1536] with and without
+# its 5s).
 #
 # ### Zero points, and Q4_1's float minimum
 #

@@ -19,11 +19,12 @@
 # **The question**: how should the activations of a transformer, which arrive at run time,
 # be quantized to int8?
 #
-# **The answer**: A one-sided activation benefits from a zero point, a token with a spike from
-# dynamic per-token scales, and a static scale from SmoothQuant, which moves loud features' range
-# into the weights. On MiniLM's layer 0 these gain about 5.4 dB (GELU output), 9.5 dB over one
-# per-tensor scale (FC1's input) and, at alpha 0.5, 3.5 to 9 dB (QKV and FC1 inputs; on FC1
-# mostly from smoothing the `[CLS]` spike's feature 99).
+# **The answer**: a one-sided activation wants a zero point, a token with a spike wants dynamic
+# per-token scales, and a static per-tensor scale wants SmoothQuant, which moves loud features'
+# range into the weights. On MiniLM's layer 0 the zero point gains about 5.4 dB on the GELU
+# output; per-token scales gain 9.5 dB over one per-tensor scale on FC1's input, 6.5 of it from
+# isolating the `[CLS]` spike; smoothing at alpha 0.5 with static per-tensor scales gains 3.5 to
+# 9 dB on the QKV and FC1 inputs.
 #
 # **What you will do**: capture MiniLM's layer-0 activations, then predict and measure what a zero
 # point, per-token scales and smoothing buy, calibrated on one text and scored on another.
@@ -66,8 +67,10 @@ print(f"L0.output input: min {float(x.min()):+.2f}, max {float(x.max()):+.1f}")
 # %% [markdown]
 # A symmetric int8 ruler spans `[-max, +max]`: its codes -127 to -2 stand for values below -0.3,
 # which never occur (every negative value lies between -0.17 and 0). Lesson 01's asymmetric
-# ruler spans `[min(x, 0), max(x, 0)]` with the 256 codes of uint8, and an integer **zero point**:
-# the code that stands for 0.0.
+# ruler spans `[min(x, 0), max(x, 0)]` with the 256 codes of uint8, and an integer **zero point**
+# `z`: the code that stands for 0.0. In an integer GEMM it costs one correction per output channel,
+# `sum_k (q_k - z) w_k = sum_k q_k w_k - z sum_k w_k`, whose last sum comes once from the weights
+# (lesson 06 builds it into the GEMM).
 #
 # The table below compares both rulers twice: per-tensor and static (fitted to the calibration
 # text's min and max), and per-token and dynamic (each token's own min and max). Per-tensor, the
@@ -122,13 +125,17 @@ print(f"ordinary tokens' loudest |x|: {low:.1f} to {high:.1f} (5th to 95th perce
 # every other token.
 #
 # The control (all scales dynamic, fitted to this text) isolates the `[CLS]` rows and recovers
-# about 6.5 of the 9.5 dB. The rest is consistent with per-token scales fitting ordinary tokens, whose loudest
-# values differ about fivefold from token to token (last line).
+# about 6.5 of the 9.5 dB. The rest is consistent with per-token scales fitting ordinary tokens,
+# whose loudest values differ about fivefold from token to token (last line).
 #
 # Per-token scales also fit an integer GEMM: a token's scale is constant along the reduction
 # axis K, so it multiplies each row's int32 sum once, like a per-channel weight scale.
 #
 # ## 3. Smoothing: outlier features, which per-token scales cannot reach
+#
+# MiniLM is a post-LN BERT: section 2's spike and loud features sit in FC1's input, the output of
+# the attention block's LayerNorm. Section 4 also smooths the QKV input, the output of the
+# embeddings' LayerNorm.
 #
 # Features 63 and 267 are different: loud on most ordinary tokens, where their medians (the
 # "other tokens median" column) are about 4.5 and 8 times the typical feature's. Per-token scales
@@ -143,8 +150,8 @@ print(f"ordinary tokens' loudest |x|: {low:.1f} to {high:.1f} (5th to 95th perce
 # ```
 #
 # alpha sets how much of feature `j`'s range moves into the weights; this lesson uses 0.5, the
-# SmoothQuant paper's choice for OPT and BLOOM. Here `x` is divided by `s` explicitly; a pre-LN
-# model folds `1/s` into the norm before the layer.
+# SmoothQuant paper's choice for OPT and BLOOM, and divides `x` by `s` explicitly (where `1/s`
+# can be folded: *Going deeper*).
 #
 # ## 4. Smoothing, calibrated on one text and scored on another
 #
@@ -192,22 +199,26 @@ print(f"weights {before['weights']:.1f} -> {after['weights']:.1f} dB")
 # %% [markdown]
 # One static scale is set by the single largest value. On the QKV input feature 63 is nearly as
 # loud as the spike (5.9 against 6.3): once the spike is smoothed, 63 sets the scale, so the
-# activations gain about 0.2 dB, while weight column 99 grows 3.3 times and costs the weights
-# about 4 dB (last line): smoothing 99 alone loses 0.3 dB. Smoothing 63 and 267 leaves the spike
-# to set the scale; smoothing 99 and 63 gains 3.8 dB. On FC1's input the spike alone sets the
-# scale: feature 99 gives 7 of the 9 dB.
+# activations gain only 0.2 dB, while weight column 99 grows 3.3 times and costs the weights
+# about 4.4 dB (last line). Smoothing 99 alone loses 0.3 dB; smoothing 99 and 63 gains 3.8 dB.
+#
+# On FC1's input the spike alone sets the scale: feature 99 gives 7.2 of the 9.1 dB, while
+# smoothing 63 and 267 leaves the spike in place and gains nothing on either input (-0.2 dB).
 #
 # ## Summary
 #
 # * A GELU output is one-sided: an asymmetric int8 ruler with an integer zero point gains about
 #   5.4 dB (nearly one bit) on MiniLM's down-projection input, per-tensor or per-token.
 # * An outlier *token* (`[CLS]`, feature 99) is kept out of the other rows' rulers by per-token
-#   scales, which factor out of the integer GEMM.
+#   scales, which factor out of the integer GEMM: 9.5 dB on FC1's input, 6.5 of it from the
+#   `[CLS]` rows alone.
 # * Outlier *features* (63, 267) are loud in most rows; per-feature scales would fit them but
 #   cannot leave the sum. SmoothQuant moves a feature's range into the weights.
-# * Calibrated on one text and scored on another, smoothing at alpha 0.5 gains about 2 to 9 dB on
-#   layer 0's QKV and FC1 inputs. With one static scale it paid only where it lowered that scale:
-#   on FC1 mostly by smoothing the `[CLS]` spike's feature 99, on QKV only with feature 63 too.
+# * Calibrated on one text and scored on another, with static per-tensor scales, smoothing at
+#   alpha 0.5 gains 3.5 to 9 dB on layer 0's QKV and FC1 inputs. It paid only where it lowered
+#   that scale: on FC1 mostly by smoothing the `[CLS]` spike's feature 99, on QKV only with
+#   feature 63 too. On the down-projection input, whose loudest feature has a loud weight column
+#   too, it loses 5.4 dB (*Going deeper*).
 #
 # ## Pause and recall
 
@@ -247,12 +258,6 @@ print(f"integer zero point: step {int_scale:.4f}, MAE {float((int_zp - neg).abs(
 # %% [markdown]
 # Q4_1's dot product stays integer: its activations are 8-bit blocks (Q8_1) that store
 # each block's sum, and the minimum adds `m` times that sum.
-#
-# ### The zero point in the integer GEMM
-#
-# The zero point `z` has a cost in the integer GEMM: `sum_k (q_k - z) w_k` is
-# `sum_k q_k w_k - z sum_k w_k`, and the last sum is one number per output channel, computed
-# once from the weights. Lesson 06 measures what that correction costs.
 #
 # ### A zero point on a lopsided input
 #
@@ -314,7 +319,7 @@ print_table(rows, {"none dB": ".1f"} | {k: "+.1f" for k in rows[0] if "alpha" in
 
 # %% [markdown]
 # Hidden unit 856's weight column is loud too (7.9), so its `s_j` is only 1.77: it stays at
-# 14 while the next features drop to about 1.5. Alpha 0.5 loses about 5 dB with per-tensor
+# 14 while the next features drop to about 1.5. Alpha 0.5 loses about 5.4 dB with per-tensor
 # scales. Alpha 0.75 moves more of the range into the weights and gains about 7 dB; with
 # per-token scales it ties with no smoothing.
 #

@@ -16,14 +16,13 @@
 # %% [markdown]
 # # 07 · Calculator: what each ruler's 4 bytes buy
 #
-# **The question**: What do a ruler's 4 bytes of scale buy, and what do 4 more of zero point
-# buy?
+# **The question**: What do a ruler's 4 bytes buy, spent on a channel's own scale or on a zero
+# point?
 #
 # **The answer**: A channel's own symmetric ruler is finer than the shared one by the tensor's
-# largest |value| over the channel's, and in this calculator it costs 4 bytes, 1% of an int8
-# layer with 384-value rows. On one 64-value GELU row, whose dip stops at -0.17, a zero point's
-# 4 more bytes cut the error nearly as much as one more bit, because a symmetric ruler spends codes down to
-# -1.91, the mirror of the row's top, where no value lies.
+# largest |value| over the channel's, for a 4-byte scale (1% of an int8 layer with 384-value
+# rows). At 4 bits on a GELU row, a zero point's 4 more bytes buy nearly what one more bit buys,
+# because a symmetric ruler wastes its codes below the row's lowest value, -0.17.
 #
 # **What you will do**: predict a quiet channel's codes, find the bit width at which that
 # changes, count the bytes, and count a GELU row's out-of-reach codes.
@@ -59,20 +58,16 @@ recall.predict("07", "quiet")
 
 # %%
 ex = calc.compare(calc.parse_channels(calc.EXAMPLE), bits=4, signed=True, symmetric=True)
-# a check: channel 3's values divided by 10, in the same tensor
-shrunk = calc.compare([*ex.originals[:3], ex.originals[3] / 10], bits=4, signed=True, symmetric=True)
-print_table([*calc.gain_rows(ex), {**calc.gain_rows(shrunk)[3], "channel": "3 / 10"}], calc.GAIN_FORMATS)
+print_table(calc.gain_rows(ex), calc.GAIN_FORMATS)
 _ = calc.plot(ex, sharey=True)
 
 # %% [markdown]
 # Channel 2 holds the tensor's largest |value|, 1.70, so it gains nothing; every other channel's
 # ruler is finer by 1.70 over its own absmax. Channel 3 is erased: half a shared tick,
-# 1.70 / 7 / 2, about 0.12, is more than its 0.11, so all five of its values round to 0.
+# 1.70 / 7 / 2, about 0.12, is more than its 0.11, so all five of its values round to 0. In the
+# plot, channel 3's per-tensor errors (x) are its values negated.
 #
 # Its error is then its mean |value|, 0.060, against 0.0020 on its own ruler: a 30 times fall.
-# Once a channel is erased, its fall no longer follows its ruler. Divide its values by 10 (last
-# row): its ruler is 155 times finer, and its MAE still falls 30 times, because both of its
-# errors shrink with its values.
 #
 # ## 2. The calculator
 #
@@ -93,6 +88,11 @@ widgets.calculator()
 # At 7 bits: compare half a shared tick with channel 3's smallest |value|, 0.02. At 6 bits
 # half a shared tick is 1.70 / 31 / 2, about 0.027, so -0.02 still rounds to 0; at 7 bits it
 # is 1.70 / 63 / 2, about 0.013, and the codes are [1, 3, -1, 4, -2].
+#
+# Not erased is not as good as its own ruler: channel 3's per-tensor MAE is 0.0038 at 7 bits,
+# above its own 4-bit ruler's 0.0020, and first drops below it at 9 bits (0.0013; Going deeper
+# prints these). That is 5 more bits on every value, 240 bytes on a 384-value row, where its own
+# ruler costs one 4-byte scale.
 #
 # </details>
 #
@@ -141,18 +141,22 @@ print_table(calc.zero_point_rows(gelu, 4), calc.ZERO_POINT_FORMATS)
 # Symmetric spans -1.91 to +1.91, but the row's lowest value, -0.17, gets code -1 at 4 bits:
 # codes -7 to -2, 6 of 15, are out of reach. A zero point spends every code on -0.17 to 1.91, a
 # tick about half as wide (2.08 / 15 against 1.91 / 7), and on these 64 values the MAE is 2.57
-# times lower, nearly what one more bit buys (3.00 times). A zero point costs 4 bytes per ruler
-# whatever the row's length; one more bit costs a byte per 8 values, 8 on this row and 48 on a
-# 384-value row. On the mirrored row every code is within reach, and the zero point buys about
-# nothing (1.04 times). So the gain on the GELU row came from the out-of-reach codes, not from
-# the zero point's 16th code.
+# times lower, nearly what one more bit buys (3.00 times; Going deeper shows why that is more
+# than its 2.14 times finer tick).
 #
+# A zero point costs 4 bytes per ruler whatever the row's length; one more bit costs a byte per
+# 8 values, 8 on this row and 48 on a 384-value row.
+#
+# On the mirrored row every code is within reach, and the zero point buys about nothing (1.04
+# times). So the gain on the GELU row came from the out-of-reach codes, not from the zero
+# point's 16th code.
+
+# %% [markdown]
 # ## Summary
 #
 # * With symmetric rulers, a channel's own ruler is finer by the tensor's largest |value| over
 #   the channel's; the loudest channel gains nothing. On the example the other three channels'
-#   MAE falls 1.1 to 30 times; once the shared ruler erases a channel, its MAE gain stops
-#   growing with the ruler.
+#   MAE falls 1.1 to 30 times.
 # * In this calculator a ruler costs 4 bytes (fp32 scale), 8 with an int32 zero point: 1 to 2%
 #   of an int8 layer with 384-value rows.
 # * On the 64-value post-GELU row, 6 of symmetric's 15 codes are out of reach at 4 bits. A zero
@@ -201,8 +205,32 @@ recall.show("07")
 # values: they lie on a 0.01 grid, and 0.01 is a whole number of its own ticks, so every value
 # falls on a tick.
 #
+# ### Per-tensor bits against channel 3's own 4-bit ruler
+#
+# The Try-this check: per-tensor at more bits, channel 3's MAE against its own 4-bit ruler's,
+# and what the extra bits cost on a 384-value row.
+
+# %%
+own4 = ex.channels[3]["per-channel MAE"]
+for bits in range(6, 10):
+    r = calc.compare(calc.parse_channels(calc.EXAMPLE), bits=bits, signed=True, symmetric=True)
+    print(
+        f"{bits} bits: channel 3's per-tensor MAE {r.channels[3]['per-tensor MAE']:.4f} (own 4-bit ruler "
+        f"{own4:.4f}); {384 * (bits - 4) / 8:.0f} bytes more than 4 bits on a 384-value row"
+    )
+
+# %% [markdown]
 # ### What sets channel 3's 30
 #
+# Once a channel is erased, its fall no longer follows its ruler. Divide channel 3's values by
+# 10: its ruler is 155 times finer, and its MAE still falls 30 times, because both of its errors
+# shrink with its values.
+
+# %%
+shrunk = calc.compare([*ex.originals[:3], ex.originals[3] / 10], bits=4, signed=True, symmetric=True)
+print_table([calc.gain_rows(ex)[3], {**calc.gain_rows(shrunk)[3], "channel": "3 / 10"}], calc.GAIN_FORMATS)
+
+# %% [markdown]
 # An erased channel's MAE falls by its mean |value| over its own-ruler MAE. Draw channels like
 # channel 3: largest |value| 0.11, the rest on the same 0.01 grid, so the shared 4-bit ruler
 # erases every one (2000 channels per size). How much does each one's MAE fall, with and without
@@ -238,6 +266,24 @@ print(
 # Channel 3's 30 is in the five-value spread: its 0.11 sits on its top tick, and its other four
 # values happen to fall nearer their ticks than a quarter tick on average.
 #
+# ### Why one more bit gained 3.00 times on section 4's row
+#
+# Its tick is 15 / 7 = 2.14 times finer, yet the MAE fell 3.00 times. Split by sign:
+
+# %%
+for bits in (4, 5):
+    r = calc.compare([gelu], bits=bits, symmetric=True)
+    err = (r.per_tensor[0] - gelu).abs()
+    print(
+        f"{bits} bits: tick {r.channels[0]['per-tensor scale']:.3f}, MAE {err.mean():.4f}, of which the "
+        f"{int((gelu < 0).sum())} values below 0 carry {err[gelu < 0].sum() / gelu.numel():.4f}"
+    )
+
+# %% [markdown]
+# At 4 bits the dip, all of it within one tick of 0, carries 0.049 of the 0.081; at 5 bits it
+# carries 0.014, 3.6 times less, more than the tick's 2.14. At 8 bits, where the dip spans many
+# ticks, one more bit's median gain on the 20 rows below is 2.1, near its tick's 255 / 127 = 2.0.
+#
 # ### The zero point against one more bit on other GELU rows
 #
 # Section 4 used one row. The same comparison on 20 other rows (`gelu_row(seed=1..20)`):
@@ -265,6 +311,6 @@ for bits, g in gains.items():
 #
 # ### The page as an app, and exports
 #
-# `make app` serves this page on its own, without code, on `http://127.0.0.1:8866/`. The
+# `make app` serves the calculator alone (no code, no lesson text) on `http://127.0.0.1:8866/`. The
 # widget's CSV link saves the table, the overall errors and the byte counts; its PDF button
 # adds the plot, page by page for a layer of hundreds of channels.

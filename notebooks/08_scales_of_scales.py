@@ -19,12 +19,13 @@
 # **The question**: Small blocks make fp16 scales expensive; how many bits does a block's scale
 # really need?
 #
-# **The answer**: A scale needs steps, not bits: rounding a scale to `m` steps moves a block's
-# top code by up to `qmax / (2m)` ticks, so on MiniLM, in blocks of 32, int4 codes need 5- to
-# 6-bit sub-scales under an fp16 super-scale (0.02 dB or less per layer) and 6-bit codes 7 to 8
-# bits. A one-byte power-of-two scale, as MX formats store, has no steps between powers of two:
-# under the OCP floor rule it costs int4 codes 2.3 dB of SQNR pooled over the 36 layers, and even
-# the best power of two per block costs 1.55 dB.
+# **The answer**: A scale needs steps, not bits. A scale rounded to `m` steps moves its block's
+# largest code, `qmax` ticks out, by up to `qmax / (2m)` ticks. A `b`-bit unsigned sub-scale
+# gives the loudest blocks about `m = 2**b - 1` steps, so a tenth of a tick takes about
+# `log2(qmax) + 2` to 3 bits. On MiniLM, in blocks of 32, 5-bit sub-scales under an fp16
+# super-scale cost int4 codes (`qmax = 7`) about 0.02 dB or less per layer. A one-byte
+# power-of-two scale, as MX formats store, has no steps between powers of two: it costs int4
+# codes 2.3 dB of SQNR over the 36 layers.
 #
 # **What you will do**: count what scales cost per weight; shrink a block scale from fp16 to 4
 # bits on a MiniLM layer, with int4 and with 6-bit codes; try a power-of-two scale.
@@ -67,10 +68,8 @@ print_table(rows, {"scale bits / weight": ".4f", "bits per weight": ".4f"})
 # Three ways to make a scale cheap:
 #
 # * llama.cpp's **K-quants** store each sub-block's scale as a small integer, 6 bits in Q4_K and
-#   a signed int8 in Q6_K, times one fp16 **super-scale** per 256 weights. Q4_K also stores a
-#   6-bit minimum per sub-block, under a second fp16 number; all of it costs 0.5 bits per weight;
-# * **MXFP4** (the OCP Microscaling format) stores one byte per 32 weights, an exponent only:
-#   the scale is a power of two, `2**(e - 127)`;
+#   a signed int8 in Q6_K, times one fp16 **super-scale** per 256 weights;
+# * **MXFP4** (the OCP Microscaling format) stores one byte per 32 weights, an exponent only;
 # * **NVFP4** stores an 8-bit float (E4M3) per 16 weights, under one fp32 scale per tensor.
 #
 # How few bits can a scale have before the weights notice?
@@ -89,11 +88,10 @@ print_table(rows, {"scale bits / weight": ".4f", "bits per weight": ".4f"})
 # **bound** `qmax / (2m)`: 7/126 = 0.056 tick for 6 bits. Quieter blocks have a smaller `sc` and
 # can move further.
 #
-# The layer is MiniLM's `L0.output` (lesson 03's FFN output): Q4_K's scale layout on symmetric
-# int4 codes (Q4_K's own minimum is left out), blocks of 32 under super-blocks of 8, every scale
-# rounded to the nearest. The columns: the bound, the move at the median block, the share of
-# blocks that move past the bound, and the SQNR lost against exact fp32 scales. The `int8` row is
-# a signed 8-bit sub-scale like Q6_K's: 127 steps.
+# The layer is MiniLM's `L0.output` (lesson 03's FFN output), with Q4_K's scale layout on
+# symmetric int4 codes (Q4_K also stores a minimum, left out here). Every scale is rounded to the
+# nearest, and the loss is counted against exact fp32 scales. The `int8` row is a signed 8-bit
+# sub-scale like Q6_K's: 127 steps.
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("08", "loss_per_bit")
@@ -112,15 +110,13 @@ print_table([{k: r[k] for k in shown} for r in int4_rows], fmt_rule)
 
 # %% [markdown]
 # From 6 bits down, each bit fewer doubles the move and multiplies the loss by a little under 4:
-# the loss is a squared error, so twice the move costs about four times as much. Blocks near the
-# loudest reach the bound and quieter ones pass it: 27 to 28% of the blocks at every width; the
-# median block moves about 0.6 of it.
+# the loss is a squared error, so twice the move costs about four times as much. Quieter blocks
+# pass the bound: 27 to 28% of the blocks at every width.
 #
 # ## 3. Same sub-scale, finer codes
 #
-# With 6-bit codes (`-31..31`) the block's largest weight sits 31 ticks out instead of 7. The
-# same layer, the same blocks of 32 and super-blocks of 8: only the codes change. `clipping dB` is
-# the part of the loss that goes away when codes are not clamped to `-31..31`.
+# Now 6-bit codes (`-31..31`) on the same layer, in the same blocks: only the codes change.
+# `clipping dB` is the part of the loss that goes away when codes are not clamped to `-31..31`.
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("08", "six_bit_codes")
@@ -132,19 +128,16 @@ six_cols = ("scale format", "steps m", "rule (ticks)", "median move (ticks)", "S
 print_table([{bound.get(k, k): r[k] for k in six_cols} for r in six_rows], fmt_rule)
 
 # %% [markdown]
-# More code bits need more scale bits: the same sub-scale now moves the top code 31 / 7, about
-# 4.4 times as far, 0.154 tick at the median block, about where 4-bit sub-scales put int4's
-# (0.146). Past half a tick a second effect starts: a scale rounded *down* pushes the top weight
-# past `qmax + 0.5`, and the clamp clips it. With 4-bit sub-scales the bound is about a tick, and
-# clipping is most of the loss; the thousandths in the clipping column come from a few quiet
-# blocks that pass half a tick even under finer sub-scales.
+# More code bits need more scale bits. The top code now sits 31 ticks out instead of 7, so the
+# same sub-scale moves it about 4.4 times as far. The 6-bit sub-scale's loss, 0.058 dB, falls
+# between what 4- and 5-bit sub-scales cost int4 codes. Past half a tick, a scale rounded *down*
+# also pushes the top weight past `qmax + 0.5`, and the clamp clips it: with 4-bit sub-scales
+# clipping is most of the loss.
 #
-# Rows with about the same bound lose amounts of the same size: near 0.12 tick (int4's 5-bit row,
-# the int8 row here) both lose 0.02 dB; near a quarter tick, 0.082 dB on int4 codes and 0.058 on
-# 6-bit codes. The bound sets the size of the loss, not its exact value. A tenth of a tick asks for
-# `m` of about `5 qmax`: 5 to 6 bits for int4 codes, 7 to 8 for 6-bit codes. A 5-bit sub-scale
-# on int4 codes on each of the 36 layers, in the same layout (on the 384-wide layers a
-# super-block spans two rows):
+# The int8 row here moves the top code about as far as int4's 5-bit row did, and loses about the
+# same, 0.02 dB. For either code width, a bound of a tenth of a tick takes `m = 5 qmax`: 5 to 6
+# bits for int4 codes, 7 to 8 for 6-bit codes. A 5-bit sub-scale on int4 codes, in the same
+# layout, on each of the 36 layers:
 
 # %%
 loss5 = {n: scale_bits.rule_rows(w, 32, 4, 8, formats=("5-bit x fp16",))[0]["SQNR loss dB"] for n, w in W.items()}
@@ -156,12 +149,11 @@ print(f"SQNR lost: {min(loss5.values()):.3f} to {loss5[worst]:.3f} dB per layer,
 #
 # ## 4. No mantissa at all: a power-of-two scale
 #
-# MX formats store a block's scale as one exponent byte (E8M0): a power of two, no mantissa. The
-# OCP MX specification's **floor rule** is `2**(floor(log2 amax) - 2)`, 2 being the exponent of 4,
-# the largest power of two in FP4 (whose top magnitudes are 4 and 6). The specification has no
-# int4 elements; this lesson applies the rule to int4's grid too. All 36 Linear layers, blocks of
-# 32; `fp32` is the ideal scale, and `E8M0 best of 2` a control for the rule: per block and grid,
-# the better of the two powers of two around the ideal:
+# MXFP4's scale byte (E8M0) is a bare power of two. The OCP MX specification's **floor rule**
+# picks `2**(floor(log2 amax) - 2)`, where 2 is the exponent of 4, the largest power of two in
+# FP4. This lesson applies the rule to int4's grid too. All 36 Linear layers, blocks of 32; `fp32`
+# is the ideal scale, and `E8M0 best of 2` a control for the rule: per block and grid, the better
+# of the two powers of two around the ideal:
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("08", "power_of_two")
@@ -179,24 +171,23 @@ for r in (g32["E8M0 floor"], g32["E8M0 best of 2"], too_large):
 
 # %% [markdown]
 # The floor rule puts a block's largest weight anywhere from 4 to 8 times the scale, where the
-# ideal scale puts it on the grid's top (7 for int4, 6 for FP4): the top code moves by whole
-# ticks, and past the top it clips. Even the best power of two per block loses int4 codes 1.55
-# dB, so most of the 2.33 dB is the missing steps and about 0.8 the floor rule, which aims at
-# FP4's top. FP4 codes under the floor rule *are* MXFP4; they lose a dB less for both reasons:
-# the rule aims at their top (under the best power of two the gap is 0.54 dB), and a scale too
-# large shrinks the weights toward zero, where FP4's ticks are finer (the last line: scales too
-# large by a random 1 to 1.5 times, which clips nothing).
+# ideal scale puts it on the grid's top, 7 for int4. So the top code moves by whole ticks, and
+# past the top it clips. Even the best power of two per block loses int4 codes 1.55 dB: most of
+# the 2.33 dB is the missing steps.
+#
+# FP4 codes under the floor rule *are* MXFP4, and they lose about a dB less. The rule is written
+# for FP4's grid. And a scale too large shrinks the weights toward zero, where FP4's ticks are
+# finer: the last line's scales, too large by a random 1 to 1.5 times, clip nothing and still cost
+# FP4 codes less than int4 codes.
 #
 # ## 5. Try it: a format, a layer, a block
 #
-# The figure shows the first 32 weights of row 0 and what the chosen format stores for them; the
-# readout, that block's scale and the layer's error.
+# The figure shows the first 32 weights of row 0 and what the chosen format stores for them.
 #
-# **Guided experiment**: set the format to `MXFP4 floor`. The readout ends with the block's
-# largest weight as `f x 2**k`, `f` between 1 and 2, then the value stored for it and that
-# value's error in percent. Pick `L4.output`, then `L0.intermediate`, and read only `f` first:
-# from the floor rule, which of the two stores its largest weight more than 10% low? Then read
-# the errors, and switch to `Q4_K` for comparison. On a page without widgets, the cell after the
+# **Guided experiment**: set the format to `MXFP4 floor`. The readout writes the block's largest
+# weight as `f x 2**k`, `f` between 1 and 2, then the value stored and its error. Pick
+# `L4.output`, then `L0.intermediate`, and read `f` first: from the floor rule, which of the two
+# stores its largest weight more than 10% low? On a page without widgets, the cell after the
 # widget prints both readouts.
 
 # %% tags=["nbval-ignore-output"]
@@ -211,26 +202,23 @@ for layer in ("L4.output", "L0.intermediate"):
 #
 # `f` is 1.50 on `L4.output` and 1.97 on `L0.intermediate`. The floor rule's scale is
 # `2**(k - 2)`, so the largest weight lands at `4f` units of the scale, where FP4 holds only 4
-# and 6. At `f` near 1.5 (or 1), `4f` sits on 6 (or 4): stored within 1%, as on `L4.output`.
-# Above 1.5 it clips to 6, up to 2 units low near `f = 2`: `L0.intermediate` stores it about a
-# quarter low. A power of two has no steps in between to absorb the move; Q4_K's 6-bit
-# sub-scale does.
+# and 6. At `f` near 1.5, `4f` sits on 6: `L4.output` stores it within 1%. Above 1.5 it clips to
+# 6: `L0.intermediate` stores it about a quarter low. A power of two has no steps in between to
+# absorb the move.
 #
 # </details>
 #
 # ## Summary
 #
-# * A sub-scale rounded to `sc` steps of a shared super-scale moves its block's largest code,
-#   `qmax` ticks out, by up to `qmax / (2 sc)` ticks; a block nearly as loud as its
-#   super-block's loudest reaches the bound `qmax / (2m)` (27 to 28% of `L0.output`'s pass it).
+# * A `b`-bit unsigned sub-scale has `m = 2**b - 1` steps. Rounding it moves the largest code
+#   of a block nearly as loud as its super-block's loudest, `qmax` ticks out, by up to
+#   `qmax / (2m)` ticks. Quieter blocks can move further.
 # * The SQNR lost grows about as the square of the move; past half a tick, a scale rounded down
 #   also clips.
-# * A tenth of a tick (near 0.02 dB on `L0.output`) needs about `5 x qmax` steps: 5 to 6 bits for
-#   int4 codes, 7 to 8 for 6-bit codes. A 5-bit sub-scale costs int4 codes 0.007 to 0.021 dB per
-#   MiniLM layer (blocks of 32 under super-blocks of 8).
+# * A tenth of a tick needs about `5 x qmax` steps, about `log2(qmax) + 2` to 3 bits: 5 to 6
+#   bits for int4 codes, 7 to 8 for 6-bit codes. A 5-bit sub-scale costs int4 codes 0.007 to 0.021 dB per MiniLM layer.
 # * A power of two (MX's E8M0) has no steps between powers: on the 36 layers the OCP floor rule
-#   costs int4 codes 2.33 dB and FP4 1.32; the best power of two per block still costs 1.55 and
-#   1.01.
+#   costs int4 codes 2.33 dB, and the best power of two per block still 1.55.
 #
 # ## Pause and recall
 

@@ -18,11 +18,9 @@
 #
 # **The question**: can smarter rounding (GPTQ) stand in for a finer granularity?
 #
-# **The answer**: Not reliably. On MiniLM's block 3 at int4, with 1,500 to 2,200 calibration
-# tokens, GPTQ with one scale per row beat plain rounding in groups of 32 (RTN g32) on held-out
-# sentences only when calibrated on other sentences of that set, on one split; calibrated on the
-# course's paragraphs it lost. With groups of 128, GPTQ had 4% less error than RTN g32 averaged
-# over the six layers, at fewer bits, but not on every layer.
+# **The answer**: Not reliably: on MiniLM's block 3 at int4, GPTQ with one scale per row beat plain
+# rounding in groups of 32 (RTN g32) on held-out sentences only when calibrated on other sentences
+# of that set (one split). GPTQ with groups of 128 beat RTN g32 on average, at fewer bits.
 #
 # **What you will do**
 # * run GPTQ's error feedback by hand on lesson 02's 2x4 example;
@@ -30,7 +28,7 @@
 # * find what GPTQ's lead on the calibration text is made of, and calibrate it on other text.
 #
 # **What you need**: lessons 02 to 04 (scales, per-channel, groups).
-# **Time**: about 28 minutes, plus about 40 for the exercise.
+# **Time**: about 24 minutes, plus about 40 for the exercise.
 
 
 # %% tags=["nbval-ignore-output"]
@@ -131,8 +129,6 @@ recall.predict("09", "per_channel_vs_g32")
 variants = [("RTN", 4, ql.PerChannel(0)), ("RTN", 4, ql.PerGroup(32)), ("GPTQ", 4, ql.PerChannel(0))]
 variants += [("GPTQ", 4, ql.PerGroup(128))]
 block3 = {n: w for n, w in W.items() if n.startswith("L3.")}
-per_in = sorted({(tokens / w.shape[1], w.shape[1]) for w in block3.values()})
-print(", ".join(f"{t:.2f} calibration tokens per input for {k} inputs" for t, k in per_in))
 with smarter.progress(total=len(variants), desc="fit and measure") as bar:
     quick, per_sentence, norms = smarter.held_out_rows(block3, X_cal, X_held, counts, variants, bar=bar)
 print_table(quick, {"bits/weight": ".3f", "calib err": ".5f", "held-out err": ".5f", "held-out / calib": ".2f"})
@@ -140,11 +136,11 @@ print_table(quick, {"bits/weight": ".3f", "calib err": ".5f", "held-out err": ".
 smarter.print_against(quick, per_sentence, norms, list(block3), base="RTN int4 per-group 32")
 
 # %% [markdown]
-# GPTQ per-channel is behind RTN g32 on held-out text on five of the six layers, and its error grows
-# about 1.8-fold from the calibration tokens while RTN's does not, and the interval (over
-# held-out sentences, one calibration set) excludes 0. GPTQ with groups of 128 is ahead of RTN g32
-# on average (4% less error), at 4.125 bits per weight instead of 4.5, but not on every layer:
-# level on the FFN output (1.01x), behind on the attention output (1.45x).
+# GPTQ per-channel is behind RTN g32 on held-out text, on five of the six layers; the interval
+# (over held-out sentences, one calibration set) excludes 0. Its error grows about 1.8-fold from
+# the calibration tokens to the held-out ones, while RTN's does not. GPTQ with groups of 128 is
+# ahead of RTN g32 on average (4% less error), at 4.125 bits per weight instead of 4.5, but not on
+# every layer: level on the FFN output (1.01x), behind on the attention output (1.45x).
 #
 # ## 3. A fit to the calibration tokens
 #
@@ -159,11 +155,6 @@ split, split_ratios = smarter.split_by_layer(
     block3, {n: a for n, (a, _) in half.items()}, {n: b for n, (_, b) in half.items()}, split_variants, X_held
 )
 print_table(split, {k: ".5f" for k in split[0] if k.startswith("err")} | {"unseen / fitted": ".2f"})
-fitted_tokens, inputs = int((para % 2 == 0).sum()), sorted({w.shape[1] for w in block3.values()})
-print(
-    f"fitted on {fitted_tokens} tokens: "
-    + ", ".join(f"{fitted_tokens / k:.2f} per input for {k} inputs" for k in inputs)
-)
 for label in ("RTN int4 per-channel", "GPTQ int4 per-channel"):
     print(
         f"{label}, unseen / fitted by layer: " + ", ".join(f"{n[3:]} {r:.2f}" for n, r in split_ratios[label].items())
@@ -172,8 +163,7 @@ for label in ("RTN int4 per-channel", "GPTQ int4 per-channel"):
 # %% [markdown]
 # RTN's error is about the same on both halves; GPTQ's grows on every layer (1.6-4.8x) and is
 # again behind RTN g32 on the unseen paragraphs: a fit to the paragraphs does not carry over to
-# other paragraphs either. On the FFN output the half has fewer tokens than inputs (0.71 per
-# input), so part of its 4.76x may come from directions held only by the damping (not tested).
+# other paragraphs either.
 #
 # ## 4. Calibrating on sentences
 #
@@ -190,29 +180,9 @@ print("  its error / RTN g32's, by layer: " + ", ".join(f"{n[3:]} {r:.2f}" for n
 
 # %% [markdown]
 # Calibrated on the even pairs, GPTQ per-channel beats RTN g32 on the odd pairs, on five of the
-# six layers; the interval (over the odd pairs, for this one split) excludes 0.
-#
-# But the two calibration sets differ in size (1,526 tokens against 2,223). The control: GPTQ
-# fitted on the first 1,097 tokens of the even pairs, and on the 1,097 of the even paragraphs.
-
-# %% tags=["nbval-ignore-output"]
-recall.predict("09", "pair_calib")
-
-# %%
-even_paragraphs = {n: a for n, (a, _) in half.items()}
-with smarter.progress(total=2, desc=f"fits on {fitted_tokens} tokens") as bar:
-    same, diff_same, by_same = smarter.equal_count_rows(
-        block3, X_held, counts, even_paragraphs, norms, per_sentence, bar=bar
-    )
-print_table(pairs[:1] + same, {k: ".5f" for k in same[0] if k.startswith("err")})
-print(f"GPTQ per-channel on {fitted_tokens} even-pair tokens - RTN g32, on the odd pairs: {diff_same.text('+.5f')}")
-print("  its error / RTN g32's, by layer: " + ", ".join(f"{n[3:]} {r:.2f}" for n, r in by_same.items()))
-
-# %% [markdown]
-# At 1,097 sentence tokens GPTQ is level with RTN g32 on average (the interval includes 0), though
-# not layer by layer; on as many paragraph tokens it is far behind. At one count, on this split,
-# sentences were the better calibration text for other sentences; what about them matters is not
-# tested here.
+# six layers; the interval (over the odd pairs, for this one split) excludes 0. It did so with
+# fewer calibration tokens than the paragraphs (1,526 against 2,223); *Going deeper* compares the
+# two texts at an equal count.
 #
 # ## 5. How many calibration tokens?
 #
@@ -230,8 +200,9 @@ _ = smarter.plot_overfit(overfit)
 
 # %% [markdown]
 # With its first 100 tokens (two paragraphs) GPTQ fits them almost perfectly and is *worse* than
-# RTN on the held-out text; with 200 (four paragraphs) it is level, and by 400 tokens ahead. Each
-# step adds paragraphs too, so the sweep does not separate count from text.
+# RTN on the held-out text; with 200 (four paragraphs) it is level, and by 400 tokens ahead. These
+# counts are not a rule: 100 tokens drawn at random from all the paragraphs bring GPTQ level with
+# RTN (median GPTQ / RTN ratio 1.01 over 20 draws, in *Going deeper*).
 #
 # ## Summary
 #
@@ -240,8 +211,8 @@ _ = smarter.plot_overfit(overfit)
 # * On MiniLM's block 3 at int4, GPTQ per-channel calibrated on the course's paragraphs beats RTN
 #   g32 only on those tokens: it is behind on held-out sentences and, fitted on half the
 #   paragraphs, on the other half too. On one split of lesson 03's sentence pairs
-#   (calibrated on 60 pairs, measured on the other 60) it beats RTN g32; at 1,097 tokens,
-#   sentences bring it level, paragraphs leave it far behind. Measure on text the method never saw.
+#   (calibrated on 60 pairs, measured on the other 60) it beats RTN g32. Measure on text the
+#   method never saw.
 # * GPTQ with groups of 128 beats RTN g32 on held-out text on average over the six layers (4%,
 #   with this calibration set), at fewer bits: ahead on four, level on the FFN output, behind on
 #   the attention output.
@@ -260,6 +231,70 @@ recall.show("09")
 # calibration text to choose.
 #
 # ## Going deeper
+#
+# ### Sentences or paragraphs, at an equal count
+#
+# Section 4's two calibration sets differ in size (1,526 tokens against 2,223). The control: GPTQ
+# per-channel fitted on the first 1,097 tokens of the even pairs, and on the 1,097 of the even
+# paragraphs (section 3's fitted half), both measured on the odd pairs.
+
+# %% tags=["nbval-ignore-output"]
+recall.predict("09", "pair_calib")
+
+# %%
+fitted_tokens = int((para % 2 == 0).sum())
+even_paragraphs = {n: a for n, (a, _) in half.items()}
+with smarter.progress(total=2, desc=f"fits on {fitted_tokens} tokens") as bar:
+    same, diff_same, by_same = smarter.equal_count_rows(
+        block3, X_held, counts, even_paragraphs, norms, per_sentence, bar=bar
+    )
+print_table(pairs[:1] + same, {k: ".5f" for k in same[0] if k.startswith("err")})
+print(f"GPTQ per-channel on {fitted_tokens} even-pair tokens - RTN g32, on the odd pairs: {diff_same.text('+.5f')}")
+print("  its error / RTN g32's, by layer: " + ", ".join(f"{n[3:]} {r:.2f}" for n, r in by_same.items()))
+
+# %% [markdown]
+# At 1,097 sentence tokens GPTQ is level with RTN g32 on average (the interval includes 0), though
+# not layer by layer; on as many paragraph tokens it is far behind. At one count, on this split,
+# sentences were the better calibration text for other sentences; what about them matters is not
+# tested here.
+#
+# %% [markdown]
+# ### Which tokens, or how many?
+#
+# The measuring text matters too: in section 3's table GPTQ's error is 8% higher on the held-out
+# sentences than on the unseen paragraphs.
+#
+# Section 5's first 100 calibration tokens lose to RTN on held-out text. Is that the count, or
+# that these tokens come from the first paragraphs only? The control: the same counts drawn at
+# random from all 48 paragraphs (20 draws), the same rank and the same damping rule.
+
+# %% tags=["nbval-ignore-output"]
+recall.predict("09", "few_tokens")
+
+# %%
+x_l3, h_l3 = X_cal["L3.intermediate"], X_held["L3.intermediate"]
+first = [r["GPTQ held out"] / r["RTN held out"] for r in overfit[:2]]
+print(
+    f"the first 100 tokens come from {len(set(para[:100].tolist()))} paragraphs, the first 200 from "
+    f"{len(set(para[:200].tolist()))}; GPTQ / RTN on held-out: {first[0]:.2f} and {first[1]:.2f}"
+)
+g = torch.Generator().manual_seed(0)
+orders = [torch.randperm(tokens, generator=g) for _ in range(20)]
+draws = [
+    smarter.overfit_rows(w_l3, x_l3[o], h_l3, [100, 200])
+    for o in smarter.progress(orders, desc="random draws", every=10)
+]
+for i, n in enumerate((100, 200)):
+    r = sorted(d[i]["GPTQ held out"] / d[i]["RTN held out"] for d in draws)
+    print(
+        f"{n} tokens drawn at random from all paragraphs, GPTQ / RTN on held-out: {r[0]:.2f} to {r[-1]:.2f}, "
+        f"median {(r[9] + r[10]) / 2:.2f}; GPTQ ahead in {sum(v < 1 for v in r)} of {len(r)} draws"
+    )
+
+# %% [markdown]
+# Spread over all the paragraphs, 100 tokens bring GPTQ about level with RTN (ahead in about half
+# the draws), and in this draw of 20, 200 put it ahead every time, each by more than the first 200
+# (0.99): which tokens matter, not only how many.
 #
 # ### Which weights matter? AWQ's 1% experiment
 #
@@ -323,46 +358,6 @@ print(f"held-out: AWQ int4 per-channel - RTN int4 per-group 32: {awq_diff.text('
 # AWQ's error does not grow from the calibration tokens to the held-out ones, as GPTQ's did, but
 # it is behind RTN g32 on both texts. Its 4.031 bits count codes and row scales; on `L3.output`
 # the `s` that cannot be folded (below) adds 16 / 1536 bits.
-#
-# %% [markdown]
-# ### Which tokens, or how many?
-#
-# The measuring text matters too: in section 3's table GPTQ's error is 8% higher on the held-out
-# sentences than on the unseen paragraphs.
-#
-# Section 5's first 100 calibration tokens lose to RTN on held-out text. Is that the count, or
-# that these tokens come from the first paragraphs only? The control: the same counts drawn at
-# random from all 48 paragraphs (20 draws), the same rank and the same damping rule.
-
-# %% tags=["nbval-ignore-output"]
-recall.predict("09", "few_tokens")
-
-# %%
-x_l3, h_l3 = X_cal["L3.intermediate"], X_held["L3.intermediate"]
-first = [r["GPTQ held out"] / r["RTN held out"] for r in overfit[:2]]
-print(
-    f"the first 100 tokens come from {len(set(para[:100].tolist()))} paragraphs, the first 200 from "
-    f"{len(set(para[:200].tolist()))}; GPTQ / RTN on held-out: {first[0]:.2f} and {first[1]:.2f}"
-)
-g = torch.Generator().manual_seed(0)
-orders = [torch.randperm(tokens, generator=g) for _ in range(20)]
-draws = [
-    smarter.overfit_rows(w_l3, x_l3[o], h_l3, [100, 200])
-    for o in smarter.progress(orders, desc="random draws", every=10)
-]
-for i, n in enumerate((100, 200)):
-    r = sorted(d[i]["GPTQ held out"] / d[i]["RTN held out"] for d in draws)
-    print(
-        f"{n} tokens drawn at random from all paragraphs, GPTQ / RTN on held-out: {r[0]:.2f} to {r[-1]:.2f}, "
-        f"median {(r[9] + r[10]) / 2:.2f}; GPTQ ahead in {sum(v < 1 for v in r)} of {len(r)} draws"
-    )
-
-# %% [markdown]
-# Spread over all the paragraphs, 100 tokens bring GPTQ about level with RTN (ahead in about half
-# the draws), and in this draw of 20, 200 put it ahead every time, each by more than the first 200
-# (0.99): which tokens matter, not only how many. A likely reading, not tested here: with fewer
-# tokens than inputs many directions of the Hessian are held only by the damping, and GPTQ can
-# push errors into directions its tokens never excite, free there and costly on other text.
 #
 # ### When error feedback changes nothing
 #

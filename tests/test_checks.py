@@ -38,53 +38,6 @@ def _split_01(c, x, bits, part, full=False):
 
 
 WRONG = {
-    "01.symmetric_scale": [
-        (lambda x, bits: x.abs().max() / 2 ** (bits - 1), "2**(bits-1) instead of 2**(bits-1) - 1"),
-        (lambda x, bits: x.abs().max() / (2**bits - 1), "2**bits - 1"),
-        (lambda x, bits: x.abs().max() / ((2**bits - 1) / 2), "full-range rule"),
-    ],
-    "01.quantize_symmetric": [
-        (lambda x, scale, bits: (x / scale).round(), "forgot to clamp"),
-        (
-            lambda x, scale, bits: (x / scale).int().float().clamp(-(2 ** (bits - 1) - 1), 2 ** (bits - 1) - 1),
-            "truncated toward zero",
-        ),
-        (lambda x, scale, bits: (x / scale).round().clamp(-7, 7), "int4 hard-coded"),
-        (
-            lambda x, scale, bits: torch.floor(x / scale + 0.5).clamp(-(2 ** (bits - 1) - 1), 2 ** (bits - 1) - 1),
-            "rounded halves up",
-        ),
-    ],
-    "01.asymmetric_qparams": [
-        (
-            lambda x, bits: (
-                (max(x.max(), 0) - min(x.min(), 0)) / (2**bits - 1),
-                torch.round(min(x.min(), 0) / ((max(x.max(), 0) - min(x.min(), 0)) / (2**bits - 1))),
-            ),
-            "wrong sign",
-        ),
-        (
-            lambda x, bits: (
-                (x.max() - x.min()) / (2**bits - 1),
-                torch.round(-x.min() / ((x.max() - x.min()) / (2**bits - 1))),
-            ),
-            "did not widen",
-        ),
-        (
-            lambda x, bits: (
-                (max(x.max(), 0) - min(x.min(), 0)) / 255,
-                torch.round(-min(x.min(), 0) / ((max(x.max(), 0) - min(x.min(), 0)) / 255)),
-            ),
-            "None",
-        ),
-        (
-            lambda x, bits: (
-                (max(x.max(), 0) - min(x.min(), 0)) / (2**bits - 1),
-                torch.tensor(float(int(-min(x.min(), 0) / ((max(x.max(), 0) - min(x.min(), 0)) / (2**bits - 1))))),
-            ),
-            "rounded the zero point down",
-        ),
-    ],
     "01.clip_start": [
         (lambda c, bits: (c.min().clamp(max=0), c.max().clamp(min=0)), "None"),
         (
@@ -99,7 +52,7 @@ WRONG = {
                 -c.abs().max() / (2 ** (bits - 1) - 1) * (2 ** (bits - 1) - 0.5),
                 c.abs().max() / (2 ** (bits - 1) - 1) * (2 ** (bits - 1) - 0.5),
             ),
-            "Task 1's symmetric",
+            "used a symmetric signed ruler",
         ),
     ],
     "01.rounding_or_clipping": [
@@ -203,6 +156,12 @@ WRONG = {
         (
             lambda w, bits: (w / (w.abs().max() / (2 ** (bits - 1) - 1))).round().sum(1).eq(0) & w.ne(0).any(1),
             "summed the codes",
+        ),
+        (
+            lambda w, bits: torch.where(
+                (w / (w.abs().max() / (2 ** (bits - 1) - 1))).round().eq(0).all(1) & w.ne(0).any(1)
+            )[0],
+            "not the row indices",
         ),
     ],
     "02.worse_prediction": [
@@ -903,21 +862,6 @@ def _away(v):  # round half away from zero, the other common rounding rule
 
 
 SHORTCUTS = {
-    "01.symmetric_scale": [
-        lambda x, b: x.abs().mean() / _qm(b),  # another norm
-        lambda x, b: (x.max() - x.min()) / (2**b - 1),  # the asymmetric range
-        lambda x, b: x.abs().max() / (2 ** (b - 1) + 1),
-    ],
-    "01.quantize_symmetric": [
-        lambda x, s, b: torch.clamp(_away(x / s), -_qm(b), _qm(b)),
-        lambda x, s, b: torch.clamp(torch.floor(x / s), -_qm(b), _qm(b)),
-        lambda x, s, b: torch.clamp(torch.round(x * (1 / s)).double(), -_qm(b), _qm(b)),  # fine: must pass? no
-        lambda x, s, b: torch.clamp(torch.round(x / s), 0, 2**b - 1),  # unsigned codes
-    ],
-    "01.asymmetric_qparams": [
-        lambda x, b: ((x.max() - x.min()) / (2**b - 1), torch.round(-x.min() / ((x.max() - x.min()) / (2**b - 1)))),
-        lambda x, b: ((max(x.max(), 0) - min(x.min(), 0)) / 2**b, torch.round(-min(x.min(), 0) / 1.0)),
-    ],
     "02.per_channel_scale": [
         lambda w, b: w.norm(dim=1) / _qm(b),
         lambda w, b: w.abs().amax(1) / (2**b - 1),
@@ -939,8 +883,6 @@ SHORTCUTS = {
     "05.per_token_scales": [lambda x, b: x.abs().mean(1) / _qm(b), lambda x, b: x.norm(dim=1) / _qm(b)],
     "06.group_partials": [lambda x, q, g: _group_partials06(x, q, 4)],  # the first case's group size, hard-coded
 }
-# computing 1/s once and multiplying can flip exact ties, so that variant is not a shortcut to reject
-SHORTCUTS["01.quantize_symmetric"].pop(2)
 
 
 def _group_partials06(x, q, g):
@@ -964,6 +906,12 @@ def _qparams_ceil(x, bits):
     lo, hi = min(float(x.min()), 0.0), max(float(x.max()), 0.0)
     scale = (hi - lo) / (2**bits - 1)
     return torch.tensor(scale), torch.tensor(float(math.ceil(-lo / scale)))
+
+
+def _clip_start_ceil(c, bits):
+    """Lesson 01's clip limits from a zero point rounded up (ceil)."""
+    scale, zp = _qparams_ceil(c, bits)
+    return (-zp - 0.5) * scale, (2**bits - 1 - zp + 0.5) * scale
 
 
 def _groups_half_away(w, bits, g):
@@ -995,7 +943,7 @@ def _roundtrip_textbook(x, bits):
 @pytest.mark.parametrize(
     ("task_id", "wrong"),
     [
-        ("01.asymmetric_qparams", _qparams_ceil),
+        ("01.clip_start", _clip_start_ceil),
         ("04.quantize_per_group", _groups_half_away),
         ("05.asymmetric_roundtrip", _roundtrip_no_clamp),
     ],
@@ -1136,7 +1084,7 @@ def test_none_on_one_case_names_that_case(task_id):
 
 
 def test_a_verdict_passes_only_when_its_status_is_pass():
-    t = tasks()["01.symmetric_scale"]
+    t = tasks()["01.clip_start"]
     raising = evaluate(t, lambda x, bits: 1 / 0)
     stub = evaluate(t, None)
     assert raising.status == "error" and not raising.passed
@@ -1170,8 +1118,12 @@ def test_a_zero_point_that_rounds_its_tie_up_fails():
         scale = (hi - lo) / (2**bits - 1)
         return scale, torch.floor(-lo / scale + 0.5)
 
-    v = evaluate(tasks()["01.asymmetric_qparams"], half_up)
-    assert v.status == "fail" and "a tie" in v.summary, v.summary
+    def clip_start(c, bits):
+        scale, zp = half_up(c, bits)
+        return (-zp - 0.5) * scale, (2**bits - 1 - zp + 0.5) * scale
+
+    v = evaluate(tasks()["01.clip_start"], clip_start)
+    assert v.status == "fail" and "a hidden case" in v.summary, v.summary
 
 
 @pytest.mark.parametrize("shift", [+1, -1])

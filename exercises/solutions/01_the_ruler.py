@@ -21,8 +21,8 @@
 # # Exercise 01 · The ruler (SOLUTIONS: spoilers)
 #
 # Practice for lesson `notebooks/01_the_ruler.ipynb`.
-# Scale, rounding, clamping and the asymmetric zero point by hand with torch; then a ruler
-# calibrated on one batch meets new data (Tasks 4 to 6).
+# A ruler calibrated on one batch meets new data: where does it start to clip, and when does
+# clipping cost more than rounding?
 #
 # **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
 # check cell right below it. Write your code, run your cell, then run the check: a pass prints
@@ -43,75 +43,28 @@ from qlesson.course import recall
 from qlesson.course.tasks import check
 
 # %% [markdown]
-# ## Task 1 · The scale of a symmetric signed ruler (warm-up)
+# ## Given: the asymmetric unsigned ruler of Section 5
 #
-# Write `symmetric_scale(x, bits)`: the scale that puts the largest magnitude of `x` exactly on
-# the last tick of a symmetric signed `bits`-bit ruler (restricted range).
+# `asymmetric_qparams(x, bits)` returns `(scale, zero_point)` for unsigned codes
+# `0 .. 2**bits - 1`, as the lesson computes them. Run this cell; Task 1 uses it.
 
 
-# %% tags=["solution"]
-def symmetric_scale(x, bits):
-    ...  # STUB
-    # BEGIN SOLUTION
-    return x.abs().max() / (2 ** (bits - 1) - 1)
-    # END SOLUTION
-
-
-# %% qlesson={"task": "01.symmetric_scale"} tags=["check"]
-check("01.symmetric_scale", symmetric_scale)
-
-
-# %% [markdown]
-# ## Task 2 · Round and clamp
-#
-# Write `quantize_symmetric(x, scale, bits)`: the integer codes (as a float tensor) of `x` on a
-# symmetric signed `bits`-bit ruler (restricted range) with the given scale. Round with
-# `torch.round`. The check includes values beyond the ruler and exact ties.
-
-
-# %% tags=["solution"]
-def quantize_symmetric(x, scale, bits):
-    ...  # STUB
-    # BEGIN SOLUTION
-    qmax = 2 ** (bits - 1) - 1
-    return torch.clamp(torch.round(x / scale), -qmax, qmax)
-    # END SOLUTION
-
-
-# %% qlesson={"task": "01.quantize_symmetric"} tags=["check"]
-check("01.quantize_symmetric", quantize_symmetric)
-
-
-# %% [markdown]
-# ## Task 3 · Asymmetric unsigned scale and zero point
-#
-# Write `asymmetric_qparams(x, bits)` returning `(scale, zero_point)` for unsigned codes
-# `0 .. 2**bits - 1`. Widen the range to include 0 first, and make the zero point an integer
-# code: round with `torch.round`, as in Task 2.
-
-
-# %% tags=["solution"]
+# %%
 def asymmetric_qparams(x, bits):
-    ...  # STUB
-    # BEGIN SOLUTION
-    rmin = torch.clamp(x.min(), max=0.0)
+    rmin = torch.clamp(x.min(), max=0.0)  # the range widened to include 0
     rmax = torch.clamp(x.max(), min=0.0)
     scale = (rmax - rmin) / (2**bits - 1)
     zero_point = torch.clamp(torch.round(-rmin / scale), 0, 2**bits - 1)
     return scale, zero_point
-    # END SOLUTION
 
-
-# %% qlesson={"task": "01.asymmetric_qparams"} tags=["check"]
-check("01.asymmetric_qparams", asymmetric_qparams)
 
 # %% [markdown]
-# ## Task 4 · Where does a calibrated ruler start to clip?
+# ## Task 1 · Where does a calibrated ruler start to clip?
 #
-# Task 3's asymmetric unsigned ruler is fitted to `calibration`, then kept fixed while new
-# values arrive. Write `clip_start(calibration, bits)` returning `(below, above)`: the value
-# below 0 and the value above 0 from which on this ruler clips new values (the clamp changes
-# their code). Think before you code: are they `rmin` and `rmax`? Some checks are hidden:
+# The asymmetric unsigned ruler of `asymmetric_qparams` is fitted to `calibration`, then kept
+# fixed while new values arrive. Write `clip_start(calibration, bits)` returning
+# `(below, above)`: the value below 0 and the value above 0 from which on this ruler clips new
+# values (the clamp changes their code). Think before you code: are they `rmin` and `rmax`? Some checks are hidden:
 # their inputs are not shown.
 
 
@@ -131,12 +84,12 @@ def clip_start(calibration, bits):
 check("01.clip_start", clip_start)
 
 # %% [markdown]
-# ## Task 5 · Rounding or clipping: which costs more?
+# ## Task 2 · Rounding or clipping: which costs more?
 #
-# A symmetric signed ruler (restricted range, Task 1's), fitted to `calibration` and kept
-# fixed, quantizes a new batch `x`. Write
-# `error_split(calibration, x, bits)` returning `(rounding, clipping)`: the summed absolute
-# reconstruction error of the values the ruler does not clip, and of the values it clips.
+# The lesson's restricted symmetric signed ruler, fitted to `calibration` and kept fixed,
+# quantizes a new batch `x`. Write `error_split(calibration, x, bits)` returning
+# `(rounding, clipping)`: the summed absolute reconstruction error of the values the ruler does
+# not clip, and of the values it clips.
 
 
 # %% tags=["solution"]
@@ -157,12 +110,12 @@ def error_split(calibration, x, bits):
 check("01.rounding_or_clipping", error_split)
 
 # %% [markdown]
-# ## Task 6 · When does clipping take over?
+# ## Task 3 · When does clipping take over?
 #
 # A ruler is calibrated on 1,000 normal values; the new batch below holds 1,000 fresh normal
 # values plus five outliers between 5 and 9. Predict first, with the ruler fixed: as you add
-# bits, which part of Task 5's error shrinks, and which does not? Write your guess in the
-# cell's first line, then run it once Task 5 passes.
+# bits, which part of Task 2's error shrinks, and which does not? Write your guess in the
+# cell's first line, then run it once Task 2 passes.
 
 # %%
 # my guess: the ... part shrinks, the ... part does not
@@ -176,7 +129,7 @@ for bits in range(2, 9):
 
 # %% [markdown]
 # Now write `clipping_takes_over(calibration, new)`: the smallest bit width, from 2 to 16, at
-# which Task 5's clipping part is larger than its rounding part, or 17 if there is none
+# which Task 2's clipping part is larger than its rounding part, or 17 if there is none
 # (every check case has one). Some checks are hidden: their inputs are not shown.
 
 
@@ -231,22 +184,6 @@ recall.answer("01", 6, recall_6)
 # %% [markdown]
 # ### Recall 01.7
 #
-# An int4 symmetric ruler (codes [-7, 7]) has scale 0.1. What is the largest value it can give back (reconstruct)?
-#
-# Answer with a number.
-
-# %% tags=["solution"]
-recall_7 = ...  # STUB
-# BEGIN SOLUTION
-recall_7 = 0.7
-# END SOLUTION
-
-# %% qlesson={"task": "recall 01.7"} tags=["check"]
-recall.answer("01", 7, recall_7)
-
-# %% [markdown]
-# ### Recall 01.8
-#
 # A fixed int4 ruler (scale 0.1, ticks -7..7) meets 0.74 and 2.0. Which of them does it clip?
 #
 # - **a)** Both: each lies beyond the last tick, 0.7
@@ -256,10 +193,10 @@ recall.answer("01", 7, recall_7)
 # Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
-recall_8 = ...  # STUB
+recall_7 = ...  # STUB
 # BEGIN SOLUTION
-recall_8 = "c"
+recall_7 = "c"
 # END SOLUTION
 
-# %% qlesson={"task": "recall 01.8"} tags=["check"]
-recall.answer("01", 8, recall_8)
+# %% qlesson={"task": "recall 01.7"} tags=["check"]
+recall.answer("01", 7, recall_7)

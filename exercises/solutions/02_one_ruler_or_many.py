@@ -152,8 +152,8 @@ for bits in (3, 4, 8):
     print(f"int{bits}: rows erased by the shared scale: {rescued_rows(layer, bits).nonzero().flatten().tolist()}")
 
 # %% [markdown] tags=["solutions-only"]
-# A row is erased when its largest magnitude is below half a shared tick, that is below
-# `absmax / (2 * qmax)`: 1/6 of the loudest row's absmax at int3, 1/14 at int4, 1/254 at int8.
+# A row is erased when its largest magnitude is at or below half a shared tick, that is at or
+# below `absmax / (2 * qmax)`: 1/6 of the loudest row's absmax at int3, 1/14 at int4, 1/254 at int8.
 # Compare each row's absmax with that threshold: at int8 even the quietest row, 1.1/128, stays
 # above it.
 

@@ -71,9 +71,9 @@ check("04.quantize_per_group", quantize_per_group)
 # %% [markdown]
 # ## Task 2 · Count the bytes of a block the lesson did not show
 #
-# llama.cpp's Q5_0 keeps Q4_0's blocks of 32 weights, and what a Q4_0 block stores beside its
-# codes, but gives every weight a 5-bit code, packed with no wasted bits. What does one weight
-# cost in bits? Give a number, not a function.
+# llama.cpp's Q5_0 is Q4_0 with 5-bit codes instead of 4-bit ones; nothing else about the block
+# changes, and the codes waste no bits. Start from what lesson 04 says a Q4_0 block holds: what
+# does one Q5_0 weight cost in bits? Give a number, not a function.
 
 # %% tags=["solution"]
 q5_0_bits = ...  # STUB

@@ -201,7 +201,7 @@ recall.answer("07", 7, recall_7)
 #
 # Lesson 01: why does an asymmetric ruler's range always include 0?
 #
-# - **a)** Because symmetric quantization requires it
+# - **a)** So that the zero point is 0, as on a symmetric ruler
 # - **b)** So that negative values are not clipped
 # - **c)** So the zero point is a code inside the range and 0.0 is stored exactly
 #

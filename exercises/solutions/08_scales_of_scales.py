@@ -48,9 +48,9 @@ from qlesson.course.tasks import check
 # ## Task 1 · Sub-scales under a super-scale
 #
 # A warm-up for Task 2. Write `sub_scales(ideal, bits)`: `ideal` is a numpy array of the ideal
-# scales of the blocks in one super-block (all positive). Store them with `bits`-bit sub-scales
-# under one super-scale, as section 2 of the lesson stores Q4_K's, and return the scales as
-# stored (a numpy array of floats). Some cases are hidden: you see only that one failed, and
+# scales of the blocks in one super-block (all positive). Store them with `bits`-bit unsigned
+# sub-scales under one super-scale, as section 2 of the lesson stores Q4_K's, and return the
+# scales as stored (a numpy array of floats). Some cases are hidden: you see only that one failed, and
 # why if the mistake is a known one.
 
 

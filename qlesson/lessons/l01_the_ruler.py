@@ -10,21 +10,13 @@ import torch
 
 from qlesson.course.checking import Case, Mistake, Task
 from qlesson.course.recall import Numeric, Question, choice
-from qlesson.lessons._shared import MIXED, NEG, POS, TWO, qmax, weights
+from qlesson.lessons._shared import MIXED, NEG, POS, qmax
 
 _G = torch.Generator().manual_seed(1234 + 1)
 
 
-def _w(*shape: int, spread: bool = True) -> torch.Tensor:
-    return weights(_G, *shape, spread=spread)
-
-
 def _sym_scale(x: torch.Tensor, bits: int) -> torch.Tensor:
     return x.abs().max() / qmax(bits)
-
-
-def _quantize_sym(x: torch.Tensor, scale: float, bits: int) -> torch.Tensor:
-    return torch.clamp(torch.round(x / scale), -qmax(bits), qmax(bits))
 
 
 def _asym_qparams_steps(x: torch.Tensor, bits: int, steps: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -39,7 +31,7 @@ def _asym_qparams(x: torch.Tensor, bits: int) -> tuple[torch.Tensor, torch.Tenso
 
 
 def _clip_limits(calibration: torch.Tensor, bits: int, shift: float = 0.5, zp_used: bool = True):
-    """Where Task 3's asymmetric unsigned ruler, fitted to ``calibration``, starts to clip: ``(below, above)``."""
+    """Where the given asymmetric unsigned ruler, fitted to ``calibration``, starts to clip: ``(below, above)``."""
     scale, zp = _asym_qparams(calibration, bits)
     zp = zp if zp_used else torch.zeros_like(zp)
     return (-zp - shift) * scale, (2**bits - 1 - zp + shift) * scale
@@ -66,9 +58,10 @@ def _split(
     reduce: str = "sum",
     full_range: bool = False,
     ticks: bool = False,
+    pytorch_rule: bool = False,
 ):
-    top = 2 ** (bits - 1) if full_range else qmax(bits)
-    scale = calibration.abs().max() / top
+    top = 2 ** (bits - 1) if full_range or pytorch_rule else qmax(bits)
+    scale = calibration.abs().max() / ((2**bits - 1) / 2 if pytorch_rule else top)
     r = torch.round(x / scale)
     q = torch.clamp(r, -top, qmax(bits))
     err = q * scale - x if signed else (q * scale - x).abs() ** power
@@ -86,7 +79,7 @@ _NEW = torch.cat([torch.randn(1000, generator=_G), torch.tensor([6.0, -7.5, 9.0,
 
 
 def _takes_over(calibration: torch.Tensor, x: torch.Tensor, first: int = 2, last: int = 16, reduce: str = "sum") -> int:
-    """The smallest bit width (``first`` to ``last``) at which Task 5's clipping part exceeds its rounding part."""
+    """The smallest bit width (``first`` to ``last``) at which Task 2's clipping part exceeds its rounding part."""
     for bits in range(first, last + 1):
         rounding, clipping = _split(calibration, x, bits, reduce=reduce)
         if clipping > rounding:
@@ -99,133 +92,7 @@ def _batch(seed: int, n: int, outliers: list[float]) -> tuple[torch.Tensor, torc
     return torch.randn(n, generator=g), torch.cat([torch.randn(n, generator=g), torch.tensor(outliers)])
 
 
-_TIES = torch.tensor([0.5, 1.5, 2.5, -2.5, -3.5, 9.0])  # exact halves in any precision; 9.0 lies beyond int3
-
 TASKS: list[Task] = [
-    Task(
-        "01.symmetric_scale",
-        "scale of a symmetric signed ruler",
-        _sym_scale,
-        [
-            Case((MIXED, 8), "int8, absmax 0.91"),
-            Case((NEG, 4), "int4, negative-only: the absmax is the most negative value"),
-            Case((TWO, 3), "int3, the 2x4 example"),
-            Case((torch.tensor([0.0, 0.25, -0.2]), 2), "int2: one code each side"),
-        ],
-        "the largest magnitude in x must land exactly on the last code of the restricted signed range",
-        [
-            Mistake("divided by 2**(bits-1) instead of 2**(bits-1) - 1", lambda x, b: x.abs().max() / 2 ** (b - 1)),
-            Mistake("divided by 2**bits - 1 (the unsigned count of steps)", lambda x, b: x.abs().max() / (2**b - 1)),
-            Mistake("used x.max() instead of the absolute maximum", lambda x, b: x.max() / qmax(b)),
-            Mistake("divided by 7 whatever the bits (int4 hard-coded)", lambda x, b: x.abs().max() / 7),
-            Mistake(
-                "used the full-range rule absmax / ((2**bits - 1) / 2) (PyTorch's default, codes [-128, 127]); the "
-                "restricted ruler puts absmax exactly on the last code",
-                lambda x, b: x.abs().max() / ((2**b - 1) / 2),
-            ),
-        ],
-    ),
-    Task(
-        "01.quantize_symmetric",
-        "round and clamp to the signed range",
-        _quantize_sym,
-        [
-            Case((MIXED, 0.91 / 7, 4), "int4, fitted scale"),
-            Case((MIXED * 3, 0.91 / 127, 8), "int8, values beyond the ruler"),
-            Case((_TIES, 1.0, 3), "int3, scale 1: ties round half to even, -3.5 and 9.0 clamp"),
-            Case((NEG, 0.25, 2), "int2, negative-only"),
-        ],
-        "divide by the scale, round with torch.round (half to even), then keep the codes inside the ruler: which "
-        "codes does a restricted signed b-bit ruler have?",
-        [
-            Mistake("forgot to clamp to the code range", lambda x, s, b: torch.round(x / s)),
-            Mistake(
-                "truncated toward zero instead of rounding",
-                lambda x, s, b: torch.clamp(torch.trunc(x / s), -qmax(b), qmax(b)),
-            ),
-            Mistake(
-                "rounded halves up (floor(x + 0.5)) instead of to even",
-                lambda x, s, b: torch.clamp(torch.floor(x / s + 0.5), -qmax(b), qmax(b)),
-            ),
-            Mistake(
-                "clamped to [-2**(bits-1), 2**(bits-1) - 1] (the unrestricted range)",
-                lambda x, s, b: torch.clamp(torch.round(x / s), -(2 ** (b - 1)), qmax(b)),
-            ),
-            Mistake(
-                "clamped to [-7, 7] whatever the bits (int4 hard-coded)",
-                lambda x, s, b: torch.clamp(torch.round(x / s), -7, 7),
-            ),
-            Mistake(
-                "returned the reconstructed values (codes x scale); the task asks for the codes",
-                lambda x, s, b: _quantize_sym(x, s, b) * s,
-            ),
-        ],
-    ),
-    Task(
-        "01.asymmetric_qparams",
-        "asymmetric unsigned scale and zero point",
-        _asym_qparams,
-        [
-            Case((MIXED, 8), "uint8, mixed signs"),
-            Case((POS, 8), "uint8, positive only"),
-            Case((NEG, 4), "uint4, negative only"),
-            Case((torch.tensor([-1.0, 0.5, 3.0]), 2), "uint2, lopsided"),
-            Case((torch.tensor([-1.0, 2.0, 0.5]), 3), "uint3, -rmin / scale = 2.33 rounds down to 2"),
-            Case((torch.tensor([-0.5, 2.5]), 2), "uint2, scale 1: -rmin / scale = 0.5, a tie, rounds half to even (0)"),
-        ],
-        "widen the range to include 0; the scale spreads it over the steps between the unsigned codes; the zero "
-        "point is the whole code that real 0 lands on",
-        [
-            Mistake(
-                "zero point has the wrong sign (+rmin / scale)",
-                lambda x, b: (
-                    _asym_qparams(x, b)[0],
-                    torch.round(torch.clamp(x.min(), max=0) / _asym_qparams(x, b)[0]),
-                ),
-            ),
-            Mistake(
-                "did not widen the range to include 0",
-                lambda x, b: (
-                    (x.max() - x.min()) / (2**b - 1),
-                    torch.round(-x.min() / ((x.max() - x.min()) / (2**b - 1))),
-                ),
-            ),
-            Mistake(
-                "did not round the zero point to an integer code",
-                lambda x, b: (_asym_qparams(x, b)[0], -torch.clamp(x.min(), max=0) / _asym_qparams(x, b)[0]),
-            ),
-            Mistake(
-                "divided by 2**bits (the number of codes) instead of 2**bits - 1 (the steps between them)",
-                lambda x, b: _asym_qparams_steps(x, b, 2**b),
-            ),
-            Mistake(
-                "rounded the zero point down (floor, or int() which truncates) instead of to the nearest code",
-                lambda x, b: (
-                    _asym_qparams(x, b)[0],
-                    torch.floor(-torch.clamp(x.min(), max=0) / _asym_qparams(x, b)[0]),
-                ),
-            ),
-            Mistake(
-                "shifted the zero point by -2**(bits-1) (a signed zero point); the codes here are unsigned, 0 .. "
-                "2**bits - 1",
-                lambda x, b: (_asym_qparams(x, b)[0], _asym_qparams(x, b)[1] - 2 ** (b - 1)),
-            ),
-            Mistake(
-                "rounded the tied zero point up (floor(v + 0.5)); torch.round sends a tie to the even code",
-                lambda x, b: (
-                    _asym_qparams(x, b)[0],
-                    torch.floor(-torch.clamp(x.min(), max=0) / _asym_qparams(x, b)[0] + 0.5),
-                ),
-            ),
-            Mistake(
-                "rounded the zero point up (ceil) instead of to the nearest code",
-                lambda x, b: (
-                    _asym_qparams(x, b)[0],
-                    torch.ceil(-torch.clamp(x.min(), max=0) / _asym_qparams(x, b)[0]),
-                ),
-            ),
-        ],
-    ),
     Task(
         "01.clip_start",
         "where does an asymmetric ruler start to clip?",
@@ -238,6 +105,7 @@ TASKS: list[Task] = [
             Case((MIXED, 8), "uint8", hidden=True),
             Case((torch.tensor([-0.3, 1.0, 2.6]), 2), "uint2, the zero point rounds down to 0", hidden=True),
             Case((_CALIB, 5), "uint5, 1000 calibration values", hidden=True),
+            Case((torch.tensor([-0.5, 2.5]), 2), "uint2: -rmin / scale = 0.5, a tie: zero point 0", hidden=True),
         ],
         "find the ruler's two end ticks first (codes 0 and 2**bits - 1, read back as values); then ask which values "
         "round() still sends onto them",
@@ -260,7 +128,7 @@ TASKS: list[Task] = [
                 lambda c, b: _clip_limits(c, b, zp_used=False),
             ),
             Mistake("returned (above, below): below comes first", lambda c, b: _clip_limits(c, b)[::-1]),
-            Mistake("used Task 1's symmetric signed ruler; this one is Task 3's asymmetric one", _sym_limits),
+            Mistake("used a symmetric signed ruler; this one is the asymmetric one of asymmetric_qparams", _sym_limits),
         ],
         shows_expected=False,  # a failure would print both limits
         minutes=6,
@@ -305,8 +173,13 @@ TASKS: list[Task] = [
             ),
             Mistake(
                 "used the full range [-2**(bits-1), 2**(bits-1) - 1]; the fitted ruler is the restricted one from "
-                "Task 1",
+                "the lesson",
                 lambda c, x, b: _split(c, x, b, full_range=True),
+            ),
+            Mistake(
+                "used the full-range rule absmax / ((2**bits - 1) / 2) (PyTorch's default, codes [-128, 127]); the "
+                "restricted ruler puts absmax exactly on the last code",
+                lambda c, x, b: _split(c, x, b, pytorch_rule=True),
             ),
         ],
         minutes=5,
@@ -322,7 +195,7 @@ TASKS: list[Task] = [
             Case(_batch(41, 100, [40.0, -30.0]), "two far outliers among 100 values", hidden=True),
             Case(_batch(51, 1000, [3.6]), "one mild outlier", hidden=True),
         ],
-        "go up the bit widths from 2 and compare the two parts of Task 5's error at each",
+        "go up the bit widths from 2 and compare the two parts of Task 2's error at each",
         [
             Mistake(
                 "returned the last bit width at which rounding still costs more; the task asks for the first at "
@@ -338,7 +211,7 @@ TASKS: list[Task] = [
                 lambda c, x: 16,
             ),
             Mistake(
-                "compared the mean error per value; compare the two sums from Task 5",
+                "compared the mean error per value; compare the two sums from Task 2",
                 lambda c, x: _takes_over(c, x, reduce="mean"),
             ),
             Mistake(
@@ -391,8 +264,8 @@ RECALL: tuple[Question, ...] = (
         (
             "So +x and -x get mirror-image codes under one scale, absmax / 127",
             True,
-            "-128 has no positive partner. TFLite, TensorRT and ExecuTorch's XNNPACKQuantizer keep weights in "
-            "[-127, 127]; PyTorch's default observer and llama.cpp's Q4_0 do use the extra code.",
+            "-128 has no positive partner. TFLite and ExecuTorch's XNNPACKQuantizer keep weights in [-127, 127]; "
+            "PyTorch's default observer and llama.cpp's Q4_0 do use the extra code.",
         ),
         (
             "Because -128 cannot be stored in 8 bits",
@@ -407,9 +280,10 @@ RECALL: tuple[Question, ...] = (
             "already a code.",
         ),
         (
-            "Because 127 is the largest weight a model has",
+            "So that 0.0 can be stored exactly",
             False,
-            "Tempting if codes and values blur; but codes are labels: the scale maps absmax, whatever it is, to 127.",
+            "Tempting because a zero point exists to store 0.0 exactly; but on a symmetric ruler 0.0 is code 0 "
+            "with [-127, 127] and with [-128, 127] alike.",
         ),
     ),
     choice(
@@ -463,8 +337,8 @@ RECALL: tuple[Question, ...] = (
 )
 
 
-# asked in the exercises, not in the quiz: 6 (also 02-04's spaced recall) repeats the lesson's predict, and 7-8
-# are variants of quiz questions 1 and 4 on an int4 ruler
+# asked in the exercises, not in the quiz: 6 (also 02-04's spaced recall) recalls the lesson's first predict, and 7
+# applies quiz question 4 to an int4 ruler
 EXERCISE_RECALL: tuple[Question, ...] = (
     choice(
         "What does one more bit buy on a symmetric ruler with the same absmax?",
@@ -483,18 +357,6 @@ EXERCISE_RECALL: tuple[Question, ...] = (
             False,
             "Tempting because more codes sound like more room; but the range is set by absmax (or calibration), and "
             "bits only set how finely it is cut.",
-        ),
-    ),
-    Numeric(
-        "An int4 symmetric ruler (codes [-7, 7]) has scale 0.1. What is the largest value it can give back "
-        "(reconstruct)?",
-        0.7,
-        "The last code times the scale, 7 x 0.1: whatever arrives beyond it comes back as 0.7 at most.",
-        tol=0.004,
-        mistakes=(
-            (0.8, "that is 8 x 0.1; the restricted symmetric int4 ruler ends at 7"),
-            (1.5, "that is 15 x 0.1, the unsigned count; a signed ruler spends half its codes on negatives"),
-            (0.75, "that is where clipping starts; a value up to there comes back as the last tick, not as itself"),
         ),
     ),
     choice(

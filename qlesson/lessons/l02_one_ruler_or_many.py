@@ -218,6 +218,11 @@ def _judge_worse(answer: Any) -> str | None:
 
 _SECTION_5 = torch.tensor([[3.0, 1.05, -2.0, 2.0], [7.0, -5.0, 1.0, 2.0], [3.0, 1.25, -2.3, 1.8]])
 
+_INDICES = (
+    "returned the indices of the erased rows; return one True/1 or False/0 per row (shape [out_features]), not "
+    "the row indices"
+)
+
 _TIES_AND_ZERO = torch.cat([torch.tensor([[3.0, 0.5, 1.5, -2.5, 0.25]]), torch.zeros(1, 5), _w(2, 5)])
 
 TASKS: list[Task] = [
@@ -431,6 +436,8 @@ TASKS: list[Task] = [
                 lambda w, b: ((torch.round(codes(w, w.abs().max() / qmax(b))).sum(1) == 0) & (w != 0).any(1)).long(),
             ),
             Mistake("used int4 whatever the bits (4 hard-coded)", lambda w, b: _rescued(w, 4)),
+            Mistake(_INDICES, lambda w, b: _rescued(w, b).nonzero().flatten()),
+            Mistake(_INDICES, lambda w, b: _rescued(w, b).nonzero()),  # nonzero() without flatten: [k, 1]
         ],
         minutes=6,
     ),
@@ -464,10 +471,11 @@ RECALL: tuple[Question, ...] = (
             "Row A.",
         ),
         (
-            "Its values rounded down by a proportional amount, and tiny codes display as 0",
+            "The shared scale clipped its values to 0",
             False,
-            "Tempting if rounding feels like shrinking; but codes are integers: below half a tick a value becomes "
-            "exactly 0.",
+            "Tempting because the values were lost; but clipping only touches values beyond the ruler's end, "
+            "+-3.10, and Row A's lie far inside it. They were rounded to the nearest tick, and for all four that "
+            "tick is 0.",
         ),
         source=LESSON,
     ),
@@ -491,10 +499,10 @@ RECALL: tuple[Question, ...] = (
             "Common wrong answer: it only fits each ruler to its row; rounding error remains.",
         ),
         (
-            "Because more bits would not help the quiet channel",
+            "Because per-channel scales are free: it costs no extra storage",
             False,
-            "Tempting after Row A vanished at int4; but more bits do help: at int8 the shared scale already keeps "
-            "Row A, on codes up to 6 (section 2). Per-channel rescues it without paying those bits.",
+            "Tempting because one scale is small next to a row of weights; but it is not free: per-channel stores "
+            "one scale per row instead of one per tensor (lesson 04 counts the bytes).",
         ),
         source=INTERVIEW,
     ),
@@ -507,6 +515,7 @@ RECALL: tuple[Question, ...] = (
         mistakes=(
             (6.89, "that is where 0.15 m reaches a whole shared tick; from just past half a tick it rounds to 1"),
             (2.58, "that uses the tick 3.10 / 4; the restricted int3 ruler ends at code 3, so the tick is 3.10 / 3"),
+            (1.48, "that is the int4 threshold from the widget; int3 has 3 positive codes, so the tick is 3.10 / 3"),
         ),
     ),
     choice(
@@ -572,6 +581,7 @@ EXERCISE_RECALL: tuple[Question, ...] = (
             (1.38, "that is where 0.15 m reaches a whole shared tick; from just past half a tick it rounds to 1"),
             (0.65, "that uses the tick 3.10 / 16; the restricted int5 ruler ends at code 15, so the tick is 3.10 / 15"),
             (3.44, "that is the int3 answer; int5 has 15 positive codes, not 3"),
+            (1.48, "that is the int4 threshold from the widget; int5 has 15 positive codes, so the tick is 3.10 / 15"),
         ),
     ),
 )

@@ -463,27 +463,26 @@ PREDICT = {
             "and at M = 1 int4 still comes out ahead.",
         ),
     ),
-    "int4_at_128": choice(
-        "The int4 weight is a seventh of the fp32 one's bytes. Against fp32 F.linear at M = 128, PyTorch's CPU "
-        "int4 kernel takes...",
+    "int4_at_1_cpu": choice(
+        "At M = 1 the int4 g128 weight is 4.25 / 32 = 0.13x fp32's bytes. On your CPU, against fp32 F.linear, "
+        "PyTorch's fused int4 kernel takes...",
         (
-            "A quarter of the time or less",
+            "About 0.13x: at M = 1 the time is the time to read the weight",
             False,
-            "Tempting, since fewer bytes lower the floor; but at M = 128 the fp32 product does 64 FLOPs per weight "
-            "byte, so arithmetic decides, and int4 saves no arithmetic.",
+            "Tempting, since the bytes set a floor; but the kernel must also unpack each code and apply its "
+            "group's scale, and on a CPU that work keeps it above its floor (the `of read BW` column).",
         ),
         (
-            "About fp32's time or more",
+            "Less than fp32's time, but more than 0.13x",
             True,
-            "The bytes it saves no longer set the time; it multiplies in fp32 like F.linear, and its conversions "
-            "are extra work on top.",
+            "It reads fewer bytes, so it beats fp32; unpacking and scaling each code in registers is work the "
+            "reads do not hide, so it stays above its bytes' share.",
         ),
         (
-            "Between a quarter of fp32's time and fp32's time",
+            "About fp32's time or more: the int4 codes must be dequantized to fp32 before the multiply",
             False,
-            "Tempting, since each code is converted once and the conversion serves all 128 tokens; but even with "
-            "every conversion shared, int4 still "
-            "does fp32's multiply-adds at M = 128, where they set the time: at best it comes close to fp32's time.",
+            "That is dequantize-then-matmul, a row of its own in the table; a fused kernel converts each tile "
+            "of codes in registers and never writes an fp32 copy.",
         ),
     ),
 }

@@ -75,15 +75,16 @@ PREDICT = {
 
 RECALL: tuple[Question, ...] = (
     Numeric(
-        "The example has 4 channels. With symmetric rulers, how many metadata bytes does per-channel store "
-        "(fp32 scales)?",
-        16,
-        "4 scales x 4 bytes; a symmetric ruler's zero point is fixed, so none is stored.",
+        "A [10, 64] weight gets one symmetric ruler per row (per-channel, fp32 scales). How many metadata "
+        "bytes does it store?",
+        40,
+        "10 scales x 4 bytes; a symmetric ruler's zero point is fixed, so none is stored.",
         tol=0.01,
         mistakes=(
-            (32, "that also counts an int32 zero point per channel; a symmetric ruler stores none"),
+            (80, "that also counts an int32 zero point per row; a symmetric ruler stores none"),
             (4, "that is per-tensor: one scale for the whole tensor"),
-            (8, "that is one scale and one zero point: per-tensor, asymmetric"),
+            (256, "that is one scale per column (64 of them); a channel here is a row, 10 of them"),
+            (10, "that counts the scales, not their bytes: each fp32 scale is 4 bytes"),
         ),
         source=LESSON,
     ),
@@ -134,10 +135,11 @@ RECALL: tuple[Question, ...] = (
             "negative to clip; the range reaches 0 only so that 0.0 has a code.",
         ),
         (
-            "Because symmetric quantization requires it",
+            "So that the zero point is 0, as on a symmetric ruler",
             False,
-            "It tempts because symmetric rulers are centred on 0. They have zero point 0 already; the "
-            "widening is for asymmetric ones.",
+            "It tempts because 0 is the range's anchor. But the zero point is the code 0.0 maps to, "
+            "qmin - round(rmin / scale); on an all-positive row it is qmin, not 0. Widening only makes "
+            "sure that code is one of the codes.",
         ),
     ),
     Numeric(
@@ -210,6 +212,11 @@ def _ends(row: torch.Tensor, top: int, cut=torch.round) -> tuple[int, int]:
     """The codes the row's lowest and highest value land on, on its own symmetric ruler with top code ``top``."""
     scale = row.abs().max() / top
     return int(cut(row.min() / scale)), int(cut(row.max() / scale))
+
+
+def _ends_on(row: torch.Tensor, scale: torch.Tensor) -> tuple[int, int]:
+    """The codes the row's lowest and highest value land on, on a ruler of tick ``scale``."""
+    return int(torch.round(row.min() / scale)), int(torch.round(row.max() / scale))
 
 
 def _out_of_reach(rows: torch.Tensor, bits: int) -> torch.Tensor:
@@ -392,6 +399,12 @@ TASKS: list[Task] = [
                 "counted only the codes below the lowest value's; on a row whose largest |value| is negative, the "
                 "codes out of reach are at the top",
                 _per_row(lambda row, b: qmax(b) + _ends(row, qmax(b))[0]),
+            ),
+            Mistake(
+                "used one ruler for all rows, fit to the whole tensor; each row has its own symmetric ruler",
+                lambda r, b: torch.tensor(
+                    [2 * qmax(b) - (hi - lo) for lo, hi in (_ends_on(row, r.abs().max() / qmax(b)) for row in r)]
+                ),
             ),
             Mistake(
                 "returned the codes within reach; the task asks for those out of reach",

@@ -137,12 +137,12 @@ TASKS: list[Task] = [
         lambda ideal, bits: _sub_scales(ideal, bits),
         [
             Case((_ideal(0, 8), 6), "8 blocks, 6-bit sub-scales (Q4_K's width)"),
-            Case((_ideal(1, 16), 8), "16 blocks, 8-bit unsigned sub-scales (1 to 255)"),
+            Case((_ideal(1, 16), 8), "16 blocks, 8-bit sub-scales, unsigned like Q4_K's (not Q6_K's signed int8)"),
             Case((_ideal(2, 8, quiet=0.004), 6), "a very quiet block beside loud ones"),
             Case((_ideal(3, 8), 4), "4-bit sub-scales (Q2_K's width)"),
             Case((_ideal(4, 8, quiet=0.01), 4), "4-bit sub-scales, a quiet block", hidden=True),
             Case((_ideal(5, 16), 5), "16 blocks, 5-bit sub-scales", hidden=True),
-            Case((_ideal(6, 8, quiet=0.02), 8), "8-bit sub-scales, a quiet block", hidden=True),
+            Case((_ideal(6, 8, quiet=0.02), 8), "8-bit unsigned sub-scales, a quiet block", hidden=True),
         ],
         "reread section 2 of the lesson: what is stored as float16, which block sets it, and which integers "
         "a sub-scale can take",
@@ -157,8 +157,8 @@ TASKS: list[Task] = [
                 lambda ideal, bits: _sub_scales(ideal, bits, steps=lambda b: 2**b),
             ),
             Mistake(
-                "gave the sub-scale a signed range: a scale is positive, so the sub-scale is unsigned and uses "
-                "every one of its bits",
+                "gave the sub-scale a signed range, as Q6_K's int8 has: Q4_K's sub-scales, which this task "
+                "stores, are unsigned and use every one of their bits",
                 lambda ideal, bits: _sub_scales(ideal, bits, steps=lambda b: 2 ** (b - 1) - 1),
             ),
             Mistake(
@@ -235,8 +235,8 @@ TASKS: list[Task] = [
             ),
             Mistake(
                 "counted a whole step of the sub-scale, or gave it half its steps: your worst rounding is twice too "
-                "large; rounding to the nearest is off by at most half a step, and a scale is positive, so a "
-                "bits-bit sub-scale is unsigned, 1 to 2**bits - 1",
+                "large; rounding to the nearest is off by at most half a step, and the sub-scales are unsigned, "
+                "as in Task 1: 1 to 2**bits - 1",
                 lambda c, r, t: _quiet_bits(c, r, t, step=1.0),
             ),
             Mistake(

@@ -574,7 +574,7 @@ PREDICT = {
         (
             "Still clearly ahead: the sentences, not the count, carried its lead",
             False,
-            "Tempting, since the text changed GPTQ's result in section 4's first cell; but at 1,097 tokens the "
+            "Tempting, since the text changed GPTQ's result in section 4; but at 1,097 tokens the "
             "difference is -0.00019 with an interval that includes 0: fewer tokens took part of the lead.",
         ),
         (
@@ -591,26 +591,29 @@ PREDICT = {
         ),
     ),
     "per_channel_vs_g32": choice(
-        "Block 3 of MiniLM, int4, 2,223 calibration tokens. Averaged over its six layers, GPTQ per-channel is behind "
-        "RTN g32 on held-out text. On how many of the six layers is it behind?",
+        "Block 3 of MiniLM, int4, GPTQ calibrated on the 2,223 paragraph tokens. On the held-out sentences, "
+        "averaged over the six layers, which has less error: GPTQ per-channel (4.031 bits per weight) or RTN g32 "
+        "(4.5)?",
         (
-            "One or two: one layer's large loss drags the mean",
+            "GPTQ per-channel: its smarter codes make up for the coarser ruler",
             False,
-            "Tempting, since a mean over six layers can hide one bad layer (here the FFN output, 2.4x RTN g32's "
-            "error); but the loss is broad: GPTQ per-channel is behind on five layers, by 1.14x to 2.43x.",
+            "Tempting, since on the calibration tokens it is ahead (0.00634 against 0.00902); but on the held-out "
+            "sentences it is behind (0.01164 against 0.00869), on five of the six layers (1.14x to 2.43x RTN g32's "
+            "error).",
         ),
         (
-            "Five of the six",
+            "RTN g32",
             True,
-            "Behind on five layers, ahead only on L3.intermediate (0.82x). Averaged over the layers, its error "
-            "grows about 1.8-fold from the calibration tokens to held-out ones and RTN's does not: part of GPTQ's "
+            "RTN g32 is ahead on five layers; GPTQ per-channel only on L3.intermediate (0.82x). GPTQ's error grows "
+            "about 1.8-fold from the calibration tokens to the held-out ones and RTN's does not: part of GPTQ's "
             "gain is a fit to the calibration tokens.",
         ),
         (
-            "All six: at int4 one scale per row cannot match groups of 32, whatever the codes",
+            "About level: the two errors are within a few percent",
             False,
-            "Tempting once the mean is behind; but on L3.intermediate GPTQ per-channel is ahead (0.82x RTN g32's "
-            "error): which wins depends on the layer, so a choice per layer needs a measurement per layer.",
+            "Tempting, since GPTQ per-channel is ahead on the calibration tokens and groups win without GPTQ; but on "
+            "held-out sentences its error is about 1.34x RTN g32's (0.01164 against 0.00869), and the paired "
+            "interval excludes 0.",
         ),
     ),
 }
@@ -670,8 +673,8 @@ RECALL: tuple[Question, ...] = (
         "full-rank Hessian?",
         1536,
         "The Hessian is square over the layer's inputs, and its rank is at most the number of tokens. The count "
-        "alone does not make a good calibration set: in lesson 09, 1,097 sentence tokens and 1,097 paragraph "
-        "tokens gave very different errors on held-out sentences.",
+        "alone does not make a good calibration set: in lesson 09, GPTQ calibrated on 1,526 sentence tokens beat "
+        "RTN g32 on other sentences, and calibrated on 2,223 paragraph tokens it did not.",
         tol=0.5,
         mistakes=(
             (384, "that is out_features; the Hessian is over the inputs, [in_features, in_features]"),

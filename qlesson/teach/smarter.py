@@ -540,7 +540,17 @@ def progress(iterable: Any = None, desc: str = "", total: int | None = None, eve
     from tqdm import tqdm
 
     fmt = "{desc}: {n_fmt}/{total_fmt}"
-    return tqdm(iterable, desc=desc, total=total, file=sys.stdout, bar_format=fmt, mininterval=0, miniters=every)
+    # maxinterval=inf: tqdm's monitor thread would otherwise drop miniters to 1 after a slow step (a loaded CPU)
+    return tqdm(
+        iterable,
+        desc=desc,
+        total=total,
+        file=sys.stdout,
+        bar_format=fmt,
+        mininterval=0,
+        miniters=every,
+        maxinterval=float("inf"),
+    )
 
 
 def capture_texts(
