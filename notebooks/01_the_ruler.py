@@ -19,9 +19,8 @@
 # **The question**: How does a quantizer turn a real number into a small integer, and where
 # does its error come from?
 #
-# **The answer**: A scale (the spacing of the ticks) and a zero point define a ruler: divide by
-# the scale, round to the nearest tick, shift by the zero point, clamp to the codes the bits
-# allow; the zero point lets the ruler sit on lopsided data. Up to half a tick past the last tick
+# **The answer**: A quantizer divides by a scale (the spacing of the ticks), rounds to the
+# nearest tick, shifts by a zero point and clamps to the codes the bits allow. Up to half a tick past the last tick
 # the error is at most half a tick; farther out the clamp takes over and the error grows with the
 # distance.
 #
@@ -30,7 +29,7 @@
 # want an asymmetric ruler.
 #
 # **What you need**: lesson 00 (how to run the notebooks); nothing to download.
-# **Time**: about 21 minutes, plus about 21 for the exercise.
+# **Time**: about 21 minutes, plus about 24 for the exercise.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -131,7 +130,7 @@ ruler.print_steps(values + [1.6], bits=3, scale=fixed_scale)
 
 # %% [markdown]
 # `round` gives tick 5, which this ruler does not have; the **clamp** stores 3, the last tick.
-# The value comes back as 0.91, wrong by 0.69: 4.5 times the rounding bound.
+# The value comes back as 0.91, wrong by 0.69: about 4.5 times the rounding bound.
 #
 # A value is **clipped** when the clamp changes its code, that is, when it lies half a tick or
 # more past the last tick (closer than that, `round` still lands on the last tick). The
@@ -141,8 +140,7 @@ ruler.print_steps(values + [1.6], bits=3, scale=fixed_scale)
 _ = plots.ruler(values + [1.6], bits=3, scale=fixed_scale)
 
 # %% [markdown]
-# A ruler fitted to absmax puts its last tick on the largest magnitude, so one outlier widens
-# every tick. The rest of the course gives different parts of a tensor their own rulers.
+# The rest of the course gives different parts of a tensor their own rulers.
 #
 # ## 5. Symmetric or asymmetric
 #
@@ -150,11 +148,12 @@ _ = plots.ruler(values + [1.6], bits=3, scale=fixed_scale)
 #   stored.
 # * **Asymmetric**: the ruler is fitted to `[rmin, rmax]`, the data's range widened to include 0, cut
 #   into `2^b - 1` steps between the unsigned codes: `scale = (rmax - rmin) / (2^b - 1)`. The
-#   integer zero point, `round(-rmin / scale)`, is the code of 0.0, so 0.0 is stored exactly;
-#   rounding it can shift the ruler's ends by up to half a tick.
+#   integer zero point, `round(-rmin / scale)`, is the code of 0.0, so 0.0 is stored exactly.
 #
 # The GELU-like values below at 4 bits have `rmin = -0.17`, `rmax = 2.0`: scale
-# `2.17 / 15 = 0.1447`, zero point `round(0.17 / 0.1447) = 1`, so code 1 means 0.0:
+# `2.17 / 15 = 0.1447`, zero point `round(0.17 / 0.1447) = 1`, so code 1 means 0.0. Code 0
+# reads back as `-1 x 0.1447 = -0.145`, not -0.17: rounding the zero point moved the ruler.
+# The two rulers side by side:
 
 # %%
 gelu_like = [-0.17, 0.0, 0.05, 0.3, 0.7, 1.2, 2.0]
@@ -229,9 +228,9 @@ for extreme in (1.3, -1.3):
 
 # %% [markdown]
 # The restricted ruler keeps the largest value exact on either side and pays with the
-# coarsest scale (the highest MAE here). PyTorch's default observer puts the largest value half a
+# coarsest scale. PyTorch's default observer puts the largest value half a
 # tick from the last code, on either side. Q4_0 puts its extra code, -8, on the side of its
-# largest value and gets the finest scale (the same as dividing by 8) and the lowest MAE here,
+# largest value and gets the finest scale (the same as dividing by 8),
 # tied with dividing by 8 when the largest value is negative (its 0.0002 at the largest value:
 # Q4_0 stores `d` in fp16). A large value of the opposite sign would clip at +7. Dividing by 8 and clamping to `[-8, 7]`
 # clips a positive maximum by a whole tick: the calculator source's formula loses its own

@@ -59,7 +59,14 @@ def _split(
     full_range: bool = False,
     ticks: bool = False,
     pytorch_rule: bool = False,
+    asymmetric: bool = False,
 ):
+    if asymmetric:  # the mistake: the given asymmetric_qparams ruler, codes 0 .. 2**bits - 1
+        scale, zp = _asym_qparams(calibration, bits)
+        r = torch.round(x / scale) + zp
+        q = torch.clamp(r, 0, 2**bits - 1)
+        err = ((q - zp) * scale - x).abs()
+        return err[r == q].sum(), err[r != q].sum()
     top = 2 ** (bits - 1) if full_range or pytorch_rule else qmax(bits)
     scale = calibration.abs().max() / ((2**bits - 1) / 2 if pytorch_rule else top)
     r = torch.round(x / scale)
@@ -180,6 +187,11 @@ TASKS: list[Task] = [
                 "used the full-range rule absmax / ((2**bits - 1) / 2) (PyTorch's default, codes [-128, 127]); the "
                 "restricted ruler puts absmax exactly on the last code",
                 lambda c, x, b: _split(c, x, b, pytorch_rule=True),
+            ),
+            Mistake(
+                "used the asymmetric ruler of asymmetric_qparams; this task's ruler is the lesson's restricted "
+                "symmetric one, codes -qmax .. qmax",
+                lambda c, x, b: _split(c, x, b, asymmetric=True),
             ),
         ],
         minutes=5,
