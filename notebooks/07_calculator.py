@@ -20,9 +20,8 @@
 # point?
 #
 # **The answer**: A channel's own symmetric ruler is finer than the shared one by the tensor's
-# largest |value| over the channel's, for a 4-byte scale (1% of an int8 layer with 384-value
-# rows). At 4 bits on a GELU row, a zero point's 4 more bytes buy nearly what one more bit buys,
-# because a symmetric ruler wastes its codes below the row's lowest value, -0.17.
+# largest |value| over the channel's, for one 4-byte scale. At 4 bits on a row that dips just
+# below 0, like a GELU's output, a zero point's 4 more bytes buy nearly what one more bit buys.
 #
 # **What you will do**: predict a quiet channel's codes, find the bit width at which that
 # changes, count the bytes, and count a GELU row's out-of-reach codes.
@@ -141,8 +140,8 @@ print_table(calc.zero_point_rows(gelu, 4), calc.ZERO_POINT_FORMATS)
 # Symmetric spans -1.91 to +1.91, but the row's lowest value, -0.17, gets code -1 at 4 bits:
 # codes -7 to -2, 6 of 15, are out of reach. A zero point spends every code on -0.17 to 1.91, a
 # tick about half as wide (2.08 / 15 against 1.91 / 7), and on these 64 values the MAE is 2.57
-# times lower, nearly what one more bit buys (3.00 times; Going deeper shows why that is more
-# than its 2.14 times finer tick).
+# times lower, nearly what one more bit buys (3.00 times). Both gains exceed their tick's (1.97
+# and 2.14 times finer): most of the 4-bit error sits in the dip below 0 (Going deeper).
 #
 # A zero point costs 4 bytes per ruler whatever the row's length; one more bit costs a byte per
 # 8 values, 8 on this row and 48 on a 384-value row.
@@ -266,22 +265,28 @@ print(
 # Channel 3's 30 is in the five-value spread: its 0.11 sits on its top tick, and its other four
 # values happen to fall nearer their ticks than a quarter tick on average.
 #
-# ### Why one more bit gained 3.00 times on section 4's row
+# ### Why the zero point and one more bit gain more than their ticks
 #
-# Its tick is 15 / 7 = 2.14 times finer, yet the MAE fell 3.00 times. Split by sign:
+# On section 4's row the zero point's tick is 1.97 times finer and the MAE falls 2.57 times; one
+# more bit's tick is 2.14 times finer and the MAE falls 3.00 times. Split by sign:
 
 # %%
-for bits in (4, 5):
-    r = calc.compare([gelu], bits=bits, symmetric=True)
+for label, bits, sym in (
+    ("4 bits, symmetric", 4, True),
+    ("4 bits, zero point", 4, False),
+    ("5 bits, symmetric", 5, True),
+):
+    r = calc.compare([gelu], bits=bits, symmetric=sym, signed=sym)
     err = (r.per_tensor[0] - gelu).abs()
     print(
-        f"{bits} bits: tick {r.channels[0]['per-tensor scale']:.3f}, MAE {err.mean():.4f}, of which the "
+        f"{label}: tick {r.channels[0]['per-tensor scale']:.3f}, MAE {err.mean():.4f}, of which the "
         f"{int((gelu < 0).sum())} values below 0 carry {err[gelu < 0].sum() / gelu.numel():.4f}"
     )
 
 # %% [markdown]
-# At 4 bits the dip, all of it within one tick of 0, carries 0.049 of the 0.081; at 5 bits it
-# carries 0.014, 3.6 times less, more than the tick's 2.14. At 8 bits, where the dip spans many
+# At 4 bits the dip, all of it within one tick of 0, carries 0.049 of the 0.081. The zero point
+# cuts it to 0.012 and one more bit to 0.014, 4.1 and 3.6 times less, more than either tick's
+# gain. At 8 bits, where the dip spans many
 # ticks, one more bit's median gain on the 20 rows below is 2.1, near its tick's 255 / 127 = 2.0.
 #
 # ### The zero point against one more bit on other GELU rows

@@ -51,7 +51,8 @@ from qlesson.course.tasks import check
 # holds at least one nonzero value.
 #
 # Predict first: channel 2 of the lesson's four channels gained nothing with symmetric rulers.
-# Does it gain with asymmetric ones, and why? The cell after the check prints the answer.
+# Does it gain with asymmetric ones, and why? The cell after the check prints the numbers;
+# the answer is folded below it.
 
 
 # %% tags=["solution"]
@@ -76,9 +77,13 @@ lesson_channels = torch.stack(calc.parse_channels(calc.EXAMPLE))
 print("the lesson's four channels, asymmetric:", [round(v, 1) for v in finer_by(lesson_channels).tolist()])
 
 # %% [markdown]
+# <details><summary>The prediction's answer (open it after you predicted)</summary>
+#
 # Why channel 2 gains now: its own asymmetric ruler spans its range widened to include 0, -1.70
 # to 0, 1.70 wide. The shared one must also reach channel 1's 1.44: -1.70 to 1.44, 3.14 wide,
 # about 1.8 times as wide, with the same codes.
+#
+# </details>
 
 # %% [markdown]
 # ## Task 2 · How many codes does each row leave out of reach?
@@ -116,8 +121,12 @@ two_rows = torch.tensor([[-0.17, -0.1, -0.05, 0.4, 1.2, 3.0], [-1.0, 0.2, 0.9, 1
 print("at 4 bits, codes out of reach per row:", out_of_reach(two_rows, 4).tolist())
 
 # %% [markdown]
+# <details><summary>The prediction's answer (open it after you predicted)</summary>
+#
 # Row 0: a tick is 3.0 / 7, about 0.43, so its values below 0 all round to code 0 and codes -7
 # to -1 are out of reach. Row 1's -1.0 reaches code -2: only codes -7 to -3 are.
+#
+# </details>
 
 # %% [markdown]
 # ## Task 3 · From what row length does a zero point cost less than one more bit?
