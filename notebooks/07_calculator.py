@@ -19,9 +19,9 @@
 # **The question**: What do a ruler's 4 bytes buy, spent on a channel's own scale or on a zero
 # point?
 #
-# **The answer**: A channel's own symmetric ruler is finer than the shared one by the tensor's
-# largest |value| over the channel's, for one 4-byte scale. At 4 bits on a row that dips just
-# below 0, like a GELU's output, a zero point's 4 more bytes buy nearly what one more bit buys.
+# **The answer**: On the example at 4 bits, a quiet channel's own 4-byte scale turns a row of
+# zeros back into its values, cutting its error 30 times. On one 64-value row that dips just below
+# 0, like a GELU's output, a zero point's 4 more bytes buy nearly what one more bit buys.
 #
 # **What you will do**: predict a quiet channel's codes, find the bit width at which that
 # changes, count the bytes, and count a GELU row's out-of-reach codes.
@@ -88,9 +88,8 @@ widgets.calculator()
 # half a shared tick is 1.70 / 31 / 2, about 0.027, so -0.02 still rounds to 0; at 7 bits it
 # is 1.70 / 63 / 2, about 0.013, and the codes are [1, 3, -1, 4, -2].
 #
-# Not erased is not as good as its own ruler: channel 3's per-tensor MAE is 0.0038 at 7 bits,
-# above its own 4-bit ruler's 0.0020, and first drops below it at 9 bits (0.0013; Going deeper
-# prints these). That is 5 more bits on every value, 240 bytes on a 384-value row, where its own
+# Not erased is not as good as its own ruler: the shared ruler first beats channel 3's own 4-bit
+# ruler at 9 bits (Going deeper prints each width), 5 more bits on every value where its own
 # ruler costs one 4-byte scale.
 #
 # </details>
@@ -110,8 +109,8 @@ for zp_bytes in (0, 4):
     print(f"[1536, 384] int8 layer, zero point {zp_bytes} B: metadata {fp.metadata_bytes / fp.total_bytes:.1%} of it")
 
 # %% [markdown]
-# On a layer with 384-value rows (MiniLM's FFN up-projection shape), the rulers are 1 to 2% of
-# it. On the example, per-channel stores 16 bytes of scales where per-tensor stores
+# On an int8 layer with 384-value rows (MiniLM's FFN up-projection shape), the rulers are 1 to
+# 2% of it. On the example, per-channel stores 16 bytes of scales where per-tensor stores
 # 4; with zero points, 32 where per-tensor stores 8.
 #
 # ## 4. The other 4 bytes: a zero point
@@ -140,8 +139,7 @@ print_table(calc.zero_point_rows(gelu, 4), calc.ZERO_POINT_FORMATS)
 # Symmetric spans -1.91 to +1.91, but the row's lowest value, -0.17, gets code -1 at 4 bits:
 # codes -7 to -2, 6 of 15, are out of reach. A zero point spends every code on -0.17 to 1.91, a
 # tick about half as wide (2.08 / 15 against 1.91 / 7), and on these 64 values the MAE is 2.57
-# times lower, nearly what one more bit buys (3.00 times). Both gains exceed their tick's (1.97
-# and 2.14 times finer): most of the 4-bit error sits in the dip below 0 (Going deeper).
+# times lower, nearly what one more bit buys (3.00 times).
 #
 # A zero point costs 4 bytes per ruler whatever the row's length; one more bit costs a byte per
 # 8 values, 8 on this row and 48 on a 384-value row.
@@ -219,6 +217,9 @@ for bits in range(6, 10):
     )
 
 # %% [markdown]
+# On five values the MAE need not fall with every bit: 8 bits' 0.0039 sits a hair above 7 bits'
+# 0.0038, because where each value lands between two ticks changes with the tick.
+#
 # ### What sets channel 3's 30
 #
 # Once a channel is erased, its fall no longer follows its ruler. Divide channel 3's values by

@@ -315,7 +315,7 @@ WRONG = {
     "10.choose_axis": [
         (lambda q, k, v, which, bits: "channel" if which == "k" else "token", "KIVI's rule"),
         (lambda q, k, v, which, bits: "token", "None"),
-        (lambda q, k, v, which, bits: _both_axes(q, k, v, which, bits), "quantized both tensors"),
+        (lambda q, k, v, which, bits: _both_axes(q, k, v, which, bits), "quantizing both tensors"),
     ],
     "10.sink_axes": [
         (("channel", "channel"), "(channel, channel)"),

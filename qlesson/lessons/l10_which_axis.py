@@ -96,9 +96,8 @@ def _axis_errors(  # noqa: PLR0913
     """Squared error of each axis's quantization of ``which``: on the attention output, or on the tensor.
 
     ``on_probs=True`` measures a key's error on the attention probabilities (total variation) instead of
-    the output (a named mistake; on the task's cases it picks the same axes as leaving out the scores'
-    ``1 / sqrt(dim)``, which ``scaled=False`` does). ``both=True`` quantizes keys and values on the same axis
-    (a named mistake: the cache stores only ``which``).
+    the output, ``scaled=False`` leaves out the scores' ``1 / sqrt(dim)``, and ``both=True`` quantizes keys
+    and values on the same axis (the cache stores only ``which``): three named mistakes.
     """
     o = _attention(q, k, v, scaled)
     x = k if which == "k" else v
@@ -220,7 +219,7 @@ TASKS: list[Task] = [
             Case((80, 8, 128, 32768, 1), "80 layers, 8 KV heads (GQA), 32k tokens, FP8"),
             Case((1, 1, 64, 10, 0.5), "one layer, one head, 4-bit values"),
         ],
-        "every layer stores two tensors per head for every token; count them all",
+        "every layer stores two tensors per head for every token; count them all, in bytes",
         [
             Mistake(
                 "counted keys only (or values only): the cache holds both", lambda L, H, D, T, b: L * H * D * T * b
@@ -234,6 +233,10 @@ TASKS: list[Task] = [
             Mistake(
                 "divided by 8: bytes_per_value is already in bytes",
                 lambda L, H, D, T, b: _kv_bytes(L, H, D, T, b) / 8,
+            ),
+            Mistake(
+                "returned KiB (divided by 1024): the task asks for bytes",
+                lambda L, H, D, T, b: _kv_bytes(L, H, D, T, b) / 1024,
             ),
             Mistake(
                 "returned MiB (divided by 2**20): the task asks for bytes",
@@ -341,13 +344,17 @@ TASKS: list[Task] = [
                 lambda q, k, v, which, b: min((e := _axis_errors(q, k, v, which, b, on_output=False)), key=e.get),
             ),
             Mistake(
-                "your choices match measuring how far the attention probabilities move, or a head without the "
-                "1 / sqrt(dim) on its scores: measure what the head outputs, with its scores scaled",
+                "your choices match measuring how far the attention probabilities move: measure what the head outputs",
                 lambda q, k, v, which, b: min((e := _axis_errors(q, k, v, which, b, on_probs=True)), key=e.get),
             ),
             Mistake(
-                "quantized both tensors: the cache stores only `which`; keep the other one exact, or its errors "
-                "can decide the axis",
+                "your choices match a head without the 1 / sqrt(dim) on its scores: scale the scores before the "
+                "softmax, as the head does",
+                lambda q, k, v, which, b: min((e := _axis_errors(q, k, v, which, b, scaled=False)), key=e.get),
+            ),
+            Mistake(
+                "your choices match quantizing both tensors: the cache stores only `which`; keep the other one "
+                "exact, or its errors can decide the axis",
                 lambda q, k, v, which, b: min((e := _axis_errors(q, k, v, which, b, both=True)), key=e.get),
             ),
             Mistake(
@@ -400,7 +407,8 @@ TASKS.append(
         "predict a value cache's axis from how much attention its tiny token takes",
         _sink_axes,
         [Case((), "(axis with token 0 at about 3/4 of the attention, axis at about 8%) for the head described")],
-        "which errors does each ruler make, and how much of the output does each error reach?",
+        "which errors does each ruler make, and how much of the output does each error reach? Answer each case "
+        'with "token" or "channel"',
         [
             Mistake(
                 "(channel, channel): does the share of attention on token 0 change nothing between the two cases?",
@@ -417,34 +425,34 @@ TASKS.append(
                 lambda: ("channel", "token"),
             ),
             Mistake('answer with "token" or "channel", in lower case', lambda: ("Token", "Channel")),
+            Mistake('answer with the axis\'s name alone: "token" or "channel"', lambda: ("per token", "per channel")),
         ],
         is_value=True,
     )
 )
 PREDICT = {
     "full_cost": choice(
-        "Keys, every bit counted (codes plus each ruler's fp16 minimum and scale): per channel over one "
-        "sentence at 2 bits (4.56 bits per value) or per token at 3 bits (4.00 bits per value). Which has "
-        "the lower attention-output error?",
+        "Values, every bit counted (codes, each ruler's fp16 minimum and scale, any token kept in fp16): per "
+        "channel over 32 tokens at 2 bits with [CLS] in fp16 (4.04 bits per value), or per token at 3 bits with "
+        "[CLS] quantized (4.00 bits per value). Which has the lower attention-output error?",
         (
-            "Per channel at 2 bits: it beat per token 2.6 times over",
+            "Per channel with [CLS] in fp16: it beat per token once [CLS] was exact",
             False,
-            "Tempting after section 3's headline; but that compared 2-bit codes both ways, and per channel "
-            "paid 1.56 more bits per value in scales and minimums. Per token at 3 bits spends fewer bits in all, "
-            "and its third code bit more than halves every step (7 steps between the codes instead of 3).",
+            "Tempting after section 4; but there both rulers had 2-bit codes. Here per token spends the bits of "
+            "the fp16 [CLS] on a third code bit, which turns 3 steps into 7 on every ruler.",
         ),
         (
             "Per token at 3 bits",
             True,
             "A third code bit turns 3 steps into 7 on every ruler, which cuts a squared error several-fold; "
-            "per channel's extra rulers only narrow the ranges. Per channel still wins at equal total bits over "
-            "32 tokens, where it pays no extra rulers.",
+            "keeping [CLS] exact fixes one token. On 12.5-token sentences that token's 16 bits cost about as "
+            "much as the third code bit.",
         ),
         (
-            "They tie: a bit spent on rulers buys as much as a bit spent on codes",
+            "They tie: a bit spent on one exact token buys as much as a bit spent on codes",
             False,
-            "Tempting because both spend bits on precision; but a code bit shrinks every step, while extra "
-            "rulers help only as much as the ranges shrink: the same bits spent differently give different "
+            "Tempting because both spend about the same bits; but a code bit shrinks every step of every ruler, "
+            "while the fp16 [CLS] removes one token's error: the same bits spent differently give different "
             "errors.",
         ),
     ),
@@ -473,7 +481,7 @@ PREDICT = {
         ),
     ),
     "kept_token": choice(
-        "Values at 2 bits: keeping [CLS] alone in fp16 cuts the per-channel error about seven-fold and barely "
+        "Values at 2 bits: keeping [CLS] alone in fp16 cuts the per-channel error about six-fold and barely "
         "moves the per-token one, while [SEP] or a random word changes little. Why does [CLS], one token in "
         "about 12.5, decide it?",
         (
@@ -481,7 +489,7 @@ PREDICT = {
             "it with an error larger than the value, and the attention multiplies that error",
             True,
             "The next table: in layers 1 to 4 over half of the attention lands on [CLS], its value is a few "
-            "hundredths of a word's, and a per-channel ruler's error on it is 7 to 9 times its size. A per-token "
+            "hundredths of a word's, and a per-channel ruler's error on it is 9 to 11 times its size. A per-token "
             "ruler is sized by [CLS] itself.",
         ),
         (
@@ -572,15 +580,17 @@ RECALL: tuple[Question, ...] = (
             "accuracy, although per-token values could be quantized at once.)",
         ),
         (
-            "The newest tokens matter least",
+            "It need not: the per-channel rulers could be recomputed from all cached tokens at every step",
             False,
-            "Tempting because they are few; but in causal LLMs recent tokens get much of the attention.",
+            "Tempting, and transformers' QuantizedLayer comes close: when its window fills it quantizes the whole "
+            "cache again. But a ruler recomputed at every step re-rounds every old key each time, from values "
+            "already rounded once; a group's ruler, made once the group is complete, is made once.",
         ),
         (
-            "The newest keys are the largest and would stretch the rulers",
+            "The newest tokens wait until offline calibration has set their scales",
             False,
-            "Tempting because new tokens feel unsettled; but nothing makes the newest keys larger. The wait is "
-            "about when a ruler can be computed.",
+            "That is KVQuant's way, and it needs no window: its scales are fixed before generation. This cache "
+            "computes its scales from the data, so a group's scale waits for the whole group.",
         ),
         source=LESSON,
     ),
@@ -628,33 +638,18 @@ RECALL: tuple[Question, ...] = (
         ),
         source=LESSON,
     ),
-    choice(
-        "With [CLS] quantized like every token, why do per-channel values lose to per-token values on MiniLM?",
-        (
-            "[CLS] is tiny and heavily attended: a ruler sized by the words rounds it coarsely",
-            True,
-            "A per-token ruler fits [CLS]'s own small range. Keep [CLS] alone in fp16 and per channel wins.",
+    Numeric(
+        "On MiniLM's 12.5-token sentences, keeping [CLS] in fp16 (16 bits a value instead of a 2-bit code) costs "
+        "about one bit per value. In a 4096-token cache, about how many bits per value does keeping one token in "
+        "fp16 add?",
+        0.0034,
+        "(16 - 2) extra bits on one token in 4096: 14 / 4096 = 0.0034 bits per value (16 / 4096 = 0.0039 if you "
+        "count the whole 16). Over a long cache one exact token costs almost nothing.",
+        tol=0.0006,
+        mistakes=(
+            (1.12, "that is a 12.5-token sentence; here the 14 extra bits spread over 4096 tokens"),
+            (14, "that is the extra bits of one value; spread them over the 4096 tokens that share the cost"),
         ),
-        (
-            "Values have outlier channels, large on every token, that a per-channel ruler cannot handle",
-            False,
-            "Tempting because outlier channels motivate KIVI's per-channel keys; but a per-channel ruler is the "
-            "one that isolates a loud channel, and keeping one token in fp16 flips the verdict, which channels "
-            "cannot.",
-        ),
-        (
-            "[CLS]'s value is the loudest and stretches every per-channel ruler",
-            False,
-            "Tempting because outliers stretch rulers; but [CLS]'s value is a few hundredths of a typical "
-            "token's: it is the one rounded badly, not the one stretching the ruler.",
-        ),
-        (
-            "Per-channel rulers span more values than per-token ones",
-            False,
-            "Here it is the reverse: a channel over one sentence spans about 12.5 values, a token's ruler 32; "
-            "and the same rulers win once [CLS] is in fp16.",
-        ),
-        source=LESSON,
     ),
 )
 

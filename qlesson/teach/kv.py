@@ -426,7 +426,9 @@ def token_channel_map(x: torch.Tensor, title: str = "") -> Any:
     return fig
 
 
-def cls_rows(qkv: Sequence[dict[str, list[torch.Tensor]]], bits: int = 2) -> list[dict[str, Any]]:
+def cls_rows(
+    qkv: Sequence[dict[str, list[torch.Tensor]]], bits: int = 2, ruler: str = "channel"
+) -> list[dict[str, Any]]:
     """Per layer: the attention the ``[CLS]`` token (position 0) receives, how long its value vector is,
     and how badly each ruler rounds that value.
 
@@ -434,7 +436,8 @@ def cls_rows(qkv: Sequence[dict[str, list[torch.Tensor]]], bits: int = 2) -> lis
     position 0; ``[CLS] value / median value``: the norm of its value vector over the median
     token's, per head; ``[CLS] error / its size, per channel`` (and ``per token``): the norm of
     ``[CLS]``'s value error, values quantized at ``bits`` bits per channel over one sentence (per
-    token), over the norm of its value, per head. Medians over heads, then over sentences.
+    token), over the norm of its value, per head. Medians over heads, then over sentences. ``ruler``:
+    the per-channel ruler, ``"channel"`` (one sentence) or ``"channel32"`` (32 tokens end to end).
     """
     _check_qkv(qkv)
     rows = []
@@ -446,8 +449,9 @@ def cls_rows(qkv: Sequence[dict[str, list[torch.Tensor]]], bits: int = 2) -> lis
             share.append(float(p[..., 0].mean()))
             norms = v.norm(dim=-1)  # [heads, tokens]
             ratio.append(float((norms[:, 0] / norms.median(dim=1).values).median()))
-        for ruler, errs in rounding.items():
-            for v, v_hat in zip(layer["v"], quantize_sentences(layer["v"], bits, ruler), strict=True):
+        for ruler_name, errs in rounding.items():
+            kind = ruler if ruler_name == "channel" else "token"
+            for v, v_hat in zip(layer["v"], quantize_sentences(layer["v"], bits, kind), strict=True):
                 errs.append(float(((v_hat[:, 0] - v[:, 0]).norm(dim=-1) / v[:, 0].norm(dim=-1)).median()))
         rows.append(
             {
@@ -901,8 +905,11 @@ def centred_key_rows(
     return rows, lines
 
 
-def kept_token_rows(qkv: Sequence[dict[str, list[torch.Tensor]]], bits: int = 2, seed: int = 0) -> list[dict[str, Any]]:
-    """Values per token against per channel (one sentence), with one token per sentence kept in fp16.
+def kept_token_rows(
+    qkv: Sequence[dict[str, list[torch.Tensor]]], bits: int = 2, seed: int = 0, ruler: str = "channel"
+) -> list[dict[str, Any]]:
+    """Values per token against per channel (``ruler``: ``"channel"``, one sentence, or ``"channel32"``, 32 tokens
+    end to end), with one token per sentence kept in fp16.
 
     The kept token is none, ``[CLS]`` (the first), ``[SEP]`` (the last) or a word drawn at random
     (fixed seed); it stays exact and out of every ruler. Columns: mean attention-output errors.
@@ -922,11 +929,11 @@ def kept_token_rows(qkv: Sequence[dict[str, list[torch.Tensor]]], bits: int = 2,
         ]
         back = [torch.argsort(torch.tensor(o)) for o in order]
         row: dict[str, Any] = {"kept in fp16": name}
-        for label, ruler in (("per token", "token"), ("per channel", "channel")):
+        for label, kind in (("per token", "token"), ("per channel", ruler)):
             err = torch.zeros(len(lens), dtype=torch.float64)
             for layer, ref in zip(qkv, exact, strict=True):
                 moved = [v[:, o] for v, o in zip(layer["v"], order, strict=True)]
-                hat = quantize_sentences(moved, bits, ruler, sink_fp16=name != "none")
+                hat = quantize_sentences(moved, bits, kind, sink_fp16=name != "none")
                 hat = [h[:, b] for h, b in zip(hat, back, strict=True)]
                 o_hat = ref["p"] @ _pad(hat, ref["q"].shape[2])
                 err += ((ref["o"] - o_hat) * ref["rows"]).square().sum((1, 2, 3)) / ref["norm"]
