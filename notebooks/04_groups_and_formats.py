@@ -20,9 +20,9 @@
 # scale per run of `g` weights buy, and what does it cost?
 #
 # **The answer**: each group's own fp16 scale keeps an outlier's damage inside that group, and
-# costs every weight `16 / g` bits. On MiniLM at about 4 bits per weight (restricted rulers), int3
-# with groups of 16 ties int4 per-channel within 1 dB where rows hold a few weights far above the
-# rest. Elsewhere it loses by 2 to 4 dB.
+# costs every weight `16 / g` bits. On MiniLM at about 4 bits per weight (restricted rulers),
+# whether int3 with groups of 16 can match int4 per-channel depends on how far a row's largest
+# weights stand out.
 #
 # **What you will do**: watch an outlier spoil one group, price the scales, and test on MiniLM
 # what decides between a code bit and a bit of scales.
@@ -114,8 +114,8 @@ print_table(rows, {"bits/weight": ".4f"})
 # bring 2.7 times the scales. Every weight pays `16 / g` bits on top of its 4: 0.5 at g = 32,
 # 0.125 at g = 128. Per-channel pays `16 / K`, almost nothing. llama.cpp's Q4_0 is int4
 # per-group with `g = 32` and fp16 scales: 4.5 bits per weight. With `K / g` scales per row, no
-# one scale factors out of a row's dot product: a kernel multiplies each group's partial sum by
-# its own scale.
+# one scale factors out of a row's dot product: a kernel applies each group's scale either to
+# its weights before the product or, as llama.cpp does, to that group's partial sum.
 #
 # ## 3. Which axis the groups run along
 #
@@ -199,7 +199,7 @@ print_table(rows, {"int3 g16 dB": ".2f", "int4 per-channel dB": ".2f", "median r
 # %% [markdown]
 # What moves is int4 per-channel; int3 g16 stays near 14 dB on all five. The code bit wins by
 # 3.6 dB on the Gaussian of L0.intermediate's shape and by 2.6 dB on the same values in
-# L0.output's shape: the shape moves the gap about 1 dB but does not close it. What sets
+# L0.output's shape. What sets
 # L0.output apart is a few weights per row far above the row's rms (last column): they stretch
 # each row's one ruler. Give the Gaussian [384, 1536] two such weights per row and the gap
 # closes. Every MiniLM layer, each column a range over its layers:
@@ -212,8 +212,7 @@ print_table(analysis.code_bit_vs_groups(W, {"the six FFN outputs": list(ffn_out)
 # The last column's ranges do not overlap, and the six sit above the Gaussian of their own shape
 # (3.5): only the six FFN outputs have rows with a few weights far above the rest. On those six
 # the code bit's lead is within 1 dB either way, and groups of 128 gain most; on every other
-# layer the code bit wins by 2 to 4 dB. These are restricted rulers; Q4_0's full 16-code ruler
-# moves each gap about 1 dB toward the groups (Going deeper).
+# layer the code bit wins by 2 to 4 dB.
 
 # %% [markdown]
 #

@@ -413,6 +413,8 @@ TASKS: list[Task] = [
             Mistake("gave each fifth bit a byte of its own; 32 bits pack into 4 bytes", lambda: 12.5),
             Mistake("6.0 is 2 bytes too many per block: Q5_0 stores only the scale beside its codes", lambda: 6.0),
             Mistake("counted the scale for a group of 128, but a Q5_0 block holds 32", lambda: 5.125),
+            Mistake("that is bytes per block; divide its bits by the 32 weights", lambda: 22.0),
+            Mistake("that prices an fp32 scale; Q5_0's d is fp16", lambda: 6.5),
         ],
         is_value=True,
     ),
@@ -474,6 +476,7 @@ TASKS: list[Task] = [
             Case((_SPIKED_384, 4.0, [(3, 16), (3, 32), (4, 384), (3, 384)]), "outliers, budget 4.0", hidden=True),
             Case((_PLAIN, 4.1, [(4, 16), (4, 64), (4, 256), (3, 16)]), "Gaussian, budget 4.1", hidden=True),
             Case((_PLAIN_384, 4.0, [(3, 32), (3, 16), (4, 384)]), "per-channel is 16 / K over the budget", hidden=True),
+            Case((_PLAIN_384, 4.14, [(3, 32), (4, 128), (3, 16)]), "groups of 128 fit by 0.015 bits", hidden=True),
             Case(
                 (_outlier_rows(8, 384, 20.0, 5000), 4.5, [(4, 16), (4, 64), (3, 16), (4, 128)]),
                 "one outlier (20x) per row, budget 4.5",
@@ -504,6 +507,10 @@ TASKS: list[Task] = [
             Mistake(
                 "priced per-channel's scale as free; one fp16 scale per row still costs 16 / K bits per weight",
                 lambda w, b, s: _pick(w, b, s, lambda bits, g: bits if g == w.shape[1] else bits + 16 / g),
+            ),
+            Mistake(
+                "priced a 4-bit zero point beside each scale; this runtime stores only the fp16 scale",
+                lambda w, b, s: _pick(w, b, s, lambda bits, g: bits + 20 / g),
             ),
             Mistake("treated a setting that exactly meets the budget as over it", _strictly_under),
             Mistake("ranked the settings by their worst error; rank them by mean squared error", _by_worst_error),
@@ -617,10 +624,10 @@ RECALL: tuple[Question, ...] = (
             "row has K / g different group scales.",
         ),
         (
-            "Nowhere: group scales only shrink the file, a matmul cannot use them",
+            "Once per row, using the mean of the row's group scales",
             False,
-            "Tempting because they do not factor out of the whole sum; but llama.cpp's kernels multiply each "
-            "block's partial sum by its scale.",
+            "Tempting because per-channel needs one scale per row; but a mean scale is wrong for every group "
+            "whose own scale differs from it, which is the error groups exist to remove.",
         ),
         source=LESSON,
     ),
