@@ -19,12 +19,9 @@
 # **The question**: how should the activations of a transformer, which arrive at run time,
 # be quantized to int8?
 #
-# **The answer**: a one-sided activation wants a zero point, a token with a spike wants dynamic
-# per-token scales, and a static per-tensor scale wants SmoothQuant, which moves loud features'
-# range into the weights. On MiniLM's layer 0 the zero point gains about 5.4 dB on the GELU
-# output; per-token scales gain 9.5 dB over one per-tensor scale on FC1's input, 6.5 of it from
-# isolating the `[CLS]` spike; smoothing at alpha 0.5 with static per-tensor scales gains 3.5 to
-# 9 dB on the QKV and FC1 inputs.
+# **The answer**: a one-sided activation wants a zero point. A token with a spike wants dynamic
+# per-token scales. On the QKV and FC1 inputs, a static per-tensor scale wants SmoothQuant, which
+# moves loud features' range into the weights.
 #
 # **What you will do**: capture MiniLM's layer-0 activations, then predict and measure what a zero
 # point, per-token scales and smoothing buy, calibrated on one text and scored on another.
@@ -133,9 +130,7 @@ print(f"ordinary tokens' loudest |x|: {low:.1f} to {high:.1f} (5th to 95th perce
 #
 # ## 3. Smoothing: outlier features, which per-token scales cannot reach
 #
-# MiniLM is a post-LN BERT: section 2's spike and loud features sit in FC1's input, the output of
-# the attention block's LayerNorm. Section 4 also smooths the QKV input, the output of the
-# embeddings' LayerNorm.
+# Section 4 smooths the QKV and FC1 inputs.
 #
 # Features 63 and 267 are different: loud on most ordinary tokens, where their medians (the
 # "other tokens median" column) are about 4.5 and 8 times the typical feature's. Per-token scales
@@ -217,8 +212,7 @@ print(f"weights {before['weights']:.1f} -> {after['weights']:.1f} dB")
 # * Calibrated on one text and scored on another, with static per-tensor scales, smoothing at
 #   alpha 0.5 gains 3.5 to 9 dB on layer 0's QKV and FC1 inputs. It paid only where it lowered
 #   that scale: on FC1 mostly by smoothing the `[CLS]` spike's feature 99, on QKV only with
-#   feature 63 too. On the down-projection input, whose loudest feature has a loud weight column
-#   too, it loses 5.4 dB (*Going deeper*).
+#   feature 63 too.
 #
 # ## Pause and recall
 
@@ -273,8 +267,8 @@ ordinary = activations.one_sided_rows(c, xi[~cls], [t for t in labels if t[2] !=
 print(f"  per-token, ordinary tokens only (no [CLS] rows): gain {ordinary[1]['gain dB']:+.1f} dB")
 
 # %% [markdown]
-# The zero point still gains about 4.3 dB with either kind of scale; per-token, mostly on the
-# `[CLS]` rows (about 2.4 dB on the others).
+# The zero point still gains about 4.3 dB with either kind of scale; per-token, the
+# pooled gain is pulled up by the `[CLS]` rows; on the other tokens alone it is about 2.4 dB.
 #
 # ### Choosing a static scale
 #
@@ -297,7 +291,7 @@ print("never above 0 elsewhere" if top_else <= 0 else f"at most {top_else:.1f} e
 # %% [markdown]
 # The 99.99th percentile lands at about 5, far below the `[CLS]` spike of about 25 (hidden
 # unit 856, one value on each `[CLS]` token: the last line). It clips the spike, and the
-# layer loses 8 dB.
+# activations' SQNR drops by 8 dB.
 # That spike writes into residual dimension 99, the dimension already loud on `[CLS]` at FC1's
 # input (section 2): row 99 is the loud row lesson 03 found in `L0.output`'s weights, and its
 # largest weight reads unit 856. The FFN adds to dimension 99 again for the next layer.
@@ -407,7 +401,9 @@ print_table(
 #
 # ### The fold in a post-LN model
 #
-# MiniLM is a post-LN BERT: the LayerNorm before FC1 also feeds the residual around the FFN.
+# MiniLM is a post-LN BERT: section 2's spike and loud features sit in FC1's input, the output of
+# the attention block's LayerNorm; the QKV input is the output of the embeddings' LayerNorm.
+# The LayerNorm before FC1 also feeds the residual around the FFN.
 # Folding `1/s` into it leaves FC1's output unchanged but hands the residual `h / s`. In a
 # pre-LN model (LLaMA, OPT) the norm feeds only the Linears, and the fold is exact. The QKV input
 # has the same problem: the embeddings' LayerNorm also feeds the attention residual. FC1's `s`

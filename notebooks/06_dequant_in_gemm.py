@@ -16,12 +16,12 @@
 # %% [markdown]
 # # 06 · What dequantization costs inside a matrix multiply
 #
-# **The question**: when does a quantized weight make a matrix multiply faster?
+# **The question**: when does a quantized weight make a matrix multiply faster than float weights do?
 #
 # **The answer**: only in a kernel that never writes a dequantized copy, and no scale forces one:
 # an output-channel scale goes after the product, an input-channel scale onto the activations, a
-# group scale inside the reduction. Such a kernel saves time where reading the weight sets the
-# time (small batches), as far as its decoding keeps up with its reads.
+# group scale inside the reduction. Such a kernel can save time only where reading the weight sets
+# the time: small batches.
 #
 # **What you will do**: follow each scale through `y = x @ W.T`, count a product's FLOPs per
 # weight byte, and time fp32, bf16, int8 and int4 products on your machine at M = 1 (and the
@@ -110,10 +110,9 @@ print("activations scaled instead      =", gemm.fold_input_scale(x, q, s_in).tol
 # A `[M, K] x [K, N]` product does `2 M K N` FLOPs and reads the whole weight once: at M = 1,
 # 2 FLOPs per weight element, 0.5 per *byte* of fp32 (the table's last column gives each
 # format's). Where a kernel can do more while the weight streams in, the weight bytes set a
-# floor under the time, and fewer bits per weight lower it in proportion. A
-# kernel reaches its floor only if its own work per weight (decoding a code, applying a scale)
-# keeps up with the reads. The int4 row is the layout PyTorch's int4 kernel reads: a bf16
-# scale and a bf16 zero per group of 128 (4.25 bits per weight).
+# floor under the time, and fewer bits per weight lower it in proportion. The int4 row is the
+# layout PyTorch's int4 kernel reads: a bf16 scale and a bf16 zero per group of 128 (4.25 bits
+# per weight).
 
 # %%
 rows = []
@@ -180,9 +179,10 @@ fig = plots.bandwidth_lines(plots.gemm_times(bench_gemm.lesson_view(result)), bw
 #   about 4x, and the row takes longer still (*Going deeper* times the fresh copies).
 # * **Scale after the GEMM**: one copy, then the GEMM: 9 bytes, about 2.25x by bytes.
 # * **Fused rows**: compare each one's `x fp32` with its share of fp32's bytes, 0.25 for int8 and
-#   0.13 for int4 g128. The gap is the kernel's own work per weight: unpacking a code and
-#   applying its scale. At M = 128 arithmetic sets the time, and PyTorch's CPU int4 kernel
-#   multiplies in fp32 like `F.linear`, so int4's saved bytes no longer help.
+#   0.13 for int4 g128. A row above its share spends time on something other than its reads.
+#   At M = 128 arithmetic sets the time: PyTorch's CPU int4 kernel multiplies in fp32 like
+#   `F.linear` and decodes each weight again for every 4 rows of `x` (*Going deeper*), so int4's
+#   saved bytes no longer help and can cost time.
 
 # %% [markdown]
 # ## Summary

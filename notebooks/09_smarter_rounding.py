@@ -18,9 +18,10 @@
 #
 # **The question**: can smarter rounding (GPTQ) stand in for a finer granularity?
 #
-# **The answer**: Not reliably: on MiniLM's block 3 at int4, GPTQ with one scale per row beat plain
-# rounding in groups of 32 (RTN g32) on held-out sentences only when calibrated on other sentences
-# of that set (one split). GPTQ with groups of 128 beat RTN g32 on average, at fewer bits.
+# **The answer**: Not on this model: on MiniLM's block 3 at int4, GPTQ with one scale per row lost to
+# plain rounding in groups of 32 (RTN g32) on held-out sentences when calibrated on the course's
+# paragraphs, and beat it when calibrated on other sentences (one split). GPTQ with groups of 128
+# beat RTN g32 on average, at fewer bits.
 #
 # **What you will do**
 # * run GPTQ's error feedback by hand on lesson 02's 2x4 example;
@@ -357,7 +358,7 @@ print(f"held-out: AWQ int4 per-channel - RTN int4 per-group 32: {awq_diff.text('
 # %% [markdown]
 # AWQ's error does not grow from the calibration tokens to the held-out ones, as GPTQ's did, but
 # it is behind RTN g32 on both texts. Its 4.031 bits count codes and row scales; on `L3.output`
-# the `s` that cannot be folded (below) adds 16 / 1536 bits.
+# the `s` that cannot be folded (below) adds 16 / 384 bits, about 0.04 per weight.
 #
 # ### When error feedback changes nothing
 #

@@ -148,7 +148,8 @@ check("05.loudest_after_smoothing", loudest_after_smoothing)
 # Write `which_tool(x)`: return `"per-token"` when per-token scales would keep the loud values
 # out of a typical token's ruler, and `"smooth"` when they would not, so the loud range must
 # move into the weights. Count a value as loud when it is at least 5 times a typical value.
-# Every case has outliers of one kind; some cases are hidden.
+# Every case is a two-sided (LayerNorm-like) activation with outliers of one kind; some cases are
+# hidden.
 
 
 # %% tags=["solution"]

@@ -195,6 +195,11 @@ def _choose_mean_token(tmin: torch.Tensor, tmax: torch.Tensor) -> tuple[str, str
     return (_choose_ruler(tmin, tmax)[0], "per-token" if sym >= 1.5 * float(token.mean()) else "per-tensor")
 
 
+def _choose_half_side(tmin: torch.Tensor, tmax: torch.Tensor) -> tuple[str, str]:
+    lo, hi = abs(min(float(tmin.min()), 0.0)), max(float(tmax.max()), 0.0)
+    return ("asymmetric" if min(lo, hi) < 0.5 * max(lo, hi) else "symmetric", _choose_ruler(tmin, tmax)[1])
+
+
 def _choose_asym_token(tmin: torch.Tensor, tmax: torch.Tensor) -> tuple[str, str]:
     sym, _, _ = _steps(tmin, tmax)
     token = (tmax.clamp(min=0) - tmin.clamp(max=0)) / 255
@@ -610,6 +615,11 @@ TASKS: list[Task] = [
                 "chose asymmetric only where the data is (nearly) one-sided: a small negative side still nearly "
                 "halves the step; compare the steps, not the signs",
                 _choose_one_sided,
+            ),
+            Mistake(
+                "chose asymmetric when one side is under half the other: compare the steps; the asymmetric step "
+                "is 1.5 times smaller only while the smaller side is under a third of the larger",
+                _choose_half_side,
             ),
             Mistake("chose per-token whenever the tokens' ranges differ at all", _choose_any_spread),
             Mistake(
