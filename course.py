@@ -231,7 +231,10 @@ def engines(venv: Path = VENV) -> int:
         "once; pip caches the wheel",
         flush=True,
     )
-    return subprocess.call([str(python), "-m", "pip", "install", *BAR, ENGINES_PIN], cwd=ROOT)
+    # A portable build: llama.cpp's default -march=native can emit instructions (AMX, some AVX-512) that a VM's
+    # CPU lists but traps on (SIGILL, a dead kernel in lesson 11). Set CMAKE_ARGS yourself to build otherwise.
+    env = {**os.environ, "CMAKE_ARGS": os.environ.get("CMAKE_ARGS", "-DGGML_NATIVE=OFF")}
+    return subprocess.call([str(python), "-m", "pip", "install", *BAR, ENGINES_PIN], cwd=ROOT, env=env)
 
 
 def in_venv(args: list[str]) -> int:
