@@ -591,24 +591,24 @@ PREDICT = {
     "quiet_row": choice(
         "Row A = [0.05, -0.08, 0.12, -0.15] on the shared int8 ruler (scale 3.10 / 127). Its codes?",
         (
-            "[0, 0, 0, 0]: a quiet row collapses under a shared scale",
+            "[0, 0, 0, 0]",
             False,
             "Tempting because the loud row sets the scale; but at int8 the tick is 0.0244, and even 0.05 is two "
             "ticks. A row collapses only when all its values lie at or below half a tick.",
         ),
         (
-            "[2, -3, 5, -6]: kept, on a few small codes",
+            "[2, -3, 5, -6]",
             True,
             "0.05 / 0.0244 = 2.05 and 0.15 / 0.0244 = 6.1: Row A survives, but uses codes up to 6 of 127.",
         ),
         (
-            "[42, -68, 102, -127]: spread over the whole ruler",
+            "[42, -68, 102, -127]",
             False,
             "Tempting if you picture every row stretched to fit; those are Row A's codes on its own int8 ruler "
             "(0.15 / 127). The shared ruler is set by Row B.",
         ),
         (
-            "[0, 0, 0, -1]: only the largest value passes half a tick",
+            "[0, 0, 0, -1]",
             False,
             "Tempting if you carry the int4 picture over, where only a loud enough value escapes 0; but at int8 "
             "half a tick is 0.0122, and all four values pass it.",
@@ -618,25 +618,25 @@ PREDICT = {
         "Row 0 = [3, 1.05, -2, 2]; on the shared int4 ruler (scale 1) its MAE is 0.0125. With its own scale, 3 / 7, "
         "its MAE is about...",
         (
-            "0.12, ten times higher: the new ticks miss 1.05, -2 and 2",
+            "about 0.12",
             True,
             "Its own ticks are 3/7 apart: 3 stays exact, 1.05 is missed by 0.19, -2 and 2 by 0.14 each; the mean is "
             "0.12. The finer ruler lowers the cap on the error (0.5 to 0.21), not an error that was already near 0.",
         ),
         (
-            "0.005, lower: the bound shrinks from 0.5 to 0.21",
+            "about 0.005",
             False,
             "Tempting because the bound, half a tick, does shrink 2.3x; but the bound caps the error, and row 0's "
             "errors were already far below the old cap.",
         ),
         (
-            "0.0125, unchanged: 3 is stored exactly under both rulers",
+            "0.0125, unchanged",
             False,
             "Tempting because 3 is exact under both rulers; but 2 and -2 are not multiples of 3/7, so they move off "
             "their ticks.",
         ),
         (
-            "0.05: only 1.05, the value already off a tick, moves further",
+            "about 0.05",
             False,
             "Tempting if you follow only the value that was off a tick; but the whole numbers 2 and -2 lose their "
             "ticks too: the nearest, 5 x 3/7 = 2.14, is 0.14 away.",
