@@ -89,6 +89,16 @@ def test_going_deeper_is_counted_apart_and_an_untrue_time_is_caught(tmp_path):
     assert not [p for p in honest.problems() if "lesson" in p]
 
 
+def test_going_deeper_time_is_computed_and_an_untrue_statement_is_caught(tmp_path):
+    deeper = " ".join(["more"] * 1498)  # with the heading's 2 words: 1500 words, 10 minutes, plus 30 s of run time
+    header = "**Time**: about 1 minutes; *Going deeper*: about {} more."
+    for said, caught in ((10, False), (4, True)):
+        path = _lesson(tmp_path, header.format(said), "Prose.", deeper=deeper)
+        r = stats.lesson_stats(path, times={"42": {"main_s": 0.0, "deeper_s": 30.0}})
+        assert (r.stated_deeper, r.deeper_minutes) == (said, pytest.approx(10.5, abs=0.05))
+        assert any("for the Going deeper" in p for p in r.problems()) is caught
+
+
 def test_a_markdown_table_is_read_like_printed_output(tmp_path):
     table = "\n".join(["| lesson | minutes |", "|---|---|"] + [f"| {i:02d} | {i} |" for i in range(40)])
     r = stats.lesson_stats(_lesson(tmp_path, "**Time**: about 3 minutes.", "Prose here.\n\n" + table), times={})

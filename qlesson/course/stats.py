@@ -11,10 +11,12 @@ printed output, its code cells and code words, the main line's run time (measure
   question, two for each widget's guided experiment, and a minute for each quiz question (the
   quiz's text sheet, ``recall.show``, is then not counted as printed output);
 * the exercise: its prose / 150 words a minute, plus each graded task's minutes (3 unless its ``Task``
-  says more) and 1 a recall answer.
+  says more) and 1 a recall answer;
+* *Going deeper*: its prose, code and printed output read at the same rates, plus its run time.
 
 Each lesson states its times in its first cell (``**Time**: about N minutes, plus about M for
-the exercise.``) and README's table repeats them; ``tests/test_stats.py`` keeps both within 20%.
+the exercise; *Going deeper*: about K more.``) and README's table repeats the first two;
+``tests/test_stats.py`` keeps all of them within 20%.
 
 >>> words("The `scale` is 0.05, see [lesson 01](01_the_ruler.ipynb).")
 7
@@ -47,6 +49,7 @@ DEEPER = re.compile(r"^##\s+Going deeper\b", re.M)
 _STATED = re.compile(
     r"\*\*Time\*\*:\s*about\s+(\d+)\s+minutes(?:,\s*plus\s+about\s+(\d+)\s+(?:minutes\s+)?for\s+the\s+exercise)?", re.I
 )
+_DEEPER_STATED = re.compile(r"\*Going deeper\*:\s*about\s+(\d+)\s+(?:minutes\s+)?more", re.I)
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’.,:/%+\-]*")
 _LINK_TARGET = re.compile(r"\]\([^)]*\)")
 _HTML_TAG = re.compile(r"<[^>]+>")
@@ -113,6 +116,17 @@ def stated(cells: list[Any]) -> tuple[int | None, int | None]:
     return int(m.group(1)), int(m.group(2)) if m.group(2) else None
 
 
+def stated_deeper(cells: list[Any]) -> int | None:
+    """The *Going deeper* minutes the first markdown cell states (``*Going deeper*: about K more``), or None.
+
+    >>> stated_deeper([{"cell_type": "markdown", "source": "**Time**: about 9 minutes; *Going deeper*: about 4 more."}])
+    4
+    """
+    first = next((_source(c) for c in cells if c.get("cell_type") == "markdown"), "")
+    m = _DEEPER_STATED.search(first)
+    return int(m.group(1)) if m else None
+
+
 def exercise_minutes(number: str, folder: Path = EXERCISES) -> float | None:
     """Honest minutes for lesson ``number``'s exercise (the learner's notebook); None if it has none."""
     found = sorted(folder.glob(f"{number}_*.ipynb"))
@@ -159,6 +173,8 @@ class LessonStats:
     exercise: float | None
     stated: int | None
     stated_exercise: int | None
+    deeper_minutes: float = 0.0
+    stated_deeper: int | None = None
 
     @property
     def prose_budget(self) -> int:
@@ -175,6 +191,8 @@ class LessonStats:
             out.append(f"main line runs {self.run_s:.0f} s > {MAX_RUN_S:.0f} s")
         out += _untrue("lesson", self.stated, self.minutes)
         out += _untrue("exercise", self.stated_exercise, self.exercise)
+        if self.stated_deeper is not None:
+            out += _untrue("Going deeper", self.stated_deeper, self.deeper_minutes or None)
         return out
 
 
@@ -204,12 +222,22 @@ def lesson_stats(path: Path, times: dict[str, dict[str, float]] | None = None) -
     timed = (run_times() if times is None else times).get(number, {})
     run_s = timed.get("main_s")
     said, said_ex = stated(cells)
+    deeper_code = [c for c in deeper if c["cell_type"] == "code" and _source(c).strip()]
+    deeper_markdown = [_source(c) for c in deeper if c["cell_type"] == "markdown"]
+    deeper_tables = sum(table_words(m) for m in deeper_markdown)
+    deeper_prose = sum(words(m) for m in deeper_markdown) - deeper_tables
+    deeper_minutes = honest_minutes(
+        deeper_prose,
+        sum(len(_source(c).split()) for c in deeper_code),
+        sum(words(_printed(c)) for c in deeper_code) + deeper_tables,
+        timed.get("deeper_s") or 0.0,
+    )
     predicts = sum(1 for c in code if "recall.predict(" in _source(c))
     widgets = sum(1 for c in code if "widgets." in _source(c))
     return LessonStats(
         lesson=number,
         prose=prose,
-        deeper_prose=sum(words(_source(c)) for c in deeper if c["cell_type"] == "markdown"),
+        deeper_prose=deeper_prose,
         output=output,
         code_cells=len(code),
         code=code_words,
@@ -219,6 +247,8 @@ def lesson_stats(path: Path, times: dict[str, dict[str, float]] | None = None) -
         exercise=exercise_minutes(number),
         stated=said,
         stated_exercise=said_ex,
+        deeper_minutes=deeper_minutes,
+        stated_deeper=stated_deeper(cells),
     )
 
 
@@ -256,7 +286,19 @@ def measure(path: Path, timeout: int = 1800) -> dict[str, float]:
     }
 
 
-HEADER = ("lesson", "prose", "deeper", "output", "code cells", "run s", "deeper s", "honest min", "stated", "exercise")
+HEADER = (
+    "lesson",
+    "prose",
+    "deeper",
+    "output",
+    "code cells",
+    "run s",
+    "deeper s",
+    "honest min",
+    "exercise",
+    "deeper min",
+    "stated",
+)
 
 
 def table(rows: list[LessonStats]) -> str:
@@ -275,8 +317,9 @@ def table(rows: list[LessonStats]) -> str:
             r.run_s,
             r.deeper_run_s,
             r.minutes,
-            f"{fmt(r.stated)} + {fmt(r.stated_exercise)}",
             r.exercise,
+            r.deeper_minutes if r.deeper_prose else None,
+            f"{fmt(r.stated)} + {fmt(r.stated_exercise)}" + (f" (+{r.stated_deeper})" if r.stated_deeper else ""),
         )
         for r in rows
     ]
