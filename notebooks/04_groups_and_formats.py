@@ -20,15 +20,15 @@
 # scale per run of `g` weights buy, and what does it cost?
 #
 # **The answer**: each group's own fp16 scale keeps an outlier's damage inside that group, and
-# costs every weight `16 / g` bits. On MiniLM at about 4 bits per weight (restricted rulers),
-# whether int3 with groups of 16 can match int4 per-channel depends on how far a row's largest
-# weights stand out.
+# costs every weight `16 / g` bits. At about 4 bits per weight, a few weights per row at 4 to 5
+# times the row's rms move the contest between a code bit and a bit of scales about 3 dB toward
+# the scales.
 #
 # **What you will do**: watch an outlier spoil one group, price the scales, and test on MiniLM
 # what decides between a code bit and a bit of scales.
 #
 # **What you need**: lessons 02 and 03; nothing to download (MiniLM comes with the course).
-# **Time**: about 25 minutes, plus about 32 for the exercise.
+# **Time**: about 28 minutes, plus about 32 for the exercise; *Going deeper*: about 18 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -112,10 +112,34 @@ print_table(rows, {"bits/weight": ".4f"})
 # %% [markdown]
 # The number of weights does not matter, only how many share a scale: 2.7 times the weights
 # bring 2.7 times the scales. Every weight pays `16 / g` bits on top of its 4: 0.5 at g = 32,
-# 0.125 at g = 128. Per-channel pays `16 / K`, almost nothing. llama.cpp's Q4_0 is int4
-# per-group with `g = 32` and fp16 scales: 4.5 bits per weight. With `K / g` scales per row, no
+# 0.125 at g = 128. Per-channel pays `16 / K`, almost nothing. With `K / g` scales per row, no
 # one scale factors out of a row's dot product: a kernel applies each group's scale either to
 # its weights before the product or, as llama.cpp does, to that group's partial sum.
+#
+# llama.cpp's Q4_0 is int4 per-group with `g = 32` and fp16 scales: 4.5 bits per weight. One
+# block is 18 bytes: the scale `d` (fp16, little-endian) in bytes 0 and 1, then 16 bytes holding
+# the 32 4-bit codes, two per byte. Code byte `j` (byte `2 + j`) holds element `j` in its low
+# nibble and element `j + 16` in its high nibble, each stored as code + 8 so that it fits in
+# 0..15. Its codes run −8..7, one more than the restricted ruler's −7..7. The first 32 weights
+# of row 0 of MiniLM's `L0.output`:
+
+# %%
+from qlesson.quant import formats
+
+W = models.minilm_linear_weights()  # MiniLM's Linear weights [out, in], by short name ("L0.intermediate")
+w_np = W["L0.output"].numpy()
+raw = formats.quantize(w_np[:1, :32], "Q4_0")
+d, q = formats.codes(raw, "Q4_0")
+print(f"d = {float(d[0]):.6f} (fp16), codes {q[0].tolist()}")
+print("bytes:", " ".join(f"{b:02x}" for b in raw[0]))
+byte = int(raw[0, 2])
+print(
+    f"byte 2 = 0x{byte:02x}: low nibble {byte & 15} - 8 = {(byte & 15) - 8} (element 0), "
+    f"high nibble {byte >> 4} - 8 = {(byte >> 4) - 8} (element 16)"
+)
+_ = plots.block_bytes(raw[0], "Q4_0")
+
+# %% [markdown]
 #
 # ## 3. Which axis the groups run along
 #
@@ -128,9 +152,10 @@ print_table(rows, {"bits/weight": ".4f"})
 recall.predict("04", "axis")
 
 # %%
-W = models.minilm_linear_weights()  # MiniLM's Linear weights [out, in], by short name ("L0.intermediate")
 w = W["L0.intermediate"]
-row_blocks = ql.fake_quantize(w.reshape(-1, 128 * w.shape[1]), 4, granularity=ql.PerChannel(0)).reshape(w.shape)
+row_blocks = ql.fake_quantize(  # each row of the [12, 128 * 384] view is 128 output rows: one scale for all of them
+    w.reshape(-1, 128 * w.shape[1]), 4, granularity=ql.PerChannel(0)
+).reshape(w.shape)
 rows = []
 for label, w_hat, scales in (
     ("per-tensor", ql.fake_quantize(w, 4), 1),
@@ -167,7 +192,8 @@ points = studies.pareto_points(ffn_out, (8, 4, 3), grans)
 db = {(p["method"], p["bits"]): -20 * math.log10(p["rmse / rms"]) for p in points}  # SQNR over all six layers
 near_4 = {("per-group 16", 3): "int3 g16", ("per-channel", 4): "int4 per-channel"}
 near_4 |= {(f"per-group {g}", 4): f"int4 g{g}" for g in (256, 128, 64)}
-_ = plots.pareto_zoom(points, {key: f"{label}: {db[key]:.2f} dB" for key, label in near_4.items()}, xlim=(3.95, 4.3))
+labels = {key: f"{label}: {db[key]:.2f} dB" for key, label in near_4.items()}
+_ = plots.pareto_zoom(points, labels, xlim=(3.95, 4.3))  # right panel: this range, plus room for its labels
 
 # %% [markdown]
 # Each halving of the group raises the SQNR and doubles what the scales cost (left; zoomed
@@ -175,8 +201,8 @@ _ = plots.pareto_zoom(points, {key: f"{label}: {db[key]:.2f} dB" for key, label 
 # apart. For about 0.12 more bits per weight, int4 with groups of 128 sits 3.4 and 3.6 dB above
 # both on these six.
 #
-# The same comparison on L0.intermediate (`[1536, 384]`), one Gaussian in each layer's shape, and
-# that Gaussian in L0.output's shape with two large weights per row:
+# The same comparison on L0.intermediate (`[1536, 384]`), a Gaussian in L0.output's shape, and
+# that Gaussian with two large weights per row:
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("04", "control")
@@ -186,7 +212,6 @@ gauss = torch.randn(384, 1536, generator=torch.Generator().manual_seed(0))  # th
 spiked = gauss.clone()
 spiked[:, ::768] = 5.0  # two weights per row at 5 times the rms (the Gaussian's rms is about 1)
 controls = {"L0.output": W["L0.output"], "L0.intermediate": W["L0.intermediate"]}
-controls["Gaussian [1536, 384]"] = gauss.reshape(1536, 384)  # the same values in L0.intermediate's shape
 controls["Gaussian [384, 1536]"] = gauss
 controls["Gaussian [384, 1536], two 5s per row"] = spiked
 rows = []
@@ -197,22 +222,27 @@ for name, w_layer in controls.items():
 print_table(rows, {"int3 g16 dB": ".2f", "int4 per-channel dB": ".2f", "median row: largest |w| / rms": ".1f"})
 
 # %% [markdown]
-# What moves is int4 per-channel; int3 g16 stays near 14 dB on all five. The code bit wins by
-# 3.6 dB on the Gaussian of L0.intermediate's shape and by 2.6 dB on the same values in
-# L0.output's shape. What sets
-# L0.output apart is a few weights per row far above the row's rms (last column): they stretch
-# each row's one ruler. Give the Gaussian [384, 1536] two such weights per row and the gap
-# closes. Every MiniLM layer, each column a range over its layers:
+# What moves is int4 per-channel; int3 g16 stays near 14 dB on all four. The code bit wins by
+# 2.6 dB on the Gaussian in L0.output's shape. What sets L0.output apart is a few weights per row
+# far above the row's rms (last column): they stretch each row's one ruler. Give the Gaussian two
+# such weights per row and the gap closes. Every MiniLM layer, each column a range over its
+# layers:
 
 # %%
 others = [name for name in W if name not in ffn_out]
-print_table(analysis.code_bit_vs_groups(W, {"the six FFN outputs": list(ffn_out), "the other layers": others}))
+sets = {"the six FFN outputs": list(ffn_out), "the other layers": others}
+rows = analysis.code_bit_vs_groups(W, sets)
+for row, names in zip(rows, sets.values(), strict=True):
+    del row["median row: largest |w| / rms"]
+    share = [analysis.bits_or_scales(W[name])["g16 absmax / row absmax (mean)"] for name in names]
+    row["a group of 16's largest |w| / its row's"] = f"{min(share):.2f} to {max(share):.2f}"
+print_table(rows)
 
 # %% [markdown]
-# The last column's ranges do not overlap, and the six sit above the Gaussian of their own shape
-# (3.5): only the six FFN outputs have rows with a few weights far above the rest. On those six
-# the code bit's lead is within 1 dB either way, and groups of 128 gain most; on every other
-# layer the code bit wins by 2 to 4 dB.
+# On the six FFN outputs the code bit's lead is within 1 dB either way, and groups of 128 gain
+# most; on every other layer the code bit wins by 2 to 4 dB. The last column's ranges (means over
+# each layer's groups) do not overlap: on the six, a group of 16's largest |w| is about half its
+# row's.
 
 # %% [markdown]
 #
@@ -259,11 +289,11 @@ print(f"L0.intermediate, int5 per-channel: SQNR {pc5_in:.2f} dB; int4 g8 (6.000 
 #   Q4_0).
 # * On MiniLM at int4, groups of 128 gain 0.9 to 3.9 dB over per-channel, layer by layer; most
 #   (3.1 to 3.9 dB) on the six FFN output layers, whose rows hold a few large weights.
-# * At about 4 bits per weight, restricted rulers: on the six FFN outputs int3 g16 and int4
-#   per-channel land within 1 dB of each other, layer by layer.
-# * On the other 31 MiniLM layers the code bit wins by 2 to 4 dB, on a Gaussian in either
-#   layer's shape by 2.6 to 3.6 dB. Two large weights per row close the Gaussian's gap. Measure
-#   per layer.
+# * At about 4 bits per weight, a few weights per row at 4 to 5 times the row's rms move the
+#   gap between int4 per-channel and int3 g16 about 3 dB toward the groups (L0.output against
+#   L0.intermediate; the Gaussian with and without two 5s per row). With restricted rulers that
+#   makes them tie, within 1 dB, on the six FFN outputs; on the other 31 layers the code bit
+#   wins by 2 to 4 dB. Measure per layer.
 #
 # ## Pause and recall
 
@@ -275,8 +305,8 @@ recall.show("04")
 
 # %% [markdown]
 # **Exercise**: `exercises/04_groups_and_formats.ipynb`: write per-group quantization, price a
-# block the lesson did not show, read one Q4_0 block from its bytes (with Going deeper's layout),
-# and spend a bit budget.
+# block from its C struct, read one Q4_0 block from its bytes (section 2's layout), and spend a
+# bit budget.
 #
 # ## Going deeper
 #
@@ -343,26 +373,15 @@ print(
 # GPTQ and AWQ checkpoints store the scales transposed, `[K / g, N]`; on a square weight their
 # shape (`[32, 4096]` at g = 128) does not tell the axis: read `g_idx` or the format's docs.
 #
-# ### One Q4_0 block, byte by byte
+# ### Q8_0 and Q4_0 against llama.cpp
 #
-# llama.cpp's Q8_0 and Q4_0 store weights in blocks of 32 along each row: per-group with
-# `g = 32`, an fp16 scale `d` (little-endian) stored in front of its codes.
-#
-# * **Q8_0**: `d`, then 32 int8 codes: 34 bytes, 8.5 bits per weight.
-# * **Q4_0**: `d`, then 16 bytes holding 32 4-bit codes, two per byte: 18 bytes, 4.5 bits per
-#   weight. Code byte `j` holds element `j` in its low nibble and element `j + 16` in its high
-#   nibble, each stored as code + 8 so that it fits in 0..15. Its codes run −8..7, one more than
-#   qlesson's restricted −7..7 ruler.
-#
-# One row of L0.output in each format, and qlesson's bytes against the `gguf` package
-# (llama.cpp's Python library):
+# llama.cpp's Q8_0 is section 2's Q4_0 block with 32 int8 codes after `d`: 34 bytes, 8.5 bits
+# per weight. One row of L0.output in each format, and qlesson's bytes against the `gguf`
+# package (llama.cpp's Python library):
 
 # %%
 from gguf import GGMLQuantizationType, quants
 
-from qlesson.quant import formats
-
-w_np = W["L0.output"].numpy()
 for fmt in ("Q8_0", "Q4_0"):
     raw = formats.quantize(w_np, fmt)
     print(f"{fmt}: {raw.shape[1]} bytes per row of {w_np.shape[1]} = {formats.bits_per_weight(fmt)} bits/weight")
@@ -370,22 +389,6 @@ for fmt in ("Q8_0", "Q4_0"):
 for fmt in ("Q8_0", "Q4_0"):
     same = np.array_equal(formats.quantize(w_np, fmt), quants.quantize(w_np, getattr(GGMLQuantizationType, fmt)))
     print(f"{fmt} identical to gguf: {same}")
-
-# %% [markdown]
-# The first 32 weights of row 0 of `L0.output`, in this layout. Bytes 0 and 1 hold `d` as fp16
-# (little-endian); code byte `j` is byte `2 + j`:
-
-# %%
-raw = formats.quantize(w_np[:1, :32], "Q4_0")
-d, q = formats.codes(raw, "Q4_0")
-print(f"d = {float(d[0]):.6f} (fp16), codes {q[0].tolist()}")
-print("bytes:", " ".join(f"{b:02x}" for b in raw[0]))
-byte = int(raw[0, 2])
-print(
-    f"byte 2 = 0x{byte:02x}: low nibble {byte & 15} - 8 = {(byte & 15) - 8} (element 0), "
-    f"high nibble {byte >> 4} - 8 = {(byte >> 4) - 8} (element 16)"
-)
-_ = plots.block_bytes(raw[0], "Q4_0")
 
 # %% [markdown]
 # Q4_0 sets `d = m / -8`, where `m` is the block's signed value of largest magnitude, so `m`
@@ -466,10 +469,11 @@ print_table(
 # it is really stored.
 #
 # The 16th code helps int3 (7 codes to 8) more than int4 (15 to 16). Section 4's gaps under
-# both rulers:
+# both rulers, with the Gaussian also in L0.intermediate's shape (last row):
 
 # %%
 rows = []
+controls["Gaussian [1536, 384]"] = gauss.reshape(1536, 384)  # the same values in L0.intermediate's shape
 for label, ws in (("six FFN outputs", ffn_out), *((name, {name: w}) for name, w in controls.items())):
     row = {"int4 per-channel minus int3 g16, dB": label}
     for ruler, full in (("restricted rulers", False), ("full rulers (as Q4_0)", True)):

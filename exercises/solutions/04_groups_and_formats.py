@@ -21,7 +21,7 @@
 # # Exercise 04 · Groups and formats (SOLUTIONS: spoilers)
 #
 # Practice for lesson `notebooks/04_groups_and_formats.ipynb`.
-# Per-group quantization, the bytes of a llama.cpp block the lesson did not show, one Q4_0 block
+# Per-group quantization, the bits of a llama.cpp block read from its C struct, one Q4_0 block
 # read from its bytes, and a bit budget spent on a weight the lesson did not show.
 #
 # **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
@@ -69,16 +69,25 @@ check("04.quantize_per_group", quantize_per_group)
 
 
 # %% [markdown]
-# ## Task 2 · Count the bytes of a block the lesson did not show
+# ## Task 2 · Count the bits of a block from its C struct
 #
-# llama.cpp's Q5_0 is Q4_0 with 5-bit codes instead of 4-bit ones; nothing else about the block
-# changes, and the codes waste no bits. Start from what lesson 04 says a Q4_0 block holds: what
-# does one Q5_0 weight cost in bits? Give a number, not a function.
+# llama.cpp declares its Q5_0 block in `ggml-common.h` (`ggml_half` is fp16):
+#
+# ```c
+# #define QK5_0 32
+# typedef struct {
+#     ggml_half d;           // delta
+#     uint8_t qh[4];         // 5-th bit of quants
+#     uint8_t qs[QK5_0 / 2]; // nibbles / quants
+# } block_q5_0;
+# ```
+#
+# What does one Q5_0 weight cost, in bits? Give a number, not a function.
 
 # %% tags=["solution"]
 q5_0_bits = ...  # STUB
 # BEGIN SOLUTION
-q5_0_bits = (2 + 32 // 8 + 32 // 2) * 8 / 32  # d, fifth bits, low nibbles: 22 bytes per 32 weights
+q5_0_bits = (2 + 4 + 32 // 2) * 8 / 32  # d, qh, qs: 22 bytes per block of QK5_0 = 32 weights
 # END SOLUTION
 
 # %% qlesson={"task": "04.q5_0_bits_per_weight"} tags=["check"]
@@ -88,15 +97,10 @@ check("04.q5_0_bits_per_weight", q5_0_bits)
 # ## Task 3 · Read one Q4_0 block from its bytes
 #
 # Write `dequantize_q4_0_block(block)`: `block` is one Q4_0 block, a `torch.uint8` tensor of 18
-# bytes exactly as llama.cpp stores it (its spec; the lesson's Going deeper shows one block):
-#
-# * bytes 0-1: the scale `d`, fp16, little-endian;
-# * byte `2 + j` (j = 0..15): element `j` in its low nibble, element `j + 16` in its high one;
-# * each nibble holds a code in -8..7 stored as code + 8; a weight is `d * code`.
-#
-# Return the block's 32 weights in order, as a float32 tensor (float64 is fine too; fp16 is not).
-# Use only torch: no `gguf`, no `qlesson`. `t.view(torch.float16)` reads the bytes of a `uint8`
-# tensor `t` as fp16 values.
+# bytes laid out as lesson 04's section 2 shows; a weight is `d * code`. Return the block's 32
+# weights in order, as a float32 tensor (float64 is fine too; fp16 is not). Use only torch: no
+# `gguf`, no `qlesson`. `t.view(torch.float16)` reads the bytes of a `uint8` tensor `t` as fp16
+# values.
 
 
 # %% tags=["solution"]

@@ -91,6 +91,15 @@ def _unsigned_qmax_per_group(w: torch.Tensor, bits: int, g: int) -> tuple[torch.
     return torch.clamp(torch.round(codes(wg, s[..., None])), -m, m).reshape(n, k), s
 
 
+def _fp16_scale_per_group(w: torch.Tensor, bits: int, g: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The scales rounded to fp16, as a runtime stores them, and the codes computed with them."""
+    n, k = w.shape
+    wg = w.reshape(n, k // g, g)
+    s = (wg.abs().amax(-1) / qmax(bits)).half().float()
+    q = torch.clamp(torch.round(codes(wg, s[..., None])), -qmax(bits), qmax(bits))
+    return q.reshape(n, k), s
+
+
 def _strided_per_group(w: torch.Tensor, bits: int, g: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Groups of g weights taken every K / g along the row (reshape(n, g, K // g)), not contiguous runs."""
     n, k = w.shape
@@ -382,6 +391,11 @@ TASKS: list[Task] = [
                 )
                 for eps in (1e-8, torch.finfo(torch.float32).eps)
             ),
+            Mistake(
+                "rounded the scales to fp16, as a runtime stores them (section 2); this task asks for the exact "
+                "float32 scales, and the check compares them exactly",
+                _fp16_scale_per_group,
+            ),
             Mistake("used int4 whatever the bits (4 hard-coded)", lambda w, b, g: _quantize_per_group(w, 4, g)),
             Mistake(
                 "returned the dequantized weights (codes times scale); return the integer codes themselves",
@@ -401,20 +415,27 @@ TASKS: list[Task] = [
     ),
     Task(
         "04.q5_0_bits_per_weight",
-        "the bits per weight of a block the lesson did not show: Q5_0",
+        "the bits per weight of a block read from its C struct: Q5_0",
         lambda: (2 + 4 + 16) * 8 / 32,
         [Case((), "one Q5_0 block of 32 weights")],
-        "count every bit one block stores, not only the codes, and divide by the weights the block holds",
+        "add up the bytes of every field (a uint8_t is one byte, a ggml_half two), turn them into bits, and "
+        "divide by the QK5_0 weights the block holds",
         [
             Mistake("left out the fp16 scale", lambda: 5.0),
             Mistake("that is bytes per weight; a byte is 8 bits", lambda: 0.6875),
             Mistake("counted the fp16 scale as 2 bits; it is 2 bytes, 16 bits", lambda: 5.0625),
-            Mistake("left out the fifth bits: that is Q4_0", lambda: 4.5),
+            Mistake("left out the fifth bits (qh): that is Q4_0", lambda: 4.5),
+            Mistake("counted qh[4] as 4 bits; it is 4 bytes, 32 bits: one fifth bit per weight", lambda: 4.625),
+            Mistake("counted qs as 32 bytes; QK5_0 / 2 = 16 bytes, two 4-bit codes per byte", lambda: 9.5),
+            Mistake("that is bits per block; divide by the QK5_0 = 32 weights it holds", lambda: 176.0),
             Mistake("gave each fifth bit a byte of its own; 32 bits pack into 4 bytes", lambda: 12.5),
-            Mistake("6.0 is 2 bytes too many per block: Q5_0 stores only the scale beside its codes", lambda: 6.0),
+            Mistake(
+                "padded the block to 24 bytes; its fields need only 2-byte alignment, and ggml asserts the block "
+                "is 22 bytes",
+                lambda: 6.0,
+            ),
             Mistake("counted the scale for a group of 128, but a Q5_0 block holds 32", lambda: 5.125),
             Mistake("that is bytes per block; divide its bits by the 32 weights", lambda: 22.0),
-            Mistake("that prices an fp32 scale; Q5_0's d is fp16", lambda: 6.5),
         ],
         is_value=True,
     ),
@@ -577,7 +598,7 @@ RECALL: tuple[Question, ...] = (
             "along in_features: K / g scales per row, more than per-channel's one.",
         ),
         (
-            "It is free: a few thousand scales are negligible next to millions of weights",
+            "It is free (131,072 scales beside 16.8 M weights at g = 128)",
             False,
             "Tempting because the scales are few next to the weights; but each fp16 scale is shared by only g "
             "weights, so it costs every weight 16 / g bits: 0.125 at g = 128, 0.5 at g = 32 (section 2).",
@@ -683,25 +704,25 @@ PREDICT = {
         ),
     ),
     "control": choice(
-        "Int3 g16 against int4 per-channel, at about 4 bits per weight each, on five weights: L0.output, "
-        "L0.intermediate, a Gaussian in each one's shape, and the Gaussian in L0.output's shape with two large "
-        "weights per row. Across the five, which SQNR moves by several dB?",
+        "Int3 g16 against int4 per-channel, at about 4 bits per weight each, on four weights: L0.output, "
+        "L0.intermediate, a Gaussian in L0.output's shape, and that Gaussian with two large weights per row. "
+        "Across the four, which SQNR moves by several dB?",
         (
             "int3 g16's: the groups are what adapts to each weight",
             False,
             "Tempting because groups are the scheme built to follow the weights; but a group of 16 already fits its "
-            "few weights closely, so int3 g16 lands near 14 dB on all five.",
+            "few weights closely, so int3 g16 lands near 14 dB on all four.",
         ),
         (
             "int4 per-channel's",
             True,
             "One ruler per row is set by the row's largest weight: where a few weights stand far above the rest "
-            "they stretch it and pull int4 per-channel down; without them it rises by 2.6 to 3.6 dB.",
+            "they stretch it and pull int4 per-channel down; without them it rises by about 3 dB.",
         ),
         (
             "Both, by about the same: a harder weight is harder for every scheme",
             False,
-            "Tempting because some weights are simply harder to quantize; but what makes these five differ is a "
+            "Tempting because some weights are simply harder to quantize; but what makes these four differ is a "
             "few large weights per row, and those coarsen a whole row's ruler, not a group of 16's.",
         ),
     ),
