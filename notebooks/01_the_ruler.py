@@ -25,8 +25,8 @@
 # distance.
 #
 # **What you will do**: follow six values through a 3-bit ruler, check the half-tick bound on
-# 1,000 values, watch a calibrated ruler clip a new value, and see why lopsided values
-# want an asymmetric ruler.
+# 1,000 values, watch a calibrated ruler clip a new value, and find when an asymmetric ruler
+# is worth its zero point.
 #
 # **What you need**: lesson 00 (how to run the notebooks); nothing to download.
 # **Time**: about 21 minutes, plus about 24 for the exercise.
@@ -61,10 +61,10 @@ values = [-0.62, -0.1, 0.0, 0.23, 0.5, 0.91]
 ruler.print_steps(values, bits=3)
 
 # %% [markdown]
-# `x / scale` is the position on the ruler in ticks. `round` snaps it to the nearest tick (half
-# to even, as `torch.round` does). The zero point shifts it (0 here), and `q` is what is
-# stored; `error` is `x_hat - x`. The largest value, 0.91, sits exactly on tick 3, so its error
-# is zero; every other error is below half a tick.
+# `x / scale` is the position on the ruler in ticks. `round` snaps it to the nearest tick. The
+# zero point shifts it (0 here), and `q` is what is stored; `error` is `x_hat - x`. The largest
+# value, 0.91, sits exactly on tick 3, so its error is zero; every other error is below half a
+# tick.
 
 # %%
 _ = plots.ruler(values, bits=3)
@@ -140,31 +140,7 @@ ruler.print_steps(values + [1.6], bits=3, scale=fixed_scale)
 _ = plots.ruler(values + [1.6], bits=3, scale=fixed_scale)
 
 # %% [markdown]
-# The rest of the course gives different parts of a tensor their own rulers.
-#
-# ## 5. Symmetric or asymmetric
-#
-# * **Symmetric**: the ruler is centred on 0 and its zero point is 0, so only the scale is
-#   stored.
-# * **Asymmetric**: the ruler is fitted to `[rmin, rmax]`, the data's range widened to include 0, cut
-#   into `2^b - 1` steps between the unsigned codes: `scale = (rmax - rmin) / (2^b - 1)`. The
-#   integer zero point, `round(-rmin / scale)`, is the code of 0.0, so 0.0 is stored exactly.
-#
-# The GELU-like values below at 4 bits have `rmin = -0.17`, `rmax = 2.0`: scale
-# `2.17 / 15 = 0.1447`, zero point `round(0.17 / 0.1447) = 1`, so code 1 means 0.0. Code 0
-# reads back as `-1 x 0.1447 = -0.145`, not -0.17: rounding the zero point moved the ruler.
-# The two rulers side by side:
-
-# %%
-gelu_like = [-0.17, 0.0, 0.05, 0.3, 0.7, 1.2, 2.0]
-two_modes = ("symmetric signed", "asymmetric unsigned")
-print_table(ruler.compare_modes(gelu_like, bits=4, modes=two_modes), {"scale": ".4f", "mae": ".4f"})
-
-# %% [markdown]
-# The symmetric ruler spends its negative codes on a range down to -2.0 that these values
-# barely enter, so its ticks are about twice as coarse and their error is larger.
-#
-# ## 6. Try it: a value and a bit width
+# ## 5. Try it: a value and a bit width
 #
 # The sliders move one extra value on the ruler fitted to the six values. Predict first, then
 # set it to 1.0 at 3 and at 4 bits; then, at each width, slide it up from 0.91 until the
@@ -182,6 +158,34 @@ widgets.ruler_explorer(tuple(values))
 # At 3 bits the readout first says clipped at 1.07, at 4 bits at 0.98: the first slider steps
 # past 0.91 plus half a tick (0.15 at 3 bits, 0.065 at 4). A finer ruler starts clipping closer
 # to its last tick.
+#
+# ## 6. Symmetric or asymmetric
+#
+# * **Symmetric**: the ruler is centred on 0 and its zero point is 0, so only the scale is
+#   stored.
+# * **Asymmetric**: the ruler is fitted to `[rmin, rmax]`, the data's range widened to include 0, cut
+#   into `2^b - 1` steps between the unsigned codes: `scale = (rmax - rmin) / (2^b - 1)`. The
+#   integer zero point, `round(-rmin / scale)`, is the code of 0.0, so 0.0 is stored exactly.
+#
+# Predict when the zero point pays.
+
+# %% tags=["nbval-ignore-output"]
+recall.predict("01", "asymmetric_worth")
+
+# %% [markdown]
+# The GELU-like values below at 4 bits have `rmin = -0.17`, `rmax = 2.0`: scale
+# `2.17 / 15 = 0.1447`, zero point `round(0.17 / 0.1447) = 1`, so code 1 means 0.0. Code 0
+# reads back as `-1 x 0.1447 = -0.145`, not -0.17: rounding the zero point moved the ruler.
+# The two rulers side by side:
+
+# %%
+gelu_like = [-0.17, 0.0, 0.05, 0.3, 0.7, 1.2, 2.0]
+two_modes = ("symmetric signed", "asymmetric unsigned")
+print_table(ruler.compare_modes(gelu_like, bits=4, modes=two_modes), {"scale": ".4f", "mae": ".4f"})
+
+# %% [markdown]
+# The symmetric ruler spends its negative codes on a range down to -2.0 that these values
+# barely enter, so its ticks are about twice as coarse and their error is larger.
 #
 # ## Summary
 #
@@ -207,7 +211,7 @@ recall.show("01")
 #
 # ## Going deeper
 #
-# ### Three conventions for signed codes
+# ### Three other conventions for signed codes
 #
 # PyTorch's symmetric rule, `absmax / ((qmax - qmin) / 2)`, with codes `[-8, 7]` gives
 # `absmax / 7.5` (its int8 default: `[-128, 127]`, `absmax / 127.5`). llama.cpp's Q4_0 takes
@@ -230,11 +234,10 @@ for extreme in (1.3, -1.3):
 # The restricted ruler keeps the largest value exact on either side and pays with the
 # coarsest scale. PyTorch's default observer puts the largest value half a
 # tick from the last code, on either side. Q4_0 puts its extra code, -8, on the side of its
-# largest value and gets the finest scale (the same as dividing by 8),
-# tied with dividing by 8 when the largest value is negative (its 0.0002 at the largest value:
-# Q4_0 stores `d` in fp16). A large value of the opposite sign would clip at +7. Dividing by 8 and clamping to `[-8, 7]`
-# clips a positive maximum by a whole tick: the calculator source's formula loses its own
-# largest value.
+# largest value. Its scale is the finest, the same as dividing by 8. When the largest value is
+# negative, the two rows almost tie. A large value of the opposite sign would clip at +7.
+# Dividing by 8 and clamping to `[-8, 7]` clips a positive maximum by a whole tick: the
+# calculator source's formula loses its own largest value.
 #
 # ### Who uses [-127, 127], and PyTorch's two observers
 #
@@ -257,7 +260,7 @@ for name in ("default_weight_observer", "weight_observer_range_neg_127_to_127"):
 # ### Signed or unsigned codes: same scale, same error
 #
 # On unsigned codes a symmetric ruler's zero point is `2^(b-1)` (8 at 4 bits); on signed codes
-# an asymmetric ruler adds `qmin` (-8) to `round(-rmin / scale)`. Section 5's values on all
+# an asymmetric ruler adds `qmin` (-8) to `round(-rmin / scale)`. Section 6's values on all
 # four rulers:
 
 # %%
@@ -265,3 +268,14 @@ print_table(ruler.compare_modes(gelu_like, bits=4), {"scale": ".4f", "mae": ".4f
 
 # %% [markdown]
 # The codes only move the integer labels: with the same scale, the error is the same.
+#
+# ### Ties
+#
+# `round` sends an exact half to the even tick, as `torch.round` does:
+
+# %%
+print(torch.round(torch.tensor([2.5, 3.5, 7.5])))
+
+# %% [markdown]
+# The restricted ruler's last code (3, 7, 127) is odd, so a value exactly half a tick past the
+# last tick rounds one code beyond it and is clipped: hence "half a tick or more".

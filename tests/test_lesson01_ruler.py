@@ -54,3 +54,14 @@ def test_the_worked_asymmetric_row_and_the_clipping_shade():
     # the lesson's definition of clipped (the clamp changes the code) starts half a tick past 0.91
     scale = 0.91 / 3
     assert round(1.06 / scale) == 3 and round(1.07 / scale) == 4
+
+
+def test_task3_prediction_and_the_numbers_its_halving_mistake_quotes():
+    from qlesson.lessons import l01_the_ruler as l01
+
+    calibration, new = l01._TASK3
+    rounding = {b: float(l01._split(calibration, new, b)[0]) for b in range(2, 9)}
+    clipping = {b: float(l01._split(calibration, new, b)[1]) for b in range(2, 9)}
+    assert (round(rounding[3], 1), round(rounding[4], 1)) == (279.8, 124.7)  # quoted in the halving mistake
+    assert tasks()["01.clipping_takes_over"].reference() == 7
+    assert min(b for b in range(5, 9) if rounding[3] / 2 ** (b - 3) < clipping[b]) == 8  # halving per bit says 8

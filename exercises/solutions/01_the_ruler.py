@@ -43,7 +43,7 @@ from qlesson.course import recall
 from qlesson.course.tasks import check
 
 # %% [markdown]
-# ## Given: the asymmetric unsigned ruler of Section 5
+# ## Given: the asymmetric unsigned ruler of Section 6
 #
 # `asymmetric_qparams(x, bits)` returns `(scale, zero_point)` for unsigned codes
 # `0 .. 2**bits - 1`, as the lesson computes them. Run this cell; Task 1 uses it.
@@ -64,8 +64,7 @@ def asymmetric_qparams(x, bits):
 # The asymmetric unsigned ruler of `asymmetric_qparams` is fitted to `calibration`, then kept
 # fixed while new values arrive. Write `clip_start(calibration, bits)` returning
 # `(below, above)`: the value below 0 and the value above 0 from which on this ruler clips new
-# values (the clamp changes their code). Think before you code: are they `rmin` and `rmax`? Some checks are hidden:
-# their inputs are not shown.
+# values (the clamp changes their code). Some checks are hidden: their inputs are not shown.
 
 
 # %% tags=["solution"]
@@ -113,48 +112,45 @@ check("01.rounding_or_clipping", error_split)
 # ## Task 3 · When does clipping take over?
 #
 # A ruler is calibrated on 1,000 normal values; the new batch below holds 1,000 fresh normal
-# values plus five outliers between 5 and 9. Predict first, with the ruler fixed: as you add
-# bits, which part of Task 2's error shrinks, and which does not? Write your guess in the
-# cell's first line, then run it once Task 2 passes.
+# values plus five outliers between 5 and 9. Once Task 2 passes, this cell prints Task 2's two
+# parts at int2, int3 and int4.
 
 # %%
-# my guess: the ... part shrinks, the ... part does not
 gen = torch.Generator().manual_seed(7)
 calibration = torch.randn(1000, generator=gen)
 new = torch.cat([torch.randn(1000, generator=gen), torch.tensor([6.0, -7.5, 9.0, 5.2, -6.1])])
-for bits in range(2, 9):
+for bits in range(2, 5):
     split = error_split(calibration, new, bits)
     if split is not None:
         print(f"int{bits}: rounding {float(split[0]):6.1f}, clipping {float(split[1]):5.1f}")
 
 # %% [markdown]
-# Now write `clipping_takes_over(calibration, new)`: the smallest bit width, from 2 to 16, at
-# which Task 2's clipping part is larger than its rounding part, or 17 if there is none
-# (every check case has one). Some checks are hidden: their inputs are not shown.
-
+# From these three rows alone, predict the smallest bit width at which the clipping part is
+# larger than the rounding part: `takes_over`, a whole number.
 
 # %% tags=["solution"]
-def clipping_takes_over(calibration, new):
-    ...  # STUB
-    # BEGIN SOLUTION
-    for bits in range(2, 17):
-        rounding, clipping = error_split(calibration, new, bits)
-        if clipping > rounding:
-            return bits
-    return 17
-    # END SOLUTION
-
+takes_over = ...  # STUB
+# BEGIN SOLUTION
+takes_over = 7
+# END SOLUTION
 
 # %% qlesson={"task": "01.clipping_takes_over"} tags=["check"]
-check("01.clipping_takes_over", clipping_takes_over)
+check("01.clipping_takes_over", takes_over)
 
-# %% tags=["solutions-only"]
-print(f"clipping takes over at {clipping_takes_over(calibration, new)} bits")
+# %% [markdown]
+# Now look past int4:
+
+# %%
+for bits in range(5, 11):
+    split = error_split(calibration, new, bits)
+    if split is not None:
+        print(f"int{bits}: rounding {float(split[0]):6.1f}, clipping {float(split[1]):5.1f}")
 
 # %% [markdown] tags=["solutions-only"]
-# Each bit roughly halves the rounding part. Bits barely move the clipping part (14.4 at 2
-# bits, 16.2 from 6 bits on): a clipped value's error is its distance past the last tick, which
-# the range fixes, and a finer ruler only clips a few more values just past it. So at few bits
+# The rounding part follows the tick. From int3 to int4 the ticks per side go from 3 to 7, so it
+# falls to about 3/7 of itself, not 1/2; from then on 7, 15, 31, 63 ticks take it from 124.7 to
+# 14.2 at int7. Bits barely move the clipping part (14.4 at int2, 16.2 from int6 on): a clipped
+# value's error is its distance past the last tick, which the range fixes. So at few bits
 # rounding dominates, and past some width the few clipped values outweigh a thousand rounded
 # ones.
 
@@ -182,7 +178,7 @@ recall_6 = "b"
 recall.answer("01", 6, recall_6)
 
 # %% [markdown]
-# ### Recall 01.7
+# ### Recall 01.4
 #
 # A fixed int4 ruler (scale 0.1, ticks -7..7) meets 0.74 and 2.0. Which of them does it clip?
 #
@@ -193,10 +189,10 @@ recall.answer("01", 6, recall_6)
 # Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
-recall_7 = ...  # STUB
+recall_4 = ...  # STUB
 # BEGIN SOLUTION
-recall_7 = "c"
+recall_4 = "c"
 # END SOLUTION
 
-# %% qlesson={"task": "recall 01.7"} tags=["check"]
-recall.answer("01", 7, recall_7)
+# %% qlesson={"task": "recall 01.4"} tags=["check"]
+recall.answer("01", 4, recall_4)

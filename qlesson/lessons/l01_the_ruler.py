@@ -81,22 +81,27 @@ def _split(
     return parts[0].sum(), parts[1].sum()
 
 
-_CALIB = torch.randn(1000, generator=_G)  # a calibration batch; the new batches below have outliers
+_CALIB = torch.randn(1000, generator=_G)  # a calibration batch; the new batch below has outliers
 _NEW = torch.cat([torch.randn(1000, generator=_G), torch.tensor([6.0, -7.5, 9.0, 5.2, -6.1])])
 
 
-def _takes_over(calibration: torch.Tensor, x: torch.Tensor, first: int = 2, last: int = 16, reduce: str = "sum") -> int:
-    """The smallest bit width (``first`` to ``last``) at which Task 2's clipping part exceeds its rounding part."""
-    for bits in range(first, last + 1):
-        rounding, clipping = _split(calibration, x, bits, reduce=reduce)
+def _takes_over(calibration: torch.Tensor, x: torch.Tensor) -> int:
+    """The smallest bit width (2 to 16) at which Task 2's clipping part exceeds its rounding part, else 17."""
+    for bits in range(2, 17):
+        rounding, clipping = _split(calibration, x, bits)
         if clipping > rounding:
             return bits
     return 17
 
 
-def _batch(seed: int, n: int, outliers: list[float]) -> tuple[torch.Tensor, torch.Tensor]:
-    g = torch.Generator().manual_seed(seed)
-    return torch.randn(n, generator=g), torch.cat([torch.randn(n, generator=g), torch.tensor(outliers)])
+def _task3_batch() -> tuple[torch.Tensor, torch.Tensor]:
+    """Task 3's calibration batch and new batch, drawn as the exercise draws them."""
+    gen = torch.Generator().manual_seed(7)
+    calibration = torch.randn(1000, generator=gen)
+    return calibration, torch.cat([torch.randn(1000, generator=gen), torch.tensor([6.0, -7.5, 9.0, 5.2, -6.1])])
+
+
+_TASK3 = _task3_batch()
 
 
 TASKS: list[Task] = [
@@ -198,47 +203,57 @@ TASKS: list[Task] = [
     ),
     Task(
         "01.clipping_takes_over",
-        "when does clipping take over?",
-        _takes_over,
-        [
-            Case(_batch(11, 200, [4.0, -5.0]), "200 new values, two outliers"),
-            Case((_CALIB, _NEW), "1005 new values, five outliers", hidden=True),
-            Case(_batch(31, 2000, [3.5, -3.8, 4.2, 3.6, -4.0, 3.9, -3.7, 4.5]), "eight mild outliers", hidden=True),
-            Case(_batch(41, 100, [40.0, -30.0]), "two far outliers among 100 values", hidden=True),
-            Case(_batch(51, 1000, [3.6]), "one mild outlier", hidden=True),
-        ],
-        "go up the bit widths from 2 and compare the two parts of Task 2's error at each",
+        "predict the width at which clipping takes over",
+        lambda: _takes_over(*_TASK3),
+        [Case((), "Task 3's printed batch: five outliers among 1005 new values")],
+        "bits barely move the clipping part; see by how much one more bit shrank the rounding part from int3 to "
+        "int4, and why, then follow it bit by bit until it drops below the clipping part",
         [
             Mistake(
-                "returned the last bit width at which rounding still costs more; the task asks for the first at "
-                "which clipping costs more",
-                lambda c, x: _takes_over(c, x) - 1,
+                "halved the rounding part per bit; from int3 to int4 the ticks per side go from 3 to 7, so it fell "
+                "to about 3/7 of itself (279.8 to 124.7), not 1/2: the lesson's 3/7. From int4 on, follow the ticks "
+                "per side, 7, 15, 31, 63",
+                lambda: 8,
             ),
             Mistake(
-                "started above 2 bits; with far outliers, clipping can cost more already at 2 bits",
-                lambda c, x: _takes_over(c, x, first=3),
+                "that is the last width at which rounding still costs more; the task asks for the first at which "
+                "clipping costs more",
+                lambda: 6,
             ),
             Mistake(
-                "returned 16, the widest bit width; clipping keeps costing more from the first such width on",
-                lambda c, x: 16,
-            ),
-            Mistake(
-                "compared the mean error per value; compare the two sums from Task 2",
-                lambda c, x: _takes_over(c, x, reduce="mean"),
-            ),
-            Mistake(
-                "stopped at 8 bits, like the printed loop; some cases need more: go up to 16",
-                lambda c, x: _takes_over(c, x, last=8),
-            ),
-            Mistake(
-                "your loop found no width at which clipping costs more (17): is the ruler fitted to `calibration`? "
-                "Fitted to `new`, it clips nothing",
-                lambda c, x: _takes_over(x, x),
+                "clipping does overtake: bits barely move the clipping part (about 16), while every bit shrinks the "
+                "rounding part",
+                lambda: 17,
             ),
         ],
+        is_value=True,
         minutes=5,
     ),
 ]
+
+
+_ASYMMETRIC_WORTH = choice(
+    "When is an asymmetric ruler worth its zero point (the same bits as a symmetric one)?",
+    (
+        "When the data sits on one side of 0 or is lopsided",
+        True,
+        "The symmetric ruler spends about half its codes on values that never occur; the asymmetric one puts "
+        "every code where the data is.",
+    ),
+    (
+        "Always: it is never coarser, so always take it",
+        False,
+        "Tempting because it is true that its step is never coarser (a range no wider, one more code). But on "
+        "data centred on 0 the gain is small, while the zero point adds correction terms to every integer "
+        "matrix multiply (lesson 06's Going deeper derives them).",
+    ),
+    (
+        "When a few outliers sit on both sides of 0",
+        False,
+        "Tempting because asymmetric 'fits' the data; but with outliers on both sides min and max are both "
+        "far from 0, so the asymmetric ruler is barely finer.",
+    ),
+)
 
 
 RECALL: tuple[Question, ...] = (
@@ -298,79 +313,12 @@ RECALL: tuple[Question, ...] = (
             "with [-127, 127] and with [-128, 127] alike.",
         ),
     ),
-    choice(
-        "A value falls far (more than half a tick) beyond the last tick of a fixed ruler. What happens?",
-        (
-            "The clamp stores the last tick; its error is its distance from it, more than half a tick",
-            True,
-            "The value is clipped: the clamp changes its code, and the error grows with the distance beyond the "
-            "ruler, without bound.",
-        ),
-        (
-            "It rounds to the nearest tick, with error at most half a tick",
-            False,
-            "Tempting because the half-tick bound was just shown; it is true up to half a tick past the last tick, "
-            "but farther out the nearest tick does not exist and the clamp takes over.",
-        ),
-        (
-            "It wraps around to the negative end",
-            False,
-            "Tempting if you know integer overflow in C; quantizers saturate (clamp) instead of wrapping.",
-        ),
-        (
-            "The scale grows so that the value fits",
-            False,
-            "Tempting because a freshly fitted ruler always fits its data; a calibrated ruler is fixed, and new "
-            "data must live with it.",
-        ),
-    ),
-    choice(
-        "When is an asymmetric ruler worth its zero point (the same bits as a symmetric one)?",
-        (
-            "When the data sits on one side of 0 or is lopsided",
-            True,
-            "The symmetric ruler spends about half its codes on values that never occur; the asymmetric one puts "
-            "every code where the data is.",
-        ),
-        (
-            "Always: it is never coarser, so always take it",
-            False,
-            "Tempting because it is true that its step is never coarser (a range no wider, one more code). But on "
-            "data centred on 0 the gain is small, while the zero point adds correction terms to every integer "
-            "matrix multiply (lesson 06's Going deeper derives them).",
-        ),
-        (
-            "When a few outliers sit on both sides of 0",
-            False,
-            "Tempting because asymmetric 'fits' the data; but with outliers on both sides min and max are both "
-            "far from 0, so the asymmetric ruler is barely finer.",
-        ),
-    ),
 )
 
 
-# asked in the exercises, not in the quiz: 6 (also 02-04's spaced recall) recalls the lesson's first predict, and 7
-# applies quiz question 4 to an int4 ruler
+# asked in the exercises, not in the quiz (numbered after it): 4 applies the clipping rule to an int4 ruler; 5 (the
+# asymmetric predict again) is 02's spaced recall; 6 (also 02-04's) recalls the lesson's first predict
 EXERCISE_RECALL: tuple[Question, ...] = (
-    choice(
-        "What does one more bit buy on a symmetric ruler with the same absmax?",
-        (
-            "About twice as many ticks per side, so roughly half the scale and half the worst rounding error",
-            True,
-            "2^b - 1 codes become 2^(b+1) - 1; from 3 to 4 bits the scale drops to 3/7 of its value.",
-        ),
-        (
-            "One more tick",
-            False,
-            "Tempting if bits feel like a counter; but codes double with each bit.",
-        ),
-        (
-            "A wider range, so less clipping",
-            False,
-            "Tempting because more codes sound like more room; but the range is set by absmax (or calibration), and "
-            "bits only set how finely it is cut.",
-        ),
-    ),
     choice(
         "A fixed int4 ruler (scale 0.1, ticks -7..7) meets 0.74 and 2.0. Which of them does it clip?",
         (
@@ -390,6 +338,26 @@ EXERCISE_RECALL: tuple[Question, ...] = (
             False,
             "Tempting because a freshly fitted ruler always fits its data; a calibrated ruler is fixed, and new "
             "data must live with it.",
+        ),
+    ),
+    _ASYMMETRIC_WORTH,
+    choice(
+        "What does one more bit buy on a symmetric ruler with the same absmax?",
+        (
+            "About twice as many ticks per side, so roughly half the scale and half the worst rounding error",
+            True,
+            "2^b - 1 codes become 2^(b+1) - 1; from 3 to 4 bits the scale drops to 3/7 of its value.",
+        ),
+        (
+            "One more tick",
+            False,
+            "Tempting if bits feel like a counter; but codes double with each bit.",
+        ),
+        (
+            "A wider range, so less clipping",
+            False,
+            "Tempting because more codes sound like more room; but the range is set by absmax (or calibration), and "
+            "bits only set how finely it is cut.",
         ),
     ),
 )
@@ -474,4 +442,5 @@ PREDICT = {
             "cut it finer, so at 4 bits clipping starts closer to 0.91.",
         ),
     ),
+    "asymmetric_worth": _ASYMMETRIC_WORTH,
 }

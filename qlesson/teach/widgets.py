@@ -121,8 +121,8 @@ def ruler_explorer(values: tuple[float, ...] = (-0.62, -0.1, 0.0, 0.23, 0.5, 0.9
     from qlesson.teach.plots import ruler
     from qlesson.teach.ruler import ruler_for, steps
 
-    # matplotlib redraws take ~0.1 s: update when the slider is released
-    value = W.FloatSlider(value=0.23, min=-1.5, max=1.5, step=0.01, description="value", continuous_update=False)
+    # the value updates while it is dragged (a redraw takes ~0.1 s), so the clip point is found without overshooting
+    value = W.FloatSlider(value=0.23, min=-1.5, max=1.5, step=0.01, description="value", continuous_update=True)
     bits = W.IntSlider(value=3, min=2, max=8, description="bits", continuous_update=False)
     fig = _fig((8, 2.6))
 
