@@ -16,18 +16,17 @@
 # %% [markdown]
 # # 07 · Calculator: what each ruler's 4 bytes buy
 #
-# **The question**: What do a ruler's 4 bytes buy, spent on a channel's own scale or on a zero
-# point?
+# **The question**: What do a ruler's 4 bytes buy?
 #
-# **The answer**: On the example at 4 bits, a quiet channel's own 4-byte scale turns a row of
-# zeros back into its values, cutting its error 30 times. On one 64-value row that dips just below
-# 0, like a GELU's output, a zero point's 4 more bytes buy nearly what one more bit buys.
+# **The answer**: On the example at 4 bits, a quiet channel's own 4-byte scale cuts its error 30
+# times. On one 64-value row that dips just below 0, like a GELU's output, a zero point's 4 more
+# bytes buy nearly what one more bit buys.
 #
 # **What you will do**: predict a quiet channel's codes, find the bit width at which that
 # changes, count the bytes, and count a GELU row's out-of-reach codes.
 #
 # **What you need**: lessons 01, 02 and 05 (zero points).
-# **Time**: about 19 minutes, plus about 23 for the exercise.
+# **Time**: about 19 minutes, plus about 23 for the exercise; *Going deeper*: about 10 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -87,10 +86,6 @@ widgets.calculator()
 # At 7 bits: compare half a shared tick with channel 3's smallest |value|, 0.02. At 6 bits
 # half a shared tick is 1.70 / 31 / 2, about 0.027, so -0.02 still rounds to 0; at 7 bits it
 # is 1.70 / 63 / 2, about 0.013, and the codes are [1, 3, -1, 4, -2].
-#
-# Not erased is not as good as its own ruler: the shared ruler first beats channel 3's own 4-bit
-# ruler at 9 bits (Going deeper prints each width), 5 more bits on every value where its own
-# ruler costs one 4-byte scale.
 #
 # </details>
 #
@@ -170,8 +165,8 @@ recall.show("07")
 
 # %% [markdown]
 # **Exercise**: `exercises/07_calculator.ipynb`: how much finer each channel's own ruler is with
-# zero points, how many codes each row leaves a symmetric ruler out of reach, and from what row
-# length a zero point costs less than one more bit.
+# zero points, how many codes each row leaves a symmetric ruler out of reach, and whether a new
+# tensor's ruler bytes buy more as per-channel scales or as a zero point.
 
 # %% [markdown]
 # ## Going deeper
@@ -194,7 +189,8 @@ recall.show("07")
 # The fp32 scale and int32 zero point are this calculator's convention. Many real formats
 # store less: llama.cpp's Q4_0 stores a single fp16 scale (2 bytes) per 32 weights and no zero
 # point (lesson 04), and ONNX's `QuantizeLinear` usually stores an int8 or uint8 zero point
-# (1 byte).
+# (1 byte). A zero point also costs compute: inside an integer GEMM it adds correction terms
+# (lesson 06, Going deeper).
 #
 # ### A per-channel MAE of exactly 0
 #
@@ -204,8 +200,10 @@ recall.show("07")
 #
 # ### Per-tensor bits against channel 3's own 4-bit ruler
 #
-# The Try-this check: per-tensor at more bits, channel 3's MAE against its own 4-bit ruler's,
-# and what the extra bits cost on a 384-value row.
+# Not erased is not as good as its own ruler: the shared ruler first beats channel 3's own 4-bit
+# ruler at 9 bits, 5 more bits on every value where its own ruler costs one 4-byte scale.
+# Per-tensor at more bits, channel 3's MAE against its own 4-bit ruler's, and what the extra bits
+# cost on a 384-value row:
 
 # %%
 own4 = ex.channels[3]["per-channel MAE"]

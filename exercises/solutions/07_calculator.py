@@ -22,7 +22,7 @@
 #
 # Practice for lesson `notebooks/07_calculator.ipynb`.
 # What a channel's own ruler buys with zero points, how many codes a symmetric ruler leaves
-# out of a row's reach, and from what row length a zero point costs less than one more bit, on
+# out of a row's reach, and which of the two a new tensor should spend its ruler bytes on, on
 # numbers the lesson did not show.
 #
 # **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
@@ -38,6 +38,7 @@
 # %%
 import torch
 
+import qlesson as ql
 from qlesson.course import recall
 from qlesson.course.tasks import check
 
@@ -129,26 +130,40 @@ print("at 4 bits, codes out of reach per row:", out_of_reach(two_rows, 4).tolist
 # </details>
 
 # %% [markdown]
-# ## Task 3 · From what row length does a zero point cost less than one more bit?
+# ## Task 3 · Per-channel scales or a zero point?
 #
-# On lesson 07's GELU row a zero point bought nearly what one more bit buys. Write
-# `zero_point_pays_from(zero_point_bytes)`: one ruler per row, its zero point stored in
-# `zero_point_bytes` bytes. Return the shortest row length (an int: the values one ruler covers)
-# at which the zero point stores fewer bytes than one more bit for every value of the row would.
-# Count bits as packed, with no rounding up to whole bytes.
+# Write `lower_error(w, bits)`: `w` is a weight `[channels, values]`. Return `"per-channel"` if
+# per-channel symmetric rulers give it a lower MAE at `bits` bits than one shared ruler with a
+# zero point (asymmetric), else `"zero point"`. `ql.fake_quantize(w, bits, granularity=...,
+# symmetric=...)` quantizes and dequantizes.
+#
+# Predict first, with the lesson's rule for how much finer a channel's own ruler is and Task 2's
+# codes out of reach: which wins at 4 bits on three GELU rows, and which on four rows, each about
+# 3 times quieter than the last? The cell after the check prints both and the answer.
 
 
 # %% tags=["solution"]
-def zero_point_pays_from(zero_point_bytes):
+def lower_error(w, bits):
     ...  # STUB
     # BEGIN SOLUTION
-    # one more bit on n values is n / 8 bytes; the zero point's bytes do not grow with n
-    return int(8 * zero_point_bytes) + 1
+    per_channel = ql.fake_quantize(w, bits, granularity=ql.PerChannel(0), symmetric=True)
+    zero_point = ql.fake_quantize(w, bits, granularity=ql.PerTensor(), symmetric=False)
+    return "per-channel" if (per_channel - w).abs().mean() < (zero_point - w).abs().mean() else "zero point"
     # END SOLUTION
 
 
-# %% qlesson={"task": "07.zero_point_pays_from"} tags=["check"]
-check("07.zero_point_pays_from", zero_point_pays_from)
+# %% qlesson={"task": "07.lower_error"} tags=["check"]
+check("07.lower_error", lower_error)
+
+# %%
+gelus = torch.stack([calc.parse_channels(calc.gelu_row(seed=s))[0] for s in (1, 2, 3)])
+loud_to_quiet = (
+    torch.randn(4, 64, generator=torch.Generator().manual_seed(0)) * torch.tensor([1, 0.3, 0.1, 0.03])[:, None]
+)
+for name, w in (("three GELU rows", gelus), ("loud to quiet", loud_to_quiet)):
+    finer = (w.abs().max() / w.abs().amax(dim=1)).tolist()  # symmetric: lesson 07's section 1
+    print(f"{name}: own symmetric ruler finer by {[round(f, 1) for f in finer]}, ", end="")
+    print(f"codes out of reach {out_of_reach(w, 4).tolist()}: {lower_error(w, 4)}")
 
 # %% [markdown]
 # ## Recall
@@ -158,36 +173,21 @@ check("07.zero_point_pays_from", zero_point_pays_from)
 #
 # A tensor has 6 channels. Asymmetric rulers: how many metadata bytes does per-channel store (fp32, int32)?
 #
-# Answer with a number.
-
-# %% tags=["solution"]
-recall_6 = ...  # STUB
-# BEGIN SOLUTION
-recall_6 = 48
-# END SOLUTION
-
-# %% qlesson={"task": "recall 07.6"} tags=["check"]
-recall.answer("07", 6, recall_6)
-
-# %% [markdown]
-# ### Recall 07.2
-#
-# A ReLU row (all values >= 0, max 3.0) goes to signed int8. What does asymmetric buy over symmetric?
-#
-# - **a)** An exact 0.0, which symmetric cannot store
-# - **b)** A tick about half as wide: symmetric's negative codes are out of the row's reach
-# - **c)** Nothing: there are no negative values to clip
+# - **a)** 30
+# - **b)** 48
+# - **c)** 24
+# - **d)** 8
 #
 # Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
-recall_2 = ...  # STUB
+recall_6 = ...  # STUB
 # BEGIN SOLUTION
-recall_2 = "b"
+recall_6 = "b"
 # END SOLUTION
 
-# %% qlesson={"task": "recall 07.2"} tags=["check"]
-recall.answer("07", 2, recall_2)
+# %% qlesson={"task": "recall 07.6"} tags=["check"]
+recall.answer("07", 6, recall_6)
 
 # %% [markdown]
 # ### Recall 07.7
@@ -206,36 +206,21 @@ recall_7 = 0.4
 recall.answer("07", 7, recall_7)
 
 # %% [markdown]
-# ### Recall 07.4
-#
-# Lesson 01: why does an asymmetric ruler's range always include 0?
-#
-# - **a)** So that the zero point is 0, as on a symmetric ruler
-# - **b)** So that negative values are not clipped
-# - **c)** So the zero point is a code inside the range and 0.0 is stored exactly
-#
-# Answer with the option's letter as a string (in quotes).
-
-# %% tags=["solution"]
-recall_4 = ...  # STUB
-# BEGIN SOLUTION
-recall_4 = "c"
-# END SOLUTION
-
-# %% qlesson={"task": "recall 07.4"} tags=["check"]
-recall.answer("07", 4, recall_4)
-
-# %% [markdown]
 # ### Recall 07.8
 #
 # Lesson 04: Q4_0 stores one fp16 scale per block of 32 4-bit codes. Bits per weight, the scale included?
 #
-# Answer with a number.
+# - **a)** 20
+# - **b)** 4
+# - **c)** 4.5
+# - **d)** 5
+#
+# Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
 recall_8 = ...  # STUB
 # BEGIN SOLUTION
-recall_8 = 4.5
+recall_8 = "c"
 # END SOLUTION
 
 # %% qlesson={"task": "recall 07.8"} tags=["check"]

@@ -5,13 +5,12 @@ Source: ``notebooks/07_calculator.py``; the exercise ``exercises/solutions/07_ca
 
 from __future__ import annotations
 
-import math
-
 import torch
 
 from qlesson.course.checking import Case, Mistake, Task
 from qlesson.course.recall import LESSON, Numeric, Question, choice
 from qlesson.lessons._shared import qmax
+from qlesson.quant import PerChannel, PerTensor, fake_quantize
 
 PREDICT = {
     "quiet": choice(
@@ -85,6 +84,7 @@ RECALL: tuple[Question, ...] = (
             (4, "that is per-tensor: one scale for the whole tensor"),
             (256, "that is one scale per column (64 of them); a channel here is a row, 10 of them"),
             (10, "that counts the scales, not their bytes: each fp32 scale is 4 bytes"),
+            (44, "that is 11 scales; a [10, 64] weight has 10 rows, one scale each"),
         ),
         source=LESSON,
     ),
@@ -156,15 +156,20 @@ RECALL: tuple[Question, ...] = (
 
 
 EXERCISE_RECALL: tuple[Question, ...] = (
-    Numeric(
+    choice(
         "A tensor has 6 channels. Asymmetric rulers: how many metadata bytes does per-channel store (fp32, int32)?",
-        48,
-        "6 rulers x (4-byte scale + 4-byte zero point).",
-        tol=0.01,
-        mistakes=(
-            (24, "that counts the scales only; an asymmetric ruler also stores its int32 zero point"),
-            (8, "that is per-tensor: one scale and one zero point for the whole tensor"),
-            (30, "that gives the zero point 1 byte; this calculator stores it as int32, 4 bytes"),
+        ("48", True, "6 rulers x (4-byte scale + 4-byte zero point)."),
+        (
+            "24",
+            False,
+            "It tempts because a scale is what a ruler is fit by. But an asymmetric ruler also stores its int32 "
+            "zero point: 6 x (4 + 4).",
+        ),
+        ("8", False, "It tempts because 4 + 4 is one ruler's cost. But that is per-tensor: per-channel stores 6."),
+        (
+            "30",
+            False,
+            "It tempts because many formats store a 1-byte zero point. This calculator stores it as int32, 4 bytes.",
         ),
         source=LESSON,
     ),
@@ -179,16 +184,12 @@ EXERCISE_RECALL: tuple[Question, ...] = (
         ),
         source=LESSON,
     ),
-    Numeric(
+    choice(
         "Lesson 04: Q4_0 stores one fp16 scale per block of 32 4-bit codes. Bits per weight, the scale included?",
-        4.5,
-        "4 bits of code, plus a 16-bit scale shared by 32 weights: 4 + 16 / 32 = 4.5.",
-        tol=0.01,
-        mistakes=(
-            (4, "that leaves out the scale; it is small per weight but not zero"),
-            (5, "that counts an fp32 scale, this calculator's convention; Q4_0 stores an fp16 one"),
-            (20, "that gives every weight its own 16-bit scale; one scale serves a block of 32"),
-        ),
+        ("4.5", True, "4 bits of code, plus a 16-bit scale shared by 32 weights: 4 + 16 / 32 = 4.5."),
+        ("4", False, "It tempts because the codes are 4-bit. But the scale is small per weight, not zero."),
+        ("5", False, "It tempts because this calculator stores fp32 scales: 4 + 32 / 32. Q4_0 stores an fp16 one."),
+        ("20", False, "It tempts because every weight needs a scale. But one 16-bit scale serves a block of 32."),
     ),
 )
 
@@ -265,9 +266,25 @@ def _stack(*rows: torch.Tensor) -> torch.Tensor:
     return torch.stack(rows)
 
 
-def _zero_point_pays_from(zero_point_bytes: float) -> int:
-    """The shortest row on which one more bit per value (a byte per 8 values) costs more than the zero point."""
-    return math.floor(8 * zero_point_bytes) + 1
+def _errors(w: torch.Tensor, bits: int, err, against_symmetric: bool = False) -> tuple[float, float]:
+    """``err`` of per-channel symmetric rulers, then of one shared ruler (asymmetric unless ``against_symmetric``)."""
+    pc = fake_quantize(w, bits, granularity=PerChannel(0), symmetric=True)
+    pt = fake_quantize(w, bits, granularity=PerTensor(), symmetric=against_symmetric)
+    return float(err(pc - w)), float(err(pt - w))
+
+
+def _winner(err, against_symmetric: bool = False, flip: bool = False):
+    """The choice whose ``err`` is lower, as the task returns it (``flip``: the other one)."""
+
+    def pick(w: torch.Tensor, bits: int) -> str:
+        pc, pt = _errors(w, bits, err, against_symmetric)
+        return "per-channel" if (pc < pt) != flip else "zero point"
+
+    return pick
+
+
+def _mae(e: torch.Tensor) -> torch.Tensor:
+    return e.abs().mean()
 
 
 _W = torch.tensor(
@@ -293,6 +310,7 @@ _TICKS = torch.tensor(  # 4 bits, a tick of 0.5: -0.3 is 0.6 ticks below 0, -0.2
 )
 _TIED = torch.tensor([[1.5, -0.2, 0.3, 0.9], [-1.5, 0.7, 0.1, -0.4], [0.6, 0.2, -0.3, 0.1]])
 _SPREAD = torch.randn(6, 32, generator=torch.Generator().manual_seed(7)) * torch.logspace(0, -2, 6)[:, None]
+_GELUS = _stack(_act(61, 64, "gelu"), _act(62, 64, "gelu"), _act(63, 64, "gelu"))
 
 TASKS: list[Task] = [
     Task(
@@ -333,6 +351,10 @@ TASKS: list[Task] = [
             Mistake(
                 "compared the largest values only; a range has a bottom too",
                 lambda w: w.max().clamp(min=0) / w.amax(dim=1).clamp(min=0),
+            ),
+            Mistake(
+                "rounded the ratio; how many times finer need not be a whole number",
+                lambda w: _finer_by_asym(w).round(),
             ),
         ],
         minutes=6,
@@ -407,6 +429,10 @@ TASKS: list[Task] = [
                 ),
             ),
             Mistake(
+                "rounded up (ceil), not to the nearest code: a value 0.6 ticks below 0 lands on code -1, not 0",
+                _per_row(lambda row, b: 2 * qmax(b) - (lambda e: e[1] - e[0])(_ends(row, qmax(b), torch.ceil))),
+            ),
+            Mistake(
                 "returned the codes within reach; the task asks for those out of reach",
                 _per_row(lambda row, b: (lambda e: e[1] - e[0] + 1)(_ends(row, qmax(b)))),
             ),
@@ -414,31 +440,42 @@ TASKS: list[Task] = [
         minutes=5,
     ),
     Task(
-        "07.zero_point_pays_from",
-        "from what row length a zero point costs fewer bytes than one more bit",
-        _zero_point_pays_from,
+        "07.lower_error",
+        "which lowers a tensor's MAE more: per-channel symmetric rulers or one shared ruler with a zero point",
+        _winner(_mae),
         [
-            Case((4,), "this calculator's int32 zero point, 4 bytes"),
-            Case((1,), "a 1-byte zero point (ONNX's int8 or uint8)", hidden=True),
-            Case((2,), "a 2-byte zero point", hidden=True),
-            Case((0.5,), "a 4-bit zero point, two packed in a byte", hidden=True),
+            Case((_GELUS, 4), "4 bits: three GELU rows of 64 values"),
+            Case((_SPREAD, 4), "4 bits: [6, 32], rows from loud to 100 times quieter"),
+            Case((_EXAMPLE, 8), "8 bits: the lesson's four channels", hidden=True),
+            Case((_stack(*(_act(71 + i, 48, "relu") for i in range(4))), 8), "8 bits: four ReLU rows", hidden=True),
+            Case(
+                (_GELUS * torch.tensor([[1.0], [0.1], [1.0]]), 4),
+                "4 bits: GELU rows, one 10 times quieter",
+                hidden=True,
+            ),
+            Case(
+                (torch.stack([_act(100 + i, 32, "gelu") for i in range(6)]) * torch.logspace(0, -1, 6)[:, None], 4),
+                "4 bits: six GELU rows, from loud to 10 times quieter",
+                hidden=True,
+            ),
+            Case((_W, 4), "4 bits: [3, 6], row 1 all negative", hidden=True),
         ],
-        "one more bit costs more bytes the longer the row; the zero point costs the same on any row. Where does the "
-        "first pass the second?",
+        "measure both: quantize and dequantize the tensor each way, and compare the mean absolute errors",
         [
+            Mistake("returned the other one; the answer is the choice whose MAE is lower", _winner(_mae, flip=True)),
             Mistake(
-                "stopped where the two cost the same; the task asks where the zero point costs fewer bytes",
-                lambda z: math.floor(8 * z),
+                "compared per-channel with a shared symmetric ruler; the other choice is a shared ruler with a zero "
+                "point (asymmetric)",
+                _winner(_mae, against_symmetric=True),
             ),
             Mistake(
-                "counted the scale too; both rulers store a scale, so only the zero point's bytes are extra",
-                lambda z: math.floor(8 * (z + 4)) + 1,
+                "compared the largest errors; the task asks for the mean absolute error",
+                _winner(lambda e: e.abs().max()),
             ),
             Mistake(
-                "counted one more bit as one more byte per value; 8 values share a byte's worth of extra bits",
-                lambda z: math.floor(z) + 1,
+                "compared RMSE; the task asks for the mean absolute error", _winner(lambda e: e.pow(2).mean().sqrt())
             ),
         ],
-        minutes=2,
+        minutes=5,
     ),
 ]
