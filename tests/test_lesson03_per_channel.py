@@ -8,7 +8,7 @@ from qlesson.course.checking import same
 from qlesson.course.recall import predictions
 from qlesson.lessons import l03_per_channel_on_real_weights as l03
 
-NEW = ("03.einsum_scales", "03.conv1d_scales", "03.erased_channels", "03.min_bits")
+NEW = ("03.einsum_scales", "03.erased_channels", "03.min_bits")
 TASKS = {t.task_id: t for t in l03.TASKS}
 
 
@@ -19,15 +19,6 @@ def test_every_named_mistake_fails_on_a_visible_or_hidden_case(task_id):
     assert any(c.hidden for c in t.cases) and any(not c.hidden for c in t.cases)
     for m in t.mistakes:
         assert any(not same(m.fn(*a), t.reference(*a), t.rtol, t.atol) for a in cases), m.description
-
-
-def test_the_square_conv1d_case_catches_the_linear_habit_by_value_not_by_shape():
-    t = TASKS["03.conv1d_scales"]
-    square = [c.resolve() for c in t.cases if c.resolve()[0].shape[0] == c.resolve()[0].shape[1]]
-    assert square
-    w, bits = square[0]
-    assert t.mistakes[0].fn(w, bits).shape == t.reference(w, bits).shape
-    assert not same(t.mistakes[0].fn(w, bits), t.reference(w, bits), t.rtol, t.atol)
 
 
 def test_exactly_half_a_tick_rounds_to_zero_as_the_erased_task_says():
@@ -159,6 +150,6 @@ def test_a_shared_scale_without_abs_and_a_signed_row_max_are_caught_and_named():
 def test_a_divisor_mistake_on_the_right_axis_says_the_axis_is_right():
     from qlesson.course.checking import evaluate
 
-    for task_id, axis in (("03.einsum_scales", (0, 1)), ("03.conv1d_scales", 0)):
-        v = evaluate(TASKS[task_id], lambda w, b, axis=axis: w.abs().amax(dim=axis) / 2 ** (b - 1))
+    for divisor in (lambda b: 2 ** (b - 1), lambda b: (2**b - 1) / 2):
+        v = evaluate(TASKS["03.einsum_scales"], lambda w, b, d=divisor: w.abs().amax(dim=(0, 1)) / d(b))
         assert v.status == "fail" and v.mistake.startswith("the axis is right")

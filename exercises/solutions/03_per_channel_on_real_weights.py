@@ -21,7 +21,7 @@
 # # Exercise 03 · Per-channel on real weights (SOLUTIONS: spoilers)
 #
 # Practice for lesson `notebooks/03_per_channel_on_real_weights.ipynb`: find the output axis of a
-# 3-d einsum weight and of an `[in, out]` weight, count what one shared scale erases, and find the
+# 3-d einsum weight, count what one shared scale erases in an `[in, out]` weight, and find the
 # bits at which it erases no row of a real layer.
 #
 # **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
@@ -63,28 +63,7 @@ def einsum_scales(w, bits):
 check("03.einsum_scales", einsum_scales)
 
 # %% [markdown]
-# ## Task 2 · The output axis of an `[in, out]` weight
-#
-# GPT-2's `Conv1D` computes `y = x @ W + b`, with `W` stored `[in_features, out_features]`.
-# Write `conv1d_scales(w, bits)`: one symmetric int-`bits` scale per output channel, as lesson 01
-# defines a scale. The visible cases are square, so the shape of your answer cannot tell you the
-# axis. Some cases are hidden.
-
-
-# %% tags=["solution"]
-def conv1d_scales(w, bits):
-    ...  # STUB
-    # BEGIN SOLUTION
-    return w.abs().amax(dim=0) / (2 ** (bits - 1) - 1)
-    # END SOLUTION
-
-
-# %% qlesson={"task": "03.conv1d_scales"} tags=["check"]
-check("03.conv1d_scales", conv1d_scales)
-
-
-# %% [markdown]
-# ## Task 3 · How many channels does one shared scale erase?
+# ## Task 2 · How many channels does one shared scale erase?
 #
 # The lesson's `L0.output` lost 378 of 384 rows to one int4 scale. Now the weight is stored
 # `[in, out]`, as in GPT-2. Write `erased_channels(w, bits)`: the number of *output
@@ -106,7 +85,7 @@ check("03.erased_channels", erased_channels)
 
 
 # %% [markdown]
-# ## Task 4 · How many bits before no row is erased?
+# ## Task 3 · How many bits before no row is erased?
 #
 # Back to the `[out, in]` layout of `nn.Linear`. Write `min_bits(w)`: the fewest bits, from 2 to
 # 16, at which symmetric per-tensor quantization (one shared scale, `torch.round`) leaves no
@@ -114,6 +93,7 @@ check("03.erased_channels", erased_channels)
 # bits for the lesson's `L0.output` from the two numbers the next cell prints: set `guess_bits`.
 
 # %%
+import qlesson as ql
 from qlesson.teach.models import minilm_linear_weights
 
 w_l0 = minilm_linear_weights()["L0.output"]
@@ -144,7 +124,16 @@ check("03.min_bits", min_bits)
 # Your guess, checked:
 
 # %%
-print(f"your guess {guess_bits}; L0.output needs {min_bits(w_l0)} bits before one shared scale erases no row")
+need = min_bits(w_l0)
+print(f"your guess {guess_bits}; L0.output needs {need} bits before one shared scale erases no row")
+for bits, g, label in (
+    (need, ql.PerTensor(), "per-tensor"),
+    (8, ql.PerTensor(), "per-tensor"),
+    (4, ql.PerChannel(0), "per-channel"),
+):
+    q = ql.quantize(w_l0, bits, granularity=g)
+    zeros, db = float((q.q == 0).float().mean()), ql.errors(w_l0, q.dequantize()).sqnr_db
+    print(f"  int{bits} {label:<11}: {zeros:.1%} of codes 0, SQNR {db:.1f} dB")
 
 # %% [markdown]
 # ## Recall

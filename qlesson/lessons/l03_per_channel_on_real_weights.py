@@ -54,10 +54,6 @@ def _einsum_scales(w: torch.Tensor, bits: int) -> torch.Tensor:
     return w.abs().amax(dim=(0, 1)) / qmax(bits)
 
 
-def _conv1d_scales(w: torch.Tensor, bits: int) -> torch.Tensor:
-    return w.abs().amax(dim=0) / qmax(bits)
-
-
 def _erased_channels(w: torch.Tensor, bits: int) -> int:
     codes = torch.round(w / (w.abs().max() / qmax(bits)))
     return int((codes == 0).all(dim=0).sum())
@@ -111,20 +107,6 @@ def _cases_einsum() -> list[Case]:
     ]
 
 
-def _cases_conv1d() -> list[Case]:
-    loud = _w(4, 6, spread=False)
-    loud[2, 5] = -6.0  # a negative outlier in output channel 5
-    a, b, square = _w(6, 4).T.contiguous(), _w(3, 5), _w(5, 5).T.contiguous()  # drawn in this order, as before
-    # the visible cases are square: a failure's expected shape (n,) does not tell which axis it runs along
-    return [
-        Case((square, 8), "Conv1D weight [in 5, out 5], int8"),
-        Case((_w_extra(4, 4), 4), "Conv1D weight [in 4, out 4], int4"),
-        Case((a, 8), "Conv1D weight [in 4, out 6], int8", hidden=True),
-        Case((b, 4), "Conv1D weight [in 3, out 5], int4", hidden=True),
-        Case((loud, 3), "[4, 6] weight with a negative outlier, int3", hidden=True),
-    ]
-
-
 def _cases_erased() -> list[Case]:
     half = torch.tensor(
         [
@@ -161,7 +143,8 @@ TASKS: list[Task] = [
         _einsum_scales,
         _cases_einsum(),
         "check the axis first: which letter of w does einsum('bhd,hdm->bm', z, w) keep in y? A scale covers "
-        "every weight that feeds one such output; then divide by the largest code of symmetric int-b",
+        "every weight that feeds one such output. If your scales are all off by the same factor, the axis is "
+        "right: check the divisor, the largest code of symmetric int-b",
         [
             Mistake(
                 "one scale per head, as for Conv2d's axis 0: heads are summed by this einsum, so they are inputs",
@@ -212,60 +195,13 @@ TASKS: list[Task] = [
                 "symmetric ruler has half as many",
                 lambda w, b: w.abs().amax(dim=(0, 1)) / (2**b - 1),
             ),
+            Mistake(
+                "the axis is right, but you divided by (2**bits - 1) / 2, half the asymmetric step count; the "
+                "symmetric ruler's largest code is 2**(bits-1) - 1, half a step less",
+                lambda w, b: w.abs().amax(dim=(0, 1)) / ((2**b - 1) / 2),
+            ),
         ],
         minutes=4,
-        shows_expected=False,  # the expected scales would tell amax(dim=0) from amax(dim=1) by trial
-    ),
-    Task(
-        "03.conv1d_scales",
-        "per-output-channel scales of a GPT-2 Conv1D weight",
-        _conv1d_scales,
-        _cases_conv1d(),
-        "check the axis first: which axis of W does one output column y[:, n] of x @ W + b read? A scale "
-        "covers every weight that feeds one output; then divide by the largest code of symmetric int-b",
-        [
-            Mistake(
-                "amax(dim=1) removes axis 1, so it gives one scale per input row; the scales must run along the output "
-                "axis",
-                lambda w, b: w.abs().amax(dim=1) / qmax(b),
-            ),
-            Mistake(
-                "used one scale for the whole tensor (per-tensor)",
-                lambda w, b: w.abs().max() / qmax(b) * torch.ones(w.shape[1]),
-            ),
-            Mistake(
-                "the axis is right, but you forgot abs(): a large negative weight is loud too",
-                lambda w, b: w.amax(dim=0) / qmax(b),
-            ),
-            Mistake(_FP16, lambda w, b: (w.abs().amax(dim=0) / qmax(b)).half().float()),
-            Mistake(
-                "the axis is right, but you divided by 127 whatever the bits (int8 hard-coded)",
-                lambda w, b: w.abs().amax(dim=0) / 127,
-            ),
-            Mistake(
-                "the axis is right, but you divided by 7 whatever the bits (int4 hard-coded)",
-                lambda w, b: w.abs().amax(dim=0) / 7,
-            ),
-            Mistake(
-                "the axis is right, but you divided by 2**(bits-1); symmetric int-b uses the codes "
-                "-(2**(bits-1) - 1) .. 2**(bits-1) - 1",
-                lambda w, b: w.abs().amax(dim=0) / 2 ** (b - 1),
-            ),
-            Mistake(
-                "the axis is right, but you divided by 2**bits - 1, the step count of an asymmetric ruler; a "
-                "symmetric ruler has half as many",
-                lambda w, b: w.abs().amax(dim=0) / (2**b - 1),
-            ),
-            Mistake(
-                "the axis is right, but (max - min) / 2 is an asymmetric half-range; the symmetric scale uses the "
-                "absmax",
-                lambda w, b: (w.amax(dim=0) - w.amin(dim=0)) / 2 / qmax(b),
-            ),
-            Mistake(
-                "the axis is right, but keepdim=True returned shape (1, out); the task asks for shape (out,)",
-                lambda w, b: w.abs().amax(dim=0, keepdim=True) / qmax(b),
-            ),
-        ],
         shows_expected=False,  # the expected scales would tell amax(dim=0) from amax(dim=1) by trial
     ),
     Task(
@@ -422,27 +358,27 @@ PREDICT = {
     ),
     "cosine": choice(
         "Int4 weights, 240 sentences: every layer per-tensor gives a mean cosine of 0.44 to FP32, every layer "
-        "per-channel 0.92. A split keeps the six FFN output layers (most rows of four of them erased in section "
-        "3) per-channel and quantizes the other 31 layers per-tensor. Does it recover more or less than half of "
-        "the gap from 0.44 to 0.92?",
+        "per-channel 0.92. A split keeps the six FFN output layers (over 99% of the codes of five of them 0 "
+        "in section 3) per-channel and quantizes the other 30 layers per-tensor. Does it recover more or less "
+        "than half of the gap from 0.44 to 0.92?",
         (
             "Nearly all of it: the erased FFN output layers were the whole problem",
             False,
-            "It tempts because section 3's erased rows are the most visible damage, but the other encoder layer "
-            "types also lose about 4.5 to 8.6 dB of SQNR per-tensor on average, and two of their block-0 layers "
-            "fall below 2 dB (section 2's lowest-layer columns).",
+            "It tempts because section 3's erased rows are the most visible damage, but section 3 also found over "
+            "90% of the codes of L0.attention output and L0.intermediate at 0: the damage is not confined to the "
+            "FFN output layers.",
         ),
         (
             "More than half: the erased layers are most of the loss, the rest a smaller part",
             False,
             "It tempts because 378 of 384 rows of L0.output are zeros, and alone those six layers per-tensor do "
-            "cost the most (the mirror row). But the split reaches only 0.64, about 42% of the gap: the other 31 "
+            "cost the most (the mirror row). But the split reaches only 0.64, about 42% of the gap: the other 30 "
             "per-tensor still cost more than half of the gap on their own.",
         ),
         (
-            "Less than half: the other 31 layers per-tensor still cost more than half of the gap on their own",
+            "Less than half: the other 30 layers per-tensor still cost more than half of the gap on their own",
             True,
-            "The split reaches 0.64, about 42% of the gap. Not because the 31 matter more: the mirror row (the six "
+            "The split reaches 0.64, about 42% of the gap. Not because the 30 matter more: the mirror row (the six "
             "per-tensor alone) loses more. Either group per-tensor costs more than half of the whole loss, so "
             "the losses do not add up.",
         ),
@@ -463,10 +399,10 @@ PREDICT = {
             "one slice changes one output channel. The cell below checks both.",
         ),
         (
-            "None: doubling a slice only rescales, and rescaling cancels out",
+            "Two: 8 outputs from 4 inputs, so each input channel feeds its own 2 outputs",
             False,
-            "A Linear map is linear in its weights: doubling w[0] doubles input 0's contribution to every output "
-            "it feeds, and nothing divides it back out.",
+            "It tempts because 8 / 4 = 2 looks like each input's share, but that is a grouped layer (groups=4). "
+            "With the default groups=1 every input feeds all 8 outputs, so doubling w[0] changes all 8.",
         ),
     ),
 }
@@ -540,9 +476,11 @@ RECALL: tuple[Question, ...] = (
             "so most of the layer is erased.",
         ),
         (
-            "They clip at +-7",
+            "Each row's largest weight gets code +-7 and the rest of the row rounds between",
             False,
-            "Clipping happens only beyond the scale's absmax, and the absmax is the largest weight: nothing clips.",
+            "It tempts because that is how a scale maps an absmax to +-7, but that is per-channel. With one scale "
+            "for the tensor only channel 99 reaches +-7; a median row's absmax (about 0.19) is under half the "
+            "shared tick (about 1.13).",
         ),
         (
             "They keep a coarse copy of their pattern in the codes -1, 0 and +1",
@@ -585,6 +523,8 @@ EXERCISE_RECALL: tuple[Question, ...] = (
         mistakes=(
             (16, "that is axis 0, the output axis of Linear and Conv2d; here axis 0 holds the 16 input channels"),
             (256, "that is how many weights each scale covers (16 * 4 * 4), not how many scales"),
+            (4, "that is the kernel size; a scale covers a whole output channel, all its kernel positions"),
+            (512, "that is one scale per (input, output) pair; per-channel means one per output channel"),
         ),
     ),
     choice(
