@@ -16,19 +16,20 @@
 # %% [markdown]
 # # 06 · What dequantization costs inside a matrix multiply
 #
-# **The question**: when does a quantized weight make a matrix multiply faster than float weights do?
+# **The question**: when does a weight-only quantized weight make a matrix multiply faster than float
+# weights do?
 #
 # **The answer**: only in a kernel that never writes a dequantized copy, and no scale forces one:
 # an output-channel scale goes after the product, an input-channel scale onto the activations, a
-# group scale inside the reduction. Such a kernel can save time only where reading the weight sets
-# the time: small batches.
+# group scale inside the reduction. Such a weight-only kernel can save time only where reading the
+# weight sets the time: small batches.
 #
 # **What you will do**: follow each scale through `y = x @ W.T`, count a product's FLOPs per
 # weight byte, and time fp32, bf16, int8 and int4 products on your machine at M = 1 (and the
 # fp32, int8 and int4 ones at M = 128).
 #
 # **What you need**: lessons 02 to 05.
-# **Time**: about 23 minutes, plus about 40 for the exercise.
+# **Time**: about 22 minutes, plus about 40 for the exercise; *Going deeper*: about 34 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -109,10 +110,9 @@ print("activations scaled instead      =", gemm.fold_input_scale(x, q, s_in).tol
 #
 # A `[M, K] x [K, N]` product does `2 M K N` FLOPs and reads the whole weight once: at M = 1,
 # 2 FLOPs per weight element, 0.5 per *byte* of fp32 (the table's last column gives each
-# format's). Where a kernel can do more while the weight streams in, the weight bytes set a
-# floor under the time, and fewer bits per weight lower it in proportion. The int4 row is the
-# layout PyTorch's int4 kernel reads: a bf16 scale and a bf16 zero per group of 128 (4.25 bits
-# per weight).
+# format's). The weight's bytes set a floor under the time, and fewer bits per weight lower it in
+# proportion. The int4 row is the layout PyTorch's int4 kernel reads: a bf16 scale and a bf16
+# zero per group of 128 (4.25 bits per weight).
 
 # %%
 rows = []
@@ -139,10 +139,9 @@ print_table(rows, {"GFLOP": ".3f", "weight MB": ".1f", "FLOPs per weight byte": 
 #
 # `qlesson.bench.gemm` times the methods side by side, K = N = 4096, at M = 1 and M = 128
 # (under a minute). `x fp32` is a row's time over fp32 `F.linear`'s at the same M; `of read BW`
-# is how close an M = 1 row came to the machine's read bandwidth.
-# `F.linear` takes float weights, so the scale-after-GEMM row, `F.linear(x, q.float()) * s`,
-# makes a fresh fp32 copy of the codes on every call; the preallocated-buffer row writes that
-# copy into a buffer allocated once.
+# is how close an M = 1 row came to the machine's read bandwidth. `F.linear` takes float
+# weights, so the scale-after-GEMM row (`same, preallocated buffer`) first copies the codes into
+# an fp32 buffer allocated once.
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("06", "int4_at_1_cpu")
@@ -150,39 +149,46 @@ recall.predict("06", "int4_at_1_cpu")
 # %% tags=["nbval-ignore-output"]
 from qlesson.bench import gemm as bench_gemm
 
-result, bw = bench_gemm.main(
-    quick=True, full=False, ms=(1, 128), rows_for=bench_gemm.LESSON_ROWS, shown=bench_gemm.LESSON_SHOWN
-)
-print()
-for line in [v for v in bench_gemm.verdict(result, brief=True) if "F.linear takes" not in v]:
-    print(line)
+shown = dict(bench_gemm.LESSON_SHOWN)  # leave out the fresh-copy row (Going deeper shows it)
+shown[1] = [p for p in shown[1] if not p.startswith("per-channel scale after GEMM")]
+result, bw = bench_gemm.main(quick=True, full=False, ms=(1, 128), rows_for=bench_gemm.LESSON_ROWS, shown=shown)
 fp32_rate = bench_gemm.tflops(result, 128, "fp32") * 1e3  # GFLOP/s: this run's rate at M = 128, not a peak
-ridge = fp32_rate / bw.read_gb_s
 print(
-    f"fp32 in this run: {fp32_rate:.1f} GFLOP/s at M = 128 over {bw.read_gb_s:.1f} GB/s read"
-    f" = {ridge:.1f} FLOPs per byte"
+    f"\nfp32 in this run: {fp32_rate:.1f} GFLOP/s at M = 128 over {bw.read_gb_s:.1f} GB/s read"
+    f" = {fp32_rate / bw.read_gb_s:.1f} FLOPs per byte"
 )
+for name in ("fused int8 weight-only per-channel", "fused int4 weight-only group 128"):
+    r = bench_gemm.find_row(result, 128, name)
+    floor_ms = r.weight_bytes / bw.read_gb_s / 1e6  # its weight's bytes at the read bandwidth
+    print(f"M = 128, {name}: {r.median_ms:.1f} ms, against a read floor of {floor_ms:.2f} ms")
 
 # %% [markdown]
-# The last line divides the fp32 rate this run reached at M = 128 by the read bandwidth: above 0.5,
-# fp32's FLOPs per byte at M = 1, an M = 1 fp32 product at that rate waits on its reads.
+# The `fp32 in this run` line divides the fp32 rate this run reached at M = 128 by the read
+# bandwidth: far above fp32's 0.5 FLOPs per byte at M = 1, so at M = 1 fp32 waits on its reads.
 
 # %%
-fig = plots.bandwidth_lines(plots.gemm_times(bench_gemm.lesson_view(result)), bw.copy_gb_s, bw.read_gb_s)
+fig = plots.gemm_times(bench_gemm.lesson_view(result, shown))
+ax, rates_ax = fig.axes
+rates_ax.remove()  # its rates are the table's `of read BW`
+ax.set_subplotspec(ax.get_subplotspec().get_gridspec()[0, :])
+for line in ax.lines:
+    line.set_linestyle("none")  # markers only: no M between 1 and 128 was timed
+ax.legend(fontsize=8, frameon=False)  # redrawn with the markers alone
+fig.set_size_inches(9, 5)
 
 # %% [markdown]
-# What to see (left: each row's time, with lines only joining the two M timed; right: each M = 1
-# row's stored weight bytes over its time, copies not counted; dashed: the read bandwidth):
+# What to see:
 #
 # * **Dequantize-then-matmul**: `q.float()` writes an fp32 copy, `* s` reads it and writes
 #   another, the GEMM reads that: 17 bytes per int8 weight against fp32's 4, so bytes predict
-#   about 4x, and the row takes longer still (*Going deeper* times the fresh copies).
-# * **Scale after the GEMM**: one copy, then the GEMM: 9 bytes, about 2.25x by bytes.
-# * **Fused rows**: compare each one's `x fp32` with its share of fp32's bytes, 0.25 for int8 and
-#   0.13 for int4 g128. A row above its share spends time on something other than its reads.
-#   At M = 128 arithmetic sets the time: PyTorch's CPU int4 kernel multiplies in fp32 like
-#   `F.linear` and decodes each weight again for every 4 rows of `x` (*Going deeper*), so int4's
-#   saved bytes no longer help and can cost time.
+#   about 4x. It takes longer still: allocating fresh copies costs beyond their bytes
+#   (*Going deeper* times a fresh copy against a preallocated one).
+# * **Scale after the GEMM** (`same, preallocated buffer`): one copy, then the GEMM: 9 bytes,
+#   about 2.25x by bytes.
+# * **Fused rows** read only codes and scales, 0.25 of fp32's bytes for int8 and 0.13 for int4
+#   g128; `of read BW` says how close each came to the bandwidth. At M = 128 both take many
+#   times their read floor (the last two lines): their arithmetic, not their bytes, sets the
+#   time, so the saved bytes no longer help.
 
 # %% [markdown]
 # ## Summary
@@ -282,10 +288,11 @@ share = (m8 * k8 + 3 * m8 * n8) / (m8 * n8 * k8)  # a row sum and three [M, N] t
 print(f"the corrections' arithmetic for [{m8}, {k8}] x [{k8}, {n8}]: {share:.3%} of the GEMM's")
 
 # %% [markdown]
-# `bench_gemm.zero_point_cost()` times the corrections as separate PyTorch ops next to
-# `torch._int_mm`. On a CPU without int8 dot-product instructions (VNNI, AMX) `torch._int_mm`
-# itself takes a slow path, so the ratio it prints understates what the same ops cost next to
-# a fast int8 GEMM.
+# A float bias joins the int32 accumulator only at a static `s_x`: with per-token scales it is
+# added in float after the rescale. `bench_gemm.zero_point_cost()` times the corrections as
+# separate PyTorch ops next to `torch._int_mm`. On a CPU without int8 dot-product instructions
+# (VNNI, AMX) `torch._int_mm` itself takes a slow path, so the ratio it prints understates what
+# the same ops cost next to a fast int8 GEMM.
 #
 # ### Folding needs a producer
 #
@@ -300,70 +307,34 @@ print(f"the corrections' arithmetic for [{m8}, {k8}] x [{k8}, {n8}]: {share:.3%}
 # Symmetric GPTQ kernels such as Marlin read 4-bit codes and one fp16 scale per group of 128
 # (4.125 bits per weight); GPTQ checkpoints also store a packed 4-bit zero per group (about
 # 4.16). PyTorch's int4 kernel (tinygemm) reads a bf16 scale and a bf16 zero per group (4.25).
-# A float bias joins the int32 accumulator only at a static `s_x`: with per-token scales it is
-# added in float after the rescale.
 #
 # ### Reading the CPU benchmark closely
 #
 # The cell at the end of this subsection adds what section 3 leaves out: `x half` (a row's time
-# over bf16 `F.linear`'s), three control rows (a second fp32 product on codes stored as fp32,
-# the same work as the baseline, so its gap estimates the noise; the scale multiply alone; an
-# input-channel scale folded into `x`), the full verdict with each tie's reason, the two
-# bandwidth probes and the cache. The full verdict compares with the faster of fp32's two
-# identical timings, so its ratios can differ from the main line's.
+# over bf16 `F.linear`'s), the fresh-copy row, three control rows (a second fp32 product on
+# codes stored as fp32, the same work as the baseline, so its gap estimates the noise; the
+# scale multiply alone; an input-channel scale folded into `x`), the full verdict with each
+# tie's reason, the two bandwidth probes and the cache. The full verdict compares with the
+# faster of fp32's two identical timings, so its ratios can differ from the main line's. The
+# whole benchmark (more M, every granularity and group size, W8A8) is `bench_gemm.main(quick=True)`
+# or `python -m qlesson.bench gemm --quick`: minutes on a 2-core VM.
 #
-# * The benchmark's second line names the CPU and the instruction set PyTorch's kernels use on
-#   it (AVX2, AVX-512, AMX).
-# * The whole benchmark (every row, M = 1, 16 and 256: every dequantize-first granularity, the
-#   fp32-activation int8 kernel, every int4 group size, W8A8) is
-#   `bench_gemm.main(quick=True)`, or `python -m qlesson.bench gemm --quick`: minutes on a
-#   2-core VM. `bench_gemm.kernel_peaks()` and `bench_gemm.zero_point_cost()` time each format's
-#   rate at M = 512 and the zero-point ops.
-# * Noise: the rows at one M are timed in rounds, one call of every row per round (an op under
-#   a millisecond repeats to fill one), after a warm-up round: at least seven rounds, and more
-#   until 0.02 s per row has passed (`quick`). So a burst of load on a shared machine lands on
-#   every row, not on one. The table gives each row's median, and its spread is the
-#   interquartile range (IQR: upper minus lower quartile) of its calls. Two rows do identical
-#   work (the fp32 baseline and the GEMM on codes stored as fp32), so their gap estimates the
-#   run's noise too. A verdict calls a gap a tie when it is under the largest of 10%, that
-#   identical pair's gap, and either compared row's IQR over its median. These are rough
-#   estimates, not bounds: a row that comes out cheaper than an operation it contains shows
-#   noise, not a result.
-# * `of read BW` divides each M = 1 row's rate (its stored weight bytes over its time) by the
-#   larger of a `sum()` probe (it can under-measure on a VM) and the faster of the two fp32
-#   products' read rates. The rows that allocate a weight copy per call (dequantize-first,
-#   scale-after with a fresh copy) are timed in a round of their own: under load they slowed
-#   the row timed right after them about 2x. When the load exceeds the cores, or the two fp32
-#   products differ by over 10%, the table ends with "too noisy here".
-# * Every method cycles through four copies of its weight at every M; the copies keep a weight
-#   out of cache only where together they exceed the last-level cache (the cache line says
-#   so).
-# * Fresh copies: the scale-after row with a fresh `q.float()` and the preallocated row move the
-#   same bytes through the same GEMM, so their gap is the cost of allocating the copy (page
-#   faults included); the verdict's "preallocated buffer" line gives it as a share of the
-#   fresh-copy row's time over fp32. Dequantize-first allocates two such copies per call, a
-#   likely reason it takes longer than its 17 bytes predict; this page does not time its passes
-#   apart. A CPU has no kernel launches, and dispatch costs microseconds.
-# * Load: the benchmark's third line gives the load average. On a busy machine every row is
-#   slower and noisier; the output stored on this page is one reading of a shared 2-core VM.
-# * bf16 `F.linear` at M = 1 reads half fp32's bytes, yet on a CPU without bf16 arithmetic
-#   (AVX2) it need not be faster than fp32: PyTorch's bf16 GEMM converts the weights to fp32 to
-#   multiply them there, a likely reason; this page does not time that conversion on its own.
-# * The int8 kernel is a comparison for int4, not a control: it reads twice int4's bytes and
-#   unpacks its codes more simply.
-# * The fused int8 kernel with fp32 activations falls back to scalar code on an x86 CPU; with
-#   bf16 activations it takes the vectorized path, which multiplies each weight vector by its
-#   scale inside the K loop.
+# * Fresh copies: the fresh-copy row (`F.linear(x, q.float()) * s`) and the preallocated row
+#   move the same bytes through the same GEMM, so their gap is the cost of allocating the copy
+#   (page faults included); the verdict's "preallocated buffer" line gives it as a share of the
+#   fresh-copy row's time over fp32. Dequantize-first allocates two such copies per call; this
+#   page does not time its passes apart.
 # * PyTorch's CPU weight-only kernels convert codes to fp32 inside the loop and use fp32 FMA
 #   units. The int4 one converts each weight block again for every 4 rows of `x`
-#   (`aten/src/ATen/native/cpu/int4mm_kernel.cpp`, `int4pack_mm_kernel_`: `BLOCK_M = 4`). So their work per weight
-#   grows with M, and one peak measured at large M misstates where they turn compute bound at
-#   M = 1, where each conversion serves one row.
-# * On a CPU with a matrix unit (AMX) the bf16 and W8A8 peaks can sit far above the fp32 one;
-#   bf16 and int8 dot-product instructions (AVX-512 BF16, VNNI) give a smaller gain. W8A8, whose
-#   arithmetic is int8 itself, is the only compact format that can keep an edge at large M in
-#   principle. On a CPU without VNNI or AMX, `torch._int_mm` alone takes most of the W8A8 row's
-#   time: the int8 GEMM itself is slow there, not its quantize and rescale passes.
+#   (`aten/src/ATen/native/cpu/int4mm_kernel.cpp`, `int4pack_mm_kernel_`: `BLOCK_M = 4`). So
+#   their work per weight grows with M.
+# * bf16 `F.linear` at M = 1 reads half fp32's bytes, yet on a CPU without bf16 arithmetic
+#   (AVX2) it need not be faster than fp32: PyTorch's bf16 GEMM converts the weights to fp32 to
+#   multiply them there.
+# * On a CPU with a matrix unit (AMX) the bf16 and W8A8 peaks can sit far above the fp32 one.
+#   W8A8, whose arithmetic is int8 itself, is the only compact format here that can keep an
+#   edge at large M in principle. On a CPU without int8 dot-product instructions (VNNI, AMX),
+#   `torch._int_mm` alone takes most of the W8A8 row's time.
 #
 # **Each kernel's ridge in this run** (the last table of the cell). The M = 128 rows give each
 # kernel's rate in this run, and with the roofline bandwidth a ridge of its own. "compute bound

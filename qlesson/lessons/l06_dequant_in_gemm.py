@@ -253,6 +253,11 @@ TASKS: list[Task] = [
                 "than weight_bits / 8",
                 lambda p, bw, b: p / bw * b / 8,
             ),
+            Mistake(
+                "off by a factor of 2 the other way (half the right M): counted a weight's bytes as less than "
+                "weight_bits / 8, or more than two FLOPs per multiply-add",
+                lambda p, bw, b: p / bw * b / 32,
+            ),
             Mistake("used bits per weight where bytes belong", lambda p, bw, b: p / bw * b / 2),
             Mistake("inverted the ridge (bandwidth over peak)", lambda p, bw, b: bw / p * b / 16),
             Mistake(
@@ -367,10 +372,10 @@ RECALL: tuple[Question, ...] = (
             "already in registers, does not pay.",
         ),
         (
-            "By dequantizing the weight before the GEMM",
+            "Inside the K loop, on each tile of codes as it is loaded",
             False,
-            "Tempting because it looks simplest; it costs N x K multiplies and writes and re-reads a full weight "
-            "copy: a multiple of the GEMM's time at small M.",
+            "Tempting, since a group scale goes there; but that scales every weight, N x K multiplies or more, "
+            "where a scale constant along K needs only one per output.",
         ),
     ),
     Numeric(
@@ -385,25 +390,25 @@ RECALL: tuple[Question, ...] = (
         ),
     ),
     choice(
-        "At M = 1, a fused int4 kernel reads about a seventh of the bytes fp32 F.linear reads. On a CPU it...",
+        "At M = 128, a fused int4 kernel still reads about 0.13x fp32's weight bytes. On a CPU, against fp32 "
+        "F.linear, its time is...",
         (
-            "can be no faster than its arithmetic (converting codes included) allows, so it may gain far less "
-            "than its bytes suggest",
+            "Set by its own arithmetic, not its bytes, so it can come out slower than fp32",
             True,
-            "The bytes set a floor under the time; the kernel reaches it only if unpacking and scaling the codes keeps "
-            "up with the reads. Section 3's `of read BW` column says whether it did on your CPU.",
+            "At M = 128 each weight byte serves 128 rows of FLOPs, past the CPU's ridge; section 3's last lines "
+            "put the fused rows many times above their read floors.",
         ),
         (
-            "is about 7x faster, because the time at M = 1 is the time to read the weight",
+            "Still about 0.13x: fewer bytes always help",
             False,
-            "Tempting: at M = 1 the bytes do set the floor. But a floor is not a time: a kernel that spends its time "
-            "converting codes sits far above it (a low `of read BW`).",
+            "Tempting, since at M = 1 the bytes set a floor; but at M = 128 the time sits far above that floor "
+            "(section 3's last lines), so the bytes no longer decide it.",
         ),
         (
-            "is slower, because int4 must first be dequantized into an fp32 copy in memory",
+            "About fp32's: at M = 128 every format runs at the same rate",
             False,
-            "That is dequantize-then-matmul, the slow path of section 3; a fused kernel converts each tile in "
-            "registers and never writes a copy.",
+            "Each kernel has its own arithmetic and its own rate; the int4 kernel decodes its codes and multiplies "
+            "in its own loop, so its time need not match fp32's (your `x fp32` column at M = 128).",
         ),
     ),
 )
@@ -475,8 +480,9 @@ PREDICT = {
         (
             "Less than fp32's time, but more than 0.13x",
             True,
-            "It reads fewer bytes, so it beats fp32; unpacking and scaling each code in registers is work the "
-            "reads do not hide, so it stays above its bytes' share.",
+            "Your int4 row's `x fp32` says where it landed. Fewer bytes let it beat fp32; unpacking and scaling "
+            "each code in registers is work the reads do not fully hide, so on a CPU it tends to stay above its "
+            "bytes' share (an `of read BW` below fp32's).",
         ),
         (
             "About fp32's time or more: the int4 codes must be dequantized to fp32 before the multiply",
