@@ -19,18 +19,16 @@
 # **The question**: Small blocks make fp16 scales expensive; how many bits does a block's scale
 # really need?
 #
-# **The answer**: A scale needs steps, not bits: rounded to `m` steps it moves its block's largest
-# code by up to `qmax / (2m)` ticks, so about `log2(qmax) + 2` to 3 bits keep that under a tenth
-# of a tick, and on MiniLM (int4, blocks of 32 in super-blocks of 8) 5-bit sub-scales under an
-# fp16 super-scale cost at most 0.021 dB on any layer. A one-byte power-of-two scale (MX's E8M0)
-# has no steps between powers: with the MX spec's floor rule it costs int4 codes 2.3 dB over the
-# 36 layers, and 1.55 dB even with the best power of two per block.
+# **The answer**: A scale needs steps, not bits: a `b`-bit sub-scale moves the top code of a block
+# near its super-block's loudest by up to `qmax / (2(2**b - 1))` ticks; at 5 bits that costs int4
+# codes at most 0.021 dB per MiniLM layer. A power of two (MX's E8M0) has no steps between powers:
+# under the MX spec's floor rule it costs int4 codes 2.3 dB.
 #
 # **What you will do**: count what scales cost per weight; shrink a block scale from fp16 to 4
 # bits on a MiniLM layer, with int4 and with 6-bit codes; try a power-of-two scale.
 #
 # **What you need**: lessons 02 to 04 (group scales and bits per weight); nothing to download.
-# **Time**: about 32 minutes, plus about 30 for the exercise.
+# **Time**: about 29 minutes, plus about 30 for the exercise; *Going deeper*: about 26 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -52,16 +50,15 @@ import numpy as np
 import torch
 
 from qlesson.quant import formats, microscaling
-from qlesson.teach import format_plots, format_study, models, scale_bits, widgets
+from qlesson.teach import format_plots, models, scale_bits, widgets
 
-rows = [{"format": f"int4 g{g}, fp16 scales", "code bits": 4, "scale bits / weight": 16 / g} for g in (128, 32, 16)]
+sc = "scale (+ min) bits / weight"
+rows = [{"format": f"int4 g{g}, fp16 scales", "code bits": 4, sc: 16 / g} for g in (128, 32, 16)]
 for fmt, code_bits in (("Q4_0", 4), ("Q4_K", 4), ("Q6_K", 6), ("MXFP4", 4), ("NVFP4", 4), ("Q8_0", 8)):
-    rows.append(
-        {"format": fmt, "code bits": code_bits, "scale bits / weight": formats.bits_per_weight(fmt) - code_bits}
-    )
+    rows.append({"format": fmt, "code bits": code_bits, sc: formats.bits_per_weight(fmt) - code_bits})
 for r in rows:
-    r["bits per weight"] = r["code bits"] + r["scale bits / weight"]
-print_table(rows, {"scale bits / weight": ".4f", "bits per weight": ".4f"})
+    r["bits per weight"] = r["code bits"] + r[sc]
+print_table(rows, {sc: ".4f", "bits per weight": ".4f"})
 
 # %% [markdown]
 # Three ways to make a scale cheap:
@@ -84,8 +81,8 @@ print_table(rows, {"scale bits / weight": ".4f", "bits per weight": ".4f"})
 # loudest of the 8 gets `sc = 63`. Rounding `sc` is off by at most half a step, `1 / (2 sc)` of
 # the block's scale, so its largest code moves by up to `qmax / (2 sc)` ticks. In a block nearly
 # as loud as the loudest, `sc` is near `m`, the largest integer, and the move is at most the
-# **bound** `qmax / (2m)`: 7/126 = 0.056 tick for 6 bits. Quieter blocks have a smaller `sc` and
-# can move further.
+# **bound** `qmax / (2m)` (column `rule (ticks)`): 7/126 = 0.056 tick for 6 bits. Quieter blocks
+# have a smaller `sc` and can move further.
 #
 # The layer is MiniLM's `L0.output` (lesson 03's FFN output), with Q4_K's scale layout on
 # symmetric int4 codes (Q4_K also stores a minimum, left out here). Every scale is rounded to the
@@ -98,19 +95,15 @@ recall.predict("08", "loss_per_bit")
 # %%
 model = models.load_minilm()
 W = {n: w for n, w in models.linear_weights(model).items() if n != "pooler"}
-fmt_rule = {"scale bits / weight": ".3f", "bound (ticks)": ".3f", "median move (ticks)": ".3f"}
-fmt_rule |= {"past bound %": ".0f", "SQNR loss dB": ".3f", "clipping dB": ".3f"}
-bound = {"rule (ticks)": "bound (ticks)", "past rule %": "past bound %"}  # rule_rows' names for the bound
-shown = ("scale format", "steps m", "bound (ticks)", "median move (ticks)", "past bound %", "SQNR loss dB")
+fmt_rule = {"rule (ticks)": ".3f", "median move (ticks)": ".3f", "SQNR loss dB": ".3f", "clipping dB": ".3f"}
+shown = ("scale format", "steps m", "rule (ticks)", "median move (ticks)", "SQNR loss dB")
 print("L0.output, int4 codes (qmax 7), blocks of 32, super-blocks of 8:")
 int4_rows = scale_bits.rule_rows(W["L0.output"], 32, 4, 8, formats=("fp16", *scale_bits.SUB_BITS))
-int4_rows = [{bound.get(k, k): v for k, v in r.items()} for r in int4_rows]
 print_table([{k: r[k] for k in shown} for r in int4_rows], fmt_rule)
 
 # %% [markdown]
 # From 6 bits down, each bit fewer doubles the move and multiplies the loss by a little under 4:
-# the loss is a squared error, so twice the move costs about four times as much. Quieter blocks
-# pass the bound: 27 to 28% of the blocks at every width.
+# the loss is a squared error, so twice the move costs about four times as much.
 #
 # ## 3. Same sub-scale, finer codes
 #
@@ -124,7 +117,7 @@ recall.predict("08", "six_bit_codes")
 print("L0.output, 6-bit codes (qmax 31), blocks of 32, super-blocks of 8:")
 six_rows = scale_bits.rule_rows(W["L0.output"], 32, 6, 8, formats=("fp16", *scale_bits.SUB_BITS))
 six_cols = ("scale format", "steps m", "rule (ticks)", "median move (ticks)", "SQNR loss dB", "clipping dB")
-print_table([{bound.get(k, k): r[k] for k in six_cols} for r in six_rows], fmt_rule)
+print_table([{k: r[k] for k in six_cols} for r in six_rows], fmt_rule)
 
 # %% [markdown]
 # More code bits need more scale bits. The top code now sits 31 ticks out instead of 7, so the
@@ -134,9 +127,8 @@ print_table([{bound.get(k, k): r[k] for k in six_cols} for r in six_rows], fmt_r
 # clipping is most of the loss.
 #
 # The int8 row here moves the top code about as far as int4's 5-bit row did, and loses about the
-# same, 0.02 dB. For either code width, a bound of a tenth of a tick takes `m = 5 qmax`: 5 to 6
-# bits for int4 codes, 7 to 8 for 6-bit codes. A 5-bit sub-scale on int4 codes, in the same
-# layout, on each of the 36 layers:
+# same, 0.02 dB. On a budget of 0.1 dB for this layer, int4 codes need 4-bit sub-scales and 6-bit
+# codes 6-bit ones. A 5-bit sub-scale on int4 codes, in the same layout, on each of the 36 layers:
 
 # %%
 loss5 = {n: scale_bits.rule_rows(w, 32, 4, 8, formats=("5-bit x fp16",))[0]["SQNR loss dB"] for n, w in W.items()}
@@ -163,10 +155,9 @@ g32 = {r["scale format"]: r for r in scale_bits.grid_rows(W, block=32, formats=(
 g32["E8M0 best of 2"] = scale_bits.pow2_best_row(W)
 print_table(list(g32.values()), grid_fmt)
 i4, fp4 = "int4 -7..7 SQNR dB", "FP4 E2M1 SQNR dB"
-too_large = scale_bits.random_oversized_row(W, up_to=1.5)  # clips nothing: the grid's response alone
-for r in (g32["E8M0 floor"], g32["E8M0 best of 2"], too_large):
-    lost = {c: g32["fp32"][c] - r[c] for c in (i4, fp4)}
-    print(f"{r.get('scale format') or r['scale']}: int4 codes lose {lost[i4]:.2f} dB, FP4 codes {lost[fp4]:.2f} dB")
+for name in ("E8M0 floor", "E8M0 best of 2"):
+    lost = {c: g32["fp32"][c] - g32[name][c] for c in (i4, fp4)}
+    print(f"{name}: int4 codes lose {lost[i4]:.2f} dB, FP4 codes {lost[fp4]:.2f} dB")
 
 # %% [markdown]
 # The floor rule puts a block's largest weight anywhere from 4 to 8 times the scale, where the
@@ -174,10 +165,9 @@ for r in (g32["E8M0 floor"], g32["E8M0 best of 2"], too_large):
 # past the top it clips. Even the best power of two per block loses int4 codes 1.55 dB: most of
 # the 2.33 dB is the missing steps.
 #
-# FP4 codes under the floor rule *are* MXFP4, and they lose about a dB less. The rule is written
-# for FP4's grid. And a scale too large shrinks the weights toward zero, where FP4's ticks are
-# finer: the last line's scales, too large by a random 1 to 1.5 times, clip nothing and still cost
-# FP4 codes less than int4 codes.
+# FP4 codes under the floor rule *are* MXFP4, and they lose about a dB less. Part of that is the
+# rule, written for FP4's grid: with the best power of two per block and grid, the gap shrinks from
+# 1.08 to 0.61 dB.
 #
 # ## 5. Try it: a format, a layer, a block
 #
@@ -185,16 +175,12 @@ for r in (g32["E8M0 floor"], g32["E8M0 best of 2"], too_large):
 #
 # **Guided experiment**: set the format to `MXFP4 floor`. The readout writes the block's largest
 # weight as `f x 2**k`, `f` between 1 and 2, then the value stored and its error. Pick
-# `L4.output`, then `L0.intermediate`, and read `f` first: from the floor rule, which of the two
-# stores its largest weight more than 10% low? On a page without widgets, the cell after the
-# widget prints both readouts.
+# `L4.output`, then `L0.intermediate`, and predict from `f` alone, before reading the stored
+# value: which of the two stores its largest weight more than 10% low? On a page without widgets,
+# the cell after the answer prints both readouts.
 
 # %% tags=["nbval-ignore-output"]
 widgets.format_explorer(W, methods=("Q4_0", "Q4_K", "Q6_K", "MXFP4 floor", "NVFP4"))
-
-# %%
-for layer in ("L4.output", "L0.intermediate"):
-    print(widgets.format_state(W, layer, "MXFP4 floor")[0], end="\n\n")
 
 # %% [markdown]
 # <details><summary>Why there?</summary>
@@ -206,7 +192,12 @@ for layer in ("L4.output", "L0.intermediate"):
 # absorb the move.
 #
 # </details>
-#
+
+# %%
+for layer in ("L4.output", "L0.intermediate"):
+    print(widgets.format_state(W, layer, "MXFP4 floor")[0], end="\n\n")
+
+# %% [markdown]
 # ## Summary
 #
 # * A `b`-bit unsigned sub-scale has `m = 2**b - 1` steps. Rounding it moves the largest code
@@ -214,8 +205,8 @@ for layer in ("L4.output", "L0.intermediate"):
 #   `qmax / (2m)` ticks. Quieter blocks can move further.
 # * The SQNR lost grows about as the square of the move; past half a tick, a scale rounded down
 #   also clips.
-# * A tenth of a tick needs about `5 x qmax` steps, about `log2(qmax) + 2` to 3 bits: 5 to 6
-#   bits for int4 codes, 7 to 8 for 6-bit codes. A 5-bit sub-scale costs int4 codes 0.007 to 0.021 dB per MiniLM layer.
+# * Under 0.1 dB on `L0.output`: 4-bit sub-scales for int4 codes, 6-bit for 6-bit codes. A 5-bit
+#   sub-scale costs int4 codes 0.007 to 0.021 dB per MiniLM layer.
 # * A power of two (MX's E8M0) has no steps between powers: on the 36 layers the OCP floor rule
 #   costs int4 codes 2.33 dB, and the best power of two per block still 1.55.
 #
@@ -244,11 +235,8 @@ recall.show("08")
 # under the stored scale `s`):
 
 # %%
-tail = ("scale format", "bound (ticks)", "median move (ticks)", "95th-pct move", "worst move", "SQNR loss dB")
-e4m3_row = [
-    {bound.get(k, k): v for k, v in r.items()}
-    for r in scale_bits.rule_rows(W["L0.output"], 32, 4, 8, formats=("E4M3 x fp32",))
-]
+tail = ("scale format", "rule (ticks)", "median move (ticks)", "95th-pct move", "worst move", "SQNR loss dB")
+e4m3_row = scale_bits.rule_rows(W["L0.output"], 32, 4, 8, formats=("E4M3 x fp32",))
 print_table(
     [{k: r[k] for k in tail} for r in int4_rows + e4m3_row], fmt_rule | {"95th-pct move": ".3f", "worst move": ".2f"}
 )
@@ -275,7 +263,7 @@ print_table(
 sb_rows = []
 for sb in (4, 8, 12):
     r = scale_bits.rule_rows(W["L0.output"], 32, 4, sb, formats=("6-bit x fp16",))[0]
-    r = {bound.get(k, k): r[k] for k in ("rule (ticks)", "median move (ticks)", "SQNR loss dB")}
+    r = {k: r[k] for k in ("rule (ticks)", "median move (ticks)", "SQNR loss dB")}
     sb_rows.append({"blocks per super-scale": sb} | r)
 print_table(sb_rows, fmt_rule)
 
@@ -315,7 +303,7 @@ for qmax, codes in ((15, "Q4_K's 0..15"), (31, "Q5_K's 0..31")):
     print(f"{codes}: 6-bit sub-scale, m = 63: the top code moves up to {qmax / (2 * 63):.3f} tick")
 
 # %% [markdown]
-# Q4_K sits a little over a tenth of a tick, Q5_K at a quarter tick, above it. A move that size
+# Q4_K's bound is about int4's at 5 bits (0.113), Q5_K's a quarter tick. A move that size
 # (the `6-bit x fp16` row of section 3's table) cost symmetric 6-bit codes 0.058 dB on
 # `L0.output`; Q5_K's own codes over a minimum are not measured here.
 #
@@ -440,11 +428,12 @@ print(f"NVFP4 on L0.intermediate, values identical to torchao's: {np.array_equal
 # ### Why FP4 tolerates a power-of-two scale better
 #
 # Section 4's floor rule leaves a block's scale between 1 and 1.5 times FP4's ideal (or below
-# it, and the top clips). Section 4's last line separates the grid from the rule: every block's
-# scale too large, which clips nothing, by a factor drawn per block, log-uniform between 1 and
-# 1.5. Here it is beside fixed factors, on the same 36 layers:
+# it, and the top clips). To separate the grid from the rule, make every block's scale too large,
+# which clips nothing, by a factor drawn per block, log-uniform between 1 and 1.5, and set it beside
+# fixed factors, on the same 36 layers:
 
 # %%
+too_large = scale_bits.random_oversized_row(W, up_to=1.5)  # clips nothing: the grid's response alone
 over = [*scale_bits.oversized_scale_rows(W, factors=(1.0, 1.2, 1.5)), too_large]
 print_table(over, {i4: ".2f", fp4: ".2f"})
 print(
@@ -453,9 +442,9 @@ print(
 )
 
 # %% [markdown]
-# Drawn per block, the too-large scale costs FP4 less than int4: a shrunk value lands on average
-# among FP4's finer ticks nearer zero, where on int4's even ticks every step grows with the
-# scale. A single factor can say anything. At 1.5 every block's largest weight lands exactly on
+# Drawn per block between 1 and 1.5, the too-large scale costs FP4 less than int4: a shrunk value
+# lands on average among FP4's finer ticks nearer zero, where on int4's even ticks every step
+# grows with the scale. A single factor can say anything. At 1.5 every block's largest weight lands exactly on
 # FP4's tick 4, and FP4 loses under a dB; at 1.2 it lands on 5, midway between FP4's 4 and 6,
 # and FP4 loses more than int4.
 #
@@ -520,99 +509,6 @@ print_table(sub_rows, {"SQNR dB": ".2f"})
 # `weight_scale_2` or a compressed-tensors checkpoint's `weight_global_scale`.
 
 # %% [markdown]
-# ### Every format on all 36 layers
-#
-# Every encoder Linear weight of MiniLM (the pooler is not used for sentence embeddings)
-# stored in each format. The table gives the error over all weights (SQNR; higher is better)
-# and the model's sentence embeddings against FP32, as in lesson 03: mean cosine of each
-# sentence's embedding (240 sentences), and each sentence's rank correlation of its
-# similarities to the others, averaged; `small-half rmse` is the error on the smaller half of
-# all weights (`|w|` up to the median). `Q4_K` and `Q6_K` are qlesson's one-pass scales,
-# `Q4_K search` and `Q6_K search` llama.cpp's (`formats.quantize(x, fmt, search=True)`: for
-# Q4_K it tries 21 scales around the range's for each sub-block and refits scale and minimum by
-# weighted least squares; for Q6_K 19 scales around `max / 32`, refitting the scale alone; each
-# keeps the best). The K-quants need rows that are a multiple of 256: the FFN output's rows are
-# 1536 long and fit; every other layer's are 384, so those weights are flattened row-major into
-# super-blocks of 256 (every sub-block still lies inside one row, only an fp16 super-scale spans
-# two rows; llama.cpp would fall back to another format for such tensors). The plot shows SQNR
-# against bits; the line joins the best SQNR per bit.
-#
-# Embedding 240 sentences under twenty formats takes minutes, so the study runs as its own
-# command, `python -m qlesson.bench lesson08`, which stores its reading in
-# `notebooks/results/08_format_study.json`; these cells print that reading
-# (`tests/test_lesson08_study.py` recomputes its SQNR and bits columns against it).
-
-# %%
-from qlesson.bench import lessons
-
-reading = lessons.load("08", missing_ok=False)
-table = reading["table"]
-spec = {"bits per weight": ".4f", "SQNR dB": ".2f", "rmse / rms": ".4f", "mean cosine": ".4f", "rank corr": ".4f"}
-print_table(table, spec | {"small-half rmse": ".5f", "cosine 95% CI": ".4f"})
-print(f"weights: {sum(w.numel() for w in W.values()):,} in {len(W)} layers")
-
-# %%
-front = format_study.pareto_front(table)
-_ = format_plots.format_pareto(table, "SQNR dB", front)
-
-# %%
-print("\n".join(reading["lines"]))
-by = {r["format"]: r for r in table}
-for a, b in (("Q4_K search", "Q4_1"), ("Q4_K", "Q4_1"), ("NVFP4", "Q4_0"), ("NVFP4", "int4 g32")):
-    ra, rb = by[a], by[b]
-    print(
-        f"{a} ({ra['bits per weight']:.2f} bits) vs {b} ({rb['bits per weight']:.2f}): SQNR {ra['SQNR dB']:.2f} vs "
-        f"{rb['SQNR dB']:.2f} dB, mean cosine {ra['mean cosine']:.4f} vs {rb['mean cosine']:.4f}"
-    )
-small = sorted((r["small-half rmse"], r["format"]) for r in table if r["bits per weight"] < 4.6)
-print("smallest error on the small half, 4-bit formats:", ", ".join(f"{m} {e:.5f}" for e, m in small[:4]))
-
-# %% [markdown]
-# **Where the 4-bit SQNR order comes from.** Each line starts from int4 g32 (codes -7 to 7)
-# under ideal scales and makes one change at a time; where it ends can be compared with the
-# table's SQNR, computed separately:
-
-# %%
-table_db = {m: r["SQNR dB"] for m, r in by.items()}
-start = ("int4 g32 -7..7, fp32 scales", g32["fp32"][i4])
-via_nv = [start, ("blocks of 16", g16["fp32"][i4]), ("FP4 grid", g16["fp32"][fp4])]
-via_nv.append(("E4M3 x fp32 scales", g16["E4M3 x fp32"][fp4]))
-rceil32 = scale_bits.grid_rows(W, block=32, formats=("E8M0 rceil",))[0]
-via_mx = [start, ("FP4 grid", g32["fp32"][fp4]), ("E8M0 rceil scales", rceil32[fp4])]
-via_kq = [start, ("Q4_0's 16th level (extreme on -8, fp16 scales)", table_db["Q4_0"])]
-via_kq += [("Q4_K's minimum per 32 (codes 0..15, 6-bit scales)", table_db["Q4_K"])]
-via_kq += [("llama.cpp's search", table_db["Q4_K search"])]
-for name, steps in (("NVFP4", via_nv), ("MXFP4 rceil", via_mx), ("Q4_K search", via_kq)):
-    print(f"{name} ({table_db[name]:.2f} dB in the table): {scale_bits.chain(steps)}")
-
-# %% [markdown]
-# SQNR and the small-half error are computed over every weight: they have no sampling noise.
-# The embedding measures rest on 240 sentences, so each comparison gets a paired interval, as in
-# lesson 03 (pairs of sentences resampled for the cosine, a jackknife over pairs for the rank
-# correlation; a tie where it spans 0). With 20 intervals from one run, a single borderline one
-# should not be over-read.
-
-# %%
-print_table(
-    reading["comparisons"],
-    {"cosine": "+.4f", "cosine 95% CI": "+.4f", "rank corr": "+.4f", "rank 95% CI": "+.4f"},
-)
-
-# %% [markdown]
-# What the printed lines say, on this model:
-#
-# * Among the 4-bit formats the ones with a minimum per small block have the highest SQNR.
-#   With llama.cpp's search, Q4_K beats Q4_1 at fewer bits, and both embedding measures rise
-#   with the search (`Q4_K search - Q4_K`). The search gains Q6_K less.
-# * NVFP4 loses on SQNR to Q4_0 and Q4_K at equal bits (against Q4_0, its FP4 grid in blocks of
-#   16; against Q4_K, mostly Q4_K's per-sub-block minimum). MXFP4 at 4.25 bits is below them too:
-#   its power-of-two scale, and Q4_0's 16th level (each block's extreme on -8), which int4 -7..7
-#   and FP4 lack. On the embeddings NVFP4 does better than its SQNR suggests, and ties with
-#   Q4_K search; why is not settled here (FP4's fine ticks near zero give it a low small-half
-#   error, but that does not rank the other formats as the embeddings do).
-# * Double-quantized int4 g64 sits almost on int4 g128's bits with a better error: cheap
-#   scales let groups shrink.
-#
 # ### MXFP4's four rules for the power of two
 #
 # The OCP specification's rule (*floor*, torchao's `ScaleCalculationMode.FLOOR`) sets
@@ -624,6 +520,7 @@ print_table(
 # gone. Both rules on both grids, all 36 layers, blocks of 32:
 
 # %%
+rceil32 = scale_bits.grid_rows(W, block=32, formats=("E8M0 rceil",))[0]
 print_table([g32["fp32"], g32["E8M0 floor"], rceil32], grid_fmt)
 
 # %% [markdown]
@@ -651,108 +548,14 @@ for rule in microscaling.RULES:
     rule_rows.append(r | {"= torchao": np.array_equal(mx.values(), theirs)})
 print_table(rule_rows, {"blocks above floor %": ".1f", "saturated %": ".2f", "SQNR dB": ".2f"})
 
-# %%
-rules = ("MXFP4 floor", "MXFP4 even", "MXFP4 rceil", "MXFP4 ceil")
-print("SQNR over all 36 layers: " + ", ".join(f"{m} {table_db[m]:.2f} dB" for m in rules))
-print_table(
-    reading["rule_comparisons"],
-    {"cosine": "+.4f", "cosine 95% CI": "+.4f", "rank corr": "+.4f", "rank 95% CI": "+.4f"},
-)
-
 # %% [markdown]
 # *ceil* is one exponent above *floor* wherever `amax` is not a power of two, so FP4's top
 # values go unused in every block. *rceil* goes up from *floor* only where it must
 # (`amax / scale` above 6). *floor* and *even* saturate a few weights and score highest: on this
-# model, clipping a few large weights to 6 x scale costs less than leaving range unused in every
-# block, and *ceil* is the worst rule on the embeddings too.
-#
-# ### gguf's MXFP4 bytes, tie by tie
-#
-# gguf's MXFP4 is *floor* with two twists. llama.cpp picks the nearest FP4 value with ties
-# toward zero (0.75 becomes 0.5, where torchao's round-half-to-even gives 1.0), and computes
-# `floor(log2 amax)` in float32, which for some `amax` a few ulps below a power of two rounds up
-# to it. `formats.quantize(x, "MXFP4")` writes gguf's bytes exactly. On `L0.intermediate` no
-# weight lands on a tie the two round apart (counted below); on a block built of ties:
-
-# %%
-raw = formats.quantize(w_np, "MXFP4")
-print(f"bytes identical to gguf: {np.array_equal(raw, quants.quantize(w_np, GGMLQuantizationType.MXFP4))}")
-gguf_vals = formats.dequantize(raw, "MXFP4")
-ocp_vals = microscaling.quantize_mx(w_np, "floor").values()
-print(f"weights where gguf and torchao floor differ: {int((gguf_vals != ocp_vals).sum())} of {w_np.size}")
-print(f"blocks where their exponents differ: {int((raw.reshape(-1, 17)[:, 0] != floor_e.reshape(-1)).sum())}")
-ties = np.tile(np.array([6.0, 0.75, 1.75, 3.5, 5.0, -2.5, 0.25, 1.25], dtype=np.float32), 4)  # scale 1
-print("ties                         :", ties[:8].tolist())
-print("gguf (ties toward zero)      :", formats.dequantize(formats.quantize(ties, "MXFP4"), "MXFP4")[:8].tolist())
-print("torchao floor (ties to even):", microscaling.quantize_mx(ties, "floor").values()[:8].tolist())
+# layer, clipping a few large weights to 6 x scale costs less than leaving range unused in every
+# block.
 
 # %% [markdown]
-# ### Scales of int4 scales: double quantization
-#
-# QLoRA stores NF4 codes with one absmax per 64 weights, and quantizes those absmax values to
-# 8-bit floats under one fp32 per 256 of them: `(8 + 32 / 256) / 64 = 0.127` bits per weight
-# instead of `32 / 64 = 0.5` for fp32 absmax values. `ql.double_quantize` keeps int4 codes and
-# stores the scales as 8-bit integers under one fp32 per 256, the same bits:
-
-# %%
-dq = ql.double_quantize(w, 4, group_size=64, scale_bits=8, scale_group=256)
-fp16 = ql.footprint(tuple(w.shape), 4, ql.PerGroup(64)).bits_per_weight
-sqnr_single = ql.errors(w, ql.fake_quantize(w, 4, granularity=ql.PerGroup(64))).sqnr_db
-dq_rows = [
-    {"int4 g64": "fp16 scales", "bits per weight": fp16, "SQNR dB": sqnr_single},
-    {
-        "int4 g64": "8-bit scales, fp32 per 256",
-        "bits per weight": dq.bits_per_weight,
-        "SQNR dB": ql.errors(w, dq.dequantize()).sqnr_db,
-    },
-]
-print_table(dq_rows, {"bits per weight": ".4f", "SQNR dB": ".2f"})
-print(f"bytes counted from the arrays: {dq.nbytes * 8 / w.numel():.4f} bits per weight")
-
-# %% [markdown]
-# ### FP8 elements with 2-D blocks
-#
-# DeepSeek-V3 stores weights as FP8 E4M3 with one fp32 scale per **128 x 128 block**, and
-# quantizes activations per 1 x 128 tile. `ql.PerBlock((128, 128))` is a granularity like the
-# others, so `ql.quantize` and `ql.quantize_fp8` take it. FP8 on `L0.intermediate` under four
-# granularities, then the same granularities with int4 codes:
-
-# %%
-from qlesson.quant.fp8 import granularity_label
-
-grans = (ql.PerTensor(), ql.PerChannel(0), ql.PerGroup(128), ql.PerBlock((128, 128)))
-fp8_rows = []
-for g in grans:
-    t = ql.quantize_fp8(w, g)
-    box = ql.block_size(g, w.shape)
-    grid_shape = tuple(n // b for n, b in zip(w.shape, box, strict=True))
-    s_full = t.scale.reshape(grid_shape).repeat_interleave(box[0], 0).repeat_interleave(box[1], 1)
-    by_torch = (w / s_full).to(torch.float8_e4m3fn).view(torch.uint8)  # torch's own E4M3 cast
-    sq_err = (t.dequantize() - w).double().square()
-    subnormal = ((w / s_full).abs() < 2.0**-6) & (w != 0)  # E4M3's subnormals: below 2**-6 x scale
-    r = {"L0.intermediate": granularity_label(g), "scales": t.scale.numel(), "bits per weight": t.bits_per_weight}
-    r |= {"SQNR dB": ql.errors(w, t.dequantize()).sqnr_db}
-    r |= {"sq. error in subnormals %": 100 * float(sq_err[subnormal].sum() / sq_err.sum())}
-    fp8_rows.append(r | {"= torch cast": torch.equal(t.data.view(torch.uint8), by_torch)})
-print_table(fp8_rows, {"bits per weight": ".4f", "SQNR dB": ".2f", "sq. error in subnormals %": ".3f"})
-
-# %%
-int4_sqnr = [ql.errors(w, ql.fake_quantize(w, 4, granularity=g)).sqnr_db for g in grans]
-labels = [r["L0.intermediate"] for r in fp8_rows]
-print("int4 codes, same granularities: " + ", ".join(f"{n} {v:.2f} dB" for n, v in zip(labels, int4_sqnr, strict=True)))
-fp8_sqnr = [r["SQNR dB"] for r in fp8_rows]
-print(f"best minus worst: FP8 {max(fp8_sqnr) - min(fp8_sqnr):.2f} dB, int4 {max(int4_sqnr) - min(int4_sqnr):.2f} dB")
-
-# %% [markdown]
-# A float grid's step grows with magnitude: inside each binade E4M3's eight steps are
-# `2**(k-3)` apart, so the relative step stays between 1/16 and 1/8 wherever a scale puts the
-# values. So on this layer the granularity moves FP8's SQNR by a fraction of a dB, and int4's by
-# far more. DeepSeek-V3's technical report presents its blocks as *fine-grained* quantization,
-# finer than per-tensor because activation outliers (lesson 05) make FP8 training sensitive to
-# one scale per tensor; the 128 matches where its GEMM promotes partial sums to fp32, every 128
-# along K. Our reading of the table above (one layer, not the report's argument): FP8 elements
-# carry an exponent of their own, so on weights a large block costs them little.
-#
 # ### Why 8-bit float scales rather than integer sub-scales?
 #
 # Mostly for the hardware. The OCP MX specification defines block formats for hardware, and

@@ -1,5 +1,5 @@
 """Lesson 08: the stored reading of ``python -m qlesson.bench lesson08`` against a fresh run of its cheap
-part (bits per weight and SQNR need no embedding), and the main line's two controls of section 4."""
+part (bits per weight and SQNR need no embedding), section 4's control and Going deeper's."""
 
 import numpy as np
 import pytest

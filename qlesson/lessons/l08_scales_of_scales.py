@@ -110,6 +110,7 @@ def _floor_top(
     even: bool = False,
     codes_only: bool = False,
     truncate: bool = False,
+    half_up: bool = False,
 ) -> float:
     """The value a block stores for its largest magnitude ``amax`` under an E8M0 scale, on FP4's grid or int4's."""
     top = 6.0 if grid == "FP4" else 7.0
@@ -125,7 +126,7 @@ def _floor_top(
         ticks = np.append(FP4, 8.0) if not clip else FP4
         q = float(ticks[np.argmin(np.abs(ticks - v))])
     else:
-        q = float(np.floor(v) if truncate else np.round(v))
+        q = float(np.floor(v) if truncate else np.floor(v + 0.5) if half_up else np.round(v))
         q = min(q, top) if clip else q
     return q if codes_only else q * 2.0**e
 
@@ -249,7 +250,7 @@ TASKS: list[Task] = [
                 _quiet_bits_int_steps,
             ),
             Mistake(
-                "took 2**bits steps: a bits-bit sub-scale runs from 1 to 2**bits - 1",
+                "took 2**bits steps, as ceil(log2 steps) does: a bits-bit sub-scale runs from 1 to 2**bits - 1",
                 lambda c, r, t: _quiet_bits(c, r, t, levels=lambda b: 2**b),
             ),
             Mistake(
@@ -296,6 +297,7 @@ TASKS: list[Task] = [
             Case((1.9 * 2.0**-6, "int4"), "int4, a small amax past the top", hidden=True),
             Case((35.2, "int4"), "int4, a large amax", hidden=True),
             Case((0.8, "int4"), "int4, amax 0.8", hidden=True),
+            Case((1.125, "int4"), "int4, amax 1.125: a tie between two codes", hidden=True),
         ],
         "the floor rule's power of two puts amax between 4 and 8 times the scale; the block stores the grid's "
         "nearest value to amax / scale (FP4's values are not evenly spaced), and a grid holds nothing past its top",
@@ -343,6 +345,11 @@ TASKS: list[Task] = [
                 "truncated amax / scale to an int4 code: the block stores the nearest code (5.8 ticks is stored "
                 "as 6, not 5)",
                 lambda amax, grid: _floor_top(amax, grid, truncate=True),
+            ),
+            Mistake(
+                "rounded a tie (4.5 ticks) up: like `round` and `np.round` everywhere in this course, a tie goes "
+                "to the even code",
+                lambda amax, grid: _floor_top(amax, grid, half_up=True),
             ),
             Mistake(
                 "returned the code (in ticks): the task asks for the value stored, the code times the scale",
@@ -422,18 +429,15 @@ PREDICT = {
         (
             "more: near its top FP4 holds only 4 and 6, so a misplaced top weight costs it more",
             False,
-            "Tempting: near its top FP4 is the coarser grid. But the floor rule aims at FP4's top, and in most "
-            "blocks (about 6 in 10 on FP4, 8 in 10 on int4) its scale is too large, which shrinks the weights "
-            "toward zero, where FP4's ticks (0.5 apart) are finer than int4's. FP4 loses about 1.3 dB.",
+            "Tempting: near its top FP4 is the coarser grid. But the floor rule aims at FP4's top, 6: its scale is "
+            "at most 1.5 times FP4's ideal, and up to 1.75 times int4's. FP4 loses about 1.3 dB.",
         ),
         (
-            "less: a scale that is too large shrinks the weights toward zero, where FP4's ticks are finer",
+            "less: the rule is written for FP4's grid",
             True,
-            "FP4 loses about 1.3 dB, int4 2.3, for two reasons the lines under the table separate. The floor rule "
-            "aims at FP4's top (its scale is at most 1.5 times FP4's ideal, 1.75 times int4's): with the best power "
-            "of two for each grid the gap is about half a dB. And a scale too large, as in most blocks, shrinks "
-            "the weights toward FP4's finer ticks near zero: scales too large by a random 1 to 1.5 times, which "
-            "clip nothing, cost FP4 1.2 dB and int4 2.0.",
+            "FP4 loses about 1.3 dB, int4 2.3. The floor rule aims at FP4's top, 6 (its scale is at most 1.5 times "
+            "FP4's ideal, 1.75 times int4's): with the best power of two for each grid the gap shrinks from about "
+            "1.1 dB to about 0.6.",
         ),
         (
             "the same: the floor rule gives both grids the same power of two",
@@ -523,7 +527,7 @@ RECALL: tuple[Question, ...] = (
     Numeric(
         "MXFP4 floor rule (the OCP spec's): a block's largest magnitude is 5.0. What is its scale?",
         1.0,
-        "2**(floor(log2 5) - 2) = 2**(2 - 2) = 1: 5.0 / 1 = 5 lies in [4, 8); 5.0 itself is a tie between 4 and 6.",
+        "2**(floor(log2 5) - 2) = 2**(2 - 2) = 1: 5.0 / 1 = 5 lies in [4, 8).",
         tol=0.0001,
         mistakes=(
             (2.0, "that is torchao's ceil rule, which rounds log2 amax up; the OCP rule rounds it down"),
@@ -536,14 +540,14 @@ RECALL: tuple[Question, ...] = (
         ),
     ),
     choice(
-        "int4 codes keep their top code within about a tenth of a tick with 5- to 6-bit sub-scales. About how many "
-        "more sub-scale bits do 6-bit codes (-31..31) need for the same move?",
+        "Near its super-block's loudest, a block's top int4 code moves up to 0.113 tick under a 5-bit sub-scale. "
+        "About how many more sub-scale bits do 6-bit codes (-31..31) need for about the same move?",
         (
             "about 2: the top code sits 31/7, about 4.4 times, further out, so the scale needs about 4.4 times the "
             "steps",
             True,
             "The move is qmax / (2m): for the same move m grows with qmax, 4.4 times, which is log2 4.4, about 2.1 "
-            "bits: 7 to 8 bits instead of 5 to 6.",
+            "bits: a 7-bit sub-scale moves 6-bit codes up to 0.122 tick.",
         ),
         (
             "none: the sub-scale's relative error does not depend on the codes",
