@@ -136,6 +136,10 @@ for bits, g, label in (
     print(f"  int{bits} {label:<11}: {zeros:.1%} of codes 0, SQNR {db:.1f} dB")
 
 # %% [markdown]
+# At the width where no row is erased, why is the layer's SQNR still near 0 dB? (Think about what
+# a row keeps when only its largest weight passes half a shared tick.)
+
+# %% [markdown]
 # ## Recall
 
 # %% [markdown]
