@@ -21,9 +21,9 @@
 #
 # **The answer**: In all-MiniLM-L6-v2 with the 36 Linear weights it runs in int4 (embedding tables
 # and activations stay FP32), one scale per output channel keeps its sentence embeddings of 240
-# sentences at a mean cosine of 0.92 to FP32, one scale per tensor only 0.44. The output axis is chosen for a reason apart
-# from that error: when activations are integers too, its scales can be applied once per output
-# after the integer product.
+# sentences at a mean cosine of 0.92 to FP32, one scale per tensor only 0.44. The output axis is
+# chosen for a reason apart from that error: when activations are integers too, its scales can be
+# applied once per output after the integer product.
 #
 # **What you will do**: measure the channel spread of its 36 Linear layers; watch per-tensor int4
 # erase most of a layer; quantize the whole model and compare its sentence embeddings with FP32;

@@ -71,10 +71,10 @@ WRONG = {
         (lambda c, x, bits: _split_01(c, x, bits, torch.sum, full=True), "used the full range"),
     ],
     "01.clipping_takes_over": [
-        (lambda c, x: _good("01.clipping_takes_over")(c, x) - 1, "the last bit width at which rounding"),
-        (lambda c, x: 8, "None"),
-        (lambda c, x: 16, "returned 16"),
-        (lambda c, x: 17, "fitted to `calibration`"),
+        (8, "halved the rounding part per bit"),
+        (6.0, "the last width at which rounding still costs more"),
+        (17, "clipping does overtake"),
+        (5, "None"),
     ],
     "02.per_channel_scale": [
         (per_tensor_scale_for_channels, "per-tensor"),
@@ -197,6 +197,7 @@ WRONG = {
         (lambda w, bits: w.abs().amax(dim=(1, 2)) / (2 ** (bits - 1) - 1), "one scale per head"),
         (lambda w, bits: w.reshape(-1, w.shape[2]).abs().amax(1) / (2 ** (bits - 1) - 1), "nn.Linear habit"),
         (lambda w, bits: w.abs().amax(dim=(0, 1)) / 127, "int8 hard-coded"),
+        (lambda w, bits: w.abs().amax(dim=(0, 1)) / ((2**bits - 1) / 2), "half the asymmetric step count"),
     ],
     "04.quantize_per_group": [
         (
@@ -211,8 +212,15 @@ WRONG = {
             "wrong axis",
         ),
         (lambda w, bits, g: _good("04.quantize_per_group")(w, bits, 8), "None"),
+        (lambda w, bits, g: _fp16_scales_04(w, bits, g), "rounded the scales to fp16"),
     ],
-    "04.q5_0_bits_per_weight": [(5.0, "left out the fp16 scale"), (4.5, "fifth bits"), (5.25, "None")],
+    "04.q5_0_bits_per_weight": [
+        (5.0, "left out the fp16 scale"),
+        (4.5, "fifth bits"),
+        (4.625, "counted qh[4] as 4 bits"),
+        (6.0, "padded the block"),
+        (5.25, "None"),
+    ],
     "04.budget_prediction": [(((4, 128), (4, 128)), "outlier"), (((4, 256), (4, 256)), "None")],
     "05.asymmetric_roundtrip": [
         (lambda x, bits: _roundtrip(x, bits, x.min(), x.max()), "did not widen"),
@@ -259,6 +267,7 @@ WRONG = {
     "06.compute_bound_from": [
         (lambda p, bw, b: 2 * p / bw * b / 16, "one FLOP per multiply-add"),
         (lambda p, bw, b: p / bw, "the ridge point itself"),
+        (lambda p, bw, b: p / bw * b / 32, "the other way"),
         (lambda p, bw, b: p / bw * 16 / b, "None"),
     ],
     "06.int4_loses_from": [
@@ -284,16 +293,12 @@ WRONG = {
     "09.calib_text": [
         (lambda w, a, b, h, bits: _calib_09(w, a, b, h, bits, judge="cal"), "own calibration set"),
         (lambda w, a, b, h, bits: _calib_09(w, a, b, h, bits, base="channel"), "per-channel"),
+        (lambda w, a, b, h, bits: _calib_09(w, a, b, h, bits, judge="energy"), "larger total energy"),
         (lambda w, a, b, h, bits: ("a", True), "None"),
     ],
     "09.pick": [
         (lambda w, xc, xh, b: ("gptq", b + 16 / w.shape[1]), "per-channel GPTQ, on every layer"),
         (lambda w, xc, xh, b: ("rtn_g32", b + 0.5), "groups of 32, on every layer"),
-    ],
-    "03.conv1d_scales": [
-        (lambda w, bits: w.abs().amax(dim=1) / (2 ** (bits - 1) - 1), "axis 1"),
-        (lambda w, bits: w.abs().max() / (2 ** (bits - 1) - 1) + 0 * w[0], "per-tensor"),
-        (lambda w, bits: w.amax(dim=0) / (2 ** (bits - 1) - 1), "abs"),
     ],
     "03.erased_channels": [
         (lambda w, bits: int((torch.round(w / (w.abs().max() / (2 ** (bits - 1) - 1))) == 0).all(dim=1).sum()), "rows"),
@@ -375,10 +380,22 @@ def _push(w, j, q, hinv, divide=True, start=None):
 
 
 def _calib_09(*args, **kwargs):
-    """Lesson 09's calib_text with one step done wrong (``judge="cal"`` or ``base="channel"``)."""
+    """Lesson 09's calib_text with one step done wrong (``judge="cal"`` or ``"energy"``, or ``base="channel"``)."""
     from qlesson.lessons.l09_smarter_rounding import _calib_text
 
     return _calib_text(*args, **kwargs)
+
+
+def _loudness_09(w, x_a, x_b, x_held, bits, score):
+    """Lesson 09's calib_text choosing the set with the lower ``score`` of its inputs alone (for shortcuts)."""
+    import qlesson as ql
+
+    def err(w_hat):
+        return float((x_held @ (w - w_hat).T).square().sum())
+
+    name, x = min((("a", x_a), ("b", x_b)), key=lambda nx: float(score(nx[1])))
+    g32 = ql.quantize(w, bits, granularity=ql.PerGroup(32)).dequantize()
+    return name, err(ql.gptq(w, x, bits).dequantize()) < err(g32)
 
 
 def _gptq(w, x, bits, feedback=True, shrink=True, scale=None):
@@ -432,13 +449,13 @@ def _good(task_id):
 _FP4 = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
 
 
-def _top_by_hand(amax, grid, *, clip=True, fp4_as_int=False, exponent=None, trunc_int=False):
+def _top_by_hand(amax, grid, *, clip=True, fp4_as_int=False, exponent=None, trunc_int=False, half_up=False):
     e = math.floor(math.log2(amax)) - 2 if exponent is None else exponent(amax)
     v = amax / 2**e
     if grid == "FP4" and not fp4_as_int:
         best = min(_FP4 + ([] if clip else [8.0]), key=lambda t: abs(t - v))
     else:
-        best = math.floor(v) if trunc_int else math.floor(v + 0.5)
+        best = math.floor(v) if trunc_int else math.floor(v + 0.5) if half_up else round(v)
         best = min(best, 6 if grid == "FP4" else 7) if clip else best
     return best * 2**e
 
@@ -455,6 +472,7 @@ WRONG_08 = {
         ),
         (lambda a, g: a, "returned amax itself"),
         (lambda a, g: _top_by_hand(a, g, trunc_int=True), "truncated amax / scale"),
+        (lambda a, g: _top_by_hand(a, g, half_up=True), "rounded a tie"),
         (lambda a, g: 2.0 ** (math.floor(math.log2(a)) - 2), "None"),  # returned the scale
     ],
     "08.sub_scales": [
@@ -536,6 +554,15 @@ def _q4_0_by_hand(block, *, neighbours=False, d_bytes=2):
     return torch.tensor([d * (c - 8) for c in q], dtype=torch.float32)
 
 
+def _fp16_scales_04(w, bits, g):
+    """Lesson 04's task 1 with the scales kept in fp16, as a runtime stores them; the codes divide by them."""
+    n, k, qm = *w.shape, 2 ** (bits - 1) - 1
+    groups = w.reshape(n, k // g, g)
+    s = (groups.abs().amax(-1) / qm).half()
+    q = torch.clamp(torch.round(groups / torch.where(s == 0, 1.0, s)[..., None]), -qm, qm)
+    return q.reshape(n, k), s
+
+
 def _mse_04(w, bits, g):
     q, s = _good("04.quantize_per_group")(w, bits, g)
     return float(((q.reshape(w.shape[0], -1, g) * s[..., None]).reshape(w.shape) - w).pow(2).mean())
@@ -562,9 +589,16 @@ def _trunc_07(row, top):  # lesson 07, task 2: the ends' codes truncated, not ro
     return 2 * top - (int(row.max() / scale) - int(row.min() / scale))
 
 
-def _reach_07(row, top):  # lesson 07, task 2: the highest end's code minus the lowest's, rounded
+def _reach_07(row, top, cut=torch.round):  # lesson 07, task 2: the highest end's code minus the lowest's, rounded
     scale = row.abs().max() / top
-    return round(float(row.max() / scale)) - round(float(row.min() / scale))
+    return int(cut(row.max() / scale)) - int(cut(row.min() / scale))
+
+
+def _by_max_07(w, bits):  # lesson 07, task 3: the two rulers' largest errors compared, not their MAE
+    from qlesson import PerChannel, fake_quantize
+
+    pc = (fake_quantize(w, bits, granularity=PerChannel(0)) - w).abs().max()
+    return "per-channel" if pc < (fake_quantize(w, bits, symmetric=False) - w).abs().max() else "zero point"
 
 
 WRONG_07 = {
@@ -580,18 +614,27 @@ WRONG_07 = {
             lambda w: (max(w.max(), 0) - min(w.min(), 0)) / (w.amax(dim=1) - w.amin(dim=1)),
             "not each channel's",
         ),
+        (
+            lambda w: ((max(w.max(), 0) - min(w.min(), 0)) / (w.amax(1).clamp(min=0) - w.amin(1).clamp(max=0))).round(),
+            "rounded",
+        ),
     ],
     "07.out_of_reach": [
         (lambda r, b: [_trunc_07(row, 2 ** (b - 1) - 1) for row in r], "truncated toward 0"),
         (lambda r, b: [int((r[i] < 0).sum()) for i in range(len(r))], "None"),
         (lambda r, b: [2**b - _reach_07(row, 2 ** (b - 1)) for row in r], "2**(bits-1)"),
         (lambda r, b: [_trunc_07(row, 2 ** (b - 1) - 1) + 1 for row in r], "None"),
+        (lambda r, b: [2 * (2 ** (b - 1) - 1) - _reach_07(row, 2 ** (b - 1) - 1, torch.ceil) for row in r], "ceil"),
     ],
 }
-WRONG_07["07.zero_point_pays_from"] = [
-    (lambda z: 8 * z, "cost the same"),
-    (lambda z: 8 * z + 33, "counted the scale too"),
-    (lambda z: 33, "None"),
+WRONG_07["07.lower_error"] = [
+    (lambda w, b: "per-channel", "shared symmetric ruler"),
+    (lambda w, b: "zero point", "None"),
+    (lambda w, b: _by_max_07(w, b), "largest errors"),
+    (
+        lambda w, b: {"per-channel": "zero point"}.get(tasks()["07.lower_error"].reference(w, b), "per-channel"),
+        "other one",
+    ),
 ]
 WRONG |= WRONG_07
 
@@ -746,9 +789,9 @@ def test_plain_lists_are_accepted(task_id):
 
 
 def test_a_mistake_is_not_named_for_an_answer_that_matches_it_once():
-    """Axis 1 agrees with 'forgot abs()' on no case; an answer wrong in two ways names neither."""
-    t = tasks()["03.conv1d_scales"]
-    v = evaluate(t, lambda w, bits: w.amax(1) / (2 ** (bits - 1) - 1))  # forgot abs AND reduced over axis 1
+    """Per head agrees with 'forgot abs()' on no case; an answer wrong in two ways names neither."""
+    t = tasks()["03.einsum_scales"]
+    v = evaluate(t, lambda w, bits: w.amax(dim=(1, 2)) / (2 ** (bits - 1) - 1))  # forgot abs AND one scale per head
     assert v.status == "fail" and v.mistake is None
 
 
@@ -882,6 +925,10 @@ SHORTCUTS = {
     ],
     "05.per_token_scales": [lambda x, b: x.abs().mean(1) / _qm(b), lambda x, b: x.norm(dim=1) / _qm(b)],
     "06.group_partials": [lambda x, q, g: _group_partials06(x, q, 4)],  # the first case's group size, hard-coded
+    "09.calib_text": [  # the set chosen by loudness alone: the quieter one, or the one as loud per token as x_held
+        lambda w, a, b, h, bits: _loudness_09(w, a, b, h, bits, lambda x: x.square().sum()),
+        lambda w, a, b, h, bits: _loudness_09(w, a, b, h, bits, lambda x: (x.square().mean() - h.square().mean()) ** 2),
+    ],
 }
 
 

@@ -49,7 +49,7 @@ from qlesson.course import recall
 from qlesson.course.tasks import check
 
 # %% [markdown]
-# ## Part A · Build GPTQ (tasks 1-2, about 15 minutes)
+# ## Part A · Build GPTQ (tasks 1-2)
 #
 # GPTQ's Hessian of the calibration inputs `x [tokens, features]` (lesson 09, section 1), given:
 
@@ -119,7 +119,7 @@ check("09.gptq_per_channel", gptq_per_channel)
 
 
 # %% [markdown]
-# ## Part B · Use GPTQ (tasks 3-5, about 15 minutes)
+# ## Part B · Use GPTQ (tasks 3-5)
 #
 # ## Task 3 · How many calibration tokens before GPTQ really wins?
 #
@@ -188,8 +188,8 @@ check("09.pick", pick)
 #
 # A synthetic layer `w [N, K]` (`K` a multiple of 32) will serve text like `x_held`, a sample
 # kept aside for checking. You have two calibration sets with the same number of tokens, `x_a`
-# and `x_b`: one comes from the same source as `x_held`, the other has a different mix of
-# features, and you are not told which is which. Write
+# and `x_b`: one has the same mix of features as `x_held`, the other a different mix, and you
+# are not told which is which. Write
 # `calib_text(w, x_a, x_b, x_held, bits)` returning `(name, beats)`: `name` is `"a"` or `"b"`,
 # the set you calibrate per-channel GPTQ (`ql.gptq`) on, and `beats` is `True` if that GPTQ then
 # serves this layer better than round-to-nearest with groups of 32 at the same bits.
@@ -220,19 +220,18 @@ check("09.calib_text", calib_text)
 # %% [markdown]
 # ### Recall 09.2
 #
-# GPTQ calibrated on a layer's first 100 tokens (two paragraphs, 384 inputs) beats RTN on them, loses on new text. Why?
+# Block 3, int4: GPTQ per-channel, calibrated on paragraphs, beats RTN g32 there but not on held-out sentences. Why?
 #
-# - **a)** The damping was too large
-# - **b)** With fewer tokens than inputs the Hessian cannot be inverted, so GPTQ's codes are noise
-# - **c)** GPTQ fits the tokens it is calibrated on: its error there says little about other text
-# - **d)** The held-out sentences are harder text: every method does worse there
+# - **a)** GPTQ picks its scales on the paragraphs, and they do not suit sentences
+# - **b)** GPTQ fits the tokens it is calibrated on: its error there says little about other text
+# - **c)** The held-out sentences are harder text: every method does worse there
 #
 # Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
 recall_2 = ...  # STUB
 # BEGIN SOLUTION
-recall_2 = "c"
+recall_2 = "b"
 # END SOLUTION
 
 # %% qlesson={"task": "recall 09.2"} tags=["check"]
@@ -241,14 +240,18 @@ recall.answer("09", 2, recall_2)
 # %% [markdown]
 # ### Recall 09.3
 #
-# A layer has in_features 1536, out_features 384. At least how many calibration tokens give a full-rank Hessian?
+# Section 4 split lesson 03's 240 sentences by paraphrase pair, each pair on one side. Why?
 #
-# Answer with a number.
+# - **a)** So that RTN g32 is measured on whole pairs
+# - **b)** So that both halves hold the same number of tokens
+# - **c)** So that no test sentence's paraphrase is among the calibration tokens
+#
+# Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
 recall_3 = ...  # STUB
 # BEGIN SOLUTION
-recall_3 = 1536
+recall_3 = "c"
 # END SOLUTION
 
 # %% qlesson={"task": "recall 09.3"} tags=["check"]

@@ -328,7 +328,7 @@ def _pick(
     else:
         x = {"held": x_held, "cal": x_cal, "both": torch.cat([x_cal, x_held])}[judge]
         gptq_wins = _relative_output_error(x, w, gp) < _relative_output_error(x, w, g32)
-    scale_bits = 32 if scales == "fp32" else 16 if scales else 0
+    scale_bits = 32 if scales == "fp32" else 16 + bits if scales == "zp" else 16 if scales else 0
     if gptq_wins:
         per_row = w.shape[0] if scales == "rows" else w.shape[1]
         return ("gptq", float(bits) + scale_bits / per_row)
@@ -405,8 +405,14 @@ TASKS.append(
                 lambda w, xc, xh, b: _pick(w, xc, xh, b, scales="rows"),
             ),
             Mistake(
-                "counted the scales as 32-bit: the course stores them in fp16, 16 bits each",
+                "counted 32 bits per scale (fp32, or an fp16 scale plus a 16-bit zero point): the course stores one "
+                "fp16 scale, 16 bits, and a symmetric ruler has no zero point",
                 lambda w, xc, xh, b: _pick(w, xc, xh, b, scales="fp32"),
+            ),
+            Mistake(
+                "counted a zero point of `bits` bits beside each scale (as AutoGPTQ's qzeros): a symmetric ruler "
+                "stores only its fp16 scale",
+                lambda w, xc, xh, b: _pick(w, xc, xh, b, scales="zp"),
             ),
         ],
         minutes=5,
@@ -439,6 +445,9 @@ def _calib_text(
         errs = {best: 0.0}
     else:
         errs = {}
+    if judge == "energy":  # the set with the larger total energy x.square().sum(), judged on x_held
+        errs = {n: -float(x.square().sum()) for n, x in cal.items()}
+        judge = "held"
     if judge == "cov":  # the set whose input covariance is nearest x_held's, judged on x_held
         c_held = x_held.T @ x_held / len(x_held)
         errs = {n: float(torch.linalg.matrix_norm(x.T @ x / len(x) - c_held)) for n, x in cal.items()}
@@ -452,10 +461,23 @@ def _calib_text(
 
 
 def _calib_case(
-    seed: int, n_out: int, k: int, tokens: int, bits: int, like_first: bool, big: int = 0, corr: float = 0.9
+    seed: int,
+    n_out: int,
+    k: int,
+    tokens: int,
+    bits: int,
+    like_first: bool,
+    big: int = 0,
+    corr: float = 0.9,
+    loud: float | None = None,
+    gain: float = 1.0,
 ) -> tuple:
     """A layer, two calibration sets of ``tokens`` each (one from the held-out source, one with half its features
-    quietened: a different feature mix), held-out tokens, bits. ``like_first``: the held-out-like set is ``x_a``."""
+    quietened: a different feature mix), held-out tokens, bits. ``like_first``: the held-out-like set is ``x_a``.
+
+    ``loud``: the shifted set is rescaled to ``loud`` times the other's total energy (GPTQ's codes do not change with
+    a global scale of its inputs), so that neither the louder nor the quieter set is always the right one; ``gain``
+    scales the held-out-like set, so that its loudness alone does not tell it from the other either."""
     g = torch.Generator().manual_seed(seed)
     w = torch.randn(n_out, k, generator=g, dtype=torch.float64)
     if big:
@@ -470,7 +492,9 @@ def _calib_case(
         base = base if scale is None else base * scale
         return (base + corr * base.roll(1, dims=1)) @ mix
 
-    like, shifted, held = draw(tokens), draw(tokens, quiet), draw(2000)
+    like, shifted, held = gain * draw(tokens), draw(tokens, quiet), draw(2000)
+    if loud is not None:
+        shifted = shifted * (loud * like.square().sum() / shifted.square().sum()).sqrt()
     return (w, *((like, shifted) if like_first else (shifted, like)), held, bits)
 
 
@@ -480,10 +504,12 @@ TASKS.append(
         "which calibration text, and does per-channel GPTQ then beat groups of 32?",
         _calib_text,
         [
-            Case(_calib_case(0, 16, 64, 128, 4, True), "[16, 64], int4, 128 tokens in each set"),
+            Case(_calib_case(0, 16, 64, 128, 4, True, loud=2.0), "[16, 64], int4, 128 tokens in each set"),
             Case(_calib_case(2, 16, 128, 256, 4, False, big=1, corr=0.5), "[16, 128], int4, 256 tokens in each set"),
-            Case(_calib_case(4, 16, 64, 96, 3, False), "[16, 64], int3, 96 tokens in each set"),
-            Case(_calib_case(1, 16, 64, 256, 4, False), "[16, 64], int4, 256 tokens in each set", hidden=True),
+            Case(_calib_case(4, 16, 64, 96, 3, False, loud=0.25, gain=2.0), "[16, 64], int3, 96 tokens in each set"),
+            Case(
+                _calib_case(1, 16, 64, 256, 4, False, loud=1.5), "[16, 64], int4, 256 tokens in each set", hidden=True
+            ),
             Case(_calib_case(5, 16, 128, 512, 4, True, big=1, corr=0.3), "[16, 128], int4", hidden=True),
             Case(_calib_case(7, 16, 256, 512, 4, False, big=1, corr=0.5), "[16, 256], int4", hidden=True),
             Case(_calib_case(6, 24, 64, 200, 4, True), "[24, 64], int4, 200 tokens in each set", hidden=True),
@@ -509,6 +535,12 @@ TASKS.append(
                 "chose the set whose inputs look most like x_held's (their covariance): section 4 chose by what GPTQ "
                 "calibrated on each set does on text it never saw. Fit GPTQ on each set and judge both on x_held",
                 lambda w, a, b, h, bits: _calib_text(w, a, b, h, bits, judge="cov"),
+            ),
+            Mistake(
+                "chose the louder set (the larger total energy, x.square().sum()): GPTQ's codes do not change when "
+                "all its inputs are scaled, so loudness does not tell the text. Fit GPTQ on each set and judge both "
+                "on x_held",
+                lambda w, a, b, h, bits: _calib_text(w, a, b, h, bits, judge="energy"),
             ),
             Mistake(
                 "calibrated GPTQ on x_held to decide whether it beats groups of 32: x_held is for judging; a deployed "
@@ -546,8 +578,8 @@ PREDICT = {
     ),
     "few_tokens": choice(
         "GPTQ int4 per-channel on L3.intermediate (384 inputs): calibrated on its first 200 calibration tokens (4 "
-        "paragraphs) it only draws level with RTN on held-out text. Now 200 tokens drawn at random from all 48 "
-        "paragraphs, 20 draws. In how many is GPTQ ahead of RTN on held-out text?",
+        "paragraphs) it is only about equal to RTN on held-out text (0.99x). Now 200 tokens drawn at random from all "
+        "48 paragraphs, 20 draws. In how many is GPTQ ahead of RTN on held-out text?",
         (
             "None or almost none: 200 tokens for 384 inputs are too few, whichever they are",
             False,
@@ -586,8 +618,30 @@ PREDICT = {
         (
             "Far behind, like the paragraphs' fit on 1,097 tokens: the count was all that mattered",
             False,
-            "Tempting, since section 5's sweep shows GPTQ needing tokens; but on the same count the sentences' fit "
+            "Tempting, since the fewer tokens took part of the lead; but on the same count the sentences' fit "
             "(0.00847) is level with RTN g32 and the paragraphs' (0.01304) is not: the text matters too.",
+        ),
+    ),
+    "sentence_calib": choice(
+        "Block 3, int4: GPTQ per-channel calibrated on the 60 even sentence pairs (1,526 tokens). On the 60 odd "
+        "pairs, averaged over the six layers, does it beat RTN g32?",
+        (
+            "No: like the paragraphs' fit, it stays behind RTN g32",
+            False,
+            "Tempting after sections 2 and 3; but calibrated on sentences it is ahead: 0.00783 against RTN g32's "
+            "0.00866 on the odd pairs, on five of the six layers, and the interval excludes 0.",
+        ),
+        (
+            "Yes: calibrated on sentences, it is ahead on other sentences",
+            True,
+            "0.00783 against RTN g32's 0.00866 (the paragraphs' fit: 0.01170), ahead on five of the six layers; "
+            "one split, and with fewer calibration tokens than the paragraphs (1,526 against 2,223).",
+        ),
+        (
+            "About level: the calibration text changes little",
+            False,
+            "Tempting, since RTN's error barely changes with the text; but GPTQ's does: on the same odd pairs "
+            "0.00783 calibrated on sentences, 0.01170 on the paragraphs, and the interval against RTN g32 excludes 0.",
         ),
     ),
     "per_channel_vs_g32": choice(
@@ -640,51 +694,54 @@ RECALL: tuple[Question, ...] = (
         source=LESSON,
     ),
     choice(
-        "GPTQ calibrated on a layer's first 100 tokens (two paragraphs, 384 inputs) beats RTN on them, loses on new "
-        "text. Why?",
+        "Block 3, int4: GPTQ per-channel, calibrated on paragraphs, beats RTN g32 there but not on held-out "
+        "sentences. Why?",
         (
             "GPTQ fits the tokens it is calibrated on: its error there says little about other text",
             True,
-            "Its error on its 100 tokens is more than ten times below RTN's, on held-out sentences above it. Judge "
-            "a calibrated method on tokens it never saw.",
+            "Fitted on half the paragraphs, GPTQ's error grew 1.6-4.8x on the other half, layer by layer, while "
+            "RTN's stayed about the same. Judge a calibrated method on tokens it never saw.",
         ),
         (
             "The held-out sentences are harder text: every method does worse there",
             False,
-            "Tempting, since the two texts differ; but RTN's error on this layer grows by about a quarter between "
-            "them while GPTQ's grows about twentyfold: the gap is GPTQ's, not the text's.",
+            "Tempting, since the two texts differ; but RTN g32's error is about the same on both (0.00902 and "
+            "0.00869), and GPTQ's grows on paragraphs it never saw too: the gap is GPTQ's, not the text's.",
         ),
         (
-            "With fewer tokens than inputs the Hessian cannot be inverted, so GPTQ's codes are noise",
+            "GPTQ picks its scales on the paragraphs, and they do not suit sentences",
             False,
-            "Tempting, since the Hessian's rank is at most 100; but the damping makes it invertible, and the codes "
-            "are far from noise: on the 100 tokens themselves GPTQ is far better than RTN.",
-        ),
-        (
-            "The damping was too large",
-            False,
-            "Tempting, since the damping is a knob; but damping pulls GPTQ towards plain rounding: it limits the "
-            "fit to the 100 tokens, it does not cause it.",
+            "Tempting, since GPTQ is calibrated; but it keeps RTN's scales, which depend on the weights only, and "
+            "changes the codes.",
         ),
         source=LESSON,
     ),
-    Numeric(
-        "A layer has in_features 1536, out_features 384. At least how many calibration tokens give a "
-        "full-rank Hessian?",
-        1536,
-        "The Hessian is square over the layer's inputs, and its rank is at most the number of tokens. The count "
-        "alone does not make a good calibration set: in lesson 09, GPTQ calibrated on 1,526 sentence tokens beat "
-        "RTN g32 on other sentences, and calibrated on 2,223 paragraph tokens it did not.",
-        tol=0.5,
-        mistakes=(
-            (384, "that is out_features; the Hessian is over the inputs, [in_features, in_features]"),
-            (128, "that is the lazy-update block size, which changes speed, not the rank"),
+    choice(
+        "Section 4 split lesson 03's 240 sentences by paraphrase pair, each pair on one side. Why?",
+        (
+            "So that no test sentence's paraphrase is among the calibration tokens",
+            True,
+            "GPTQ fits its calibration tokens (section 3), so a paraphrase, nearly the same text, on the calibration "
+            "side would flatter it on the test side. Split by pair, the test text is text it never saw.",
         ),
+        (
+            "So that both halves hold the same number of tokens",
+            False,
+            "They do not: 1,526 calibration tokens against 1,501 test tokens. Keeping pairs together serves "
+            "another end: no test sentence's paraphrase is calibrated on.",
+        ),
+        (
+            "So that RTN g32 is measured on whole pairs",
+            False,
+            "RTN fits nothing, so any split measures it fairly; it is GPTQ, which fits its calibration tokens, that "
+            "a paraphrase on the other side would flatter.",
+        ),
+        source=LESSON,
     ),
     choice(
         "Interview: does GPTQ make per-group scales unnecessary?",
         (
-            "No: it lowers the error at the granularities measured; groups still help, and GPTQ g128 is common",
+            "No: groups still lower GPTQ's own error",
             True,
             "Groups still lower GPTQ's own error (in lesson 09 GPTQ g128 beat GPTQ per-channel). Whether GPTQ "
             "per-channel beat RTN g32 depended on the calibration text: calibrated on the course's paragraphs, only "
