@@ -32,7 +32,7 @@
 # background. No GPU and no separate model download: the real model (all-MiniLM-L6-v2) comes
 # with the course's Python packages. Lesson 11's section 3 also needs `make engines` once (5 to
 # 13 minutes, cmake and a C++ compiler), or you skip that section.
-# **Time**: about 13 minutes, two of them to try `make grade`.
+# **Time**: about 13 minutes, two of them to try `make grade`; *Going deeper*: about 2 more.
 #
 # ## 1. What your machine has
 #
@@ -106,7 +106,8 @@ for name, g in [("per-tensor", ql.PerTensor()), ("per-channel", ql.PerChannel())
 # Each lesson opens with its question and a two-sentence answer; the numbered sections are the
 # evidence, with a few predictions to commit to and, in some lessons, a slider to move. It ends
 # with a summary and a *Pause and recall* quiz, then **Going deeper**: notes, checks and caveats
-# outside the stated times, to read when you want them; the main line never needs them.
+# to read when you want them (the Time line states their minutes apart); the main line never
+# needs them.
 #
 # Start (or come back) with `make lab`; it opens this page. Run cells one at a time, not Run
 # All, and at each **Predict** press **Lock in** before you run the next cell, as in section 2. A

@@ -29,7 +29,7 @@
 # is worth its zero point.
 #
 # **What you need**: lesson 00 (how to run the notebooks); nothing to download.
-# **Time**: about 21 minutes, plus about 24 for the exercise.
+# **Time**: about 21 minutes, plus about 24 for the exercise; *Going deeper*: about 5 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql

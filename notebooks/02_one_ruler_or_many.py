@@ -28,7 +28,7 @@
 # compare a row's error under both.
 #
 # **What you need**: lesson 01 (scale, round, clamp); nothing to download.
-# **Time**: about 19 minutes, plus about 24 for the exercise.
+# **Time**: about 19 minutes, plus about 24 for the exercise; *Going deeper*: about 3 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql

@@ -37,7 +37,7 @@
 # **What you need**: lessons 03 (MiniLM's quality table), 04 (bytes and formats) and 06 (why
 # fewer bytes need not run faster); no model or data to download. Section 3 needs `make
 # engines` once (5 to 13 minutes on 2 cores), or skip that section.
-# **Time**: about 26 minutes, plus about 30 for the exercise.
+# **Time**: about 26 minutes, plus about 30 for the exercise; *Going deeper*: about 7 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql

@@ -97,6 +97,8 @@ def test_going_deeper_time_is_computed_and_an_untrue_statement_is_caught(tmp_pat
         r = stats.lesson_stats(path, times={"42": {"main_s": 0.0, "deeper_s": 30.0}})
         assert (r.stated_deeper, r.deeper_minutes) == (said, pytest.approx(10.5, abs=0.05))
         assert any("for the Going deeper" in p for p in r.problems()) is caught
+    unstated = stats.lesson_stats(_lesson(tmp_path, "**Time**: about 1 minutes.", "Prose.", deeper=deeper), times={})
+    assert any("states no time for the Going deeper" in p for p in unstated.problems())
 
 
 def test_a_markdown_table_is_read_like_printed_output(tmp_path):

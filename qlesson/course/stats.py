@@ -191,7 +191,7 @@ class LessonStats:
             out.append(f"main line runs {self.run_s:.0f} s > {MAX_RUN_S:.0f} s")
         out += _untrue("lesson", self.stated, self.minutes)
         out += _untrue("exercise", self.stated_exercise, self.exercise)
-        if self.stated_deeper is not None:
+        if self.deeper_prose or self.stated_deeper is not None:
             out += _untrue("Going deeper", self.stated_deeper, self.deeper_minutes or None)
         return out
 
