@@ -19,7 +19,7 @@
 # **The question**: how should the activations of a transformer, which arrive at run time,
 # be quantized to int8?
 #
-# **The answer**, on MiniLM's layer 0: a one-sided activation wants a zero point, and a token
+# **The answer**: on MiniLM's layer 0, a one-sided activation wants a zero point, and a token
 # with a spike wants dynamic per-token scales. A static per-tensor scale with SmoothQuant roughly
 # matches unsmoothed per-token scales on FC1's input (33.1 against 33.2 dB) and stays below them
 # on QKV's.
