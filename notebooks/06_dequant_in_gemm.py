@@ -317,7 +317,8 @@ print(f"the corrections' arithmetic for [{m8}, {k8}] x [{k8}, {n8}]: {share:.3%}
 # tie's reason, the two bandwidth probes and the cache. The full verdict compares with the
 # faster of fp32's two identical timings, so its ratios can differ from the main line's. The
 # whole benchmark (more M, every granularity and group size, W8A8) is `bench_gemm.main(quick=True)`
-# or `python -m qlesson.bench gemm --quick`: minutes on a 2-core VM.
+# or `python -m qlesson.bench gemm --quick`: minutes on a 2-core VM. How it times rows and calls
+# a tie: the docstring of `qlesson/bench/gemm.py`.
 #
 # * Fresh copies: the fresh-copy row (`F.linear(x, q.float()) * s`) and the preallocated row
 #   move the same bytes through the same GEMM, so their gap is the cost of allocating the copy

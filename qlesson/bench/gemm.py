@@ -5,6 +5,22 @@ or another; each row reports the median time, the ratio to the fp32 ``F.linear``
 the same M, the bytes of the stored weight, the rate at which those bytes were consumed
 (GB/s), and the relative error against the fp32 result. The machine's memory bandwidth is
 measured in the same run, so every M = 1 row can be read as a fraction of it (the roofline).
+
+How to read a run:
+
+* Noise. The rows at one M are timed in interleaved rounds (``_interleaved_times``), so a burst of
+  load lands on every row. Two rows do identical work (the fp32 baseline and the GEMM on codes
+  stored as fp32); their gap estimates the run's noise. A verdict calls a gap a tie when it is under
+  the largest of 10% (``NOISE_FLOOR``), that pair's gap and either row's IQR over its median (``pair_margin``). These
+  are rough estimates, not bounds: a row cheaper than an operation it contains shows noise.
+* ``of read BW`` divides an M = 1 row's rate (stored weight bytes over time, copies not counted) by
+  the larger of a ``sum()`` probe and the faster fp32 product's read rate. The probe can fit in a
+  small VM's last-level cache; the cache line of the output says whether the weight copies do.
+* Fresh copies. ``F.linear`` takes float weights, so scale-after-GEMM with ``q.float()`` allocates a
+  copy per call; the preallocated-buffer row moves the same bytes without allocating, so their gap
+  is the allocation's cost. These rows are timed in rounds of their own (``ALLOCATING``).
+* Each method cycles through four copies of its weight, which keep it out of cache only where the
+  copies together exceed the last-level cache.
 """
 
 from __future__ import annotations
