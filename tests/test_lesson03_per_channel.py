@@ -52,10 +52,11 @@ def test_spread_by_type_reports_the_worst_layer_by_name():
     g = torch.Generator().manual_seed(0)
     weights = {f"L{i}.query": torch.randn(8, 4, generator=g) for i in range(4)}
     weights["L1.query"][0, 0] = 40.0  # one loud layer: its per-tensor SQNR is the worst
-    (row,) = studies.spread_by_type(weights)
+    (row,) = studies.spread_by_type(weights, lowest=True)
     ratios = torch.tensor([float(w.abs().amax(1).max() / w.abs().amax(1).median()) for w in weights.values()])
     assert row["worst max/median"] == pytest.approx(float(ratios.max()))
     assert row["lowest per-tensor layer"] == "L1"
+    assert "its dB" not in studies.spread_by_type(weights)[0]
     assert row["its dB"] < row["int4 SQNR per-tensor dB"]
 
 

@@ -410,13 +410,13 @@ PREDICT = {
 
 RECALL: tuple[Question, ...] = (
     Numeric(
-        "A Conv2d weight is [64, 3, 3, 3]. How many per-output-channel scales does it have?",
-        64,
-        "One per output channel; each covers 3 * 3 * 3 = 27 weights.",
+        "GPT-2's FFN Conv1D stores its weight as [768, 3072] ([in, out]). How many per-output-channel scales?",
+        3072,
+        "Conv1D stores [in, out], so the outputs are axis 1: 3072 scales, each over a column of 768 weights.",
         tol=0.01,
         mistakes=(
-            (27, "that is how many weights each scale covers (3 * 3 * 3), not how many scales"),
-            (3, "that is the number of input channels; per-channel means per output channel"),
+            (768, "that is axis 0, the output axis of a Linear weight [out, in]; Conv1D stores [in, out]"),
+            (768 * 3072, "that is one scale per weight; per-channel means one per output channel"),
         ),
     ),
     choice(
@@ -468,25 +468,25 @@ RECALL: tuple[Question, ...] = (
         ),
     ),
     choice(
-        "Per-tensor int4 on MiniLM's L0.output: what happens to most of its 384 rows?",
+        "Section 4's four rows: all per-tensor, all per-channel, the six FFN outputs per-channel, and its mirror. "
+        "What do they show?",
         (
-            "Every code of the row rounds to 0: its largest weight is at most half of the shared tick",
+            "Per-tensor on the six alone costs most of the loss, yet fixing the six alone wins back less than half",
             True,
-            "Channel 99's 7.9 sets a tick of about 1.13; a median row's absmax is about 0.19, "
-            "so most of the layer is erased.",
+            "The mirror row loses most of what all 36 per-tensor lose, and the split row recovers under half of "
+            "the gap: the two groups' losses do not add up, so neither group's share can be read off alone.",
         ),
         (
-            "Each row's largest weight gets code +-7 and the rest of the row rounds between",
+            "The six cause most of the loss, so per-channel on those six wins back most of it",
             False,
-            "It tempts because that is how a scale maps an absmax to +-7, but that is per-channel. With one scale "
-            "for the tensor only channel 99 reaches +-7; a median row's absmax (about 0.19) is under half the "
-            "shared tick (about 1.13).",
+            "It tempts because the mirror row loses most of the gap, but the split row answers this directly: "
+            "with the other 30 per-tensor, per-channel on the six wins back less than half.",
         ),
         (
-            "They keep a coarse copy of their pattern in the codes -1, 0 and +1",
+            "The other 30 layers cause most of the loss: there are five times as many of them",
             False,
-            "That is what happens at int8 or in a less extreme layer; here the quiet rows do not get past "
-            "half a tick, so nothing of their pattern survives.",
+            "It tempts because more layers seem to carry more error, but per-tensor on the 30 alone (the split "
+            "row) loses less than per-tensor on the six alone (the mirror row).",
         ),
     ),
     choice(

@@ -39,10 +39,10 @@ def channel_spread_rows(weights: Mapping[str, torch.Tensor]) -> list[dict[str, A
     return rows
 
 
-def spread_by_type(weights: Mapping[str, torch.Tensor]) -> list[dict[str, Any]]:
+def spread_by_type(weights: Mapping[str, torch.Tensor], lowest: bool = False) -> list[dict[str, Any]]:
     """Per layer type: the largest over its layers of the loudest output channel's absmax over the median
-    channel's (max/median), and int4 SQNR per-tensor vs per-channel: the mean over the type's layers, and
-    the worst layer per-tensor (its block, e.g. ``L0``, and its SQNR)."""
+    channel's (max/median), and int4 SQNR per-tensor vs per-channel: the mean over the type's layers; with
+    ``lowest``, also the lowest layer per-tensor (its block, e.g. ``L0``, and its SQNR)."""
     groups: dict[str, list[str]] = {}
     for name in weights:
         groups.setdefault(layer_type_of_short(name), []).append(name)
@@ -53,16 +53,14 @@ def spread_by_type(weights: Mapping[str, torch.Tensor]) -> list[dict[str, Any]]:
         sq_t = [errors(weights[n], fake_quantize(weights[n], 4)).sqnr_db for n in names]
         sq_c = [errors(weights[n], fake_quantize(weights[n], 4, granularity=PerChannel(0))).sqnr_db for n in names]
         worst = min(range(len(names)), key=lambda i: sq_t[i])
-        rows.append(
-            {
-                "type": kind,
-                "worst max/median": float(ratios.max()),
-                "int4 SQNR per-tensor dB": sum(sq_t) / len(sq_t),
-                "lowest per-tensor layer": names[worst].split(".")[0],
-                "its dB": sq_t[worst],
-                "int4 SQNR per-channel dB": sum(sq_c) / len(sq_c),
-            }
-        )
+        row: dict[str, Any] = {
+            "type": kind,
+            "worst max/median": float(ratios.max()),
+            "int4 SQNR per-tensor dB": sum(sq_t) / len(sq_t),
+        }
+        if lowest:
+            row |= {"lowest per-tensor layer": names[worst].split(".")[0], "its dB": sq_t[worst]}
+        rows.append(row | {"int4 SQNR per-channel dB": sum(sq_c) / len(sq_c)})
     return rows
 
 
@@ -142,10 +140,11 @@ class EmbeddingScores:
     # a subset of the sentences (its value depends on which other sentences are in the set)
     embeddings: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False, compare=False)
 
-    def row(self) -> dict[str, Any]:
-        """The setting's line in a table: means, the cosine's 95% interval (pairs resampled), the worst sentence."""
+    def row(self, columns: Sequence[str] | None = None) -> dict[str, Any]:
+        """The setting's line in a table: means, the cosine's 95% interval (pairs resampled), the worst sentence;
+        only ``columns``, in that order, when given."""
         ci = mean_interval(pair_means(self.cosine)) if self.cosine.size % 2 == 0 else mean_interval(self.cosine)
-        return {
+        full = {
             "weights": self.label,
             "bits/weight": self.bits_per_weight,
             "mean cosine": float(self.cosine.mean()),
@@ -153,6 +152,7 @@ class EmbeddingScores:
             "worst cosine": float(self.cosine.min()),
             "rank corr": float(self.rank_corr.mean()),
         }
+        return full if columns is None else {c: full[c] for c in columns}
 
 
 def embedding_scores(
