@@ -22,7 +22,7 @@
 # **The answer**: On MiniLM's short sentences at 2 bits, keys do better with one ruler per
 # channel: 1.7x at equal metadata, against 1.06x on shuffled keys, so the keys' structure earns
 # the win. Values do better per token, because per-channel rulers round one tiny, heavily
-# attended token (`[CLS]`) badly; keep `[CLS]` in fp16 and per channel wins.
+# attended token (`[CLS]`) badly; keep `[CLS]` in fp16 and per channel wins at equal code bits.
 #
 # **What you will do**: compare per-token and per-channel rulers on MiniLM's keys and values
 # against shuffled controls and one token kept exact, then count every bit.
@@ -72,15 +72,16 @@ print(f"{len(qkv)} layers; sentence 0's keys: {tuple(qkv[0]['k'][0].shape)} (hea
 # A *per-token* ruler spans one token's 32 channels in one head; a *per-channel* ruler spans
 # one channel over the tokens. Lesson 02's rule: give the scales to the axis along which sizes
 # differ. KIVI and KVQuant report a few key channels far larger than the rest in LLaMA-family
-# models, on every token (and none in the values). Here are two heads of MiniLM's layer 3:
+# models, on every token (and none in the values). Two heads of MiniLM's layer 3: before reading
+# on, find the columns that keep one colour down all the tokens.
 
 # %%
 _ = kv.token_channel_map(qkv[3]["k"][0][:2], "layer 3 keys, sentence 0, heads 0 and 1: k per token and channel")
 
 # %% [markdown]
-# Some columns keep about one colour down all the tokens: a channel that sits near a value of its
-# own. Per layer, the share of the keys' variance held by each channel's own mean over the
-# tokens (its offset), in real and shuffled keys:
+# Such a column is a channel that sits near a value of its own, an offset. Per layer, the share
+# of the keys' variance held by each channel's own mean over the tokens, in real and shuffled
+# keys:
 
 # %%
 channels = kv.channel_rows(qkv)
@@ -172,14 +173,11 @@ print_table(cls_table, dict.fromkeys(list(cls_table[0])[1:], ".2f"))
 recall.predict("10", "full_cost")
 
 # %%
-cost = [r for r in kv.full_cost_rows(qkv) if r["ruler"] != "per channel (one sentence)"]
+cost = [r for r in kv.full_cost_rows(qkv) if r["tensor"] == "values" and r["ruler"] != "per channel (one sentence)"]
 print_table(cost, {"bits per value, all costs": ".2f", "error": ".4f"})
-print("3 bits: " + kv.key_rows(qkv, bits=3)[1][2].strip())
 
 # %% [markdown]
-# Keys: at equal total bits per channel still wins (1.61x at 3 bits, last line).
-#
-# Values: on these 12.5-token sentences the fp16 `[CLS]` costs about one bit per value (4.04
+# On these 12.5-token sentences the fp16 `[CLS]` costs about one bit per value (4.04
 # against 3.00), as much as a third code bit. Per token at 3 bits, `[CLS]` quantized, has a
 # quarter of the error of per channel at 2 bits with `[CLS]` in fp16.
 #
@@ -369,7 +367,7 @@ print_table(comparisons, {"A - B": "+.4f", "95% CI": "+.4f"})
 # course's symmetric ruler has three codes (`-1, 0, +1` times the absmax), against four from
 # the minimum to the maximum. Values per channel are the exception (compare the last two
 # rows' values column): the symmetric ruler's code 0 takes `[CLS]`'s tiny value, an error of
-# its own size, where the asymmetric ruler's is up to 8.8 times it (section 4's sink):
+# its own size, where the asymmetric one-sentence ruler's is up to 8.8 times it:
 
 # %%
 import torch

@@ -312,6 +312,7 @@ WRONG = {
     "10.keys_per_channel": [
         (lambda k, b: _kv_minmax(k, b, dim=1), "wrong axis"),
         (lambda k, b: _kv_sym(k, b), "symmetric"),
+        (lambda k, b: _kv_minmax(k, b), "came back NaN"),
     ],
     "10.quantized_tokens": [
         (lambda t, r, g: t // g * g, "no residual"),
@@ -321,6 +322,7 @@ WRONG = {
         (lambda q, k, v, which, bits: "channel" if which == "k" else "token", "KIVI's rule"),
         (lambda q, k, v, which, bits: "token", "None"),
         (lambda q, k, v, which, bits: _both_axes(q, k, v, which, bits), "quantizing both tensors"),
+        (lambda q, k, v, which, bits: _largest_error_axis(q, k, v, which, bits), "largest single error"),
     ],
     "10.sink_axes": [
         (("channel", "channel"), "(channel, channel)"),
@@ -340,6 +342,10 @@ WRONG = {
             "no minimum",
         ),
         (lambda b, g, t, r: b + 32 / g, "share of a ruler"),
+        (
+            lambda b, g, t, r: (max(t - r, 0) // g * g * (b + 32 / g) + min(r, t) * 16) / t,
+            "incomplete group",
+        ),
     ],
 }
 
@@ -348,6 +354,22 @@ def _kv_minmax(k, b, dim=0):
     lo, hi = k.amin(dim, keepdim=True), k.amax(dim, keepdim=True)
     s = (hi - lo) / (2**b - 1)
     return torch.round((k - lo) / s).clamp(0, 2**b - 1) * s + lo
+
+
+def _largest_error_axis(q, k, v, which, b):
+    """Task 10.4 measured by the output's largest absolute error instead of its summed squares."""
+
+    def head(k, v):
+        return torch.softmax(q @ k.T / k.shape[1] ** 0.5, dim=-1) @ v
+
+    err = {}
+    for a, d in (("token", 1), ("channel", 0)):
+        t = k if which == "k" else v
+        lo, hi = t.amin(d, keepdim=True), t.amax(d, keepdim=True)
+        s = ((hi - lo) / (2**b - 1)).clamp_min(1e-30)  # a constant ruler (token 0 of a sink head) keeps its value
+        x = torch.round((t - lo) / s).clamp(0, 2**b - 1) * s + lo
+        err[a] = float((head(k, v) - (head(x, v) if which == "k" else head(k, x))).abs().max())
+    return min(err, key=err.get)
 
 
 def _both_axes(q, k, v, which, b):

@@ -65,10 +65,8 @@ check("10.kv_bytes", kv_bytes)
 # ## Task 2 · Keys per channel, asymmetric
 #
 # Write `keys_per_channel(k, bits)`: `k [tokens, channels]`; return `k` quantized and dequantized
-# with one **asymmetric** ruler per **channel** (column), KIVI's kind: the ruler runs from the
-# channel's minimum to its maximum over the tokens, with `2**bits` codes, and stores the
-# minimum as a float (no widening to include 0). Think about a channel whose values are all
-# equal, such as any channel of a one-token group: it must come back exact.
+# with KIVI's asymmetric ruler, one per **channel** (column), its minimum kept as a float. A
+# channel whose values are all equal (any channel of a one-token group) must come back exact.
 
 
 # %% tags=["solution"]
@@ -253,9 +251,9 @@ recall.answer("10", 8, recall_8)
 #
 # Lesson 08: a KV cache stored in FP8 can use one scale per tensor, where a 2-bit integer cache needs many. Why?
 #
-# - **a)** Attention ignores small errors
+# - **a)** FP8 has 256 codes against the 2-bit cache's 4, so one range has levels enough for every channel
 # - **b)** Each FP8 value carries its own exponent, so one scale only places the range
-# - **c)** FP8 values have no outliers
+# - **c)** Attention ignores small errors
 #
 # Answer with the option's letter as a string (in quotes).
 

@@ -31,11 +31,13 @@ def _keys_per_channel(
     levels: int | None = None,
     add_lo: bool = True,
     rounding=torch.round,  # noqa: ANN001
+    guard: bool = True,
 ) -> torch.Tensor:
     """Asymmetric per-channel fake quantization of ``k [tokens, channels]``: min and max over the tokens.
 
     A channel whose values are all equal (one token, or a constant) comes back exact: its scale is 0.
-    ``levels``, ``add_lo``, ``symmetric`` and ``rounding`` are the named mistakes' variants.
+    ``levels``, ``add_lo``, ``symmetric``, ``rounding`` and ``guard=False`` (0 / 0 on a constant channel) are
+    the named mistakes' variants.
     """
     qmax = 2**bits - 1
     if symmetric:
@@ -43,7 +45,8 @@ def _keys_per_channel(
         return torch.round(k / s).clamp(-(2 ** (bits - 1) - 1), 2 ** (bits - 1) - 1) * s
     lo, hi = k.amin(axis, keepdim=True), k.amax(axis, keepdim=True)
     scale = (hi - lo) / (levels or qmax)
-    codes = rounding((k - lo) / torch.where(scale > 0, scale, torch.ones_like(scale))).clamp(0, qmax)
+    step = torch.where(scale > 0, scale, torch.ones_like(scale)) if guard else scale
+    codes = rounding((k - lo) / step).clamp(0, qmax)
     return codes * scale + (lo if add_lo else 0)
 
 
@@ -92,12 +95,14 @@ def _axis_errors(  # noqa: PLR0913
     scaled: bool = True,
     on_probs: bool = False,  # noqa: ANN001
     both: bool = False,
+    largest: bool = False,
 ) -> dict[str, float]:
     """Squared error of each axis's quantization of ``which``: on the attention output, or on the tensor.
 
     ``on_probs=True`` measures a key's error on the attention probabilities (total variation) instead of
     the output, ``scaled=False`` leaves out the scores' ``1 / sqrt(dim)``, and ``both=True`` quantizes keys
-    and values on the same axis (the cache stores only ``which``): three named mistakes.
+    and values on the same axis (the cache stores only ``which``), ``largest=True`` takes the output's largest
+    absolute error instead of the summed squares: four named mistakes.
     """
     o = _attention(q, k, v, scaled)
     x = k if which == "k" else v
@@ -115,7 +120,7 @@ def _axis_errors(  # noqa: PLR0913
             o_hat = _attention(q, _keys_per_channel(k, bits, axis=dim), _keys_per_channel(v, bits, axis=dim), scaled)
         else:
             o_hat = _attention(q, x_hat, v, scaled) if which == "k" else _attention(q, k, x_hat, scaled)
-        errors[axis] = float((o - o_hat).square().sum())
+        errors[axis] = float((o - o_hat).abs().max()) if largest else float((o - o_hat).square().sum())
     return errors
 
 
@@ -290,6 +295,11 @@ TASKS: list[Task] = [
                 "channel's own float minimum, so an offset channel keeps all its codes",
                 lambda k, b: _keys_widened(k, b),
             ),
+            Mistake(
+                "a channel whose values are all equal came back NaN: its scale is 0, so (k - lo) / scale is 0 / 0; "
+                "give such a channel code 0",
+                lambda k, b: _keys_per_channel(k, b, guard=False),
+            ),
         ],
         keeps_inputs=True,
         minutes=5,
@@ -330,6 +340,8 @@ TASKS: list[Task] = [
             _case4("value sink, offsets", 3, "v", 2, hidden=True),
             _case4("value sink, offsets", 2, "v", 3, hidden=True),
             _case4("value offsets", 0, "k", 2, hidden=True),  # keys cached; values that favour the other axis
+            _case4("loud key tokens", 3, "k", 3, hidden=True),
+            _case4("value sink", 1, "k", 2, hidden=True),
         ],
         "quantize the tensor both ways, leave the other one exact, and compare where the cache's error "
         "lands: the squared error of what the head computes from it",
@@ -351,6 +363,11 @@ TASKS: list[Task] = [
                 "your choices match a head without the 1 / sqrt(dim) on its scores: scale the scores before the "
                 "softmax, as the head does",
                 lambda q, k, v, which, b: min((e := _axis_errors(q, k, v, which, b, scaled=False)), key=e.get),
+            ),
+            Mistake(
+                "your choices match the largest single error in the output: one entry decides a max; sum the "
+                "squared errors over every entry",
+                lambda q, k, v, which, b: min((e := _axis_errors(q, k, v, which, b, largest=True)), key=e.get),
             ),
             Mistake(
                 "your choices match quantizing both tensors: the cache stores only `which`; keep the other one "
@@ -393,6 +410,10 @@ TASKS: list[Task] = [
             Mistake(
                 "quantized the partial group: a per-channel ruler needs all its tokens",
                 lambda b, g, t, r: (max(t - r, 0) * (b + 32 / g) + min(r, t) * 16) / t,
+            ),
+            Mistake(
+                "left out the incomplete group: its tokens wait in fp16 too, until the group is full",
+                lambda b, g, t, r: (_quantized_tokens(t, r, g) * (b + 32 / g) + min(r, t) * 16) / t,
             ),
             Mistake(
                 "charged every key a share of a ruler: the window and any incomplete group stay in fp16",
@@ -525,10 +546,10 @@ RECALL: tuple[Question, ...] = (
             "channels large on every token stretch every per-token ruler, whatever attention does with them.",
         ),
         (
-            "Per-channel scales can be computed at once, as each new token arrives in the cache",
+            "A few value channels are far larger than the rest too, so keys and values both take per-channel scales",
             False,
-            "The opposite: a channel's scale over a group of tokens needs the whole group, hence the fp16 "
-            "window (KVQuant avoids it with scales calibrated offline).",
+            "Tempting because keys and values come from the same kind of projection; but KIVI and KVQuant find "
+            "the outlier channels in the keys only, and KIVI gives the values per-token scales.",
         ),
         (
             "Keys matter less than values, so they can take the coarser ruler",
@@ -631,10 +652,10 @@ RECALL: tuple[Question, ...] = (
             "Tempting because softmax squashes; but a key error moves probability between tokens.",
         ),
         (
-            "FP8 values have no outliers",
+            "FP8 has 256 codes against the 2-bit cache's 4, so one range has levels enough for every channel",
             False,
-            "Tempting because 8 bits sounds like plenty; but outliers belong to the model's keys (LLaMA's outlier "
-            "channels), not to the format that stores them.",
+            "Tempting because 256 is many; but an int8 ruler has 256 codes too, all one step apart, and a channel "
+            "far quieter than the loudest still falls between a few of them. FP8's step shrinks with the value.",
         ),
         source=LESSON,
     ),
