@@ -29,7 +29,7 @@
 # fp32, int8 and int4 ones at M = 128).
 #
 # **What you need**: lessons 02 to 05.
-# **Time**: about 22 minutes, plus about 40 for the exercise; *Going deeper*: about 34 more.
+# **Time**: about 22 minutes, plus about 40 for the exercise; *Going deeper*: about 28 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -139,7 +139,7 @@ print_table(rows, {"GFLOP": ".3f", "weight MB": ".1f", "FLOPs per weight byte": 
 #
 # `qlesson.bench.gemm` times the methods side by side, K = N = 4096, at M = 1 and M = 128
 # (under a minute). `x fp32` is a row's time over fp32 `F.linear`'s at the same M; `of read BW`
-# is how close an M = 1 row came to the machine's read bandwidth. `F.linear` takes float
+# is how close an M = 1 row came to the faster of a read probe and fp32's own read rate. `F.linear` takes float
 # weights, so the scale-after-GEMM row (`same, preallocated buffer`) first copies the codes into
 # an fp32 buffer allocated once.
 
@@ -149,8 +149,7 @@ recall.predict("06", "int4_at_1_cpu")
 # %% tags=["nbval-ignore-output"]
 from qlesson.bench import gemm as bench_gemm
 
-shown = dict(bench_gemm.LESSON_SHOWN)  # leave out the fresh-copy row (Going deeper shows it)
-shown[1] = [p for p in shown[1] if not p.startswith("per-channel scale after GEMM")]
+shown = bench_gemm.LESSON_SHOWN  # the rows this section reads; Going deeper shows the rest
 result, bw = bench_gemm.main(quick=True, full=False, ms=(1, 128), rows_for=bench_gemm.LESSON_ROWS, shown=shown)
 fp32_rate = bench_gemm.tflops(result, 128, "fp32") * 1e3  # GFLOP/s: this run's rate at M = 128, not a peak
 print(
@@ -167,22 +166,14 @@ for name in ("fused int8 weight-only per-channel", "fused int4 weight-only group
 # bandwidth: far above fp32's 0.5 FLOPs per byte at M = 1, so at M = 1 fp32 waits on its reads.
 
 # %%
-fig = plots.gemm_times(bench_gemm.lesson_view(result, shown))
-ax, rates_ax = fig.axes
-rates_ax.remove()  # its rates are the table's `of read BW`
-ax.set_subplotspec(ax.get_subplotspec().get_gridspec()[0, :])
-for line in ax.lines:
-    line.set_linestyle("none")  # markers only: no M between 1 and 128 was timed
-ax.legend(fontsize=8, frameon=False)  # redrawn with the markers alone
-fig.set_size_inches(9, 5)
+_ = plots.gemm_times(bench_gemm.lesson_view(result, shown), rates=False)
 
 # %% [markdown]
 # What to see:
 #
 # * **Dequantize-then-matmul**: `q.float()` writes an fp32 copy, `* s` reads it and writes
 #   another, the GEMM reads that: 17 bytes per int8 weight against fp32's 4, so bytes predict
-#   about 4x. It takes longer still: allocating fresh copies costs beyond their bytes
-#   (*Going deeper* times a fresh copy against a preallocated one).
+#   about 4x; compare its `x fp32` (*Going deeper* looks at where the rest goes).
 # * **Scale after the GEMM** (`same, preallocated buffer`): one copy, then the GEMM: 9 bytes,
 #   about 2.25x by bytes.
 # * **Fused rows** read only codes and scales, 0.25 of fp32's bytes for int8 and 0.13 for int4
@@ -215,7 +206,7 @@ recall.show("06")
 # **Exercise**: `exercises/06_dequant_in_gemm.ipynb`: where an output scale and an AWQ factor
 # go on one weight, a group kernel's partial sums, zero points from sums alone (Going deeper),
 # the bytes a dequantize-first call moves, the M at which a kernel turns compute bound, and the
-# M from which an int4 kernel loses to fp16 on the stored H200 numbers (Going deeper).
+# M from which an int4 kernel loses to fp16 on stored H200 numbers.
 #
 # ## Going deeper
 #
@@ -406,63 +397,46 @@ for m in (1, 256):
 # where the two cross.
 
 # %% [markdown]
-# ### The stored GPU runs
+# ### The stored GPU run
 #
 # The same benchmark runs on a CUDA GPU with CUDA events and an fp16 baseline, using only
 # PyTorch's own ops (the int8 weight-only op there gets fp16 activations and casts them to fp32
-# inside; the int4 one, tinygemm, takes bf16 only). Two runs are stored, measured differently:
-#
-# * H200 (`python -m qlesson.bench gemm --gpu-only`): 15 copies of every weight, together more
-#   than twice the 60 MiB L2 cache for every format, so every row reads its weight from memory;
-#   10 calls queued back to back between two events, as a model queues its layers. The same
-#   calls timed one at a time are stored beside it (`gemm_nvidia_h200_alone.csv`).
-# * H100: each call timed alone after a synchronize, so host dispatch and launch
-#   sit inside every time, and one reading per row (no spread kept). Only M = 1 cycled four
-#   copies of each weight: at M = 16 and 256 every weight but fp32's fits in its 50 MB L2 cache,
-#   and so do four int4 copies at M = 1.
+# inside; the int4 one, tinygemm, takes bf16 only). The stored H200 run
+# (`python -m qlesson.bench gemm --gpu-only`) cycles 15 copies of every weight, together more
+# than twice the 60 MiB L2 cache for every format, so every row reads its weight from memory,
+# and queues 10 calls back to back between two events, as a model queues its layers. (The same
+# calls timed one at a time are stored beside it, `gemm_nvidia_h200_alone.csv`, and an older
+# H100 run timed one call at a time, `gemm_nvidia_h100.csv`.)
 
 # %%
-stored = bench_gemm.stored_results()
-if not stored:
-    print("No GPU run has been stored yet. On a machine with a CUDA GPU run:")
-    print("  python -m qlesson.bench gemm --gpu-only --csv notebooks/results/gemm_<device>.csv")
-for path in stored:
-    rows = bench_gemm.read_csv(path)
-    queued = path.with_name(path.stem + "_alone.csv").exists()  # gpu_main stores the lone calls beside it
-    how = "calls queued back to back" if queued else "each call alone"
-    print(f"\n{path.name} (stored): {rows[0].machine}, torch {rows[0].torch}, CUDA events, {how}")
-    print(bench_gemm.key_table(rows))
-    for m in sorted({r.m for r in rows}):
-        share = bench_gemm.scale_shares(rows, m)
-        print(f"M = {m}: separate scale multiply {share['scale after us']:.0f} us")
-        print(f"  {bench_gemm.faster_than_baselines(rows, m)}")
-    rates = {p: bench_gemm.tflops(rows, 256, p) for p in ("float16 F.linear", "fused int4 weight-only group 128")}
-    print("M = 256, TFLOP/s: " + ", ".join(f"{p} {v:.0f}" for p, v in rates.items()))
-    alone = bench_gemm.find_row(rows, 256, "int8 GEMM alone")
-    if alone is not None:
-        w8a8 = bench_gemm.find_row(rows, 256, "W8A8").median_ms * 1e3
-        print(f"M = 256: torch._int_mm alone {alone.median_ms * 1e3:.0f} us, the whole W8A8 row {w8a8:.0f} us")
+rows = bench_gemm.read_csv(bench_gemm.RESULTS / "gemm_nvidia_h200.csv")
+print(f"stored: {rows[0].machine}, torch {rows[0].torch}, CUDA events, calls queued back to back")
+print(bench_gemm.key_table(rows))
+for m in sorted({r.m for r in rows}):
+    share = bench_gemm.scale_shares(rows, m)
+    print(f"M = {m}: separate scale multiply {share['scale after us']:.0f} us")
+    print(f"  {bench_gemm.faster_than_baselines(rows, m)}")
+rates = {p: bench_gemm.tflops(rows, 256, p) for p in ("float16 F.linear", "fused int4 weight-only group 128")}
+print("M = 256, TFLOP/s: " + ", ".join(f"{p} {v:.0f}" for p, v in rates.items()))
+alone, w8a8 = (bench_gemm.find_row(rows, 256, p).median_ms * 1e3 for p in ("int8 GEMM alone", "W8A8"))
+print(f"M = 256: torch._int_mm alone {alone:.0f} us, the whole W8A8 row {w8a8:.0f} us")
 
 # %% [markdown]
-# What holds in both runs:
+# What the run shows:
 #
 # * fp16 `F.linear` takes about the same time at M = 1, 16 and 256, although its FLOPs grow
 #   256-fold.
-# * tinygemm beats fp16 `F.linear` at M = 1 (the `x half` column) and takes 1.05x (H200) and
-#   1.15x (H100) its time at M = 16.
-#   At M = 256 it runs at a small fraction of fp16's rate (the TFLOP/s line): it computes one
-#   16 x 8 output tile per thread block over the whole K, so it loads and dequantizes every
-#   weight tile once per 16 rows of `x`.
+# * tinygemm beats fp16 `F.linear` at M = 1 (the `x half` column) and takes 1.05x its time at
+#   M = 16. At M = 256 it runs at a small fraction of fp16's rate (the TFLOP/s line).
 # * PyTorch's CUDA int8 weight-only op (torch 2.11) is a reference kernel (one thread per output element,
 #   scalar multiply-adds, no tensor cores): slower than fp32 at every M.
-# * The separate scale multiply takes nearly the same microseconds at every M, queued or not,
+# * The separate scale multiply takes nearly the same microseconds at every M,
 #   while its output grows 256-fold: a fixed cost per call, the cost of one more operation
 #   (most likely the host's dispatch and launch of one eager PyTorch op; not broken down here).
-#   A
-#   per-output-channel scale applied in the GEMM's epilogue, to the accumulator tile in
+#   A per-output-channel scale applied in the GEMM's epilogue, to the accumulator tile in
 #   registers, needs no call of its own (not timed here).
 # * The W8A8 rows exist only at M = 256: CUDA `torch._int_mm` refuses M of 16 or less. W8A8 is
-#   slower than fp16 there. The H200 run also times `torch._int_mm` alone (its last line): the
-#   int8 GEMM itself takes less time than fp16's, so almost all of the W8A8 row is its separate
+#   slower than fp16 there. The run also times `torch._int_mm` alone (its last line): the int8
+#   GEMM itself takes about fp16's time, so almost all of the W8A8 row is its separate
 #   quantize and rescale passes, each a PyTorch op of its own. Serving stacks fuse them around
 #   a tuned int8 kernel.

@@ -697,7 +697,6 @@ LESSON_SHOWN: dict[int, tuple[str, ...]] = {
         "fp32 F.linear",
         "bfloat16 F.linear",
         "naive: dequant per-channel",
-        "per-channel scale after GEMM",
         "same, preallocated buffer",
         "fused int8 weight-only per-channel, bf16",
         "fused int4 weight-only group 128",

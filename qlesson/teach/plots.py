@@ -358,22 +358,26 @@ GEMM_LABELS = {  # legend text where a row's name leans on the row above it in t
 }
 
 
-def gemm_times(rows: Sequence[Any], *, fig: Figure | None = None) -> Figure:
+def gemm_times(rows: Sequence[Any], *, fig: Figure | None = None, rates: bool = True) -> Figure:
     """Median time against M for the key methods (log-log), and at M = 1 the rate each reads its weight.
 
     The right panel leaves out the scale multiply alone (it reads no weight); its labels are the
-    methods' full names.
+    methods' full names. ``rates=False`` draws the times alone, as markers (no M between those timed).
     """
-    fig = _figure(fig, ncols=2, size=(15, 5.8))
-    ax, ax2 = fig.axes
+    fig = _figure(fig, ncols=2 if rates else 1, size=(15, 5.8) if rates else (9, 5))
+    ax = fig.axes[0]
     for prefix, (color, style) in GEMM_LINES.items():
         pts = sorted((r.m, r.median_ms) for r in rows if r.method.startswith(prefix) and r.median_ms == r.median_ms)
         if pts:
-            ax.plot(*zip(*pts, strict=True), marker="o", ls=style, color=color, label=GEMM_LABELS.get(prefix, prefix))
+            ls = style if rates else "none"
+            ax.plot(*zip(*pts, strict=True), marker="o", ls=ls, color=color, label=GEMM_LABELS.get(prefix, prefix))
     ax.set(xscale="log", yscale="log", xlabel="batch M (tokens)", ylabel="median time (ms)")
     ms = " and ".join(str(m) for m in sorted({r.m for r in rows}))
     ax.set_title(f"Median time of one [M, K] x [K, N] product at M = {ms} (log-log)")
-    ax.legend(fontsize=7, frameon=False)
+    ax.legend(fontsize=7 if rates else 8, frameon=False)
+    if not rates:
+        return fig
+    ax2 = fig.axes[1]
     m1 = [
         r
         for r in rows
