@@ -19,7 +19,7 @@
 # **The question**: When the rows of a weight matrix have very different magnitudes, what does
 # giving each row its own scale buy over one shared scale?
 #
-# **The answer**: The quiet rows: under one shared (per-tensor) scale the loudest value sets the
+# **The answer**: It buys the quiet rows: under one shared (per-tensor) scale the loudest value sets the
 # tick, and a row whose values all lie at or below half a tick is stored as zeros. One scale per
 # row (per-channel) gives every row a tick no larger than the shared one, so no row's error bound
 # (half its tick) rises.
@@ -206,14 +206,6 @@ for bits in (4, 8):
 # %% [markdown]
 # The rise is rare, and where it happens the row is near-loudest: its own ruler is nearly the
 # shared one, so the ticks merely shift.
-#
-# ### Where the 2x4 example comes from
-#
-# The source lesson prints Row B's reconstruction, `[2.21, -3.10, 1.77, -2.66]`, but not its
-# inputs. Row B = `[2.0, -3.1, 1.7, -2.6]` reproduces it.
-
-# %%
-print(f"Row B's reconstruction, per-tensor: {[round(v, 2) for v in pt['row 1 x_hat']]}")
 
 # %% [markdown]
 # ### Three channels at int8: how much of the range each row uses

@@ -151,6 +151,14 @@ WRONG = {
             lambda w, bits: (w.abs().amax(1) < w.abs().max() / (2 ** (bits - 1) - 1)) & (w.abs().amax(1) > 0),
             "below one shared tick",
         ),
+        (lambda w, bits: (w / (w.max() / (2 ** (bits - 1) - 1))).round().eq(0).all(1) & w.ne(0).any(1), "signed"),
+        (
+            lambda w, bits: (
+                (w / (w.abs().max() / (2 ** (bits - 1) - 1))).round().eq(0).all(1)
+                & (w / (w.abs().amax(0) / (2 ** (bits - 1) - 1))).round().ne(0).any(1)
+            ),
+            "input column",
+        ),
         (lambda w, bits: _good("02.rescued_rows")(w, 4), "4 hard-coded"),
         (lambda w, bits: (w / (w.abs().max() / (2**bits - 1))).round().eq(0).all(1) & w.ne(0).any(1), "unsigned"),
         (

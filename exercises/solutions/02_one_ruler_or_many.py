@@ -97,7 +97,31 @@ own = (ql.fake_quantize(rows, 4, granularity=ql.PerChannel(0)) - rows).abs().mea
 print(f"rows that lose with their own scale: {(own > shared).nonzero().flatten().tolist()}")
 
 # %% [markdown]
-# ## Task 3 · Which rows does one shared scale erase?
+# ## Task 3 · Predict before you run
+#
+# `layer` below has 8 rows of 64 weights; from row 1 on, its magnitudes halve from one row to
+# the next (each row's largest magnitude is printed). Which rows does one shared
+# symmetric scale erase at int3, at int4 and at int8? Answer without running a quantizer:
+# `erased = (rows at int3, rows at int4, rows at int8)`, each a list of row indices, `[]` for
+# none. The check names any list that is off.
+
+# %%
+base = torch.randn(8, 64, generator=torch.Generator().manual_seed(5))
+absmax = torch.where(torch.arange(8) == 0, 1.0, 1.1 * 0.5 ** torch.arange(8.0))
+layer = base / base.abs().amax(dim=1, keepdim=True) * absmax[:, None]
+print(f"each row's largest magnitude: {[round(v, 5) for v in layer.abs().amax(dim=1).tolist()]}")
+
+# %% tags=["solution"]
+erased = ...  # STUB
+# BEGIN SOLUTION
+erased = ([3, 4, 5, 6, 7], [4, 5, 6, 7], [])
+# END SOLUTION
+
+# %% qlesson={"task": "02.erased_prediction"} tags=["check"]
+check("02.erased_prediction", erased)
+
+# %% [markdown]
+# ## Task 4 · Which rows does one shared scale erase?
 #
 # A layer's weight `w` is `[out_features, in_features]`, and a few of its rows are much louder
 # than the rest. Write `rescued_rows(w, bits)`: a tensor with one entry per row, True (or 1)
@@ -121,31 +145,8 @@ def rescued_rows(w, bits):
 check("02.rescued_rows", rescued_rows)
 
 # %% [markdown]
-# ## Task 4 · Predict before you run
-#
-# `layer` below has 8 rows of 64 weights; from row 1 on, its magnitudes halve from one row to
-# the next (each row's largest magnitude is printed). Which rows does one shared
-# symmetric scale erase at int3, at int4 and at int8? Answer without running `rescued_rows`:
-# `erased = (rows at int3, rows at int4, rows at int8)`, each a list of row indices, `[]` for
-# none. The check names any list that is off.
-
-# %%
-base = torch.randn(8, 64, generator=torch.Generator().manual_seed(5))
-absmax = torch.where(torch.arange(8) == 0, 1.0, 1.1 * 0.5 ** torch.arange(8.0))
-layer = base / base.abs().amax(dim=1, keepdim=True) * absmax[:, None]
-print(f"each row's largest magnitude: {[round(v, 5) for v in layer.abs().amax(dim=1).tolist()]}")
-
-# %% tags=["solution"]
-erased = ...  # STUB
-# BEGIN SOLUTION
-erased = ([3, 4, 5, 6, 7], [4, 5, 6, 7], [])
-# END SOLUTION
-
-# %% qlesson={"task": "02.erased_prediction"} tags=["check"]
-check("02.erased_prediction", erased)
-
-# %% [markdown]
-# Now call `rescued_rows(layer, bits)` for each in a cell of your own and see it agree.
+# Now call `rescued_rows(layer, bits)` at int3, int4 and int8 in a cell of your own and see it agree
+# with your Task 3 answer.
 
 # %% tags=["solutions-only"]
 for bits in (3, 4, 8):

@@ -62,6 +62,17 @@ def _rescued(w: torch.Tensor, bits: int, divisor: float | None = None, half_up: 
     return ((q == 0).all(dim=1) & (w != 0).any(dim=1)).long()  # 1 = rescued (a bool tensor is as good)
 
 
+def _rescued_signed_max(w: torch.Tensor, bits: int) -> torch.Tensor:
+    erased = (torch.round(codes(w, w.max() / qmax(bits))) == 0).all(dim=1)
+    return (erased & (w != 0).any(dim=1)).long()
+
+
+def _rescued_by_column(w: torch.Tensor, bits: int) -> torch.Tensor:
+    erased = (torch.round(codes(w, w.abs().max() / qmax(bits))) == 0).all(dim=1)
+    own = w.abs().amax(dim=0, keepdim=True) / qmax(bits)
+    return (erased & ~(torch.round(codes(w, own)) == 0).all(dim=1)).long()
+
+
 _EDGES = torch.tensor(
     [
         [7.0, -3.0, 2.0, 1.0],
@@ -394,6 +405,17 @@ TASKS: list[Task] = [
         minutes=6,
     ),
     Task(
+        "02.erased_prediction",
+        "predict which rows a shared scale erases",
+        lambda: _erased_rows(qmax),
+        [Case((), "(rows erased at int3, at int4, at int8) for the 8-row layer whose absmaxes are printed")],
+        "the loudest row sets one shared tick for all eight rows; how far from zero must a value be to round to "
+        "code 1 rather than 0?",
+        _ERASED_MISTAKES,
+        is_value=True,
+        judge=_judge_erased,
+    ),
+    Task(
         "02.rescued_rows",
         "which rows does one shared scale erase?",
         _rescued,
@@ -412,6 +434,16 @@ TASKS: list[Task] = [
                 "called a row erased when its values are below one shared tick; just past half a tick a value rounds "
                 "to +-1 (exactly half rounds to the even code, 0)",
                 lambda w, b: ((w.abs().amax(1) < w.abs().max() / qmax(b)) & (w != 0).any(1)).long(),
+            ),
+            Mistake(
+                "took the shared scale from the signed largest value (w.max()); the loudest value may be negative, so "
+                "use the largest magnitude, w.abs().max()",
+                lambda w, b: _rescued_signed_max(w, b),
+            ),
+            Mistake(
+                "gave each input column its own scale (reduced over the rows, axis 0); a row's own scale comes from "
+                "that row",
+                lambda w, b: _rescued_by_column(w, b),
             ),
             Mistake(
                 "counted an all-zero row as rescued; its own scale gives it zero codes too",
@@ -441,17 +473,6 @@ TASKS: list[Task] = [
         ],
         minutes=6,
     ),
-    Task(
-        "02.erased_prediction",
-        "predict which rows a shared scale erases",
-        lambda: _erased_rows(qmax),
-        [Case((), "(rows erased at int3, at int4, at int8) for the 8-row layer whose absmaxes are printed")],
-        "the loudest row sets one shared tick for all eight rows; how far from zero must a value be to round to "
-        "code 1 rather than 0?",
-        _ERASED_MISTAKES,
-        is_value=True,
-        judge=_judge_erased,
-    ),
 ]
 
 
@@ -480,7 +501,7 @@ RECALL: tuple[Question, ...] = (
         source=LESSON,
     ),
     choice(
-        "Interview: why prefer per-channel over per-tensor for many weight matrices?",
+        "Interview: why prefer per-channel over per-tensor absmax scales for many weight matrices?",
         (
             "Because channels differ in magnitude, and a shared scale leaves quiet ones few codes or none",
             True,
