@@ -18,8 +18,9 @@
 #
 # **The question**: What do a ruler's 4 bytes buy?
 #
-# **The answer**: On the example at 4 bits, a quiet channel's own 4-byte scale cuts its error 30
-# times. On one 64-value row that dips just below 0, like a GELU's output, a zero point's 4 more
+# **The answer**: A quiet channel's own 4-byte scale makes its ruler finer by the loudest
+# channel's largest |value| over its own (15.5 times on the example), and its error falls about
+# as much. On one 64-value row that dips just below 0, like a GELU's output, a zero point's 4 more
 # bytes buy nearly what one more bit buys.
 #
 # **What you will do**: predict a quiet channel's codes, find the bit width at which that
@@ -65,7 +66,8 @@ _ = calc.plot(ex, sharey=True)
 # 1.70 / 7 / 2, about 0.12, is more than its 0.11, so all five of its values round to 0. In the
 # plot, channel 3's per-tensor errors (x) are its values negated.
 #
-# Its error is then its mean |value|, 0.060, against 0.0020 on its own ruler: a 30 times fall.
+# Its error is then its mean |value|, 0.060, against 0.0020 on its own ruler: a 30 times fall,
+# more than the ruler's 15.5 because five values leave room for luck (*Going deeper*).
 #
 # ## 2. The calculator
 #
@@ -92,8 +94,7 @@ widgets.calculator()
 # ## 3. What the extra rulers cost
 #
 # In this calculator a scale is an fp32 number (4 bytes); an asymmetric ruler adds an int32
-# zero point (4 more), and a symmetric one stores none (its zero point is fixed). Many real
-# formats store less. At 8 bits:
+# zero point (4 more), and a symmetric one stores none (its zero point is fixed). At 8 bits:
 
 # %%
 for symmetric in (True, False):
@@ -166,7 +167,7 @@ recall.show("07")
 # %% [markdown]
 # **Exercise**: `exercises/07_calculator.ipynb`: how much finer each channel's own ruler is with
 # zero points, how many codes each row leaves a symmetric ruler out of reach, and whether a new
-# tensor's ruler bytes buy more as per-channel scales or as a zero point.
+# tensor gains more from per-channel scales or from a zero point.
 
 # %% [markdown]
 # ## Going deeper

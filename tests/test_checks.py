@@ -655,9 +655,20 @@ WRONG_07 = {
         (lambda r, b: [2**b - _reach_07(row, 2 ** (b - 1)) for row in r], "2**(bits-1)"),
         (lambda r, b: [_trunc_07(row, 2 ** (b - 1) - 1) + 1 for row in r], "None"),
         (lambda r, b: [2 * (2 ** (b - 1) - 1) - _reach_07(row, 2 ** (b - 1) - 1, torch.ceil) for row in r], "ceil"),
+        (lambda r, b: [2 * (2 ** (b - 1) - 1) - 1 - _reach_07(row, 2 ** (b - 1) - 1) for row in r], "one too few"),
     ],
 }
+
+
+def _choice_07(w, bits, axis=0):  # lesson 07, task 3 with per-channel rulers along another axis
+    from qlesson import PerChannel, fake_quantize
+
+    pc = (fake_quantize(w, bits, granularity=PerChannel(axis)) - w).abs().mean()
+    return "per-channel" if pc < (fake_quantize(w, bits, symmetric=False) - w).abs().mean() else "zero point"
+
+
 WRONG_07["07.lower_error"] = [
+    (lambda w, b: _choice_07(w, b, axis=1), "each column"),
     (lambda w, b: "per-channel", "shared symmetric ruler"),
     (lambda w, b: "zero point", "None"),
     (lambda w, b: _by_max_07(w, b), "largest errors"),

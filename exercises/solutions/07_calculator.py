@@ -22,8 +22,8 @@
 #
 # Practice for lesson `notebooks/07_calculator.ipynb`.
 # What a channel's own ruler buys with zero points, how many codes a symmetric ruler leaves
-# out of a row's reach, and which of the two a new tensor should spend its ruler bytes on, on
-# numbers the lesson did not show.
+# out of a row's reach, and which of the two gains a new tensor more, on numbers the lesson did
+# not show.
 #
 # **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
 # check cell right below it. Write your code, run your cell, then run the check: a pass prints

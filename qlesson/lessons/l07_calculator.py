@@ -266,18 +266,19 @@ def _stack(*rows: torch.Tensor) -> torch.Tensor:
     return torch.stack(rows)
 
 
-def _errors(w: torch.Tensor, bits: int, err, against_symmetric: bool = False) -> tuple[float, float]:
-    """``err`` of per-channel symmetric rulers, then of one shared ruler (asymmetric unless ``against_symmetric``)."""
-    pc = fake_quantize(w, bits, granularity=PerChannel(0), symmetric=True)
+def _errors(w: torch.Tensor, bits: int, err, against_symmetric: bool = False, axis: int = 0) -> tuple[float, float]:
+    """``err`` of per-channel symmetric rulers along ``axis``, then of one shared ruler (asymmetric unless
+    ``against_symmetric``)."""
+    pc = fake_quantize(w, bits, granularity=PerChannel(axis), symmetric=True)
     pt = fake_quantize(w, bits, granularity=PerTensor(), symmetric=against_symmetric)
     return float(err(pc - w)), float(err(pt - w))
 
 
-def _winner(err, against_symmetric: bool = False, flip: bool = False):
+def _winner(err, against_symmetric: bool = False, flip: bool = False, axis: int = 0):
     """The choice whose ``err`` is lower, as the task returns it (``flip``: the other one)."""
 
     def pick(w: torch.Tensor, bits: int) -> str:
-        pc, pt = _errors(w, bits, err, against_symmetric)
+        pc, pt = _errors(w, bits, err, against_symmetric, axis)
         return "per-channel" if (pc < pt) != flip else "zero point"
 
     return pick
@@ -310,6 +311,11 @@ _TICKS = torch.tensor(  # 4 bits, a tick of 0.5: -0.3 is 0.6 ticks below 0, -0.2
 )
 _TIED = torch.tensor([[1.5, -0.2, 0.3, 0.9], [-1.5, 0.7, 0.1, -0.4], [0.6, 0.2, -0.3, 0.1]])
 _SPREAD = torch.randn(6, 32, generator=torch.Generator().manual_seed(7)) * torch.logspace(0, -2, 6)[:, None]
+_LOUD_ROW = (
+    torch.rand(6, 32, generator=torch.Generator().manual_seed(9))
+    * torch.tensor([1, 0.3, 0.1, 0.03, 0.01, 0.003])[:, None]
+)
+_LOUD_ROW[0] = 0.8 + 0.2 * torch.rand(32, generator=torch.Generator().manual_seed(10))  # loud in every column
 _GELUS = _stack(_act(61, 64, "gelu"), _act(62, 64, "gelu"), _act(63, 64, "gelu"))
 
 TASKS: list[Task] = [
@@ -433,6 +439,11 @@ TASKS: list[Task] = [
                 _per_row(lambda row, b: 2 * qmax(b) - (lambda e: e[1] - e[0])(_ends(row, qmax(b), torch.ceil))),
             ),
             Mistake(
+                "one too few: a symmetric ruler has 2**bits - 1 codes, from -(2**(bits-1) - 1) to 2**(bits-1) - 1 "
+                "with 0 among them",
+                lambda r, b: _out_of_reach(r, b) - 1,
+            ),
+            Mistake(
                 "returned the codes within reach; the task asks for those out of reach",
                 _per_row(lambda row, b: (lambda e: e[1] - e[0] + 1)(_ends(row, qmax(b)))),
             ),
@@ -459,10 +470,19 @@ TASKS: list[Task] = [
                 hidden=True,
             ),
             Case((_W, 4), "4 bits: [3, 6], row 1 all negative", hidden=True),
+            Case(
+                (_LOUD_ROW, 4),
+                "4 bits: [6, 32] all positive, row 0 near 1 in every column, the other rows 0.3 down to 0.003 at most",
+                hidden=True,
+            ),
         ],
         "measure both: quantize and dequantize the tensor each way, and compare the mean absolute errors",
         [
             Mistake("returned the other one; the answer is the choice whose MAE is lower", _winner(_mae, flip=True)),
+            Mistake(
+                "gave each column its own ruler (PerChannel(1)); a channel is a row of w, PerChannel(0)",
+                _winner(_mae, axis=1),
+            ),
             Mistake(
                 "compared per-channel with a shared symmetric ruler; the other choice is a shared ruler with a zero "
                 "point (asymmetric)",
