@@ -25,11 +25,10 @@
 # distance.
 #
 # **What you will do**: follow six values through a 3-bit ruler, check the half-tick bound on
-# 1,000 values, watch a calibrated ruler clip a new value, and find when an asymmetric ruler
-# is worth its zero point.
+# 1,000 values, watch a calibrated ruler clip a new value, and meet the asymmetric ruler.
 #
 # **What you need**: lesson 00 (how to run the notebooks); nothing to download.
-# **Time**: about 21 minutes, plus about 24 for the exercise; *Going deeper*: about 5 more.
+# **Time**: about 20 minutes, plus about 22 for the exercise; *Going deeper*: about 5 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -132,8 +131,8 @@ ruler.print_steps(values + [1.6], bits=3, scale=fixed_scale)
 # `round` gives tick 5, which this ruler does not have; the **clamp** stores 3, the last tick.
 # The value comes back as 0.91, wrong by 0.69: about 4.5 times the rounding bound.
 #
-# A value is **clipped** when the clamp changes its code, that is, when it lies half a tick or
-# more past the last tick (closer than that, `round` still lands on the last tick). The
+# A value is **clipped** when the clamp changes its code, that is, when it lies more than half a
+# tick past the last tick (closer than that, `round` still lands on the last tick). The
 # farther a clipped value lies, the larger its error. The figure shades where that starts.
 
 # %%
@@ -167,12 +166,6 @@ widgets.ruler_explorer(tuple(values))
 #   into `2^b - 1` steps between the unsigned codes: `scale = (rmax - rmin) / (2^b - 1)`. The
 #   integer zero point, `round(-rmin / scale)`, is the code of 0.0, so 0.0 is stored exactly.
 #
-# Predict when the zero point pays.
-
-# %% tags=["nbval-ignore-output"]
-recall.predict("01", "asymmetric_worth")
-
-# %% [markdown]
 # The GELU-like values below at 4 bits have `rmin = -0.17`, `rmax = 2.0`: scale
 # `2.17 / 15 = 0.1447`, zero point `round(0.17 / 0.1447) = 1`, so code 1 means 0.0. Code 0
 # reads back as `-1 x 0.1447 = -0.145`, not -0.17: rounding the zero point moved the ruler.
@@ -192,10 +185,10 @@ print_table(ruler.compare_modes(gelu_like, bits=4, modes=two_modes), {"scale": "
 # * `q = clamp(round(x / scale) + zero_point, qmin, qmax)`, `x_hat = (q - zero_point) * scale`.
 # * `b` bits give `2^b` codes; the restricted symmetric ruler uses `2^b - 1` of them: for
 #   int8, [-127, 127].
-# * Inside the range the error is at most half a tick. A value half a tick or more past the
+# * Inside the range the error is at most half a tick. A value more than half a tick past the
 #   last tick is clipped (the clamp changes its code); its error grows with that distance.
-# * Asymmetric: `scale = (rmax - rmin) / (2^b - 1)` over a range widened to 0, zero point
-#   `round(-rmin / scale)` (unsigned codes).
+# * On values that sit mostly on one side of 0, an asymmetric ruler's zero point lets all its
+#   codes cover the data, so its ticks are about twice as fine as a symmetric ruler's.
 #
 # ## Pause and recall
 
@@ -216,8 +209,8 @@ recall.show("01")
 # PyTorch's symmetric rule, `absmax / ((qmax - qmin) / 2)`, with codes `[-8, 7]` gives
 # `absmax / 7.5` (its int8 default: `[-128, 127]`, `absmax / 127.5`). llama.cpp's Q4_0 takes
 # the value of largest magnitude *with its sign*, `d = value / -8`, so that value lands exactly
-# on code -8 and the other side stops at +7. The calculator this course draws on divides by 8
-# (by 128 at 8 bits) and clamps to `[-8, 7]`. One row of 32 values whose largest magnitude,
+# on code -8 and the other side stops at +7. A fourth rule, found in quantization calculators,
+# divides by 8 (by 128 at 8 bits) and clamps to `[-8, 7]`. One row of 32 values whose largest magnitude,
 # 1.3, is positive, then the same row with -1.3:
 
 # %%
@@ -232,12 +225,10 @@ for extreme in (1.3, -1.3):
 
 # %% [markdown]
 # The restricted ruler keeps the largest value exact on either side and pays with the
-# coarsest scale. PyTorch's default observer puts the largest value half a
-# tick from the last code, on either side. Q4_0 puts its extra code, -8, on the side of its
-# largest value. Its scale is the finest, the same as dividing by 8. When the largest value is
-# negative, the two rows almost tie. A large value of the opposite sign would clip at +7.
-# Dividing by 8 and clamping to `[-8, 7]` clips a positive maximum by a whole tick: the
-# calculator source's formula loses its own largest value.
+# coarsest scale. PyTorch's default observer puts the largest value half a tick from the last
+# code, on either side. Q4_0 puts its extra code, -8, on the side of its largest value, with
+# the finest scale. Dividing by 8 and clamping to `[-8, 7]` clips a positive maximum by a whole
+# tick: that formula loses its own largest value.
 #
 # ### Who uses [-127, 127], and PyTorch's two observers
 #
@@ -278,4 +269,5 @@ print(torch.round(torch.tensor([2.5, 3.5, 7.5])))
 
 # %% [markdown]
 # The restricted ruler's last code (3, 7, 127) is odd, so a value exactly half a tick past the
-# last tick rounds one code beyond it and is clipped: hence "half a tick or more".
+# last tick rounds one code beyond it and is clipped. On an asymmetric ruler whose zero point
+# is odd, the last code's distance from it is even, and the same value stays on the last tick.

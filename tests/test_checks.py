@@ -1249,3 +1249,11 @@ def test_a_failure_whose_previews_agree_points_at_the_first_difference():
     v = evaluate(task, wrong)
     assert v.status == "fail"
     assert "first difference at index (9,): came back 0, expected 18" in v.detail, v.detail
+
+
+def test_a_number_given_as_text_is_named_not_hinted():
+    value_tasks = [t for t in tasks().values() if t.is_value and isinstance(t.reference(), int)]
+    assert value_tasks  # e.g. lesson 01's clipping_takes_over
+    for t in value_tasks:
+        v = evaluate(t, str(t.reference()))
+        assert v.status == "fail" and "without quotes" in (v.mistake or ""), (t.task_id, v.summary)

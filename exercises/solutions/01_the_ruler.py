@@ -158,26 +158,6 @@ for bits in range(5, 11):
 # ## Recall
 
 # %% [markdown]
-# ### Recall 01.6
-#
-# What does one more bit buy on a symmetric ruler with the same absmax?
-#
-# - **a)** One more tick
-# - **b)** About twice as many ticks per side, so roughly half the scale and half the worst rounding error
-# - **c)** A wider range, so less clipping
-#
-# Answer with the option's letter as a string (in quotes).
-
-# %% tags=["solution"]
-recall_6 = ...  # STUB
-# BEGIN SOLUTION
-recall_6 = "b"
-# END SOLUTION
-
-# %% qlesson={"task": "recall 01.6"} tags=["check"]
-recall.answer("01", 6, recall_6)
-
-# %% [markdown]
 # ### Recall 01.4
 #
 # A fixed int4 ruler (scale 0.1, ticks -7..7) meets 0.74 and 2.0. Which of them does it clip?
@@ -196,3 +176,23 @@ recall_4 = "c"
 
 # %% qlesson={"task": "recall 01.4"} tags=["check"]
 recall.answer("01", 4, recall_4)
+
+# %% [markdown]
+# ### Recall 01.6
+#
+# What does one more bit buy on a symmetric ruler with the same absmax?
+#
+# - **a)** One more tick
+# - **b)** About twice as many ticks per side, so a little under half the scale and the worst rounding error
+# - **c)** A wider range, so less clipping
+#
+# Answer with the option's letter as a string (in quotes).
+
+# %% tags=["solution"]
+recall_6 = ...  # STUB
+# BEGIN SOLUTION
+recall_6 = "b"
+# END SOLUTION
+
+# %% qlesson={"task": "recall 01.6"} tags=["check"]
+recall.answer("01", 6, recall_6)

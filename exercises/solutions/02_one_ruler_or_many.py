@@ -183,7 +183,7 @@ recall.answer("02", 6, recall_02_6)
 # What does one more bit buy on a symmetric ruler with the same absmax?
 #
 # - **a)** One more tick
-# - **b)** About twice as many ticks per side, so roughly half the scale and half the worst rounding error
+# - **b)** About twice as many ticks per side, so a little under half the scale and the worst rounding error
 # - **c)** A wider range, so less clipping
 #
 # Answer with the option's letter as a string (in quotes).

@@ -306,6 +306,20 @@ def named_mistake(task: Task, inputs: list[tuple], got: list[Any]) -> str | None
     return None
 
 
+def kind_problem(got: Any, expected: Any) -> str | None:
+    """What is off when a string came back where a number was expected, else None.
+
+    >>> kind_problem("7", 7)
+    "came back as text, '7'; answer with the number itself, without quotes"
+    >>> kind_problem(7, 7) is None, kind_problem("a", "b") is None
+    (True, True)
+    """
+    number = isinstance(expected, (int, float)) and not isinstance(expected, bool)
+    if isinstance(got, str) and (number or isinstance(expected, torch.Tensor)):
+        return f"came back as text, {got!r}; answer with the number itself, without quotes"
+    return None
+
+
 def _agrees_with_another_form(task: Task, inputs: list[tuple], got: list[Any]) -> bool:
     """Whether the answer matches one of ``task.also_correct`` on every case."""
     return any(
@@ -385,7 +399,7 @@ def evaluate(task: Task, answer: Any) -> Verdict:
             continue
         if _agrees_with_another_form(task, inputs, got):
             break
-        mistake = named_mistake(task, inputs, got)
+        mistake = kind_problem(g, expected) or named_mistake(task, inputs, got)
         shapes = reshaped(g, expected, task.rtol, task.atol)
         lines = [f"{head}: case {i} failed: {label}"]
         if not case.hidden:

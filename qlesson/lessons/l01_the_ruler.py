@@ -344,7 +344,7 @@ EXERCISE_RECALL: tuple[Question, ...] = (
     choice(
         "What does one more bit buy on a symmetric ruler with the same absmax?",
         (
-            "About twice as many ticks per side, so roughly half the scale and half the worst rounding error",
+            "About twice as many ticks per side, so a little under half the scale and the worst rounding error",
             True,
             "2^b - 1 codes become 2^(b+1) - 1; from 3 to 4 bits the scale drops to 3/7 of its value.",
         ),

@@ -9,7 +9,7 @@
 
 >>> rows = convention_rows(torch.linspace(-1, 1, 32))
 >>> [r["convention"].split(",")[0] for r in rows]
-['restricted [-7', 'full [-8', 'Q4_0 [-8', 'divide by 8 (the calculator source)']
+['restricted [-7', 'full [-8', 'Q4_0 [-8', 'divide by 8']
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def convention_rows(row: torch.Tensor) -> list[dict[str, Any]]:
         "restricted [-7, 7]: absmax / 7": (absmax / 7, _fake(row, absmax / 7, -7, 7)),
         "full [-8, 7], absmax / 7.5: PyTorch's observer": (torch_scale, _fake(row, torch_scale, -8, 7)),
         "Q4_0 [-8, 7], d = max / -8": (float(raw[0, :2].view(np.float16)[0]), q4_0),
-        "divide by 8 (the calculator source)": (absmax / 8, _fake(row, absmax / 8, -8, 7)),
+        "divide by 8, clamp [-8, 7]": (absmax / 8, _fake(row, absmax / 8, -8, 7)),
     }
     return [
         {
