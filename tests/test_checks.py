@@ -232,6 +232,8 @@ WRONG = {
     "04.budget_prediction": [(((4, 128), (4, 128)), "outlier"), (((4, 256), (4, 256)), "None")],
     "05.asymmetric_roundtrip": [
         (lambda x, bits: _roundtrip(x, bits, x.min(), x.max()), "did not widen"),
+        (lambda x, bits: _roundtrip(x, bits, min(x.min(), 0), x.max()) if x.any() else x.clone(), "only one end"),
+        (lambda x, bits: _roundtrip(x, bits, x.min(), max(x.max(), 0)) if x.any() else x.clone(), "only one end"),
         (lambda x, bits: _roundtrip(x, bits, min(x.min(), 0), max(x.max(), 0), sign=+1), "wrong sign"),
         (lambda x, bits: _symmetric_roundtrip(x, bits), "symmetric signed ruler"),
         (lambda x, bits: _roundtrip(x, 8, min(x.min(), 0), max(x.max(), 0)), "None"),
@@ -245,6 +247,8 @@ WRONG = {
         (lambda x, w, a: x.abs().amax(0) ** (1 - a) / w.abs().amax(0) ** a, "swapped alpha"),
         (lambda x, w, a: x.abs().amax(0) ** a / w.abs().amax(1).mean() ** (1 - a), "rows of w"),
         (lambda x, w, a: x.abs().amax(0) ** 0.5 / w.abs().amax(0) ** 0.5, "alpha 0.5 whatever"),
+        (lambda x, w, a: (x.abs().max() ** a / w.abs().max() ** (1 - a)).repeat(x.shape[1]), "whole tensor"),
+        (lambda x, w, a: x.abs().max() ** a / w.abs().max() ** (1 - a), "whole tensor"),
     ],
     "06.kernel_scales": [
         (lambda s, a: (a, s), "divides by it"),

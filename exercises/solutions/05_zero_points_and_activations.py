@@ -147,10 +147,9 @@ check("05.loudest_after_smoothing", loudest_after_smoothing)
 # An activation `x [tokens, features]` has outliers: a few values far louder than the rest.
 # Write `which_tool(x)`: return `"per-token"` when per-token scales would keep the loud values
 # out of a typical token's ruler, and `"smooth"` when they would not, so the loud range must
-# move into the weights. Count a value as loud when it is at least 5 times a typical value (a
-# typical value: a feature's median |x| over tokens).
-# Every case is a two-sided (LayerNorm-like) activation with outliers of one kind; some cases are
-# hidden.
+# move into the weights. Count a value as loud when it is at least 5 times what the typical
+# feature holds on a typical token. Every case is a two-sided (LayerNorm-like) activation with
+# outliers of one kind; some cases are hidden.
 
 
 # %% tags=["solution"]

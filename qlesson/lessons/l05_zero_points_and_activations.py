@@ -53,6 +53,16 @@ def _not_widened(x: torch.Tensor, bits: int, guarded: bool = True) -> torch.Tens
     return _roundtrip(x, scale, torch.round(-x.min() / scale), bits)
 
 
+def _one_end_widened(x: torch.Tensor, bits: int, lower: bool = True) -> torch.Tensor:
+    """The range widened to 0 at one end only (``lower``: ``rmin`` only; else ``rmax`` only)."""
+    lo = torch.clamp(x.min(), max=0) if lower else x.min()
+    hi = x.max() if lower else torch.clamp(x.max(), min=0)
+    scale = (hi - lo) / (2**bits - 1)
+    if scale == 0:
+        return torch.zeros_like(x)
+    return _roundtrip(x, scale, torch.round(-lo / scale), bits)
+
+
 def _truncated_zero_point(x: torch.Tensor, bits: int, added_first: bool = False) -> torch.Tensor:
     scale, _ = _asym_qparams(x, bits)
     zp = torch.trunc(-torch.clamp(x.min(), max=0) / scale) if scale > 0 else torch.zeros(())
@@ -360,6 +370,16 @@ TASKS: list[Task] = [
                 "did not widen the range to include 0 (used [x.min(), x.max()])",
                 lambda x, b: _not_widened(x, b, guarded=False),
             ),
+            Mistake(
+                "widened only one end of the range to 0: a negative-only x needs rmax = 0 too, a positive-only x "
+                "rmin = 0",
+                _one_end_widened,
+            ),
+            Mistake(
+                "widened only one end of the range to 0: a negative-only x needs rmax = 0 too, a positive-only x "
+                "rmin = 0",
+                lambda x, b: _one_end_widened(x, b, lower=False),
+            ),
             Mistake("zero point has the wrong sign (+rmin / scale)", _wrong_sign),
             Mistake("returned the codes q, not the reconstruction (q - zp) * scale", lambda x, b: _codes_only(x, b)),
             Mistake("mapped back as q * scale: subtract the zero point first", _no_zp_back),
@@ -455,6 +475,11 @@ TASKS: list[Task] = [
         "alpha (lesson 05, section 3)",
         [
             Mistake("swapped alpha and 1 - alpha", lambda x, w, a: _smooth_factors(x, w, 1 - a)),
+            Mistake(
+                "took one factor for the whole tensor (x's and w's largest |value| overall); each input feature j "
+                "gets its own s_j, from column j of x and of w",
+                lambda x, w, a: (x.abs().max() ** a / w.abs().max() ** (1 - a)).expand(x.shape[1]),
+            ),
             Mistake(
                 "used the rows of w instead of its columns (input features)",
                 lambda x, w, a: x.abs().amax(0) ** a / w.abs().amax(1).mean() ** (1 - a),
@@ -773,10 +798,11 @@ RECALL: tuple[Question, ...] = (
             "both must multiply the int32 sums back after it; only a factor constant along k comes out of the sum.",
         ),
         (
-            "There are too many per-feature scales to store",
+            "Per-feature scales change with every input, so they cannot be known before the GEMM",
             False,
-            "A few hundred numbers are nothing. The problem is algebra: a factor that changes with k cannot "
-            "be pulled out of the sum.",
+            "Tempting, since activations arrive at run time. But per-token scales change with every input too, "
+            "and per-feature scales could be calibrated ahead; the problem is algebra: a factor that changes "
+            "with k cannot be pulled out of the sum.",
         ),
     ),
     choice(
