@@ -20,15 +20,15 @@
 # scale per run of `g` weights buy, and what does it cost?
 #
 # **The answer**: each group's own fp16 scale keeps an outlier's damage inside that group, and
-# costs every weight `16 / g` bits. At about 4 bits per weight, a few weights per row at 4 to 5
-# times the row's rms move the contest between a code bit and a bit of scales about 3 dB toward
-# the scales.
+# costs every weight `16 / g` bits. At about 4 bits per weight, int3 with groups of 16 ties int4
+# per-channel only where rows hold a few weights at 4 to 5 times the row's rms; elsewhere the
+# code bit wins by 2 to 4 dB.
 #
 # **What you will do**: watch an outlier spoil one group, price the scales, and test on MiniLM
 # what decides between a code bit and a bit of scales.
 #
 # **What you need**: lessons 02 and 03; nothing to download (MiniLM comes with the course).
-# **Time**: about 28 minutes, plus about 32 for the exercise; *Going deeper*: about 18 more.
+# **Time**: about 26 minutes, plus about 32 for the exercise; *Going deeper*: about 19 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -116,35 +116,13 @@ print_table(rows, {"bits/weight": ".4f"})
 # one scale factors out of a row's dot product: a kernel applies each group's scale either to
 # its weights before the product or, as llama.cpp does, to that group's partial sum.
 #
-# llama.cpp's Q4_0 is int4 per-group with `g = 32` and fp16 scales: 4.5 bits per weight. One
-# block is 18 bytes: the scale `d` (fp16, little-endian) in bytes 0 and 1, then 16 bytes holding
-# the 32 4-bit codes, two per byte. Code byte `j` (byte `2 + j`) holds element `j` in its low
-# nibble and element `j + 16` in its high nibble, each stored as code + 8 so that it fits in
-# 0..15. Its codes run −8..7, one more than the restricted ruler's −7..7. The first 32 weights
-# of row 0 of MiniLM's `L0.output`:
-
-# %%
-from qlesson.quant import formats
-
-W = models.minilm_linear_weights()  # MiniLM's Linear weights [out, in], by short name ("L0.intermediate")
-w_np = W["L0.output"].numpy()
-raw = formats.quantize(w_np[:1, :32], "Q4_0")
-d, q = formats.codes(raw, "Q4_0")
-print(f"d = {float(d[0]):.6f} (fp16), codes {q[0].tolist()}")
-print("bytes:", " ".join(f"{b:02x}" for b in raw[0]))
-byte = int(raw[0, 2])
-print(
-    f"byte 2 = 0x{byte:02x}: low nibble {byte & 15} - 8 = {(byte & 15) - 8} (element 0), "
-    f"high nibble {byte >> 4} - 8 = {(byte >> 4) - 8} (element 16)"
-)
-_ = plots.block_bytes(raw[0], "Q4_0")
-
-# %% [markdown]
+# llama.cpp's Q4_0 is int4 per-group with `g = 32` and fp16 scales: 4.5 bits per weight
+# (its bytes: *Going deeper*).
 #
 # ## 3. Which axis the groups run along
 #
-# "Group" says how many weights share a scale, not which ones. An interview study note this
-# course draws on codes group quantization as `n_groups = out_channels // group_size`: 128
+# "Group" says how many weights share a scale, not which ones. A common interview answer codes
+# group quantization as `n_groups = out_channels // group_size`: 128
 # consecutive *output rows* sharing a scale. GPTQ, AWQ and llama.cpp let consecutive *inputs*
 # share one, as above. Rank them against per-channel on a real MiniLM layer, at int4:
 
@@ -152,6 +130,7 @@ _ = plots.block_bytes(raw[0], "Q4_0")
 recall.predict("04", "axis")
 
 # %%
+W = models.minilm_linear_weights()  # MiniLM's Linear weights [out, in], by short name ("L0.intermediate")
 w = W["L0.intermediate"]
 row_blocks = ql.fake_quantize(  # each row of the [12, 128 * 384] view is 128 output rows: one scale for all of them
     w.reshape(-1, 128 * w.shape[1]), 4, granularity=ql.PerChannel(0)
@@ -201,8 +180,9 @@ _ = plots.pareto_zoom(points, labels, xlim=(3.95, 4.3))  # right panel: this ran
 # apart. For about 0.12 more bits per weight, int4 with groups of 128 sits 3.4 and 3.6 dB above
 # both on these six.
 #
-# The same comparison on L0.intermediate (`[1536, 384]`), a Gaussian in L0.output's shape, and
-# that Gaussian with two large weights per row:
+# The same comparison on L0.intermediate (`[1536, 384]`), a Gaussian in L0.output's shape, that
+# Gaussian with two large weights per row, and L0.output with its large weights clipped: each
+# row cut off at the other layers' median of (row's largest |w|) / rms, in units of its rms:
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("04", "control")
@@ -214,6 +194,12 @@ spiked[:, ::768] = 5.0  # two weights per row at 5 times the rms (the Gaussian's
 controls = {"L0.output": W["L0.output"], "L0.intermediate": W["L0.intermediate"]}
 controls["Gaussian [384, 1536]"] = gauss
 controls["Gaussian [384, 1536], two 5s per row"] = spiked
+others = [name for name in W if name not in ffn_out]
+clip = float(np.median([analysis.row_standout(W[name]) for name in others]))
+w_out = W["L0.output"]
+rms = w_out.pow(2).mean(1, keepdim=True).sqrt()
+clipped = w_out.clamp(-clip * rms, clip * rms)
+controls[f"L0.output clipped at {clip:.1f} x rms"] = clipped
 rows = []
 for name, w_layer in controls.items():
     r = analysis.bits_or_scales(w_layer)  # also the median over rows of (row's largest |w|) / (row's rms)
@@ -222,14 +208,13 @@ for name, w_layer in controls.items():
 print_table(rows, {"int3 g16 dB": ".2f", "int4 per-channel dB": ".2f", "median row: largest |w| / rms": ".1f"})
 
 # %% [markdown]
-# What moves is int4 per-channel; int3 g16 stays near 14 dB on all four. The code bit wins by
-# 2.6 dB on the Gaussian in L0.output's shape. What sets L0.output apart is a few weights per row
-# far above the row's rms (last column): they stretch each row's one ruler. Give the Gaussian two
-# such weights per row and the gap closes. Every MiniLM layer, each column a range over its
-# layers:
+# What moves is int4 per-channel; int3 g16 stays near 14 dB on all five. Two tests at a fixed
+# shape point at the same cause, a few weights per row far above the row's rms (last column),
+# which stretch each row's one ruler: give the Gaussian two such weights per row and the code
+# bit's 2.6 dB lead closes; clip them from L0.output and its lead grows from 0.3 to 3.5 dB. The
+# clip tests the cause; it is not a fix (*Going deeper*). Every MiniLM layer, each column a range over its layers:
 
 # %%
-others = [name for name in W if name not in ffn_out]
 sets = {"the six FFN outputs": list(ffn_out), "the other layers": others}
 rows = analysis.code_bit_vs_groups(W, sets)
 for row, names in zip(rows, sets.values(), strict=True):
@@ -265,7 +250,6 @@ widgets.group_explorer(W[layer], layer, db=True)
 # Check what you found, and the same search on L0.intermediate:
 
 # %%
-w_out = W["L0.output"]
 pc5 = ql.errors(w_out, ql.fake_quantize(w_out, 5, granularity=ql.PerChannel(0))).sqnr_db
 print(f"L0.output, int5 per-channel: {5 + 16 / w_out.shape[1]:.3f} bits/weight, SQNR {pc5:.2f} dB")
 for g in (32, 24):
@@ -289,11 +273,9 @@ print(f"L0.intermediate, int5 per-channel: SQNR {pc5_in:.2f} dB; int4 g8 (6.000 
 #   Q4_0).
 # * On MiniLM at int4, groups of 128 gain 0.9 to 3.9 dB over per-channel, layer by layer; most
 #   (3.1 to 3.9 dB) on the six FFN output layers, whose rows hold a few large weights.
-# * At about 4 bits per weight, a few weights per row at 4 to 5 times the row's rms move the
-#   gap between int4 per-channel and int3 g16 about 3 dB toward the groups (L0.output against
-#   L0.intermediate; the Gaussian with and without two 5s per row). With restricted rulers that
-#   makes them tie, within 1 dB, on the six FFN outputs; on the other 31 layers the code bit
-#   wins by 2 to 4 dB. Measure per layer.
+# * At about 4 bits per weight, int3 g16 and int4 per-channel tie on the six FFN outputs, whose
+#   rows hold a few weights at 4 to 5 times their rms; on the other 31 layers the code bit wins
+#   by 2 to 4 dB. Measure per layer.
 #
 # ## Pause and recall
 
@@ -305,7 +287,7 @@ recall.show("04")
 
 # %% [markdown]
 # **Exercise**: `exercises/04_groups_and_formats.ipynb`: write per-group quantization, price a
-# block from its C struct, read one Q4_0 block from its bytes (section 2's layout), and spend a
+# block from its C struct, read one Q4_0 block from its bytes (*Going deeper*'s layout), and spend a
 # bit budget.
 #
 # ## Going deeper
@@ -329,15 +311,10 @@ print_table(rows, {"+bits/weight for scales": ".4f", "int8": ".2f", "int4": ".2f
 # %% [markdown]
 # ### Why a few large weights decide the tie
 #
-# The other direction of section 4's test: take the large weights away from a real layer. Clip
-# each row of L0.output at the other layers' median of (row's largest |w|) / rms, in units of
-# the row's rms. The
-# last column is the mean absmax of a group of 16 as a share of its row's absmax:
+# Section 4's clip once more, with the mean absmax of a group of 16 as a share of its row's
+# absmax (last column):
 
 # %%
-clip = float(np.median([analysis.row_standout(W[name]) for name in others]))
-rms = w_out.pow(2).mean(1, keepdim=True).sqrt()
-clipped = w_out.clamp(-clip * rms, clip * rms)
 changed = {
     "L0.output": w_out,
     f"L0.output clipped at {clip:.1f} x rms": clipped,
@@ -353,9 +330,8 @@ print(
 )
 
 # %% [markdown]
-# Clipping a third of a percent of its weights makes L0.output behave like the other layers:
-# the code bit wins by about 3.5 dB. This tests the cause; it is not a fix. Against the
-# original weights the clip alone, before any rounding, leaves a lower SQNR than int4
+# Clipping a third of a percent of its weights makes L0.output behave like the other layers.
+# Against the original weights the clip alone, before any rounding, leaves a lower SQNR than int4
 # per-channel: the cut-off parts of those few weights carry about 5% of the layer's energy,
 # which is why a ruler must keep them.
 #
@@ -373,11 +349,33 @@ print(
 # GPTQ and AWQ checkpoints store the scales transposed, `[K / g, N]`; on a square weight their
 # shape (`[32, 4096]` at g = 128) does not tell the axis: read `g_idx` or the format's docs.
 #
-# ### Q8_0 and Q4_0 against llama.cpp
+# ### Q4_0 and Q8_0 blocks, against llama.cpp
 #
-# llama.cpp's Q8_0 is section 2's Q4_0 block with 32 int8 codes after `d`: 34 bytes, 8.5 bits
-# per weight. One row of L0.output in each format, and qlesson's bytes against the `gguf`
-# package (llama.cpp's Python library):
+# One Q4_0 block is 18 bytes: the scale `d` (fp16, little-endian) in bytes 0 and 1, then 16
+# bytes holding the 32 4-bit codes, two per byte. Code byte `j` (byte `2 + j`) holds element `j`
+# in its low nibble and element `j + 16` in its high nibble, each stored as code + 8 so that it
+# fits in 0..15. Its codes run −8..7, one more than the restricted ruler's −7..7. The first 32
+# weights of row 0 of MiniLM's `L0.output`:
+
+# %%
+from qlesson.quant import formats
+
+w_np = W["L0.output"].numpy()
+raw = formats.quantize(w_np[:1, :32], "Q4_0")
+d, q = formats.codes(raw, "Q4_0")
+print(f"d = {float(d[0]):.6f} (fp16), codes {q[0].tolist()}")
+print("bytes:", " ".join(f"{b:02x}" for b in raw[0]))
+byte = int(raw[0, 2])
+print(
+    f"byte 2 = 0x{byte:02x}: low nibble {byte & 15} - 8 = {(byte & 15) - 8} (element 0), "
+    f"high nibble {byte >> 4} - 8 = {(byte >> 4) - 8} (element 16)"
+)
+_ = plots.block_bytes(raw[0], "Q4_0")
+
+# %% [markdown]
+# Q8_0 is the same block with 32 int8 codes after `d`: 34 bytes, 8.5 bits per weight. One row
+# of L0.output in each format, and qlesson's bytes against the `gguf` package (llama.cpp's
+# Python library):
 
 # %%
 from gguf import GGMLQuantizationType, quants

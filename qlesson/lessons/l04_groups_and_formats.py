@@ -585,7 +585,7 @@ RECALL: tuple[Question, ...] = (
     choice(
         "Interview: why use group-wise instead of per-channel scales for 4-bit weights?",
         (
-            "It lowers the error at 4 bits for a fraction of a bit per weight (0.125 at g = 128)",
+            "It lowers the error at 4 bits for a fraction of a bit per weight",
             True,
             "Groups along in_features give every row several rulers, each fitted to fewer weights: on MiniLM at "
             "int4, g128 gains 0.9 to 3.9 dB over per-channel, layer by layer (section 4).",
@@ -593,8 +593,8 @@ RECALL: tuple[Question, ...] = (
         (
             "128 consecutive output channels share a scale, which saves metadata over per-channel",
             False,
-            "Tempting because 'group' sounds like merging channels, and an interview study note codes it so; but that "
-            "gives L0.intermediate 12 scales for 1536 rows, coarser and far worse (section 3). GPTQ and AWQ group "
+            "Tempting because 'group' sounds like merging channels, and a common interview answer codes it so; but "
+            "that gives L0.intermediate 12 scales for 1536 rows, coarser and far worse (section 3). GPTQ and AWQ group "
             "along in_features: K / g scales per row, more than per-channel's one.",
         ),
         (
@@ -645,10 +645,10 @@ RECALL: tuple[Question, ...] = (
             "row has K / g different group scales.",
         ),
         (
-            "Once per row, using the mean of the row's group scales",
+            "To the activations, once: each run of g inputs of x multiplied by its group's scale",
             False,
-            "Tempting because per-channel needs one scale per row; but a mean scale is wrong for every group "
-            "whose own scale differs from it, which is the error groups exist to remove.",
+            "Tempting because a group covers the same g inputs in every row; but each row has its own scales for "
+            "those inputs (scales [N, K / g], not [K / g]), so x would need a different copy for every output.",
         ),
         source=LESSON,
     ),
@@ -667,7 +667,7 @@ EXERCISE_RECALL: tuple[Question, ...] = (
         (
             "128 consecutive output rows, one scale per input",
             False,
-            "Tempting because an interview study note codes group quantization this way; but runs of 128 rows "
+            "Tempting because a common interview answer codes group quantization this way; but runs of 128 rows "
             "would give 4096 / 128 = 32 groups, each with one scale per input: [32, 11008], not [86, 4096].",
         ),
         (
@@ -728,7 +728,7 @@ PREDICT = {
     ),
     "axis": choice(
         "MiniLM's L0.intermediate is [1536, 384], at int4. Scheme A lets 128 consecutive output rows share one "
-        "scale (as an interview study note codes it); scheme B lets 128 consecutive inputs share one "
+        "scale (as a common interview answer codes it); scheme B lets 128 consecutive inputs share one "
         "(GPTQ/AWQ checkpoints). "
         "Against per-channel (one scale per row), which is right?",
         (
