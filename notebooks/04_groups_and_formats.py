@@ -212,7 +212,8 @@ print_table(rows, {"int3 g16 dB": ".2f", "int4 per-channel dB": ".2f", "median r
 # shape point at the same cause, a few weights per row far above the row's rms (last column),
 # which stretch each row's one ruler: give the Gaussian two such weights per row and the code
 # bit's 2.6 dB lead closes; clip them from L0.output and its lead grows from 0.3 to 3.5 dB. The
-# clip tests the cause; it is not a fix (*Going deeper*). Every MiniLM layer, each column a range over its layers:
+# clip tests the cause; it is not a fix (*Going deeper*). Every MiniLM layer, each column a
+# range over its layers:
 
 # %%
 sets = {"the six FFN outputs": list(ffn_out), "the other layers": others}

@@ -704,14 +704,14 @@ PREDICT = {
         ),
     ),
     "control": choice(
-        "Int3 g16 against int4 per-channel, at about 4 bits per weight each, on four weights: L0.output, "
-        "L0.intermediate, a Gaussian in L0.output's shape, and that Gaussian with two large weights per row. "
-        "Across the four, which SQNR moves by several dB?",
+        "Int3 g16 against int4 per-channel, at about 4 bits per weight each, on five weights: L0.output, "
+        "L0.intermediate, a Gaussian in L0.output's shape, that Gaussian with two large weights per row, and "
+        "L0.output with its largest weights clipped. Across the five, which SQNR moves by several dB?",
         (
             "int3 g16's: the groups are what adapts to each weight",
             False,
             "Tempting because groups are the scheme built to follow the weights; but a group of 16 already fits its "
-            "few weights closely, so int3 g16 lands near 14 dB on all four.",
+            "few weights closely, so int3 g16 lands near 14 dB on all five.",
         ),
         (
             "int4 per-channel's",
@@ -722,7 +722,7 @@ PREDICT = {
         (
             "Both, by about the same: a harder weight is harder for every scheme",
             False,
-            "Tempting because some weights are simply harder to quantize; but what makes these four differ is a "
+            "Tempting because some weights are simply harder to quantize; but what makes these five differ is a "
             "few large weights per row, and those coarsen a whole row's ruler, not a group of 16's.",
         ),
     ),
