@@ -19,16 +19,15 @@
 # **The question**: Small blocks make fp16 scales expensive; how many bits does a block's scale
 # really need?
 #
-# **The answer**: A scale needs steps, not bits: a `b`-bit sub-scale moves the top code of a block
-# near its super-block's loudest by up to `qmax / (2(2**b - 1))` ticks; at 5 bits that costs int4
-# codes at most 0.021 dB per MiniLM layer. A power of two (MX's E8M0) has no steps between powers:
-# under the MX spec's floor rule it costs int4 codes 2.3 dB.
+# **The answer**: A scale needs steps, not bits: a 5-bit sub-scale under an fp16 super-scale
+# costs int4 codes 0.021 dB on MiniLM's `L0.output`. A power of two (MX's E8M0) has no steps
+# between powers: under the MX spec's floor rule it costs int4 codes 2.3 dB.
 #
 # **What you will do**: count what scales cost per weight; shrink a block scale from fp16 to 4
 # bits on a MiniLM layer, with int4 and with 6-bit codes; try a power-of-two scale.
 #
 # **What you need**: lessons 02 to 04 (group scales and bits per weight); nothing to download.
-# **Time**: about 29 minutes, plus about 30 for the exercise; *Going deeper*: about 26 more.
+# **Time**: about 28 minutes, plus about 28 for the exercise; *Going deeper*: about 26 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -127,16 +126,8 @@ print_table([{k: r[k] for k in six_cols} for r in six_rows], fmt_rule)
 # clipping is most of the loss.
 #
 # The int8 row here moves the top code about as far as int4's 5-bit row did, and loses about the
-# same, 0.02 dB. On a budget of 0.1 dB for this layer, int4 codes need 4-bit sub-scales and 6-bit
-# codes 6-bit ones. A 5-bit sub-scale on int4 codes, in the same layout, on each of the 36 layers:
-
-# %%
-loss5 = {n: scale_bits.rule_rows(w, 32, 4, 8, formats=("5-bit x fp16",))[0]["SQNR loss dB"] for n, w in W.items()}
-worst = max(loss5, key=loss5.get)
-print(f"SQNR lost: {min(loss5.values()):.3f} to {loss5[worst]:.3f} dB per layer, the most on {worst}")
-
-# %% [markdown]
-# `L0.output`, section 2's layer, is the costliest of the 36.
+# same, 0.02 dB. On a budget of 0.1 dB for this layer, 4-bit sub-scales suffice for int4 codes;
+# 6-bit codes need 6.
 #
 # ## 4. No mantissa at all: a power-of-two scale
 #
@@ -165,9 +156,8 @@ for name in ("E8M0 floor", "E8M0 best of 2"):
 # past the top it clips. Even the best power of two per block loses int4 codes 1.55 dB: most of
 # the 2.33 dB is the missing steps.
 #
-# FP4 codes under the floor rule *are* MXFP4, and they lose about a dB less. Part of that is the
-# rule, written for FP4's grid: with the best power of two per block and grid, the gap shrinks from
-# 1.08 to 0.61 dB.
+# FP4 codes under the floor rule *are* MXFP4, and they lose about a dB less (why: *Going
+# deeper*).
 #
 # ## 5. Try it: a format, a layer, a block
 #
@@ -187,9 +177,10 @@ widgets.format_explorer(W, methods=("Q4_0", "Q4_K", "Q6_K", "MXFP4 floor", "NVFP
 #
 # `f` is 1.50 on `L4.output` and 1.97 on `L0.intermediate`. The floor rule's scale is
 # `2**(k - 2)`, so the largest weight lands at `4f` units of the scale, where FP4 holds only 4
-# and 6. At `f` near 1.5, `4f` sits on 6: `L4.output` stores it within 1%. Above 1.5 it clips to
-# 6: `L0.intermediate` stores it about a quarter low. A power of two has no steps in between to
-# absorb the move.
+# and 6. `4f` rounds to 4 or 6: close near `f` = 1 or 1.5, up to a fifth off in between, and up
+# to a quarter low past 1.5, where it clips to 6. So `L4.output` stores it within 1%, and
+# `L0.intermediate` about a quarter low. A power of two has no steps in between to absorb the
+# move.
 #
 # </details>
 
@@ -206,7 +197,7 @@ for layer in ("L4.output", "L0.intermediate"):
 # * The SQNR lost grows about as the square of the move; past half a tick, a scale rounded down
 #   also clips.
 # * Under 0.1 dB on `L0.output`: 4-bit sub-scales for int4 codes, 6-bit for 6-bit codes. A 5-bit
-#   sub-scale costs int4 codes 0.007 to 0.021 dB per MiniLM layer.
+#   sub-scale costs int4 codes 0.021 dB there.
 # * A power of two (MX's E8M0) has no steps between powers: on the 36 layers the OCP floor rule
 #   costs int4 codes 2.33 dB, and the best power of two per block still 1.55.
 #
@@ -254,10 +245,19 @@ print_table(
 # ### The super-block layout
 #
 # A super-block here is 256 consecutive weights of the flattened layer. `L0.output`'s rows are
-# 1536 long and hold 6 each; every other layer's rows are 384 long, so on them (section 3's
-# 36-layer line) a super-block spans two rows, which real Q4_K cannot store: llama.cpp needs rows
-# that are a multiple of 256. The size of the super-block moves the median and the loss; the
-# bound, set by the loudest block, stays. A 6-bit sub-scale on int4 codes, `L0.output`:
+# 1536 long and hold 6 each; every other layer's rows are 384 long, so on them a super-block
+# spans two rows, which real Q4_K cannot store: llama.cpp needs rows that are a multiple of 256.
+# In this layout, a 5-bit sub-scale on int4 codes on each of the 36 layers:
+
+# %%
+loss5 = {n: scale_bits.rule_rows(w, 32, 4, 8, formats=("5-bit x fp16",))[0]["SQNR loss dB"] for n, w in W.items()}
+worst = max(loss5, key=loss5.get)
+print(f"SQNR lost: {min(loss5.values()):.3f} to {loss5[worst]:.3f} dB per layer, the most on {worst}")
+
+# %% [markdown]
+# `L0.output`, the one layer stored as real Q4_K would store it, is the costliest of the 36.
+# The size of the super-block moves the median and the loss; the bound, set by the loudest block,
+# stays. A 6-bit sub-scale on int4 codes, `L0.output`:
 
 # %%
 sb_rows = []
@@ -427,10 +427,12 @@ print(f"NVFP4 on L0.intermediate, values identical to torchao's: {np.array_equal
 # %% [markdown]
 # ### Why FP4 tolerates a power-of-two scale better
 #
-# Section 4's floor rule leaves a block's scale between 1 and 1.5 times FP4's ideal (or below
-# it, and the top clips). To separate the grid from the rule, make every block's scale too large,
-# which clips nothing, by a factor drawn per block, log-uniform between 1 and 1.5, and set it beside
-# fixed factors, on the same 36 layers:
+# Part of FP4's smaller loss in section 4 is the rule, written for FP4's grid: with the best
+# power of two per block and grid, the gap shrinks from 1.08 to 0.61 dB. The floor rule leaves a
+# block's scale between 1 and 1.5 times FP4's ideal (or below it, and the top clips). To separate
+# the grid from the rule, make every block's scale too large, which clips nothing, by a factor
+# drawn per block, log-uniform between 1 and 1.5, and set it beside fixed factors, on the same 36
+# layers:
 
 # %%
 too_large = scale_bits.random_oversized_row(W, up_to=1.5)  # clips nothing: the grid's response alone

@@ -497,6 +497,8 @@ def _top_by_hand(amax, grid, *, clip=True, fp4_as_int=False, exponent=None, trun
 WRONG_08 = {
     "08.floor_top": [
         (lambda a, g: _top_by_hand(a, g, clip=False), "did not clip"),
+        (lambda a, g: _top_by_hand(a, g, clip=g == "FP4"), "int4's grid"),
+        (lambda a, g: _top_by_hand(a, g, exponent=lambda x: math.floor(math.log2(x / 6))), "amax / 6 on both"),
         (lambda a, g: _top_by_hand(a, g, fp4_as_int=True), "evenly spaced ticks"),
         (lambda a, g: _top_by_hand(a, g, exponent=lambda x: math.ceil(math.log2(x)) - 2), "ceil rule"),
         (lambda a, g: _top_by_hand(a, g, exponent=lambda x: round(math.log2(x)) - 2), "rounded log2 amax"),

@@ -139,27 +139,7 @@ check("08.floor_top", floor_rule_top)
 # ## Recall
 
 # %% [markdown]
-# ### Recall 08.3
-#
-# 6-bit codes under 4-bit sub-scales lose about 0.6 dB, most of it gone when codes are not clamped. Why?
-#
-# - **a)** A scale rounded up clips the largest weight
-# - **b)** The 4-bit sub-scale overflows and wraps around
-# - **c)** The scale's rounding moves the top code most of a tick; rounded down, it lands past 31.5 and clips
-#
-# Answer with the option's letter as a string (in quotes).
-
-# %% tags=["solution"]
-recall_3 = ...  # STUB
-# BEGIN SOLUTION
-recall_3 = "c"
-# END SOLUTION
-
-# %% qlesson={"task": "recall 08.3"} tags=["check"]
-recall.answer("08", 3, recall_3)
-
-# %% [markdown]
-# ### Recall 08.8
+# ### Recall 08.7
 #
 # int8 codes (-127..127), 8-bit sub-scales (1 to 255): is a near-loudest block's top code within a tenth of a tick?
 #
@@ -171,16 +151,16 @@ recall.answer("08", 3, recall_3)
 # Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
-recall_8 = ...  # STUB
+recall_7 = ...  # STUB
 # BEGIN SOLUTION
-recall_8 = "a"
+recall_7 = "a"
 # END SOLUTION
 
-# %% qlesson={"task": "recall 08.8"} tags=["check"]
-recall.answer("08", 8, recall_8)
+# %% qlesson={"task": "recall 08.7"} tags=["check"]
+recall.answer("08", 7, recall_7)
 
 # %% [markdown]
-# ### Recall 08.9
+# ### Recall 08.8
 #
 # Lesson 04 revisited: one weight, 20 times any other, lands in block 0 of a Q4_K super-block. Whose scales get coarser?
 #
@@ -192,10 +172,10 @@ recall.answer("08", 8, recall_8)
 # Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
-recall_9 = ...  # STUB
+recall_8 = ...  # STUB
 # BEGIN SOLUTION
-recall_9 = "b"
+recall_8 = "b"
 # END SOLUTION
 
-# %% qlesson={"task": "recall 08.9"} tags=["check"]
-recall.answer("08", 9, recall_9)
+# %% qlesson={"task": "recall 08.8"} tags=["check"]
+recall.answer("08", 8, recall_8)

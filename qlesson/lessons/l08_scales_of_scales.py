@@ -120,6 +120,7 @@ def _floor_top(
         "round": math.floor(math.log2(amax) + 0.5) - 2,
         "rceil": math.ceil(math.log2(amax / top)),
         "ideal floor": math.floor(math.log2(amax / top)),
+        "ideal floor 6": math.floor(math.log2(amax / 6.0)),
     }[rule]
     v = amax / 2.0**e
     if grid == "FP4" and not even:
@@ -317,6 +318,11 @@ TASKS: list[Task] = [
                 lambda amax, grid: _floor_top(amax, grid, clip=False),
             ),
             Mistake(
+                "did not clip on int4's grid: it holds nothing past 7, so a largest weight that rounds to 8 is "
+                "stored as 7",
+                lambda amax, grid: _floor_top(amax, grid, clip=grid == "FP4"),
+            ),
+            Mistake(
                 "rounded on evenly spaced ticks: FP4 has no 5 (its values are 0, 0.5, 1, 1.5, 2, 3, 4, 6)",
                 lambda amax, grid: _floor_top(amax, grid, even=True),
             ),
@@ -340,6 +346,11 @@ TASKS: list[Task] = [
                 "starts from amax's own power of two and leaves room for the grid's largest power of two, 4, so "
                 "amax lands between 4 and 8 times the scale",
                 lambda amax, grid: _floor_top(amax, grid, rule="ideal floor"),
+            ),
+            Mistake(
+                "took the power of two at or below amax / 6 on both grids: that is not the floor rule, which starts "
+                "from amax's own power of two, so amax lands between 4 and 8 times the scale on either grid",
+                lambda amax, grid: _floor_top(amax, grid, rule="ideal floor 6"),
             ),
             Mistake(
                 "truncated amax / scale to an int4 code: the block stores the nearest code (5.8 ticks is stored "
@@ -450,16 +461,6 @@ PREDICT = {
 
 RECALL: tuple[Question, ...] = (
     Numeric(
-        "Bits per weight spent on scales alone with one fp16 scale per 16 weights?",
-        1.0,
-        "16 bits shared by 16 weights: 1 bit per weight, a quarter of an int4 payload.",
-        tol=0.001,
-        mistakes=(
-            (0.125, "that counts bytes (2 per 16 weights); the question asks for bits"),
-            (0.5, "that is groups of 32"),
-        ),
-    ),
-    Numeric(
         "A 4-bit sub-scale (1 to 15) times an fp16 super-scale, in a block about as loud as its super-block's "
         "loudest, int4 codes (-7..7). To first order, at most how many ticks can rounding the sub-scale move the "
         "block's largest code? (Two decimals are enough.)",
@@ -488,10 +489,11 @@ RECALL: tuple[Question, ...] = (
             "0. Only a scale rounded down pushes the largest code past 31.",
         ),
         (
-            "The 4-bit sub-scale overflows and wraps around",
+            "A 4-bit sub-scale rounds less precisely under 6-bit codes than under int4 codes",
             False,
-            "Tempting from integer overflow elsewhere; but the sub-scale is clamped to 1..15 by construction, and the "
-            "loudest block gets 15 exactly.",
+            "Tempting, since the loss is larger; but the sub-scale is the same number either way, off by at most "
+            "1/30 of itself. What grew is qmax: the same relative error moves a top code 31 ticks out 31/7 times "
+            "as far.",
         ),
         source=LESSON,
     ),
