@@ -89,7 +89,7 @@ for name, g in [("per-tensor", ql.PerTensor()), ("per-channel", ql.PerChannel())
 # | `03_per_channel_on_real_weights` | How much does one scale per output channel, rather than one per tensor, matter on a real transformer's weights, and why the output axis? | 21 + 21 min |
 # | `04_groups_and_formats` | When one scale per channel is still too coarse at 4 bits, what does one scale per run of `g` weights buy, and what does it cost? | 26 + 32 min |
 # | `05_zero_points_and_activations` | How should the activations of a transformer, which arrive at run time, be quantized to int8? | 21 + 33 min |
-# | `06_dequant_in_gemm` | When does a weight-only quantized weight make a matrix multiply faster than float weights do? | 22 + 40 min |
+# | `06_dequant_in_gemm` | When does a weight-only quantized weight make a matrix multiply faster than float weights do? | 21 + 40 min |
 # | `07_calculator` | What do a ruler's 4 bytes buy? | 19 + 23 min |
 # | `08_scales_of_scales` | Small blocks make fp16 scales expensive; how many bits does a block's scale really need? | 28 + 28 min |
 # | `09_smarter_rounding` | Can smarter rounding (GPTQ) stand in for a finer granularity? | 23 + 40 min |

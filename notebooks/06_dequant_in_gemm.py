@@ -19,17 +19,17 @@
 # **The question**: when does a weight-only quantized weight make a matrix multiply faster than float
 # weights do?
 #
-# **The answer**: only in a kernel that never writes a dequantized copy, and no scale forces one:
-# an output-channel scale goes after the product, an input-channel scale onto the activations, a
-# group scale inside the reduction. Such a weight-only kernel can save time only where reading the
-# weight sets the time: small batches.
+# **The answer**: only where reading the weight sets the time (small batches), and only in a
+# kernel that never writes a dequantized copy. No scale forces one: an output-channel scale goes
+# after the product, an input-channel scale onto the activations, a group scale inside the
+# reduction.
 #
 # **What you will do**: follow each scale through `y = x @ W.T`, count a product's FLOPs per
 # weight byte, and time fp32, bf16, int8 and int4 products on your machine at M = 1 (and the
 # fp32, int8 and int4 ones at M = 128).
 #
 # **What you need**: lessons 02 to 05.
-# **Time**: about 22 minutes, plus about 40 for the exercise; *Going deeper*: about 28 more.
+# **Time**: about 21 minutes, plus about 40 for the exercise; *Going deeper*: about 28 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -138,10 +138,7 @@ print_table(rows, {"GFLOP": ".3f", "weight MB": ".1f", "FLOPs per weight byte": 
 # ## 3. Measure it: your machine, now
 #
 # `qlesson.bench.gemm` times the methods side by side, K = N = 4096, at M = 1 and M = 128
-# (under a minute). `x fp32` is a row's time over fp32 `F.linear`'s at the same M; `of read BW`
-# is how close an M = 1 row came to the faster of a read probe and fp32's own read rate. `F.linear` takes float
-# weights, so the scale-after-GEMM row (`same, preallocated buffer`) first copies the codes into
-# an fp32 buffer allocated once.
+# (under a minute). `x fp32` is a row's time over fp32 `F.linear`'s at the same M.
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("06", "int4_at_1_cpu")
@@ -172,12 +169,14 @@ _ = plots.gemm_times(bench_gemm.lesson_view(result, shown), rates=False)
 # What to see:
 #
 # * **Dequantize-then-matmul**: `q.float()` writes an fp32 copy, `* s` reads it and writes
-#   another, the GEMM reads that: 17 bytes per int8 weight against fp32's 4, so bytes predict
-#   about 4x; compare its `x fp32` (*Going deeper* looks at where the rest goes).
-# * **Scale after the GEMM** (`same, preallocated buffer`): one copy, then the GEMM: 9 bytes,
-#   about 2.25x by bytes.
+#   another, the GEMM reads that: 17 bytes per int8 weight against fp32's 4, so bytes set a
+#   floor of about 4x. Where its `x fp32` is far above 4, something besides the bytes sets its
+#   time.
+# * **Scale after the GEMM** (`same, preallocated buffer`): `F.linear` takes float weights, so
+#   it copies the codes into an fp32 buffer allocated once, then runs the GEMM: 9 bytes, about
+#   2.25x by bytes.
 # * **Fused rows** read only codes and scales, 0.25 of fp32's bytes for int8 and 0.13 for int4
-#   g128; `of read BW` says how close each came to the bandwidth. At M = 128 both take many
+#   g128. At M = 128 both take many
 #   times their read floor (the last two lines): their arithmetic, not their bytes, sets the
 #   time, so the saved bytes no longer help.
 
@@ -302,7 +301,9 @@ print(f"the corrections' arithmetic for [{m8}, {k8}] x [{k8}, {n8}]: {share:.3%}
 # ### Reading the CPU benchmark closely
 #
 # The cell at the end of this subsection adds what section 3 leaves out: `x half` (a row's time
-# over bf16 `F.linear`'s), the fresh-copy row, three control rows (a second fp32 product on
+# over bf16 `F.linear`'s), `of read BW` (how close an M = 1 row came to the read bandwidth, the
+# faster of a read probe and fp32's own read rate, so fp32 sits near 100% by construction), the
+# fresh-copy row, three control rows (a second fp32 product on
 # codes stored as fp32, the same work as the baseline, so its gap estimates the noise; the
 # scale multiply alone; an input-channel scale folded into `x`), the full verdict with each
 # tie's reason, the two bandwidth probes and the cache. The full verdict compares with the

@@ -274,6 +274,7 @@ WRONG = {
         (lambda n, k, b: n * k * b / 8 + 4 * n + 4 * n * k, "fp32 copy only once"),
         (lambda n, k, b: n * k * b / 8 + 2 * n + 8 * n * k, "scales are fp32"),
         (lambda n, k, b: n * k * b / 8 + 8 * n * k, "left out the scales"),
+        (lambda n, k, b: n * k * b / 8 + 16 * n * k, "17 bytes per int8 weight"),
         (lambda n, k, b: n * k + 4 * n + 8 * n * k, "None"),
     ],
     "06.compute_bound_from": [

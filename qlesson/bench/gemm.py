@@ -615,7 +615,7 @@ def main(
         print(format_table(rows, bw) if full else key_table(rows, bw))
     else:
         print(f"read bandwidth {bw.read_gb_s:.1f} GB/s (a sum() probe or fp32 F.linear's weight read, the faster)")
-        print(key_table(lesson_view(rows, shown), bw, half_column=False))
+        print(key_table(lesson_view(rows, shown), half_column=False))  # `of read BW`: the full key_table
         if "busy" in first_load or too_noisy(rows):
             print(TOO_NOISY)
     if torch.cuda.is_available():

@@ -225,6 +225,11 @@ TASKS: list[Task] = [
                 lambda n, k, b: n * k * b / 8 + 4 * n + 16 * n * k,
             ),
             Mistake(
+                "copied the lesson's 17 bytes per int8 weight (two dequantize passes, scales left out): the "
+                "statement's dequantize is one kernel, and its scales are weight data too",
+                lambda n, k, b: n * k * b / 8 + 16 * n * k,
+            ),
+            Mistake(
                 "counted 2-byte scales: the statement's scales are fp32 (4 bytes each)",
                 lambda n, k, b: n * k * b / 8 + 2 * n + 8 * n * k,
             ),
