@@ -66,8 +66,7 @@ _ = calc.plot(ex, sharey=True)
 # 1.70 / 7 / 2, about 0.12, is more than its 0.11, so all five of its values round to 0. In the
 # plot, channel 3's per-tensor errors (x) are its values negated.
 #
-# Its error is then its mean |value|, 0.060, against 0.0020 on its own ruler: a 30 times fall,
-# more than the ruler's 15.5 because five values leave room for luck (*Going deeper*).
+# Its error is then its mean |value|, 0.060, against 0.0020 on its own ruler: a 30 times fall.
 #
 # ## 2. The calculator
 #

@@ -134,8 +134,7 @@ print("at 4 bits, codes out of reach per row:", out_of_reach(two_rows, 4).tolist
 #
 # Write `lower_error(w, bits)`: `w` is a weight `[channels, values]`. Return `"per-channel"` if
 # per-channel symmetric rulers give it a lower MAE at `bits` bits than one shared ruler with a
-# zero point (asymmetric), else `"zero point"`. `ql.fake_quantize(w, bits, granularity=...,
-# symmetric=...)` quantizes and dequantizes.
+# zero point (asymmetric), else `"zero point"`.
 #
 # Predict first, with the lesson's rule for how much finer a channel's own ruler is and Task 2's
 # codes out of reach: which wins at 4 bits on three GELU rows, and which on four rows, each about
@@ -164,6 +163,15 @@ for name, w in (("three GELU rows", gelus), ("loud to quiet", loud_to_quiet)):
     finer = (w.abs().max() / w.abs().amax(dim=1)).tolist()  # symmetric: lesson 07's section 1
     print(f"{name}: own symmetric ruler finer by {[round(f, 1) for f in finer]}, ", end="")
     print(f"codes out of reach {out_of_reach(w, 4).tolist()}: {lower_error(w, 4)}")
+
+# %% [markdown]
+# <details><summary>The prediction's answer (open it after you predicted)</summary>
+#
+# The GELU rows are about equally loud, so their own rulers are barely finer, while each leaves
+# several codes out of reach: the zero point wins. The loud-to-quiet rows leave few codes out of
+# reach, and the quiet rows' own rulers are many times finer: per-channel wins.
+#
+# </details>
 
 # %% [markdown]
 # ## Recall

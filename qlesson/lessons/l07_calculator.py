@@ -109,14 +109,15 @@ RECALL: tuple[Question, ...] = (
         source=LESSON,
     ),
     Numeric(
-        "Symmetric: a tensor's largest |value| is 2.4, a channel's is 0.3. How many times finer is its own ruler?",
-        8,
-        "Each symmetric scale is its absmax / qmax, so the ratio of the scales is 2.4 / 0.3 = 8, at any bit width.",
+        "One symmetric ruler shared by a tensor whose largest |value| is 2.1. A quiet channel's largest |value| is "
+        "0.14. At how many bits, at the fewest, does that value get a nonzero code?",
+        5,
+        "It needs more than half a tick: 2.1 / (2 x qmax) < 0.14, so qmax > 7.5. At 4 bits (qmax 7) half a tick "
+        "is 0.15 and the whole channel rounds to 0; at 5 bits (qmax 15) it is 0.07.",
         tol=0.01,
         mistakes=(
-            (0.125, "that is the shared ruler's tick over the channel's: inverted"),
-            (56, "that also multiplies by qmax (7 at 4 bits); both scales divide by the same qmax, so it cancels"),
-            (1, "that would be the channel that holds the tensor's largest |value|; this one is quieter"),
+            (6, "that asks for a whole tick below 0.14; rounding gives code 1 to anything past half a tick"),
+            (4, "at 4 bits half a tick is 2.1 / 7 / 2 = 0.15, more than 0.14: the value rounds to 0"),
         ),
         source=LESSON,
     ),
@@ -484,8 +485,8 @@ TASKS: list[Task] = [
                 _winner(_mae, axis=1),
             ),
             Mistake(
-                "compared per-channel with a shared symmetric ruler; the other choice is a shared ruler with a zero "
-                "point (asymmetric)",
+                "answered per-channel on every case, as comparing per-channel with a shared symmetric ruler does (or "
+                "per-channel rulers with zero points too): the other choice is one shared ruler with a zero point",
                 _winner(_mae, against_symmetric=True),
             ),
             Mistake(
