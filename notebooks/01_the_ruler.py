@@ -89,7 +89,7 @@ print_table(ruler.bits_table(absmax=0.91), {"scale": ".5f", "rounding bound (sca
 #
 # ## 3. Rounding error is at most half a tick, inside the range
 #
-# Inside `[qmin, qmax]`, rounding moves a value by at most half a tick, `scale / 2`. Check it
+# Inside the ruler's range, rounding moves a value by at most half a tick, `scale / 2`. Check it
 # on a thousand random values, with a ruler fitted to them (so none lies outside), at several
 # bit widths:
 
@@ -132,7 +132,8 @@ ruler.print_steps(values + [1.6], bits=3, scale=fixed_scale)
 # The value comes back as 0.91, wrong by 0.69: about 4.5 times the rounding bound.
 #
 # A value is **clipped** when the clamp changes its code, that is, when it lies more than half a
-# tick past the last tick (closer than that, `round` still lands on the last tick). The
+# tick past the last tick (closer than that, `round` still lands on the last tick; exactly half a
+# tick: *Going deeper*, Ties). The
 # farther a clipped value lies, the larger its error. The figure shades where that starts.
 
 # %%
@@ -165,7 +166,11 @@ widgets.ruler_explorer(tuple(values))
 # * **Asymmetric**: the ruler is fitted to `[rmin, rmax]`, the data's range widened to include 0, cut
 #   into `2^b - 1` steps between the unsigned codes: `scale = (rmax - rmin) / (2^b - 1)`. The
 #   integer zero point, `round(-rmin / scale)`, is the code of 0.0, so 0.0 is stored exactly.
-#
+
+# %% tags=["nbval-ignore-output"]
+recall.predict("01", "asymmetric_worth")
+
+# %% [markdown]
 # The GELU-like values below at 4 bits have `rmin = -0.17`, `rmax = 2.0`: scale
 # `2.17 / 15 = 0.1447`, zero point `round(0.17 / 0.1447) = 1`, so code 1 means 0.0. Code 0
 # reads back as `-1 x 0.1447 = -0.145`, not -0.17: rounding the zero point moved the ruler.
@@ -227,8 +232,8 @@ for extreme in (1.3, -1.3):
 # The restricted ruler keeps the largest value exact on either side and pays with the
 # coarsest scale. PyTorch's default observer puts the largest value half a tick from the last
 # code, on either side. Q4_0 puts its extra code, -8, on the side of its largest value, with
-# the finest scale. Dividing by 8 and clamping to `[-8, 7]` clips a positive maximum by a whole
-# tick: that formula loses its own largest value.
+# the finest scale (its tiny error there is `d` rounded to fp16). Dividing by 8 and clamping to
+# `[-8, 7]` clips a positive maximum by a whole tick: that formula loses its own largest value.
 #
 # ### Who uses [-127, 127], and PyTorch's two observers
 #

@@ -37,8 +37,14 @@ def _split_01(c, x, bits, part, full=False):
     return part(e[r == q]), part(e[r != q])
 
 
+def _unwidened_01(c, bits):  # lesson 01, task 1: half a tick past the data's own min and max
+    scale = (c.max().clamp(min=0) - c.min().clamp(max=0)) / (2**bits - 1)
+    return c.min() - scale / 2, c.max() + scale / 2
+
+
 WRONG = {
     "01.clip_start": [
+        (lambda c, bits: _unwidened_01(c, bits), "data's min and max"),
         (lambda c, bits: (c.min().clamp(max=0), c.max().clamp(min=0)), "None"),
         (
             lambda c, bits: (
@@ -72,7 +78,7 @@ WRONG = {
     ],
     "01.clipping_takes_over": [
         (8, "halved the rounding part per bit"),
-        (6.0, "the last width at which rounding still costs more"),
+        (6.0, "the rounding part is still the larger"),
         (17, "clipping does overtake"),
         (5, "None"),
     ],

@@ -37,10 +37,14 @@ def _clip_limits(calibration: torch.Tensor, bits: int, shift: float = 0.5, zp_us
     return (-zp - shift) * scale, (2**bits - 1 - zp + shift) * scale
 
 
-def _range_limits(calibration: torch.Tensor, bits: int):
-    """The mistake: half a tick past rmin and rmax, as if the rounded zero point did not move the ruler."""
+def _range_limits(calibration: torch.Tensor, bits: int, widened: bool = True):
+    """The mistake: half a tick past rmin and rmax, as if the rounded zero point did not move the ruler
+    (``widened=False``: past the data's own min and max, the range not widened to include 0)."""
     scale, _ = _asym_qparams(calibration, bits)
-    return torch.clamp(calibration.min(), max=0) - scale / 2, torch.clamp(calibration.max(), min=0) + scale / 2
+    lo, hi = calibration.min(), calibration.max()
+    if widened:
+        lo, hi = torch.clamp(lo, max=0), torch.clamp(hi, min=0)
+    return lo - scale / 2, hi + scale / 2
 
 
 def _sym_limits(calibration: torch.Tensor, bits: int):
@@ -128,6 +132,11 @@ TASKS: list[Task] = [
                 _range_limits,
             ),
             Mistake(
+                "went half a tick past the data's min and max; the ruler's range is widened to include 0, and the "
+                "rounded zero point moves it, so its end ticks are neither",
+                lambda c, b: _range_limits(c, b, widened=False),
+            ),
+            Mistake(
                 "returned the end ticks; a value a little past them still rounds onto them",
                 lambda c, b: _clip_limits(c, b, shift=0.0),
             ),
@@ -143,6 +152,7 @@ TASKS: list[Task] = [
             Mistake("used a symmetric signed ruler; this one is the asymmetric one of asymmetric_qparams", _sym_limits),
         ],
         shows_expected=False,  # a failure would print both limits
+        rtol=1e-3,  # a limit found by scanning values is as good as one computed
         minutes=6,
     ),
     Task(
@@ -216,8 +226,7 @@ TASKS: list[Task] = [
                 lambda: 8,
             ),
             Mistake(
-                "that is the last width at which rounding still costs more; the task asks for the first at which "
-                "clipping costs more",
+                "at that width the rounding part is still the larger one; compare the two parts width by width",
                 lambda: 6,
             ),
             Mistake(
