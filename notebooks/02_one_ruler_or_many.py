@@ -19,16 +19,16 @@
 # **The question**: When the rows of a weight matrix have very different magnitudes, what does
 # giving each row its own scale buy over one shared scale?
 #
-# **The answer**: It buys the quiet rows: under one shared (per-tensor) scale the loudest value sets the
-# tick, and a row whose values all lie at or below half a tick is stored as zeros. One scale per
-# row (per-channel) gives every row a tick no larger than the shared one, so no row's error bound
-# (half its tick) rises.
+# **The answer**: It saves the quiet rows: under one shared scale the loudest value sets the tick,
+# and a row whose values all lie at or below half a tick is stored as zeros. A row's own scale
+# never raises its worst-case error, though a row that already sat on the shared ticks can come
+# out with a larger average error.
 #
 # **What you will do**: quantize a 2x4 example with one shared scale, then one per row;
 # compare a row's error under both.
 #
 # **What you need**: lesson 01 (scale, round, clamp); nothing to download.
-# **Time**: about 19 minutes, plus about 24 for the exercise; *Going deeper*: about 3 more.
+# **Time**: about 18 minutes, plus about 25 for the exercise; *Going deeper*: about 2 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -113,12 +113,14 @@ print(f"codes identical to ql.quantize's: {torch.equal(q, own.q.to(q.dtype))}")
 # %% [markdown]
 # ## 4. Each row's error under both rulers
 #
-# Both methods, with each row's mean absolute error (MAE):
+# Both methods, with each row's mean absolute error (MAE); row 0 is Row A, row 1 Row B:
 
 # %%
 pt, pc = analysis.method_table(W, bits=4)
-names = {"method": "method", "row 0 MAE": "Row A MAE", "row 1 MAE": "Row B MAE"}
-print_table([{new: r[old] for old, new in names.items()} for r in (pt, pc)], {"Row A MAE": ".4f", "Row B MAE": ".4f"})
+print_table(
+    [{k: r[k] for k in ("method", "row 0 MAE", "row 1 MAE")} for r in (pt, pc)],
+    {"row 0 MAE": ".4f", "row 1 MAE": ".4f"},
+)
 print(f"Row B's codes identical under both: {pt['row 1 q'] == pc['row 1 q']}")
 print(f"Row A's MAE is {pt['row 0 MAE'] / pc['row 0 MAE']:.1f}x smaller with its own scale")
 
@@ -159,7 +161,8 @@ print_table(
 # * Per-channel: every nonzero row's largest value sits on the last tick; the loudest row is
 #   unchanged.
 # * Per-channel never raises a row's error bound (it lowers it for every row quieter than the
-#   loudest), but it can raise a row's actual error (row 0 in section 5).
+#   loudest), but it can raise a row's actual error (row 0 in section 5); on real weights that
+#   is rare.
 # * The cost: one scale per row instead of one per tensor (lesson 04 counts the bytes).
 #
 # ## Pause and recall
@@ -205,15 +208,4 @@ for bits in (4, 8):
 
 # %% [markdown]
 # The rise is rare, and where it happens the row is near-loudest: its own ruler is nearly the
-# shared one, so the ticks merely shift.
-
-# %% [markdown]
-# ### Three channels at int8: how much of the range each row uses
-#
-# An interview note among the course's sources uses three channels with absmax 0.5, 2.0 and
-# 0.1, at int8. Under one shared scale the quiet channel uses about 5% of the range; per-channel
-# gives every row all of it.
-
-# %%
-W3 = examples.three_channels()
-print_table(analysis.range_usage(W3, bits=8), {"absmax": ".2f"})
+# shared one.

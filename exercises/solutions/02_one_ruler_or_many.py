@@ -164,14 +164,18 @@ for bits in (3, 4, 8):
 # %% [markdown]
 # ### Recall 02.6
 #
-# Per-tensor int5; Row B sets the scale (absmax 3.10). From what factor m does Row A (absmax 0.15) get a nonzero code?
+# A quiet row's values are exact multiples of the shared int4 scale (error 0). What does its own, finer scale do?
 #
-# Answer with a number.
+# - **a)** It keeps the error at 0 or raises it: its own ticks need not pass through its values
+# - **b)** Nothing: a row's own scale is always the shared one
+# - **c)** It lowers it: a finer tick always means a smaller error
+#
+# Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
 recall_02_6 = ...  # STUB
 # BEGIN SOLUTION
-recall_02_6 = 0.69
+recall_02_6 = "a"
 # END SOLUTION
 
 # %% qlesson={"task": "recall 02.6"} tags=["check"]

@@ -591,18 +591,25 @@ RECALL: tuple[Question, ...] = (
 
 
 EXERCISE_RECALL: tuple[Question, ...] = (
-    Numeric(
-        "Per-tensor int5; Row B sets the scale (absmax 3.10). From what factor m does Row A (absmax 0.15) get a "
-        "nonzero code?",
-        0.69,
-        "Row A's largest value, 0.15 m, must pass half of the int5 shared tick, which Row B sets; a whole tick is "
-        "not needed.",
-        tol=0.02,
-        mistakes=(
-            (1.38, "that is where 0.15 m reaches a whole shared tick; from just past half a tick it rounds to 1"),
-            (0.65, "that uses the tick 3.10 / 16; the restricted int5 ruler ends at code 15, so the tick is 3.10 / 15"),
-            (3.44, "that is the int3 answer; int5 has 15 positive codes, not 3"),
-            (1.48, "that is the int4 threshold from the widget; int5 has 15 positive codes, so the tick is 3.10 / 15"),
+    choice(
+        "A quiet row's values are exact multiples of the shared int4 scale (error 0). What does its own, finer "
+        "scale do?",
+        (
+            "It keeps the error at 0 or raises it: its own ticks need not pass through its values",
+            True,
+            "A finer tick bounds the error lower (half its tick), but this row's error was already 0; on its own "
+            "ruler the values can fall between ticks. Section 5's row 0, near the shared ticks, lost this way.",
+        ),
+        (
+            "It lowers it: a finer tick always means a smaller error",
+            False,
+            "Tempting, since the bound, half a tick, does fall; but the bound is a worst case, and a row that sat "
+            "exactly on the shared ticks had no error to lose.",
+        ),
+        (
+            "Nothing: a row's own scale is always the shared one",
+            False,
+            "Only the loudest row's is (it set the shared scale); this row is quiet, so its own ruler is finer.",
         ),
     ),
 )
