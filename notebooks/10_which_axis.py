@@ -22,14 +22,15 @@
 # **The answer**: On MiniLM's short sentences at 2 bits, keys do better with one ruler per
 # channel: 1.7x at equal metadata, against 1.06x on shuffled keys, so the keys' structure earns
 # the win. Values do better per token, because per-channel rulers round one tiny, heavily
-# attended token (`[CLS]`) badly; keep `[CLS]` in fp16 and per channel wins at equal code bits.
+# attended token (`[CLS]`) badly. Kept in fp16, `[CLS]` lets per channel win at equal code bits,
+# but at equal total bits per token with a third code bit wins.
 #
 # **What you will do**: compare per-token and per-channel rulers on MiniLM's keys and values
 # against shuffled controls and one token kept exact, then count every bit.
 #
 # **What you need**: lessons 02 (granularity), 05 (activations) and 09 (intervals over
 # sentence pairs); nothing to download.
-# **Time**: about 25 minutes, plus about 35 for the exercise (*Going deeper*: about 20 more).
+# **Time**: about 24 minutes, plus about 35 for the exercise (*Going deeper*: about 21 more).
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -106,8 +107,8 @@ print_table(
 #   same metadata as per token.
 #
 # `bits per value` adds the 32 bits of each ruler's minimum and scale. The control: each
-# sentence's keys shuffled. On the real keys, per channel over one sentence beats per token
-# 2.6 times over. Predict the shuffled keys:
+# sentence's keys shuffled, every entry across tokens, channels and heads. On the real keys, per
+# channel over one sentence beats per token 2.6 times over. Predict the shuffled keys:
 
 # %% tags=["nbval-ignore-output"]
 from qlesson.course import recall
@@ -166,7 +167,8 @@ print_table(cls_table, dict.fromkeys(list(cls_table[0])[1:], ".2f"))
 #
 # So far both rulers had the same code bits and the same metadata. A cache pays for every bit it
 # stores: the codes, each ruler's fp16 minimum and scale, and any token kept in fp16. For keys
-# nothing changes: both rulers cost 3.00 bits per value at 2 bits (section 3). For values, the
+# nothing changes: both rulers cost 3.00 bits per value at 2 bits (section 3), leaving aside
+# section 6's fp16 window. For values, the
 # fp16 `[CLS]` costs bits too. Predict first:
 
 # %% tags=["nbval-ignore-output"]
@@ -205,15 +207,16 @@ print_table(rows)
 # * A key error moves attention between tokens; a value error reaches the output weighted by
 #   its token's attention.
 # * MiniLM's keys have an offset per channel: its mean holds 14% to 40% of the variance (8% by
-#   chance). KIVI and KVQuant report far larger key channels in LLaMA-family models.
+#   chance).
 # * Per-channel keys beat per-token keys 2.6x at 2 bits over one sentence, but shuffled keys
 #   show 1.9x: the smaller group. At equal metadata the real keys still win 1.7x, the shuffled
 #   ones only 1.06x: that part is the keys' structure.
 # * Values: per token wins while the sink `[CLS]` is quantized. A per-channel ruler rounds its
 #   tiny value with an error several times its size. Keep `[CLS]` in fp16 and per channel wins
 #   at equal code bits.
-# * Every bit counted, per-channel keys still win. On these 12.5-token sentences an fp16 `[CLS]`
-#   costs about one bit per value, and a third code bit per token beats it.
+# * Codes and metadata counted, per-channel keys still win (section 6's window aside). On these
+#   12.5-token sentences an fp16 `[CLS]` costs about one bit per value, and a third code bit per
+#   token beats it.
 # * Per-channel rulers need whole groups of tokens, hence a full-precision window of the newest
 #   tokens, which counts in the cost too.
 #

@@ -349,6 +349,7 @@ WRONG = {
         (("channel", "token"), "reason each case on its own"),
     ],
     "10.key_bits": [
+        (lambda b, g, t, r: (_good("10.quantized_tokens")(t, r, g) * (b - 16) + t * 16) / t, "minimum and scale"),
         (lambda b, g, t, r: _good("10.key_bits")(b, g, t, r) * 0 + b, "codes only"),
         (
             lambda b, g, t, r: (

@@ -251,9 +251,9 @@ recall.answer("10", 8, recall_8)
 #
 # Lesson 08: a KV cache stored in FP8 can use one scale per tensor, where a 2-bit integer cache needs many. Why?
 #
-# - **a)** FP8 has 256 codes against the 2-bit cache's 4, so one range has levels enough for every channel
+# - **a)** An FP8 cache is converted to fp16 before attention, so its scale never reaches the product
 # - **b)** Each FP8 value carries its own exponent, so one scale only places the range
-# - **c)** Attention ignores small errors
+# - **c)** FP8 has 256 codes against the 2-bit cache's 4, so one range has levels enough for every channel
 #
 # Answer with the option's letter as a string (in quotes).
 

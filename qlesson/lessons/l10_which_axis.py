@@ -408,6 +408,10 @@ TASKS: list[Task] = [
             ),
             Mistake("counted the codes only: each group also stores its ruler", lambda b, g, t, r: float(b)),
             Mistake(
+                "left out each group's minimum and scale: every quantized group stores 32 bits of metadata",
+                lambda b, g, t, r: (_quantized_tokens(t, r, g) * b + (t - _quantized_tokens(t, r, g)) * 16) / t,
+            ),
+            Mistake(
                 "quantized the partial group: a per-channel ruler needs all its tokens",
                 lambda b, g, t, r: (max(t - r, 0) * (b + 32 / g) + min(r, t) * 16) / t,
             ),
@@ -647,9 +651,10 @@ RECALL: tuple[Question, ...] = (
             "An integer code has a fixed step; a float code's step scales with the value.",
         ),
         (
-            "Attention ignores small errors",
+            "An FP8 cache is converted to fp16 before attention, so its scale never reaches the product",
             False,
-            "Tempting because softmax squashes; but a key error moves probability between tokens.",
+            "Tempting, since kernels do upcast; but converting multiplies by the scale, so a scale too coarse for "
+            "some channel leaves its error in the fp16 values all the same.",
         ),
         (
             "FP8 has 256 codes against the 2-bit cache's 4, so one range has levels enough for every channel",
