@@ -131,11 +131,11 @@ print(f"ordinary tokens' loudest |x|: {low:.1f} to {high:.1f} (5th to 95th perce
 # ## 3. Smoothing: move a loud feature's range into the weights
 #
 # Features 63 and 267 are different: loud on most ordinary tokens, where their medians are about
-# 4.5 and 8 times the typical feature's. With per-token scales they cost about 1 dB here. A
-# per-feature scale would fit them, but it changes along K, inside the sum, so it cannot be
-# applied to the int32 result.
+# 4.5 and 8 times the typical feature's. A per-feature scale would fit them, but it changes along
+# K, inside the sum, so it cannot be applied to the int32 result.
 #
-# **SmoothQuant** moves their range out of the activations. Divide feature `j` by `s_j` and multiply
+# **SmoothQuant** can move a feature's range out of the activations; section 4 asks which
+# features' range it pays to move. Divide feature `j` by `s_j` and multiply
 # weight column `j` by `s_j`: `(x / s) @ (w * s).T` equals `x @ w.T` up to float rounding. With
 #
 # ```
@@ -282,8 +282,8 @@ print("never above 0 elsewhere" if top_else <= 0 else f"at most {top_else:.1f} e
 # That spike writes into residual dimension 99, the dimension already loud on `[CLS]` at FC1's
 # input (section 2): row 99 is the loud row lesson 03 found in `L0.output`'s weights, and its
 # largest weight reads unit 856. The FFN adds to dimension 99 again for the next layer.
-# The MSE-optimal clip trims a little off the top and gains about 1 dB. An outlier that every
-# sentence's `[CLS]` carries must survive calibration.
+# The MSE-optimal clip, 21.7, cuts the spike of about 25 too, but by far less, and gains about
+# 1 dB.
 #
 # ### Smoothing a layer whose weights are loud too
 #

@@ -97,10 +97,11 @@ check("04.q5_0_bits_per_weight", q5_0_bits)
 # ## Task 3 · Read one Q4_0 block from its bytes
 #
 # Write `dequantize_q4_0_block(block)`: `block` is one Q4_0 block, a `torch.uint8` tensor of 18
-# bytes laid out as lesson 04's *Going deeper* shows ("Q4_0 and Q8_0 blocks"); a weight is
-# `d * code`. Return the block's 32 weights in order, as a float32 tensor (float64 is fine too;
-# fp16 is not). Use only torch: no `gguf`, no `qlesson`. `t.view(torch.float16)` reads the bytes
-# of a `uint8` tensor `t` as fp16 values.
+# bytes: `d` as fp16 (little-endian) in bytes 0 and 1, then byte `2 + j` holds element `j` in its
+# low nibble and element `j + 16` in its high nibble, each as code + 8 (lesson 04's *Going
+# deeper* draws it). A weight is `d * code`. Return the block's 32 weights in order, as a float32
+# tensor (float64 is fine too; fp16 is not). Use only torch: no `gguf`, no `qlesson`.
+# `t.view(torch.float16)` reads the bytes of a `uint8` tensor `t` as fp16 values.
 
 
 # %% tags=["solution"]
