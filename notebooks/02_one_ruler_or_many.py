@@ -21,8 +21,8 @@
 #
 # **The answer**: It saves the quiet rows: under one shared scale the loudest value sets the tick,
 # and a row whose values all lie at or below half a tick is stored as zeros. A row's own scale
-# never raises its worst-case error, though a row that already sat on the shared ticks can come
-# out with a larger average error.
+# never raises its error bound, half its tick, though a row that already sat on the shared ticks
+# can come out with a larger error.
 #
 # **What you will do**: quantize a 2x4 example with one shared scale, then one per row;
 # compare a row's error under both.
@@ -161,8 +161,7 @@ print_table(
 # * Per-channel: every nonzero row's largest value sits on the last tick; the loudest row is
 #   unchanged.
 # * Per-channel never raises a row's error bound (it lowers it for every row quieter than the
-#   loudest), but it can raise a row's actual error (row 0 in section 5); on real weights that
-#   is rare.
+#   loudest), but it can raise a row's actual error (row 0 in section 5).
 # * The cost: one scale per row instead of one per tensor (lesson 04 counts the bytes).
 #
 # ## Pause and recall

@@ -193,7 +193,7 @@ recall.answer("01", 6, recall_01_6)
 #
 # Why is the output axis the usual channel for weight scales when weights and activations are both integers?
 #
-# - **a)** The outliers of a weight are always along the input axis, so the output axis is the safe one
+# - **a)** Per-input-channel scales give a higher error
 # - **b)** Per-input-channel scales would need more storage
 # - **c)** Because PyTorch stores weights [out, in], so the output axis is axis 0
 # - **d)** Its scale is constant along the sum of the matrix multiply, so it can be applied once after it

@@ -480,7 +480,7 @@ RECALL: tuple[Question, ...] = (
     choice(
         "Why did Row A collapse to zeros under the shared int4 scale?",
         (
-            "Its largest magnitude, 0.15, is below half a shared tick (0.4429 / 2)",
+            "Its largest magnitude, 0.15, is below half a shared tick (0.22)",
             True,
             "Every |x / scale| < 0.5 rounds to 0.",
         ),

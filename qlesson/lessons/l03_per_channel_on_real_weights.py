@@ -433,10 +433,10 @@ RECALL: tuple[Question, ...] = (
             "there axis 1: the reason is the algebra, not the storage order.",
         ),
         (
-            "The outliers of a weight are always along the input axis, so the output axis is the safe one",
+            "Per-input-channel scales give a higher error",
             False,
-            "Outlier channels exist along both axes (MiniLM's loud rows are output channels); the choice is "
-            "about where a scale can be applied, not where outliers are.",
+            "Tempting, since the output axis is what everyone uses; but on MiniLM's FFN output layers input-axis "
+            "scales give the lower error (Going deeper). The choice is about where a scale can be applied.",
         ),
         (
             "Per-input-channel scales would need more storage",
