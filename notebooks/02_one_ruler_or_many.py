@@ -63,15 +63,21 @@ recall.predict("02", "quiet_row")
 # %%
 shared8 = ql.quantize(W, bits=8)
 print(f"int8: shared scale = 3.10 / 127 = {float(shared8.scale):.4f}; Row A codes {shared8.q[0].int().tolist()}")
+
+# %% [markdown]
+# At int8 Row A survives on a few small codes: code 6 of 127 at most, about 5% of the range.
+# At int4 the shared tick is 3.10 / 7, about 0.44. Write down Row A's int4 codes before you run
+# the next cell.
+
+# %%
 shared = ql.quantize(W, bits=4)
 print(f"int4: shared scale = {float(W.abs().max()):.2f} / 7 = {float(shared.scale):.4f}")
 ruler.print_codes(W[0], bits=4, scale=float(shared.scale))
 
 # %% [markdown]
-# At int8 Row A survives on a few small codes: code 6 of 127 at most, about 5% of the range.
-# At int4 the shared tick is 0.44, every `|x / scale|` is below 0.5, and every value rounds to
-# 0: **Row A collapses to `[0, 0, 0, 0]`**. Rounding is not proportional: a value below half a
-# tick is not stored small, it is not stored at all.
+# Every `|x / scale|` is below 0.5, and every value rounds to 0: **Row A collapses to
+# `[0, 0, 0, 0]`**. Rounding is not proportional: a value below half a tick is not stored small,
+# it is not stored at all.
 #
 # Try it: at per-tensor int4 (leave Row B x and bits alone), raise **Row A x** step by step
 # from 1 until Row A's codes stop being all zeros. Where, and why there?
