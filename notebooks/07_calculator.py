@@ -27,7 +27,7 @@
 # changes, count the bytes, and count a GELU row's out-of-reach codes.
 #
 # **What you need**: lessons 01, 02 and 05 (zero points).
-# **Time**: about 19 minutes, plus about 24 for the exercise; *Going deeper*: about 10 more.
+# **Time**: about 19 minutes, plus about 29 for the exercise; *Going deeper*: about 10 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -136,8 +136,8 @@ print_table(calc.zero_point_rows(gelu, 4), calc.ZERO_POINT_FORMATS)
 # tick about half as wide (2.08 / 15 against 1.91 / 7), and on these 64 values the MAE is 2.57
 # times lower, nearly what one more bit buys (3.00 times).
 #
-# A zero point costs 4 bytes per ruler whatever the row's length; one more bit costs a byte per
-# 8 values, 8 on this row and 48 on a 384-value row.
+# The table's last two columns give the bytes. On activations a zero point also costs compute:
+# correction terms in the integer GEMM (lesson 06).
 #
 # On the mirrored row every code is within reach, and the zero point buys about nothing (1.04
 # times). So the gain on the GELU row came from the out-of-reach codes, not from the zero
@@ -190,8 +190,7 @@ recall.show("07")
 # The fp32 scale and int32 zero point are this calculator's convention. Many real formats
 # store less: llama.cpp's Q4_0 stores a single fp16 scale (2 bytes) per 32 weights and no zero
 # point (lesson 04), and ONNX's `QuantizeLinear` usually stores an int8 or uint8 zero point
-# (1 byte). A zero point also costs compute: inside an integer GEMM it adds correction terms
-# (lesson 06, Going deeper).
+# (1 byte).
 #
 # ### A per-channel MAE of exactly 0
 #

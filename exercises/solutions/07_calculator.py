@@ -132,13 +132,35 @@ print("at 4 bits, codes out of reach per row:", out_of_reach(two_rows, 4).tolist
 # %% [markdown]
 # ## Task 3 · Per-channel scales or a zero point?
 #
-# Write `lower_error(w, bits)`: `w` is a weight `[channels, values]`. Return `"per-channel"` if
-# per-channel symmetric rulers give it a lower MAE at `bits` bits than one shared ruler with a
-# zero point (asymmetric), else `"zero point"`.
-#
-# Predict first, with the lesson's rule for how much finer a channel's own ruler is and Task 2's
-# codes out of reach: which wins at 4 bits on three GELU rows, and which on four rows, each about
-# 3 times quieter than the last? The cell after the check prints both and the answer.
+# Two new tensors of SiLU outputs (SiLU dips to about -0.28 below 0), four rows of 64 values
+# each: `similar`, whose rows are about equally loud, and `loud_to_quiet`, whose rows are each
+# about 3 times quieter than the last. At 4 bits, which gives the lower MAE on each: per-channel
+# symmetric rulers, or one shared ruler with a zero point? Predict from the lesson, without
+# quantizing: `prediction = (winner on similar, winner on loud_to_quiet)`, each `"per-channel"`
+# or `"zero point"`.
+
+# %%
+g = torch.Generator().manual_seed(11)
+similar = torch.nn.functional.silu(torch.randn(4, 64, generator=g))
+loud_to_quiet = torch.nn.functional.silu(torch.randn(4, 64, generator=g)) * torch.tensor([1, 0.3, 0.1, 0.03])[:, None]
+for name, w in (("similar", similar), ("loud_to_quiet", loud_to_quiet)):
+    print(f"{name}: each row's largest |value| {[round(v, 3) for v in w.abs().amax(dim=1).tolist()]}")
+    print(f"{' ' * len(name)}  each row's lowest value   {[round(v, 3) for v in w.amin(dim=1).tolist()]}")
+
+# %% tags=["solution"]
+prediction = ...  # STUB
+# BEGIN SOLUTION
+prediction = ("zero point", "per-channel")
+# END SOLUTION
+
+# %% qlesson={"task": "07.lower_error_prediction"} tags=["check"]
+check("07.lower_error_prediction", prediction)
+
+# %% [markdown]
+# Now measure it: write `lower_error(w, bits)` for a weight `w` `[channels, values]`. Return
+# `"per-channel"` if per-channel symmetric rulers give a lower MAE at `bits` bits than one
+# shared ruler with a zero point (asymmetric), else `"zero point"`. The cell after the check
+# runs it on both tensors.
 
 
 # %% tags=["solution"]
@@ -155,21 +177,18 @@ def lower_error(w, bits):
 check("07.lower_error", lower_error)
 
 # %%
-gelus = torch.stack([calc.parse_channels(calc.gelu_row(seed=s))[0] for s in (1, 2, 3)])
-loud_to_quiet = (
-    torch.randn(4, 64, generator=torch.Generator().manual_seed(0)) * torch.tensor([1, 0.3, 0.1, 0.03])[:, None]
-)
-for name, w in (("three GELU rows", gelus), ("loud to quiet", loud_to_quiet)):
+for name, w in (("similar", similar), ("loud_to_quiet", loud_to_quiet)):
     finer = (w.abs().max() / w.abs().amax(dim=1)).tolist()  # symmetric: lesson 07's section 1
     print(f"{name}: own symmetric ruler finer by {[round(f, 1) for f in finer]}, ", end="")
     print(f"codes out of reach {out_of_reach(w, 4).tolist()}: {lower_error(w, 4)}")
 
 # %% [markdown]
-# <details><summary>The prediction's answer (open it after you predicted)</summary>
+# <details><summary>Why (open it after your prediction is checked)</summary>
 #
-# The GELU rows are about equally loud, so their own rulers are barely finer, while each leaves
-# several codes out of reach: the zero point wins. The loud-to-quiet rows leave few codes out of
-# reach, and the quiet rows' own rulers are many times finer: per-channel wins.
+# The `similar` rows get their own rulers at most 1.6 times finer, while a symmetric ruler
+# leaves each row several codes below 0 out of reach: the zero point wins. The `loud_to_quiet`
+# rows get rulers up to 36 times finer, more than the out-of-reach codes give back: per-channel
+# wins. At 3 bits the second verdict flips; try it.
 #
 # </details>
 

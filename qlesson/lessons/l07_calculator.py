@@ -319,6 +319,20 @@ _LOUD_ROW = (
 _LOUD_ROW[0] = 0.8 + 0.2 * torch.rand(32, generator=torch.Generator().manual_seed(10))  # loud in every column
 _GELUS = _stack(_act(61, 64, "gelu"), _act(62, 64, "gelu"), _act(63, 64, "gelu"))
 
+def _silu_pair() -> tuple[torch.Tensor, torch.Tensor]:
+    """Task 3's two new tensors: four SiLU rows about equally loud, and four SiLU rows each about 3 times
+    quieter than the last (the exercise builds them the same way)."""
+    g = torch.Generator().manual_seed(11)
+    similar = torch.nn.functional.silu(torch.randn(4, 64, generator=g))
+    loud_to_quiet = torch.nn.functional.silu(torch.randn(4, 64, generator=g)) * torch.tensor([1, 0.3, 0.1, 0.03])[:, None]
+    return similar, loud_to_quiet
+
+
+def _predicted_winners(pick=None) -> tuple[str, str]:
+    pick = pick or _winner(_mae)
+    return tuple(pick(w, 4) for w in _silu_pair())  # type: ignore[return-value]
+
+
 TASKS: list[Task] = [
     Task(
         "07.finer_by",
@@ -450,6 +464,31 @@ TASKS: list[Task] = [
             ),
         ],
         minutes=5,
+    ),
+    Task(
+        "07.lower_error_prediction",
+        "predict the winner on two new SiLU tensors",
+        _predicted_winners,
+        [Case((), "(winner on the similar rows, winner on the loud-to-quiet rows) at 4 bits")],
+        "weigh two things for each tensor: how much finer each row's own symmetric ruler is (the tensor's largest "
+        "|value| over the row's), and how many codes a symmetric ruler leaves out of reach on rows that barely "
+        "go below 0",
+        [
+            Mistake(
+                "per-channel does not always win: rows about equally loud get rulers at most 1.6 times finer, while "
+                "a zero point brings back the codes below 0 that a symmetric ruler leaves out of reach",
+                lambda: ("per-channel", "per-channel"),
+            ),
+            Mistake(
+                "the zero point does not always win: rows 3 to 30 times quieter get rulers 3 to 36 times finer, "
+                "more than the out-of-reach codes give back",
+                lambda: ("zero point", "zero point"),
+            ),
+            Mistake("swapped: give the similar rows' winner first", lambda: _predicted_winners()[::-1]),
+        ],
+        is_value=True,
+        shows_expected=False,
+        minutes=4,
     ),
     Task(
         "07.lower_error",
