@@ -319,12 +319,14 @@ _LOUD_ROW = (
 _LOUD_ROW[0] = 0.8 + 0.2 * torch.rand(32, generator=torch.Generator().manual_seed(10))  # loud in every column
 _GELUS = _stack(_act(61, 64, "gelu"), _act(62, 64, "gelu"), _act(63, 64, "gelu"))
 
+
 def _silu_pair() -> tuple[torch.Tensor, torch.Tensor]:
     """Task 3's two new tensors: four SiLU rows about equally loud, and four SiLU rows each about 3 times
     quieter than the last (the exercise builds them the same way)."""
     g = torch.Generator().manual_seed(11)
     similar = torch.nn.functional.silu(torch.randn(4, 64, generator=g))
-    loud_to_quiet = torch.nn.functional.silu(torch.randn(4, 64, generator=g)) * torch.tensor([1, 0.3, 0.1, 0.03])[:, None]
+    quieter = torch.tensor([1, 0.3, 0.1, 0.03])[:, None]
+    loud_to_quiet = torch.nn.functional.silu(torch.randn(4, 64, generator=g)) * quieter
     return similar, loud_to_quiet
 
 
