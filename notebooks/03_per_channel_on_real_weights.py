@@ -131,9 +131,9 @@ for n, w in W.items():
 #
 # Now quantize **every** Linear weight to int4 (activations stay FP32), embed 240 sentences (120
 # paraphrase pairs written for this course) and compare with FP32: the **mean cosine** of each
-# sentence's embedding with its own FP32 embedding. Four settings, about 30 s: all per-tensor,
-# all per-channel, a split that keeps the six FFN output layers per-channel and quantizes the
-# other 30 per-tensor, and its mirror image (the six per-tensor, the other 30 per-channel).
+# sentence's embedding with its own FP32 embedding. Three settings, about 25 s: all per-tensor,
+# all per-channel, and a split that keeps the six FFN output layers per-channel and quantizes the
+# other 30 per-tensor.
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("03", "cosine")
@@ -145,14 +145,12 @@ settings = [
     ("int4 per-tensor", lambda n: (4, pt)),
     ("int4 per-channel", lambda n: (4, pc)),
     ("per-channel on FFN outputs, per-tensor elsewhere", lambda n: (4, pc if n in outputs else pt)),
-    ("per-tensor on FFN outputs, per-channel elsewhere", lambda n: (4, pt if n in outputs else pc)),
 ]
 scores = studies.embedding_scores_by_layer(model, settings, progress=True)
 cols = ("weights", "bits/weight", "mean cosine")
 print_table([s.row(cols) for s in scores.values()], {"bits/weight": ".3f", "mean cosine": ".4f"})
-t, c, sp, mirror = (float(s.cosine.mean()) for s in scores.values())
-print(f"loss against all per-channel: the other 30 per-tensor {c - sp:.2f}, the six per-tensor {c - mirror:.2f}")
-print(f"all 36 per-tensor {c - t:.2f}; the split recovers {(sp - t) / (c - t):.0%} of the gap")
+t, c, sp = (float(s.cosine.mean()) for s in scores.values())
+print(f"the split recovers {(sp - t) / (c - t):.0%} of the gap from all per-tensor to all per-channel")
 ref = scores["int4 per-tensor"].embeddings[0]
 print(f"FP32 paraphrase pairs: mean cosine {(ref[0::2] * ref[1::2]).sum(1).mean():.2f}")
 
@@ -160,8 +158,8 @@ print(f"FP32 paraphrase pairs: mean cosine {(ref[0::2] * ref[1::2]).sum(1).mean(
 # Per-tensor int4 breaks the model: its mean cosine to FP32, 0.44, is below the 0.63 between two
 # FP32 paraphrases of one sentence, on average. Per-channel int4 keeps 0.92, for 0.03 bits per
 # weight of fp16 scales. The split answers the prediction: 0.64, less than half of the gap. The
-# mirror row rules out that the 30 matter more: the six per-tensor alone lose more. Yet the losses
-# do not add up (the printed losses).
+# erased FFN output layers are not the whole loss: the other 30 layers per-tensor cost more than
+# half of it.
 #
 # ## 5. Which axis gets the scale
 #
@@ -202,8 +200,7 @@ for label, module in axes.zoo().items():
 # * Per-tensor int4 erases 378 of the 384 rows of MiniLM's `L0.output`; per-channel improves every
 #   row but the loud one.
 # * On 240 sentences, int4 per-channel keeps MiniLM's embeddings at a mean cosine of 0.92 to FP32,
-#   per-tensor only 0.44. The six FFN output layers per-channel recover less than half of that gap,
-#   though per-tensor on those six alone costs more than on the other 30: the losses do not add up.
+#   per-tensor only 0.44. The six FFN output layers per-channel recover less than half of that gap.
 # * The output axis gets the scale because an integer matmul can apply it once per output, after
 #   the integer product; section 4 measured output-axis scales only. `[in, out]` weights (GPT-2
 #   `Conv1D`, `ConvTranspose2d` with `groups=1`) put it at axis 1.
@@ -266,9 +263,9 @@ print_table(reading["steps"], {"cosine": "+.4f", "cosine 95% CI": "+.4f", "rank 
 
 # %% [markdown]
 # Per-channel int8 is within a few ten-thousandths of FP32; per-tensor int8 already loses about
-# 0.03 of mean cosine. Every finer step tested is a gain at int4 and at int3. At fewer bits per
-# weight, finer scales did not make up for a lost code bit: int3 with groups of 32 (3.5 bits per
-# weight) stays behind int4 per-channel (4.03).
+# 0.03 of mean cosine. Every finer step tested is a gain at int4 and at int3. At the same bits
+# per weight, finer scales did not make up for a lost code bit: int3 with groups of 16 (4.00 bits
+# per weight) stays behind int4 per-channel (4.03).
 
 # %% [markdown]
 # ### Which layers the per-tensor loss comes from
@@ -284,16 +281,18 @@ print(f"lowest layer per-channel: {low[1]} {low[0]:.1f} dB, rms error/weight {10
 
 # %% [markdown]
 # Two layers besides the FFN outputs fall below 2 dB, both in block 0: `L0.attention output` and
-# `L0.intermediate`. Per-channel lifts every layer above 12 dB. One more split at int4 on the same
-# 240 sentences puts those two layers alone per-tensor; everything else stays per-channel.
+# `L0.intermediate`. Per-channel lifts every layer above 12 dB. Two more splits at int4 on the
+# same 240 sentences: section 4's split in mirror image (the six FFN output layers alone
+# per-tensor), and those two block-0 layers alone per-tensor; everything else stays per-channel.
 
 # %%
-block0 = [r for r in reading["split"] if "L0" in r["weights"]]
-print_table([scores["int4 per-channel"].row()] + block0, fmt)
+print_table([scores["int4 per-channel"].row()] + reading["split"], fmt)
 
 # %% [markdown]
-# Per-tensor on the two block-0 layers alone costs about 0.15 of mean cosine: two layers of 36. A
-# type's mean SQNR in section 2 hides such layers.
+# Per-tensor on the six FFN output layers alone costs more than half of the gap too: each group
+# per-tensor costs more than half of it, so the losses do not add up; errors from different
+# layers compound. Per-tensor on the two block-0 layers alone costs about 0.15 of mean cosine: two
+# layers of 36. A type's mean SQNR in section 2 hides such layers.
 #
 # ### Every layer, and the loudest channels
 #

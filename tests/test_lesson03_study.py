@@ -19,7 +19,7 @@ def reading():
 def test_stored_reading_has_every_setting_and_step(reading):
     assert [r["weights"] for r in reading["table"]] == lessons.ORDER_03
     assert [r["A - B"] for r in reading["steps"]] == [f"{a} - {b}" for a, b in lessons.STEPS_03]
-    assert len(reading["share_lines"]) == 3 and len(reading["split"]) == 2
+    assert len(reading["split"]) == 2
 
 
 def test_stored_row_matches_a_fresh_run(reading):

@@ -75,44 +75,28 @@ STEPS_03 = [("int8 per-channel", "int8 per-tensor"), ("int4 per-channel", "int4 
 STEPS_03 += [("int4 per-group 128", "int4 per-channel")]
 STEPS_03 += [("int4 per-group 64", "int4 per-group 128"), ("int4 per-group 32", "int4 per-group 64")]
 STEPS_03 += [("int3 per-group 128", "int3 per-channel"), ("int3 per-group 32", "int3 per-group 128")]
-STEPS_03 += [("int3 per-group 32", "int4 per-channel")]
+STEPS_03 += [("int3 per-group 16", "int4 per-channel")]
 ORDER_03 = ["int8 per-tensor", "int8 per-channel", "int4 per-tensor", "int4 per-channel"]
 ORDER_03 += [f"int4 per-group {g}" for g in (128, 64, 32)] + ["int3 per-channel"]
-ORDER_03 += [f"int3 per-group {g}" for g in (128, 64, 32)]
+ORDER_03 += [f"int3 per-group {g}" for g in (128, 64, 32, 16)]
 
 
 def study_03(bar: Any = None) -> dict[str, Any]:
-    """Lesson 03's Going-deeper embedding studies: every bit width and group size with paired intervals,
-    g128's share of g32's gain, and which layers the per-tensor loss comes from (a few minutes)."""
+    """Lesson 03's Going-deeper embedding studies: every bit width and group size with paired intervals, and
+    which layers the per-tensor loss comes from (a few minutes)."""
     import qlesson as ql
     from qlesson.teach import models, studies
-    from qlesson.teach.intervals import interval, pair_resamples
 
     model = models.load_minilm()
     weights = models.linear_weights(model)
     outputs = {n for n in weights if models.layer_type_of_short(n) == "output"}
     near_zero = {"L0.attention output", "L0.intermediate"}
     more = [(8, ql.PerTensor()), (8, ql.PerChannel(0))] + [(4, ql.PerGroup(g)) for g in (128, 64, 32)]
-    more += [(3, ql.PerChannel(0))] + [(3, ql.PerGroup(g)) for g in (128, 64, 32)]
+    more += [(3, ql.PerChannel(0))] + [(3, ql.PerGroup(g)) for g in (128, 64, 32, 16)]
     every = [(4, ql.PerTensor()), (4, ql.PerChannel(0)), *more]
     scores = studies.embedding_scores(model, every if bar is None else bar(every))
     table = [scores[k].row() for k in ORDER_03]
     diffs = studies.compare_embeddings(scores, STEPS_03)
-    idx = pair_resamples(240)
-    share, lines = {}, []
-    for bits in (4, 3):
-        c = {g: scores[f"int{bits} {g}"].cosine for g in ("per-channel", "per-group 128", "per-group 32")}
-        gain128, gain32 = c["per-group 128"] - c["per-channel"], c["per-group 32"] - c["per-channel"]
-        share[bits] = (gain128.mean() / gain32.mean(), gain128[idx].mean(1) / gain32[idx].mean(1))
-        ci = interval(share[bits][0], share[bits][1])
-        lines.append(
-            f"int{bits}: g128 gets {100 * ci.diff:.0f}% of g32's cosine gain [{100 * ci.lo:.0f}%, {100 * ci.hi:.0f}%]"
-        )
-    d = interval(share[3][0] - share[4][0], share[3][1] - share[4][1])
-    verdict = d.verdict("int3", "int4")
-    lines.append(
-        f"int3 share - int4 share: {100 * d.diff:+.0f} points [{100 * d.lo:+.0f}, {100 * d.hi:+.0f}]: {verdict}"
-    )
     split = [
         ("per-tensor on FFN outputs only", lambda n: (4, ql.PerTensor() if n in outputs else ql.PerChannel(0))),
         (
@@ -125,7 +109,6 @@ def study_03(bar: Any = None) -> dict[str, Any]:
         {
             "table": table,
             "steps": diffs,
-            "share_lines": lines,
             "split": [s.row() for s in split_scores.values()],
         }
     )
