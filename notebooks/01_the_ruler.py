@@ -132,9 +132,8 @@ ruler.print_steps(values + [1.6], bits=3, scale=fixed_scale)
 # The value comes back as 0.91, wrong by 0.69: about 4.5 times the rounding bound.
 #
 # A value is **clipped** when the clamp changes its code, that is, when it lies more than half a
-# tick past the last tick (closer than that, `round` still lands on the last tick; exactly half a
-# tick: *Going deeper*, Ties). The
-# farther a clipped value lies, the larger its error. The figure shades where that starts.
+# tick past the last tick (exactly half a tick: see *Going deeper*, Ties). The farther a clipped
+# value lies, the larger its error. The figure shades where that starts.
 
 # %%
 _ = plots.ruler(values + [1.6], bits=3, scale=fixed_scale)
@@ -214,9 +213,9 @@ recall.show("01")
 # PyTorch's symmetric rule, `absmax / ((qmax - qmin) / 2)`, with codes `[-8, 7]` gives
 # `absmax / 7.5` (its int8 default: `[-128, 127]`, `absmax / 127.5`). llama.cpp's Q4_0 takes
 # the value of largest magnitude *with its sign*, `d = value / -8`, so that value lands exactly
-# on code -8 and the other side stops at +7. A fourth rule, found in quantization calculators,
-# divides by 8 (by 128 at 8 bits) and clamps to `[-8, 7]`. One row of 32 values whose largest magnitude,
-# 1.3, is positive, then the same row with -1.3:
+# on code -8 and the other side stops at +7. A fourth rule divides by 8 (by 128 at 8 bits) and
+# clamps to `[-8, 7]`. One row of 32 values whose largest magnitude, 1.3, is positive, then the
+# same row with -1.3:
 
 # %%
 from qlesson.teach import conventions
@@ -230,7 +229,7 @@ for extreme in (1.3, -1.3):
 
 # %% [markdown]
 # The restricted ruler keeps the largest value exact on either side and pays with the
-# coarsest scale. PyTorch's default observer puts the largest value half a tick from the last
+# coarsest scale. PyTorch's symmetric observers put the largest value half a tick from the last
 # code, on either side. Q4_0 puts its extra code, -8, on the side of its largest value, with
 # the finest scale (its tiny error there is `d` rounded to fp16). Dividing by 8 and clamping to
 # `[-8, 7]` clips a positive maximum by a whole tick: that formula loses its own largest value.

@@ -112,13 +112,13 @@ check("01.rounding_or_clipping", error_split)
 # ## Task 3 · When does clipping take over?
 #
 # A ruler is calibrated on 1,000 normal values; the new batch below holds 1,000 fresh normal
-# values plus five outliers between 5 and 9. Once Task 2 passes, this cell prints Task 2's two
+# values plus five outliers between 5 and 8 in size. Once Task 2 passes, this cell prints Task 2's two
 # parts at int2, int3 and int4.
 
 # %%
 gen = torch.Generator().manual_seed(7)
 calibration = torch.randn(1000, generator=gen)
-new = torch.cat([torch.randn(1000, generator=gen), torch.tensor([6.0, -7.5, 9.0, 5.2, -6.1])])
+new = torch.cat([torch.randn(1000, generator=gen), torch.tensor([6.0, -7.5, 7.8, 5.2, -6.1])])
 for bits in range(2, 5):
     split = error_split(calibration, new, bits)
     if split is not None:
@@ -147,12 +147,12 @@ for bits in range(5, 11):
         print(f"int{bits}: rounding {float(split[0]):6.1f}, clipping {float(split[1]):5.1f}")
 
 # %% [markdown] tags=["solutions-only"]
-# The rounding part follows the tick. From int3 to int4 the ticks per side go from 3 to 7, so it
-# falls to about 3/7 of itself, not 1/2; from then on 7, 15, 31, 63 ticks take it from 124.7 to
-# 14.2 at int7. Bits barely move the clipping part (14.4 at int2, 16.2 from int6 on): a clipped
-# value's error is its distance past the last tick, which the range fixes. So at few bits
-# rounding dominates, and past some width the few clipped values outweigh a thousand rounded
-# ones.
+# The rounding part follows the tick. From int3 to int4 the ticks per side go from 3 to 7, so
+# it falls to about 3/7 of itself, not 1/2; from then on 7, 15, 31, 63 ticks take it from 124.7
+# to 14.2 at int7 (halving from int4 would give 15.6 there, and predict int8). Bits barely move
+# the clipping part (13.2 at int2, 15.0 from int6 on): a clipped value's error is its distance
+# past the last tick, which the range fixes. So at few bits rounding dominates, and past some
+# width the few clipped values outweigh a thousand rounded ones.
 
 # %% [markdown]
 # ## Recall

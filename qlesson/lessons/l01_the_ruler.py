@@ -102,7 +102,7 @@ def _task3_batch() -> tuple[torch.Tensor, torch.Tensor]:
     """Task 3's calibration batch and new batch, drawn as the exercise draws them."""
     gen = torch.Generator().manual_seed(7)
     calibration = torch.randn(1000, generator=gen)
-    return calibration, torch.cat([torch.randn(1000, generator=gen), torch.tensor([6.0, -7.5, 9.0, 5.2, -6.1])])
+    return calibration, torch.cat([torch.randn(1000, generator=gen), torch.tensor([6.0, -7.5, 7.8, 5.2, -6.1])])
 
 
 _TASK3 = _task3_batch()
@@ -152,7 +152,8 @@ TASKS: list[Task] = [
             Mistake("used a symmetric signed ruler; this one is the asymmetric one of asymmetric_qparams", _sym_limits),
         ],
         shows_expected=False,  # a failure would print both limits
-        rtol=1e-3,  # a limit found by scanning values is as good as one computed
+        rtol=1e-3,  # a limit found by scanning values in steps of 1e-4 is as good as one computed
+        atol=2e-4,  # (the tightest hidden case, uint8, has half a tick of 0.0025)
         minutes=6,
     ),
     Task(
@@ -220,9 +221,9 @@ TASKS: list[Task] = [
         "int4, and why, then follow it bit by bit until it drops below the clipping part",
         [
             Mistake(
-                "halved the rounding part per bit; from int3 to int4 the ticks per side go from 3 to 7, so it fell "
-                "to about 3/7 of itself (279.8 to 124.7), not 1/2: the lesson's 3/7. From int4 on, follow the ticks "
-                "per side, 7, 15, 31, 63",
+                "halved the rounding part per bit; it follows the tick, and the ticks per side go 3, 7, 15, 31, 63: "
+                "from int3 to int4 it fell to about 3/7 of itself (279.8 to 124.7), not 1/2, and each later bit "
+                "takes it a little below half",
                 lambda: 8,
             ),
             Mistake(
@@ -230,7 +231,7 @@ TASKS: list[Task] = [
                 lambda: 6,
             ),
             Mistake(
-                "clipping does overtake: bits barely move the clipping part (about 16), while every bit shrinks the "
+                "clipping does overtake: bits barely move the clipping part (about 15), while every bit shrinks the "
                 "rounding part",
                 lambda: 17,
             ),

@@ -88,10 +88,11 @@ def ruler(
     if qmax - qmin <= 64:
         ticks = (np.arange(qmin, qmax + 1) - zp) * s
         ax.vlines(ticks, -0.15, 0.15, color=COLORS["per-channel"], lw=1)
-    clip_lo, clip_hi = lo - s / 2, hi + s / 2  # past half a tick beyond the last tick, the clamp changes the code
-    left, right = min(left, clip_lo - 0.02 * span), max(right, clip_hi + 0.02 * span)
-    ax.axvspan(left, clip_lo, color=COLORS["per-tensor"], alpha=0.08)
-    ax.axvspan(clip_hi, right, color=COLORS["per-tensor"], alpha=0.08, label="clipped: the clamp changes the code")
+    if scale is not None:  # a fixed ruler can clip; one fitted to the values cannot
+        clip_lo, clip_hi = lo - s / 2, hi + s / 2  # past half a tick beyond the last tick, the clamp changes the code
+        left, right = min(left, clip_lo - 0.02 * span), max(right, clip_hi + 0.02 * span)
+        ax.axvspan(left, clip_lo, color=COLORS["per-tensor"], alpha=0.08)
+        ax.axvspan(clip_hi, right, color=COLORS["per-tensor"], alpha=0.08, label="clipped: the clamp changes the code")
     q = torch.clamp(torch.round(x / s) + zp, qmin, qmax)
     x_hat = (q - zp) * s
     for v, r in zip(x.tolist(), x_hat.tolist(), strict=True):
