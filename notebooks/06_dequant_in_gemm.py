@@ -25,8 +25,7 @@
 # reduction.
 #
 # **What you will do**: follow each scale through `y = x @ W.T`, count a product's FLOPs per
-# weight byte, and time fp32, bf16, int8 and int4 products on your machine at M = 1 (and the
-# fp32, int8 and int4 ones at M = 128).
+# weight byte, and time fp32, int8 and int4 products on your machine at M = 1 and M = 128.
 #
 # **What you need**: lessons 02 to 05.
 # **Time**: about 21 minutes, plus about 40 for the exercise; *Going deeper*: about 28 more.
@@ -132,8 +131,8 @@ print_table(rows, {"GFLOP": ".3f", "weight MB": ".1f", "FLOPs per weight byte": 
 
 # %% [markdown]
 # As M grows, the same weight bytes serve more FLOPs. A product turns compute bound where its
-# FLOPs per byte reach the kernel's **ridge point**: its peak FLOP rate divided by the memory
-# bandwidth. Past it the bytes no longer set the time, and the kernel's arithmetic does.
+# FLOPs per byte reach the kernel's **ridge point**: its peak FLOP rate divided by the read
+# bandwidth (measured in section 3). Past it the bytes no longer set the time, and the kernel's arithmetic does.
 #
 # ## 3. Measure it: your machine, now
 #
@@ -172,7 +171,7 @@ _ = plots.gemm_times(bench_gemm.lesson_view(result, shown), rates=False)
 #   another, the GEMM reads that: 17 bytes per int8 weight against fp32's 4, so bytes set a
 #   floor of about 4x. Where its `x fp32` is far above 4, something besides the bytes sets its
 #   time.
-# * **Scale after the GEMM** (`same, preallocated buffer`): `F.linear` takes float weights, so
+# * **Scale after the GEMM** (`scale after GEMM, preallocated buffer`): `F.linear` takes float weights, so
 #   it copies the codes into an fp32 buffer allocated once, then runs the GEMM: 9 bytes, about
 #   2.25x by bytes.
 # * **Fused rows** read only codes and scales, 0.25 of fp32's bytes for int8 and 0.13 for int4
@@ -321,9 +320,8 @@ print(f"the corrections' arithmetic for [{m8}, {k8}] x [{k8}, {n8}]: {share:.3%}
 #   units. The int4 one converts each weight block again for every 4 rows of `x`
 #   (`aten/src/ATen/native/cpu/int4mm_kernel.cpp`, `int4pack_mm_kernel_`: `BLOCK_M = 4`). So
 #   their work per weight grows with M.
-# * bf16 `F.linear` at M = 1 reads half fp32's bytes, yet on a CPU without bf16 arithmetic
-#   (AVX2) it need not be faster than fp32: PyTorch's bf16 GEMM converts the weights to fp32 to
-#   multiply them there.
+# * bf16 `F.linear` at M = 1 reads half fp32's bytes, yet it need not run faster than fp32: its
+#   time depends on the kernel PyTorch picks for this CPU (not broken down here).
 # * On a CPU with a matrix unit (AMX) the bf16 and W8A8 peaks can sit far above the fp32 one.
 #   W8A8, whose arithmetic is int8 itself, is the only compact format here that can keep an
 #   edge at large M in principle. On a CPU without int8 dot-product instructions (VNNI, AMX),
@@ -427,8 +425,6 @@ print(f"M = 256: torch._int_mm alone {alone:.0f} us, the whole W8A8 row {w8a8:.0
 #
 # * fp16 `F.linear` takes about the same time at M = 1, 16 and 256, although its FLOPs grow
 #   256-fold.
-# * tinygemm beats fp16 `F.linear` at M = 1 (the `x half` column) and takes 1.05x its time at
-#   M = 16. At M = 256 it runs at a small fraction of fp16's rate (the TFLOP/s line).
 # * PyTorch's CUDA int8 weight-only op (torch 2.11) is a reference kernel (one thread per output element,
 #   scalar multiply-adds, no tensor cores): slower than fp32 at every M.
 # * The separate scale multiply takes nearly the same microseconds at every M,

@@ -323,7 +323,7 @@ def methods(x: torch.Tensor, w: torch.Tensor, device: str, quick: bool = False) 
             "fresh fp32 copy each call",
         ),
         (
-            "same, preallocated buffer: buf.copy_(q); F.linear(x, buf) * s",
+            "scale after GEMM, preallocated buffer: buf.copy_(q); F.linear(x, buf) * s",
             lambda: F.linear(x, buf.copy_(q)) * s,
             int8_bytes + 4 * n,
             "no allocation",
@@ -677,7 +677,7 @@ LESSON_ROWS: dict[int, tuple[str, ...]] = {
         "bfloat16 F.linear",
         "naive: dequant per-channel",
         "per-channel scale after GEMM",
-        "same, preallocated buffer",
+        "scale after GEMM, preallocated buffer",
         "GEMM on pre-converted codes",
         "per-channel scale alone",
         "input-channel scale folded",
@@ -695,9 +695,8 @@ LESSON_ROWS: dict[int, tuple[str, ...]] = {
 LESSON_SHOWN: dict[int, tuple[str, ...]] = {
     1: (
         "fp32 F.linear",
-        "bfloat16 F.linear",
         "naive: dequant per-channel",
-        "same, preallocated buffer",
+        "scale after GEMM, preallocated buffer",
         "fused int8 weight-only per-channel, bf16",
         "fused int4 weight-only group 128",
     ),
@@ -708,7 +707,8 @@ LESSON_SHOWN: dict[int, tuple[str, ...]] = {
 def lesson_view(rows: Sequence[GemmRow], shown: Mapping[int, Sequence[str]] = LESSON_SHOWN) -> list[GemmRow]:
     """The rows whose method starts with one of ``shown[m]``'s prefixes (all rows at an M it does not name).
 
-    >>> rows = [GemmRow("cpu", 1, name, 1.0, 1.0, 0, 0.0, 0.0) for name in ("fp32 F.linear", "same, preallocated")]
+    >>> names = ("fp32 F.linear", "per-channel scale alone")
+    >>> rows = [GemmRow("cpu", 1, name, 1.0, 1.0, 0, 0.0, 0.0) for name in names]
     >>> [r.method for r in lesson_view(rows)]
     ['fp32 F.linear']
     """
@@ -789,7 +789,7 @@ KEY_ROWS = (
     "float16 F.linear",
     "naive: dequant per-channel",
     "per-channel scale after GEMM",
-    "same, preallocated buffer",
+    "scale after GEMM, preallocated buffer",
     "input-channel scale folded",
     "per-group 128 scales inside",
     "GEMM on pre-converted codes",
@@ -1076,7 +1076,7 @@ def verdict(rows: Sequence[GemmRow], brief: bool = False) -> list[str]:
         naive = _row(rows, m, "naive: dequant per-channel")
         if naive:
             lines.append(f"M = {m}: dequantize-then-matmul (per-channel) takes {naive.x_fp32:.2f}x the fp32 time")
-        fresh, kept = _row(rows, m, "per-channel scale after GEMM"), _row(rows, m, "same, preallocated")
+        fresh, kept = _row(rows, m, "per-channel scale after GEMM"), _row(rows, m, "scale after GEMM, preallocated")
         if fresh and kept and fresh.x_fp32 > 1:
             if compare(kept.median_ms, fresh.median_ms, pair_margin(rows, m, kept, fresh)) == "faster":
                 share = (fresh.median_ms - kept.median_ms) / (fresh.median_ms - _row(rows, m, "fp32").median_ms)

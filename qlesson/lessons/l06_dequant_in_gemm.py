@@ -410,10 +410,10 @@ RECALL: tuple[Question, ...] = (
             "(section 3's last lines), so the bytes no longer decide it.",
         ),
         (
-            "About fp32's: at M = 128 every format runs at the same rate",
+            "The same ratio as at M = 1: a kernel's speed-up over fp32 does not depend on M",
             False,
-            "Each kernel has its own arithmetic and its own rate; the int4 kernel decodes its codes and multiplies "
-            "in its own loop, so its time need not match fp32's (your `x fp32` column at M = 128).",
+            "Tempting, since the bytes ratio is the same at every M; but at M = 128 the arithmetic, not the "
+            "bytes, sets both times: compare your `x fp32` at M = 1 and at M = 128.",
         ),
     ),
 )
@@ -480,14 +480,14 @@ PREDICT = {
             "About 0.13x: at M = 1 the time is the time to read the weight",
             False,
             "Tempting, since the bytes set a floor; but the kernel must also unpack each code and apply its "
-            "group's scale, and on a CPU that work keeps it above its floor (the `of read BW` column).",
+            "group's scale, and on a CPU that work keeps it above its floor.",
         ),
         (
             "Less than fp32's time, but more than 0.13x",
             True,
             "Your int4 row's `x fp32` says where it landed. Fewer bytes let it beat fp32; unpacking and scaling "
             "each code in registers is work the reads do not fully hide, so on a CPU it tends to stay above its "
-            "bytes' share (an `of read BW` below fp32's).",
+            "bytes' share.",
         ),
         (
             "About fp32's time or more: the int4 codes must be dequantized to fp32 before the multiply",

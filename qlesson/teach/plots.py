@@ -348,14 +348,14 @@ GEMM_LINES = {
     "float16 F.linear": ("#8d99ae", "--"),
     "naive: dequant per-channel": ("#9c6644", "-"),
     "per-channel scale after GEMM": ("#e09f3e", "-"),
-    "same, preallocated buffer": ("#c9a227", "--"),
+    "scale after GEMM, preallocated buffer": ("#c9a227", "--"),
     "fused int8 weight-only per-channel, bf16": ("#3d5a80", "-"),
     "fused int4 weight-only group 128": ("#7b2cbf", "-"),
     "W8A8": ("#5c946e", "-"),
 }
 GEMM_LABELS = {  # legend text where a row's name leans on the row above it in the table
     "per-channel scale after GEMM": "scale after GEMM, fresh fp32 copy",
-    "same, preallocated buffer": "scale after GEMM, preallocated buffer",
+    "scale after GEMM, preallocated buffer": "scale after GEMM, preallocated buffer",
 }
 
 
