@@ -20,10 +20,9 @@
 # scale cover one token or one channel?
 #
 # **The answer**: On MiniLM's short sentences at 2 bits, keys do better with one ruler per
-# channel: 1.7x at equal metadata, against 1.06x on shuffled keys, so the keys' structure earns
-# the win. Values do better per token, because per-channel rulers round one tiny, heavily
-# attended token (`[CLS]`) badly. Kept in fp16, `[CLS]` lets per channel win at equal code bits,
-# but at equal total bits per token with a third code bit wins.
+# channel, and a shuffled control shows that their channel structure earns it. Values do better
+# per token: a per-channel ruler rounds the tiny, heavily attended `[CLS]` badly, and keeping
+# `[CLS]` in fp16 costs as much as a third code bit.
 #
 # **What you will do**: compare per-token and per-channel rulers on MiniLM's keys and values
 # against shuffled controls and one token kept exact, then count every bit.
@@ -167,21 +166,27 @@ print_table(cls_table, dict.fromkeys(list(cls_table[0])[1:], ".2f"))
 #
 # So far both rulers had the same code bits and the same metadata. A cache pays for every bit it
 # stores: the codes, each ruler's fp16 minimum and scale, and any token kept in fp16. For keys
-# nothing changes: both rulers cost 3.00 bits per value at 2 bits (section 3), leaving aside
-# section 6's fp16 window. For values, the
+# nothing changes: both rulers cost 3.00 bits per value at 2 bits (section 3). For values, the
 # fp16 `[CLS]` costs bits too. Predict first:
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("10", "full_cost")
 
 # %%
+from qlesson.teach.intervals import paired_bootstrap
+
 cost = [r for r in kv.full_cost_rows(qkv) if r["tensor"] == "values" and r["ruler"] != "per channel (one sentence)"]
 print_table(cost, {"bits per value, all costs": ".2f", "error": ".4f"})
+exact = kv.exact_attention(qkv)
+token3 = kv.output_errors(qkv, "v", 3, "token", exact=exact)
+channel2 = kv.output_errors(qkv, "v", 2, "channel32", sink_fp16=True, exact=exact)
+d = paired_bootstrap(token3, channel2, pairs=True)
+print(f"per token, 3 bits - per channel, 2 bits, fp16 [CLS]: {d.diff:+.4f}, 95% CI [{d.lo:+.4f}, {d.hi:+.4f}]")
 
 # %% [markdown]
 # On these 12.5-token sentences the fp16 `[CLS]` costs about one bit per value (4.04
 # against 3.00), as much as a third code bit. Per token at 3 bits, `[CLS]` quantized, has a
-# quarter of the error of per channel at 2 bits with `[CLS]` in fp16.
+# quarter of the error of per channel at 2 bits with `[CLS]` in fp16 (the interval excludes 0).
 #
 # ## 6. Streaming: why per-channel keys wait
 #
@@ -214,7 +219,7 @@ print_table(rows)
 # * Values: per token wins while the sink `[CLS]` is quantized. A per-channel ruler rounds its
 #   tiny value with an error several times its size. Keep `[CLS]` in fp16 and per channel wins
 #   at equal code bits.
-# * Codes and metadata counted, per-channel keys still win (section 6's window aside). On these
+# * Codes and metadata counted, per-channel keys still win. On these
 #   12.5-token sentences an fp16 `[CLS]` costs about one bit per value, and a third code bit per
 #   token beats it.
 # * Per-channel rulers need whole groups of tokens, hence a full-precision window of the newest
@@ -368,8 +373,8 @@ print_table(comparisons, {"A - B": "+.4f", "95% CI": "+.4f"})
 # Per-token key groups of 8 channels tie with per-channel keys (first comparison) at 6 bits per
 # value against 4.56. Symmetric rulers lose on each tensor's better axis: at 2 bits the
 # course's symmetric ruler has three codes (`-1, 0, +1` times the absmax), against four from
-# the minimum to the maximum. Values per channel are the exception (compare the last two
-# rows' values column): the symmetric ruler's code 0 takes `[CLS]`'s tiny value, an error of
+# the minimum to the maximum. Symmetric wins only for values per channel (the last two rows'
+# values column): the symmetric ruler's code 0 takes `[CLS]`'s tiny value, an error of
 # its own size, where the asymmetric one-sentence ruler's is up to 8.8 times it:
 
 # %%

@@ -196,7 +196,7 @@ check("10.sink_axes", sink_axes)
 # %% [markdown]
 # ### Recall 10.9
 #
-# One 10-token sentence's values, 2 bits per channel, [CLS] in fp16: bits per value, every bit counted?
+# A 10-token sentence's values, one 2-bit ruler per channel over the sentence, [CLS] in fp16: bits per value?
 #
 # Answer with a number.
 

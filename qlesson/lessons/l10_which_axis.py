@@ -510,8 +510,7 @@ PREDICT = {
         "moves the per-token one, while [SEP] or a random word changes little. Why does [CLS], one token in "
         "about 12.5, decide it?",
         (
-            "It takes much of the attention and its value is tiny: a per-channel ruler sized by the words rounds "
-            "it with an error larger than the value, and the attention multiplies that error",
+            "It takes much of the attention, and its tiny value is rounded badly by rulers the words size",
             True,
             "The next table: in layers 1 to 4 over half of the attention lands on [CLS], its value is a few "
             "hundredths of a word's, and a per-channel ruler's error on it is 9 to 11 times its size. A per-token "
@@ -693,7 +692,7 @@ EXERCISE_RECALL: tuple[Question, ...] = (
         ),
     ),
     Numeric(
-        "One 10-token sentence's values, 2 bits per channel, [CLS] in fp16: bits per value, every bit counted?",
+        "A 10-token sentence's values, one 2-bit ruler per channel over the sentence, [CLS] in fp16: bits per value?",
         6.6,
         "Per channel: 9 codes of 2 bits + 32 bits of ruler + 16 bits for [CLS] = 66 bits over 10 values.",
         tol=0.05,
@@ -701,6 +700,11 @@ EXERCISE_RECALL: tuple[Question, ...] = (
             (5.0, "that leaves out the 16 bits of the fp16 [CLS]"),
             (6.8, "that also gives [CLS] a 2-bit code; it is kept in fp16, out of the ruler"),
             (2.0, "that counts the codes only; the ruler and the fp16 token are stored too"),
+            (
+                4.3,
+                "that spreads each ruler's 32 bits over 32 tokens, as section 4's rulers do; here each channel's "
+                "ruler covers this sentence only",
+            ),
         ),
     ),
 )
