@@ -618,15 +618,31 @@ RECALL: tuple[Question, ...] = (
         ),
         source=LESSON,
     ),
-    Numeric(
-        "Llama-3-8B-like: 32 layers, 32 query heads sharing 8 KV heads of 128. MiB of fp16 KV cache, 32768 tokens?",
-        4096,
-        "2 (keys and values) x 32 layers x 8 KV heads x 128 x 32768 tokens x 2 bytes = 4 GiB.",
-        tol=0.5,
-        mistakes=(
-            (16384, "that counts the 32 query heads; the cache holds only the 8 KV heads"),
-            (2048, "that counts keys or values only; the cache stores both"),
-            (1024, "that is 8192 tokens; this cache holds four times as many"),
+    choice(
+        "Values at 2 bits, per-channel rulers over 32 tokens. Which one token, kept in fp16, lets per channel "
+        "beat per token (section 4)?",
+        (
+            "[CLS]: it takes much of the attention, and its tiny value is what per-channel rulers round badly",
+            True,
+            "With [CLS] in fp16 per channel falls from 0.519 to 0.083, below per token's 0.109.",
+        ),
+        (
+            "[SEP]: the closing token is as special as [CLS]",
+            False,
+            "Tempting, since both are special tokens; but [SEP] in fp16 leaves per channel at 0.527: it neither "
+            "takes [CLS]'s share of the attention nor has its tiny value.",
+        ),
+        (
+            "Any token: taking one token out of each ruler narrows its range",
+            False,
+            "Tempting if the rulers' range were the problem; but a random word in fp16 leaves per channel at 0.511. "
+            "The rulers' error on [CLS], times its attention, is what decides.",
+        ),
+        (
+            "None: values lose per channel whatever is kept",
+            False,
+            "Tempting after the first row (0.519 against 0.111), but keeping [CLS] alone flips it: 0.083 against "
+            "0.109.",
         ),
     ),
     Numeric(
