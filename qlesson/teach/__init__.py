@@ -9,5 +9,4 @@ Each module serves the lessons; none is needed to quantize a tensor (that is
 - ``analysis`` and ``studies``: the measurements the lessons tabulate;
 - ``plots``, ``report``: static figures and tables;
 - ``widgets``, ``calculator``: the sliders and the calculator page;
-- ``claims``: numbers the source texts quote from elsewhere, shown as claims.
 """
