@@ -98,7 +98,9 @@ widgets.calculator()
 # %%
 for symmetric in (True, False):
     m = calc.compare(calc.parse_channels(calc.EXAMPLE), bits=8, symmetric=symmetric).memory
-    print(f"{'symmetric' if symmetric else 'asymmetric':<10}: {m}")
+    tensor, channel = (m[f"per-{g} total bytes"] - m["payload bytes"] for g in ("tensor", "channel"))
+    name = "symmetric" if symmetric else "asymmetric"
+    print(f"{name:<10}: codes {m['payload bytes']} bytes; rulers: per-tensor {tensor}, per-channel {channel} bytes")
 for zp_bytes in (0, 4):
     fp = ql.footprint((1536, 384), 8, ql.PerChannel(0), scale_bytes=4, zero_point_bytes=zp_bytes)
     print(f"[1536, 384] int8 layer, zero point {zp_bytes} B: metadata {fp.metadata_bytes / fp.total_bytes:.1%} of it")
@@ -229,27 +231,7 @@ shrunk = calc.compare([*ex.originals[:3], ex.originals[3] / 10], bits=4, signed=
 print_table([calc.gain_rows(ex)[3], {**calc.gain_rows(shrunk)[3], "channel": "3 / 10"}], calc.GAIN_FORMATS)
 
 # %% [markdown]
-# An erased channel's MAE falls by its mean |value| over its own-ruler MAE. Draw channels like
-# channel 3: largest |value| 0.11, the rest on the same 0.01 grid, so the shared 4-bit ruler
-# erases every one (2000 channels per size). How much does each one's MAE fall, with and without
-# its largest value?
-
-# %%
-import numpy as np
-
-rng = np.random.default_rng(0)
-for n in (5, 64):
-    v = rng.integers(-11, 12, size=(2000, n)) / 100
-    v[:, 0] = 0.11 * rng.choice([-1, 1], size=2000)  # the largest |value|: exactly on its own top tick
-    own = 0.11 / 7
-    err = np.abs(np.round(v / own) * own - v)
-    ratio = np.abs(v).mean(1) / err.mean(1)  # shared MAE: every value rounds to 0
-    rest = np.abs(v[:, 1:]).mean(1) / err[:, 1:].mean(1)
-    p10, p50, p90 = np.percentile(ratio, [10, 50, 90])
-    print(
-        f"{n} values: median {p50:.0f}, 10th to 90th percentile {p10:.0f} to {p90:.0f}, "
-        f"{(ratio >= 30).mean():.0%} at 30 or more; without the largest value, median {np.median(rest):.0f}"
-    )
+# An erased channel's MAE falls by its mean |value| over its own-ruler MAE:
 
 # %%
 err3 = (ex.per_channel[3] - ex.originals[3]).abs()
@@ -259,12 +241,10 @@ print(
 )
 
 # %% [markdown]
-# With 64 values the fall stays near 16. With five its median is higher, 23, because one value in
-# five, the largest, sits exactly on its own top tick (error 0); without it the median is 15.
-# Channel 3's 30 is in the five-value spread: its 0.11 sits on its top tick, and its other four
-# values happen to fall nearer their ticks than a quarter tick on average.
+# Channel 3's 0.11 sits exactly on its own top tick (error 0), and its other four values happen
+# to fall nearer their ticks than a quarter tick on average: hence a fall as large as 30.
 #
-# ### Why the zero point and one more bit gain more than their ticks
+# ### Where the extra gain comes from
 #
 # On section 4's row the zero point's tick is 1.97 times finer and the MAE falls 2.57 times; one
 # more bit's tick is 2.14 times finer and the MAE falls 3.00 times. Split by sign:
@@ -285,14 +265,15 @@ for label, bits, sym in (
 # %% [markdown]
 # At 4 bits the dip, all of it within one tick of 0, carries 0.049 of the 0.081. The zero point
 # cuts it to 0.012 and one more bit to 0.014, 4.1 and 3.6 times less, more than either tick's
-# gain. At 8 bits, where the dip spans many
-# ticks, one more bit's median gain on the 20 rows below is 2.1, near its tick's 255 / 127 = 2.0.
+# gain.
 #
 # ### The zero point against one more bit on other GELU rows
 #
 # Section 4 used one row. The same comparison on 20 other rows (`gelu_row(seed=1..20)`):
 
 # %%
+import numpy as np
+
 gains = {4: [], 8: []}
 for seed in range(1, 21):
     row = calc.parse_channels(calc.gelu_row(seed=seed))
@@ -312,6 +293,8 @@ for bits, g in gains.items():
 
 # %% [markdown]
 # Across rows the zero point usually buys a little less than one more bit, as on section 4's row.
+# At 8 bits, where the dip spans many ticks, one more bit's median gain, 2.1, is near its tick's
+# 255 / 127 = 2.0.
 #
 # ### The page as an app, and exports
 #

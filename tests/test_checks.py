@@ -691,6 +691,11 @@ WRONG_07["07.lower_error"] = [
         "other one",
     ),
 ]
+WRONG_07["07.lower_error_prediction"] = [
+    (("per-channel", "per-channel"), "per-channel does not always win"),
+    (("zero point", "zero point"), "the zero point does not always win"),
+    (("per-channel", "zero point"), "swapped"),
+]
 WRONG |= WRONG_07
 
 

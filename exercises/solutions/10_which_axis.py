@@ -252,15 +252,15 @@ recall.answer("10", 8, recall_8)
 # Lesson 08: a KV cache stored in FP8 can use one scale per tensor, where a 2-bit integer cache needs many. Why?
 #
 # - **a)** An FP8 cache is converted to fp16 before attention, so its scale never reaches the product
-# - **b)** Each FP8 value carries its own exponent, so one scale only places the range
-# - **c)** FP8 has 256 codes against the 2-bit cache's 4, so one range has levels enough for every channel
+# - **b)** FP8 has 256 codes against the 2-bit cache's 4, so one range has levels enough for every channel
+# - **c)** Each FP8 value carries its own exponent, so one scale only places the range
 #
 # Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
 recall_6 = ...  # STUB
 # BEGIN SOLUTION
-recall_6 = "b"
+recall_6 = "c"
 # END SOLUTION
 
 # %% qlesson={"task": "recall 10.6"} tags=["check"]

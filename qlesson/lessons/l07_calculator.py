@@ -472,18 +472,18 @@ TASKS: list[Task] = [
         "predict the winner on two new SiLU tensors",
         _predicted_winners,
         [Case((), "(winner on the similar rows, winner on the loud-to-quiet rows) at 4 bits")],
-        "weigh two things for each tensor: how much finer each row's own symmetric ruler is (the tensor's largest "
-        "|value| over the row's), and how many codes a symmetric ruler leaves out of reach on rows that barely "
-        "go below 0",
+        "for each tensor, ask how much error each row carries under one shared ruler and how much its own "
+        "symmetric ruler would take off; and how many codes a symmetric ruler leaves out of reach on rows that "
+        "barely go below 0",
         [
             Mistake(
-                "per-channel does not always win: rows about equally loud get rulers at most 1.6 times finer, while "
-                "a zero point brings back the codes below 0 that a symmetric ruler leaves out of reach",
+                "per-channel does not always win: what does a row's own ruler take off when every row is about "
+                "as loud as the loudest, and what does a symmetric ruler leave out of reach?",
                 lambda: ("per-channel", "per-channel"),
             ),
             Mistake(
-                "the zero point does not always win: rows 3 to 30 times quieter get rulers 3 to 36 times finer, "
-                "more than the out-of-reach codes give back",
+                "the zero point does not always win: under one shared ruler, how much error does a row only 3 "
+                "times quieter than the loudest carry, and what does its own ruler take off?",
                 lambda: ("zero point", "zero point"),
             ),
             Mistake("swapped: give the similar rows' winner first", lambda: _predicted_winners()[::-1]),
