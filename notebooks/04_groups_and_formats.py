@@ -21,14 +21,14 @@
 #
 # **The answer**: each group's own fp16 scale keeps an outlier's damage inside that group, and
 # costs every weight `16 / g` bits. At about 4 bits per weight, with restricted rulers, int3 with
-# groups of 16 ties int4 per-channel only where rows hold a few weights far above the rest (on
-# MiniLM's rows of 1536, 4 to 5 times the rms); elsewhere the code bit wins by 2 to 4 dB.
+# groups of 16 ties int4 per-channel only where rows hold a few weights far above the rest;
+# elsewhere the code bit wins by 2 to 4 dB.
 #
 # **What you will do**: watch an outlier spoil one group, price the scales, and test on MiniLM
 # what decides between a code bit and a bit of scales.
 #
 # **What you need**: lessons 02 and 03; nothing to download (MiniLM comes with the course).
-# **Time**: about 26 minutes, plus about 32 for the exercise; *Going deeper*: about 19 more.
+# **Time**: about 26 minutes, plus about 32 for the exercise; *Going deeper*: about 17 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -119,7 +119,7 @@ print_table(rows, {"bits/weight": ".4f"})
 # llama.cpp's Q4_0 is int4 per-group with `g = 32` and fp16 scales: 4.5 bits per weight
 # (its bytes: *Going deeper*).
 #
-# ## 3. Which axis the groups run along
+# ## 3. How many weights share a scale
 #
 # "Group" says how many weights share a scale, not which ones. A common interview answer codes
 # group quantization as `n_groups = out_channels // group_size`: 128
@@ -175,12 +175,11 @@ labels = {key: f"{label}: {db[key]:.2f} dB" for key, label in near_4.items()}
 _ = plots.pareto_zoom(points, labels, xlim=(3.95, 4.3))  # right panel: this range, plus room for its labels
 
 # %% [markdown]
-# Each halving of the group raises the SQNR and doubles what the scales cost (left; zoomed
-# right). Over these six layers pooled, with these rulers, the two ways land about 0.2 dB
-# apart. For about 0.12 more bits per weight, int4 with groups of 128 sits 3.4 and 3.6 dB above
-# both on these six.
+# Each halving of the group raises the SQNR and doubles what the scales cost. Over these six
+# layers pooled, with these rulers, the two ways land about 0.2 dB apart. For about 0.12 more
+# bits per weight, int4 with groups of 128 sits 3.4 and 3.6 dB above both on these six.
 #
-# The same comparison on four more weights (the predict names them):
+# The same comparison on four more weights:
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("04", "control")
@@ -206,12 +205,11 @@ for name, w_layer in controls.items():
 print_table(rows, {"int3 g16 dB": ".2f", "int4 per-channel dB": ".2f", "median row: largest |w| / rms": ".1f"})
 
 # %% [markdown]
-# What moves is int4 per-channel; int3 g16 stays near 14 dB on all five. Two tests at a fixed
-# shape point at the same cause, a few weights per row far above the row's rms (last column),
-# which stretch each row's one ruler: give the Gaussian two such weights per row and the code
-# bit's 2.6 dB lead closes; clip them from L0.output and its lead grows from 0.3 to 3.5 dB. The
-# clip tests the cause; it is not a fix (*Going deeper*). Every MiniLM layer, each column a
-# range over its layers:
+# What moves is int4 per-channel; int3 g16 stays near 14 dB on all five. The cause: a few
+# weights per row far above the row's rms (last column) stretch each row's one ruler. First test:
+# give the Gaussian two such weights per row, and the code bit's 2.6 dB lead closes. Second test:
+# clip them from L0.output, and its lead grows from 0.3 to 3.5 dB. The clip tests the cause; it
+# is not a fix. Every MiniLM layer, each column a range over its layers:
 
 # %%
 sets = {"the six FFN outputs": list(ffn_out), "the other layers": others}
@@ -262,11 +260,11 @@ print(f"L0.intermediate, int5 per-channel: SQNR {pc5_in:.2f} dB; int4 g8 (6.000 
 # ## Summary
 #
 # * Per-group: one scale per `g` weights along `in_features`, scales `[N, K / g]`; an outlier
-#   coarsens only its own group. Sharing a scale across output rows is coarser than per-channel.
+#   coarsens only its own group. One scale for 128 whole rows (12 scales) is coarser than per-channel.
 # * Each fp16 scale costs `16 / g` bits per weight: 0.125 at g = 128, 0.5 at g = 32 (llama.cpp's
 #   Q4_0).
 # * On MiniLM at int4, groups of 128 gain 0.9 to 3.9 dB over per-channel, layer by layer; most
-#   (3.1 to 3.9 dB) on the six FFN output layers, whose rows hold a few large weights.
+#   (3.1 to 3.9 dB) on the six FFN output layers.
 # * At about 4 bits per weight, with restricted rulers, int3 g16 and int4 per-channel tie on the
 #   six FFN outputs, whose rows hold a few weights at 4 to 5 times their rms; on the other 31
 #   layers the code bit wins by 2 to 4 dB. Measure per layer.
@@ -399,35 +397,6 @@ print(f"a step 8/7 finer, in theory: {20 * math.log10(8 / 7):.2f} dB")
 # %% [markdown]
 # The 16th code makes every tick 8/7 finer, worth about a dB here, close to what the step
 # alone predicts.
-#
-# ### LLaMA-7B's scales, recounted
-#
-# The interview note counts LLaMA-7B's per-channel scales as "6 Linear layers x 4096 scales x
-# 32 layers = 786,432 scales, 3.1 MB". LLaMA has 7 Linear weights per decoder layer (q, k, v, o,
-# gate, up, down), and gate and up have 11,008 output channels. Recomputed from the shapes, over
-# the 32 decoder layers' Linear weights (embeddings and `lm_head` left out):
-
-# %%
-shapes = list(examples.LLAMA_7B_LINEARS.values()) * examples.LLAMA_7B_LAYERS
-per_layer = sum(s[0] for s in examples.LLAMA_7B_LINEARS.values())
-print(f"per-channel scales per decoder layer: {per_layer:,} (the note: {6 * 4096:,})")
-rows = []
-for g, sb in ((ql.PerChannel(0), 4), (ql.PerChannel(0), 2), (ql.PerGroup(128), 2)):
-    for bits in (8, 4):
-        fp = ql.total_footprint(shapes, bits, g, scale_bytes=sb)
-        rows.append(
-            {
-                "scheme": f"int{bits} {plots.method_name(g)}, fp{8 * sb} scales",
-                "scales": fp.n_scales,
-                "metadata MB": fp.metadata_bytes / 1e6,
-                "share of decoder Linear bytes": f"{100 * fp.metadata_fraction:.3f}%",
-            }
-        )
-print_table(rows, {"metadata MB": ".2f"})
-
-# %% [markdown]
-# The note's count is too low, but its conclusion survives: per-channel metadata stays under
-# 0.2% of the bytes even with fp32 scales at int4. Groups of 128 at int4 take about 3%.
 #
 # ### The 16th code or the zero point?
 #
@@ -562,7 +531,7 @@ print_table(rows, {"x / d": "+.1f"})
 # %% [markdown]
 # Ties are rare in real weights, so the rules differ on few codes. Q8_0 keeps the same 255
 # codes as qlesson's int8 with groups of 32; on `L0.output` the tie rule and the fp16 `d` move
-# its SQNR by a few hundredths of a dB:
+# its SQNR by under a hundredth of a dB:
 
 # %%
 rows = []
@@ -571,4 +540,4 @@ for label, x_hat in (
     ("ql int8 PerGroup(32), [-127, 127]", ql.fake_quantize(w_np, 8, granularity=ql.PerGroup(32))),
 ):
     rows.append({"L0.output": label, "SQNR dB": ql.errors(w_np, x_hat).sqnr_db})
-print_table(rows, {"SQNR dB": ".2f"})
+print_table(rows, {"SQNR dB": ".3f"})

@@ -19,9 +19,9 @@
 # **The question**: Small blocks make fp16 scales expensive; how many bits does a block's scale
 # really need?
 #
-# **The answer**: A scale needs steps, not bits: a 5-bit sub-scale under an fp16 super-scale
-# costs int4 codes 0.021 dB on MiniLM's `L0.output`. A power of two (MX's E8M0) has no steps
-# between powers: under the MX spec's floor rule it costs int4 codes 2.3 dB.
+# **The answer**: About 4 bits for int4 codes and 6 for 6-bit codes, as integer steps under one
+# fp16 super-scale per 256 weights (under 0.1 dB on MiniLM's `L0.output`). A byte without steps,
+# MX's E8M0, costs int4 codes 2.3 dB over MiniLM's 36 layers.
 #
 # **What you will do**: count what scales cost per weight; shrink a block scale from fp16 to 4
 # bits on a MiniLM layer, with int4 and with 6-bit codes; try a power-of-two scale.
@@ -51,13 +51,13 @@ import torch
 from qlesson.quant import formats, microscaling
 from qlesson.teach import format_plots, models, scale_bits, widgets
 
-sc = "scale (+ min) bits / weight"
-rows = [{"format": f"int4 g{g}, fp16 scales", "code bits": 4, sc: 16 / g} for g in (128, 32, 16)]
-for fmt, code_bits in (("Q4_0", 4), ("Q4_K", 4), ("Q6_K", 6), ("MXFP4", 4), ("NVFP4", 4), ("Q8_0", 8)):
-    rows.append({"format": fmt, "code bits": code_bits, sc: formats.bits_per_weight(fmt) - code_bits})
+col = "scale (+ min) bits / weight"
+rows = [{"format": f"int4 g{g}, fp16 scales", "code bits": 4, col: 16 / g} for g in (128, 32, 16)]
+for fmt in ("Q4_K", "MXFP4", "NVFP4"):
+    rows.append({"format": fmt, "code bits": 4, col: formats.bits_per_weight(fmt) - 4})
 for r in rows:
-    r["bits per weight"] = r["code bits"] + r[sc]
-print_table(rows, {sc: ".4f", "bits per weight": ".4f"})
+    r["bits per weight"] = r["code bits"] + r[col]
+print_table(rows, {col: ".4f", "bits per weight": ".4f"})
 
 # %% [markdown]
 # Three ways to make a scale cheap:
@@ -156,8 +156,8 @@ for name in ("E8M0 floor", "E8M0 best of 2"):
 # past the top it clips. Even the best power of two per block loses int4 codes 1.55 dB: most of
 # the 2.33 dB is the missing steps.
 #
-# FP4 codes under the floor rule *are* MXFP4, and they lose about a dB less (why: *Going
-# deeper*).
+# FP4 codes under the floor rule *are* MXFP4, and they lose about a dB less, because the rule
+# aims at FP4's top, 6, not int4's 7.
 #
 # ## 5. Try it: a format, a layer, a block
 #
@@ -244,9 +244,9 @@ print_table(
 #
 # ### The super-block layout
 #
-# A super-block here is 256 consecutive weights of the flattened layer. `L0.output`'s rows are
-# 1536 long and hold 6 each; every other layer's rows are 384 long, so on them a super-block
-# spans two rows, which real Q4_K cannot store: llama.cpp needs rows that are a multiple of 256.
+# A super-block here is 256 consecutive weights of the flattened layer. The six FFN output
+# layers (`Lk.output`) have rows of 1536, 6 super-blocks each; the other 30 have rows of 384, so
+# on them a super-block spans two rows, which real Q4_K cannot store: llama.cpp needs rows that are a multiple of 256.
 # In this layout, a 5-bit sub-scale on int4 codes on each of the 36 layers:
 
 # %%
@@ -255,7 +255,7 @@ worst = max(loss5, key=loss5.get)
 print(f"SQNR lost: {min(loss5.values()):.3f} to {loss5[worst]:.3f} dB per layer, the most on {worst}")
 
 # %% [markdown]
-# `L0.output`, the one layer stored as real Q4_K would store it, is the costliest of the 36.
+# `L0.output` is the costliest of the 36.
 # The size of the super-block moves the median and the loss; the bound, set by the loudest block,
 # stays. A 6-bit sub-scale on int4 codes, `L0.output`:
 
@@ -318,7 +318,7 @@ _ = format_plots.byte_map()
 # %% [markdown]
 # Q4_K's scale bits: two fp16 super-scales (`d` for the scales, `dmin` for the minimums) and
 # eight sub-blocks of 32, each with a 6-bit scale and a 6-bit minimum, all per 256 weights:
-# `(2 x 16 + 8 x (6 + 6)) / 256 = 0.5` bits per weight, Q4_0's cost, with a minimum per
+# `(2 x 16 + 8 x (6 + 6)) / 256 = 0.5` bits per weight, as fp16 scales per 32 cost, with a minimum per
 # sub-block (like Q4_1, at 5.0) for free. One Q4_K super-block, the first 256 weights of row 0
 # of `L0.output`, quantized by `formats.quantize` (qlesson's one-pass choice of scales) and read
 # back by the `gguf` package, llama.cpp's Python reference; then with `search=True`, llama.cpp's
@@ -455,7 +455,6 @@ print(
 # **NVFP4** spends 0.25 bits more than MXFP4: blocks of 16 and an E4M3 scale, whose precision
 # the first subsection measured. E4M3's *range* is narrow: its normal numbers run from 2**-6 to 448. So
 # NVFP4 stores one fp32 scale per tensor that puts the largest block scale at 448.
-# So its E4M3 block scales reach the tensor's range through one fp32 scale above them.
 # `L0.intermediate` and the same layer divided by 100, with and without the tensor scale (the
 # last column: the blocks whose `amax / 6` falls below 2**-6):
 

@@ -507,6 +507,7 @@ WRONG_08 = {
         (lambda a, g: _top_by_hand(a, g, clip=False), "did not clip"),
         (lambda a, g: _top_by_hand(a, g, clip=g == "FP4"), "int4's grid"),
         (lambda a, g: _top_by_hand(a, g, exponent=lambda x: math.floor(math.log2(x / 6))), "amax / 6 on both"),
+        (lambda a, g: _top_by_hand(a, g, exponent=lambda x: math.floor(math.log2(x))), "at or below amax, as the"),
         (lambda a, g: _top_by_hand(a, g, fp4_as_int=True), "evenly spaced ticks"),
         (lambda a, g: _top_by_hand(a, g, exponent=lambda x: math.ceil(math.log2(x)) - 2), "ceil rule"),
         (lambda a, g: _top_by_hand(a, g, exponent=lambda x: round(math.log2(x)) - 2), "rounded log2 amax"),
@@ -722,6 +723,10 @@ WRONG_05 = {
             "multiplied x by s",
         ),
         (lambda x, w, a: int((x / (x.abs().amax(0) ** a / w.abs().amax(0) ** (1 - a))).abs().argmax()), "None"),
+        (
+            lambda x, w, a: int((x / (x.abs().amax(0) ** a / w.abs().amax(0) ** (1 - a))).max(dim=0).values.argmax()),
+            "largest |value|",
+        ),
     ],
     "05.which_tool": [
         (
@@ -734,7 +739,7 @@ WRONG_05 = {
         ),
         (
             lambda x: "per-token" if float(x.abs().amax(1).max()) > 3 * float(x.abs().amax(1).median()) else "smooth",
-            "always answered per-token",
+            "answered per-token on every case",
         ),
     ],
     "05.choose_ruler": [

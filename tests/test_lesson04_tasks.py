@@ -5,6 +5,7 @@ import pytest
 import torch
 from gguf import GGMLQuantizationType, quants
 
+from qlesson.course.checking import evaluate
 from qlesson.course.tasks import tasks
 from qlesson.lessons import l04_groups_and_formats as l04
 
@@ -74,6 +75,14 @@ def test_the_budget_prediction_is_what_the_search_finds():
     t = tasks()["04.best_setting"]
     assert (plain, spiked) == tuple(t.reference(*c.resolve()) for c in t.cases[:2])
     assert plain != spiked
+
+
+def test_every_prediction_with_the_over_budget_setting_is_named_over_budget_and_no_other_is():
+    t = tasks()["04.budget_prediction"]
+    pairs = [(a, b) for a in l04._MENU for b in l04._MENU]
+    for pair in pairs:
+        summary = evaluate(t, pair).summary
+        assert ("over the budget" in summary) == ((4, 32) in pair), (pair, summary)
 
 
 def test_the_checkpoint_reader_gives_the_model_s_linear_weights():

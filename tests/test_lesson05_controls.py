@@ -15,7 +15,7 @@ def _spiky(n_sentences: int = 6, tokens: int = 5, features: int = 16):
 
 def test_isolating_the_cls_rows_sits_between_per_tensor_and_per_token():
     x, labels = _spiky()
-    sqnr = [r["SQNR dB"] for r in activations.granularity_control_rows(x, labels)]
+    sqnr = [r["activation SQNR dB"] for r in activations.granularity_control_rows(x, labels)]
     assert sqnr[0] < sqnr[1] <= sqnr[2] + 1e-9
 
 
@@ -33,7 +33,7 @@ def test_giving_the_spiky_feature_its_own_scale_recovers_what_per_token_leaves()
     rows = activations.granularity_control_rows(x, labels, features=([3], [5]))
     names = [r["int8 scales (dynamic)"] for r in rows]
     assert names[2:5] == ["per-token", "per-token, features 3 own scales", "per-token, features 5 own scales"]
-    sqnr = {r["int8 scales (dynamic)"]: r["SQNR dB"] for r in rows}
+    sqnr = {r["int8 scales (dynamic)"]: r["activation SQNR dB"] for r in rows}
     assert sqnr["per-token, features 3 own scales"] > sqnr["per-token"] + 3  # feature 3 is the spike
     assert all("ordinary tokens dB" in r for r in rows)
 
@@ -58,3 +58,20 @@ def test_one_side_sqnr_splits_smoothing_into_its_two_sides():
     after = activations.one_side_sqnr(x, x, w, s)
     assert after["activations"] > none["activations"] + 1
     assert after["weights"] < none["weights"]
+
+
+def test_recalibration_rows_report_the_spike_only_control_and_the_static_scale():
+    x, labels = _spiky()
+    w = torch.randn(8, x.shape[1], generator=torch.Generator().manual_seed(6), dtype=torch.float64)
+    sentence = torch.tensor([s for s, _, _ in labels])
+    rows = activations.recalibration_rows([("toy", x, x, w)], labels, sentence, [(3, 0), (3, 1), (6, 0)], feature=3)
+    assert [r["calibration"] for r in rows] == ["sentences 1-3", "sentences 4-6", "sentences 1-6"]
+    full = activations.smoothing_split_rows([("toy", x, x, w)], labels, alphas=(0.5,))[0][0]
+    assert rows[-1]["toy gain dB"] == full["alpha 0.5 gain dB"]
+    assert rows[-1]["toy, smoothed dB"] == full["none dB"] + full["alpha 0.5 gain dB"]
+    s = activations.smoothing_factors(x, w, 0.5)
+    assert rows[-1]["smoothed absmax"] == float((x / s).abs().max())
+    assert rows[-1]["set by feature"] == int((x / s).abs().amax(0).argmax())
+    assert rows[-1]["median s_j"] == float(s.median())
+    only = activations.smoothing_feature_rows([("toy", x, x, w)], labels, features=([3],))[0]
+    assert rows[-1]["toy, 3 only gain dB"] == only["feature 3 only gain dB"]

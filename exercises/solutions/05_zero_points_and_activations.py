@@ -131,14 +131,25 @@ check("05.loudest_after_smoothing", loudest_after_smoothing)
 
 
 # %% [markdown]
-# Did `alpha` change any case's answer? Write feature `j`'s absmax after smoothing in terms of
-# `max|x_j|`, `max|w_j|` and `alpha`, and explain.
+# ### Recall 05.9
+#
+# Task 4, for any alpha below 1: what decides which feature is loudest after smoothing?
+#
+# - **a)** The product max|x_j| max|w_j|, so the same feature whatever alpha is
+# - **b)** max|x_j| at a small alpha, max|w_j| at a large one
+# - **c)** max|x_j| alone: smoothing divides every feature by about the same factor
+# - **d)** The ratio max|x_j| / max|w_j|
+#
+# Answer with the option's letter as a string (in quotes).
 
-# %% [markdown] tags=["solutions-only"]
-# *Answer*: no. After smoothing, feature `j`'s absmax is
-# `max|x_j| / s_j = (max|x_j| max|w_j|)^(1 - alpha)`. For any alpha below 1 that grows with the
-# product `max|x_j| max|w_j|`, so the loudest feature is the one with the largest product, whatever
-# alpha is. (At alpha 1 every feature's absmax becomes 1 and no feature is loudest.)
+# %% tags=["solution"]
+recall_9 = ...  # STUB
+# BEGIN SOLUTION
+recall_9 = "a"
+# END SOLUTION
+
+# %% qlesson={"task": "recall 05.9"} tags=["check"]
+recall.answer("05", 9, recall_9)
 
 
 # %% [markdown]
@@ -213,12 +224,12 @@ check("05.choose_ruler", choose_ruler)
 # %% [markdown]
 # ### Recall 05.7
 #
-# A uint8 asymmetric ruler for an activation in [-0.5, 12.25]: what is its zero point?
+# Lesson 04: smoothing triples weight column j, now each row's largest. Int4, groups of 32 along K: what coarsens?
 #
-# - **a)** 128
-# - **b)** -10
-# - **c)** 10
-# - **d)** 0
+# - **a)** Only column j's own weights
+# - **b)** Every weight of the tensor
+# - **c)** In each row, the 32 weights of the group that holds column j
+# - **d)** The 32 rows around row j
 #
 # Answer with the option's letter as a string (in quotes).
 

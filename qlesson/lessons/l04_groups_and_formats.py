@@ -477,8 +477,10 @@ TASKS: list[Task] = [
                 "and what does it do to a scale shared by 128 weights?",
                 lambda: ((3, 32), (4, 128)),
             ),
-            Mistake("(4, 32) costs 4 + 16/32 = 4.5 bits per weight: over the budget", lambda: ((4, 32), (4, 32))),
-            Mistake("(4, 32) costs 4 + 16/32 = 4.5 bits per weight: over the budget", lambda: ((4, 128), (4, 32))),
+            *(
+                Mistake("(4, 32) costs 4 + 16/32 = 4.5 bits per weight: over the budget", lambda pair=pair: pair)
+                for pair in [(a, b) for a in _MENU for b in _MENU if (4, 32) in (a, b)]
+            ),
             Mistake(
                 "(4, 256) fits, but so does (4, 128) at 4.125 bits: a smaller group that still fits is a finer ruler",
                 lambda: ((4, 256), (3, 32)),
@@ -606,8 +608,8 @@ RECALL: tuple[Question, ...] = (
         source=INTERVIEW,
     ),
     choice(
-        "A new layer's median row has its largest |w| at 3.2 times the row's rms, like L0.intermediate's. About 4 "
-        "bits per weight, restricted rulers: int3 g16 or int4 per-channel?",
+        "A new layer has rows of 384, and its median row's largest |w| is 3.2 times that row's rms: both as in "
+        "L0.intermediate. About 4 bits per weight, restricted rulers: int3 g16 or int4 per-channel?",
         (
             "int4 per-channel, by a few dB",
             True,

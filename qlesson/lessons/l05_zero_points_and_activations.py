@@ -269,6 +269,11 @@ def _cases_loudest_after_smoothing() -> list[Case]:
         ),
         Case((*_smoothing_case(14, 9, 4, {3: 30.0, 8: 5.0}, {8: 12.0}), 0.25), "alpha 0.25", hidden=True),
         Case((*_smoothing_case(8, 7, 5, {6: 8.0, 2: 3.0}, {2: 5.0, 6: 0.5}), 0.9), "alpha 0.9", hidden=True),
+        Case(
+            (*_smoothing_case(12, 8, 4, {3: -15.0, 6: 5.0}, {}), 0.5),
+            "feature 3 is -15 on one token (a negative spike)",
+            hidden=True,
+        ),
     ]
 
 
@@ -516,6 +521,10 @@ TASKS: list[Task] = [
                 "multiplied x by s instead of dividing: the activations are divided, the weights multiplied",
                 lambda x, w, a: int((x * _smooth_factors(x, w, a)).abs().amax(0).argmax()),
             ),
+            Mistake(
+                "took each feature's largest value, not its largest |value|: a negative spike is loud too",
+                lambda x, w, a: int((x / _smooth_factors(x, w, a)).amax(0).argmax()),
+            ),
         ],
         rtol=0,
         atol=0,
@@ -540,7 +549,10 @@ TASKS: list[Task] = [
                 _which_by_column_mean,
             ),
             Mistake("always answered smooth", lambda x: "smooth"),
-            Mistake("always answered per-token", lambda x: "per-token"),
+            Mistake(
+                "answered per-token on every case, including those with a feature loud on most tokens",
+                lambda x: "per-token",
+            ),
         ],
         rtol=0,
         atol=0,
@@ -817,7 +829,8 @@ RECALL: tuple[Question, ...] = (
             "Per-token scales",
             False,
             "Tempting, because they handled the [CLS] spike. But this feature is loud in most rows, so it still "
-            "sets most rows' scales: on MiniLM's FC1 input, features 63 and 267 cost per-token scales about 1 dB.",
+            "sets most rows' scales. On MiniLM's layer 0 that effect is small: features 63 and 267 cost "
+            "per-token scales about 1 dB (summary).",
         ),
         (
             "Per-tensor with a percentile-clipped scale",
@@ -868,23 +881,39 @@ RECALL: tuple[Question, ...] = (
             "Smoothing is useless with a static scale; it needs per-token scales",
             False,
             "Tempting, because per-token scales reach the spike. But with a static scale, smoothing every "
-            "feature gains 3.5 dB (QKV) and 9 dB (FC1), more than with per-token scales.",
+            "feature gains 3.5 dB (QKV) and 9 dB (FC1) (section 4).",
         ),
     ),
 )
 
 EXERCISE_RECALL: tuple[Question, ...] = (
     choice(
-        "A uint8 asymmetric ruler for an activation in [-0.5, 12.25]: what is its zero point?",
+        "Lesson 04: smoothing triples weight column j, now each row's largest. Int4, groups of 32 along K: "
+        "what coarsens?",
         (
-            "10",
+            "In each row, the 32 weights of the group that holds column j",
             True,
-            "scale = (12.25 + 0.5) / 255 = 0.05; zero point = round(0.5 / 0.05) = 10: the code that stands for "
-            "0.0 sits ten steps above the bottom.",
+            "A group's scale is set by its own largest |w|, and column j sits in one group per row: the other "
+            "groups of the row keep their steps. With one scale per output channel (section 4), the whole row "
+            "would coarsen.",
         ),
-        ("0", False, "Tempting, as uint8 codes start at 0. But the ruler must reach down to -0.5, below 0.0."),
-        ("-10", False, "Wrong sign: the zero point is round(-min / scale), and min is negative."),
-        ("128", False, "Tempting from int8's middle, but that is a symmetric ruler written in unsigned codes."),
+        (
+            "Every weight of the tensor",
+            False,
+            "That is one per-tensor scale. Groups of 32 each have their own scale, so only the groups that "
+            "hold column j see it.",
+        ),
+        (
+            "Only column j's own weights",
+            False,
+            "Tempting, since only that column grew. But its weights share a scale with the other 31 weights "
+            "of their group, and that scale now fits the grown value.",
+        ),
+        (
+            "The 32 rows around row j",
+            False,
+            "Groups run along the input axis, inside a row, not across rows: column j meets one group in every row.",
+        ),
     ),
     choice(
         "SmoothQuant, alpha 0.5: feature j has max|x_j| = 16, its weight column max|w_j| = 4. What is max|x_j| / s_j?",
@@ -902,5 +931,31 @@ EXERCISE_RECALL: tuple[Question, ...] = (
             "feature loud.",
         ),
         ("16", False, "Tempting, since x @ w.T is unchanged. But the feature itself is divided by s_j = 2."),
+    ),
+    choice(
+        "Task 4, for any alpha below 1: what decides which feature is loudest after smoothing?",
+        (
+            "The product max|x_j| max|w_j|, so the same feature whatever alpha is",
+            True,
+            "max|x_j| / s_j = (max|x_j| max|w_j|)^(1 - alpha): for alpha below 1 it grows with the product, "
+            "so alpha changes how loud the features are, not their order.",
+        ),
+        (
+            "max|x_j| at a small alpha, max|w_j| at a large one",
+            False,
+            "Tempting, since alpha weighs the two sides in s_j. But after dividing, both maxima enter as one "
+            "product raised to 1 - alpha: no alpha below 1 reorders the features.",
+        ),
+        (
+            "The ratio max|x_j| / max|w_j|",
+            False,
+            "That ratio is what s_j grows with. The feature is divided by s_j, which leaves the product.",
+        ),
+        (
+            "max|x_j| alone: smoothing divides every feature by about the same factor",
+            False,
+            "Each feature gets its own s_j, and a loud weight column makes it small: Task 4's cases with a "
+            "loud weight column change the order.",
+        ),
     ),
 )

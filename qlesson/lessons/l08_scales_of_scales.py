@@ -121,6 +121,7 @@ def _floor_top(
         "rceil": math.ceil(math.log2(amax / top)),
         "ideal floor": math.floor(math.log2(amax / top)),
         "ideal floor 6": math.floor(math.log2(amax / 6.0)),
+        "amax floor": math.floor(math.log2(amax)),
     }[rule]
     v = amax / 2.0**e
     if grid == "FP4" and not even:
@@ -353,6 +354,11 @@ TASKS: list[Task] = [
                 lambda amax, grid: _floor_top(amax, grid, rule="ideal floor 6"),
             ),
             Mistake(
+                "took 2**floor(log2 amax), the power of two at or below amax, as the scale: amax lands at 1 to 2 "
+                "times it, at the bottom of the grid; the rule leaves room for the grid's own largest power of two, 4",
+                lambda amax, grid: _floor_top(amax, grid, rule="amax floor"),
+            ),
+            Mistake(
                 "truncated amax / scale to an int4 code: the block stores the nearest code (5.8 ticks is stored "
                 "as 6, not 5)",
                 lambda amax, grid: _floor_top(amax, grid, truncate=True),
@@ -498,7 +504,7 @@ RECALL: tuple[Question, ...] = (
         source=LESSON,
     ),
     choice(
-        "An MXFP4 block scale is one byte (E8M0), more bits than Q4_K's 6-bit sub-scale. Why does it cost int4 codes "
+        "An E8M0 block scale (MX's) is one byte, more bits than Q4_K's 6-bit sub-scale. Why does it cost int4 codes "
         "dB, where the 6-bit sub-scale costs under a hundredth of a dB?",
         (
             "The byte holds only an exponent: the scale moves in factors of 2, so the block's top code moves by "

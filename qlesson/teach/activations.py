@@ -535,7 +535,7 @@ def observer_rows(
 def granularity_control_rows(
     x: torch.Tensor, labels: Sequence[tuple[int, int, str]], bits: int = 8, features: Sequence[Sequence[int]] = ()
 ) -> list[dict]:
-    """SQNR over every token of ``x`` with dynamic int8 scales (fitted to ``x`` itself): per-tensor,
+    """Activation SQNR over every token of ``x`` with dynamic int8 scales (fitted to ``x`` itself): per-tensor,
     the control (each ``[CLS]`` row its own scale, every other row one shared scale), per-token and
     per-feature. The control isolates the ``[CLS]`` rows on the same tokens as the other rows.
 
@@ -562,7 +562,7 @@ def granularity_control_rows(
     rows.append(("per-feature", fake_quantize(x, bits, granularity=PerChannel(1))))
     out = []
     for name, xq in rows:
-        row = {"int8 scales (dynamic)": name, "SQNR dB": errors(x, xq).sqnr_db}
+        row = {"int8 scales (dynamic)": name, "activation SQNR dB": errors(x, xq).sqnr_db}
         if features:
             row["ordinary tokens dB"] = errors(x[~cls], xq[~cls]).sqnr_db
         out.append(row)
@@ -657,3 +657,38 @@ def one_side_sqnr(x_cal: torch.Tensor, x_ev: torch.Tensor, w: torch.Tensor, s: t
         "weights": x_ev @ fake_quantize(w, 8, granularity=PerChannel(0)).T,
     }
     return {k: 10 * float(torch.log10((y**2).sum() / ((v - y) ** 2).sum())) for k, v in outs.items()}
+
+
+def recalibration_rows(
+    cases: Sequence[tuple[str, torch.Tensor, torch.Tensor, torch.Tensor]],
+    labels: Sequence[tuple[int, int, str]],
+    calib_sentence: torch.Tensor,
+    parts: Sequence[tuple[int, int]],
+    feature: int = 99,
+    alpha: float = 0.5,
+) -> list[dict[str, Any]]:
+    """Smoothing's static per-tensor gain (as in :func:`smoothing_split_rows`) recalibrated on parts of
+    the calibration text: ``(size, part)`` keeps sentences ``size * part`` to ``size * part + size - 1``
+    (``calib_sentence`` gives each calibration row's sentence). For the last case it adds the gain of
+    smoothing ``feature`` alone, the output SQNR (dB) with every feature smoothed, the smoothed calibration
+    absmax (the static scale's value), the feature that sets it and the median ``s_j``."""
+    rows = []
+    for size, part in parts:
+        keep = (calib_sentence // size) == part
+        sub = [(name, x_cal[keep], x_ev, w) for name, x_cal, x_ev, w in cases]
+        row: dict[str, Any] = {"calibration": f"sentences {size * part + 1}-{size * part + size}"}
+        for r in smoothing_split_rows(sub, labels, alphas=(alpha,))[0]:
+            if r["int8 act scales"] == "per-tensor":
+                row[f"{r['input']} gain dB"] = r[f"alpha {alpha:g} gain dB"]
+                smoothed = r["none dB"] + r[f"alpha {alpha:g} gain dB"]
+        name, x_cal, _, w = sub[-1]
+        only = smoothing_feature_rows(sub[-1:], labels, features=([feature],), alpha=alpha)[0]
+        s = smoothing_factors(x_cal.double(), w.double(), alpha)
+        row[f"{name}, {feature} only gain dB"] = only[f"feature {feature} only gain dB"]
+        row[f"{name}, smoothed dB"] = smoothed
+        smoothed_max = (x_cal.double() / s).abs().amax(0)
+        row["smoothed absmax"] = float(smoothed_max.max())
+        row["set by feature"] = int(smoothed_max.argmax())
+        row["median s_j"] = float(s.median())
+        rows.append(row)
+    return rows
