@@ -303,6 +303,7 @@ WRONG = {
     "09.gptq_per_channel": [
         (lambda w, x, s, bits: _gptq(w, x, bits, feedback=False, scale=s), "RTN"),
         (lambda w, x, s, bits: _gptq(w, x, bits, shrink=False, scale=s), "full inverse Hessian"),
+        (lambda w, x, s, bits: _gptq(w, x, bits, scale=s, ticks=True), "in ticks"),
     ],
     "09.fewest_tokens": [
         (lambda w, xc, xh, ns, b: _fewest_09(w, xc, ns, b, lambda n: xc[:n]), "calibration tokens"),
@@ -440,7 +441,7 @@ def _loudness_09(w, x_a, x_b, x_held, bits, score):
     return name, err(ql.gptq(w, x, bits).dequantize()) < err(g32)
 
 
-def _gptq(w, x, bits, feedback=True, shrink=True, scale=None):
+def _gptq(w, x, bits, feedback=True, shrink=True, scale=None, ticks=False):
     """Per-channel GPTQ with the explicit inverse Hessian, written like a learner would."""
     w, top = w.clone(), 2 ** (bits - 1) - 1
     scale = w.abs().max(dim=1).values / top if scale is None else scale
@@ -450,7 +451,7 @@ def _gptq(w, x, bits, feedback=True, shrink=True, scale=None):
     for j in range(w.shape[1]):
         q[:, j] = (w[:, j] / scale).round().clamp(-top, top)
         if feedback:
-            w = _push(w, j, q[:, j] * scale, hinv)
+            w = _push(w, j, q[:, j] if ticks else q[:, j] * scale, hinv)  # ticks: a slip, codes for values
         if shrink:
             hinv = hinv - torch.outer(hinv[:, j], hinv[j, :]) / hinv[j, j]
     return q

@@ -80,6 +80,7 @@ def _gptq_codes(
     per_entry_damp: bool = False,
     trace_damp: bool = False,
     low: int | None = None,
+    ticks: bool = False,
 ) -> torch.Tensor:
     w, s = w.clone(), scale
     h = 2 * x.T @ x / x.shape[0]
@@ -96,7 +97,8 @@ def _gptq_codes(
         q = torch.clamp(r, -qmax(bits) if low is None else low, qmax(bits)) if clamp else r
         codes[:, j] = q
         if feedback:
-            err = (w[:, j] - (r if push_unclamped else q) * s) / hinv[j, j]
+            stored = r if push_unclamped else q
+            err = (w[:, j] - (stored if ticks else stored * s)) / hinv[j, j]  # ticks: a slip, codes for values
             w[:, j:] -= err[:, None] * hinv[j, j:][None, :]
         if shrink:
             hinv = hinv - torch.outer(hinv[:, j], hinv[j]) / hinv[j, j]
@@ -245,6 +247,11 @@ TASKS: list[Task] = [
                 "pushed the rounding error before clamping: push the error of the value actually stored, "
                 "w - clamp(round(w / s)) * s",
                 lambda w, x, s, b: _gptq_codes(w, x, s, b, push_unclamped=True),
+            ),
+            Mistake(
+                "pushed the error in ticks (w - code): push the error of the value stored, w - code * scale, in the "
+                "weights' units",
+                lambda w, x, s, b: _gptq_codes(w, x, s, b, ticks=True),
             ),
             Mistake(
                 "computed the scales from w (max|w| / qmax, as ql.gptq does) instead of using the given ones",
@@ -515,7 +522,8 @@ TASKS.append(
             Case(_calib_case(6, 24, 64, 200, 4, True), "[24, 64], int4, 200 tokens in each set", hidden=True),
             Case(_calib_case(0, 16, 64, 48, 4, True), "[16, 64], int4, 48 tokens in each set", hidden=True),
         ],
-        "choose the calibration set as lesson 09's section 4 would, then answer the lesson's question for this layer",
+        "fit GPTQ on each set and choose by its error on the validation sample x_held, then answer the lesson's "
+        "question for this layer on x_held",
         [
             Mistake(
                 "judged each GPTQ on its own calibration set: the set GPTQ fits best there is not the one that "
@@ -532,8 +540,8 @@ TASKS.append(
                 lambda w, a, b, h, bits: _calib_text(w, a, b, h, bits, base="channel"),
             ),
             Mistake(
-                "chose the set whose inputs look most like x_held's (their covariance): section 4 chose by what GPTQ "
-                "calibrated on each set does on text it never saw. Fit GPTQ on each set and judge both on x_held",
+                "chose the set whose raw input covariance is nearest x_held's: raw covariance is dominated by "
+                "loudness, which does not change GPTQ's codes. Fit GPTQ on each set and judge both on x_held",
                 lambda w, a, b, h, bits: _calib_text(w, a, b, h, bits, judge="cov"),
             ),
             Mistake(
@@ -601,25 +609,29 @@ PREDICT = {
         ),
     ),
     "pair_calib": choice(
-        "Block 3, int4: calibrated on 1,526 tokens of the even pairs, GPTQ per-channel beat RTN g32 on the odd "
-        "pairs. Calibrated on only the first 1,097 of those tokens, averaged over the six layers, it is...",
+        "Block 3, int4: fed as 48 paragraph inputs, the course's text left GPTQ per-channel far behind RTN g32 on "
+        "the odd pairs (0.01170 against 0.00866). Now the same text cut into 101 single-sentence inputs (2,329 "
+        "tokens). On the odd pairs, averaged over the six layers, GPTQ per-channel is...",
         (
-            "Still clearly ahead: the sentences, not the count, carried its lead",
+            "Still far behind: the text is the same, and the text is what GPTQ fits",
             False,
-            "Tempting, since the text changed GPTQ's result in section 4; but at 1,097 tokens the "
-            "difference is -0.00019 with an interval that includes 0: fewer tokens took part of the lead.",
+            "Tempting, since not a word changed; but cut into single sentences the same text brings GPTQ to "
+            "0.00844 against RTN g32's 0.00866, with an interval that includes 0: how the text is cut into inputs "
+            "matters.",
         ),
         (
-            "Level with RTN g32, while the even paragraphs' fit on as many tokens is far behind",
+            "About level with RTN g32",
             True,
-            "Both count and text matter here: 0.00847 against RTN g32's 0.00866, the paragraphs' fit 0.01304. "
-            "The level mean hides a spread: by layer 0.55x (intermediate) to 2.11x (FFN output).",
+            "0.00844 against RTN g32's 0.00866, the interval includes 0 (by layer 0.59x to 1.84x). Cut to the even "
+            "pairs' 1,526 tokens it is behind (0.00913), where the even pairs are ahead (0.00783): the cut into "
+            "inputs moved GPTQ most of the way, the text itself the rest.",
         ),
         (
-            "Far behind, like the paragraphs' fit on 1,097 tokens: the count was all that mattered",
+            "Clearly ahead, like the even pairs' fit: single sentences are all it needed",
             False,
-            "Tempting, since the fewer tokens took part of the lead; but on the same count the sentences' fit "
-            "(0.00847) is level with RTN g32 and the paragraphs' (0.01304) is not: the text matters too.",
+            "Tempting after section 4; but it only reaches level (0.00844 against 0.00866, the interval includes "
+            "0), and at the even pairs' 1,526 tokens it is behind (0.00913) where the even pairs are ahead "
+            "(0.00783): the text matters too.",
         ),
     ),
     "sentence_calib": choice(
@@ -628,11 +640,11 @@ PREDICT = {
         (
             "No: like the paragraphs' fit, it stays behind RTN g32",
             False,
-            "Tempting after sections 2 and 3; but calibrated on sentences it is ahead: 0.00783 against RTN g32's "
-            "0.00866 on the odd pairs, on five of the six layers, and the interval excludes 0.",
+            "Tempting after sections 2 and 3; but calibrated on single sentences it is ahead: 0.00783 against RTN "
+            "g32's 0.00866 on the odd pairs, on five of the six layers, and the interval excludes 0.",
         ),
         (
-            "Yes: calibrated on sentences, it is ahead on other sentences",
+            "Yes: calibrated on single sentences, it is ahead on other sentences",
             True,
             "0.00783 against RTN g32's 0.00866 (the paragraphs' fit: 0.01170), ahead on five of the six layers; "
             "one split, and with fewer calibration tokens than the paragraphs (1,526 against 2,223).",
@@ -753,9 +765,10 @@ RECALL: tuple[Question, ...] = (
             "Common wrong answer: GPTQ with groups stays ahead of GPTQ per channel.",
         ),
         (
-            "Yes, because GPTQ computes its own scale for every weight",
+            "Yes: on its calibration tokens GPTQ per-channel already beats RTN g32",
             False,
-            "GPTQ stores one scale per group or channel like RTN; it changes the codes.",
+            "Tempting, since on those tokens it does; but on held-out text, calibrated on the course's paragraphs, "
+            "it is behind RTN g32, and groups still lower GPTQ's own error (GPTQ g128 beat GPTQ per-channel).",
         ),
         source=INTERVIEW,
     ),

@@ -14,6 +14,7 @@ a pass over the tokens).
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -697,63 +698,66 @@ def pair_split(
     return rows, d, {n: float(a / b) for n, a, b in zip(weights, by["new"], by[base], strict=True)}
 
 
-def equal_count_rows(
+def split_sentences(paragraphs: Sequence[str]) -> list[str]:
+    """Each paragraph cut after every ``.``, ``!`` or ``?`` that a space follows: the same text as single sentences.
+
+    >>> split_sentences(["One. Two! Three?", "Four."])
+    ['One.', 'Two!', 'Three?', 'Four.']
+    """
+    return [s for p in paragraphs for s in re.split(r"(?<=[.!?])\s+", p) if s.strip()]
+
+
+def calibration_fit_rows(
     weights: Mapping[str, torch.Tensor],
     held_out: Mapping[str, torch.Tensor],
     tokens_per_sentence: Sequence[int],
-    paragraphs: Mapping[str, torch.Tensor],
+    fits: Mapping[str, Mapping[str, torch.Tensor]],
     norms: np.ndarray,
     per_sentence: Mapping[str, np.ndarray],
     base: str = "RTN int4 per-group 32",
     bar: Any = None,
-) -> tuple[list[dict[str, Any]], Interval, dict[str, float]]:
-    """:func:`pair_split`'s control for the token count: two GPTQ fits on as many tokens as ``paragraphs`` holds.
+) -> tuple[list[dict[str, Any]], dict[str, Interval], dict[str, dict[str, float]]]:
+    """:func:`pair_split`'s measure for other calibration sets: GPTQ int4 per-channel fitted on each of ``fits``.
 
-    GPTQ int4 per-channel is calibrated on the first ``len(paragraphs)`` tokens of the even pairs,
-    and on ``paragraphs`` (the same count of paragraph tokens); both are measured on the odd pairs.
-    Returns the rows (in :func:`pair_split`'s columns), the paired interval over the odd pairs of
-    the sentence fit minus ``base``, and the sentence fit's error over ``base``'s by layer.
-    ``bar`` (a tqdm object, or None) advances once a fit.
+    ``fits`` maps a label to every layer's calibration inputs. Each fit is measured on the odd
+    pairs of ``held_out`` (as in :func:`pair_split`). Returns the rows (in :func:`pair_split`'s
+    columns), and for each fit the paired interval over the odd pairs of its error minus ``base``'s
+    and its error over ``base``'s by layer. ``bar`` (a tqdm object, or None) advances once a fit.
 
     >>> g = torch.Generator().manual_seed(0)
     >>> w = {"a": torch.randn(2, 8, generator=g, dtype=torch.float64)}
     >>> x = {"a": torch.randn(16, 8, generator=g, dtype=torch.float64)}
     >>> from qlesson.quant.granularity import PerGroup
     >>> rows, per, norms = held_out_rows(w, x, x, [4] * 4, [("RTN", 4, PerGroup(4))])
-    >>> rows, d, by_layer = equal_count_rows(w, x, [4] * 4, {"a": x["a"][:6]}, norms, per, "RTN int4 per-group 4")
-    >>> [r["calibrated on"] for r in rows]
-    ['the first 6 tokens of the even pairs', 'the even paragraphs (6 tokens)']
+    >>> fits = {"six tokens": {"a": x["a"][:6]}, "ten": {"a": x["a"][:10]}}
+    >>> rows, d, by_layer = calibration_fit_rows(w, x, [4] * 4, fits, norms, per, "RTN int4 per-group 4")
+    >>> [r["calibrated on"] for r in rows], list(d), list(by_layer["ten"])
+    (['six tokens', 'ten'], ['six tokens', 'ten'], ['a'])
     """
     sentence = torch.repeat_interleave(torch.arange(len(tokens_per_sentence)), torch.tensor(list(tokens_per_sentence)))
-    even = (sentence // 2) % 2 == 0
+    odd_tokens = int(((sentence // 2) % 2 == 1).sum())
     odd = [i for i in range(len(tokens_per_sentence)) if (i // 2) % 2 == 1]
-    count = int(next(iter(paragraphs.values())).shape[0])
-    fits = {
-        f"the first {count} tokens of the even pairs": {n: held_out[n][even][:count] for n in weights},
-        f"the even paragraphs ({count} tokens)": paragraphs,
-    }
-    err = {}
+    out = norms[:, odd]
+    base_err = per_sentence[base][:, odd]
+    base_by = base_err.sum(1) / out.sum(1)
+    rows, diffs, ratios = [], {}, {}
     for fit, inputs in fits.items():
         lays = shared_layers(weights, {n: inputs[n] for n in weights})
         new = {n: quantized(lay, 4, PerChannel(0), ("GPTQ",))["GPTQ"] for n, lay in lays.items()}
-        err[fit] = sentence_output_errors(weights, new, held_out, tokens_per_sentence)[:, odd]
+        err = sentence_output_errors(weights, new, held_out, tokens_per_sentence)[:, odd]
+        by = err.sum(1) / out.sum(1)
+        rows.append(
+            {
+                "variant": "GPTQ int4 per-channel",
+                "calibrated on": fit,
+                f"err on the odd pairs ({odd_tokens} tokens)": float(by.mean()),
+            }
+        )
+        diffs[fit] = output_error_interval(err, base_err, out)
+        ratios[fit] = {n: float(a / b) for n, a, b in zip(weights, by, base_by, strict=True)}
         if bar is not None:
             bar.update(1)
-    out, n_odd = norms[:, odd], int((~even).sum())
-    by = {k: e.sum(1) / out.sum(1) for k, e in err.items()}
-    rows = [
-        {
-            "variant": "GPTQ int4 per-channel",
-            "calibrated on": fit,
-            f"err on the odd pairs ({n_odd} tokens)": float(b.mean()),
-        }
-        for fit, b in by.items()
-    ]
-    first = next(iter(err))
-    base_err = per_sentence[base][:, odd]
-    d = output_error_interval(err[first], base_err, out)
-    base_by = base_err.sum(1) / out.sum(1)
-    return rows, d, {n: float(a / b) for n, a, b in zip(weights, by[first], base_by, strict=True)}
+    return rows, diffs, ratios
 
 
 def split_rows(
@@ -985,14 +989,22 @@ def load_full_study(path: Any = None, missing_ok: bool = False) -> dict[str, Any
     return json.loads(p.read_text())
 
 
-def print_full_study(full: Mapping[str, Any] | None) -> None:
-    """Lesson 09's Going deeper: the full study's tables and the answers read from them."""
+def print_full_study(full: Mapping[str, Any] | None, methods: Sequence[str] = METHODS) -> None:
+    """Lesson 09's Going deeper: the full study's tables and the answers read from them.
+
+    Only the rows of ``methods`` are printed and compared (a comparison is kept when both its
+    sides are among them).
+    """
     from qlesson.teach.report import print_table
 
     if full is None:
         print(f"{STUDY_PATH} is not stored here: run `python -m qlesson.teach.smarter` (several minutes), then rebuild")
         return
-    study, comparisons, by_type = full["study"], full["comparisons"], full["by_type"]
+    study = [r for r in full["study"] if r["method"] in methods]
+    comparisons = [
+        c for c in full["comparisons"] if all(side.split()[0] in methods for side in c["A - B"].split(" - "))
+    ]
+    by_type = full["by_type"]
     fmt = {"bits/weight": ".3f", "calib err": ".5f", "output err": ".5f", "worst layer": ".4f"}
     print_table(study, fmt | {"mean cosine": ".4f", "rank corr": ".4f"})
     print("\nGPTQ per-channel against the gap from RTN per-channel to RTN g32:")
@@ -1015,18 +1027,20 @@ def print_full_study(full: Mapping[str, Any] | None) -> None:
     names = sorted({r["weights"] for r in study}, key=lambda n: [r["weights"] for r in study].index(n))
     ratios = [find(study, "GPTQ", n)["output err"] / find(study, "RTN", n)["output err"] for n in names]
     print(f"GPTQ / RTN held-out output error: {min(ratios):.2f} to {max(ratios):.2f} over the {len(names)} settings")
-    for key in ("output err", "worst layer"):
-        best = [min((r for r in study if r["weights"] == n), key=lambda r: r[key])["method"] for n in names]
-        print(f"lowest {key} in every setting: {' / '.join(sorted(set(best)))}")
-    for key, best_first in (("output err", False), ("mean cosine", True), ("rank corr", True)):
-        ranked = [
-            sorted((r for r in study if r["weights"] == n), key=lambda r: r[key], reverse=best_first) for n in names
-        ]
-        orders = sorted({", ".join(r["method"] for r in rows) for rows in ranked})
-        print(
-            f"method order by {key}, best first: {' | '.join(orders)} ({len(orders)} order(s) in {len(names)} settings)"
-        )
-    for method in METHODS:
+    if len(methods) > 2:  # orders of two methods repeat the ratio above
+        for key in ("output err", "worst layer"):
+            best = [min((r for r in study if r["weights"] == n), key=lambda r: r[key])["method"] for n in names]
+            print(f"lowest {key} in every setting: {' / '.join(sorted(set(best)))}")
+        for key, best_first in (("output err", False), ("mean cosine", True), ("rank corr", True)):
+            ranked = [
+                sorted((r for r in study if r["weights"] == n), key=lambda r: r[key], reverse=best_first) for n in names
+            ]
+            orders = sorted({", ".join(r["method"] for r in rows) for rows in ranked})
+            print(
+                f"method order by {key}, best first: {' | '.join(orders)} "
+                f"({len(orders)} order(s) in {len(names)} settings)"
+            )
+    for method in (m for m in METHODS if m in methods):
         grow = [find(study, method, n)["output err"] / find(study, method, n)["calib err"] for n in names]
         print(f"{method:>8}: held-out / calibration output error {min(grow):.2f} to {max(grow):.2f}")
 
