@@ -167,7 +167,7 @@ for bits in (3, 4, 8):
 # A quiet row's values are exact multiples of the shared int4 scale (error 0). What does its own, finer scale do?
 #
 # - **a)** It keeps the error at 0 or raises it: its own ticks need not pass through its values
-# - **b)** Nothing: a row's own scale is always the shared one
+# - **b)** It keeps the error at 0: a finer ruler still contains the old ticks
 # - **c)** It lowers it: a finer tick always means a smaller error
 #
 # Answer with the option's letter as a string (in quotes).

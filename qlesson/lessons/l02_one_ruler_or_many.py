@@ -222,7 +222,8 @@ def _judge_worse(answer: Any) -> str | None:
     if not extra and not missed:
         return None
     return (
-        f"{extra} of the rows you listed do not lose; you missed {missed} that do (counts, not row numbers). "
+        f"{extra} of the rows you listed {'does' if extra == 1 else 'do'} not lose; you missed {missed} that "
+        f"{'does' if missed == 1 else 'do'} (counts, not row numbers). "
         "Where does each row sit on the two rulers?"
     )
 
@@ -417,7 +418,7 @@ TASKS: list[Task] = [
     ),
     Task(
         "02.rescued_rows",
-        "which rows does one shared scale erase?",
+        "which rows does a row's own scale rescue?",
         _rescued,
         [
             Case((TWO, 4), "int4, the 2x4 example"),
@@ -553,12 +554,6 @@ RECALL: tuple[Question, ...] = (
             "Tempting because per-channel would give Row A that tick; under per-tensor Row A uses the shared ruler.",
         ),
         (
-            "no bound: the value was clipped",
-            False,
-            "Tempting because the value was small for the ruler; but clipping happens more than half a tick past "
-            "the last tick, and -1 is deep inside the ruler.",
-        ),
-        (
             "a whole shared tick, about 0.44",
             False,
             "Tempting because -1 is one tick from 0; but rounding picks the nearest tick, so the error is at most "
@@ -580,10 +575,10 @@ RECALL: tuple[Question, ...] = (
             "ticks (section 5) gets more error from its own ruler.",
         ),
         (
-            "Its values can no longer be clipped",
+            "Its error on every value is never larger",
             False,
-            "Tempting, but a freshly fitted ruler never clips the data it was fitted to, per-tensor or per-channel; "
-            "the guarantee is about rounding.",
+            "Tempting because the bound shrinks for every value; but a value that sat on a shared tick had error 0, "
+            "and its own ticks can miss it (section 5's row 0).",
         ),
         source=LESSON,
     ),
@@ -607,9 +602,10 @@ EXERCISE_RECALL: tuple[Question, ...] = (
             "exactly on the shared ticks had no error to lose.",
         ),
         (
-            "Nothing: a row's own scale is always the shared one",
+            "It keeps the error at 0: a finer ruler still contains the old ticks",
             False,
-            "Only the loudest row's is (it set the shared scale); this row is quiet, so its own ruler is finer.",
+            "Only if the shared tick is a whole number of the row's own ticks; in general its own ticks miss the "
+            "old ones, as they miss three of section 5's row 0.",
         ),
     ),
 )
