@@ -154,9 +154,13 @@ from qlesson.teach import widgets
 widgets.ruler_explorer(tuple(values))
 
 # %% [markdown]
+# <details><summary>What you should have seen (open it after you slid)</summary>
+#
 # At 3 bits the readout first says clipped at 1.07, at 4 bits at 0.98: the first slider steps
 # past 0.91 plus half a tick (0.15 at 3 bits, 0.065 at 4). A finer ruler starts clipping closer
 # to its last tick.
+#
+# </details>
 #
 # ## 6. Symmetric or asymmetric
 #
@@ -167,7 +171,7 @@ widgets.ruler_explorer(tuple(values))
 #   integer zero point, `round(-rmin / scale)`, is the code of 0.0, so 0.0 is stored exactly.
 
 # %% tags=["nbval-ignore-output"]
-recall.predict("01", "asymmetric_worth")
+recall.predict("01", "asymmetric_tick")
 
 # %% [markdown]
 # The GELU-like values below at 4 bits have `rmin = -0.17`, `rmax = 2.0`: scale
@@ -182,7 +186,8 @@ print_table(ruler.compare_modes(gelu_like, bits=4, modes=two_modes), {"scale": "
 
 # %% [markdown]
 # The symmetric ruler spends its negative codes on a range down to -2.0 that these values
-# barely enter, so its ticks are about twice as coarse and their error is larger.
+# barely enter, so its ticks are about twice as coarse, and on these seven values its MAE is
+# larger (0.052 against 0.025).
 #
 # ## Summary
 #

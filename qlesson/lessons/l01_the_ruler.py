@@ -452,5 +452,26 @@ PREDICT = {
             "cut it finer, so at 4 bits clipping starts closer to 0.91.",
         ),
     ),
-    "asymmetric_worth": _ASYMMETRIC_WORTH,
+    "asymmetric_tick": choice(
+        "Seven GELU-like values from -0.17 to 2.0, at 4 bits. The asymmetric ruler's tick, against the "
+        "restricted symmetric ruler's, is...",
+        (
+            "About half as wide: its steps cover only -0.17 to 2.0",
+            True,
+            "2.17 / 15 = 0.145 against 2.0 / 7 = 0.286: about half, because the symmetric ruler's negative codes "
+            "cover down to -2.0, where the values barely go.",
+        ),
+        (
+            "The same: both rulers have 4 bits",
+            False,
+            "Tempting, since the bits set the number of codes; but the tick is the range over the steps, and the "
+            "two rulers cut different ranges into different numbers of steps.",
+        ),
+        (
+            "Wider: the zero point takes codes away from the values",
+            False,
+            "Tempting, but the zero point is stored beside the codes, not in them: all 16 codes still cover the "
+            "data, and the asymmetric range, 2.17, is much shorter than symmetric's 4.0.",
+        ),
+    ),
 }
