@@ -27,7 +27,7 @@
 # compare a row's error under both.
 #
 # **What you need**: lesson 01 (scale, round, clamp); nothing to download.
-# **Time**: about 18 minutes, plus about 25 for the exercise; *Going deeper*: about 4 more.
+# **Time**: about 21 minutes, plus about 25 for the exercise; *Going deeper*: about 4 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -140,8 +140,7 @@ _ = plots.rows_reconstruction(W, bits=4)
 # ## 5. One row, two rulers
 #
 # Take row 0, `[3, 1.05, -2, 2]`; row 1, `[7, -5, 1, 2]`, is there only to set the shared int4
-# scale to `7 / 7 = 1`; row 2, `[3, 1.25, -2.3, 1.8]`, is a control with row 0's absmax and shared
-# codes. Row 0's own scale is `3 / 7`, a finer ruler. How large is its MAE on it?
+# scale to `7 / 7 = 1`. Row 0's own scale is `3 / 7`, a finer ruler. How large is its MAE on it?
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("02", "row0_own_ruler")
@@ -156,8 +155,8 @@ print_table(
 
 # %% [markdown]
 # Row 0's error goes *up* with its own, finer ruler: its values sat on or near the shared
-# ticks, and the new ticks miss three of them. Row 2 sits off the shared ticks: its MAE drops
-# from 0.19 to 0.07. Per-channel
+# ticks, and the new ticks miss three of them. Row 2, `[3, 1.25, -2.3, 1.8]`, a control with row
+# 0's absmax and shared codes but off the shared ticks, drops from 0.19 to 0.07. Per-channel
 # guarantees only the bound: a row's own tick is never larger than the shared one.
 #
 # ## Summary
@@ -218,9 +217,9 @@ for bits in (4, 8):
 # ### A slip in a source text: a tie decided by precision
 #
 # The interview study note among the course's sources (`003_*.txt`) quantizes three channels with
-# absmax 0.5, 2.0 and 0.1 at int8 and prints their codes. Some are wrong. Its quiet channel's
-# codes `[-125, -100, 63, 113]` come from dividing by the displayed scale, 0.0008, and rounding
-# halves up. With the exact scale `0.1 / 127`, its 0.05 is exactly 63.5 ticks, a tie, and the
+# absmax 0.5, 2.0 and 0.1 at int8 and prints their codes. Some are wrong: channel 1's 115 and the
+# quiet channel's `[-125, -100, 63, 113]` come from dividing by the displayed scales, 0.0157 and
+# 0.0008, and rounding halves up. With the exact scale `0.1 / 127`, its 0.05 is exactly 63.5 ticks, a tie, and the
 # float precision decides the code:
 
 # %%

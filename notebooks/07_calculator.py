@@ -20,14 +20,14 @@
 #
 # **The answer**: A quiet channel's own symmetric 4-byte scale makes its ruler finer by the
 # loudest channel's largest |value| over its own: 15.5 times for the example's quiet channel.
-# On one 64-value row that dips just below 0, like a GELU's output, a zero point's 4 more
-# bytes buy nearly what one more bit buys.
+# On 64-value rows that dip just below 0, like a GELU's output, a zero point's 4 more bytes
+# buy nearly what one more bit buys (median 2.6 against 2.7 times lower MAE over 20 rows).
 #
 # **What you will do**: predict a quiet channel's codes, find the bit width at which that
 # changes, count the bytes, and count a GELU row's out-of-reach codes.
 #
 # **What you need**: lessons 01, 02 and 05 (zero points).
-# **Time**: about 19 minutes, plus about 29 for the exercise; *Going deeper*: about 10 more.
+# **Time**: about 19 minutes, plus about 29 for the exercise; *Going deeper*: about 7 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -107,8 +107,7 @@ for zp_bytes in (0, 4):
 
 # %% [markdown]
 # On an int8 layer with 384-value rows (MiniLM's FFN up-projection shape), the rulers are 1 to
-# 2% of it. On the example, per-channel stores 16 bytes of scales where per-tensor stores
-# 4; with zero points, 32 where per-tensor stores 8.
+# 2% of it.
 #
 # ## 4. The other 4 bytes: a zero point
 #
@@ -138,12 +137,40 @@ print_table(calc.zero_point_rows(gelu, 4), calc.ZERO_POINT_FORMATS)
 # tick about half as wide (2.08 / 15 against 1.91 / 7), and on these 64 values the MAE is 2.57
 # times lower, nearly what one more bit buys (3.00 times).
 #
-# The table's last two columns give the bytes. On activations a zero point also costs compute:
-# correction terms in the integer GEMM (lesson 06).
+# On activations a zero point also costs compute: correction terms in the integer GEMM
+# (lesson 06).
 #
 # On the mirrored row every code is within reach, and the zero point buys about nothing (1.04
 # times). So the gain on the GELU row came from the out-of-reach codes, not from the zero
 # point's 16th code.
+#
+# One row is one draw. The same comparison on 20 other GELU rows (`gelu_row(seed=1..20)`):
+
+# %%
+import numpy as np
+
+gains = {4: [], 8: []}
+for seed in range(1, 21):
+    row = calc.parse_channels(calc.gelu_row(seed=seed))
+    for bits in (4, 8):
+        mae = [
+            calc.compare(row, bits=b, symmetric=s).overall["per-tensor"]["MAE"]
+            for b, s in ((bits, True), (bits, False), (bits + 1, True))
+        ]
+        gains[bits].append((mae[0] / mae[1], mae[0] / mae[2]))
+for bits, g in gains.items():
+    zp, more = np.array(g).T
+    print(
+        f"{bits} bits: zero point {zp.min():.1f} to {zp.max():.1f} times (median {np.median(zp):.1f}), one more bit "
+        f"{more.min():.1f} to {more.max():.1f} (median {np.median(more):.1f}); the zero point gains more on "
+        f"{(zp > more).sum()} of 20 rows"
+    )
+
+# %% [markdown]
+# Across these rows the zero point buys a little less than one more bit, as on this row: medians
+# 2.6 and 2.7 times at 4 bits. At 8 bits, where the dip spans many ticks, one more bit's median
+# gain, 2.1, is near its tick's 255 / 127 = 2.0.
+
 
 # %% [markdown]
 # ## Summary
@@ -155,8 +182,8 @@ print_table(calc.zero_point_rows(gelu, 4), calc.ZERO_POINT_FORMATS)
 # * In this calculator a ruler costs 4 bytes (fp32 scale), 8 with an int32 zero point: 1 to 2%
 #   of an int8 layer with 384-value rows.
 # * On the 64-value post-GELU row, 6 of symmetric's 15 codes are out of reach at 4 bits. A zero
-#   point's 4 bytes cut the MAE 2.57 times, nearly as much as one more bit (3.00), which costs
-#   8 bytes there and 48 on a 384-value row; on the mirrored row they buy about nothing.
+#   point's 4 bytes cut the MAE 2.57 times, nearly as much as one more bit (3.00); on 20 more
+#   such rows, 2.6 against 2.7 times (medians). On the mirrored row they buy about nothing.
 #
 # ## Pause and recall
 
@@ -266,35 +293,6 @@ for label, bits, sym in (
 # At 4 bits the dip, all of it within one tick of 0, carries 0.049 of the 0.081. The zero point
 # cuts it to 0.012 and one more bit to 0.014, 4.1 and 3.6 times less, more than either tick's
 # gain.
-#
-# ### The zero point against one more bit on other GELU rows
-#
-# Section 4 used one row. The same comparison on 20 other rows (`gelu_row(seed=1..20)`):
-
-# %%
-import numpy as np
-
-gains = {4: [], 8: []}
-for seed in range(1, 21):
-    row = calc.parse_channels(calc.gelu_row(seed=seed))
-    for bits in (4, 8):
-        mae = [
-            calc.compare(row, bits=b, symmetric=s).overall["per-tensor"]["MAE"]
-            for b, s in ((bits, True), (bits, False), (bits + 1, True))
-        ]
-        gains[bits].append((mae[0] / mae[1], mae[0] / mae[2]))
-for bits, g in gains.items():
-    zp, more = np.array(g).T
-    print(
-        f"{bits} bits: zero point {zp.min():.1f} to {zp.max():.1f} times (median {np.median(zp):.1f}), one more bit "
-        f"{more.min():.1f} to {more.max():.1f} (median {np.median(more):.1f}); the zero point gains more on "
-        f"{(zp > more).sum()} of 20 rows"
-    )
-
-# %% [markdown]
-# Across rows the zero point usually buys a little less than one more bit, as on section 4's row.
-# At 8 bits, where the dip spans many ticks, one more bit's median gain, 2.1, is near its tick's
-# 255 / 127 = 2.0.
 #
 # ### The page as an app, and exports
 #

@@ -475,19 +475,7 @@ TASKS: list[Task] = [
         "for each tensor, ask how much error each row carries under one shared ruler and how much its own "
         "symmetric ruler would take off; and how many codes a symmetric ruler leaves out of reach on rows that "
         "barely go below 0",
-        [
-            Mistake(
-                "per-channel does not always win: what does a row's own ruler take off when every row is about "
-                "as loud as the loudest, and what does a symmetric ruler leave out of reach?",
-                lambda: ("per-channel", "per-channel"),
-            ),
-            Mistake(
-                "the zero point does not always win: under one shared ruler, how much error does a row only 3 "
-                "times quieter than the loudest carry, and what does its own ruler take off?",
-                lambda: ("zero point", "zero point"),
-            ),
-            Mistake("swapped: give the similar rows' winner first", lambda: _predicted_winners()[::-1]),
-        ],
+        [],  # four possible answers: any named mistake would give the right one away
         is_value=True,
         shows_expected=False,
         minutes=4,
