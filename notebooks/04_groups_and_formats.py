@@ -22,7 +22,7 @@
 # **The answer**: each group's own fp16 scale keeps an outlier's damage inside that group, and
 # costs every weight `16 / g` bits. At about 4 bits per weight, with restricted rulers, int3 with
 # groups of 16 ties int4 per-channel only where rows hold a few weights far above the rest;
-# elsewhere the code bit wins by 2 to 4 dB.
+# on MiniLM's other layers the code bit wins by 2 to 4 dB.
 #
 # **What you will do**: watch an outlier spoil one group, price the scales, and test on MiniLM
 # what decides between a code bit and a bit of scales.

@@ -186,9 +186,10 @@ print_table(static, {k: "+.1f" for k in static[0] if "dB" in k})
 # %% [markdown]
 # One static scale is set by the single largest value. On the QKV input feature 63 is nearly as
 # loud as the spike: once the spike is smoothed, 63 sets the scale, so smoothing 99 alone does not
-# help, and smoothing 99 and 63 gains 3.8 dB. On FC1's input the spike alone sets the scale:
-# feature 99 gives 7.2 of the 9.1 dB. Smoothing 63 and 267 leaves the spike in place and gains
-# nothing on either input.
+# help, and smoothing 99 and 63 gains 3.8 dB. On FC1's input the spike sets the scale first:
+# smoothing feature 99 alone gains 7.2 dB, and 99 and 63 together 10.4, more than every
+# feature's 9.1 (smoothing a feature also grows its weight column). Smoothing 63 and 267 leaves
+# the spike in place and gains nothing on either input.
 #
 # ## Summary
 #

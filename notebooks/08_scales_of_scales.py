@@ -156,8 +156,7 @@ for name in ("E8M0 floor", "E8M0 best of 2"):
 # past the top it clips. Even the best power of two per block loses int4 codes 1.55 dB: most of
 # the 2.33 dB is the missing steps.
 #
-# FP4 codes under the floor rule *are* MXFP4, and they lose about a dB less, because the rule
-# aims at FP4's top, 6, not int4's 7.
+# FP4 codes under the floor rule *are* MXFP4, and they lose about a dB less.
 #
 # ## 5. Try it: a format, a layer, a block
 #

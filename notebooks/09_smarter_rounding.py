@@ -18,10 +18,10 @@
 #
 # **The question**: can smarter rounding (GPTQ) stand in for a finer granularity?
 #
-# **The answer**: Partly, on MiniLM's block 3 at int4: GPTQ with groups of 128 beat plain rounding in
-# groups of 32 (RTN g32) on held-out sentences on average, with fewer bits per weight (4.125 against 4.5).
-# With one scale per row, GPTQ beat RTN g32 on held-out sentences only when calibrated on single-sentence
-# inputs (one split); calibrated with 2,223 calibration tokens (48 paragraph inputs) it was behind on 5 of 6 layers.
+# **The answer**: Partly. On MiniLM's block 3 at int4, GPTQ with groups of 128 beat plain rounding
+# in groups of 32 (RTN g32) on held-out sentences, on average, at fewer bits per weight (4.125
+# against 4.5). With one scale per row, whether GPTQ beat RTN g32 depended on the calibration text
+# (with 48 paragraph inputs it was behind on 5 of 6 layers), so measure on text GPTQ never saw.
 #
 # **What you will do**
 # * run GPTQ's error feedback by hand on lesson 02's 2x4 example;
