@@ -166,7 +166,8 @@ print_table(cls_table, dict.fromkeys(list(cls_table[0])[1:], ".2f"))
 #
 # So far both rulers had the same code bits and the same metadata. A cache pays for every bit it
 # stores: the codes, each ruler's fp16 minimum and scale, and any token kept in fp16. For keys
-# nothing changes: both rulers cost 3.00 bits per value at 2 bits (section 3). For values, the
+# nothing changes: both rulers cost 3.00 bits per value at 2 bits (section 3), codes and
+# metadata; a streaming cache's fp16 window (section 6) comes on top. For values, the
 # fp16 `[CLS]` costs bits too. Predict first:
 
 # %% tags=["nbval-ignore-output"]
@@ -219,9 +220,9 @@ print_table(rows)
 # * Values: per token wins while the sink `[CLS]` is quantized. A per-channel ruler rounds its
 #   tiny value with an error several times its size. Keep `[CLS]` in fp16 and per channel wins
 #   at equal code bits.
-# * Codes and metadata counted, per-channel keys still win. On these
-#   12.5-token sentences an fp16 `[CLS]` costs about one bit per value, and a third code bit per
-#   token beats it.
+# * Codes and metadata counted, per-channel keys still win (a streaming cache adds its fp16
+#   window, section 6). On these 12.5-token sentences an fp16 `[CLS]` costs about one bit per
+#   value, and a third code bit per token beats it.
 # * Per-channel rulers need whole groups of tokens, hence a full-precision window of the newest
 #   tokens, which counts in the cost too.
 #
