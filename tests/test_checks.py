@@ -27,11 +27,12 @@ def _errors_02(w, bits, err):
     )
 
 
-def _split_01(c, x, bits, part, full=False):
-    """Lesson 01's error split with each part reduced by ``part``; ``full``: on the range [-2^(b-1), 2^(b-1) - 1]."""
+def _split_01(c, x, bits, part, full=False, signed_max=False, rule=torch.round):
+    """Lesson 01's error split with each part reduced by ``part``; ``full``: on the range [-2^(b-1), 2^(b-1) - 1];
+    ``signed_max``: the scale from c.max() (no abs); ``rule``: the rounding function."""
     top = 2 ** (bits - 1) if full else 2 ** (bits - 1) - 1
-    scale = c.abs().max() / top
-    r = torch.round(x / scale)
+    scale = (c.max() if signed_max else c.abs().max()) / top
+    r = rule(x / scale)
     q = torch.clamp(r, -top, 2 ** (bits - 1) - 1)
     e = (q * scale - x).abs()
     return part(e[r == q]), part(e[r != q])
@@ -75,6 +76,8 @@ WRONG = {
         (lambda c, x, bits: _split_01(c, x, bits, lambda e: (e**2).sum()), "squared errors"),
         (lambda c, x, bits: _split_01(c, x, bits, lambda e: e.mean() if e.numel() else e.sum()), "mean of each part"),
         (lambda c, x, bits: _split_01(c, x, bits, torch.sum, full=True), "used the full range"),
+        (lambda c, x, bits: _split_01(c, x, bits, torch.sum, signed_max=True), "calibration's max"),
+        (lambda c, x, bits: _split_01(c, x, bits, torch.sum, rule=torch.trunc), "trunc"),
     ],
     "01.clipping_takes_over": [
         (8, "halved the rounding part per bit"),

@@ -178,21 +178,22 @@ recall_4 = "c"
 recall.answer("01", 4, recall_4)
 
 # %% [markdown]
-# ### Recall 01.6
+# ### Recall 01.7
 #
-# What does one more bit buy on a symmetric ruler with the same absmax?
+# A symmetric int4 ruler becomes an int8 one with the same absmax. By what factor does its tick shrink?
 #
-# - **a)** One more tick
-# - **b)** About twice as many ticks per side, so a little under half the scale and the worst rounding error
-# - **c)** A wider range, so less clipping
+# - **a)** 2
+# - **b)** About 18.1
+# - **c)** About 18.3
+# - **d)** Exactly 16
 #
 # Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
-recall_6 = ...  # STUB
+recall_7 = ...  # STUB
 # BEGIN SOLUTION
-recall_6 = "b"
+recall_7 = "b"
 # END SOLUTION
 
-# %% qlesson={"task": "recall 01.6"} tags=["check"]
-recall.answer("01", 6, recall_6)
+# %% qlesson={"task": "recall 01.7"} tags=["check"]
+recall.answer("01", 7, recall_7)

@@ -64,6 +64,8 @@ def _split(
     ticks: bool = False,
     pytorch_rule: bool = False,
     asymmetric: bool = False,
+    no_abs: bool = False,
+    trunc: bool = False,
 ):
     if asymmetric:  # the mistake: the given asymmetric_qparams ruler, codes 0 .. 2**bits - 1
         scale, zp = _asym_qparams(calibration, bits)
@@ -72,8 +74,9 @@ def _split(
         err = ((q - zp) * scale - x).abs()
         return err[r == q].sum(), err[r != q].sum()
     top = 2 ** (bits - 1) if full_range or pytorch_rule else qmax(bits)
-    scale = calibration.abs().max() / ((2**bits - 1) / 2 if pytorch_rule else top)
-    r = torch.round(x / scale)
+    span = calibration.max() if no_abs else calibration.abs().max()
+    scale = span / ((2**bits - 1) / 2 if pytorch_rule else top)
+    r = torch.trunc(x / scale) if trunc else torch.round(x / scale)
     q = torch.clamp(r, -top, qmax(bits))
     err = q * scale - x if signed else (q * scale - x).abs() ** power
     if ticks:
@@ -209,6 +212,15 @@ TASKS: list[Task] = [
                 "symmetric one, codes -qmax .. qmax",
                 lambda c, x, b: _split(c, x, b, asymmetric=True),
             ),
+            Mistake(
+                "took the calibration's max, not its largest |value|; on mostly negative data that ruler is far too "
+                "short (or points the wrong way)",
+                lambda c, x, b: _split(c, x, b, no_abs=True),
+            ),
+            Mistake(
+                "cut off the fraction (trunc) instead of rounding to the nearest tick; round() is the ruler's rule",
+                lambda c, x, b: _split(c, x, b, trunc=True),
+            ),
         ],
         minutes=5,
     ),
@@ -327,7 +339,8 @@ RECALL: tuple[Question, ...] = (
 
 
 # asked in the exercises, not in the quiz (numbered after it): 4 applies the clipping rule to an int4 ruler; 5 (the
-# asymmetric predict again) is 02's spaced recall; 6 (also 02-04's) recalls the lesson's first predict
+# asymmetric predict again) is 02's spaced recall; 6 (02-04's) recalls the lesson's first predict; 7 carries it
+# to a new pair of widths (exercise 01's own)
 EXERCISE_RECALL: tuple[Question, ...] = (
     choice(
         "A fixed int4 ruler (scale 0.1, ticks -7..7) meets 0.74 and 2.0. Which of them does it clip?",
@@ -368,6 +381,31 @@ EXERCISE_RECALL: tuple[Question, ...] = (
             False,
             "Tempting because more codes sound like more room; but the range is set by absmax (or calibration), and "
             "bits only set how finely it is cut.",
+        ),
+    ),
+    choice(
+        "A symmetric int4 ruler becomes an int8 one with the same absmax. By what factor does its tick shrink?",
+        (
+            "About 18.1",
+            True,
+            "The tick is absmax / qmax: int4 has 7 ticks per side, int8 127, so it shrinks 127 / 7, about 18 times.",
+        ),
+        (
+            "Exactly 16",
+            False,
+            "Tempting because four more bits multiply the code count by 2^4; but the tick follows the ticks per "
+            "side, 7 then 127, and 127 / 7 is more than 16.",
+        ),
+        (
+            "2",
+            False,
+            "Tempting because int8 has twice int4's bits; but each bit about doubles the ticks, and four bits were "
+            "added.",
+        ),
+        (
+            "About 18.3",
+            False,
+            "Tempting because int8 holds -128; but the restricted symmetric ruler's last tick is 127.",
         ),
     ),
 )
