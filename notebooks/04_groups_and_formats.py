@@ -20,15 +20,15 @@
 # scale per run of `g` weights buy, and what does it cost?
 #
 # **The answer**: each group's own fp16 scale keeps an outlier's damage inside that group, and
-# costs every weight `16 / g` bits. At about 4 bits per weight, with restricted rulers, int3 with
-# groups of 16 ties int4 per-channel only where rows hold a few weights far above the rest;
-# on MiniLM's other layers the code bit wins by 2 to 4 dB.
+# costs every weight `16 / g` bits. At about 4 bits per weight on MiniLM, with the course's
+# restricted rulers, one more bit per code beats one fp16 scale per 16 weights by 2 to 4 dB on
+# most layers; the two tie only where rows hold a few weights far above the rest.
 #
 # **What you will do**: watch an outlier spoil one group, price the scales, and test on MiniLM
 # what decides between a code bit and a bit of scales.
 #
 # **What you need**: lessons 02 and 03; nothing to download (MiniLM comes with the course).
-# **Time**: about 26 minutes, plus about 32 for the exercise; *Going deeper*: about 17 more.
+# **Time**: about 18 minutes, plus about 32 for the exercise; *Going deeper*: about 19 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -42,8 +42,8 @@ ql.show_environment()
 #
 # Four channels of eight weights; channel 0 holds an outlier, 8.1. Per-tensor lets 8.1 set
 # everyone's ruler; per-channel confines it to channel 0; per-group gives each run of `g`
-# weights along a row its own ruler. Groups of 4 and 2 here; section 4 tries 16 to 256 on real
-# weights. All at int4, scored with lesson 03's SQNR (dB, higher is better).
+# weights along a row its own ruler. All at int4, scored with lesson 03's SQNR (dB, higher is
+# better).
 
 # %%
 import math
@@ -63,7 +63,7 @@ for g in (ql.PerTensor(), ql.PerChannel(0), ql.PerGroup(4), ql.PerGroup(2)):
 print_table(rows, {"SQNR dB": ".1f"})
 
 # %% [markdown]
-# Each step to finer rulers raises the SQNR. Channel 0, cut into groups of 2:
+# Channel 0, cut into groups of 2:
 
 # %%
 print_table(
@@ -88,19 +88,15 @@ print_table(
 #
 # For a weight `[N, K]` (`[out_features, in_features]`), `PerGroup(g)` cuts every row into
 # `K / g` groups, so the scales have shape `[N, K / g]`. Every scale is stored beside the codes,
-# here in fp16. Int4 with groups of 32 on a `[4096, 4096]` weight and on a `[4096, 11008]` one
-# (LLaMA-7B's down projection), 2.7 times as many weights:
+# here in fp16. Int4 on a `[4096, 4096]` weight:
 
 # %%
 rows = []
-for shape, g in [((4096, 4096), g) for g in (ql.PerChannel(0), ql.PerGroup(128), ql.PerGroup(32))] + [
-    ((4096, 11008), ql.PerGroup(32))
-]:
-    fp = ql.footprint(shape, 4, g)
+for g in (ql.PerChannel(0), ql.PerGroup(128), ql.PerGroup(32)):
+    fp = ql.footprint((4096, 4096), 4, g)
     rows.append(
         {
-            "weight": str(list(shape)),
-            "int4": plots.method_name(g),
+            "int4, [4096, 4096]": plots.method_name(g),
             "scales": fp.n_scales,
             "metadata B": fp.metadata_bytes,
             "bits/weight": fp.bits_per_weight,
@@ -110,14 +106,12 @@ for shape, g in [((4096, 4096), g) for g in (ql.PerChannel(0), ql.PerGroup(128),
 print_table(rows, {"bits/weight": ".4f"})
 
 # %% [markdown]
-# The number of weights does not matter, only how many share a scale: 2.7 times the weights
-# bring 2.7 times the scales. Every weight pays `16 / g` bits on top of its 4: 0.5 at g = 32,
-# 0.125 at g = 128. Per-channel pays `16 / K`, almost nothing. With `K / g` scales per row, no
-# one scale factors out of a row's dot product: a kernel applies each group's scale either to
-# its weights before the product or, as llama.cpp does, to that group's partial sum.
+# Every weight pays `16 / g` bits on top of its 4; per-channel pays `16 / K`, almost nothing.
+# With `K / g` scales per row, no one scale factors out of a row's dot product: a kernel applies
+# each group's scale either to its weights before the product or, as llama.cpp does, to that
+# group's partial sum.
 #
-# llama.cpp's Q4_0 is int4 per-group with `g = 32` and fp16 scales: 4.5 bits per weight
-# (its bytes: *Going deeper*).
+# llama.cpp's Q4_0 is int4 per-group with `g = 32` and fp16 scales: 4.5 bits per weight.
 #
 # ## 3. How many weights share a scale
 #
@@ -130,14 +124,13 @@ print_table(rows, {"bits/weight": ".4f"})
 recall.predict("04", "axis")
 
 # %%
-W = models.minilm_linear_weights()  # MiniLM's Linear weights [out, in], by short name ("L0.intermediate")
+W = models.minilm_linear_weights()  # MiniLM's Linear weights [out, in], by short name
 w = W["L0.intermediate"]
-row_blocks = ql.fake_quantize(  # each row of the [12, 128 * 384] view is 128 output rows: one scale for all of them
+row_blocks = ql.fake_quantize(  # each row of this [12, 128 * 384] view: 128 output rows
     w.reshape(-1, 128 * w.shape[1]), 4, granularity=ql.PerChannel(0)
 ).reshape(w.shape)
 rows = []
 for label, w_hat, scales in (
-    ("per-tensor", ql.fake_quantize(w, 4), 1),
     ("128 rows share a scale", row_blocks, w.shape[0] // 128),
     ("per-channel", ql.fake_quantize(w, 4, granularity=ql.PerChannel(0)), w.shape[0]),
     ("128 inputs share a scale (GPTQ/AWQ)", ql.fake_quantize(w, 4, granularity=ql.PerGroup(128)), w.numel() // 128),
@@ -148,9 +141,7 @@ for label, w_hat, scales in (
 print_table(rows, {"SQNR dB": ".2f"})
 
 # %% [markdown]
-# Rows sharing: 12 scales where per-channel has 1536, coarser and far worse. Inputs sharing:
-# 4608 scales, each over 128 weights instead of a row of 384, finer and better. Count the
-# weights behind each ruler, not the word.
+# Count the weights behind each ruler, not the word "group".
 #
 # ## 4. The trade-off on real weights
 #
@@ -169,15 +160,13 @@ ffn_out = {name: w for name, w in W.items() if models.layer_type_of_short(name) 
 grans = (ql.PerTensor(), ql.PerChannel(0), *(ql.PerGroup(g) for g in (256, 128, 64, 32, 16)))
 points = studies.pareto_points(ffn_out, (8, 4, 3), grans)
 db = {(p["method"], p["bits"]): -20 * math.log10(p["rmse / rms"]) for p in points}  # SQNR over all six layers
-near_4 = {("per-group 16", 3): "int3 g16", ("per-channel", 4): "int4 per-channel"}
-near_4 |= {(f"per-group {g}", 4): f"int4 g{g}" for g in (256, 128, 64)}
+near_4 = {("per-group 16", 3): "int3 g16", ("per-channel", 4): "int4 per-channel", ("per-group 128", 4): "int4 g128"}
 labels = {key: f"{label}: {db[key]:.2f} dB" for key, label in near_4.items()}
 _ = plots.pareto_zoom(points, labels, xlim=(3.95, 4.3))  # right panel: this range, plus room for its labels
 
 # %% [markdown]
-# Each halving of the group raises the SQNR and doubles what the scales cost. Over these six
-# layers pooled, with these rulers, the two ways land about 0.2 dB apart. For about 0.12 more
-# bits per weight, int4 with groups of 128 sits 3.4 and 3.6 dB above both on these six.
+# Over these six layers pooled, the two ways land about 0.2 dB apart. For about 0.12 more
+# bits per weight, int4 with groups of 128 sits 3.4 and 3.6 dB above both.
 #
 # The same comparison on four more weights:
 
@@ -185,21 +174,21 @@ _ = plots.pareto_zoom(points, labels, xlim=(3.95, 4.3))  # right panel: this ran
 recall.predict("04", "control")
 
 # %%
-gauss = torch.randn(384, 1536, generator=torch.Generator().manual_seed(0))  # the FFN outputs' shape
+gauss = torch.randn(384, 1536, generator=torch.Generator().manual_seed(0))  # rms about 1
 spiked = gauss.clone()
-spiked[:, ::768] = 5.0  # two weights per row at 5 times the rms (the Gaussian's rms is about 1)
+spiked[:, ::768] = 5.0  # two weights per row at 5 times the rms
 controls = {"L0.output": W["L0.output"], "L0.intermediate": W["L0.intermediate"]}
 controls["Gaussian [384, 1536]"] = gauss
 controls["Gaussian [384, 1536], two 5s per row"] = spiked
 others = [name for name in W if name not in ffn_out]
-clip = float(np.median([analysis.row_standout(W[name]) for name in others]))
+clip = analysis.median_standout(W, others)  # the other 31 layers' typical row: largest |w| / rms
 w_out = W["L0.output"]
 rms = w_out.pow(2).mean(1, keepdim=True).sqrt()
 clipped = w_out.clamp(-clip * rms, clip * rms)
 controls[f"L0.output clipped at {clip:.1f} x rms"] = clipped
 rows = []
 for name, w_layer in controls.items():
-    r = analysis.bits_or_scales(w_layer)  # also the median over rows of (row's largest |w|) / (row's rms)
+    r = analysis.bits_or_scales(w_layer)
     r["median row: largest |w| / rms"] = r.pop("row absmax / rms (median)")
     rows.append({"weight": name, **{k: v for k, v in r.items() if "g16 absmax" not in k}})
 print_table(rows, {"int3 g16 dB": ".2f", "int4 per-channel dB": ".2f", "median row: largest |w| / rms": ".1f"})
@@ -208,8 +197,8 @@ print_table(rows, {"int3 g16 dB": ".2f", "int4 per-channel dB": ".2f", "median r
 # What moves is int4 per-channel; int3 g16 stays near 14 dB on all five. The cause: a few
 # weights per row far above the row's rms (last column) stretch each row's one ruler. First test:
 # give the Gaussian two such weights per row, and the code bit's 2.6 dB lead closes. Second test:
-# clip them from L0.output, and its lead grows from 0.3 to 3.5 dB. The clip tests the cause; it
-# is not a fix. Every MiniLM layer, each column a range over its layers:
+# clip them from L0.output, and its lead grows from 0.3 to 3.5 dB. Every MiniLM layer, each
+# column a range over its layers:
 
 # %%
 sets = {"the six FFN outputs": list(ffn_out), "the other layers": others}
@@ -222,8 +211,50 @@ print_table(rows)
 # overlap.
 
 # %% [markdown]
+# ## Summary
 #
-# ## 5. Try it: a fifth code bit or smaller groups
+# * Per-group: one scale per `g` weights along `in_features`, scales `[N, K / g]`; an outlier
+#   coarsens only its own group. One scale for 128 whole rows (12 scales) is coarser than per-channel.
+# * Each fp16 scale costs `16 / g` bits per weight: 0.125 at g = 128, 0.5 at g = 32 (llama.cpp's
+#   Q4_0).
+# * On MiniLM at int4, groups of 128 gain 0.95 to 3.94 dB over per-channel, layer by layer; the
+#   six FFN output layers gain most (3.15 dB or more).
+# * At about 4 bits per weight, with restricted rulers, int3 g16 and int4 per-channel tie on the
+#   six FFN outputs, whose rows hold a few weights at 4 to 5 times their rms; on the other 31
+#   layers the code bit wins by 2 to 4 dB.
+#
+# ## Pause and recall
+
+# %% tags=["nbval-ignore-output"]
+recall.quiz("04")
+
+# %%
+recall.show("04")
+
+# %% [markdown]
+# **Exercise**: `exercises/04_groups_and_formats.ipynb`: write per-group quantization, price a
+# block from its C struct, read one Q4_0 block from its bytes, and spend a bit budget.
+#
+# ## Going deeper
+#
+# ### Every setting on the six FFN outputs
+#
+# Section 4's plot as numbers: SQNR over all six FFN output layers, and what the scales add to
+# the code bits.
+
+# %%
+rows = [
+    {
+        "six FFN outputs, SQNR dB": m,
+        "+bits/weight for scales": p["bits per weight"] - 4,
+        **{f"int{b}": db[(m, b)] for b in (8, 4, 3)},
+    }
+    for m, p in {p["method"]: p for p in points if p["bits"] == 4}.items()
+]
+print_table(rows, {"+bits/weight for scales": ".4f", "int8": ".2f", "int4": ".2f", "int3": ".2f"})
+
+# %% [markdown]
+# ### Try it: a fifth code bit or smaller groups
 #
 # The star is the current setting on this layer's SQNR-against-bits curve. **Experiment**, the
 # same choice one bit higher, on `L0.output`:
@@ -256,48 +287,6 @@ print(f"L0.intermediate, int5 per-channel: SQNR {pc5_in:.2f} dB; int4 g8 (6.000 
 # On L0.output, whose rows hold a few large weights, int4 with groups of 24 (4.667 bits per
 # weight) just passes int5 per-channel, a third of a bit cheaper. On L0.intermediate, whose rows
 # do not, even groups of 8, at 6 bits per weight, stay below int5 per-channel.
-#
-# ## Summary
-#
-# * Per-group: one scale per `g` weights along `in_features`, scales `[N, K / g]`; an outlier
-#   coarsens only its own group. One scale for 128 whole rows (12 scales) is coarser than per-channel.
-# * Each fp16 scale costs `16 / g` bits per weight: 0.125 at g = 128, 0.5 at g = 32 (llama.cpp's
-#   Q4_0).
-# * On MiniLM at int4, groups of 128 gain 0.9 to 3.9 dB over per-channel, layer by layer; most
-#   (3.1 to 3.9 dB) on the six FFN output layers.
-# * At about 4 bits per weight, with restricted rulers, int3 g16 and int4 per-channel tie on the
-#   six FFN outputs, whose rows hold a few weights at 4 to 5 times their rms; on the other 31
-#   layers the code bit wins by 2 to 4 dB. Measure per layer.
-#
-# ## Pause and recall
-
-# %% tags=["nbval-ignore-output"]
-recall.quiz("04")
-
-# %%
-recall.show("04")
-
-# %% [markdown]
-# **Exercise**: `exercises/04_groups_and_formats.ipynb`: write per-group quantization, price a
-# block from its C struct, read one Q4_0 block from its bytes, and spend a bit budget.
-#
-# ## Going deeper
-#
-# ### Every setting on the six FFN outputs
-#
-# Section 4's plot as numbers: SQNR over all six FFN output layers, and what the scales add to
-# the code bits.
-
-# %%
-rows = [
-    {
-        "six FFN outputs, SQNR dB": m,
-        "+bits/weight for scales": p["bits per weight"] - 4,
-        **{f"int{b}": db[(m, b)] for b in (8, 4, 3)},
-    }
-    for m, p in {p["method"]: p for p in points if p["bits"] == 4}.items()
-]
-print_table(rows, {"+bits/weight for scales": ".4f", "int8": ".2f", "int4": ".2f", "int3": ".2f"})
 
 # %% [markdown]
 # ### Why a few large weights decide the tie

@@ -21,13 +21,14 @@
 # **The answer**: A quiet channel's own symmetric 4-byte scale makes its ruler finer by the
 # loudest channel's largest |value| over its own: 15.5 times for the example's quiet channel.
 # On 64-value rows that dip just below 0, like a GELU's output, a zero point's 4 more bytes
-# buy nearly what one more bit buys (median 2.6 against 2.7 times lower MAE over 20 rows).
+# buy at 4 bits nearly what one more bit buys (median 2.6 against 2.7 times lower MAE over 20
+# rows).
 #
 # **What you will do**: predict a quiet channel's codes, find the bit width at which that
-# changes, count the bytes, and count a GELU row's out-of-reach codes.
+# changes, see what the bytes cost, and count a GELU row's out-of-reach codes.
 #
 # **What you need**: lessons 01, 02 and 05 (zero points).
-# **Time**: about 19 minutes, plus about 29 for the exercise; *Going deeper*: about 7 more.
+# **Time**: about 16 minutes, plus about 29 for the exercise; *Going deeper*: about 9 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -58,15 +59,11 @@ recall.predict("07", "quiet")
 # %%
 ex = calc.compare(calc.parse_channels(calc.EXAMPLE), bits=4, signed=True, symmetric=True)
 print_table(calc.gain_rows(ex), calc.GAIN_FORMATS)
-_ = calc.plot(ex, sharey=True)
 
 # %% [markdown]
 # Channel 2 holds the tensor's largest |value|, 1.70, so it gains nothing; every other channel's
 # ruler is finer by 1.70 over its own absmax. Channel 3 is erased: half a shared tick,
-# 1.70 / 7 / 2, about 0.12, is more than its 0.11, so all five of its values round to 0. In the
-# plot, channel 3's per-tensor errors (x) are its values negated.
-#
-# Its error is then its mean |value|, 0.060, against 0.0020 on its own ruler: a 30 times fall.
+# 1.70 / 7 / 2, about 0.12, is more than its 0.11, so all five of its values round to 0.
 #
 # ## 2. The calculator
 #
@@ -93,27 +90,20 @@ widgets.calculator()
 # ## 3. What the extra rulers cost
 #
 # In this calculator a scale is an fp32 number (4 bytes); an asymmetric ruler adds an int32
-# zero point (4 more), and a symmetric one stores none (its zero point is fixed). At 8 bits:
+# zero point (4 more), and a symmetric one stores none. On an int8 layer of MiniLM's FFN
+# up-projection shape:
 
 # %%
-for symmetric in (True, False):
-    m = calc.compare(calc.parse_channels(calc.EXAMPLE), bits=8, symmetric=symmetric).memory
-    tensor, channel = (m[f"per-{g} total bytes"] - m["payload bytes"] for g in ("tensor", "channel"))
-    name = "symmetric" if symmetric else "asymmetric"
-    print(f"{name:<10}: codes {m['payload bytes']} bytes; rulers: per-tensor {tensor}, per-channel {channel} bytes")
 for zp_bytes in (0, 4):
     fp = ql.footprint((1536, 384), 8, ql.PerChannel(0), scale_bytes=4, zero_point_bytes=zp_bytes)
     print(f"[1536, 384] int8 layer, zero point {zp_bytes} B: metadata {fp.metadata_bytes / fp.total_bytes:.1%} of it")
 
 # %% [markdown]
-# On an int8 layer with 384-value rows (MiniLM's FFN up-projection shape), the rulers are 1 to
-# 2% of it.
-#
 # ## 4. The other 4 bytes: a zero point
 #
-# Lesson 05 found that a zero point gains nearly one bit on MiniLM's GELU output. Here is what
-# it costs against one more bit on one row: GELU of 64 standard-normal draws. The control is the
-# same values mirrored (each value and its negation, 128 values): a row symmetric about 0.
+# Lesson 05 found that a zero point gains nearly one bit on MiniLM's GELU output. Here it is
+# against one more bit on one row: GELU of 64 standard-normal draws. The control is the same
+# values mirrored: a row symmetric about 0.
 
 # %%
 gelu = calc.parse_channels(calc.gelu_row())[0]
@@ -132,58 +122,46 @@ print_table(calc.zero_point_rows(gelu, 4), calc.ZERO_POINT_FORMATS)
 
 
 # %% [markdown]
-# Symmetric spans -1.91 to +1.91, but the row's lowest value, -0.17, gets code -1 at 4 bits:
-# codes -7 to -2, 6 of 15, are out of reach. A zero point spends every code on -0.17 to 1.91, a
-# tick about half as wide (2.08 / 15 against 1.91 / 7), and on these 64 values the MAE is 2.57
-# times lower, nearly what one more bit buys (3.00 times).
+# Codes -7 to -2, 6 of 15, are out of reach. A zero point spends every code on -0.17 to 1.91,
+# a tick about half as wide. On the mirrored row every code is within reach, and the zero point
+# buys about nothing: the gain on the GELU row came from the out-of-reach codes, not from the
+# zero point's 16th code.
 #
-# On activations a zero point also costs compute: correction terms in the integer GEMM
-# (lesson 06).
-#
-# On the mirrored row every code is within reach, and the zero point buys about nothing (1.04
-# times). So the gain on the GELU row came from the out-of-reach codes, not from the zero
-# point's 16th code.
-#
-# One row is one draw. The same comparison on 20 other GELU rows (`gelu_row(seed=1..20)`):
+# One row is one draw. The same comparison on 20 other GELU rows:
 
 # %%
 import numpy as np
 
-gains = {4: [], 8: []}
+gains = []
 for seed in range(1, 21):
     row = calc.parse_channels(calc.gelu_row(seed=seed))
-    for bits in (4, 8):
-        mae = [
-            calc.compare(row, bits=b, symmetric=s).overall["per-tensor"]["MAE"]
-            for b, s in ((bits, True), (bits, False), (bits + 1, True))
-        ]
-        gains[bits].append((mae[0] / mae[1], mae[0] / mae[2]))
-for bits, g in gains.items():
-    zp, more = np.array(g).T
-    print(
-        f"{bits} bits: zero point {zp.min():.1f} to {zp.max():.1f} times (median {np.median(zp):.1f}), one more bit "
-        f"{more.min():.1f} to {more.max():.1f} (median {np.median(more):.1f}); the zero point gains more on "
-        f"{(zp > more).sum()} of 20 rows"
-    )
+    mae = [
+        calc.compare(row, bits=b, symmetric=s).overall["per-tensor"]["MAE"]
+        for b, s in ((4, True), (4, False), (5, True))
+    ]
+    gains.append((mae[0] / mae[1], mae[0] / mae[2]))
+zp, more = np.array(gains).T
+print(
+    f"4 bits: zero point {zp.min():.1f} to {zp.max():.1f} times (median {np.median(zp):.1f}), one more bit "
+    f"{more.min():.1f} to {more.max():.1f} (median {np.median(more):.1f}); the zero point gains more on "
+    f"{(zp > more).sum()} of 20 rows"
+)
 
 # %% [markdown]
-# Across these rows the zero point buys a little less than one more bit, as on this row: medians
-# 2.6 and 2.7 times at 4 bits. At 8 bits, where the dip spans many ticks, one more bit's median
-# gain, 2.1, is near its tick's 255 / 127 = 2.0.
+# Across these rows, as on this row, the zero point buys a little less than one more bit.
 
 
 # %% [markdown]
 # ## Summary
 #
 # * With symmetric rulers, a channel's own ruler is finer by the tensor's largest |value| over
-#   the channel's; the loudest channel gains nothing. On the example the other three channels'
-#   rulers are 1.2 to 15.5 times finer, and the channel the shared ruler erased gets its values
-#   back.
+#   the channel's: 1.0 (the loudest channel) to 15.5 times on the example, and the erased channel
+#   gets its values back.
 # * In this calculator a ruler costs 4 bytes (fp32 scale), 8 with an int32 zero point: 1 to 2%
 #   of an int8 layer with 384-value rows.
-# * On the 64-value post-GELU row, 6 of symmetric's 15 codes are out of reach at 4 bits. A zero
-#   point's 4 bytes cut the MAE 2.57 times, nearly as much as one more bit (3.00); on 20 more
-#   such rows, 2.6 against 2.7 times (medians). On the mirrored row they buy about nothing.
+# * On a 64-value post-GELU row, 6 of symmetric's 15 codes are out of reach at 4 bits. A zero
+#   point's 4 bytes cut the MAE nearly as much as one more bit: medians 2.6 against 2.7 times
+#   over 20 rows. On the mirrored row they buy about nothing.
 #
 # ## Pause and recall
 
@@ -194,9 +172,8 @@ recall.quiz("07")
 recall.show("07")
 
 # %% [markdown]
-# **Exercise**: `exercises/07_calculator.ipynb`: how much finer each channel's own ruler is with
-# zero points, how many codes each row leaves a symmetric ruler out of reach, and whether a new
-# tensor gains more from per-channel scales or from a zero point.
+# **Exercise**: `exercises/07_calculator.ipynb`: rulers with zero points, out-of-reach codes,
+# and per-channel scales against a zero point on a new tensor.
 
 # %% [markdown]
 # ## Going deeper
@@ -214,18 +191,32 @@ recall.show("07")
 # * memory: payload `elements * bits / 8` bytes, plus per scale 4 bytes (fp32 scale) and,
 #   if asymmetric, 4 bytes (int32 zero point).
 #
+# ### The example's bytes and errors
+#
+# At 8 bits, the example's codes and rulers:
+
+# %%
+for symmetric in (True, False):
+    m = calc.compare(calc.parse_channels(calc.EXAMPLE), bits=8, symmetric=symmetric).memory
+    tensor, channel = (m[f"per-{g} total bytes"] - m["payload bytes"] for g in ("tensor", "channel"))
+    name = "symmetric" if symmetric else "asymmetric"
+    print(f"{name:<10}: codes {m['payload bytes']} bytes; rulers: per-tensor {tensor}, per-channel {channel} bytes")
+
+# %% [markdown]
+# Section 1's errors value by value, at 4 bits; channel 3's per-tensor errors (x) are its values
+# negated:
+
+# %%
+_ = calc.plot(ex, sharey=True)
+
+# %% [markdown]
 # ### What real formats store
 #
 # The fp32 scale and int32 zero point are this calculator's convention. Many real formats
 # store less: llama.cpp's Q4_0 stores a single fp16 scale (2 bytes) per 32 weights and no zero
 # point (lesson 04), and ONNX's `QuantizeLinear` usually stores an int8 or uint8 zero point
-# (1 byte).
-#
-# ### A per-channel MAE of exactly 0
-#
-# At 8 bits, asymmetric, channel 3's per-channel MAE is 0. That is a coincidence of its
-# values: they lie on a 0.01 grid, and 0.01 is a whole number of its own ticks, so every value
-# falls on a tick.
+# (1 byte). On activations a zero point also costs compute: correction terms in the integer
+# GEMM (lesson 06).
 #
 # ### Per-tensor bits against channel 3's own 4-bit ruler
 #
@@ -273,8 +264,9 @@ print(
 #
 # ### Where the extra gain comes from
 #
-# On section 4's row the zero point's tick is 1.97 times finer and the MAE falls 2.57 times; one
-# more bit's tick is 2.14 times finer and the MAE falls 3.00 times. Split by sign:
+# On section 4's row the zero point's tick (2.08 / 15 against 1.91 / 7) is 1.97 times finer and
+# the MAE falls 2.57 times; one more bit's tick is 2.14 times finer and the MAE falls 3.00 times.
+# Split by sign:
 
 # %%
 for label, bits, sym in (
@@ -293,6 +285,30 @@ for label, bits, sym in (
 # At 4 bits the dip, all of it within one tick of 0, carries 0.049 of the 0.081. The zero point
 # cuts it to 0.012 and one more bit to 0.014, 4.1 and 3.6 times less, more than either tick's
 # gain.
+#
+# ### Section 4's 20 rows at 8 bits
+#
+# At 8 bits the dip spans many ticks:
+
+# %%
+gains8 = []
+for seed in range(1, 21):
+    row = calc.parse_channels(calc.gelu_row(seed=seed))
+    mae = [
+        calc.compare(row, bits=b, symmetric=s).overall["per-tensor"]["MAE"]
+        for b, s in ((8, True), (8, False), (9, True))
+    ]
+    gains8.append((mae[0] / mae[1], mae[0] / mae[2]))
+zp, more = np.array(gains8).T
+print(
+    f"8 bits: zero point {zp.min():.1f} to {zp.max():.1f} times (median {np.median(zp):.1f}), one more bit "
+    f"{more.min():.1f} to {more.max():.1f} (median {np.median(more):.1f}); the zero point gains more on "
+    f"{(zp > more).sum()} of 20 rows"
+)
+
+# %% [markdown]
+# At 8 bits the two gains are level: medians 2.0 for the zero point and 2.1 for one more bit,
+# whose tick shrinks 255 / 127 = 2.0 times.
 #
 # ### The page as an app, and exports
 #

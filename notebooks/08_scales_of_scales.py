@@ -20,14 +20,15 @@
 # really need?
 #
 # **The answer**: About 4 bits for int4 codes and 6 for 6-bit codes, as integer steps under one
-# fp16 super-scale per 256 weights (under 0.1 dB on MiniLM's `L0.output`). A byte without steps,
-# MX's E8M0, costs int4 codes 2.3 dB over MiniLM's 36 layers.
+# fp16 super-scale per 256 weights (under 0.1 dB on MiniLM's `L0.output`). A bare power of two
+# (MX's E8M0), at a 6-bit sub-scale's 0.25 bits per weight, costs int4 codes 2.3 dB over
+# MiniLM's 36 layers, and MXFP4's FP4 codes 1.3.
 #
 # **What you will do**: count what scales cost per weight; shrink a block scale from fp16 to 4
 # bits on a MiniLM layer, with int4 and with 6-bit codes; try a power-of-two scale.
 #
 # **What you need**: lessons 02 to 04 (group scales and bits per weight); nothing to download.
-# **Time**: about 28 minutes, plus about 28 for the exercise; *Going deeper*: about 26 more.
+# **Time**: about 20 minutes, plus about 28 for the exercise; *Going deeper*: about 26 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -39,10 +40,9 @@ ql.show_environment()
 # %% [markdown]
 # ## 1. What the scales cost
 #
-# Lesson 04 stored one fp16 scale per group: `16 / g` bits per weight; at `g = 16` the scales
-# alone cost a whole bit per weight, a quarter of an int4 payload. Today's formats keep small
-# blocks and store each block's scale in fewer bits. Each row counts every byte of the format's
-# block:
+# Lesson 04 stored one fp16 scale per group: `16 / g` bits per weight, a whole bit at `g = 16`.
+# Today's formats keep small blocks and store each block's scale in fewer bits. Each row counts
+# every byte of the format's block:
 
 # %%
 import numpy as np
@@ -50,6 +50,7 @@ import torch
 
 from qlesson.quant import formats, microscaling
 from qlesson.teach import format_plots, models, scale_bits, widgets
+from qlesson.teach.widgets import format_state
 
 col = "scale (+ min) bits / weight"
 rows = [{"format": f"int4 g{g}, fp16 scales", "code bits": 4, col: 16 / g} for g in (128, 32, 16)]
@@ -60,33 +61,25 @@ for r in rows:
 print_table(rows, {col: ".4f", "bits per weight": ".4f"})
 
 # %% [markdown]
-# Three ways to make a scale cheap:
-#
-# * llama.cpp's **K-quants** store each sub-block's scale as a small integer, 6 bits in Q4_K and
-#   a signed int8 in Q6_K, times one fp16 **super-scale** per 256 weights;
+# * llama.cpp's **K-quants** store each sub-block's scale as a small integer (6 bits in Q4_K, a
+#   signed int8 in Q6_K) times one fp16 **super-scale** per 256 weights;
 # * **MXFP4** (the OCP Microscaling format) stores one byte per 32 weights, an exponent only;
 # * **NVFP4** stores an 8-bit float (E4M3) per 16 weights, under one fp32 scale per tensor.
 #
-# How few bits can a scale have before the weights notice?
-#
 # ## 2. A rounded scale moves the block's largest code
 #
-# Take symmetric codes `-qmax..qmax` (`qmax = 7` for int4) and one scale per block. The ideal
-# scale, `amax / qmax`, puts the block's largest weight exactly on code `qmax`. A scale off by a
-# fraction `e` moves that weight by about `e x qmax` ticks.
+# With symmetric codes `-qmax..qmax` (7 for int4), the ideal scale `amax / qmax` puts a block's
+# largest weight on code `qmax`; a scale off by a fraction `e` moves it about `e x qmax` ticks.
 #
-# Q4_K stores each block's scale as an integer `sc` (1 to 63 for 6 bits) times an fp16
-# super-scale `d` shared by the 8 blocks of a 256-weight super-block; `d` is set so that the
-# loudest of the 8 gets `sc = 63`. Rounding `sc` is off by at most half a step, `1 / (2 sc)` of
-# the block's scale, so its largest code moves by up to `qmax / (2 sc)` ticks. In a block nearly
-# as loud as the loudest, `sc` is near `m`, the largest integer, and the move is at most the
-# **bound** `qmax / (2m)` (column `rule (ticks)`): 7/126 = 0.056 tick for 6 bits. Quieter blocks
-# have a smaller `sc` and can move further.
+# Q4_K stores each block's scale as an integer `sc` (this course: 1 to `m`, 63 for 6 bits) times
+# an fp16 super-scale `d` that gives the loudest of 8 blocks (256 weights) `sc = m`. Rounding `sc`
+# there is off by at most half a step, `1 / (2m)`, so its top code moves by at most the **bound**
+# `qmax / (2m)` ticks: 7/126 = 0.056 for 6 bits. Quieter blocks have a smaller `sc` and can move
+# further.
 #
-# The layer is MiniLM's `L0.output` (lesson 03's FFN output), with Q4_K's scale layout on
-# symmetric int4 codes (Q4_K also stores a minimum, left out here). Every scale is rounded to the
-# nearest, and the loss is counted against exact fp32 scales. The `int8` row is a signed 8-bit
-# sub-scale like Q6_K's: 127 steps.
+# The layer is MiniLM's `L0.output`, blocks of 32, symmetric int4 codes (Q4_K's minimum left
+# out), every scale rounded to the nearest, the loss counted against exact fp32 scales. `int8` is
+# a signed sub-scale like Q6_K's (127 steps); `E8M0 floor` is MXFP4's byte (section 4).
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("08", "loss_per_bit")
@@ -94,20 +87,21 @@ recall.predict("08", "loss_per_bit")
 # %%
 model = models.load_minilm()
 W = {n: w for n, w in models.linear_weights(model).items() if n != "pooler"}
-fmt_rule = {"rule (ticks)": ".3f", "median move (ticks)": ".3f", "SQNR loss dB": ".3f", "clipping dB": ".3f"}
-shown = ("scale format", "steps m", "rule (ticks)", "median move (ticks)", "SQNR loss dB")
+fmt_rule = {"bound (ticks)": ".3f", "median move (ticks)": ".3f", "SQNR loss dB": ".3f", "clipping dB": ".3f"}
+fmt_rule |= {"scale bits / weight": ".4f", "worst move": ".2f"}
+shown = ("scale format", "scale bits / weight", "steps m", "bound (ticks)", "median move (ticks)", "worst move")
 print("L0.output, int4 codes (qmax 7), blocks of 32, super-blocks of 8:")
-int4_rows = scale_bits.rule_rows(W["L0.output"], 32, 4, 8, formats=("fp16", *scale_bits.SUB_BITS))
-print_table([{k: r[k] for k in shown} for r in int4_rows], fmt_rule)
+int4_rows = scale_bits.rule_rows(W["L0.output"], 32, 4, 8, formats=("fp16", *scale_bits.SUB_BITS, "E8M0 floor"))
+print_table([{k: r[k] for k in (*shown, "SQNR loss dB")} for r in int4_rows], fmt_rule)
 
 # %% [markdown]
-# From 6 bits down, each bit fewer doubles the move and multiplies the loss by a little under 4:
-# the loss is a squared error, so twice the move costs about four times as much.
+# Each bit fewer doubles the move and multiplies the loss by a little under 4: twice the move,
+# about four times the squared error.
 #
 # ## 3. Same sub-scale, finer codes
 #
-# Now 6-bit codes (`-31..31`) on the same layer, in the same blocks: only the codes change.
-# `clipping dB` is the part of the loss that goes away when codes are not clamped to `-31..31`.
+# Now 6-bit codes (`-31..31`), same layer, same blocks. `clipping dB` is the part of the loss that
+# goes away when codes are not clamped.
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("08", "six_bit_codes")
@@ -115,27 +109,30 @@ recall.predict("08", "six_bit_codes")
 # %%
 print("L0.output, 6-bit codes (qmax 31), blocks of 32, super-blocks of 8:")
 six_rows = scale_bits.rule_rows(W["L0.output"], 32, 6, 8, formats=("fp16", *scale_bits.SUB_BITS))
-six_cols = ("scale format", "steps m", "rule (ticks)", "median move (ticks)", "SQNR loss dB", "clipping dB")
+six_cols = ("scale format", "bound (ticks)", "median move (ticks)", "SQNR loss dB", "clipping dB")
 print_table([{k: r[k] for k in six_cols} for r in six_rows], fmt_rule)
 
 # %% [markdown]
-# More code bits need more scale bits. The top code now sits 31 ticks out instead of 7, so the
-# same sub-scale moves it about 4.4 times as far. The 6-bit sub-scale's loss, 0.058 dB, falls
-# between what 4- and 5-bit sub-scales cost int4 codes. Past half a tick, a scale rounded *down*
-# also pushes the top weight past `qmax + 0.5`, and the clamp clips it: with 4-bit sub-scales
-# clipping is most of the loss.
-#
-# The int8 row here moves the top code about as far as int4's 5-bit row did, and loses about the
-# same, 0.02 dB. On a budget of 0.1 dB for this layer, 4-bit sub-scales suffice for int4 codes;
-# 6-bit codes need 6.
+# The top code now sits 31 ticks out instead of 7, so the same sub-scale moves it about 4.4 times
+# as far: 6 bits lose 0.058 dB, between int4's 4- and 5-bit rows. Past half a tick, a scale
+# rounded *down* pushes the top weight past `qmax + 0.5`, and the clamp clips it: with 4-bit
+# sub-scales clipping is most of the loss. On a budget of 0.1 dB for this layer, 4-bit sub-scales
+# suffice for int4 codes; 6-bit codes need 6.
 #
 # ## 4. No mantissa at all: a power-of-two scale
 #
-# MXFP4's scale byte (E8M0) is a bare power of two. The OCP MX specification's **floor rule**
-# picks `2**(floor(log2 amax) - 2)`, where 2 is the exponent of 4, the largest power of two in
-# FP4. This lesson applies the rule to int4's grid too. All 36 Linear layers, blocks of 32; `fp32`
-# is the ideal scale, and `E8M0 best of 2` a control for the rule: per block and grid, the better
-# of the two powers of two around the ideal:
+# MXFP4's scale byte (E8M0) is a bare power of two. Its codes are FP4 (E2M1): a sign, two exponent
+# bits and one mantissa bit, magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6, crowded near zero where
+# int4's are even:
+
+# %%
+_ = format_plots.grids()
+
+# %% [markdown]
+# The OCP MX specification's **floor rule** picks `2**(floor(log2 amax) - 2)`, where 2 is the
+# exponent of 4, FP4's largest power of two; here it is applied to int4's grid too. All 36 Linear
+# layers, blocks of 32; `fp32` is the ideal scale, and `E8M0 best of 2` a control for the rule:
+# per block and grid, the better of the two powers of two around the ideal:
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("08", "power_of_two")
@@ -152,53 +149,43 @@ for name in ("E8M0 floor", "E8M0 best of 2"):
 
 # %% [markdown]
 # The floor rule puts a block's largest weight anywhere from 4 to 8 times the scale, where the
-# ideal scale puts it on the grid's top, 7 for int4. So the top code moves by whole ticks, and
-# past the top it clips. Even the best power of two per block loses int4 codes 1.55 dB: most of
-# the 2.33 dB is the missing steps.
+# ideal puts it on the grid's top, 7 for int4: the top code moves by whole ticks, and past the
+# top it clips. Even the best power of two per block loses int4 codes 1.55 dB: most of the 2.33 dB
+# is the missing steps. FP4 codes under the floor rule *are* MXFP4, and they lose about a dB less.
 #
-# FP4 codes under the floor rule *are* MXFP4, and they lose about a dB less.
+# ## 5. One block under the floor rule
 #
-# ## 5. Try it: a format, a layer, a block
-#
-# The figure shows the first 32 weights of row 0 and what the chosen format stores for them.
-#
-# **Guided experiment**: set the format to `MXFP4 floor`. The readout writes the block's largest
-# weight as `f x 2**k`, `f` between 1 and 2, then the value stored and its error. Pick
-# `L4.output`, then `L0.intermediate`, and predict from `f` alone, before reading the stored
-# value: which of the two stores its largest weight more than 10% low? On a page without widgets,
-# the cell after the answer prints both readouts.
+# Write a block's largest weight as `f x 2**k`, `f` between 1 and 2: the floor rule's scale is
+# `2**(k - 2)`. In the first block of row 0, `f` is 1.50 on `L4.output` and 1.97 on
+# `L0.intermediate`.
 
 # %% tags=["nbval-ignore-output"]
-widgets.format_explorer(W, methods=("Q4_0", "Q4_K", "Q6_K", "MXFP4 floor", "NVFP4"))
+recall.predict("08", "top_weight")
+
+# %%
+for layer in ("L4.output", "L0.intermediate"):
+    print(f"{layer}:", format_state(W, layer, "MXFP4 floor")[0].split("; ")[-1])
 
 # %% [markdown]
 # <details><summary>Why there?</summary>
 #
-# `f` is 1.50 on `L4.output` and 1.97 on `L0.intermediate`. The floor rule's scale is
-# `2**(k - 2)`, so the largest weight lands at `4f` units of the scale, where FP4 holds only 4
-# and 6. `4f` rounds to 4 or 6: close near `f` = 1 or 1.5, up to a fifth off in between, and up
-# to a quarter low past 1.5, where it clips to 6. So `L4.output` stores it within 1%, and
-# `L0.intermediate` about a quarter low. A power of two has no steps in between to absorb the
-# move.
+# The largest weight lands at `4f` units of the scale, where FP4 holds only 4 and 6. `4f` rounds
+# to 4 or 6: close near `f` = 1 or 1.5, up to a fifth off in between, and up to a quarter low past
+# 1.5, where it clips to 6. So `L4.output` stores it within 1%, and `L0.intermediate` about a
+# quarter low. A power of two has no steps in between to absorb the move.
 #
 # </details>
-
-# %%
-for layer in ("L4.output", "L0.intermediate"):
-    print(widgets.format_state(W, layer, "MXFP4 floor")[0], end="\n\n")
 
 # %% [markdown]
 # ## Summary
 #
-# * A `b`-bit unsigned sub-scale has `m = 2**b - 1` steps. Rounding it moves the largest code
-#   of a block nearly as loud as its super-block's loudest, `qmax` ticks out, by up to
-#   `qmax / (2m)` ticks. Quieter blocks can move further.
+# * A `b`-bit sub-scale has `m = 2**b - 1` steps; rounding it moves the top code of a block near
+#   its super-block's loudest by up to `qmax / (2m)` ticks. Quieter blocks can move further.
 # * The SQNR lost grows about as the square of the move; past half a tick, a scale rounded down
 #   also clips.
-# * Under 0.1 dB on `L0.output`: 4-bit sub-scales for int4 codes, 6-bit for 6-bit codes. A 5-bit
-#   sub-scale costs int4 codes 0.021 dB there.
-# * A power of two (MX's E8M0) has no steps between powers: on the 36 layers the OCP floor rule
-#   costs int4 codes 2.33 dB, and the best power of two per block still 1.55.
+# * Under 0.1 dB on `L0.output`: 4-bit sub-scales for int4 codes, 6-bit for 6-bit codes.
+# * A power of two (MX's E8M0) has no steps between powers: on the 36 layers the floor rule costs
+#   int4 codes 2.33 dB, and the best power of two per block still 1.55.
 #
 # ## Pause and recall
 
@@ -215,6 +202,16 @@ recall.show("08")
 #
 # ## Going deeper
 #
+# ### Try it: a format, a layer, a block
+#
+# The figure shows the first 32 weights of row 0 and what the chosen format stores for them; the
+# readout writes the block's largest weight as `f x 2**k` and the value stored. Try section 5's
+# two layers under each format.
+
+# %% tags=["nbval-ignore-output"]
+widgets.format_explorer(W, methods=("Q4_0", "Q4_K", "Q6_K", "MXFP4 floor", "NVFP4"))
+
+# %% [markdown]
 # ### The quieter blocks of a super-block
 #
 # A typical block rounds its scale by about a quarter step, half the bound's; most blocks are
@@ -225,10 +222,11 @@ recall.show("08")
 # under the stored scale `s`):
 
 # %%
-tail = ("scale format", "rule (ticks)", "median move (ticks)", "95th-pct move", "worst move", "SQNR loss dB")
+tail = ("scale format", "bound (ticks)", "median move (ticks)", "95th-pct move", "worst move", "SQNR loss dB")
 e4m3_row = scale_bits.rule_rows(W["L0.output"], 32, 4, 8, formats=("E4M3 x fp32",))
 print_table(
-    [{k: r[k] for k in tail} for r in int4_rows + e4m3_row], fmt_rule | {"95th-pct move": ".3f", "worst move": ".2f"}
+    [{k: r[k] for k in tail} for r in int4_rows[:-1] + e4m3_row],
+    fmt_rule | {"95th-pct move": ".3f", "worst move": ".2f"},
 )
 
 # %% [markdown]
@@ -262,7 +260,7 @@ print(f"SQNR lost: {min(loss5.values()):.3f} to {loss5[worst]:.3f} dB per layer,
 sb_rows = []
 for sb in (4, 8, 12):
     r = scale_bits.rule_rows(W["L0.output"], 32, 4, sb, formats=("6-bit x fp16",))[0]
-    r = {k: r[k] for k in ("rule (ticks)", "median move (ticks)", "SQNR loss dB")}
+    r = {k: r[k] for k in ("bound (ticks)", "median move (ticks)", "SQNR loss dB")}
     sb_rows.append({"blocks per super-scale": sb} | r)
 print_table(sb_rows, fmt_rule)
 
@@ -390,13 +388,6 @@ print(f"dequantize agrees: {np.allclose(formats.dequantize(raw, 'MXFP4')[:6], [r
 # %% [markdown]
 # ### FP4's grid against int4's, and NVFP4 against torchao
 #
-# FP4 E2M1 has a sign bit, two exponent bits and one mantissa bit: magnitudes 0, 0.5, 1, 1.5,
-# 2, 3, 4, 6. Its ticks crowd near zero where int4's are even:
-
-# %%
-_ = format_plots.grids()
-
-# %% [markdown]
 # Under ideal fp32 scales in blocks of 32 (section 4's table), FP4's grid and int4's even ticks
 # are within a tenth of a dB of each other over all 36 layers, so MXFP4's SQNR deficit against
 # int4 g32 comes from its power-of-two scale, not its grid. In blocks of 16, FP4 falls half a dB

@@ -20,16 +20,16 @@
 #
 # **The answer**: Partly. On MiniLM's block 3 at int4, GPTQ with groups of 128 beat plain rounding
 # in groups of 32 (RTN g32) on held-out sentences, on average, at fewer bits per weight (4.125
-# against 4.5). With one scale per row, whether GPTQ beat RTN g32 depended on the calibration text
-# (with 48 paragraph inputs it was behind on 5 of 6 layers), so measure on text GPTQ never saw.
+# against 4.5). With one scale per row, whether GPTQ beat RTN g32 depended on the calibration text,
+# so measure on text GPTQ never saw.
 #
 # **What you will do**
 # * run GPTQ's error feedback by hand on lesson 02's 2x4 example;
 # * measure GPTQ and plain rounding on MiniLM's block 3, on calibration and on held-out text;
-# * find what GPTQ's lead on the calibration text is made of, and calibrate it on other text.
+# * test whether GPTQ's lead on its calibration text carries over, and calibrate it on other text.
 #
 # **What you need**: lessons 02 to 04 (scales, per-channel, groups).
-# **Time**: about 23 minutes, plus about 40 for the exercise; *Going deeper*: about 29 more.
+# **Time**: about 19 minutes, plus about 40 for the exercise; *Going deeper*: about 29 more.
 
 
 # %% tags=["nbval-ignore-output"]
@@ -63,53 +63,50 @@ print_table(
 )
 
 # %% [markdown]
-# GPTQ rounds the columns one at a time. After rounding column `j` it knows the error it made,
-# and moves each column `c` not yet rounded by `-error * Hinv[j, c] / Hinv[j, j]` (`Hinv` is the
-# inverse Hessian of the columns still free): the move that changes the output least once column
-# `j` is fixed. A weight pushed past the last tick is clamped to it, and the error pushed on is that
-# of the value stored. The quiet row 0, in ticks of its own ruler (scale 0.15 / 7):
+# GPTQ rounds the columns one at a time. After rounding column `j`, it moves each column `c` not
+# yet rounded by `-error * Hinv[j, c] / Hinv[j, j]` (`Hinv`: the inverse Hessian of the columns
+# still free), the move that changes the output least once column `j` is fixed. A weight pushed
+# past the last tick is clamped to it, and the error pushed on is that of the value stored. Row 0,
+# in ticks of its own ruler (scale 0.15 / 7).
+#
+# **Predict** before you run it: features 0 and 1 move together; which of row 0's four codes will
+# differ from RTN's?
 
 # %%
 trace = smarter.gptq_trace(W2, x_toy, bits=4, row=0)
 print_table(trace, {"error (ticks)": "+.3f"})
 
 # %% [markdown]
-# Step 1 rounds 2.333 down to 2: an error of a third of a tick. Feature 1 moves with feature 0,
-# so column 1 absorbs most of it: -3.733 becomes -3.426, which rounds to -3 where RTN picks -4.
-# The ticks are the same; only the choice of tick changed. Before the next step, column `j` leaves
-# `Hinv` in one update, `Hinv -= outer(Hinv[:, j], Hinv[j]) / Hinv[j, j]`.
+# Step 1 rounds 2.333 down to 2: an error of a third of a tick. Column 1 absorbs most of it:
+# -3.733 becomes -3.426, which rounds to -3 where RTN picks -4. Only the choice of tick changed.
+# Before the next step, column `j` leaves `Hinv` in one update,
+# `Hinv -= outer(Hinv[:, j], Hinv[j]) / Hinv[j, j]`.
 #
 # **The measure used all lesson: relative output error**, `||x @ (w - w_hat).T||^2 / ||x @ w.T||^2`:
-# the squared size of the output's error over the squared size of the output. Its square root is
-# the error's rms as a fraction of the output's. The library's `ql.gptq` (here without damping, to
-# match the trace) gives the same codes and keeps RTN's scales:
+# the squared size of the output's error over the squared size of the output. The library's
+# `ql.gptq` (here without damping, to match the trace) gives the same codes and keeps RTN's scales:
 
 # %%
 qt = ql.gptq(W2, x_toy, 4, damp=0.0)
 rtn = ql.quantize(W2, 4, granularity=ql.PerChannel(0))
-print(f"GPTQ codes {qt.q.tolist()}\nRTN  codes {rtn.q.tolist()}")
-same_codes = [r["code"] for r in trace] == qt.q[0].tolist()
-print(f"same scales: {torch.equal(qt.scale, rtn.scale)}; the trace's codes are ql.gptq's row 0: {same_codes}")
+print(f"GPTQ codes {qt.q.tolist()}\nRTN  codes {rtn.q.tolist()}; same scales: {torch.equal(qt.scale, rtn.scale)}")
 for row in (0, 1):
-    e_rtn = smarter.output_error(W2[row : row + 1], rtn.dequantize()[row : row + 1], h_toy)
-    e_gptq = smarter.output_error(W2[row : row + 1], qt.dequantize()[row : row + 1], h_toy)
-    print(f"row {row}: output error RTN {e_rtn:.5f} (rms {e_rtn**0.5:.1%}), GPTQ {e_gptq:.5f} (rms {e_gptq**0.5:.1%})")
+    e_rtn, e_gptq = (smarter.output_error(W2[[row]], q.dequantize()[[row]], h_toy) for q in (rtn, qt))
+    print(f"row {row}: output error RTN {e_rtn:.5f}, GPTQ {e_gptq:.5f}")
 
 # %% [markdown]
-# Row 0's error drops. Row 1 keeps RTN's codes: a push changes a code only when it
-# carries a weight across a rounding boundary, and in row 1 none does. Because the scales are
-# RTN's, a GPTQ checkpoint in the course's layout costs exactly the bytes of an RTN one.
+# Row 0's error drops. Row 1 keeps RTN's codes: a push changes a code only when it carries a
+# weight across a rounding boundary. With RTN's scales, a GPTQ checkpoint costs the bytes of an RTN one.
 #
 # ## 2. Per-channel GPTQ against groups of 32
 #
-# Block 3 of MiniLM (six Linear layers, one of each type), int4. Every Linear layer's inputs on
-# two texts: calibration paragraphs written for the course, and lesson 03's 240 evaluation
-# sentences as held-out text (they share no text):
+# Block 3 of MiniLM (six Linear layers, one of each type), int4. The inputs of every Linear layer
+# on two texts: calibration paragraphs written for the course, and lesson 03's 240 evaluation
+# sentences as held-out text:
 
 # %%
 model = models.load_minilm()
 W = {n: w for n, w in models.linear_weights(model).items() if n != "pooler"}
-# inputs on both texts; each calibration token's paragraph; tokens per held-out sentence
 X_cal, X_held, para, counts = smarter.capture_texts(model, calibration_texts(), EVAL_SENTENCES)
 tokens = X_cal["L0.query"].shape[0]
 print(f"{len(W)} encoder Linear layers; {tokens} calibration tokens in {int(para.max()) + 1} paragraphs")
@@ -118,9 +115,8 @@ print(f"{sum(counts)} held-out tokens in {len(counts)} sentences")
 # %% [markdown]
 # Four variants: RTN per-channel and with groups of 32; GPTQ per-channel and with groups of 128,
 # as in the paper (columns in their order, damping: 1% of `H`'s mean diagonal added to its
-# diagonal). GPTQ is calibrated on all the calibration tokens; each variant is measured there
-# (`calib err`) and on the held-out tokens, averaged over the six layers, and each GPTQ variant is
-# compared with RTN g32 layer by layer.
+# diagonal). GPTQ is calibrated on all the calibration tokens; errors are averaged over the six
+# layers.
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("09", "per_channel_vs_g32")
@@ -129,48 +125,41 @@ recall.predict("09", "per_channel_vs_g32")
 variants = [("RTN", 4, ql.PerChannel(0)), ("RTN", 4, ql.PerGroup(32)), ("GPTQ", 4, ql.PerChannel(0))]
 variants += [("GPTQ", 4, ql.PerGroup(128))]
 block3 = {n: w for n, w in W.items() if n.startswith("L3.")}
-with smarter.progress(total=len(variants), desc="fit and measure") as bar:
-    quick, per_sentence, norms = smarter.held_out_rows(block3, X_cal, X_held, counts, variants, bar=bar)
+quick, per_sentence, norms = smarter.held_out_rows(block3, X_cal, X_held, counts, variants)
 print_table(quick, {"bits/weight": ".3f", "calib err": ".5f", "held-out err": ".5f", "held-out / calib": ".2f"})
 # against RTN g32 on the held-out tokens: differences with a paired 95% interval over sentences, and ratios
 smarter.print_against(quick, per_sentence, norms, list(block3), base="RTN int4 per-group 32")
 
 # %% [markdown]
-# GPTQ per-channel is behind RTN g32 on held-out text, on five of the six layers; the interval
-# (over held-out sentences, one calibration set) excludes 0. Its error grows about 1.8-fold from
-# the calibration tokens to the held-out ones, while RTN's does not. GPTQ with groups of 128 is
-# ahead of RTN g32 and of GPTQ per-channel on average (4% less error than RTN g32), at 4.125 bits per
-# weight instead of 4.5, but not on
-# every layer: about equal on the FFN output (1.01x, no interval), behind on the attention output (1.45x).
+# GPTQ per-channel is behind RTN g32 on held-out text, on five of the six layers, and the
+# interval excludes 0. Its error grows about 1.8-fold from the calibration tokens to the held-out
+# ones; RTN's does not. GPTQ with groups of 128 is ahead of RTN g32 on average (4% less error) at
+# fewer bits, but not on every layer.
 #
 # ## 3. A fit to the calibration tokens
 #
 # Why does GPTQ's error grow? Paragraphs and short sentences are different text. The control:
-# fit on the even calibration paragraphs only, and measure on those, on the odd ones (text of the
-# same kind that the fit never saw), and on the held-out sentences:
+# fit on the even calibration paragraphs only, and measure on those, on the odd ones (the same
+# kind of text, unseen), and on the held-out sentences:
 
 # %%
-half = {n: [X_cal[n][para % 2 == r] for r in (0, 1)] for n in block3}
-split_variants = [("RTN", 4, ql.PerChannel(0)), ("RTN", 4, ql.PerGroup(32)), ("GPTQ", 4, ql.PerChannel(0))]
-split, split_ratios = smarter.split_by_layer(
-    block3, {n: a for n, (a, _) in half.items()}, {n: b for n, (_, b) in half.items()}, split_variants, X_held
-)
+even, odd = ({n: X_cal[n][para % 2 == r] for n in block3} for r in (0, 1))
+split, split_ratios = smarter.split_by_layer(block3, even, odd, variants[1:3], X_held)
+n_fit, n_new, k_out = len(even["L3.output"]), len(odd["L3.output"]), block3["L3.output"].shape[1]
+print(f"tokens: {n_fit} in the fitted half, {n_new} in the other; L3.output has {k_out} inputs")
 print_table(split, {k: ".5f" for k in split[0] if k.startswith("err")} | {"unseen / fitted": ".2f"})
-for label in ("RTN int4 per-channel", "GPTQ int4 per-channel"):
-    print(
-        f"{label}, unseen / fitted by layer: " + ", ".join(f"{n[3:]} {r:.2f}" for n, r in split_ratios[label].items())
-    )
+ratios = split_ratios["GPTQ int4 per-channel"].items()
+print("GPTQ int4 per-channel, unseen / fitted by layer: " + ", ".join(f"{n[3:]} {r:.2f}" for n, r in ratios))
 
 # %% [markdown]
-# RTN's error is about the same on both halves; GPTQ's grows on every layer (1.6-4.8x): only part of
-# the fit carries over: on the other half it is behind RTN g32 (0.01201 against 0.00908).
+# RTN g32's error is about the same on both halves; GPTQ's grows on every layer: only part of the
+# fit carries over.
 #
 # ## 4. Calibrating on single-sentence inputs
 #
-# Section 3 changed the text GPTQ is measured on, never the text it is calibrated on. The
-# control: split the 240 held-out sentences by paraphrase pair (a sentence and its paraphrase stay
-# on one side), calibrate GPTQ per-channel on the even pairs, and measure it on the odd pairs,
-# next to RTN g32 and section 2's GPTQ on the same odd pairs:
+# Now change the calibration text: split the 240 held-out sentences by paraphrase pair (a sentence
+# and its paraphrase on one side), calibrate GPTQ per-channel on the even pairs, and measure on
+# the odd pairs:
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("09", "sentence_calib")
@@ -183,22 +172,18 @@ print("  its error / RTN g32's, by layer: " + ", ".join(f"{n[3:]} {r:.2f}" for n
 
 # %% [markdown]
 # Calibrated on the even pairs, GPTQ per-channel beats RTN g32 on the odd pairs, on five of the
-# six layers (not `L3.output`, 1.87x); the interval (over the odd pairs, for this one split)
-# excludes 0. It did so with fewer calibration tokens than the paragraphs (1,526 against 2,223);
-# *Going deeper* feeds the paragraphs' own text as single-sentence inputs.
+# six layers, and the interval excludes 0, with fewer calibration tokens than the paragraphs
+# (1,526 against 2,223). *Going deeper* feeds the paragraphs' own text as single-sentence inputs.
 #
 # ## Summary
 #
-# * GPTQ keeps RTN's scales and changes codes: it pushes each column's rounding error onto the
-#   columns not yet rounded, weighted by the inverse Hessian.
-# * On MiniLM's block 3 at int4, GPTQ per-channel calibrated with 2,223 calibration tokens (48
-#   paragraph inputs) beats RTN g32 only on those tokens: it is behind on held-out sentences and,
-#   fitted on half the paragraphs, on the other half too. On one split of lesson 03's sentence
-#   pairs (calibrated on 60 pairs as single-sentence inputs, measured on the other 60) it beats
-#   RTN g32. Measure on text the method never saw.
-# * GPTQ with groups of 128 beats RTN g32 on held-out text on average over the six layers (4%,
-#   with this calibration set), at fewer bits: ahead on four, about equal on the FFN output (no
-#   interval), behind on the attention output.
+# * GPTQ keeps RTN's scales and changes codes, pushing each column's rounding error onto the
+#   columns not yet rounded.
+# * On MiniLM's block 3 at int4, GPTQ per-channel calibrated on the course's paragraphs beat RTN g32
+#   on those paragraphs but not on held-out sentences; calibrated on 60 sentence pairs, it beat RTN
+#   g32 on the other 60 too (one split, one calibration set each). Measure on text the method never saw.
+# * GPTQ with groups of 128 beat RTN g32 on held-out text on average, at fewer bits per weight,
+#   though not on every layer.
 #
 # ## Pause and recall
 

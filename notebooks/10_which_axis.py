@@ -25,11 +25,11 @@
 # `[CLS]` in fp16 costs as much as a third code bit.
 #
 # **What you will do**: compare per-token and per-channel rulers on MiniLM's keys and values
-# against shuffled controls and one token kept exact, then count every bit.
+# against shuffled controls and one token kept exact, then count the bits.
 #
 # **What you need**: lessons 02 (granularity), 05 (activations) and 09 (intervals over
 # sentence pairs); nothing to download.
-# **Time**: about 24 minutes, plus about 35 for the exercise (*Going deeper*: about 21 more).
+# **Time**: about 19 minutes, plus about 35 for the exercise (*Going deeper*: about 22 more).
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -40,23 +40,18 @@ ql.show_environment()
 # %% [markdown]
 # ## 1. Attention, and what the cache stores
 #
-# An attention head turns every token into a query `q`, a key `k` and a value `v` (MiniLM: 12
-# heads of 32 channels in each of 6 layers). Token `i`'s output is
-# `softmax(q_i k^T / sqrt(d)) v`: the query scores every key, the softmax turns the scores into
-# probabilities over the tokens, and the output is the probability-weighted mean of the values.
-# A model that generates text caches the keys and values of every past token (the *KV cache*)
-# and reads all of them for each new token. At long contexts the cache fills memory, so it is
-# quantized at run time, as tokens arrive.
+# An attention head turns every token into a query `q`, a key `k` and a value `v`. Token `i`'s
+# output is `softmax(q_i k^T / sqrt(d)) v`: a mean of the values, weighted by the softmax of the
+# query's scores against every key. A model that generates text caches the keys and values of every past token, the
+# *KV cache*, and reads all of them for each new token. At long contexts the cache fills memory,
+# so it is quantized at run time, as tokens arrive.
 #
-# A key error and a value error reach the output differently:
-# * a **key** error changes a score, and the softmax moves probability between tokens: one bad
-#   key can redirect a whole row of attention;
-# * a **value** error is added to the output times the probability of its token: an error on a
-#   token nobody attends to costs nothing, one on a token that takes most of the attention
-#   costs most.
+# * A **key** error changes a score, and the softmax moves probability between tokens.
+# * A **value** error reaches the output times its token's attention: an error on a token nobody
+#   attends to costs nothing.
 #
 # MiniLM is an encoder and never caches, so the cache is simulated on 120 held-out sentences of
-# 10 to 17 tokens, where every query sees every key of its sentence.
+# 10 to 17 tokens.
 
 # %%
 from qlesson.teach import kv, models
@@ -72,8 +67,8 @@ print(f"{len(qkv)} layers; sentence 0's keys: {tuple(qkv[0]['k'][0].shape)} (hea
 # A *per-token* ruler spans one token's 32 channels in one head; a *per-channel* ruler spans
 # one channel over the tokens. Lesson 02's rule: give the scales to the axis along which sizes
 # differ. KIVI and KVQuant report a few key channels far larger than the rest in LLaMA-family
-# models, on every token (and none in the values). Two heads of MiniLM's layer 3: before reading
-# on, find the columns that keep one colour down all the tokens.
+# models, on every token. Two heads of MiniLM's layer 3: before reading on, find the columns
+# that keep one colour down all the tokens.
 
 # %%
 _ = kv.token_channel_map(qkv[3]["k"][0][:2], "layer 3 keys, sentence 0, heads 0 and 1: k per token and channel")
@@ -92,22 +87,21 @@ print_table(
 
 # %% [markdown]
 # MiniLM's keys have offsets: each channel's own mean holds 14% to 40% of the variance, against
-# 8% in shuffled keys (1/12.5: what a mean over 12.5 tokens holds by chance).
+# 8% in shuffled keys, what a mean over 12.5 tokens holds by chance.
 #
 # ## 3. Keys: which axis, at what price?
 #
-# Quantize the keys asymmetrically as KIVI does (each ruler stores an fp16 minimum and an fp16
-# scale; the 2-bit codes run from the minimum to the maximum), keep the values exact, and
-# recompute attention. The error is the attention output's relative squared error, averaged
-# over layers and sentences. Three rulers:
+# Quantize the keys asymmetrically as KIVI does, with 2-bit codes from each ruler's minimum to
+# its maximum, keep the values exact, and recompute attention. The error is the attention
+# output's relative squared error, averaged over layers and sentences. Three rulers:
 # * per token: 32 values per ruler;
 # * per channel over one sentence: about 12.5 values per ruler;
-# * per channel over 32 tokens, the sentences laid end to end as one long text: 32 values, the
-#   same metadata as per token.
+# * per channel over 32 tokens, the sentences laid end to end: 32 values, the same metadata as
+#   per token.
 #
-# `bits per value` adds the 32 bits of each ruler's minimum and scale. The control: each
-# sentence's keys shuffled, every entry across tokens, channels and heads. On the real keys, per
-# channel over one sentence beats per token 2.6 times over. Predict the shuffled keys:
+# `bits per value` adds the 32 bits of each ruler's fp16 minimum and scale. The control: each
+# sentence's keys shuffled across tokens, channels and heads. On the real keys, per channel
+# over one sentence beats per token 2.6 times over. Predict the shuffled keys:
 
 # %% tags=["nbval-ignore-output"]
 from qlesson.course import recall
@@ -122,18 +116,19 @@ print_table(
 print("\n".join(key_lines))
 
 # %% [markdown]
-# Each line is a ratio of mean errors, with the paired 95% interval of the difference over
-# sentence pairs (lesson 09). Shuffled keys keep most of the win (1.9x against 2.6x). That part
-# is the group size: a ruler over a dozen values fits a tighter range than one over 32, for
-# 4.56 bits per value against 3. At equal metadata (last row) the shuffled keys keep only a
-# small edge (1.06x), while the real keys keep a 1.7x win: that part comes from their structure.
+# Each line: a ratio of mean errors, with lesson 09's paired 95% interval. Shuffled keys keep
+# 1.9x of the 2.6x: that part is the group size, since a ruler over a dozen values fits a
+# tighter range than one over 32, at 4.56 bits per value against 3. At equal metadata the
+# shuffled keys keep only 1.06x, the real keys 1.7x: that part is their structure.
 #
 # ## 4. Values: does one token decide?
 #
-# From here on, per channel means the ruler over 32 tokens: the same metadata as per token.
-# Quantize the values at 2 bits per token or per channel, with one token per sentence kept in
-# fp16 and out of every ruler: none, `[CLS]` (the special token that opens every sentence),
-# `[SEP]` (which closes every sentence) or a random word:
+# From here on, per channel means the ruler over 32 tokens. Quantize the values at 2 bits per
+# token or per channel, with one token per sentence kept in fp16 and out of every ruler: none,
+# `[CLS]`, which opens every sentence, `[SEP]`, which closes it, or a random word. Predict first:
+
+# %% tags=["nbval-ignore-output"]
+recall.predict("10", "kept_token")
 
 # %%
 print_table(kv.kept_token_rows(qkv, bits=2, ruler="channel32"), {"per token": ".3f", "per channel": ".3f"})
@@ -141,15 +136,9 @@ print("\n".join(kv.value_rows(qkv, bits=(2,))[1]))
 
 # %% [markdown]
 # Keeping `[CLS]` exact cuts the per-channel error about six-fold and barely moves the per-token
-# one, so the verdict flips (the last line's interval excludes 0); `[SEP]` or a random word moves
-# either ruler by about 10% at most. Why `[CLS]`? Predict first:
-
-# %% tags=["nbval-ignore-output"]
-recall.predict("10", "kept_token")
-
-# %% [markdown]
-# Per layer: the attention `[CLS]` receives, the size of its value against a typical token's, and
-# the error of its value under each 2-bit ruler, over the value's own size:
+# one, so the verdict flips; the last line's interval excludes 0. `[SEP]` or a random word moves
+# either ruler by about 10% at most. Why `[CLS]`? Per layer, with the error of its value under
+# each 2-bit ruler over the value's own size:
 
 # %%
 cls_table = kv.cls_rows(qkv, ruler="channel32")
@@ -159,35 +148,27 @@ print_table(cls_table, dict.fromkeys(list(cls_table[0])[1:], ".2f"))
 # In layers 1 to 4 more than half of all attention lands on `[CLS]`, whose value is a few
 # hundredths of a typical token's: an *attention sink*, a place to put attention that adds
 # little. A per-channel ruler spans the words' larger values and rounds `[CLS]`'s value with a
-# median error 9 to 11 times its size in those layers; a per-token ruler fits `[CLS]`'s own range
-# (under half its size). The attention on `[CLS]` multiplies that error.
+# median error 9 to 11 times its size in those layers; a per-token ruler fits `[CLS]`'s own range,
+# under half its size. The attention on `[CLS]` multiplies that error.
 #
-# ## 5. Every bit counted
+# ## 5. Codes, metadata and kept tokens
 #
-# So far both rulers had the same code bits and the same metadata. A cache pays for every bit it
-# stores: the codes, each ruler's fp16 minimum and scale, and any token kept in fp16. For keys
-# nothing changes: both rulers cost 3.00 bits per value at 2 bits (section 3), codes and
-# metadata; a streaming cache's fp16 window (section 6) comes on top. For values, the
-# fp16 `[CLS]` costs bits too. Predict first:
+# So far both rulers had the same code bits and metadata. For keys, codes and metadata stay
+# equal, 3.00 bits per value; the window is section 6. For values, an fp16 `[CLS]` costs bits
+# too. Predict first:
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("10", "full_cost")
 
 # %%
-from qlesson.teach.intervals import paired_bootstrap
-
-cost = [r for r in kv.full_cost_rows(qkv) if r["tensor"] == "values" and r["ruler"] != "per channel (one sentence)"]
+cost, cost_line = kv.value_cost_rows(qkv)
 print_table(cost, {"bits per value, all costs": ".2f", "error": ".4f"})
-exact = kv.exact_attention(qkv)
-token3 = kv.output_errors(qkv, "v", 3, "token", exact=exact)
-channel2 = kv.output_errors(qkv, "v", 2, "channel32", sink_fp16=True, exact=exact)
-d = paired_bootstrap(token3, channel2, pairs=True)
-print(f"per token, 3 bits - per channel, 2 bits, fp16 [CLS]: {d.diff:+.4f}, 95% CI [{d.lo:+.4f}, {d.hi:+.4f}]")
+print(cost_line)
 
 # %% [markdown]
-# On these 12.5-token sentences the fp16 `[CLS]` costs about one bit per value (4.04
-# against 3.00), as much as a third code bit. Per token at 3 bits, `[CLS]` quantized, has a
-# quarter of the error of per channel at 2 bits with `[CLS]` in fp16 (the interval excludes 0).
+# On these 12.5-token sentences the fp16 `[CLS]` costs about one bit per value, 4.04 against
+# 3.00: as much as a third code bit. Per token at 3 bits, `[CLS]` quantized, has a quarter of
+# the error of per channel at 2 bits with `[CLS]` in fp16; the interval excludes 0.
 #
 # ## 6. Streaming: why per-channel keys wait
 #
@@ -205,26 +186,20 @@ for t in (20, 64, 100, 4096):
 print_table(rows)
 
 # %% [markdown]
-# The window and any incomplete group wait in fp16 (100 tokens: 32 + 4), and their 16 bits a
-# value count in the cost.
+# The window and any incomplete group wait in fp16: 32 + 4 keys at 100 tokens.
 #
 # ## Summary
 #
 # * A key error moves attention between tokens; a value error reaches the output weighted by
 #   its token's attention.
-# * MiniLM's keys have an offset per channel: its mean holds 14% to 40% of the variance (8% by
-#   chance).
-# * Per-channel keys beat per-token keys 2.6x at 2 bits over one sentence, but shuffled keys
-#   show 1.9x: the smaller group. At equal metadata the real keys still win 1.7x, the shuffled
-#   ones only 1.06x: that part is the keys' structure.
-# * Values: per token wins while the sink `[CLS]` is quantized. A per-channel ruler rounds its
-#   tiny value with an error several times its size. Keep `[CLS]` in fp16 and per channel wins
-#   at equal code bits.
-# * Codes and metadata counted, per-channel keys still win (a streaming cache adds its fp16
-#   window, section 6). On these 12.5-token sentences an fp16 `[CLS]` costs about one bit per
-#   value, and a third code bit per token beats it.
-# * Per-channel rulers need whole groups of tokens, hence a full-precision window of the newest
-#   tokens, which counts in the cost too.
+# * Keys: per channel beats per token 2.6x at 2 bits over one sentence, shuffled keys 1.9x: the
+#   smaller group. At equal codes and metadata the real keys still win 1.7x, the shuffled ones
+#   1.06x: that part is structure.
+# * Values: per token wins while the sink `[CLS]` is quantized; with `[CLS]` in fp16 per channel
+#   wins. On these 12.5-token sentences an fp16 `[CLS]` costs about one bit per value, and a
+#   third code bit per token beats it.
+# * Per-channel rulers need whole groups of tokens, hence an fp16 window of the newest tokens,
+#   which counts in the cost too.
 #
 # ## Pause and recall
 
@@ -236,8 +211,7 @@ recall.show("10")
 
 # %% [markdown]
 # **Exercise**: `exercises/10_which_axis.ipynb`: a cache's bytes, keys per channel, choosing an
-# axis by measuring, the bits a scheme really costs, and predicting an axis from a head's
-# structure.
+# axis by measuring, the bits a scheme really costs, and where a sink flips the value axis.
 #
 # ## Going deeper
 #
@@ -324,13 +298,13 @@ print_table(heads, {"loudest head / median head": ".2f"})
 # ### What a long cache costs
 #
 # In large models several query heads often share one cached *KV head* (grouped-query attention,
-# GQA). One sequence's cache in a Llama-3-8B-like model (32 layers, 8 KV heads of 128 channels;
+# GQA). One sequence's cache in a Llama-3.1-8B-like model (32 layers, 8 KV heads of 128 channels;
 # `bits per value` includes the scales, the minimums and the fp16 window):
 
 # %%
 memory = kv.memory_rows()
 print_table([{k: v for k, v in r.items() if k != "model"} for r in memory], {"MiB": ".1f", "bits per value": ".2f"})
-print(f"Llama-3-8B's own weights in fp16 (8.03e9 parameters): {8.03e9 * 2 / 2**30:.1f} GiB")
+print(f"Llama-3.1-8B's own weights in fp16 (8.03e9 parameters): {8.03e9 * 2 / 2**30:.1f} GiB")
 
 # %% [markdown]
 # At 131,072 tokens one sequence's fp16 cache outgrows the model's own fp16 weights, and a
@@ -408,7 +382,7 @@ for name, err in kv.window_errors(qkv, bits=2, residual=4).items():
     print(f"keys per channel, 2 bits, {name}: attention-output error {err:.4f}")
 
 # %% [markdown]
-# About half of the drop is the exact tokens, half the smaller ruler over the rest.
+# In this run, about half of the drop is the exact tokens, half the smaller ruler over the rest.
 #
 # ### What the tools do
 #

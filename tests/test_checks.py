@@ -194,6 +194,11 @@ WRONG = {
         (([3, 4, 5, 6, 7], [4, 5, 6, 7], [4, 5, 6, 7]), "your int8 list is off"),
         (([4, 5, 6, 7], [4, 5, 6, 7], []), "your int3 list is off; your int4 and int8 lists are right"),
     ],
+    "03.guess_bits": [
+        (7, "counted a whole tick"),  # the quietest row past a whole shared tick, not half of one
+        (5, "None"),  # 2**bits - 1 steps: 31 > 29.9 looks enough at 5 bits
+        (8, "None"),  # int8, the usual width
+    ],
     "03.min_bits": [
         (  # torch.trunc: a row survives only once its largest weight reaches a whole tick
             lambda w: next(
@@ -347,10 +352,10 @@ WRONG = {
         (lambda q, k, v, which, bits: _both_axes(q, k, v, which, bits), "quantizing both tensors"),
         (lambda q, k, v, which, bits: _largest_error_axis(q, k, v, which, bits), "largest single error"),
     ],
-    "10.sink_axes": [
-        (("channel", "channel"), "(channel, channel)"),
-        (("token", "token"), "KIVI's rule"),
-        (("channel", "token"), "reason each case on its own"),
+    "10.sink_flip": [
+        (0.5, "about half"),
+        (0.9, "about 90%"),
+        (25, "fraction of 1"),
     ],
     "10.key_bits": [
         (lambda b, g, t, r: (_good("10.quantized_tokens")(t, r, g) * (b - 16) + t * 16) / t, "minimum and scale"),

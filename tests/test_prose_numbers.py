@@ -47,6 +47,7 @@ DERIVED: dict[str, dict[str, str]] = {
         "2.14": "(1.91 / 7) / (1.91 / 15): one more bit's tick",
         "4.1": "0.049 / 0.012: the dip's error cut by the zero point",
     },
+    "08": {"4.4": "31 / 7: 6-bit codes' top code against int4's (the bound columns, 0.246 / 0.056)"},
     "09": {"7.5": "AutoGPTQ's divisor, (qmax - qmin) / 2 for codes -8 .. 7"},
     "11": {"7.5": "the engine's divisor, (qmax - qmin) / 2 for codes -8 .. 7"},
 }

@@ -161,8 +161,8 @@ def test_rule_rows_give_qmax_over_2m_and_the_loss_follows_the_move():
     rows = scale_bits.rule_rows(_layer(seed=5), block=16, bits=6, super_blocks=16)
     by = {r["scale format"]: r for r in rows}
     for fmt, m in scale_bits.SUB_MAX.items():
-        assert by[fmt]["steps m"] == m and by[fmt]["rule (ticks)"] == 31 / (2 * m)
-    assert by["fp16"]["rule (ticks)"] == "" and by["E4M3 x fp32"]["steps m"] == ""
+        assert by[fmt]["steps m"] == m and by[fmt]["bound (ticks)"] == 31 / (2 * m)
+    assert by["fp16"]["bound (ticks)"] == "" and by["E4M3 x fp32"]["steps m"] == ""
     sweep = [by[f] for f in ("4-bit x fp16", "5-bit x fp16", "6-bit x fp16", "int8 x fp16")]
     moves = [r["median move (ticks)"] for r in sweep]
     assert moves == sorted(moves, reverse=True)  # more steps, a smaller move

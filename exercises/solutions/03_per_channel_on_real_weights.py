@@ -106,7 +106,14 @@ guess_bits = ...  # STUB
 guess_bits = 6  # the quietest row must exceed half a tick: largest code > 7.915 / (2 * 0.133) = 29.8, so 31: 6 bits
 # END SOLUTION
 
+# %% qlesson={"task": "03.guess_bits"} tags=["check"]
+check("03.guess_bits", guess_bits)
 
+# %% [markdown]
+# Now write `min_bits(w)`.
+
+
+# %% tags=["solution"]
 def min_bits(w):
     ...  # STUB
     # BEGIN SOLUTION
@@ -121,7 +128,7 @@ def min_bits(w):
 check("03.min_bits", min_bits)
 
 # %% [markdown]
-# Your guess, checked:
+# Your guess beside the measured width:
 
 # %%
 need = min_bits(w_l0)
@@ -151,20 +158,20 @@ for bits, g, label in (
 # ## Recall
 
 # %% [markdown]
-# ### Recall 03.5
+# ### Recall 03.4
 #
 # ConvTranspose2d(16, 32, kernel_size=4) has a weight [16, 32, 4, 4]. How many per-output-channel scales does it have?
 #
 # Answer with a number.
 
 # %% tags=["solution"]
-recall_5 = ...  # STUB
+recall_4 = ...  # STUB
 # BEGIN SOLUTION
-recall_5 = 32
+recall_4 = 32
 # END SOLUTION
 
-# %% qlesson={"task": "recall 03.5"} tags=["check"]
-recall.answer("03", 5, recall_5)
+# %% qlesson={"task": "recall 03.4"} tags=["check"]
+recall.answer("03", 4, recall_4)
 
 # %% [markdown]
 # ### Recall 01.6
@@ -187,22 +194,21 @@ recall_01_6 = "b"
 recall.answer("01", 6, recall_01_6)
 
 # %% [markdown]
-# ### Recall 03.6
+# ### Recall 03.5
 #
 # Section 4: per-channel int4 lifts MiniLM's mean cosine from 0.44 to 0.92. What do its scales cost?
 #
-# - **a)** About 1 bit per weight: the model gets a quarter larger
-# - **b)** Nothing: the scales can be recomputed from the int4 codes when the model loads
+# - **a)** Nothing: the scales can be recomputed from the int4 codes when the model loads
+# - **b)** 16 bits per weight: every channel stores an fp16 scale
 # - **c)** About 0.03 bits per weight: one fp16 scale per row of 384 or 1536 weights
-# - **d)** 16 bits per weight: every channel stores an fp16 scale
 #
 # Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
-recall_6 = ...  # STUB
+recall_5 = ...  # STUB
 # BEGIN SOLUTION
-recall_6 = "c"
+recall_5 = "c"
 # END SOLUTION
 
-# %% qlesson={"task": "recall 03.6"} tags=["check"]
-recall.answer("03", 6, recall_6)
+# %% qlesson={"task": "recall 03.5"} tags=["check"]
+recall.answer("03", 5, recall_5)

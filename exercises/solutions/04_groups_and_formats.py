@@ -97,11 +97,16 @@ check("04.q5_0_bits_per_weight", q5_0_bits)
 # ## Task 3 · Read one Q4_0 block from its bytes
 #
 # Write `dequantize_q4_0_block(block)`: `block` is one Q4_0 block, a `torch.uint8` tensor of 18
-# bytes: `d` as fp16 (little-endian) in bytes 0 and 1, then byte `2 + j` holds element `j` in its
-# low nibble and element `j + 16` in its high nibble, each as code + 8 (lesson 04's *Going
-# deeper* draws it). A weight is `d * code`. Return the block's 32 weights in order, as a float32
-# tensor (float64 is fine too; fp16 is not). Use only torch: no `gguf`, no `qlesson`.
-# `t.view(torch.float16)` reads the bytes of a `uint8` tensor `t` as fp16 values.
+# bytes laid out as llama.cpp stores it:
+#
+# * bytes 0 and 1: the block's scale `d`, an fp16 (little-endian); a weight is `d` times its code;
+# * bytes 2 to 17: the 32 codes, 4 bits each, two per byte. Byte `2 + j` carries element `j` in
+#   its low 4 bits and element `j + 16` in its high 4 bits;
+# * a code runs from -8 to 7 and is stored shifted by 8, as 0 to 15: a stored 10 is code 2.
+#
+# Return the block's 32 weights in order, as a float32 tensor (float64 is fine too; fp16 is
+# not). Use only torch: no `gguf`, no `qlesson`. `t.view(torch.float16)` reads the bytes of a
+# `uint8` tensor `t` as fp16 values.
 
 
 # %% tags=["solution"]
@@ -210,21 +215,21 @@ recall_03_2 = "d"
 recall.answer("03", 2, recall_03_2)
 
 # %% [markdown]
-# ### Recall 04.6
+# ### Recall 04.4
 #
 # GPTQ, int4, group size 128: a Linear weight [4096, 11008] ([out, in]) has scales [86, 4096]. Which weights share one?
 #
-# - **a)** 128 consecutive output rows, one scale per input
-# - **b)** 86 consecutive inputs of one row
-# - **c)** 128 consecutive inputs of one output row
+# - **a)** 128 consecutive inputs of one output row
+# - **b)** 128 consecutive output rows, one scale per input
+# - **c)** 86 consecutive inputs of one row
 #
 # Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
-recall_6 = ...  # STUB
+recall_4 = ...  # STUB
 # BEGIN SOLUTION
-recall_6 = "c"
+recall_4 = "a"
 # END SOLUTION
 
-# %% qlesson={"task": "recall 04.6"} tags=["check"]
-recall.answer("04", 6, recall_6)
+# %% qlesson={"task": "recall 04.4"} tags=["check"]
+recall.answer("04", 4, recall_4)

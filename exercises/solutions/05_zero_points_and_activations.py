@@ -109,12 +109,13 @@ check("05.smooth_factors", smooth_factors)
 
 
 # %% [markdown]
-# ## Task 4 · Which feature stays loud?
+# ## Task 4 · Which feature sets the static scale after smoothing?
 #
 # SmoothQuant smooths activations `x [T, K]` feeding a Linear `w [N, K]` with the factors of
-# Task 3 at this `alpha`. Write `loudest_after_smoothing(x, w, alpha)`: the index of the input
-# feature whose largest |value| is the largest after smoothing. Guess the first case from its
-# description before you run the check; some cases are hidden.
+# Task 3 at this `alpha`; the smoothed activations then get one static per-tensor int8 scale.
+# Write `loudest_after_smoothing(x, w, alpha)`: the index of the input feature that sets that
+# scale. Before you run the check, guess the first case from its description: is it still the
+# feature that set the scale before smoothing? Some cases are hidden.
 
 
 # %% tags=["solution"]
@@ -131,25 +132,25 @@ check("05.loudest_after_smoothing", loudest_after_smoothing)
 
 
 # %% [markdown]
-# ### Recall 05.9
+# ### Recall 05.7
 #
-# Task 4, for any alpha below 1: what decides which feature is loudest after smoothing?
+# Task 4, for any alpha below 1: what decides which feature sets the static scale after smoothing?
 #
-# - **a)** The product max|x_j| max|w_j|, so the same feature whatever alpha is
-# - **b)** max|x_j| at a small alpha, max|w_j| at a large one
-# - **c)** max|x_j| alone: smoothing divides every feature by about the same factor
-# - **d)** The ratio max|x_j| / max|w_j|
+# - **a)** max|x_j| alone: smoothing divides every feature by about the same factor
+# - **b)** The ratio max|x_j| / max|w_j|
+# - **c)** The product max|x_j| max|w_j|, so the same feature whatever alpha is
+# - **d)** max|x_j| at a small alpha, max|w_j| at a large one
 #
 # Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
-recall_9 = ...  # STUB
+recall_7 = ...  # STUB
 # BEGIN SOLUTION
-recall_9 = "a"
+recall_7 = "c"
 # END SOLUTION
 
-# %% qlesson={"task": "recall 05.9"} tags=["check"]
-recall.answer("05", 9, recall_9)
+# %% qlesson={"task": "recall 05.7"} tags=["check"]
+recall.answer("05", 7, recall_7)
 
 
 # %% [markdown]
@@ -160,7 +161,7 @@ recall.answer("05", 9, recall_9)
 # out of a typical token's ruler, and `"smooth"` when they would not, so the loud range must
 # move into the weights. Count a value as loud when it is at least 5 times what the typical
 # feature holds on a typical token. Every case is a two-sided (LayerNorm-like) activation with
-# outliers of one kind; some cases are hidden.
+# outliers of one kind; the rule is not meant for a one-sided GELU output. Some cases are hidden.
 
 
 # %% tags=["solution"]
@@ -174,13 +175,6 @@ def which_tool(x):
 
 # %% qlesson={"task": "05.which_tool"} tags=["check"]
 check("05.which_tool", which_tool)
-
-# %% [markdown] tags=["solutions-only"]
-# This rule is for two-sided activations such as a LayerNorm output. On a GELU output most
-# features sit near 0 on a typical token, so the typical feature's median is tiny and the rule
-# says "smooth" for MiniLM's `L0.output`; yet the lesson's Going deeper shows smoothing that
-# input at alpha 0.5 loses SQNR with per-token scales: its real outlier is the `[CLS]`-only unit 856.
-
 
 # %% [markdown]
 # ## Task 6 · Choose an activation's ruler from its statistics
@@ -222,43 +216,43 @@ check("05.choose_ruler", choose_ruler)
 # ## Recall
 
 # %% [markdown]
-# ### Recall 05.7
+# ### Recall 05.5
 #
 # Lesson 04: smoothing triples weight column j, now each row's largest. Int4, groups of 32 along K: what coarsens?
 #
-# - **a)** Only column j's own weights
-# - **b)** Every weight of the tensor
-# - **c)** In each row, the 32 weights of the group that holds column j
+# - **a)** In each row, the 32 weights of the group that holds column j
+# - **b)** Only column j's own weights
+# - **c)** Every weight of the tensor
 # - **d)** The 32 rows around row j
 #
 # Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
-recall_7 = ...  # STUB
+recall_5 = ...  # STUB
 # BEGIN SOLUTION
-recall_7 = "c"
+recall_5 = "a"
 # END SOLUTION
 
-# %% qlesson={"task": "recall 05.7"} tags=["check"]
-recall.answer("05", 7, recall_7)
+# %% qlesson={"task": "recall 05.5"} tags=["check"]
+recall.answer("05", 5, recall_5)
 
 # %% [markdown]
-# ### Recall 05.8
+# ### Recall 05.6
 #
 # SmoothQuant, alpha 0.5: feature j has max|x_j| = 16, its weight column max|w_j| = 4. What is max|x_j| / s_j?
 #
 # - **a)** 16
-# - **b)** 4
-# - **c)** 2
-# - **d)** 8
+# - **b)** 8
+# - **c)** 4
+# - **d)** 2
 #
 # Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
-recall_8 = ...  # STUB
+recall_6 = ...  # STUB
 # BEGIN SOLUTION
-recall_8 = "d"
+recall_6 = "b"
 # END SOLUTION
 
-# %% qlesson={"task": "recall 05.8"} tags=["check"]
-recall.answer("05", 8, recall_8)
+# %% qlesson={"task": "recall 05.6"} tags=["check"]
+recall.answer("05", 6, recall_6)

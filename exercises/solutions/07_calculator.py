@@ -201,7 +201,7 @@ for name, w in (("similar", similar), ("loud_to_quiet", loud_to_quiet)):
 # ## Recall
 
 # %% [markdown]
-# ### Recall 07.6
+# ### Recall 07.4
 #
 # A tensor has 6 channels. Asymmetric rulers: how many metadata bytes does per-channel store (fp32, int32)?
 #
@@ -213,32 +213,32 @@ for name, w in (("similar", similar), ("loud_to_quiet", loud_to_quiet)):
 # Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
-recall_6 = ...  # STUB
+recall_4 = ...  # STUB
 # BEGIN SOLUTION
-recall_6 = "b"
+recall_4 = "b"
 # END SOLUTION
 
-# %% qlesson={"task": "recall 07.6"} tags=["check"]
-recall.answer("07", 6, recall_6)
+# %% qlesson={"task": "recall 07.4"} tags=["check"]
+recall.answer("07", 4, recall_4)
 
 # %% [markdown]
-# ### Recall 07.7
+# ### Recall 07.5
 #
 # Symmetric: a tensor's largest |value| is 2.4; a channel's own ruler is 6 times finer. Its largest |value|?
 #
 # Answer with a number.
 
 # %% tags=["solution"]
-recall_7 = ...  # STUB
+recall_5 = ...  # STUB
 # BEGIN SOLUTION
-recall_7 = 0.4
+recall_5 = 0.4
 # END SOLUTION
 
-# %% qlesson={"task": "recall 07.7"} tags=["check"]
-recall.answer("07", 7, recall_7)
+# %% qlesson={"task": "recall 07.5"} tags=["check"]
+recall.answer("07", 5, recall_5)
 
 # %% [markdown]
-# ### Recall 07.8
+# ### Recall 07.6
 #
 # Lesson 04: Q4_0 stores one fp16 scale per block of 32 4-bit codes. Bits per weight, the scale included?
 #
@@ -250,10 +250,10 @@ recall.answer("07", 7, recall_7)
 # Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
-recall_8 = ...  # STUB
+recall_6 = ...  # STUB
 # BEGIN SOLUTION
-recall_8 = "c"
+recall_6 = "c"
 # END SOLUTION
 
-# %% qlesson={"task": "recall 07.8"} tags=["check"]
-recall.answer("07", 8, recall_8)
+# %% qlesson={"task": "recall 07.6"} tags=["check"]
+recall.answer("07", 6, recall_6)

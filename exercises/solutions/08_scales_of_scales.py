@@ -139,43 +139,43 @@ check("08.floor_top", floor_rule_top)
 # ## Recall
 
 # %% [markdown]
-# ### Recall 08.7
+# ### Recall 08.4
 #
 # int8 codes (-127..127), 8-bit sub-scales (1 to 255): is a near-loudest block's top code within a tenth of a tick?
 #
-# - **a)** No: it can move up to 127/510 of a tick, about a quarter
-# - **b)** Yes: the scale is off by at most 1/510, far under a tenth
-# - **c)** Yes: 255 steps are four times Q4_K's 63, which kept int4's move near 0.06 tick
+# - **a)** Yes: the scale is off by at most 1/510, far under a tenth
+# - **b)** Yes: 255 steps are four times Q4_K's 63, which kept int4's move near 0.06 tick
+# - **c)** No: it can move up to 127/510 of a tick, about a quarter
 # - **d)** No: it can move a whole tick, so the top code clips
 #
 # Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
-recall_7 = ...  # STUB
+recall_4 = ...  # STUB
 # BEGIN SOLUTION
-recall_7 = "a"
+recall_4 = "c"
 # END SOLUTION
 
-# %% qlesson={"task": "recall 08.7"} tags=["check"]
-recall.answer("08", 7, recall_7)
+# %% qlesson={"task": "recall 08.4"} tags=["check"]
+recall.answer("08", 4, recall_4)
 
 # %% [markdown]
-# ### Recall 08.8
+# ### Recall 08.5
 #
 # Lesson 04 revisited: one weight, 20 times any other, lands in block 0 of a Q4_K super-block. Whose scales get coarser?
 #
 # - **a)** None: a 6-bit sub-scale has room for a factor of 20
-# - **b)** All 8: block 0's codes get a coarse ruler, and the other 7 scales span 3 super-scale steps or fewer
-# - **c)** Block 0 only: each block has its own scale, so the outlier stays inside its block
-# - **d)** The whole row: the super-scale is shared along the row, like a per-channel scale
+# - **b)** Block 0 only: each block has its own scale, so the outlier stays inside its block
+# - **c)** The whole row: the super-scale is shared along the row, like a per-channel scale
+# - **d)** All 8: block 0's codes get a coarse ruler, and the other 7 scales span 3 super-scale steps or fewer
 #
 # Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
-recall_8 = ...  # STUB
+recall_5 = ...  # STUB
 # BEGIN SOLUTION
-recall_8 = "b"
+recall_5 = "d"
 # END SOLUTION
 
-# %% qlesson={"task": "recall 08.8"} tags=["check"]
-recall.answer("08", 8, recall_8)
+# %% qlesson={"task": "recall 08.5"} tags=["check"]
+recall.answer("08", 5, recall_5)

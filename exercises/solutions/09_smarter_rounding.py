@@ -219,13 +219,33 @@ check("09.calib_text", calib_text)
 # ## Recall
 
 # %% [markdown]
-# ### Recall 09.2
+# ### Recall 09.1
 #
 # Block 3, int4: GPTQ per-channel, calibrated on paragraphs, beats RTN g32 there but not on held-out sentences. Why?
 #
-# - **a)** GPTQ picks its scales on the paragraphs, and they do not suit sentences
-# - **b)** GPTQ fits the tokens it is calibrated on: its error there says little about other text
+# - **a)** GPTQ fits the tokens it is calibrated on: its error there says little about other text
+# - **b)** GPTQ picks its scales on the paragraphs, and they do not suit sentences
 # - **c)** The held-out sentences are harder text: every method does worse there
+#
+# Answer with the option's letter as a string (in quotes).
+
+# %% tags=["solution"]
+recall_1 = ...  # STUB
+# BEGIN SOLUTION
+recall_1 = "a"
+# END SOLUTION
+
+# %% qlesson={"task": "recall 09.1"} tags=["check"]
+recall.answer("09", 1, recall_1)
+
+# %% [markdown]
+# ### Recall 09.2
+#
+# Section 4 split lesson 03's 240 sentences by paraphrase pair, each pair on one side. Why?
+#
+# - **a)** So that GPTQ sees both wordings of a sentence, which makes its fit robust
+# - **b)** So that no test sentence's paraphrase is among the calibration tokens
+# - **c)** So that both halves hold the same number of tokens
 #
 # Answer with the option's letter as a string (in quotes).
 
@@ -239,41 +259,21 @@ recall_2 = "b"
 recall.answer("09", 2, recall_2)
 
 # %% [markdown]
-# ### Recall 09.3
-#
-# Section 4 split lesson 03's 240 sentences by paraphrase pair, each pair on one side. Why?
-#
-# - **a)** So that RTN g32 is measured on whole pairs
-# - **b)** So that both halves hold the same number of tokens
-# - **c)** So that no test sentence's paraphrase is among the calibration tokens
-#
-# Answer with the option's letter as a string (in quotes).
-
-# %% tags=["solution"]
-recall_3 = ...  # STUB
-# BEGIN SOLUTION
-recall_3 = "c"
-# END SOLUTION
-
-# %% qlesson={"task": "recall 09.3"} tags=["check"]
-recall.answer("09", 3, recall_3)
-
-# %% [markdown]
-# ### Recall 09.1
+# ### Recall 09.4
 #
 # What does GPTQ change compared with round-to-nearest at the same granularity?
 #
-# - **a)** Which integer each weight gets; with per-channel scales, nothing else
-# - **b)** The scales: it searches a better ruler per group
-# - **c)** It stores a correction for each weight, so a GPTQ checkpoint is larger than an RTN one
+# - **a)** The scales: it searches a better ruler per group
+# - **b)** It stores a correction for each weight, so a GPTQ checkpoint is larger than an RTN one
+# - **c)** Which integer each weight gets; with per-channel scales, nothing else
 #
 # Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
-recall_1 = ...  # STUB
+recall_4 = ...  # STUB
 # BEGIN SOLUTION
-recall_1 = "a"
+recall_4 = "c"
 # END SOLUTION
 
-# %% qlesson={"task": "recall 09.1"} tags=["check"]
-recall.answer("09", 1, recall_1)
+# %% qlesson={"task": "recall 09.4"} tags=["check"]
+recall.answer("09", 4, recall_4)

@@ -259,6 +259,23 @@ TASKS: list[Task] = [
         minutes=5,
     ),
     Task(
+        "03.guess_bits",
+        "guess the bits L0.output needs before one shared scale erases no row",
+        lambda: _min_bits(_minilm("L0.output")),
+        [Case((), "L0.output, from its loudest weight and its quietest row's absmax")],
+        "which row gets a nonzero code last as the bits grow, and how far from 0 must its largest weight be for "
+        "torch.round to give it code +-1?",
+        [
+            Mistake(
+                "counted a whole tick, not half a tick: torch.round gives the quietest row code +-1 once its "
+                "absmax passes half of the shared tick",
+                lambda: 7,
+            ),
+        ],
+        is_value=True,
+        minutes=2,
+    ),
+    Task(
         "03.min_bits",
         "fewest bits at which one shared scale erases no output channel",
         _min_bits,
@@ -359,27 +376,28 @@ PREDICT = {
     ),
     "cosine": choice(
         "Int4 weights, 240 sentences: every layer per-tensor gives a mean cosine of 0.44 to FP32, every layer "
-        "per-channel 0.92. A split keeps the six FFN output layers (over 99% of the codes of five of them 0 "
-        "in section 3) per-channel and quantizes the other 30 layers per-tensor. Does it recover more or less "
+        "per-channel 0.92. A split keeps the six FFN output layers (near 0 dB per-tensor in section 2) "
+        "per-channel and quantizes the other 30 layers per-tensor. Does it recover more or less "
         "than half of the gap from 0.44 to 0.92?",
         (
             "Nearly all of it: the erased FFN output layers were the whole problem",
             False,
-            "It tempts because section 3's erased rows are the most visible damage, but section 3 also found over "
-            "90% of the codes of L0.attention output and L0.intermediate at 0: the damage is not confined to the "
-            "FFN output layers.",
+            "It tempts because section 3's erased rows are the most visible damage, but section 2's table shows "
+            "every other type losing SQNR per-tensor too (8.5 to 12.3 dB, against about 17 per-channel): the "
+            "damage is not confined to the FFN output layers.",
         ),
         (
             "More than half: the erased layers are most of the loss, the rest a smaller part",
             False,
-            "It tempts because 378 of 384 rows of L0.output are zeros. But the split reaches only 0.64, about "
-            "42% of the gap: the other 30 layers per-tensor still cost more than half of the gap on their own.",
+            "It tempts because 378 of 384 rows of L0.output are zeros. But the split reaches only 0.64: the other "
+            "30 layers per-tensor still cost 58% of the gap on their own.",
         ),
         (
             "Less than half: the other 30 layers per-tensor still cost more than half of the gap on their own",
             True,
-            "The split reaches 0.64, about 42% of the gap: the erased FFN output layers are not the whole loss. "
-            "(Going deeper shows the mirror split: the six alone per-tensor cost more than half of it too.)",
+            "The split reaches 0.64: the other 30 layers per-tensor still cost 58% of the gap. The table's last "
+            "row, the mirror split, shows that the six FFN output layers alone per-tensor cost more than half of "
+            "it too.",
         ),
     ),
     "axis": choice(
@@ -445,28 +463,6 @@ RECALL: tuple[Question, ...] = (
         ),
     ),
     choice(
-        "Int4, one shared scale for a whole tensor. One row's absmax is 1/20 of the tensor's absmax. Is that "
-        "row erased, every code 0?",
-        (
-            "Yes: its largest weight lies under half a tick",
-            True,
-            "The tick is the tensor's absmax / 7, so the row's largest weight is 7/20 of a tick and rounds to 0; "
-            "every smaller weight of the row does too.",
-        ),
-        (
-            "No: it still holds 1/20 of the range, so its largest weight keeps code +-1",
-            False,
-            "It tempts because the row is not tiny, but int4 has only 7 steps on each side: 1/20 of the range "
-            "is 0.35 of a step, and anything under half a step rounds to 0.",
-        ),
-        (
-            "No: rounding sends any nonzero weight to at least code +-1",
-            False,
-            "Tempting if you picture rounding away from 0, but rounding goes to the nearest code: 0.35 of a tick "
-            "lands on 0, and only a weight past half a tick gets +-1.",
-        ),
-    ),
-    choice(
         "Revisiting lesson 02: a [2, 4] weight at int4. Row A's largest |w| is 0.3, row B's 7.0. With one shared "
         "scale, what happens to row A? And to row B's error when each row gets its own scale?",
         (
@@ -524,12 +520,6 @@ EXERCISE_RECALL: tuple[Question, ...] = (
             False,
             "It tempts because activation scales are often computed on the fly; but the codes only hold "
             "multiples of the tick, and the tick itself (the row's absmax / 7) is gone once it is rounded away.",
-        ),
-        (
-            "About 1 bit per weight: the model gets a quarter larger",
-            False,
-            "That would be one 4-bit value for every 4 weights; a row's one fp16 scale is spread over hundreds "
-            "of weights.",
         ),
     ),
 )

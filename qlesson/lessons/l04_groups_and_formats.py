@@ -10,7 +10,7 @@ import numpy as np
 import torch
 
 from qlesson.course.checking import Case, Mistake, Task
-from qlesson.course.recall import INTERVIEW, LESSON, Numeric, Question, choice
+from qlesson.course.recall import LESSON, Numeric, Question, choice
 from qlesson.lessons._shared import codes, qmax, weights
 from qlesson.lessons.l02_one_ruler_or_many import _per_channel_scale, _quantize_per_channel
 from qlesson.quant import formats
@@ -583,54 +583,6 @@ RECALL: tuple[Question, ...] = (
             (4.5, "that is the cost for groups of 32 (Q4_0); here four times as many weights share each scale"),
             (4.015625, "that spreads the scale's 2 bytes as if they were 2 bits; a byte is 8 bits"),
         ),
-    ),
-    choice(
-        "Interview: why use group-wise instead of per-channel scales for 4-bit weights?",
-        (
-            "It lowers the error at 4 bits for a fraction of a bit per weight",
-            True,
-            "Groups along in_features give every row several rulers, each fitted to fewer weights: on MiniLM at "
-            "int4, g128 gains 0.9 to 3.9 dB over per-channel, layer by layer (section 4).",
-        ),
-        (
-            "128 consecutive output channels share a scale, which saves metadata over per-channel",
-            False,
-            "Tempting because 'group' sounds like merging channels, and a common interview answer codes it so; but "
-            "that gives L0.intermediate 12 scales for 1536 rows, coarser and far worse (section 3). GPTQ and AWQ group "
-            "along in_features: K / g scales per row, more than per-channel's one.",
-        ),
-        (
-            "It is free (131,072 scales beside 16.8 M weights at g = 128)",
-            False,
-            "Tempting because the scales are few next to the weights; but each fp16 scale is shared by only g "
-            "weights, so it costs every weight 16 / g bits: 0.125 at g = 128, 0.5 at g = 32 (section 2).",
-        ),
-        source=INTERVIEW,
-    ),
-    choice(
-        "A new layer has rows of 384, and its median row's largest |w| is 3.2 times that row's rms: both as in "
-        "L0.intermediate. About 4 bits per weight, restricted rulers: int3 g16 or int4 per-channel?",
-        (
-            "int4 per-channel, by a few dB",
-            True,
-            "Rows without weights far above the rest are section 4's L0.intermediate and plain Gaussian, where "
-            "the code bit wins by about 3 dB: a group of 16's ruler is not fine enough to win back int3's "
-            "coarser steps.",
-        ),
-        (
-            "int3 with groups of 16: 16 weights per scale beat a whole row per scale",
-            False,
-            "Tempting because each halving of the group raises the SQNR; but at equal storage the groups must "
-            "win back int3's coarser steps, and without a few large weights per row they do not (section 4).",
-        ),
-        (
-            "Either: at equal storage the two land within a few tenths of a dB",
-            False,
-            "Tempting after the six FFN output layers, where they do; but their rows have a few weights far above "
-            "the rest. Without such weights the code bit wins: by 3.3 dB on L0.intermediate and 2.6 dB on a "
-            "Gaussian (section 4, restricted rulers).",
-        ),
-        source=LESSON,
     ),
     choice(
         "A per-channel scale is applied after the dot product (lesson 03). Where does a matmul apply group scales?",

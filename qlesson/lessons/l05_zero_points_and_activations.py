@@ -502,11 +502,11 @@ TASKS: list[Task] = [
     ),
     Task(
         "05.loudest_after_smoothing",
-        "which feature stays loudest after smoothing",
+        "which feature sets the static scale after smoothing",
         _loudest_after_smoothing,
         _cases_loudest_after_smoothing(),
-        "smooth x with alpha, then look at each feature's largest |value|; a feature is divided by its own factor, "
-        "which depends on its weight column too",
+        "smooth x with alpha; one static per-tensor scale is set by the largest |value| left, and a feature is "
+        "divided by its own factor, which depends on its weight column too",
         [
             Mistake(
                 "returned the loudest feature before smoothing: each feature is divided by its own factor, so the "
@@ -818,50 +818,6 @@ RECALL: tuple[Question, ...] = (
         ),
     ),
     choice(
-        "A feature is loud on most tokens, several times the others. Which tool handles it in an integer GEMM?",
-        (
-            "SmoothQuant: divide the feature by s, multiply the weight column by s",
-            True,
-            "The loud range moves into the weights offline, and the activation keeps per-token or per-tensor "
-            "scales that factor out of the sum.",
-        ),
-        (
-            "Per-token scales",
-            False,
-            "Tempting, because they handled the [CLS] spike. But this feature is loud in most rows, so it still "
-            "sets most rows' scales. On MiniLM's layer 0 that effect is small: features 63 and 267 cost "
-            "per-token scales about 1 dB (summary).",
-        ),
-        (
-            "Per-tensor with a percentile-clipped scale",
-            False,
-            "Tempting, because clipping trims outliers. But this feature's values are not a rare few: a "
-            "percentile high enough to spare them keeps the coarse step, and a lower one clips the feature on "
-            "most tokens. Even clipping a rare spike lost 8 dB on the down-projection input (Going deeper).",
-        ),
-    ),
-    choice(
-        "What does SmoothQuant change, and what stays the same?",
-        (
-            "Activation features are divided and weight columns multiplied by s_j; the float product is unchanged",
-            True,
-            "Only what gets rounded changes: the activations lose range, the weights gain it.",
-        ),
-        (
-            "It quantizes activations per feature",
-            False,
-            "Tempting, since it acts per feature. But the per-feature factor is folded into the norm in pre-LN "
-            "models, otherwise fused into the activation's quantize step; the activations keep per-tensor or "
-            "per-token scales.",
-        ),
-        (
-            "It makes the weights easier to quantize too",
-            False,
-            "The opposite: the loud features' weight columns grow by s_j. The bet is that weights, quantized "
-            "per output channel, can afford it.",
-        ),
-    ),
-    choice(
         "One static scale: smoothing only features 63 and 267 (loud on most tokens) gains almost nothing. "
         "What does that show?",
         (
@@ -933,7 +889,7 @@ EXERCISE_RECALL: tuple[Question, ...] = (
         ("16", False, "Tempting, since x @ w.T is unchanged. But the feature itself is divided by s_j = 2."),
     ),
     choice(
-        "Task 4, for any alpha below 1: what decides which feature is loudest after smoothing?",
+        "Task 4, for any alpha below 1: what decides which feature sets the static scale after smoothing?",
         (
             "The product max|x_j| max|w_j|, so the same feature whatever alpha is",
             True,

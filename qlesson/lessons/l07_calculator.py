@@ -73,38 +73,25 @@ PREDICT = {
 }
 
 RECALL: tuple[Question, ...] = (
-    Numeric(
-        "A [10, 64] weight gets one symmetric ruler per row (per-channel, fp32 scales). How many metadata "
-        "bytes does it store?",
-        40,
-        "10 scales x 4 bytes; a symmetric ruler's zero point is fixed, so none is stored.",
-        tol=0.01,
-        mistakes=(
-            (80, "that also counts an int32 zero point per row; a symmetric ruler stores none"),
-            (4, "that is per-tensor: one scale for the whole tensor"),
-            (256, "that is one scale per column (64 of them); a channel here is a row, 10 of them"),
-            (10, "that counts the scales, not their bytes: each fp32 scale is 4 bytes"),
-            (44, "that is 11 scales; a [10, 64] weight has 10 rows, one scale each"),
-        ),
-        source=LESSON,
-    ),
     choice(
-        "A ReLU row (all values >= 0, max 3.0) goes to signed int8. What does asymmetric buy over symmetric?",
+        "A 4-bit row is symmetric about 0 (section 4's GELU row, mirrored). What does a zero point buy it?",
         (
-            "A tick about half as wide: symmetric's negative codes are out of the row's reach",
+            "About nothing: every symmetric code is already within reach",
             True,
-            "Symmetric spans [-3, 3] with 255 codes; asymmetric spans [0, 3] with 256.",
+            "Section 4's control: on the mirrored row the zero point lowers the MAE only 1.04 times. Its gain on "
+            "the GELU row came from codes the symmetric ruler could not reach.",
         ),
         (
-            "Nothing: there are no negative values to clip",
+            "About 2 times lower MAE, as on the GELU row",
             False,
-            "It tempts because nothing is clipped either way. The loss is resolution: half of symmetric's "
-            "codes cover values that never occur.",
+            "It tempts because the zero point did that on the GELU row. But there 6 of 15 codes were out of reach; "
+            "on a row symmetric about 0 none are, and the mirrored control gains 1.04 times.",
         ),
         (
-            "An exact 0.0, which symmetric cannot store",
+            "More than one more bit, since it costs fewer bytes",
             False,
-            "It tempts because zero points are said to store 0 exactly. Symmetric stores 0.0 exactly too, as code 0.",
+            "It tempts because 4 bytes per row are cheap. But cost does not set the gain: one more bit halves "
+            "about every tick, while on a symmetric row the zero point moves none.",
         ),
         source=LESSON,
     ),
@@ -141,16 +128,6 @@ RECALL: tuple[Question, ...] = (
             "It tempts because 0 is the range's anchor. But the zero point is the code 0.0 maps to, "
             "qmin - round(rmin / scale); on an all-positive row it is qmin, not 0. Widening only makes "
             "sure that code is one of the codes.",
-        ),
-    ),
-    Numeric(
-        "Lesson 04: how many bytes of codes does one channel of 1536 values take at 4 bits?",
-        768,
-        "Two 4-bit codes share a byte: 1536 / 2.",
-        tol=0.01,
-        mistakes=(
-            (1536, "one byte per value; 4-bit codes are packed two to a byte"),
-            (6144, "that is the number of bits, 1536 x 4"),
         ),
     ),
 )

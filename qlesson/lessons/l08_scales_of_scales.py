@@ -446,15 +446,14 @@ PREDICT = {
         (
             "more: near its top FP4 holds only 4 and 6, so a misplaced top weight costs it more",
             False,
-            "Tempting: near its top FP4 is the coarser grid. But the floor rule aims at FP4's top, 6: its scale is "
-            "at most 1.5 times FP4's ideal, and up to 1.75 times int4's. FP4 loses about 1.3 dB.",
+            "Tempting: near its top FP4 is the coarser grid. But FP4 loses about 1.3 dB, int4 2.3; even with the "
+            "best power of two for each grid, FP4 loses less (1.01 dB against 1.55).",
         ),
         (
-            "less: the rule is written for FP4's grid",
+            "less, by about a dB",
             True,
-            "FP4 loses about 1.3 dB, int4 2.3. The floor rule aims at FP4's top, 6 (its scale is at most 1.5 times "
-            "FP4's ideal, 1.75 times int4's): with the best power of two for each grid the gap shrinks from about "
-            "1.1 dB to about 0.6.",
+            "FP4 loses about 1.3 dB, int4 2.3. Part of the gap is the rule, which aims at FP4's top, 6: with the "
+            "best power of two for each grid the gap shrinks from 1.01 dB to 0.54, so the rule explains about half.",
         ),
         (
             "the same: the floor rule gives both grids the same power of two",
@@ -463,55 +462,48 @@ PREDICT = {
             "(amax / 7 for int4, amax / 6 for FP4), and the same scale lands the weights on different ticks.",
         ),
     ),
+    "top_weight": choice(
+        "MXFP4's floor rule, first block of row 0: the block's largest weight is f x 2**k with f = 1.50 on "
+        "L4.output and f = 1.97 on L0.intermediate, and the scale is 2**(k - 2). FP4's magnitudes are 0, 0.5, 1, "
+        "1.5, 2, 3, 4, 6. Which layer stores that weight more than 10% low?",
+        (
+            "L4.output only: f = 1.50 sits halfway between powers of two",
+            False,
+            "Tempting: 1.5 looks furthest from a power of two. But the weight lands at 4 x 1.50 = 6.0 units of the "
+            "scale, exactly FP4's top: stored within 1%.",
+        ),
+        (
+            "L0.intermediate only: its weight lands past FP4's top, 6, and clips",
+            True,
+            "4 x 1.97 = 7.9 units of the scale, past FP4's top, 6: clipped to 6, about a quarter low (-23.9%). "
+            "L4.output's lands at 6.0, on the grid.",
+        ),
+        (
+            "both: neither f is a power of two",
+            False,
+            "Tempting: a power-of-two scale can only be exact for powers of two. But FP4's codes have steps of their "
+            "own: 4 x 1.50 = 6.0 lands on FP4's top exactly.",
+        ),
+        (
+            "neither: the floor rule keeps every block's largest weight within FP4's range",
+            False,
+            "Tempting: the rule aims at FP4's top. But it puts the largest weight anywhere from 4 to 8 units of the "
+            "scale, and FP4 stops at 6: 4 x 1.97 = 7.9 clips to 6.",
+        ),
+    ),
 }
 
 RECALL: tuple[Question, ...] = (
-    Numeric(
-        "A 4-bit sub-scale (1 to 15) times an fp16 super-scale, in a block about as loud as its super-block's "
-        "loudest, int4 codes (-7..7). To first order, at most how many ticks can rounding the sub-scale move the "
-        "block's largest code? (Two decimals are enough.)",
-        7 / 30,
-        "The sub-scale is off by at most half a step, 1/30 of the scale; the largest code sits 7 ticks out, so it "
-        "moves by up to 7/30, about 0.23 of a tick.",
-        tol=0.004,
-        mistakes=(
-            (7 / 15, "that is a whole step; rounding to the nearest is off by at most half of one"),
-            (1 / 30, "that is the scale's relative error, not the move of the largest code, which sits 7 ticks out"),
-            (7 / 32, "that takes 16 steps; a 4-bit sub-scale runs from 1 to 15"),
-        ),
-    ),
     choice(
-        "6-bit codes under 4-bit sub-scales lose about 0.6 dB, most of it gone when codes are not clamped. Why?",
-        (
-            "The scale's rounding moves the top code most of a tick; rounded down, it lands past 31.5 and clips",
-            True,
-            "Same bound, further out: 31 / (2 x 15) is about a tick. Below half a tick the move only adds error to the "
-            "largest weight; past it, a scale rounded down clips.",
-        ),
-        (
-            "A scale rounded up clips the largest weight",
-            False,
-            "Tempting, since rounding is what moves the top code; but a larger scale pulls every code inward, toward "
-            "0. Only a scale rounded down pushes the largest code past 31.",
-        ),
-        (
-            "A 4-bit sub-scale rounds less precisely under 6-bit codes than under int4 codes",
-            False,
-            "Tempting, since the loss is larger; but the sub-scale is the same number either way, off by at most "
-            "1/30 of itself. What grew is qmax: the same relative error moves a top code 31 ticks out 31/7 times "
-            "as far.",
-        ),
-        source=LESSON,
-    ),
-    choice(
-        "An E8M0 block scale (MX's) is one byte, more bits than Q4_K's 6-bit sub-scale. Why does it cost int4 codes "
-        "dB, where the 6-bit sub-scale costs under a hundredth of a dB?",
+        "An E8M0 block scale (MX's) and a 6-bit sub-scale under an fp16 super-scale both cost 0.25 bits per weight "
+        "in blocks of 32. Why does E8M0 cost int4 codes dB, where the 6-bit sub-scale costs under a hundredth of a "
+        "dB?",
         (
             "The byte holds only an exponent: the scale moves in factors of 2, so the block's top code moves by "
             "whole ticks",
             True,
             "A 6-bit sub-scale is off by at most 1/126 near the loudest block (7/126 of a tick); a power of two can "
-            "be off by up to 1.5 to 1.75 times, putting the top code anywhere from 4 to 8 ticks out.",
+            "be off by up to 1.75 times int4's ideal, putting the top code anywhere from 4 to 8 ticks out.",
         ),
         (
             "Multiplying by a power of two rounds the codes a second time",
@@ -546,35 +538,6 @@ RECALL: tuple[Question, ...] = (
             ),
             (5.0 / 6.0, "an absmax / 6 scale is NVFP4's (before E4M3 rounding); MXFP4 scales are powers of two"),
         ),
-    ),
-    choice(
-        "Near its super-block's loudest, a block's top int4 code moves up to 0.113 tick under a 5-bit sub-scale. "
-        "About how many more sub-scale bits do 6-bit codes (-31..31) need for about the same move?",
-        (
-            "about 2: the top code sits 31/7, about 4.4 times, further out, so the scale needs about 4.4 times the "
-            "steps",
-            True,
-            "The move is qmax / (2m): for the same move m grows with qmax, 4.4 times, which is log2 4.4, about 2.1 "
-            "bits: a 7-bit sub-scale moves 6-bit codes up to 0.122 tick.",
-        ),
-        (
-            "none: the sub-scale's relative error does not depend on the codes",
-            False,
-            "Tempting, since the sub-scale is the same number; but the top code moves by its relative error times "
-            "qmax, and qmax grew from 7 to 31.",
-        ),
-        (
-            "about 4: the steps must grow 4.4 times",
-            False,
-            "Tempting: 4.4 is the right factor, but it is a factor on the steps; each bit doubles them, so 4.4 times "
-            "is about 2 bits.",
-        ),
-        (
-            "fewer: finer codes make up for a coarser scale",
-            False,
-            "Tempting if more code bits feel like slack; but finer ticks turn the same scale error into more ticks.",
-        ),
-        source=LESSON,
     ),
     choice(
         "Lesson 04 revisited: int4 codes with one fp16 scale per group; the group shrinks from 32 to 16 weights. "

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from qlesson.course.checking import Case, Mistake, Task
-from qlesson.course.recall import INTERVIEW, LESSON, Numeric, Question, choice
+from qlesson.course.recall import LESSON, Numeric, Question, choice
 from qlesson.lessons._shared import qmax
 
 _G = torch.Generator().manual_seed(1234 + 9)
@@ -686,33 +686,13 @@ PREDICT = {
 
 RECALL: tuple[Question, ...] = (
     choice(
-        "What does GPTQ change compared with round-to-nearest at the same granularity?",
-        (
-            "Which integer each weight gets; with per-channel scales, nothing else",
-            True,
-            "Same ruler, smarter choice of tick; ql.gptq keeps RTN's scales.",
-        ),
-        (
-            "The scales: it searches a better ruler per group",
-            False,
-            "That is closer to a clipping search (llm-awq's auto_clip) than to GPTQ.",
-        ),
-        (
-            "It stores a correction for each weight, so a GPTQ checkpoint is larger than an RTN one",
-            False,
-            "Tempting, since GPTQ computes a correction for every weight; but the correction only moves weights that "
-            "are not rounded yet, and what is stored is one code per weight and RTN's scales: the same bytes.",
-        ),
-        source=LESSON,
-    ),
-    choice(
         "Block 3, int4: GPTQ per-channel, calibrated on paragraphs, beats RTN g32 there but not on held-out "
         "sentences. Why?",
         (
             "GPTQ fits the tokens it is calibrated on: its error there says little about other text",
             True,
-            "Fitted on half the paragraphs, GPTQ's error grew 1.6-4.8x on the other half, layer by layer, while "
-            "RTN's stayed about the same. Judge a calibrated method on tokens it never saw.",
+            "Fitted on half the paragraphs, GPTQ's error grew on the other half on every layer, while RTN's stayed "
+            "about the same. Judge a calibrated method on tokens it never saw.",
         ),
         (
             "The held-out sentences are harder text: every method does worse there",
@@ -743,34 +723,12 @@ RECALL: tuple[Question, ...] = (
             "another end: no test sentence's paraphrase is calibrated on.",
         ),
         (
-            "So that RTN g32 is measured on whole pairs",
+            "So that GPTQ sees both wordings of a sentence, which makes its fit robust",
             False,
-            "RTN fits nothing, so any split measures it fairly; it is GPTQ, which fits its calibration tokens, that "
-            "a paraphrase on the other side would flatter.",
+            "Tempting, and it does see both wordings of each calibration sentence; but that is not what the split is "
+            "for: a test sentence's paraphrase on the calibration side would flatter GPTQ on the test side.",
         ),
         source=LESSON,
-    ),
-    choice(
-        "Interview: does GPTQ make per-group scales unnecessary?",
-        (
-            "No: groups still lower GPTQ's own error",
-            True,
-            "Groups still lower GPTQ's own error (in lesson 09 GPTQ g128 beat GPTQ per-channel). Whether GPTQ "
-            "per-channel beat RTN g32 depended on the calibration text: calibrated on the course's paragraphs, only "
-            "on those paragraphs; calibrated on 60 sentence pairs, on 60 other pairs too (one split).",
-        ),
-        (
-            "Yes: per-channel GPTQ is as good as any group size",
-            False,
-            "Common wrong answer: GPTQ with groups stays ahead of GPTQ per channel.",
-        ),
-        (
-            "Yes: on its calibration tokens GPTQ per-channel already beats RTN g32",
-            False,
-            "Tempting, since on those tokens it does; but on held-out text, calibrated on the course's paragraphs, "
-            "it is behind RTN g32, and groups still lower GPTQ's own error (GPTQ g128 beat GPTQ per-channel).",
-        ),
-        source=INTERVIEW,
     ),
     Numeric(
         "Lesson 04 revisited: GPTQ int4 codes, symmetric, one fp16 scale per group of 128 weights. Bits per weight "
@@ -782,6 +740,31 @@ RECALL: tuple[Question, ...] = (
             (4.0, "that leaves out the scales: 16 bits for every 128 weights"),
             (4.5, "that is groups of 32"),
             (4.25, "that counts a 16-bit zero point too; a symmetric ruler has none"),
+        ),
+        source=LESSON,
+    ),
+)
+
+# Asked in the exercise only (numbered after the quiz's questions)
+EXERCISE_RECALL: tuple[Question, ...] = (
+    choice(
+        "What does GPTQ change compared with round-to-nearest at the same granularity?",
+        (
+            "Which integer each weight gets; with per-channel scales, nothing else",
+            True,
+            "Same ruler, smarter choice of tick; ql.gptq keeps RTN's scales.",
+        ),
+        (
+            "The scales: it searches a better ruler per group",
+            False,
+            "Tempting, since a better ruler lowers the error; but GPTQ keeps RTN's scales, which depend on the "
+            "weights only, and changes the codes. Searching the ruler is a clipping search (llm-awq's auto_clip).",
+        ),
+        (
+            "It stores a correction for each weight, so a GPTQ checkpoint is larger than an RTN one",
+            False,
+            "Tempting, since GPTQ computes a correction for every weight; but the correction only moves weights that "
+            "are not rounded yet, and what is stored is one code per weight and RTN's scales: the same bytes.",
         ),
         source=LESSON,
     ),

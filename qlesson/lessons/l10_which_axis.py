@@ -170,19 +170,15 @@ def _key_bits(bits: int, group: int, tokens: int, residual: int, minimum: bool =
     return (n_q * bits + meta + (tokens - n_q) * 16) / tokens
 
 
-# ---- task 6: predict a value cache's axis from its structure --------------------------------------
+# ---- task 6: where the value verdict flips -------------------------------------------------------
 
 
-SINK_SHIFTS = (2.0, 0.5)  # the queries' shift: token 0 takes about 3/4, then about 1/12 of the attention
+FLIP_OPTIONS = (0.05, 0.25, 0.5, 0.9)  # the shares of attention on token 0 the learner chooses from
 
 
-def _sink_head(
-    seed: int = 3, tokens: int = 48, dim: int = 16, shift: float = 2.0
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Values whose channels sit at offsets -4..4 (spread 1 around them) and a tiny token 0.
-
-    The queries lean on token 0 by ``shift``: 2.0 gives it about three quarters of the attention, 0.5 about 8%.
-    """
+def sink_head(shift: float, seed: int = 3, tokens: int = 48, dim: int = 16) -> tuple[torch.Tensor, ...]:
+    """Task 6's head ``(q, k, v)``: values whose channels sit at offsets -4..4 (spread 1 around them) and a tiny
+    token 0, which the queries lean on by ``shift`` (0: about 2% of the attention, 2: about three quarters)."""
     g = torch.Generator().manual_seed(seed)
     q, k, v = (torch.randn(tokens, dim, generator=g, dtype=torch.float64) for _ in range(3))
     q, k[0] = q + shift, 0.9
@@ -191,26 +187,34 @@ def _sink_head(
     return q, k, v
 
 
-def _sink_errors() -> list[dict[str, float]]:
-    """The described head's output error (squared) per value axis at 2 bits, every token quantized: token 0 taking
-    about three quarters of the attention, then about 8%."""
-    errors = []
-    for shift in SINK_SHIFTS:
-        q, k, v = _sink_head(shift=shift)
-        o = _attention(q, k, v)
-        errors.append(
-            {
-                axis: float((o - _attention(q, k, _keys_per_channel(v, 2, axis=dim))).square().sum())
-                for axis, dim in (("token", 1), ("channel", 0))
-            }
-        )
-    return errors
+def _sink_share(shift: float) -> float:
+    q, k, _ = sink_head(shift)
+    return float(torch.softmax(q @ k.T / k.shape[1] ** 0.5, dim=-1)[:, 0].mean())
 
 
-def _sink_axes() -> tuple[str, str]:
-    """Measured: the better value axis at 2 bits with token 0 taking about 3/4 of the attention, then about 8%."""
-    first, second = (min(err, key=err.get) for err in _sink_errors())
-    return first, second
+def _sink_margin(shift: float, bits: int) -> float:
+    """Per token's output error minus per channel's (squared, summed): positive while per channel wins."""
+    q, k, v = sink_head(shift)
+    o = _attention(q, k, v)
+    token, channel = (
+        float((o - _attention(q, k, _keys_per_channel(v, bits, axis=dim))).square().sum()) for dim in (1, 0)
+    )
+    return token - channel
+
+
+def _flip_share(bits: int) -> float:
+    """Measured: the share of attention on token 0 where per token starts to beat per channel (bisection)."""
+    lo, hi = 0.0, 4.0  # per channel wins at shift 0, per token at shift 4
+    for _ in range(30):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if _sink_margin(mid, bits) > 0 else (lo, mid)
+    return _sink_share(hi)
+
+
+def _sink_flip(bits: int = 2) -> float:
+    """The option nearest the measured flip point."""
+    share = _flip_share(bits)
+    return min(FLIP_OPTIONS, key=lambda o: abs(o - share))
 
 
 TASKS: list[Task] = [
@@ -428,29 +432,31 @@ TASKS: list[Task] = [
 ]
 TASKS.append(
     Task(
-        "10.sink_axes",
-        "predict a value cache's axis from how much attention its tiny token takes",
-        _sink_axes,
-        [Case((), "(axis with token 0 at about 3/4 of the attention, axis at about 8%) for the head described")],
-        "which errors does each ruler make, and how much of the output does each error reach? Answer each case "
-        'with "token" or "channel"',
+        "10.sink_flip",
+        "find where the attention on a tiny token flips a value cache's axis",
+        _sink_flip,
+        [
+            Case((2,), "the head described, 2 bits"),
+            Case((3,), "the head described, 3 bits", hidden=True),
+            Case((4,), "the head described, 4 bits", hidden=True),
+        ],
+        "measure the better axis at a few shifts, and the share of attention token 0 takes at each; answer with "
+        "the option nearest the share where the verdict changes: 0.05, 0.25, 0.5 or 0.9",
         [
             Mistake(
-                "(channel, channel): does the share of attention on token 0 change nothing between the two cases?",
-                lambda: ("channel", "channel"),
+                "about 5%: at that share per channel still wins here; measure at a few larger shifts",
+                lambda *_: 0.05,
             ),
             Mistake(
-                "(token, token): KIVI's rule for values is a measurement of other models, not of this head; "
-                "what changes between the two cases?",
-                lambda: ("token", "token"),
+                "about half: the verdict need not flip where token 0 takes as much attention as all the others "
+                "together; measure the better axis at a few shifts",
+                lambda *_: 0.5,
             ),
             Mistake(
-                "reason each case on its own: which ruler fits token 0's own tiny range, and in which case does "
-                "its rounding reach most of the output?",
-                lambda: ("channel", "token"),
+                "about 90%: measure at a few shifts below the one that gives token 0 nearly all the attention",
+                lambda *_: 0.9,
             ),
-            Mistake('answer with "token" or "channel", in lower case', lambda: ("Token", "Channel")),
-            Mistake('answer with the axis\'s name alone: "token" or "channel"', lambda: ("per token", "per channel")),
+            Mistake("give the share as a fraction of 1, not in percent", lambda *_: 100 * _sink_flip(2)),
         ],
         is_value=True,
     )
@@ -486,49 +492,52 @@ PREDICT = {
         "(one ruler per token over 32 channels) 2.6 times over. Shuffle each sentence's keys at random. "
         "What does per channel do on the shuffled keys?",
         (
-            "It ties with per token: shuffling destroys the channel structure a per-channel ruler exploits",
+            "It ties with per token",
             False,
-            "Tempting if the win came only from the keys' channels; but a per-channel ruler here also spans "
-            "fewer values (about 12.5 against 32) and stores more metadata, and that helps on any numbers.",
+            "Tempting if the win came only from the keys' channels, which shuffling destroys; but a per-channel "
+            "ruler here also spans fewer values (about 12.5 against 32) and stores more metadata, and that helps "
+            "on any numbers.",
         ),
         (
-            "It still wins clearly: a ruler over a dozen values fits a tighter range than one over 32, "
-            "structure or not",
+            "It still wins clearly",
             True,
-            "The maximum minus the minimum of 12 random numbers is smaller than of 32; the extra scales cost "
-            "1.56 more bits per value. Only at equal metadata does the structure show.",
+            "A ruler over a dozen values fits a tighter range than one over 32, structure or not: the maximum "
+            "minus the minimum of 12 random numbers is smaller than of 32. The extra scales cost 1.56 more bits "
+            "per value. Only at equal metadata does the structure show.",
         ),
         (
-            "It loses to per token: without structure, a row's 32 values share a range better than a column's",
+            "It loses to per token",
             False,
-            "Tempting because per token has more values per ruler to average over; but a ruler's step follows "
-            "its range, and a range over more values is wider, not narrower.",
+            "Tempting if a row's 32 values, with more values to average over, shared a range better than a "
+            "column's; but a ruler's step follows its range, and a range over more values is wider, not "
+            "narrower.",
         ),
     ),
     "kept_token": choice(
-        "Values at 2 bits: keeping [CLS] alone in fp16 cuts the per-channel error about six-fold and barely "
-        "moves the per-token one, while [SEP] or a random word changes little. Why does [CLS], one token in "
-        "about 12.5, decide it?",
+        "Values at 2 bits, per token against per channel over 32 tokens. Which one token per sentence, kept in "
+        "fp16 and out of every ruler, makes per channel the better ruler?",
         (
-            "It takes much of the attention, and its tiny value is rounded badly by rulers the words size",
+            "[CLS]",
             True,
-            "The next table: in layers 1 to 4 over half of the attention lands on [CLS], its value is a few "
-            "hundredths of a word's, and a per-channel ruler's error on it is 9 to 11 times its size. A per-token "
-            "ruler is sized by [CLS] itself.",
+            "With [CLS] in fp16 per channel falls from 0.519 to 0.083, below per token's 0.109.",
         ),
         (
-            "Its value is much larger than the words': it stretches every per-channel ruler, like lesson 02's loud row",
+            "[SEP]",
             False,
-            "Tempting, because a loud outlier is what stretched lesson 02's shared ruler. But [CLS]'s value is a "
-            "few hundredths of a word's: here it is the quiet one, rounded coarsely by rulers the words set.",
+            "Tempting, since both are special tokens; but [SEP] in fp16 leaves per channel at 0.527: it neither "
+            "takes [CLS]'s share of the attention nor has its tiny value.",
         ),
         (
-            "Attention alone: a rounding error on a token that takes half the attention is amplified, whatever "
-            "the ruler",
+            "A random word, as well as any other",
             False,
-            "Tempting, since the attention does multiply the error; but the per-token ruler's error on [CLS] is "
-            "multiplied by the same attention and barely matters. What differs is each ruler's error relative to "
-            "[CLS]'s tiny value.",
+            "Tempting if one token out of each ruler narrowed its range; but a random word in fp16 leaves per "
+            "channel at 0.511. The rulers' error on [CLS], times its attention, is what decides.",
+        ),
+        (
+            "None: per token stays better",
+            False,
+            "Tempting after the first row (0.519 against 0.111), but keeping [CLS] alone flips it: 0.083 against "
+            "0.109.",
         ),
     ),
 }
@@ -563,6 +572,58 @@ RECALL: tuple[Question, ...] = (
         source=LESSON,
     ),
     choice(
+        "Values at 2 bits: keeping [CLS] alone in fp16 cuts the per-channel error about six-fold and barely "
+        "moves the per-token one, while [SEP] or a random word changes little. Why does [CLS], one token in "
+        "about 12.5, decide it?",
+        (
+            "It takes much of the attention, and its tiny value is rounded badly by rulers the words size",
+            True,
+            "Section 4's table: in layers 1 to 4 over half of the attention lands on [CLS], its value is a few "
+            "hundredths of a word's, and a per-channel ruler's error on it is 9 to 11 times its size. A per-token "
+            "ruler is sized by [CLS] itself.",
+        ),
+        (
+            "Its value is much larger than the words': it stretches every per-channel ruler, like lesson 02's loud row",
+            False,
+            "Tempting, because a loud outlier is what stretched lesson 02's shared ruler. But [CLS]'s value is a "
+            "few hundredths of a word's: here it is the quiet one, rounded coarsely by rulers the words set.",
+        ),
+        (
+            "Attention alone: a rounding error on a token that takes half the attention is amplified, whatever "
+            "the ruler",
+            False,
+            "Tempting, since the attention does multiply the error; but the per-token ruler's error on [CLS] is "
+            "multiplied by the same attention and barely matters. What differs is each ruler's error relative to "
+            "[CLS]'s tiny value.",
+        ),
+        source=LESSON,
+    ),
+    choice(
+        "Lesson 08: a KV cache stored in FP8 can use one scale per tensor, where a 2-bit integer cache needs many. "
+        "Why?",
+        (
+            "Each FP8 value carries its own exponent, so one scale only places the range",
+            True,
+            "An integer code has a fixed step; a float code's step scales with the value.",
+        ),
+        (
+            "An FP8 cache is converted to fp16 before attention, so its scale never reaches the product",
+            False,
+            "Tempting, since kernels do upcast; but converting multiplies by the scale, so a scale too coarse for "
+            "some channel leaves its error in the fp16 values all the same.",
+        ),
+        (
+            "FP8 has 256 codes against the 2-bit cache's 4, so one range has levels enough for every channel",
+            False,
+            "Tempting because 256 is many; but an int8 ruler has 256 codes too, all one step apart, and a channel "
+            "far quieter than the loudest still falls between a few of them. FP8's step shrinks with the value.",
+        ),
+        source=LESSON,
+    ),
+)
+
+EXERCISE_RECALL: tuple[Question, ...] = (
+    choice(
         "MiniLM: per-channel keys (a ruler per sentence) beat per-token keys 2.6x. What separates structure "
         "from ruler size?",
         (
@@ -594,107 +655,6 @@ RECALL: tuple[Question, ...] = (
         ),
         source=LESSON,
     ),
-    choice(
-        "Why does a per-channel key cache, with scales computed from the data, keep the newest tokens "
-        "in full precision?",
-        (
-            "A per-channel scale over a group of tokens exists only once the group is complete",
-            True,
-            "Until then the keys wait in full precision. (KIVI keeps its newest values in fp16 too, for "
-            "accuracy, although per-token values could be quantized at once.)",
-        ),
-        (
-            "It need not: the per-channel rulers could be recomputed from all cached tokens at every step",
-            False,
-            "Tempting, and transformers' QuantizedLayer comes close: when its window fills it quantizes the whole "
-            "cache again. But a ruler recomputed at every step re-rounds every old key each time, from values "
-            "already rounded once; a group's ruler, made once the group is complete, is made once.",
-        ),
-        (
-            "The newest tokens wait until offline calibration has set their scales",
-            False,
-            "That is KVQuant's way, and it needs no window: its scales are fixed before generation. This cache "
-            "computes its scales from the data, so a group's scale waits for the whole group.",
-        ),
-        source=LESSON,
-    ),
-    choice(
-        "Values at 2 bits, per-channel rulers over 32 tokens. Which one token, kept in fp16, lets per channel "
-        "beat per token (section 4)?",
-        (
-            "[CLS]: it takes much of the attention, and its tiny value is what per-channel rulers round badly",
-            True,
-            "With [CLS] in fp16 per channel falls from 0.519 to 0.083, below per token's 0.109.",
-        ),
-        (
-            "[SEP]: the closing token is as special as [CLS]",
-            False,
-            "Tempting, since both are special tokens; but [SEP] in fp16 leaves per channel at 0.527: it neither "
-            "takes [CLS]'s share of the attention nor has its tiny value.",
-        ),
-        (
-            "Any token: taking one token out of each ruler narrows its range",
-            False,
-            "Tempting if the rulers' range were the problem; but a random word in fp16 leaves per channel at 0.511. "
-            "The rulers' error on [CLS], times its attention, is what decides.",
-        ),
-        (
-            "None: values lose per channel whatever is kept",
-            False,
-            "Tempting after the first row (0.519 against 0.111), but keeping [CLS] alone flips it: 0.083 against "
-            "0.109.",
-        ),
-    ),
-    Numeric(
-        "Lesson 05 widened an asymmetric range to include 0, so the zero point is an integer code. A key channel "
-        "spans [2.0, 3.0]; at 2 bits, what is its step after widening? (KIVI's float minimum gives 1/3.)",
-        1.0,
-        "Widened to [0, 3.0]: 3 steps of 1.0, three times KIVI's 1/3. A channel with an offset pays for the "
-        "range down to 0.",
-        tol=0.01,
-        mistakes=(
-            (0.3333, "that is KIVI's step, from the channel's own minimum; widening starts the range at 0"),
-            (0.75, "2 bits give 4 codes, so 3 steps between them, not 4"),
-        ),
-    ),
-    choice(
-        "Lesson 08: a KV cache stored in FP8 can use one scale per tensor, where a 2-bit integer cache needs many. "
-        "Why?",
-        (
-            "Each FP8 value carries its own exponent, so one scale only places the range",
-            True,
-            "An integer code has a fixed step; a float code's step scales with the value.",
-        ),
-        (
-            "An FP8 cache is converted to fp16 before attention, so its scale never reaches the product",
-            False,
-            "Tempting, since kernels do upcast; but converting multiplies by the scale, so a scale too coarse for "
-            "some channel leaves its error in the fp16 values all the same.",
-        ),
-        (
-            "FP8 has 256 codes against the 2-bit cache's 4, so one range has levels enough for every channel",
-            False,
-            "Tempting because 256 is many; but an int8 ruler has 256 codes too, all one step apart, and a channel "
-            "far quieter than the loudest still falls between a few of them. FP8's step shrinks with the value.",
-        ),
-        source=LESSON,
-    ),
-    Numeric(
-        "On MiniLM's 12.5-token sentences, keeping [CLS] in fp16 (16 bits a value instead of a 2-bit code) costs "
-        "about one bit per value. In a 4096-token cache, about how many bits per value does keeping one token in "
-        "fp16 add?",
-        0.0034,
-        "(16 - 2) extra bits on one token in 4096: 14 / 4096 = 0.0034 bits per value (16 / 4096 = 0.0039 if you "
-        "count the whole 16). Over a long cache one exact token costs almost nothing.",
-        tol=0.0006,
-        mistakes=(
-            (1.12, "that is a 12.5-token sentence; here the 14 extra bits spread over 4096 tokens"),
-            (14, "that is the extra bits of one value; spread them over the 4096 tokens that share the cost"),
-        ),
-    ),
-)
-
-EXERCISE_RECALL: tuple[Question, ...] = (
     Numeric(
         "Keys per channel, groups of 32 tokens, a 32-token fp16 window. After 150 tokens, how many keys wait in fp16?",
         54,

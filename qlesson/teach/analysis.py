@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from typing import Any
 
@@ -185,6 +186,16 @@ def row_standout(w: torch.Tensor) -> float:
     1.0
     """
     return float((w.abs().amax(1) / w.pow(2).mean(1).sqrt()).median())
+
+
+def median_standout(weights: dict[str, torch.Tensor], names: Sequence[str]) -> float:
+    """The median over the layers ``names`` of :func:`row_standout`: lesson 04's clip threshold, in rms.
+
+    >>> ones = torch.ones(2, 4)
+    >>> median_standout({"a": ones, "b": 2 * ones, "c": torch.tensor([[4.0, 0, 0, 0]])}, ["a", "b", "c"])
+    1.0
+    """
+    return float(statistics.median(row_standout(weights[name]) for name in names))
 
 
 def code_bit_vs_groups(

@@ -163,7 +163,7 @@ def rope(x: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
 
 
 # (model, layers, kv heads, head dim): a grouped-query-attention model, 32 query heads sharing 8 KV heads
-SHAPES = (("Llama-3-8B-like", 32, 8, 128),)
+SHAPES = (("Llama-3.1-8B-like", 32, 8, 128),)
 # (name, keys: bits/axis/group, values: bits/axis/group, symmetric, residual); fp16 is bits 16
 SCHEMES: tuple[tuple[str, tuple[int, str, int | None], tuple[int, str, int | None], bool, int], ...] = (
     ("fp16", (16, "token", None), (16, "token", None), True, 0),
@@ -1012,3 +1012,33 @@ def full_cost_rows(qkv: Sequence[dict[str, list[torch.Tensor]]]) -> list[dict[st
             }
         )
     return rows
+
+
+def value_cost_rows(qkv: Sequence[dict[str, list[torch.Tensor]]]) -> tuple[list[dict[str, Any]], str]:
+    """Lesson 10 section 5: values per token at 3 bits with ``[CLS]`` quantized against per channel over 32
+    tokens at 2 bits with an fp16 ``[CLS]``, every bit counted (:func:`full_cost_rows`'s two value rows), and
+    the paired 95% interval of the difference of their attention-output errors."""
+    from qlesson.teach.intervals import paired_bootstrap
+
+    _check_qkv(qkv)
+    n_tok = float(np.mean([k.shape[1] for k in qkv[0]["k"]]))
+    label = {r: lab for lab, r in RULERS}
+    exact = exact_attention(qkv)
+    rows, errors = [], []
+    for b, ruler, sink in ((3, "token", False), (2, "channel32", True)):
+        err = output_errors(qkv, "v", b, ruler, sink_fp16=sink, exact=exact)
+        errors.append(err)
+        rows.append(
+            {
+                "ruler": label[ruler],
+                "[CLS]": "fp16" if sink else "quantized",
+                "bits": b,
+                "bits per value, all costs": _full_bits(b, ruler, n_tok, sink),
+                "error": float(err.mean()),
+            }
+        )
+    d = paired_bootstrap(*errors, pairs=True)
+    return (
+        rows,
+        f"per token, 3 bits - per channel, 2 bits, fp16 [CLS]: {d.diff:+.4f}, 95% CI [{d.lo:+.4f}, {d.hi:+.4f}]",
+    )

@@ -245,16 +245,16 @@ def rule_rows(
 
     A sub-scale of ``m`` steps (1 to ``m`` times its super-scale) is off by up to half a step,
     ``1 / (2m)`` of the scale in the super-block's loudest block, which moves that block's largest
-    code (``qmax`` ticks out) by up to ``qmax / (2m)`` ticks: the ``rule`` column (blank for formats
+    code (``qmax`` ticks out) by up to ``qmax / (2m)`` ticks: the ``bound (ticks)`` column (blank for formats
     without integer steps). ``median move``: the same move measured at the median block; ``95th-pct
     move`` and ``worst move``: at the 95th-percentile and the worst block (quieter blocks of a
-    super-block have fewer steps and move further); ``past rule %``: the share of blocks that move further
+    super-block have fewer steps and move further); ``past bound %``: the share of blocks that move further
     than the rule (blank where the rule is).
     ``SQNR loss dB``: fp32 scales' SQNR minus this format's; ``clipping dB``: the part of that loss
     that goes away when codes are not clamped to ``-qmax..qmax`` (:func:`scale_rows` with ``clip=False``).
 
     >>> x = torch.linspace(-1, 1, 512).reshape(4, 128)
-    >>> [round(r["rule (ticks)"], 3) for r in rule_rows(x, formats=("6-bit x fp16", "int8 x fp16"))]
+    >>> [round(r["bound (ticks)"], 3) for r in rule_rows(x, formats=("6-bit x fp16", "int8 x fp16"))]
     [0.056, 0.028]
     """
     qmax = 2 ** (bits - 1) - 1
@@ -271,11 +271,11 @@ def rule_rows(
                 "scale format": fmt,
                 "scale bits / weight": kept[fmt]["scale bits / weight"],
                 "steps m": m if m else "",
-                "rule (ticks)": qmax / (2 * m) if m else "",
+                "bound (ticks)": qmax / (2 * m) if m else "",
                 "median move (ticks)": kept[fmt]["top code moves (ticks)"],
                 "95th-pct move": kept[fmt]["95th-pct move (ticks)"],
                 "worst move": kept[fmt]["worst move (ticks)"],
-                "past rule %": 100 * float((kept[fmt]["moves (ticks)"] > qmax / (2 * m)).mean()) if m else "",
+                "past bound %": 100 * float((kept[fmt]["moves (ticks)"] > qmax / (2 * m)).mean()) if m else "",
                 "SQNR loss dB": kept["fp32"]["SQNR dB"] - kept[fmt]["SQNR dB"],
                 "clipping dB": free[fmt]["SQNR dB"] - kept[fmt]["SQNR dB"],
             }
