@@ -66,8 +66,8 @@ _ = plots.ruler(values, bits=3)
 # %% [markdown]
 # ## 2. What a bit buys
 #
-# `b` bits give `2^b` codes. The symmetric ruler leaves out `-2^(b-1)` so that +x and -x get
-# mirror-image codes: int4 uses [-7, 7], int8 [-127, 127]. Predict what one more bit does to
+# `b` bits give `2^b` codes. The restricted symmetric ruler leaves out `-2^(b-1)` so that +x
+# and -x get mirror-image codes: int4 uses [-7, 7], int8 [-127, 127]. Predict what one more bit does to
 # the rounding bound.
 
 # %% tags=["nbval-ignore-output"]
@@ -141,7 +141,7 @@ print_table(ruler.compare_modes(gelu_like, bits=4, modes=two_modes), {"scale": "
 # ## Summary
 #
 # * `q = clamp(round(x / scale) + zero_point, qmin, qmax)`; `b` bits give `2^b` codes, the
-#   symmetric ruler uses `2^b - 1`.
+#   restricted symmetric ruler uses `2^b - 1`.
 # * Inside the range the error is at most half a tick; a value more than half a tick past the
 #   last tick is clipped, and its error grows with the distance.
 # * On these GELU-like values, an asymmetric ruler's ticks are about twice as fine.

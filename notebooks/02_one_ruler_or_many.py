@@ -27,7 +27,7 @@
 # compare a row's error under both.
 #
 # **What you need**: lesson 01 (scale, round, clamp); nothing to download.
-# **Time**: about 21 minutes, plus about 25 for the exercise; *Going deeper*: about 4 more.
+# **Time**: about 20 minutes, plus about 25 for the exercise; *Going deeper*: about 4 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -149,7 +149,7 @@ recall.predict("02", "row0_own_ruler")
 rows = torch.tensor([[3.0, 1.05, -2.0, 2.0], [7.0, -5.0, 1.0, 2.0], [3.0, 1.25, -2.3, 1.8]])
 table = analysis.method_table(rows, bits=4)
 print_table(
-    [{k: r[k] for k in ("method", "row 0 q", "row 0 MAE", "row 2 MAE")} for r in table],
+    [{k: r[k] for k in ("method", "row 0 q", "row 0 MAE", "row 2 q", "row 2 MAE")} for r in table],
     {"row 0 MAE": ".4f", "row 2 MAE": ".4f"},
 )
 
@@ -217,10 +217,10 @@ for bits in (4, 8):
 # ### A slip in a source text: a tie decided by precision
 #
 # The interview study note among the course's sources (`003_*.txt`) quantizes three channels with
-# absmax 0.5, 2.0 and 0.1 at int8 and prints their codes. Some are wrong: channel 1's 115 and the
-# quiet channel's `[-125, -100, 63, 113]` come from dividing by the displayed scales, 0.0157 and
-# 0.0008, and rounding halves up. With the exact scale `0.1 / 127`, its 0.05 is exactly 63.5 ticks, a tie, and the
-# float precision decides the code:
+# absmax 0.5, 2.0 and 0.1 at int8 and prints their codes. Some are wrong: channel 1's 115 should
+# be 114 (1.8 x 127 / 2.0 = 114.3), and the quiet channel's `[-125, -100, 63, 113]` come from
+# dividing by its displayed scale, 0.0008, and rounding halves up. With the exact scale
+# `0.1 / 127`, its 0.05 is exactly 63.5 ticks, a tie, and the float precision decides the code:
 
 # %%
 from decimal import ROUND_HALF_UP, Decimal
@@ -237,5 +237,6 @@ for dtype in (torch.float32, torch.float64):
     print(f"0.05 / (0.1 / 127) in {str(dtype)[6:]}: {q.item():.15f}, rounds to {torch.round(q).item():.0f}")
 
 # %% [markdown]
-# With the exact scale, float64 also lands on 63 and float32, PyTorch's default, on 64: at a
-# tie, the precision decides, so two correct programs can disagree by one code.
+# Exactly 63.5 rounds to 64 under either tie rule. Float32, PyTorch's default, gets 64; float64
+# rounds 0.1 / 127 so that the quotient falls just below 63.5, and gets 63. Two correct programs
+# can disagree by one code.

@@ -38,6 +38,13 @@ def _split_01(c, x, bits, part, full=False, signed_max=False, rule=torch.round):
     return part(e[r == q]), part(e[r != q])
 
 
+def _clip_start_half_up(c, bits):  # lesson 01, task 1: the zero point rounded halves up, not to even
+    lo, hi = c.min().clamp(max=0), c.max().clamp(min=0)
+    scale = (hi - lo) / (2**bits - 1)
+    zp = torch.floor(-lo / scale + 0.5).clamp(0, 2**bits - 1)
+    return (-zp - 0.5) * scale, (2**bits - 1 - zp + 0.5) * scale
+
+
 def _unwidened_01(c, bits):  # lesson 01, task 1: half a tick past the data's own min and max
     scale = (c.max().clamp(min=0) - c.min().clamp(max=0)) / (2**bits - 1)
     return c.min() - scale / 2, c.max() + scale / 2
@@ -61,6 +68,7 @@ WRONG = {
             ),
             "used a symmetric signed ruler",
         ),
+        (lambda c, bits: _clip_start_half_up(c, bits), "halves up"),
     ],
     "01.rounding_or_clipping": [
         (
@@ -93,6 +101,7 @@ WRONG = {
         (lambda w, bits: w.abs().amax(1, keepdim=True) / (2 ** (bits - 1) - 1), "keepdim"),
         (lambda w, bits: w.abs().amax(1) / (2**bits - 1), "the unsigned range"),
         (lambda w, bits: w.amax(1) / (2 ** (bits - 1) - 1), "largest |value|"),
+        (lambda w, bits: (w.abs().amax(1) / (2 ** (bits - 1) - 1)).masked_fill(w.abs().amax(1) == 0, 1), "scale of 1"),
     ],
     "02.quantize_per_channel": [
         (
@@ -186,6 +195,7 @@ WRONG = {
         ([0, 1, 4, 5], "strictly larger"),
         ([2, 3], "gets better"),
         ([1, 2], "you missed 1 that do"),
+        ([1, 2, 5], "half-way between shared ticks"),
     ],
     "02.erased_prediction": [
         (([2, 3, 4, 5, 6, 7], [3, 4, 5, 6, 7], []), "one shared tick"),

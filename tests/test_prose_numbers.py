@@ -25,11 +25,11 @@ DERIVED: dict[str, dict[str, str]] = {
         "2.17": "the row's range, 2.0 - (-0.17), worked by hand",
     },
     "02": {
+        "114.3": "1.8 x 127 / 2.0: channel 1's exact code before rounding (the note prints 115)",
         "0.5": "half a tick, the rounding threshold",
         "1.476": "0.2214 / 0.15: where row A's largest value passes half a shared tick",
         "1.48": "the slider's first step past 1.476",
         "0.222": "1.48 x 0.15",
-        "0.0157": "the source note's displayed scale, 2.0 / 127 rounded",
     },
     "04": {"4.010": "4 + 16 / 1536: int4 per-channel's bits on rows of 1536"},
     "05": {

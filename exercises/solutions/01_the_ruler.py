@@ -43,7 +43,7 @@ from qlesson.course import recall
 from qlesson.course.tasks import check
 
 # %% [markdown]
-# ## Given: the asymmetric unsigned ruler of Section 6
+# ## Given: the asymmetric unsigned ruler of Section 5
 #
 # `asymmetric_qparams(x, bits)` returns `(scale, zero_point)` for unsigned codes
 # `0 .. 2**bits - 1`, as the lesson computes them. Run this cell; Task 1 uses it.

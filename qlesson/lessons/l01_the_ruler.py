@@ -30,9 +30,11 @@ def _asym_qparams(x: torch.Tensor, bits: int) -> tuple[torch.Tensor, torch.Tenso
     return _asym_qparams_steps(x, bits, 2**bits - 1)
 
 
-def _clip_limits(calibration: torch.Tensor, bits: int, shift: float = 0.5, zp_used: bool = True):
+def _clip_limits(calibration: torch.Tensor, bits: int, shift: float = 0.5, zp_used: bool = True, half_up: bool = False):
     """Where the given asymmetric unsigned ruler, fitted to ``calibration``, starts to clip: ``(below, above)``."""
     scale, zp = _asym_qparams(calibration, bits)
+    if half_up:  # the mistake: a zero point rounded halves up instead of torch.round's halves to even
+        zp = torch.clamp(torch.floor(-torch.clamp(calibration.min(), max=0) / scale + 0.5), 0, 2**bits - 1)
     zp = zp if zp_used else torch.zeros_like(zp)
     return (-zp - shift) * scale, (2**bits - 1 - zp + shift) * scale
 
@@ -152,6 +154,11 @@ TASKS: list[Task] = [
                 lambda c, b: _clip_limits(c, b, zp_used=False),
             ),
             Mistake("returned (above, below): below comes first", lambda c, b: _clip_limits(c, b)[::-1]),
+            Mistake(
+                "rounded the zero point halves up; asymmetric_qparams uses torch.round, which sends a tie to the even "
+                "code: use the ruler it returns",
+                lambda c, b: _clip_limits(c, b, half_up=True),
+            ),
             Mistake("used a symmetric signed ruler; this one is the asymmetric one of asymmetric_qparams", _sym_limits),
         ],
         shows_expected=False,  # a failure would print both limits

@@ -190,6 +190,11 @@ _WORSE_MISTAKES = (
     ([0, 1, 5], "one row you listed sets the shared scale, so its own scale is the same and its codes do not change"),
     ([2, 3], "every row you listed gets better with its own scale; the task asks which get worse"),
     ([3], "the row you listed is the quiet row the shared scale erases: its own scale helps it most"),
+    (
+        [1, 2, 5],
+        "row 2 has the others' codes but not their luck: its 2.5 and -1.5 sit half-way between shared ticks, so the "
+        "shared ruler already costs it much; compare that with its own ruler's error",
+    ),
 )
 
 
@@ -271,6 +276,11 @@ TASKS: list[Task] = [
             ),
             Mistake("divided by 2**(bits-1) instead of 2**(bits-1) - 1", lambda w, b: w.abs().amax(1) / 2 ** (b - 1)),
             Mistake("divided by 7 whatever the bits (int4 hard-coded)", lambda w, b: w.abs().amax(1) / 7),
+            Mistake(
+                "gave an all-zero row a scale of 1 (as ql.quantize does, to avoid dividing by 0); this task asks for "
+                "the row's own absmax scale, 0",
+                lambda w, b: torch.where(w.abs().amax(1) > 0, w.abs().amax(1) / qmax(b), torch.ones(())),
+            ),
         ],
         minutes=2,
     ),
@@ -478,29 +488,6 @@ TASKS: list[Task] = [
 
 
 RECALL: tuple[Question, ...] = (
-    choice(
-        "Why did Row A collapse to zeros under the shared int4 scale?",
-        (
-            "Its largest magnitude, 0.15, is below half a shared tick (0.22)",
-            True,
-            "Every |x / scale| < 0.5 rounds to 0.",
-        ),
-        (
-            "int4 is too coarse: 0.15 is below one shared tick (0.44)",
-            False,
-            "Tempting because a code counts whole ticks; but rounding goes to the nearest tick, so a value past half "
-            "a tick, 0.22, gets code 1. And int4 is not too coarse in itself: with its own scale 0.15 / 7 it keeps "
-            "Row A.",
-        ),
-        (
-            "The shared scale clipped its values to 0",
-            False,
-            "Tempting because the values were lost; but clipping only touches values beyond the ruler's end, "
-            "+-3.10, and Row A's lie far inside it. They were rounded to the nearest tick, and for all four that "
-            "tick is 0.",
-        ),
-        source=LESSON,
-    ),
     choice(
         "Interview: why prefer per-channel over per-tensor absmax scales for many weight matrices?",
         (
