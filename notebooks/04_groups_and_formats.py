@@ -107,9 +107,6 @@ print_table(rows, {"bits/weight": ".4f"})
 
 # %% [markdown]
 # Every weight pays `16 / g` bits on top of its 4; per-channel pays `16 / K`, almost nothing.
-# With `K / g` scales per row, no one scale factors out of a row's dot product: a kernel applies
-# each group's scale either to its weights before the product or, as llama.cpp does, to that
-# group's partial sum.
 #
 # llama.cpp's Q4_0 is int4 per-group with `g = 32` and fp16 scales: 4.5 bits per weight.
 #
@@ -145,9 +142,10 @@ print_table(rows, {"SQNR dB": ".2f"})
 #
 # ## 4. The trade-off on real weights
 #
-# MiniLM's six FFN output layers (`[384, 1536]`, one per encoder layer), at 8, 4 and 3 bits,
-# with lesson 02's restricted rulers (`[-7, 7]` at int4, `[-3, 3]` at int3). The SQNR is over
-# all six together; storage counts the fp16 scales.
+# MiniLM's six FFN output layers (`[384, 1536]`, one per encoder layer, the only layers whose
+# rows split into groups of 256), at 8, 4 and 3 bits, with lesson 02's restricted rulers
+# (`[-7, 7]` at int4, `[-3, 3]` at int3). The SQNR is over all six together; storage counts the
+# fp16 scales.
 #
 # There are two ways to spend a fourth bit. A code bit: int4 per-channel, 4.010 bits per
 # weight. Or a bit of scales: int3 with groups of 16, 3 + 16/16 = 4.000 bits per weight.
@@ -207,8 +205,7 @@ print_table(rows)
 
 # %% [markdown]
 # On the six FFN outputs the code bit's lead is within 1 dB either way, and groups of 128 gain
-# most; on every other layer the code bit wins by 2 to 4 dB. The ranges of the last column do not
-# overlap.
+# most; on every other layer the code bit wins by 2 to 4 dB.
 
 # %% [markdown]
 # ## Summary
@@ -437,8 +434,8 @@ print_table(rows, {"restricted rulers": "+.2f", "full rulers (as Q4_0)": "+.2f"}
 # %% [markdown]
 # With full rulers every gap moves about 1 dB toward the groups: on the six FFN outputs the bit
 # of scales wins by 1.3 dB. The few large weights move the gap by about the same 2.5 to 3.5 dB
-# under both rulers (L0.intermediate against the six; the Gaussian [384, 1536] with and without
-# its 5s).
+# under both rulers (L0.output against its clipped copy; the Gaussian [384, 1536] with and
+# without its 5s). Row length alone moves it by about 1 dB (the Gaussian in both shapes).
 #
 # ### Zero points, and Q4_1's float minimum
 #

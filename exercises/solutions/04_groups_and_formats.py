@@ -134,7 +134,7 @@ check("04.dequantize_q4_0_block", dequantize_q4_0_block)
 # Task 1 and dequantized, has the smallest mean squared error on `w`.
 #
 # The check's first two cases share a shape, `[16, 256]`, a budget, 4.2 bits per weight, and
-# the settings `[(3, 32), (4, 256), (4, 128), (4, 32)]`. The first weight is plain Gaussian; the
+# the settings `[(3, 16), (4, 256), (4, 128), (4, 32)]`. The first weight is plain Gaussian; the
 # second has one outlier, 40 times the others, in every row. Before you write the search,
 # predict the winner on each, as `((bits, group_size) on the plain one, (bits, group_size) on
 # the spiked one)`; the check says whether you were right.
@@ -142,7 +142,7 @@ check("04.dequantize_q4_0_block", dequantize_q4_0_block)
 # %% tags=["solution"]
 prediction = ...  # STUB
 # BEGIN SOLUTION
-prediction = ((4, 128), (3, 32))
+prediction = ((4, 128), (3, 16))
 # END SOLUTION
 
 # %% qlesson={"task": "04.budget_prediction"} tags=["check"]
