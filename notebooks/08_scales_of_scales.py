@@ -19,10 +19,10 @@
 # **The question**: Small blocks make fp16 scales expensive; how many bits does a block's scale
 # really need?
 #
-# **The answer**: About 4 bits for int4 codes and 6 for 6-bit codes, as integer steps under one
-# fp16 super-scale per 256 weights (under 0.1 dB on MiniLM's `L0.output`). A bare power of two
-# (MX's E8M0), at a 6-bit sub-scale's 0.25 bits per weight, costs int4 codes 2.3 dB over
-# MiniLM's 36 layers, and MXFP4's FP4 codes 1.3.
+# **The answer**: About 4 bits for symmetric int4 codes (-7..7) and 6 for 6-bit codes, as integer
+# steps under one fp16 super-scale per 256 weights (under 0.1 dB on MiniLM's `L0.output`). A bare
+# power of two (MX's E8M0), at a 6-bit sub-scale's 0.25 bits per weight, costs int4 codes 2.3 dB
+# over MiniLM's 36 layers, and MXFP4's FP4 codes 1.3.
 #
 # **What you will do**: count what scales cost per weight; shrink a block scale from fp16 to 4
 # bits on a MiniLM layer, with int4 and with 6-bit codes; try a power-of-two scale.
@@ -95,8 +95,8 @@ int4_rows = scale_bits.rule_rows(W["L0.output"], 32, 4, 8, formats=("fp16", *sca
 print_table([{k: r[k] for k in (*shown, "SQNR loss dB")} for r in int4_rows], fmt_rule)
 
 # %% [markdown]
-# Each bit fewer doubles the move and multiplies the loss by a little under 4: twice the move,
-# about four times the squared error.
+# Each bit fewer doubles the move and multiplies the loss by 3 to 4: twice the move, up to four
+# times the squared error.
 #
 # ## 3. Same sub-scale, finer codes
 #
@@ -183,7 +183,8 @@ for layer in ("L4.output", "L0.intermediate"):
 #   its super-block's loudest by up to `qmax / (2m)` ticks. Quieter blocks can move further.
 # * The SQNR lost grows about as the square of the move; past half a tick, a scale rounded down
 #   also clips.
-# * Under 0.1 dB on `L0.output`: 4-bit sub-scales for int4 codes, 6-bit for 6-bit codes.
+# * Under 0.1 dB on `L0.output`: 4-bit sub-scales for symmetric int4 codes (-7..7), 6-bit for
+#   6-bit codes.
 # * A power of two (MX's E8M0) has no steps between powers: on the 36 layers the floor rule costs
 #   int4 codes 2.33 dB, and the best power of two per block still 1.55.
 #
@@ -205,8 +206,8 @@ recall.show("08")
 # ### Try it: a format, a layer, a block
 #
 # The figure shows the first 32 weights of row 0 and what the chosen format stores for them; the
-# readout writes the block's largest weight as `f x 2**k` and the value stored. Try section 5's
-# two layers under each format.
+# readout writes the block's largest weight as `f x 2**k` and the value stored. On
+# `L0.intermediate`, which formats store that weight within 1%?
 
 # %% tags=["nbval-ignore-output"]
 widgets.format_explorer(W, methods=("Q4_0", "Q4_K", "Q6_K", "MXFP4 floor", "NVFP4"))
@@ -417,8 +418,8 @@ print(f"NVFP4 on L0.intermediate, values identical to torchao's: {np.array_equal
 # %% [markdown]
 # ### Why FP4 tolerates a power-of-two scale better
 #
-# Part of FP4's smaller loss in section 4 is the rule, written for FP4's grid: with the best
-# power of two per block and grid, the gap shrinks from 1.08 to 0.61 dB. The floor rule leaves a
+# Part of FP4's lead in section 4 is the rule, written for FP4's grid: with the best power of two
+# per block and grid, the `FP4 - int4` column shrinks from 1.08 to 0.61 dB. The floor rule leaves a
 # block's scale between 1 and 1.5 times FP4's ideal (or below it, and the top clips). To separate
 # the grid from the rule, make every block's scale too large, which clips nothing, by a factor
 # drawn per block, log-uniform between 1 and 1.5, and set it beside fixed factors, on the same 36

@@ -452,8 +452,8 @@ PREDICT = {
         (
             "less, by about a dB",
             True,
-            "FP4 loses about 1.3 dB, int4 2.3. Part of the gap is the rule, which aims at FP4's top, 6: with the "
-            "best power of two for each grid the gap shrinks from 1.01 dB to 0.54, so the rule explains about half.",
+            "FP4 loses about 1.3 dB, int4 2.3. Part of FP4's lead is the rule, which aims at FP4's top, 6: with the "
+            "best power of two for each grid, the table's FP4 - int4 column shrinks from 1.08 dB to 0.61.",
         ),
         (
             "the same: the floor rule gives both grids the same power of two",
@@ -496,8 +496,8 @@ PREDICT = {
 RECALL: tuple[Question, ...] = (
     choice(
         "An E8M0 block scale (MX's) and a 6-bit sub-scale under an fp16 super-scale both cost 0.25 bits per weight "
-        "in blocks of 32. Why does E8M0 cost int4 codes dB, where the 6-bit sub-scale costs under a hundredth of a "
-        "dB?",
+        "in blocks of 32. Why does E8M0 cost int4 codes over 2 dB, where the 6-bit sub-scale costs under a "
+        "hundredth of a dB?",
         (
             "The byte holds only an exponent: the scale moves in factors of 2, so the block's top code moves by "
             "whole ticks",
@@ -535,6 +535,11 @@ RECALL: tuple[Question, ...] = (
                 4.0,
                 "that is 2**floor(log2 5), the power of two at or below amax: 5 would land at 1.25, at the bottom "
                 "of FP4's grid; the rule leaves room for the grid's own largest power of two",
+            ),
+            (
+                0.5,
+                "power of two at or below amax / 6: the floor rule starts from amax's own power of two, so 5 lands "
+                "in [4, 8)",
             ),
             (5.0 / 6.0, "an absmax / 6 scale is NVFP4's (before E4M3 rounding); MXFP4 scales are powers of two"),
         ),
