@@ -59,12 +59,7 @@ def _changed(module: torch.nn.Module, before: torch.Tensor, after: torch.Tensor)
     return diff.amax(0) > 0  # one flag per output feature
 
 
-def touches_one_output(module: torch.nn.Module, axis: int, index: int = 0) -> bool:
-    """Check ``axis`` by experiment: doubling weight slice ``index`` along it changes output ``index`` only.
-
-    >>> touches_one_output(torch.nn.Linear(3, 5), 0), touches_one_output(torch.nn.Linear(3, 5), 1)
-    (True, False)
-    """
+def _moved(module: torch.nn.Module, axis: int, index: int) -> torch.Tensor:
     x = _probe(module)
     with torch.no_grad():
         before = module(x)
@@ -72,7 +67,25 @@ def touches_one_output(module: torch.nn.Module, axis: int, index: int = 0) -> bo
         module.weight.select(axis, index).mul_(2.0)
         after = module(x)
         module.weight.copy_(saved)
-    moved = _changed(module, before, after)
+    return _changed(module, before, after)
+
+
+def outputs_changed(module: torch.nn.Module, axis: int, index: int = 0) -> int:
+    """How many output channels change when weight slice ``index`` along ``axis`` is doubled.
+
+    >>> outputs_changed(torch.nn.Linear(3, 5), 0), outputs_changed(torch.nn.Linear(3, 5), 1)
+    (1, 5)
+    """
+    return int(_moved(module, axis, index).sum())
+
+
+def touches_one_output(module: torch.nn.Module, axis: int, index: int = 0) -> bool:
+    """Check ``axis`` by experiment: doubling weight slice ``index`` along it changes output ``index`` only.
+
+    >>> touches_one_output(torch.nn.Linear(3, 5), 0), touches_one_output(torch.nn.Linear(3, 5), 1)
+    (True, False)
+    """
+    moved = _moved(module, axis, index)
     return bool(moved[index]) and int(moved.sum()) == 1
 
 
