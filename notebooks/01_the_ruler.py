@@ -58,7 +58,7 @@ values = [-0.62, -0.1, 0.0, 0.23, 0.5, 0.91]
 ruler.print_steps(values, bits=3)
 
 # %% [markdown]
-# Every error is below half a tick; 0.91, on tick 3, has none.
+# Every error is below half a tick; 0.0 and 0.91, on ticks 0 and 3, have none.
 
 # %%
 _ = plots.ruler(values, bits=3)
@@ -136,7 +136,8 @@ print_table(ruler.compare_modes(gelu_like, bits=4, modes=two_modes), {"scale": "
 
 # %% [markdown]
 # The symmetric ruler spends its negative codes down to -2.0, which these values barely enter:
-# its ticks are about twice as coarse.
+# its ticks are about twice as coarse. The asymmetric zero point is 1, so code 0 reads back as
+# -0.145, not -0.17: rounding the zero point moved the ruler.
 #
 # ## Summary
 #
@@ -183,7 +184,7 @@ for extreme in (1.3, -1.3):
 
 # %% [markdown]
 # The restricted ruler keeps the largest value exact on either side and pays with the
-# coarsest scale. PyTorch's symmetric observers put the largest value half a tick from the last
+# coarsest scale. PyTorch's full-range symmetric observer puts the largest value half a tick from the last
 # code, on either side. Q4_0 puts its extra code, -8, on the side of its largest value, with
 # the finest scale (its tiny error there is `d` rounded to fp16). Dividing by 8 and clamping to
 # `[-8, 7]` clips a positive maximum by a whole tick: that formula loses its own largest value.
@@ -219,8 +220,7 @@ print_table(ruler.compare_modes(gelu_like, bits=4), {"scale": ".4f", "mae": ".4f
 # The codes only move the integer labels: with the same scale, the error is the same. The
 # asymmetric scale is `2.17 / 15 = 0.1447` (`rmin = -0.17`, `rmax = 2.0`) and the unsigned zero
 # point `round(0.17 / 0.1447) = 1`: code 1 means 0.0, and code 0 reads back as
-# `-1 x 0.1447 = -0.145`, not -0.17: rounding the zero point moved the ruler. On these seven
-# values the symmetric ruler's MAE is larger (0.052 against 0.025).
+# `-1 x 0.1447 = -0.145`, not -0.17.
 #
 # ### Rounding error is at most half a tick, inside the range
 #

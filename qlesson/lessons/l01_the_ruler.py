@@ -308,7 +308,7 @@ RECALL: tuple[Question, ...] = (
         2.3333,
         "The tick is 2.0 / 3; up to half a tick past the last tick, round() still lands on tick 3, so clipping "
         "starts half a tick past it.",
-        tol=0.004,
+        tol=0.04,
         mistakes=(
             (2.0, "that is the last tick; a value a little beyond it still rounds onto it"),
             (2.6667, "that is a whole tick beyond the last; rounding already jumps half-way there"),
