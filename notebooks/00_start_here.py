@@ -93,7 +93,7 @@ for name, g in [("per-tensor", ql.PerTensor()), ("per-channel", ql.PerChannel())
 # | `07_calculator` | What do a ruler's 4 bytes buy? | 16 + 29 min |
 # | `08_scales_of_scales` | Small blocks make fp16 scales expensive; how many bits does a block's scale really need? | 20 + 28 min |
 # | `09_smarter_rounding` | Can smarter rounding (GPTQ) stand in for a finer granularity? | 19 + 40 min |
-# | `10_which_axis` | When a transformer's cached keys and values are quantized, should each scale cover one token or one channel? | 19 + 35 min |
+# | `10_which_axis` | When a transformer's cached keys and values are quantized, should each scale cover one token or one channel? | 19 + 38 min |
 # | `11_your_model_in_an_engine` | Does the granularity you chose survive a real engine's file format, and what does it cost there? | 26 + 30 min |
 #
 # In all: about 4 hours of lessons and 6 hours of exercises.

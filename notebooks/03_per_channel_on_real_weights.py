@@ -141,8 +141,9 @@ print(f"FP32 paraphrase pairs: mean cosine {(ref[0::2] * ref[1::2]).sum(1).mean(
 # %% [markdown]
 # Per-tensor int4 breaks the model: its mean cosine to FP32, 0.44, is below the 0.63 between two
 # FP32 paraphrases of one sentence, on average. Per-channel int4 keeps 0.92, for 0.03 bits per
-# weight of fp16 scales. The split answers the prediction: 0.64, less than half of the gap.
-# Neither group is the whole story: each alone per-tensor costs more than half of the gap.
+# weight of fp16 scales. The split reaches 0.64: with the other 30 layers per-tensor it still
+# loses 58% of the gap. Neither group is the whole story: each alone per-tensor costs more than
+# half of the gap.
 #
 # ## 5. Which axis gets the scale
 #
@@ -290,17 +291,18 @@ print_table(studies.outlier_channels(W), {"median absmax": ".3f", "loudest / med
 # ### Scales per input channel, and embedding tables
 #
 # The output axis is chosen for the product, not for a lower error. With one int4 scale per
-# *input* channel (`PerChannel(1)`), the error can be lower or higher than per output channel:
+# *input* channel (`PerChannel(1)`), the error can be lower or higher than per output channel;
+# on the square layers below both axes have 384 scales:
 
 # %%
-for kind in ("output", "intermediate"):
+for kind in ("value", "attention output"):
     names = [n for n in W if models.layer_type_of_short(n) == kind]
     mean_db = {
         axis: sum(ql.errors(W[n], ql.fake_quantize(W[n], 4, granularity=ql.PerChannel(axis))).sqnr_db for n in names)
         / len(names)
         for axis in (0, 1)
     }
-    print(f"{kind:<13} mean int4 SQNR: per output channel {mean_db[0]:.1f} dB, per input channel {mean_db[1]:.1f} dB")
+    print(f"{kind:<16} mean int4 SQNR: per output channel {mean_db[0]:.1f} dB, per input channel {mean_db[1]:.1f} dB")
 emb = axes.zoo()["nn.Embedding(10, 8)"]
 print(f"nn.Embedding(10, 8): weight {tuple(emb.weight.shape)}, one row per token; ", end="")
 print(f"doubling row 0 changes token 0's output only: {axes.touches_one_output(emb, 0)}")
@@ -308,7 +310,7 @@ grouped = torch.nn.ConvTranspose2d(4, 8, kernel_size=3, groups=2)
 print(f"nn.ConvTranspose2d(4, 8, 3, groups=2): weight {tuple(grouped.weight.shape)} for 8 output channels")
 
 # %% [markdown]
-# On the FFN output layers the input axis would give the lower error, on the intermediate layers
+# On the value layers the input axis would give the lower error, on the attention-output layers
 # the higher one; either way its scale changes along the sum. SmoothQuant and AWQ deal with input
 # channels offline instead: they multiply each input column of `W` by a factor and divide the
 # activations by it in the layer before. An embedding table `[vocab, dim]` is a lookup, with no

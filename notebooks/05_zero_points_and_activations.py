@@ -27,7 +27,7 @@
 # point, per-token scales and smoothing buy, calibrated on one text and scored on another.
 #
 # **What you need**: lessons 01 to 03 (nothing to download).
-# **Time**: about 18 minutes, plus about 35 for the exercise; *Going deeper*: about 18 more.
+# **Time**: about 18 minutes, plus about 35 for the exercise; *Going deeper*: about 16 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -178,8 +178,8 @@ print_table(shown, {k: "+.1f" for k in shown[0] if "dB" in k})
 # loud as the spike: once the spike is smoothed, 63 sets the scale, so smoothing 99 alone does not
 # help, and smoothing 99 and 63 gains 3.8 dB. On FC1's input the spike sets the scale first:
 # smoothing feature 99 alone gains 7.2 dB, and 99 and 63 together 10.4, more than every
-# feature's 9.1 (smoothing a feature also grows its weight column). Smoothing 63 and 267 leaves
-# the spike in place and gains nothing on either input.
+# feature's 9.1. Smoothing 63 and 267 leaves the spike in place and gains nothing on either
+# input.
 #
 # ## Summary
 #
@@ -280,25 +280,6 @@ print("never above 0 elsewhere" if top_else <= 0 else f"at most {top_else:.1f} e
 # The MSE-optimal clip, 21.7, cuts the spike of about 25 too, but by far less, and gains about
 # 1 dB.
 #
-# ### Smoothing a layer whose weights are loud too
-#
-# After smoothing, feature `j`'s absmax is `max|x_j| / s_j = (max|x_j| max|w_j|)^(1 - alpha)`:
-# a feature whose weight column is also large stays loud. On the down-projection (smoothed
-# here as if it could be folded; in LLaMA's SwiGLU FFN it can, into `up_proj`'s rows):
-
-# %%
-fmt = {k: ".2f" for k in ("max|x_j|", "max|w_j|", "s_j", "max|x_j / s_j|", "(max|x_j| max|w_j|)^(1-alpha)")}
-print_table(activations.smoothed_features(calib["L0.output"], W["L0.output"], alpha=0.5, top=3), fmt)
-down = [("L0.output", calib["L0.output"], x, W["L0.output"])]
-rows = activations.smoothing_rows(down, labels, alphas=(0.5, 0.75))
-print_table(rows, {"none dB": ".1f"} | {k: "+.1f" for k in rows[0] if "alpha" in k})
-
-# %% [markdown]
-# Hidden unit 856's weight column is loud too (7.9), so its `s_j` is only 1.77: it stays at
-# 14 while the next features drop to about 1.5. Alpha 0.5 loses about 5.4 dB with per-tensor
-# scales. Alpha 0.75 moves more of the range into the weights and gains about 7 dB; with
-# per-token scales it ties with no smoothing.
-#
 # ### Section 4's controls with per-token scales
 #
 # Per-token scales already give the spike's row its own scale (section 2):
@@ -330,7 +311,7 @@ print(f"weights {before['weights']:.1f} -> {after['weights']:.1f} dB")
 #
 # ### How sure the gains are
 #
-# Section 4's intervals are a paired bootstrap over the 120 evaluation sentence pairs, with `s`
+# The intervals below are a paired bootstrap over the 120 evaluation sentence pairs, with `s`
 # and the static scale held fixed: "this calibration, other evaluation text"; they do not cover
 # the calibration text, which moves the gains more (below). The tables of sections 1 and 4 with
 # their intervals, section 4's with per-token scales and alpha 0.75 too:

@@ -20,7 +20,7 @@
 #
 # **The answer**: Partly. On MiniLM's block 3 at int4, GPTQ with groups of 128 beat plain rounding
 # in groups of 32 (RTN g32) on held-out sentences, on average, at fewer bits per weight (4.125
-# against 4.5). With one scale per row, whether GPTQ beat RTN g32 depended on the calibration text,
+# against 4.5). With one scale per row, whether GPTQ beat RTN g32 depended on the calibration set,
 # so measure on text GPTQ never saw.
 #
 # **What you will do**
@@ -157,7 +157,7 @@ print("GPTQ int4 per-channel, unseen / fitted by layer: " + ", ".join(f"{n[3:]} 
 #
 # ## 4. Calibrating on single-sentence inputs
 #
-# Now change the calibration text: split the 240 held-out sentences by paraphrase pair (a sentence
+# Now change the calibration set: split the 240 held-out sentences by paraphrase pair (a sentence
 # and its paraphrase on one side), calibrate GPTQ per-channel on the even pairs, and measure on
 # the odd pairs:
 
@@ -230,8 +230,8 @@ for fit, d in one_diff.items():
 # %% [markdown]
 # Cut into single sentences, the paragraphs' own text brings GPTQ per-channel level with RTN g32
 # on average (0.00844 against 0.00866; the interval includes 0), though not layer by layer; fed as
-# 48 paragraphs it was far behind (0.01170). At the even pairs' count (1,526 tokens) it is behind
-# (0.00913; the interval excludes 0), where the even pairs are ahead (0.00783). On this split, how
+# 48 paragraphs it was far behind (0.01170). At the even pairs' count (1,526 tokens) it is not
+# ahead (0.00913), where the even pairs are ahead (0.00783). On this split, how
 # the text is cut into inputs moved GPTQ most of the way, and the text itself the rest. What about
 # short inputs matters (their share of `[CLS]` and `[SEP]` tokens, their positions) is not tested
 # here. The measuring text matters too: in section 3's table GPTQ's error is 8% higher on the

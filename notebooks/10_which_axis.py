@@ -20,7 +20,7 @@
 # scale cover one token or one channel?
 #
 # **The answer**: On MiniLM's short sentences at 2 bits, keys do better with one ruler per
-# channel, and a shuffled control shows that their channel structure earns it. Values do better
+# channel, and a shuffled control shows that their structure earns it. Values do better
 # per token: a per-channel ruler rounds the tiny, heavily attended `[CLS]` badly, and keeping
 # `[CLS]` in fp16 costs as much as a third code bit.
 #
@@ -29,7 +29,7 @@
 #
 # **What you need**: lessons 02 (granularity), 05 (activations) and 09 (intervals over
 # sentence pairs); nothing to download.
-# **Time**: about 19 minutes, plus about 35 for the exercise (*Going deeper*: about 22 more).
+# **Time**: about 19 minutes, plus about 38 for the exercise (*Going deeper*: about 22 more).
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -153,9 +153,7 @@ print_table(cls_table, dict.fromkeys(list(cls_table[0])[1:], ".2f"))
 #
 # ## 5. Codes, metadata and kept tokens
 #
-# So far both rulers had the same code bits and metadata. For keys, codes and metadata stay
-# equal, 3.00 bits per value; the window is section 6. For values, an fp16 `[CLS]` costs bits
-# too. Predict first:
+# An fp16 `[CLS]` costs bits too. Predict first:
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("10", "full_cost")
@@ -198,8 +196,8 @@ print_table(rows)
 # * Values: per token wins while the sink `[CLS]` is quantized; with `[CLS]` in fp16 per channel
 #   wins. On these 12.5-token sentences an fp16 `[CLS]` costs about one bit per value, and a
 #   third code bit per token beats it.
-# * Per-channel rulers need whole groups of tokens, hence an fp16 window of the newest tokens,
-#   which counts in the cost too.
+# * Per-channel rulers need whole groups: the incomplete group waits in fp16 beside the window,
+#   and both count in the cost.
 #
 # ## Pause and recall
 

@@ -332,6 +332,8 @@ WRONG = {
         (lambda w, a, b, h, bits: _calib_09(w, a, b, h, bits, judge="cal"), "own calibration set"),
         (lambda w, a, b, h, bits: _calib_09(w, a, b, h, bits, base="channel"), "per-channel"),
         (lambda w, a, b, h, bits: _calib_09(w, a, b, h, bits, judge="energy"), "larger total energy"),
+        (lambda w, a, b, h, bits: _calib_09(w, a, b, h, bits, judge="owncal"), "own calibration error"),
+        (lambda w, a, b, h, bits: _calib_cat_09(w, a, b, h, bits), "anything but the set you chose"),
         (lambda w, a, b, h, bits: ("a", True), "None"),
     ],
     "09.pick": [
@@ -363,8 +365,10 @@ WRONG = {
         (lambda q, k, v, which, bits: _largest_error_axis(q, k, v, which, bits), "largest single error"),
     ],
     "10.sink_flip": [
-        (0.5, "about half"),
-        (0.9, "about 90%"),
+        (0.5, "well before half"),
+        (0.38, "well before half"),
+        (0.9, "well before 90%"),
+        (0.05, "per channel still wins"),
         (25, "fraction of 1"),
     ],
     "10.key_bits": [
@@ -381,6 +385,16 @@ WRONG = {
             "no minimum",
         ),
         (lambda b, g, t, r: b + 32 / g, "share of a ruler"),
+        (
+            lambda b, g, t, r: (
+                (
+                    _good("10.quantized_tokens")(t, r, g) * (b + 64 / g)
+                    + (t - _good("10.quantized_tokens")(t, r, g)) * 16
+                )
+                / t
+            ),
+            "32-bit floats",
+        ),
         (
             lambda b, g, t, r: (max(t - r, 0) // g * g * (b + 32 / g) + min(r, t) * 16) / t,
             "incomplete group",
@@ -445,6 +459,18 @@ def _calib_09(*args, **kwargs):
     from qlesson.lessons.l09_smarter_rounding import _calib_text
 
     return _calib_text(*args, **kwargs)
+
+
+def _calib_cat_09(w, x_a, x_b, x_held, bits):
+    """Lesson 09's calib_text choosing the set on x_held, then calibrating GPTQ on both sets to decide ``beats``."""
+    import qlesson as ql
+    from qlesson.lessons.l09_smarter_rounding import _calib_text, _relative_output_error
+    from qlesson.quant.gptq import gptq
+
+    best, _ = _calib_text(w, x_a, x_b, x_held, bits)
+    fit = gptq(w, torch.cat([x_a, x_b]), bits).dequantize()
+    rtn = ql.fake_quantize(w, bits, granularity=ql.PerGroup(32))
+    return best, _relative_output_error(x_held, w, fit) < _relative_output_error(x_held, w, rtn)
 
 
 def _loudness_09(w, x_a, x_b, x_held, bits, score):

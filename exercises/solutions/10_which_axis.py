@@ -173,18 +173,23 @@ check("10.key_bits", key_bits)
 # ruler per channel gives the smaller output error; with most of it, a ruler per token (the
 # lesson's `[CLS]`). Use your `choose_axis` from Task 4 at 2 bits: roughly what share of the
 # attention, averaged over the queries, must token 0 take for the verdict to flip? Set
-# `sink_flip` to `0.05`, `0.25`, `0.5` or `0.9`.
+# `sink_flip` to that share, as a fraction of 1.
 
 # %% tags=["solution"]
 from qlesson.lessons.l10_which_axis import sink_head
 
 sink_flip = ...  # STUB
 # BEGIN SOLUTION
-for shift in (0.5, 0.75, 1.0, 1.25, 1.5, 2.0):
+last_channel, first_token = 0.0, 1.0
+for shift in torch.arange(0.5, 1.55, 0.05).tolist():
     q, k, v = sink_head(shift)
     share = float(torch.softmax(q @ k.T / k.shape[1] ** 0.5, dim=-1)[:, 0].mean())
-    print(f"shift {shift}: token 0 takes {share:.2f} of the attention; better axis: {choose_axis(q, k, v, 'v', 2)}")
-sink_flip = 0.25
+    if choose_axis(q, k, v, "v", 2) == "channel":
+        last_channel = max(last_channel, share)
+    else:
+        first_token = min(first_token, share)
+print(f"per channel wins up to {last_channel:.2f} of the attention, per token from {first_token:.2f}")
+sink_flip = (last_channel + first_token) / 2
 # END SOLUTION
 
 # %% qlesson={"task": "10.sink_flip"} tags=["check"]
@@ -193,10 +198,9 @@ check("10.sink_flip", sink_flip)
 # %% [markdown] tags=["solutions-only"]
 # A per-channel ruler spans an offset channel's range, so token 0's tiny value is rounded by up
 # to half a step; a per-token ruler fits token 0's own tiny range but must span all the offsets
-# on every other token. Per channel wins up to about a quarter of the attention (0.25 above),
-# per token from the next shift on (0.38). The same head flips near a quarter at 3 and 4 bits
-# too (the hidden cases); a head drawn with another seed flips elsewhere, so measure rather than
-# carry the number over.
+# on every other token. Per channel wins up to about a quarter of the attention, per token
+# from there on. The same head flips near a quarter at 3 and 4 bits too (the hidden cases); a
+# head drawn with another seed flips elsewhere, so measure rather than carry the number over.
 
 # %% [markdown]
 # ## Recall

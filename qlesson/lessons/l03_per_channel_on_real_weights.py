@@ -452,8 +452,9 @@ RECALL: tuple[Question, ...] = (
         (
             "Per-input-channel scales give a higher error",
             False,
-            "Tempting, since the output axis is what everyone uses; but on MiniLM's FFN output layers input-axis "
-            "scales give the lower error, 15.0 against 13.4 dB. The choice is about where a scale can be applied.",
+            "Tempting, since the output axis is what everyone uses; but on MiniLM's value layers, with 384 scales "
+            "either way, input-axis scales give the lower error, 17.1 against 16.9 dB. The choice is about where a "
+            "scale can be applied.",
         ),
         (
             "Per-input-channel scales would need more storage",

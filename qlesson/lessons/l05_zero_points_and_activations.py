@@ -804,10 +804,10 @@ RECALL: tuple[Question, ...] = (
             "does not.",
         ),
         (
-            "Per-token scales are applied before the GEMM, per-feature scales only after it",
+            "Per-token scales are dynamic, so they can only be applied after the GEMM",
             False,
-            "Tempting, since a token's scale seems to act on x. But both kinds divide x before the GEMM, and "
-            "both must multiply the int32 sums back after it; only a factor constant along k comes out of the sum.",
+            "Tempting, since they are computed at run time. But each is computed from its row of x before the "
+            "GEMM, which divides x by it; it can be multiplied back after only because it is constant along k.",
         ),
         (
             "Per-feature scales change with every input, so they cannot be known before the GEMM",

@@ -459,10 +459,11 @@ def _calib_text(
         c_held = x_held.T @ x_held / len(x_held)
         errs = {n: float(torch.linalg.matrix_norm(x.T @ x / len(x) - c_held)) for n, x in cal.items()}
         judge = "held"
-    on = {name: x_held if judge != "cal" else cal[name] for name in cal}  # "mixed": chosen on x_held, judged on cal
+    # "mixed": chosen on x_held, judged on cal; "owncal": chosen on cal, judged on x_held
+    on = {name: cal[name] if judge in ("cal", "owncal") else x_held for name in cal}
     errs = errs or {name: _relative_output_error(on[name], w, w_hat) for name, w_hat in fits.items()}
     best = min(errs, key=lambda name: errs[name])
-    x = x_held if judge == "held" else cal[best]
+    x = x_held if judge in ("held", "owncal") else cal[best]
     rtn = fake_quantize(w, bits, granularity=PerGroup(32) if base == "g32" else PerChannel(0))
     return best, _relative_output_error(x, w, fits[best]) < _relative_output_error(x, w, rtn)
 
@@ -531,6 +532,11 @@ TASKS.append(
                 lambda w, a, b, h, bits: _calib_text(w, a, b, h, bits, judge="cal"),
             ),
             Mistake(
+                "chose each set by its own calibration error: the set GPTQ fits best there is not the one that "
+                "serves the held-out text. Choose by the error on x_held",
+                lambda w, a, b, h, bits: _calib_text(w, a, b, h, bits, judge="owncal"),
+            ),
+            Mistake(
                 "chose the set on x_held, but judged GPTQ against groups of 32 on the calibration set it was fitted "
                 "to, where its fit flatters it",
                 lambda w, a, b, h, bits: _calib_text(w, a, b, h, bits, judge="mixed"),
@@ -551,8 +557,8 @@ TASKS.append(
                 lambda w, a, b, h, bits: _calib_text(w, a, b, h, bits, judge="energy"),
             ),
             Mistake(
-                "calibrated GPTQ on x_held to decide whether it beats groups of 32: x_held is for judging; a deployed "
-                "GPTQ is calibrated on the set you chose",
+                "calibrated GPTQ on x_held, or on anything but the set you chose, to decide whether it beats groups "
+                "of 32? x_held is for judging; a deployed GPTQ is calibrated on the set you chose",
                 lambda w, a, b, h, bits: _calib_text(w, a, b, h, bits, judge="fitheld"),
             ),
         ],
