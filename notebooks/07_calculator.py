@@ -130,22 +130,7 @@ print_table(calc.zero_point_rows(gelu, 4), calc.ZERO_POINT_FORMATS)
 # One row is one draw. The same comparison on 20 other GELU rows:
 
 # %%
-import numpy as np
-
-gains = []
-for seed in range(1, 21):
-    row = calc.parse_channels(calc.gelu_row(seed=seed))
-    mae = [
-        calc.compare(row, bits=b, symmetric=s).overall["per-tensor"]["MAE"]
-        for b, s in ((4, True), (4, False), (5, True))
-    ]
-    gains.append((mae[0] / mae[1], mae[0] / mae[2]))
-zp, more = np.array(gains).T
-print(
-    f"4 bits: zero point {zp.min():.1f} to {zp.max():.1f} times (median {np.median(zp):.1f}), one more bit "
-    f"{more.min():.1f} to {more.max():.1f} (median {np.median(more):.1f}); the zero point gains more on "
-    f"{(zp > more).sum()} of 20 rows"
-)
+print(calc.zero_point_against_a_bit(4))
 
 # %% [markdown]
 # Across these rows, as on this row, the zero point buys a little less than one more bit.
@@ -291,20 +276,7 @@ for label, bits, sym in (
 # At 8 bits the dip spans many ticks:
 
 # %%
-gains8 = []
-for seed in range(1, 21):
-    row = calc.parse_channels(calc.gelu_row(seed=seed))
-    mae = [
-        calc.compare(row, bits=b, symmetric=s).overall["per-tensor"]["MAE"]
-        for b, s in ((8, True), (8, False), (9, True))
-    ]
-    gains8.append((mae[0] / mae[1], mae[0] / mae[2]))
-zp, more = np.array(gains8).T
-print(
-    f"8 bits: zero point {zp.min():.1f} to {zp.max():.1f} times (median {np.median(zp):.1f}), one more bit "
-    f"{more.min():.1f} to {more.max():.1f} (median {np.median(more):.1f}); the zero point gains more on "
-    f"{(zp > more).sum()} of 20 rows"
-)
+print(calc.zero_point_against_a_bit(8))
 
 # %% [markdown]
 # At 8 bits the two gains are level: medians 2.0 for the zero point and 2.1 for one more bit,
