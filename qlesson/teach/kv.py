@@ -1016,7 +1016,7 @@ def full_cost_rows(qkv: Sequence[dict[str, list[torch.Tensor]]]) -> list[dict[st
 
 def value_cost_rows(qkv: Sequence[dict[str, list[torch.Tensor]]]) -> tuple[list[dict[str, Any]], str]:
     """Lesson 10 section 5: values per token at 3 bits with ``[CLS]`` quantized against per channel over 32
-    tokens at 2 bits with an fp16 ``[CLS]``, every bit counted (:func:`full_cost_rows`'s two value rows), and
+    tokens at 2 bits with an fp16 ``[CLS]``, codes and metadata counted (:func:`full_cost_rows`'s two value rows), and
     the paired 95% interval of the difference of their attention-output errors."""
     from qlesson.teach.intervals import paired_bootstrap
 
