@@ -10,6 +10,7 @@ a new lesson that loads the model is covered without editing this file.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -30,9 +31,20 @@ def test_the_model_lessons_are_found():
     assert {"03", "05", "08", "09", "10"} <= names, names
 
 
+def _engine_lessons() -> tuple[str, ...]:
+    """The root conftest's ENGINE_LESSONS: it skips their cells when llama-cpp-python is missing."""
+    spec = importlib.util.spec_from_file_location("root_conftest", ROOT / "conftest.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.ENGINE_LESSONS
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("notebook", MODEL_NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_same_outputs_under_a_second_float_path(notebook: Path) -> None:
+    engines = importlib.util.find_spec("llama_cpp") is not None or os.environ.get("QLESSON_REQUIRE_ENGINES") == "1"
+    if notebook.parent.name == "notebooks" and notebook.name in _engine_lessons() and not engines:
+        pytest.skip(f"{notebook.name} needs llama-cpp-python (`make engines`); nbval skips its cells here")
     env = {**os.environ, **SECOND_PATH, "PYTHONHASHSEED": "0"}
     cmd = [sys.executable, "-m", "pytest", "--nbval", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"]
     result = subprocess.run(
