@@ -20,8 +20,7 @@
 # **The question**: How does this course work, and what will it teach me?
 #
 # **The answer**: Quantization represents each number `x` (a weight, an activation) by a small
-# integer `q` and a **scale** `s` it shares with other numbers: `x ≈ s·q`, or `s·(q − z)` with a
-# zero point `z`. This course is about which numbers share a scale, how many and along which
+# integer `q` and a **scale** `s` it shares with other numbers: `x ≈ s·q`. This course is about which numbers share a scale, how many and along which
 # axis: eleven lessons each answer one question with numbers computed when you run them, and
 # `make grade` scores your exercises.
 #
@@ -30,18 +29,16 @@
 #
 # **What you need**: Python and a first acquaintance with matrix multiplies; no quantization
 # background. No GPU and no separate model download: the real model (all-MiniLM-L6-v2) comes
-# with the course's Python packages. Lesson 11's section 3 also needs `make engines` once (5 to
-# 13 minutes, cmake and a C++ compiler), or you skip that section.
+# with the course's Python packages.
 # **Time**: about 13 minutes, two of them to try `make grade`; *Going deeper*: about 2 more.
 #
 # ## 1. What your machine has
 #
 # Run each cell with **Shift+Enter**, one at a time. The first cell of every lesson prints the
 # versions in use. Read two lines: `kernel Python`
-# should end in *(the course's venv)*, or name your conda environment if you set up with conda,
-# and `pins` should say every pinned version matches. If either does not, its line says what to
-# do. `make doctor` checks the rest, typed in a terminal at the repository's root (section 5
-# shows how). No lesson cell needs a GPU; lesson 06 shows stored GPU runs.
+# should end in *(the course's venv)*, and `pins` should say every pinned version matches. If
+# either does not, its line says what to do. `make doctor` checks the rest, typed in a terminal
+# at the repository's root (section 5 shows how).
 
 # %% tags=["nbval-ignore-output"]
 import math
@@ -74,9 +71,7 @@ for name, g in [("per-tensor", ql.PerTensor()), ("per-channel", ql.PerChannel())
     print(f"{name:<16} {math.prod(grid):>7,}  {grid}")
 
 # %% [markdown]
-# Each of the 4,096 rows is cut into its own 32 runs of 128: 4,096 × 32 = 131,072 scales, one
-# for every 128 weights. What those extra scales buy, and what they cost, is what lessons 02 to
-# 04 measure.
+# What those extra scales buy, and what they cost, is what lessons 02 to 04 measure.
 #
 # ## 3. The course map
 #
@@ -89,7 +84,7 @@ for name, g in [("per-tensor", ql.PerTensor()), ("per-channel", ql.PerChannel())
 # | `03_per_channel_on_real_weights` | How much does one scale per output channel, rather than one per tensor, matter on a real transformer's weights, and why the output axis? | 17 + 24 min |
 # | `04_groups_and_formats` | When one scale per channel is still too coarse at 4 bits, what does one scale per run of `g` weights buy, and what does it cost? | 18 + 32 min |
 # | `05_zero_points_and_activations` | How should the activations of a transformer, which arrive at run time, be quantized to int8? | 18 + 35 min |
-# | `06_dequant_in_gemm` | When does a weight-only quantized weight make a matrix multiply faster than float weights do? | 21 + 40 min |
+# | `06_dequant_in_gemm` | When does a weight-only quantized weight make a matrix multiply faster than float weights do? | 19 + 40 min |
 # | `07_calculator` | What do a ruler's 4 bytes buy? | 16 + 29 min |
 # | `08_scales_of_scales` | Small blocks make fp16 scales expensive; how many bits does a block's scale really need? | 20 + 28 min |
 # | `09_smarter_rounding` | Can smarter rounding (GPTQ) stand in for a finer granularity? | 19 + 40 min |
@@ -128,8 +123,9 @@ for name, g in [("per-tensor", ql.PerTensor()), ("per-channel", ql.PerChannel())
 # 3. type `make grade` (Windows and conda: see *More ways to grade* under Going deeper).
 #
 # It reads your saved notebooks, never changes them, and prints a score table; tasks and recall
-# questions both count. **Try it now** (the run takes about a minute): you have started nothing,
-# so every exercise should show 0 done, 0 failing, all its tasks *to do*. After you have tried a
+# questions both count. **Try it now**: you have started nothing, so every exercise shows 0
+# done, 0 failing, all its tasks *to do* (a notebook you have not changed is not run, so this
+# takes seconds). After you have tried a
 # task, read its worked solution there with `less exercises/solutions/01_the_ruler.py` (press `q`
 # to leave).
 #
@@ -141,7 +137,8 @@ for name, g in [("per-tensor", ql.PerTensor()), ("per-channel", ql.PerChannel())
 # * You work in `workspace/`; `make grade`, run from the repository's root, scores your
 #   exercises.
 #
-# Next: **01 · The ruler**.
+# Next: open `01_the_ruler.ipynb` beside this page in the file browser; its exercise is
+# `../exercises/01_the_ruler.ipynb`.
 
 # %% [markdown]
 # ## Going deeper
@@ -150,11 +147,9 @@ for name, g in [("per-tensor", ql.PerTensor()), ("per-channel", ql.PerChannel())
 #
 # * Weights are `[out_features, in_features]`, as in `torch.nn.Linear`. "Channel" means an
 #   output channel (a row) unless a lesson says otherwise.
-# * Symmetric signed int*b* uses the restricted range `[-(2^(b-1)-1), 2^(b-1)-1]` (int4 is
-#   [-7, 7]). Rounding is half to even, as in `torch.round`.
-# * Colours: red is per-tensor, teal is per-channel, yellow is per-group, green is per-token,
-#   dark grey is the original values, in every plot that compares methods; lesson 06's
-#   matrix-multiply methods have colours of their own.
+# * `ql.quantize`'s symmetric signed int*b* uses the restricted range `[-(2^(b-1)-1), 2^(b-1)-1]`
+#   (int4 is [-7, 7]) and rounds half to even, as `torch.round` does. llama.cpp's formats
+#   (lessons 04 and 08) have their own ranges and rounding.
 # * To see how a function works, run `ql.quantize??` in a cell: it prints the source.
 #
 # ### Course updates

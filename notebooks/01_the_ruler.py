@@ -55,7 +55,8 @@ ql.show_environment()
 from qlesson.teach import plots, ruler, widgets
 
 values = [-0.62, -0.1, 0.0, 0.23, 0.5, 0.91]
-ruler.print_steps(values, bits=3)
+fixed_scale = float(ql.quantize(values, 3).scale)
+ruler.print_codes(values, bits=3, scale=fixed_scale)
 
 # %% [markdown]
 # Every error is below half a tick; 0.0 and 0.91, on ticks 0 and 3, have none.
@@ -89,7 +90,6 @@ print_table(ruler.bits_table(0.91, bits=[3, 4, 7, 8]), {"scale": ".5f", "roundin
 recall.predict("01", "beyond_the_ruler")
 
 # %%
-fixed_scale = float(ql.quantize(values, 3).scale)
 ruler.print_steps([1.6], bits=3, scale=fixed_scale)
 
 # %% [markdown]
@@ -136,8 +136,8 @@ print_table(ruler.compare_modes(gelu_like, bits=4, modes=two_modes), {"scale": "
 
 # %% [markdown]
 # The symmetric ruler spends its negative codes down to -2.0, which these values barely enter:
-# its ticks are about twice as coarse. The asymmetric zero point is 1, so code 0 reads back as
-# -0.145, not -0.17: rounding the zero point moved the ruler.
+# its ticks are about twice as coarse. The zero point rounds from 1.175 to 1, so the ruler's
+# ends move to -0.145 and 2.03, not -0.17 and 2.0.
 #
 # ## Summary
 #
@@ -217,10 +217,7 @@ for name in ("default_weight_observer", "weight_observer_range_neg_127_to_127"):
 print_table(ruler.compare_modes(gelu_like, bits=4), {"scale": ".4f", "mae": ".4f"})
 
 # %% [markdown]
-# The codes only move the integer labels: with the same scale, the error is the same. The
-# asymmetric scale is `2.17 / 15 = 0.1447` (`rmin = -0.17`, `rmax = 2.0`) and the unsigned zero
-# point `round(0.17 / 0.1447) = 1`: code 1 means 0.0, and code 0 reads back as
-# `-1 x 0.1447 = -0.145`, not -0.17.
+# The codes only move the integer labels: with the same scale, the error is the same.
 #
 # ### Rounding error is at most half a tick, inside the range
 #

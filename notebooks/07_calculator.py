@@ -28,7 +28,7 @@
 # changes, see what the bytes cost, and count a GELU row's out-of-reach codes.
 #
 # **What you need**: lessons 01, 02 and 05 (zero points).
-# **Time**: about 16 minutes, plus about 29 for the exercise; *Going deeper*: about 9 more.
+# **Time**: about 16 minutes, plus about 29 for the exercise; *Going deeper*: about 7 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -90,13 +90,13 @@ widgets.calculator()
 # ## 3. What the extra rulers cost
 #
 # In this calculator a scale is an fp32 number (4 bytes); an asymmetric ruler adds an int32
-# zero point (4 more), and a symmetric one stores none. On an int8 layer of MiniLM's FFN
+# zero point (4 more), and a symmetric one stores none. On a 4-bit layer of MiniLM's FFN
 # up-projection shape:
 
 # %%
 for zp_bytes in (0, 4):
-    fp = ql.footprint((1536, 384), 8, ql.PerChannel(0), scale_bytes=4, zero_point_bytes=zp_bytes)
-    print(f"[1536, 384] int8 layer, zero point {zp_bytes} B: metadata {fp.metadata_bytes / fp.total_bytes:.1%} of it")
+    fp = ql.footprint((1536, 384), 4, ql.PerChannel(0), scale_bytes=4, zero_point_bytes=zp_bytes)
+    print(f"[1536, 384] 4-bit layer, zero point {zp_bytes} B: metadata {fp.metadata_bytes / fp.total_bytes:.1%} of it")
 
 # %% [markdown]
 # ## 4. The other 4 bytes: a zero point
@@ -142,8 +142,8 @@ print(calc.zero_point_against_a_bit(4))
 # * With symmetric rulers, a channel's own ruler is finer by the tensor's largest |value| over
 #   the channel's: 1.0 (the loudest channel) to 15.5 times on the example, and the erased channel
 #   gets its values back.
-# * In this calculator a ruler costs 4 bytes (fp32 scale), 8 with an int32 zero point: 1 to 2%
-#   of an int8 layer with 384-value rows.
+# * In this calculator a ruler costs 4 bytes (fp32 scale), 8 with an int32 zero point: 2 to 4%
+#   of a 4-bit layer with 384-value rows.
 # * On a 64-value post-GELU row, 6 of symmetric's 15 codes are out of reach at 4 bits. A zero
 #   point's 4 bytes cut the MAE nearly as much as one more bit: medians 2.6 against 2.7 times
 #   over 20 rows. On the mirrored row they buy about nothing.
@@ -223,15 +223,16 @@ for bits in range(6, 10):
 # On five values the MAE need not fall with every bit: 8 bits' 0.0039 sits a hair above 7 bits'
 # 0.0038, because where each value lands between two ticks changes with the tick.
 #
-# ### What sets channel 3's 30
+# ### What sets channel 3's MAE fall
 #
-# Once a channel is erased, its fall no longer follows its ruler. Divide channel 3's values by
+# Channel 3's own ruler is 15.5 times finer, yet its MAE falls 30 times. Divide its values by
 # 10: its ruler is 155 times finer, and its MAE still falls 30 times, because both of its errors
 # shrink with its values.
 
 # %%
 shrunk = calc.compare([*ex.originals[:3], ex.originals[3] / 10], bits=4, signed=True, symmetric=True)
-print_table([calc.gain_rows(ex)[3], {**calc.gain_rows(shrunk)[3], "channel": "3 / 10"}], calc.GAIN_FORMATS)
+rows = [calc.gain_rows(ex, falls=True)[3], {**calc.gain_rows(shrunk, falls=True)[3], "channel": "3 / 10"}]
+print_table(rows, calc.GAIN_FORMATS)
 
 # %% [markdown]
 # An erased channel's MAE falls by its mean |value| over its own-ruler MAE:
@@ -270,17 +271,6 @@ for label, bits, sym in (
 # At 4 bits the dip, all of it within one tick of 0, carries 0.049 of the 0.081. The zero point
 # cuts it to 0.012 and one more bit to 0.014, 4.1 and 3.6 times less, more than either tick's
 # gain.
-#
-# ### Section 4's 20 rows at 8 bits
-#
-# At 8 bits the dip spans many ticks:
-
-# %%
-print(calc.zero_point_against_a_bit(8))
-
-# %% [markdown]
-# At 8 bits the two gains are level: medians 2.0 for the zero point and 2.1 for one more bit,
-# whose tick shrinks 255 / 127 = 2.0 times.
 #
 # ### The page as an app, and exports
 #

@@ -20,15 +20,15 @@
 # really need?
 #
 # **The answer**: About 4 bits for symmetric int4 codes (-7..7) and 6 for 6-bit codes, as integer
-# steps under one fp16 super-scale per 256 weights (under 0.1 dB on MiniLM's `L0.output`). A bare
-# power of two (MX's E8M0), at a 6-bit sub-scale's 0.25 bits per weight, costs int4 codes 2.3 dB
-# over MiniLM's 36 layers, and MXFP4's FP4 codes 1.3.
+# steps under one fp16 super-scale per 256 weights (under 0.1 dB on MiniLM's `L0.output`). MX's
+# floor rule (a bare power of two, at a 6-bit sub-scale's 0.25 bits per weight) costs int4 codes
+# 2.3 dB over MiniLM's 36 layers (the best power of two, 1.6), and FP4 codes 1.3.
 #
 # **What you will do**: count what scales cost per weight; shrink a block scale from fp16 to 4
 # bits on a MiniLM layer, with int4 and with 6-bit codes; try a power-of-two scale.
 #
 # **What you need**: lessons 02 to 04 (group scales and bits per weight); nothing to download.
-# **Time**: about 20 minutes, plus about 28 for the exercise; *Going deeper*: about 26 more.
+# **Time**: about 20 minutes, plus about 28 for the exercise; *Going deeper*: about 21 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -71,15 +71,15 @@ print_table(rows, {col: ".4f", "bits per weight": ".4f"})
 # With symmetric codes `-qmax..qmax` (7 for int4), the ideal scale `amax / qmax` puts a block's
 # largest weight on code `qmax`; a scale off by a fraction `e` moves it about `e x qmax` ticks.
 #
-# Q4_K stores each block's scale as an integer `sc` (this course: 1 to `m`, 63 for 6 bits) times
-# an fp16 super-scale `d` that gives the loudest of 8 blocks (256 weights) `sc = m`. Rounding `sc`
-# there is off by at most half a step, `1 / (2m)`, so its top code moves by at most the **bound**
-# `qmax / (2m)` ticks: 7/126 = 0.056 for 6 bits. Quieter blocks have a smaller `sc` and can move
+# Q4_K stores each block's scale as an integer `sc` times an fp16 super-scale `d`. `d` gives the
+# loudest of 8 blocks `sc = m`, 63 for 6 bits. Rounding `sc` there is off by at most half a step,
+# `1 / (2m)`, so its top code moves by at most the **bound** `qmax / (2m)` ticks: 7/126 = 0.056
+# for 6 bits. Quieter blocks have a smaller `sc` and can move
 # further.
 #
-# The layer is MiniLM's `L0.output`, blocks of 32, symmetric int4 codes (Q4_K's minimum left
-# out), every scale rounded to the nearest, the loss counted against exact fp32 scales. `int8` is
-# a signed sub-scale like Q6_K's (127 steps); `E8M0 floor` is MXFP4's byte (section 4).
+# Symmetric int4 codes (Q4_K's minimum left out), every scale rounded to the nearest, the loss
+# counted against exact fp32 scales. `int8` is a signed sub-scale like Q6_K's (127 steps);
+# `E8M0 floor` is MXFP4's byte (section 4).
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("08", "loss_per_bit")
@@ -89,7 +89,7 @@ model = models.load_minilm()
 W = {n: w for n, w in models.linear_weights(model).items() if n != "pooler"}
 fmt_rule = {"bound (ticks)": ".3f", "median move (ticks)": ".3f", "SQNR loss dB": ".3f", "clipping dB": ".3f"}
 fmt_rule |= {"scale bits / weight": ".4f", "worst move": ".2f"}
-shown = ("scale format", "scale bits / weight", "steps m", "bound (ticks)", "median move (ticks)", "worst move")
+shown = ("scale format", "scale bits / weight", "bound (ticks)", "median move (ticks)")
 print("L0.output, int4 codes (qmax 7), blocks of 32, super-blocks of 8:")
 int4_rows = scale_bits.rule_rows(W["L0.output"], 32, 4, 8, formats=("fp16", *scale_bits.SUB_BITS, "E8M0 floor"))
 print_table([{k: r[k] for k in (*shown, "SQNR loss dB")} for r in int4_rows], fmt_rule)
@@ -167,7 +167,7 @@ for layer in ("L4.output", "L0.intermediate"):
     print(f"{layer}:", format_state(W, layer, "MXFP4 floor")[0].split("; ")[-1])
 
 # %% [markdown]
-# <details><summary>Why there?</summary>
+# <details><summary>Why?</summary>
 #
 # The largest weight lands at `4f` units of the scale, where FP4 holds only 4 and 6. `4f` rounds
 # to 4 or 6: close near `f` = 1 or 1.5, up to a fifth off in between, and up to a quarter low past
@@ -197,9 +197,8 @@ recall.quiz("08")
 recall.show("08")
 
 # %% [markdown]
-# **Exercise**: `exercises/08_scales_of_scales.ipynb`: store block scales as sub-scales under
-# a super-scale, find how many bits a quiet block's scale needs, and work out what a
-# power-of-two scale stores for a block's largest weight on FP4's grid and on int4's.
+# **Exercise**: `exercises/08_scales_of_scales.ipynb`: sub-scales under a super-scale, the bits a
+# quiet block's scale needs, and what a power-of-two scale stores for a block's largest weight.
 #
 # ## Going deeper
 #
@@ -213,13 +212,17 @@ recall.show("08")
 widgets.format_explorer(W, methods=("Q4_0", "Q4_K", "Q6_K", "MXFP4 floor", "NVFP4"))
 
 # %% [markdown]
+# <details><summary>Answer</summary>Q4_0, Q4_K and Q6_K, within half a percent; NVFP4 stores it
+# 3% low, MXFP4 24% low.</details>
+
+# %% [markdown]
 # ### The quieter blocks of a super-block
 #
 # A typical block rounds its scale by about a quarter step, half the bound's; most blocks are
 # quieter than the loudest, which lifts the median move to about 0.6 of the bound. A block far
 # below its super-block's loudest is held at `sc = 1`: this course's floor, where
 # llama.cpp lets a very quiet block round to 0. Section 2's table again, with the
-# 95th-percentile block between the median and the worst (a move is `|amax / s - qmax|` ticks
+# 95th-percentile and the worst block (a move is `|amax / s - qmax|` ticks
 # under the stored scale `s`):
 
 # %%
@@ -307,8 +310,8 @@ for qmax, codes in ((15, "Q4_K's 0..15"), (31, "Q5_K's 0..31")):
 #
 # ### Where each format's scale bits go
 #
-# llama.cpp's gguf stores every format of section 1 in blocks of bytes; NVFP4 in blocks of 64
-# weights with four E4M3 scales (unsigned, UE4M3). The byte map draws one block of each:
+# The byte map draws one gguf block each of Q4_K, Q6_K, MXFP4 and NVFP4; gguf's NVFP4 block holds
+# 64 weights with four E4M3 scales (unsigned, UE4M3):
 
 # %%
 _ = format_plots.byte_map()
@@ -472,88 +475,19 @@ print_table(nv_rows, {"SQNR dB": ".2f", "amax / 6 below 2**-6 %": ".1f"})
 # costs the whole layer about a tenth of a dB, since they are its quietest blocks. The scale
 # needed no more precision; it needed a level above it for its range.
 #
-# ### NVFP4 without a tensor scale: clamp or subnormals
-#
-# The subsection above clamps a block scale below 2**-6 at 2**-6 (torchao's choice, and qlesson's).
-# llama.cpp's own NVFP4 quantizer (`quantize_row_nvfp4_ref` in `ggml-quants.c`, as of November
-# 2026) writes each block's `amax / 6` straight into E4M3 with no tensor scale, and rounds a
-# scale below 2**-6 to one of E4M3's subnormals (down to 2**-9) or to zero. The same layers,
-# both ways, with the tensor scale for reference:
-
-# %%
-sub_rows = []
-for factor in (1, 100):
-    x = wi.numpy() / factor
-    for label, back in (
-        ("fp32", microscaling.quantize_nvfp4(x, microscaling.nvfp4_tensor_scale(x)).values()),
-        ("none, clamped at 2**-6", microscaling.quantize_nvfp4(x, 1.0).values()),
-        ("none, E4M3 subnormals", scale_bits.nvfp4_subnormal_values(x)),
-    ):
-        sqnr = ql.errors(torch.from_numpy(x), torch.from_numpy(back)).sqnr_db
-        sub_rows.append({"L0.intermediate": f"/ {factor}", "tensor scale": label, "SQNR dB": sqnr})
-print_table(sub_rows, {"SQNR dB": ".2f"})
+# llama.cpp's own NVFP4 quantizer (`quantize_row_nvfp4_ref` in `ggml-quants.c`, November 2026)
+# stores no tensor scale: it writes each block's `amax / 6` straight into E4M3, rounding a scale
+# below 2**-6 to a subnormal or zero. A GGUF carries a tensor scale only when it was converted
+# from a checkpoint that has one, such as NVIDIA ModelOpt's `weight_scale_2`.
 
 # %% [markdown]
-# On the layer as stored the subnormals cost about a hundredth of a dB where the clamp costs a
-# tenth; on the layer divided by 100 the subnormals, which stop at 2**-9, fare no better than
-# the clamp. A GGUF carries a tensor scale (a `.scale` tensor)
-# when it was converted from an NVFP4 checkpoint that has one: NVIDIA ModelOpt's
-# `weight_scale_2` or a compressed-tensors checkpoint's `weight_global_scale`.
-
-# %% [markdown]
-# ### MXFP4's four rules for the power of two
+# ### MXFP4's floor rule against rceil
 #
-# The OCP specification's rule (*floor*, torchao's `ScaleCalculationMode.FLOOR`) sets
-# `e - 127 = floor(log2 amax) - 2`: `amax / scale` lies in [4, 8), and values above 6 x scale
-# saturate to 6. torchao also offers *ceil* (`ceil(log2 amax) - 2`: nothing saturates, small
-# values lose a bit), *even* (round `amax` to FP4's one mantissa bit first, then floor) and
-# *rceil* (the smallest power of two with `amax / scale <= 6`, NVIDIA's rule). rceil never clips
-# but leaves the top code anywhere from half the grid's top to its top: up to a bit of resolution
-# gone. Both rules on both grids, all 36 layers, blocks of 32:
+# The OCP specification's rule (*floor*) sets `e - 127 = floor(log2 amax) - 2`: `amax / scale`
+# lies in [4, 8), and values above 6 x scale saturate to 6. NVIDIA's *rceil* takes the smallest
+# power of two with `amax / scale <= 6`: it never clips but leaves the top code anywhere from half
+# the grid's top to its top. Both rules on both grids, all 36 layers, blocks of 32:
 
 # %%
 rceil32 = scale_bits.grid_rows(W, block=32, formats=("E8M0 rceil",))[0]
 print_table([g32["fp32"], g32["E8M0 floor"], rceil32], grid_fmt)
-
-# %% [markdown]
-# FP4 codes under section 4's E8M0 scales are MXFP4; qlesson implements each rule and is checked
-# here against torchao, value for value, on `L0.intermediate`:
-
-# %%
-for rule in ("floor", "rceil"):
-    ours = scale_bits.scale_rows(wi, block=32, codes="E2M1", formats=(f"E8M0 {rule}",))[0]["SQNR dB"]
-    mx = ql.errors(wi, torch.from_numpy(microscaling.quantize_mx(wi.numpy(), rule).values())).sqnr_db
-    print(f"L0.intermediate: FP4 codes under E8M0 {rule} {ours:.4f} dB = MXFP4 {rule} {mx:.4f} dB")
-with quiet_imports():
-    from torchao.prototype.mx_formats.config import ScaleCalculationMode
-    from torchao.prototype.mx_formats.mx_tensor import to_dtype, to_mx
-
-floor_e = microscaling.quantize_mx(w_np, "floor").exponents.astype(int)
-rule_rows = []
-for rule in microscaling.RULES:
-    mx = microscaling.quantize_mx(w_np, rule)
-    s, d = to_mx(w, torch.float4_e2m1fn_x2, 32, getattr(ScaleCalculationMode, rule.upper()))
-    theirs = to_dtype(d, s, torch.float4_e2m1fn_x2, 32, torch.float32).numpy()
-    sat = np.abs(w_np).reshape(-1, 32) > 6 * mx.scales().reshape(-1, 1)
-    r = {"rule": rule, "blocks above floor %": 100 * float((mx.exponents.astype(int) > floor_e).mean())}
-    r |= {"saturated %": 100 * float(sat.mean()), "SQNR dB": ql.errors(w, torch.from_numpy(mx.values())).sqnr_db}
-    rule_rows.append(r | {"= torchao": np.array_equal(mx.values(), theirs)})
-print_table(rule_rows, {"blocks above floor %": ".1f", "saturated %": ".2f", "SQNR dB": ".2f"})
-
-# %% [markdown]
-# *ceil* is one exponent above *floor* wherever `amax` is not a power of two, so FP4's top
-# values go unused in every block. *rceil* goes up from *floor* only where it must
-# (`amax / scale` above 6). *floor* and *even* saturate a few weights and score highest: on this
-# layer, clipping a few large weights to 6 x scale costs less than leaving range unused in every
-# block.
-
-# %% [markdown]
-# ### Why 8-bit float scales rather than integer sub-scales?
-#
-# Mostly for the hardware. The OCP MX specification defines block formats for hardware, and
-# Blackwell's block-scaled tensor-core MMA takes the block scales as an operand of the matrix
-# instruction (a scale per 32 elements along K for the MX formats, per 16 for NVFP4): the block
-# scales are applied inside the instruction, and only NVFP4's fp32 tensor scale is left for the
-# GEMM's epilogue, once per output. A power-of-two scale is applied by adding to an exponent;
-# E4M3 is a number format tensor cores already read. K-quant sub-scales are decoded by software
-# kernels (llama.cpp's), which can afford an integer multiply.

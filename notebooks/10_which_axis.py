@@ -20,9 +20,9 @@
 # scale cover one token or one channel?
 #
 # **The answer**: On MiniLM's short sentences at 2 bits, keys do better with one ruler per
-# channel, and a shuffled control shows that their structure earns it. Values do better
-# per token: a per-channel ruler rounds the tiny, heavily attended `[CLS]` badly, and keeping
-# `[CLS]` in fp16 costs as much as a third code bit.
+# channel, and a shuffled control shows that their structure earns it. Values do better per
+# token while the tiny, heavily attended `[CLS]` is quantized; keep it in fp16 and per channel
+# wins, but on these short sentences that one token costs as much as a third code bit.
 #
 # **What you will do**: compare per-token and per-channel rulers on MiniLM's keys and values
 # against shuffled controls and one token kept exact, then count the bits.
@@ -166,7 +166,8 @@ print(cost_line)
 # %% [markdown]
 # On these 12.5-token sentences the fp16 `[CLS]` costs about one bit per value, 4.04 against
 # 3.00: as much as a third code bit. Per token at 3 bits, `[CLS]` quantized, has a quarter of
-# the error of per channel at 2 bits with `[CLS]` in fp16; the interval excludes 0.
+# the error of per channel at 2 bits with `[CLS]` in fp16; the interval excludes 0. In a long
+# cache one fp16 token is a far smaller share of the bits, a case this lesson does not test.
 #
 # ## 6. Streaming: why per-channel keys wait
 #
@@ -195,7 +196,7 @@ print_table(rows)
 #   1.06x: that part is structure.
 # * Values: per token wins while the sink `[CLS]` is quantized; with `[CLS]` in fp16 per channel
 #   wins. On these 12.5-token sentences an fp16 `[CLS]` costs about one bit per value, and a
-#   third code bit per token beats it.
+#   third code bit per token beats it; in a long cache that token's share shrinks.
 # * Per-channel rulers need whole groups: the incomplete group waits in fp16 beside the window,
 #   and both count in the cost.
 #
@@ -229,9 +230,8 @@ print("\n".join(centred_lines))
 # %% [markdown]
 # The last column is per token's extra error. Removing the offsets cuts it from +0.0331 to
 # +0.0215, keeping `[CLS]` exact to +0.0256 (a random word: +0.0314), both together to +0.0060:
-# together they remove more than the two apart add up to, most of the win but not all (the
-# interval excludes 0). A one-sentence per-channel ruler only slides with its offset, so removing
-# the offsets leaves its error unchanged (last line).
+# most of the win but not all (the interval excludes 0). A one-sentence per-channel ruler only
+# slides with its offset, so removing the offsets leaves its error unchanged (last line).
 #
 # ### The key of `[CLS]`, with and without the offsets
 #
@@ -327,9 +327,8 @@ fmt = {k: ".5f" for k in rope_table[0] if "RoPE" in k}
 print_table(rope_table, fmt | {"post - pre": "+.5f", "95% CI": "+.5f"})
 
 # %% [markdown]
-# Before the rotation is better at every bit width here, by only a few percent, probably
-# because the sentences are short (the slow pairs barely turn) and this RoPE is grafted onto a
-# model trained without one. KVQuant reports that pre-RoPE is better on LLaMA.
+# Before the rotation is better at every bit width here, by only a few percent. KVQuant reports
+# that pre-RoPE is better on LLaMA.
 #
 # ### Symmetric rulers and smaller groups
 #
@@ -426,8 +425,6 @@ print_table(list(kv.TOOLS))
 #   channels and tokens; section 2's permutes within each head, so a loud head stays loud.
 # * Each ruler's minimum and scale are charged 16 bits each but kept in float64: the rounding to
 #   fp16 (about 3 significant digits, far finer than a 2- to 4-bit step) is not simulated.
-# * Section 5's values verdict holds on short sentences, where an fp16 `[CLS]` costs about one bit
-#   per value; in a long cache one fp16 token costs almost nothing, a case this lesson does not test.
 # * Intervals are paired bootstraps over the evaluation text's paraphrase pairs (lesson 09).
 
 # %%

@@ -230,6 +230,7 @@ WRONG = {
         (lambda w, bits: w.reshape(-1, w.shape[2]).abs().amax(1) / (2 ** (bits - 1) - 1), "nn.Linear habit"),
         (lambda w, bits: w.abs().amax(dim=(0, 1)) / 127, "int8 hard-coded"),
         (lambda w, bits: w.abs().amax(dim=(0, 1)) / ((2**bits - 1) / 2), "half the asymmetric step count"),
+        (lambda w, bits: (w.abs().amax(dim=(0, 1)) / (2 ** (bits - 1) - 1)).half(), "rounded to fp16"),  # .half() alone
     ],
     "04.quantize_per_group": [
         (
@@ -245,12 +246,14 @@ WRONG = {
         ),
         (lambda w, bits, g: _good("04.quantize_per_group")(w, bits, 8), "None"),
         (lambda w, bits, g: _fp16_scales_04(w, bits, g), "rounded the scales to fp16"),
+        (lambda w, bits, g: _plus8_04(w, bits, g), "used 2**(bits-1) for both"),
+        (lambda w, bits, g: _floor_04(w, bits, g), "rounded down (floor)"),
     ],
     "04.q5_0_bits_per_weight": [
         (5.0, "left out the fp16 scale"),
         (4.5, "fifth bits"),
         (4.625, "counted qh[4] as 4 bits"),
-        (6.0, "padded the block"),
+        (6.0, "ggml_half is 2 bytes"),
         (5.25, "None"),
     ],
     "04.budget_prediction": [(((4, 128), (4, 128)), "outlier"), (((4, 256), (4, 256)), "None")],
@@ -312,6 +315,7 @@ WRONG = {
         (lambda p, b, bw, r: 1000 * p / bw * b / 2, "dense GEMM turns compute bound"),
         (lambda p, b, bw, r: 1000 * r / bw * 4.25 / 16, "its own ridge"),
         (lambda p, b, bw, r: 1000 * r / bw * b, "one FLOP per multiply-add"),
+        (lambda p, b, bw, r: 1000 * r / bw * (8 * b) / 2, "bits per weight where its bytes belong"),
         (lambda p, b, bw, r: 1000 * r * b / bw / 8, "None"),
     ],
     "09.push_error": [
@@ -353,6 +357,7 @@ WRONG = {
         (lambda k, b: _kv_minmax(k, b, dim=1), "wrong axis"),
         (lambda k, b: _kv_sym(k, b), "symmetric"),
         (lambda k, b: _kv_minmax(k, b), "came back NaN"),
+        (lambda k, b: _kv_int_zero(k, b), "zero point to an integer"),
     ],
     "10.quantized_tokens": [
         (lambda t, r, g: t // g * g, "no residual"),
@@ -407,6 +412,13 @@ def _kv_minmax(k, b, dim=0):
     lo, hi = k.amin(dim, keepdim=True), k.amax(dim, keepdim=True)
     s = (hi - lo) / (2**b - 1)
     return torch.round((k - lo) / s).clamp(0, 2**b - 1) * s + lo
+
+
+def _kv_int_zero(k, b):
+    lo, hi = k.amin(0, keepdim=True), k.amax(0, keepdim=True)
+    s = torch.where(hi > lo, (hi - lo) / (2**b - 1), torch.ones_like(hi))
+    z = torch.round(-lo / s)
+    return ((torch.round(k / s) + z).clamp(0, 2**b - 1) - z) * s
 
 
 def _largest_error_axis(q, k, v, which, b):
@@ -653,6 +665,24 @@ def _fp16_scales_04(w, bits, g):
     return q.reshape(n, k), s
 
 
+def _plus8_04(w, bits, g):
+    """Lesson 04's task 1 with qmax = 2**(bits-1) for the scale and the clamp, written as a learner would."""
+    qmax = 2 ** (bits - 1)
+    groups = w.reshape(w.shape[0], -1, g)
+    scale = groups.abs().amax(-1) / qmax
+    q = (groups / torch.where(scale == 0, 1.0, scale)[..., None]).round().clamp(-qmax, qmax)
+    return q.reshape(w.shape), scale
+
+
+def _floor_04(w, bits, g):
+    """Lesson 04's task 1 rounding down, written as a learner would."""
+    qmax = 2 ** (bits - 1) - 1
+    groups = w.reshape(w.shape[0], -1, g)
+    scale = groups.abs().amax(-1) / qmax
+    q = torch.floor(groups / torch.where(scale == 0, 1.0, scale)[..., None]).clamp(-qmax, qmax)
+    return q.reshape(w.shape), scale
+
+
 def _mse_04(w, bits, g):
     q, s = _good("04.quantize_per_group")(w, bits, g)
     return float(((q.reshape(w.shape[0], -1, g) * s[..., None]).reshape(w.shape) - w).pow(2).mean())
@@ -727,11 +757,20 @@ def _choice_07(w, bits, axis=0):  # lesson 07, task 3 with per-channel rulers al
     return "per-channel" if pc < (fake_quantize(w, bits, symmetric=False) - w).abs().mean() else "zero point"
 
 
+def _vote_07(w, bits):  # lesson 07, task 3: a majority vote over the rows' own MAEs, not the tensor's MAE
+    from qlesson import PerChannel, fake_quantize
+
+    pc = (fake_quantize(w, bits, granularity=PerChannel(0)) - w).abs().mean(dim=1)
+    pt = (fake_quantize(w, bits, symmetric=False) - w).abs().mean(dim=1)
+    return "per-channel" if (pc < pt).sum() > len(pc) / 2 else "zero point"
+
+
 WRONG_07["07.lower_error"] = [
     (lambda w, b: _choice_07(w, b, axis=1), "each column"),
     (lambda w, b: "per-channel", "shared symmetric ruler"),
     (lambda w, b: "zero point", "None"),
     (lambda w, b: _by_max_07(w, b), "largest errors"),
+    (lambda w, b: _vote_07(w, b), "counted the rows each wins"),
     (
         lambda w, b: {"per-channel": "zero point"}.get(tasks()["07.lower_error"].reference(w, b), "per-channel"),
         "other one",
@@ -771,6 +810,12 @@ WRONG_05 = {
         (
             lambda x, w, a: int((x / (x.abs().amax(0) ** a / w.abs().amax(0) ** (1 - a))).max(dim=0).values.argmax()),
             "largest |value|",
+        ),
+        (
+            lambda x, w, a: int(
+                (x / (x.max(dim=0).values ** a / w.abs().max(dim=0).values ** (1 - a))).abs().amax(0).argmax()
+            ),
+            "NaN factor",
         ),
     ],
     "05.which_tool": [

@@ -12,7 +12,7 @@ from qlesson.course import doctor
 from qlesson.course.env import installed_version
 
 ROOT = Path(__file__).resolve().parents[1]
-LINE = re.compile(r"^(OK  |FAIL) \S+ +.+$")
+LINE = re.compile(r"^(OK  |FAIL|INFO) \S+ +.+$")
 
 
 def test_failed_check_names_its_fix_and_passed_one_does_not():
@@ -44,6 +44,8 @@ def test_python_venv_kernel_chromium_and_disk_checks_can_fail(tmp_path):
     assert not other.ok and "ipykernel install --sys-prefix" in other.fix
     assert not doctor.check_kernel(None).ok
     assert not doctor.check_chromium(tmp_path / "chromium").ok and doctor.check_chromium(Path(sys.executable)).ok
+    no_browser = doctor.check_chromium(tmp_path / "chromium")  # a learner's laptop: INFO, never a failure
+    assert not no_browser.failed and no_browser.line().startswith("INFO chromium")
     assert doctor.check_disk(tmp_path, 0).ok and not doctor.check_disk(tmp_path, 1e9).ok
 
 
@@ -63,9 +65,10 @@ def test_doctor_prints_one_line_per_check_and_fails_when_one_fails(capsys):
     fails = [line for line in lines[:-1] if line.startswith("FAIL")]
     assert code == (1 if fails else 0)
     assert all("-> fix: " in line for line in fails)
-    assert lines[-1] == f"doctor: {len(lines) - 1 - len(fails)} OK, {len(fails)} FAIL" + (
+    infos = [line for line in lines[:-1] if line.startswith("INFO")]
+    assert lines[-1] == f"doctor: {len(lines) - 1 - len(fails) - len(infos)} OK, {len(fails)} FAIL" + (
         f" ({', '.join(line.split()[1] for line in fails)})" if fails else ""
-    )
+    ) + (f", {len(infos)} INFO" if infos else "")
 
 
 def _course():

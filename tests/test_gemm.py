@@ -400,8 +400,8 @@ def test_lesson_view_and_the_brief_verdict_keep_the_main_lines_rows():
             "fp32 F.linear (baseline)": 10.0,
             "GEMM on pre-converted codes: F.linear(x, q_fp32)": 11.0,
             "bfloat16 F.linear": 9.0,
-            "naive: dequant per-channel, then F.linear": 120.0,
-            "scale after GEMM, preallocated buffer: buf.copy_(q); F.linear(x, buf) * s": 20.0,
+            "dequantize per-channel, then F.linear": 120.0,
+            "scale after GEMM (preallocated fp32 buffer)": 20.0,
             "fused int4 weight-only group 128": 8.5,
         },
     )

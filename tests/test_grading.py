@@ -65,6 +65,29 @@ def test_an_edited_check_cell_with_a_stub_answer_is_still_not_attempted(tmp_path
     assert r.status == "not attempted" and "restore the check cell" in r.detail
 
 
+def test_an_exercise_as_shipped_is_all_to_do_without_running(tmp_path, monkeypatch):
+    course = ROOT / "exercises" / "02_one_ruler_or_many.ipynb"
+    path = _copy(tmp_path, course)
+    ran = []
+    monkeypatch.setattr(grade, "Sandbox", lambda *a, **k: ran.append(a))
+    results = grade.grade_notebook(path)
+    assert not ran and len(results) == len(grade.course_tasks(path.stem))
+    assert {r.status for r in results} == {"not attempted"} and not any(r.failing for r in results)
+    _edit(path, "def per_channel_scale", STUB_SCALE + "\n\n")  # a blank line added changes nothing
+    assert {r.status for r in grade.grade_notebook(path)} == {"not attempted"} and not ran
+
+
+def test_one_changed_cell_runs_the_notebook(tmp_path):
+    path = _copy(tmp_path, ROOT / "exercises" / "02_one_ruler_or_many.ipynb")
+    _edit(
+        path,
+        "def per_channel_scale",
+        "def per_channel_scale(w, bits):\n    return w.abs().amax(dim=1, keepdim=True) / 7",
+    )
+    results = _results(path)
+    assert results["02.per_channel_scale"].status != "not attempted"
+
+
 def test_removing_the_check_tag_does_not_hide_a_task(tmp_path):
     path = _copy(tmp_path)
     nb = nbformat.read(str(path), as_version=4)

@@ -23,8 +23,8 @@ def test_stored_reading_has_every_setting_and_step(reading):
 
 
 def test_stored_row_matches_a_fresh_run(reading):
-    fresh = studies.embedding_scores(models.load_minilm(), [(4, ql.PerGroup(128))])["int4 per-group 128"].row()
-    stored = next(r for r in reading["table"] if r["weights"] == "int4 per-group 128")
+    fresh = studies.embedding_scores(models.load_minilm(), [(3, ql.PerChannel(0))])["int3 per-channel"].row()
+    stored = next(r for r in reading["table"] if r["weights"] == "int3 per-channel")
     for key in ("bits/weight", "mean cosine", "worst cosine", "rank corr"):
         assert stored[key] == pytest.approx(fresh[key], abs=1e-6)
     assert stored["cosine 95% CI"] == pytest.approx(fresh["cosine 95% CI"], abs=1e-6)

@@ -28,16 +28,6 @@ def test_ordinary_token_gain_is_reported_per_alpha():
     assert lowest <= min(r["alpha 0.5 gain dB"] for r in rows)
 
 
-def test_giving_the_spiky_feature_its_own_scale_recovers_what_per_token_leaves():
-    x, labels = _spiky()
-    rows = activations.granularity_control_rows(x, labels, features=([3], [5]))
-    names = [r["int8 scales (dynamic)"] for r in rows]
-    assert names[2:5] == ["per-token", "per-token, features 3 own scales", "per-token, features 5 own scales"]
-    sqnr = {r["int8 scales (dynamic)"]: r["activation SQNR dB"] for r in rows}
-    assert sqnr["per-token, features 3 own scales"] > sqnr["per-token"] + 3  # feature 3 is the spike
-    assert all("ordinary tokens dB" in r for r in rows)
-
-
 def test_smoothing_only_one_feature_is_a_column_beside_smoothing_every_feature():
     x, labels = _spiky()
     w = torch.randn(8, x.shape[1], generator=torch.Generator().manual_seed(6), dtype=torch.float64)

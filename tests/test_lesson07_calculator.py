@@ -92,10 +92,10 @@ def test_on_the_mirrored_gelu_row_a_zero_point_buys_nothing():
 def test_an_erased_channel_errs_by_its_mean_magnitude_and_its_gain_stops_following_the_ruler():
     """Section 1: channel 3 rounds to 0 under the shared ruler; dividing it by 10 leaves its MAE fall at 30."""
     r = calc.compare(calc.parse_channels(calc.EXAMPLE), 4, symmetric=True)
-    row = calc.gain_rows(r)[3]
+    row = calc.gain_rows(r, falls=True)[3]
     assert row["per-tensor rounded to 0"] == 5
     assert row["per-tensor MAE"] == pytest.approx(float(r.originals[3].abs().mean()), rel=1e-5)
-    shrunk = calc.gain_rows(calc.compare([*r.originals[:3], r.originals[3] / 10], 4, symmetric=True))[3]
+    shrunk = calc.gain_rows(calc.compare([*r.originals[:3], r.originals[3] / 10], 4, symmetric=True), falls=True)[3]
     assert shrunk["own ruler finer by"] == pytest.approx(10 * row["own ruler finer by"], rel=1e-4)
     assert shrunk["MAE falls by"] == pytest.approx(row["MAE falls by"], rel=1e-4) == pytest.approx(30, rel=1e-4)
 

@@ -22,7 +22,8 @@ DERIVED: dict[str, dict[str, str]] = {
         "4.5": "0.69 / (0.3 / 2): the error over the rounding bound",
         "1.07": "the widget's readout at 3 bits (the slider, not a cell, prints it)",
         "0.98": "the widget's readout at 4 bits",
-        "2.17": "the row's range, 2.0 - (-0.17), worked by hand",
+        "1.175": "0.17 / (2.17 / 15): section 5's zero point before rounding",
+        "2.03": "(15 - 1) x 2.17 / 15: code 15 read back with zero point 1",
     },
     "02": {
         "114.3": "1.8 x 127 / 2.0: channel 1's exact code before rounding (the note prints 115)",

@@ -184,7 +184,7 @@ recall.answer("01", 4, recall_4)
 #
 # - **a)** 2
 # - **b)** About 18.1
-# - **c)** About 18.3
+# - **c)** About 17
 # - **d)** Exactly 16
 #
 # Answer with the option's letter as a string (in quotes).

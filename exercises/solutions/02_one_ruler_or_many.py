@@ -162,26 +162,6 @@ for bits in (3, 4, 8):
 # ## Recall
 
 # %% [markdown]
-# ### Recall 02.5
-#
-# A quiet row's values are exact multiples of the shared int4 scale (error 0). What does its own, finer scale do?
-#
-# - **a)** It keeps the error at 0: a finer ruler still contains the old ticks
-# - **b)** It lowers it: a finer tick always means a smaller error
-# - **c)** It keeps the error at 0 or raises it: its own ticks need not pass through its values
-#
-# Answer with the option's letter as a string (in quotes).
-
-# %% tags=["solution"]
-recall_02_5 = ...  # STUB
-# BEGIN SOLUTION
-recall_02_5 = "c"
-# END SOLUTION
-
-# %% qlesson={"task": "recall 02.5"} tags=["check"]
-recall.answer("02", 5, recall_02_5)
-
-# %% [markdown]
 # ### Recall 01.6
 #
 # What does one more bit buy on a symmetric ruler with the same absmax?

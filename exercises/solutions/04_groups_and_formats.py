@@ -105,8 +105,7 @@ check("04.q5_0_bits_per_weight", q5_0_bits)
 # * a code runs from -8 to 7 and is stored shifted by 8, as 0 to 15: a stored 10 is code 2.
 #
 # Return the block's 32 weights in order, as a float32 tensor (float64 is fine too; fp16 is
-# not). Use only torch: no `gguf`, no `qlesson`. `t.view(torch.float16)` reads the bytes of a
-# `uint8` tensor `t` as fp16 values.
+# not). `t.view(torch.float16)` reads the bytes of a `uint8` tensor `t` as fp16 values.
 
 
 # %% tags=["solution"]

@@ -218,8 +218,8 @@ for m in sorted({r.m for r in stored}):
 # Your model takes the dense time at its read floor, but the measured fp16 time sits well above
 # it, which moves the crossover later; at small M tinygemm also runs below its M = 256 rate,
 # which moves it earlier. The stored run timed only M = 1, 16 and 256: int4 is faster at 1 and
-# tied at 16 (within about 5%, inside the noise), so the measured crossover lies somewhere
-# between M = 1 and about 16 (about 14 if both times grew linearly); a run at M = 4 and 8
+# tied at 16 (within about 5%, inside the noise), so the measured crossover lies near
+# M = 16, where the two tie (about 14 if both times grew linearly); a run at M = 4 and 8
 # would tell whether it is later than your model's.
 
 # %% [markdown]
@@ -227,41 +227,41 @@ for m in sorted({r.m for r in stored}):
 
 
 # %% [markdown]
-# ### Recall 06.7
+# ### Recall 06.4
 #
 # Group scales (g = 64, K = 4096) applied to each group's partial sum: scale multiplies per output y[m, n]?
 #
 # - **a)** 4096: one per weight
-# - **b)** 64: one per group, K / 64
-# - **c)** 1, as a per-channel scale
+# - **b)** 1, as a per-channel scale
+# - **c)** 64: one per group, K / 64
 #
 # Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
-recall_7 = ...  # STUB
+recall_4 = ...  # STUB
 # BEGIN SOLUTION
-recall_7 = "b"
+recall_4 = "c"
 # END SOLUTION
 
-# %% qlesson={"task": "recall 06.7"} tags=["check"]
-recall.answer("06", 7, recall_7)
+# %% qlesson={"task": "recall 06.4"} tags=["check"]
+recall.answer("06", 4, recall_4)
 
 # %% [markdown]
-# ### Recall 06.8
+# ### Recall 06.5
 #
 # Dequantize-first takes several times fp32's time at M = 1 on a CPU. F.linear(x, q.float()) * s instead takes...
 #
-# - **a)** About the same as dequantize-first: the scale multiply was never the cost
-# - **b)** About fp32's time: the scale now costs only M x N multiplies
-# - **c)** Less than dequantize-first, more than fp32: it still writes and re-reads an fp32 copy
+# - **a)** Less than dequantize-first, more than fp32: it still writes and re-reads an fp32 copy
+# - **b)** About the same as dequantize-first: the scale multiply was never the cost
+# - **c)** About fp32's time: the scale now costs only M x N multiplies
 #
 # Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
-recall_8 = ...  # STUB
+recall_5 = ...  # STUB
 # BEGIN SOLUTION
-recall_8 = "c"
+recall_5 = "a"
 # END SOLUTION
 
-# %% qlesson={"task": "recall 06.8"} tags=["check"]
-recall.answer("06", 8, recall_8)
+# %% qlesson={"task": "recall 06.5"} tags=["check"]
+recall.answer("06", 5, recall_5)

@@ -72,13 +72,13 @@ check("08.sub_scales", sub_scales)
 # ## Task 2 · How many bits does a quiet block's scale need?
 #
 # The lesson's bound holds for a block about as loud as its super-block's loudest. Take another
-# block of the same super-block, `r` times quieter: its ideal scale is `1 / r` of the loudest
-# block's. Write `quiet_block_bits(code_bits, r, max_ticks)`: blocks use symmetric signed codes
-# of `code_bits` bits (int4: -7 to 7) and store their scales as in Task 1. Return the fewest
-# sub-scale bits for which rounding that quiet block's sub-scale can move its largest code by at
-# most `max_ticks` ticks in the worst case, counted to first order as section 2 counts a move (an
-# exact count is accepted too). Work it out from what the scale's rounding does to that code;
-# `r = 1` is the lesson's own case. Some cases are hidden.
+# block of the same super-block, about `r` times quieter (its ideal scale anywhere near `1 / r` of
+# the loudest block's). Write `quiet_block_bits(code_bits, r, max_ticks)`: blocks use symmetric
+# signed codes of `code_bits` bits (int4: -7 to 7) and store their scales as in Task 1. Return the
+# fewest sub-scale bits for which the worst rounding of such a scale moves its largest code by at
+# most `max_ticks` ticks, counted to first order as section 2 counts a move (an exact count is
+# accepted too). Work it out from what the scale's rounding does to that code; `r = 1` is the
+# lesson's own case. Some cases are hidden.
 
 
 # %% tags=["solution"]
@@ -100,9 +100,10 @@ check("08.quiet_block_bits", quiet_block_bits)
 # %% [markdown]
 # <details><summary>Then why do 4 bits suffice in the lesson?</summary>
 #
-# Quiet blocks do move far: in the lesson's section 2 table the worst block under a 4-bit
-# sub-scale moves 6.42 ticks, against a bound of 0.233. But the median block moves 0.146 tick,
-# and the whole layer loses 0.082 dB: the few blocks that move far cost it little.
+# Quiet blocks do move far: in the lesson's *Going deeper* table (the quieter blocks of a
+# super-block) the worst block under a 4-bit sub-scale moves 6.42 ticks, against a bound of
+# 0.233. But the median block moves 0.146 tick, and the whole layer loses 0.082 dB: the few
+# blocks that move far cost it little.
 #
 # </details>
 
@@ -113,10 +114,10 @@ check("08.quiet_block_bits", quiet_block_bits)
 # Write `floor_rule_top(amax, grid)`: a block's largest magnitude is `amax` (positive), its
 # scale is the power of two MXFP4's floor rule picks for it (section 4 of the lesson), and its
 # codes lie on `grid`: `"FP4"` (E2M1) or `"int4"` (-7 to 7, under the same rule, as section 4
-# applies it). Return the value the block stores for that weight, code times scale: it may come
-# back larger than `amax`, smaller, or clipped. Before you write it, predict: on which grid does
-# a block whose `amax` is 1.9 (or 1.9 times any power of two) lose more of that weight? Some
-# cases are hidden.
+# applies it). Return the value the block stores for that weight, the nearest code (ties to even)
+# times the scale: it may come back larger than `amax`, smaller, or clipped. Before you write it,
+# predict: on which grid does a block whose `amax` is 1.9 (or 1.9 times any power of two) lose
+# more of that weight? Some cases are hidden.
 
 
 # %% tags=["solution"]

@@ -170,7 +170,7 @@ check("10.key_bits", key_bits)
 # thousandths the size of the others'. The values are quantized with KIVI's asymmetric rulers,
 # every token included; the keys stay exact. `sink_head(shift)` returns this head's `q, k, v`;
 # a larger `shift` leans every query harder on token 0. With little attention on token 0 a
-# ruler per channel gives the smaller output error; with most of it, a ruler per token (the
+# ruler per channel gives the smaller output error; with enough of it, a ruler per token (the
 # lesson's `[CLS]`). Use your `choose_axis` from Task 4 at 2 bits: roughly what share of the
 # attention, averaged over the queries, must token 0 take for the verdict to flip? Set
 # `sink_flip` to that share, as a fraction of 1.
@@ -259,21 +259,21 @@ recall_5 = 54
 recall.answer("10", 5, recall_5)
 
 # %% [markdown]
-# ### Recall 10.3
+# ### Recall 05.3
 #
-# Lesson 08: a KV cache stored in FP8 can use one scale per tensor, where a 2-bit integer cache needs many. Why?
+# Why can per-token activation scales be applied after an int8 GEMM, but per-feature scales cannot?
 #
-# - **a)** Each FP8 value carries its own exponent, so one scale only places the range
-# - **b)** An FP8 cache is converted to fp16 before attention, so its scale never reaches the product
-# - **c)** FP8 has 256 codes against the 2-bit cache's 4, so one range has levels enough for every channel
+# - **a)** A per-token scale is constant along the reduction axis; a per-feature one changes inside the sum
+# - **b)** Per-feature scales change with every input, so they cannot be known before the GEMM
+# - **c)** Per-token scales are dynamic, so they can only be applied after the GEMM
 #
 # Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
-recall_3 = ...  # STUB
+recall_05_3 = ...  # STUB
 # BEGIN SOLUTION
-recall_3 = "a"
+recall_05_3 = "a"
 # END SOLUTION
 
-# %% qlesson={"task": "recall 10.3"} tags=["check"]
-recall.answer("10", 3, recall_3)
+# %% qlesson={"task": "recall 05.3"} tags=["check"]
+recall.answer("05", 3, recall_05_3)

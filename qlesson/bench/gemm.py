@@ -51,7 +51,7 @@ FOLDED = "input-channel scale on x: exact, M x K multiplies"
 NO_WEIGHT_READ = (EPILOGUE,)
 # rows that allocate a fresh fp32 copy of the weight on every call: under load they slow the row timed after
 # them (about 2x in a probe), so ``run`` times them in a round of their own
-ALLOCATING = ("naive:", "per-channel scale after GEMM", "per-group 128 scales inside")
+ALLOCATING = ("dequantize per-", "per-channel scale after GEMM", "per-group 128 scales inside")
 # the two fp32 products that read the same 67 MB: the roofline's read rate comes from them (``streaming_read_gb_s``)
 FP32_PAIR = ("fp32", "GEMM on pre-converted codes")
 
@@ -303,15 +303,15 @@ def methods(x: torch.Tensor, w: torch.Tensor, device: str, quick: bool = False) 
     ops: list[tuple[str, Op, int, str]] = [
         ("fp32 F.linear (baseline)", lambda: F.linear(x, w), fp32_bytes, ""),
         (f"{str(low).split('.')[-1]} F.linear", lambda: F.linear(x_low, w_low), 2 * n * k, "half-width weights"),
-        ("naive: dequant per-tensor, then F.linear", lambda: F.linear(x, q_t.float() * s_t), int8_bytes + 4, ""),
+        ("dequantize per-tensor, then F.linear", lambda: F.linear(x, q_t.float() * s_t), int8_bytes + 4, ""),
         (
-            "naive: dequant per-channel, then F.linear",
+            "dequantize per-channel, then F.linear",
             lambda: F.linear(x, q.float() * s[:, None]),
             int8_bytes + 4 * n,
             "",
         ),
         (
-            "naive: dequant per-group 128, then F.linear",
+            "dequantize per-group 128, then F.linear",
             lambda: F.linear(x, (q_g.float().reshape(n, k // g, g) * s_g[..., None]).reshape(n, k)),
             int8_bytes + 4 * n * k // g,
             "",
@@ -323,7 +323,7 @@ def methods(x: torch.Tensor, w: torch.Tensor, device: str, quick: bool = False) 
             "fresh fp32 copy each call",
         ),
         (
-            "scale after GEMM, preallocated buffer: buf.copy_(q); F.linear(x, buf) * s",
+            "scale after GEMM (preallocated fp32 buffer)",
             lambda: F.linear(x, buf.copy_(q)) * s,
             int8_bytes + 4 * n,
             "no allocation",
@@ -675,9 +675,9 @@ LESSON_ROWS: dict[int, tuple[str, ...]] = {
     1: (
         "fp32 F.linear",
         "bfloat16 F.linear",
-        "naive: dequant per-channel",
+        "dequantize per-channel",
         "per-channel scale after GEMM",
-        "scale after GEMM, preallocated buffer",
+        "scale after GEMM (preallocated",
         "GEMM on pre-converted codes",
         "per-channel scale alone",
         "input-channel scale folded",
@@ -695,8 +695,8 @@ LESSON_ROWS: dict[int, tuple[str, ...]] = {
 LESSON_SHOWN: dict[int, tuple[str, ...]] = {
     1: (
         "fp32 F.linear",
-        "naive: dequant per-channel",
-        "scale after GEMM, preallocated buffer",
+        "dequantize per-channel",
+        "scale after GEMM (preallocated",
         "fused int8 weight-only per-channel, bf16",
         "fused int4 weight-only group 128",
     ),
@@ -787,9 +787,9 @@ KEY_ROWS = (
     "fp32 F.linear",
     "bfloat16 F.linear",
     "float16 F.linear",
-    "naive: dequant per-channel",
+    "dequantize per-channel",
     "per-channel scale after GEMM",
-    "scale after GEMM, preallocated buffer",
+    "scale after GEMM (preallocated",
     "input-channel scale folded",
     "per-group 128 scales inside",
     "GEMM on pre-converted codes",
@@ -1041,7 +1041,7 @@ def verdict(rows: Sequence[GemmRow], brief: bool = False) -> list[str]:
     if brief:
         lines = []
         for m in sorted({r.m for r in rows}):
-            half, fp32, naive = _half_row(rows, m), _row(rows, m, "fp32"), _row(rows, m, "naive: dequant per-channel")
+            half, fp32, naive = _half_row(rows, m), _row(rows, m, "fp32"), _row(rows, m, "dequantize per-channel")
             if half and fp32 and half.median_ms == half.median_ms:
                 ratio = half.median_ms / fp32.median_ms
                 lines.append(f"M = {m}: {half.method.split()[0]} F.linear takes {ratio:.2f}x the fp32 time")
@@ -1073,10 +1073,10 @@ def verdict(rows: Sequence[GemmRow], brief: bool = False) -> list[str]:
             lines.append(
                 f"M = {m}: {half.method.split()[0]} F.linear takes {half.median_ms / fp32.median_ms:.2f}x the fp32 time"
             )
-        naive = _row(rows, m, "naive: dequant per-channel")
+        naive = _row(rows, m, "dequantize per-channel")
         if naive:
             lines.append(f"M = {m}: dequantize-then-matmul (per-channel) takes {naive.x_fp32:.2f}x the fp32 time")
-        fresh, kept = _row(rows, m, "per-channel scale after GEMM"), _row(rows, m, "scale after GEMM, preallocated")
+        fresh, kept = _row(rows, m, "per-channel scale after GEMM"), _row(rows, m, "scale after GEMM (preallocated")
         if fresh and kept and fresh.x_fp32 > 1:
             if compare(kept.median_ms, fresh.median_ms, pair_margin(rows, m, kept, fresh)) == "faster":
                 share = (fresh.median_ms - kept.median_ms) / (fresh.median_ms - _row(rows, m, "fp32").median_ms)

@@ -72,18 +72,12 @@ def study_08(bar: Any = None) -> dict[str, Any]:
 
 
 STEPS_03 = [("int8 per-channel", "int8 per-tensor"), ("int4 per-channel", "int4 per-tensor")]
-STEPS_03 += [("int4 per-group 128", "int4 per-channel")]
-STEPS_03 += [("int4 per-group 64", "int4 per-group 128"), ("int4 per-group 32", "int4 per-group 64")]
-STEPS_03 += [("int3 per-group 128", "int3 per-channel"), ("int3 per-group 32", "int3 per-group 128")]
-STEPS_03 += [("int3 per-group 16", "int4 per-channel")]
-ORDER_03 = ["int8 per-tensor", "int8 per-channel", "int4 per-tensor", "int4 per-channel"]
-ORDER_03 += [f"int4 per-group {g}" for g in (128, 64, 32)] + ["int3 per-channel"]
-ORDER_03 += [f"int3 per-group {g}" for g in (128, 64, 32, 16)]
+ORDER_03 = ["int8 per-tensor", "int8 per-channel", "int4 per-tensor", "int4 per-channel", "int3 per-channel"]
 
 
 def study_03(bar: Any = None) -> dict[str, Any]:
-    """Lesson 03's Going-deeper embedding studies: every bit width and group size with paired intervals, and
-    which layers the per-tensor loss comes from (a few minutes)."""
+    """Lesson 03's Going-deeper embedding studies: int8, int4 and int3, per-tensor and per-channel, with paired
+    intervals, and which layers the per-tensor loss comes from (about a minute)."""
     import qlesson as ql
     from qlesson.teach import models, studies
 
@@ -91,8 +85,7 @@ def study_03(bar: Any = None) -> dict[str, Any]:
     weights = models.linear_weights(model)
     outputs = {n for n in weights if models.layer_type_of_short(n) == "output"}
     near_zero = {"L0.attention output", "L0.intermediate"}
-    more = [(8, ql.PerTensor()), (8, ql.PerChannel(0))] + [(4, ql.PerGroup(g)) for g in (128, 64, 32)]
-    more += [(3, ql.PerChannel(0))] + [(3, ql.PerGroup(g)) for g in (128, 64, 32, 16)]
+    more = [(8, ql.PerTensor()), (8, ql.PerChannel(0)), (3, ql.PerChannel(0))]
     every = [(4, ql.PerTensor()), (4, ql.PerChannel(0)), *more]
     scores = studies.embedding_scores(model, every if bar is None else bar(every))
     table = [scores[k].row() for k in ORDER_03]

@@ -1,12 +1,14 @@
 """``make doctor``: is this set-up sound? One line per check, and the fix for each FAIL.
 
 Checks the Python version, that it runs in the course's ``.venv``, every pinned version, the
-Python behind the ``python3`` kernel JupyterLab will start, Chromium for the browser tests,
-and free disk. ``python -m qlesson.course.doctor`` (what ``make doctor`` and ``course.py doctor``
-run inside the venv) exits 1 when any check fails.
+Python behind the ``python3`` kernel JupyterLab will start, Chromium for the authors' browser
+tests (optional: an INFO line, never a failure), and free disk. ``python -m qlesson.course.doctor``
+(what ``make doctor`` and ``course.py doctor`` run inside the venv) exits 1 when any check fails.
 
 >>> print(Check("disk", False, "0.2 GiB free", "free up some space").line())
 FAIL disk                   0.2 GiB free -> fix: free up some space
+>>> print(Check("chromium", False, "not found", "apt-get install chromium", optional=True).line())
+INFO chromium               not found (only the authors' browser tests need it: apt-get install chromium)
 """
 
 from __future__ import annotations
@@ -32,9 +34,16 @@ class Check:
     ok: bool
     detail: str
     fix: str = ""
+    optional: bool = False  # a learner never needs it: reported as INFO, never as a failure
+
+    @property
+    def failed(self) -> bool:
+        return not self.ok and not self.optional
 
     def line(self) -> str:
-        """``OK   name  detail`` or ``FAIL name  detail -> fix: ...``."""
+        """``OK   name  detail``, ``FAIL name  detail -> fix: ...`` or, optional, ``INFO name  detail (...)``."""
+        if not self.ok and self.optional:
+            return f"{'INFO':<4} {self.name:<22} {self.detail} (only the authors' browser tests need it: {self.fix})"
         head = f"{'OK' if self.ok else 'FAIL':<4} {self.name:<22} {self.detail}"
         return head if self.ok else f"{head} -> fix: {self.fix}"
 
@@ -101,9 +110,9 @@ def check_kernel(executable: str | None, expected: str = sys.executable) -> Chec
 
 
 def check_chromium(path: Path = CHROMIUM) -> Check:
-    """Chromium for the browser tests (they skip without it; CI installs it)."""
-    fix = "sudo apt-get install -y chromium (Debian/Ubuntu; elsewhere the browser tests skip)"
-    return Check("chromium", path.exists(), str(path) if path.exists() else f"{path} not found", fix)
+    """Chromium for the authors' browser tests (they skip without it; CI installs it): optional."""
+    fix = "sudo apt-get install -y chromium on Debian/Ubuntu; elsewhere they skip"
+    return Check("chromium", path.exists(), str(path) if path.exists() else f"{path} not found", fix, optional=True)
 
 
 def check_disk(path: Path = ROOT, need_gib: float = MIN_FREE_GIB) -> Check:
@@ -130,9 +139,12 @@ def main() -> int:
     results = checks()
     for c in results:
         print(c.line())
-    failed = [c.name for c in results if not c.ok]
+    failed = [c.name for c in results if c.failed]
+    info = sum(not c.ok and c.optional for c in results)
     print(
-        f"doctor: {len(results) - len(failed)} OK, {len(failed)} FAIL" + (f" ({', '.join(failed)})" if failed else "")
+        f"doctor: {sum(c.ok for c in results)} OK, {len(failed)} FAIL"
+        + (f" ({', '.join(failed)})" if failed else "")
+        + (f", {info} INFO" if info else "")
     )
     return 1 if failed else 0
 

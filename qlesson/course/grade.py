@@ -122,6 +122,20 @@ def code_sources(path: Path) -> list[str]:
     return sources
 
 
+def as_shipped(code: list[str], shipped: Path) -> bool:
+    """Whether ``code`` (a saved notebook's code cells) is the shipped exercise's, blank cells aside:
+    then there is nothing to run, and every task is still to do.
+
+    >>> as_shipped(["x = ...  # STUB", ""], Path("no such notebook.ipynb"))
+    False
+    """
+    try:
+        ours = code_sources(shipped)
+    except (OSError, ValueError):
+        return False
+    return [c.strip() for c in code if c.strip()] == [c.strip() for c in ours if c.strip()]
+
+
 def exercise_paths(names: list[str] | None = None, folder: Path = EXERCISES) -> list[Path]:
     """Learner notebooks by name ("02", "02_one_ruler_or_many" or a path); all when ``names`` is empty."""
     every = sorted(p for p in folder.glob("[0-9][0-9]_*.ipynb") if "." not in p.stem)  # not NN_x.new.ipynb
@@ -277,6 +291,9 @@ def grade_notebook(path: Path, course: Path = COURSE_EXERCISES, wrap: Wrap | Non
     except (OSError, ValueError) as err:
         why = f"cannot read {path.name}: {str(err).splitlines()[0][:80] if str(err) else type(err).__name__}"
         return [TaskResult(exercise, t.key, "error", why) for t in wanted]
+    if as_shipped(code, course / path.name):
+        why = "not started: every code cell is as the course shipped it"
+        return [TaskResult(exercise, t.key, "not attempted", why) for t in wanted]
     checks = {t.check_source for t in wanted}
     present = {src.strip() for src in code}
     learner_code = [src for src in code if src.strip() not in checks]

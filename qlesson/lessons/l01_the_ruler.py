@@ -410,9 +410,10 @@ EXERCISE_RECALL: tuple[Question, ...] = (
             "added.",
         ),
         (
-            "About 18.3",
+            "About 17",
             False,
-            "Tempting because int8 holds -128; but the restricted symmetric ruler's last tick is 127.",
+            "Tempting because the codes grow from 15 to 255, and 255 / 15 is 17; but the tick follows the steps "
+            "per side, 7 then 127, so 127 / 7.",
         ),
     ),
 )

@@ -572,32 +572,6 @@ RECALL: tuple[Question, ...] = (
 )
 
 
-EXERCISE_RECALL: tuple[Question, ...] = (
-    choice(
-        "A quiet row's values are exact multiples of the shared int4 scale (error 0). What does its own, finer "
-        "scale do?",
-        (
-            "It keeps the error at 0 or raises it: its own ticks need not pass through its values",
-            True,
-            "A finer tick bounds the error lower (half its tick), but this row's error was already 0; on its own "
-            "ruler the values can fall between ticks. Section 5's row 0, near the shared ticks, lost this way.",
-        ),
-        (
-            "It lowers it: a finer tick always means a smaller error",
-            False,
-            "Tempting, since the bound, half a tick, does fall; but the bound is a worst case, and a row that sat "
-            "exactly on the shared ticks had no error to lose.",
-        ),
-        (
-            "It keeps the error at 0: a finer ruler still contains the old ticks",
-            False,
-            "Only if the shared tick is a whole number of the row's own ticks; in general its own ticks miss the "
-            "old ones, as they miss three of section 5's row 0.",
-        ),
-    ),
-)
-
-
 PREDICT = {
     "quiet_row": choice(
         "Row A = [0.05, -0.08, 0.12, -0.15] on the shared int8 ruler (scale 3.10 / 127). Its codes?",

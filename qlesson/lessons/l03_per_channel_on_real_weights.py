@@ -389,13 +389,13 @@ PREDICT = {
         (
             "More than half: the erased layers are most of the loss, the rest a smaller part",
             False,
-            "It tempts because 378 of 384 rows of L0.output are zeros. But the split reaches only 0.64: the other "
-            "30 layers per-tensor still cost 58% of the gap on their own.",
+            "It tempts because 378 of 384 rows of L0.output are zeros. But the split reaches only 0.64, 42% of the "
+            "gap: the other 30 layers per-tensor still cost the rest on their own.",
         ),
         (
             "Less than half: the other 30 layers per-tensor still cost more than half of the gap on their own",
             True,
-            "The split reaches 0.64: the other 30 layers per-tensor still cost 58% of the gap. The table's last "
+            "The split reaches 0.64: 42% of the gap; the other 30 layers per-tensor cost the rest. The table's last "
             "row, the mirror split, shows that the six FFN output layers alone per-tensor cost more than half of "
             "it too.",
         ),

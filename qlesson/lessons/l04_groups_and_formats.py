@@ -82,6 +82,16 @@ def _truncated_per_group(w: torch.Tensor, bits: int, g: int) -> tuple[torch.Tens
     return q.reshape(n, k), s
 
 
+def _per_group_with(
+    w: torch.Tensor, bits: int, g: int, *, divisor: float, top: int, rule=torch.round
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """A learner's variant: the absmax divided by ``divisor``, codes from ``rule`` clamped to [-top, top]."""
+    n, k = w.shape
+    wg = w.reshape(n, k // g, g)
+    s = wg.abs().amax(-1) / divisor
+    return torch.clamp(rule(codes(wg, s[..., None])), -top, top).reshape(n, k), s
+
+
 def _unsigned_qmax_per_group(w: torch.Tensor, bits: int, g: int) -> tuple[torch.Tensor, torch.Tensor]:
     """The unsigned count of steps, 2**bits - 1, used as a signed qmax: codes up to +-(2**bits - 1)."""
     n, k = w.shape
@@ -370,6 +380,24 @@ TASKS: list[Task] = [
                 lambda w, b, g: _quantize_per_group(w, b, g, divisor=2 ** (b - 1)),
             ),
             Mistake(
+                "used 2**(bits-1) for both the scale and the clamp: a group's absmax lands on code 2**(bits-1) "
+                "(+8 at int4), one past the restricted ruler's largest code",
+                lambda w, b, g: _per_group_with(w, b, g, divisor=2 ** (b - 1), top=2 ** (b - 1)),
+            ),
+            Mistake(
+                "used the group's absmax itself as the scale, so every code is -1, 0 or 1: the absmax should land "
+                "on the ruler's largest code, not on 1",
+                lambda w, b, g: _per_group_with(w, b, g, divisor=1.0, top=qmax(b)),
+            ),
+            Mistake(
+                "rounded down (floor); round to the nearest code, half to even",
+                lambda w, b, g: _per_group_with(w, b, g, divisor=qmax(b), top=qmax(b), rule=torch.floor),
+            ),
+            Mistake(
+                "did not round: codes are integers; round to the nearest code, half to even",
+                lambda w, b, g: _per_group_with(w, b, g, divisor=qmax(b), top=qmax(b), rule=lambda c: c),
+            ),
+            Mistake(
                 "used the full signed range, with one more code below 0 than above it (as Q4_0 does); this task "
                 "asks for the restricted ruler, as many codes above 0 as below it",
                 _full_range_per_group,
@@ -429,11 +457,7 @@ TASKS: list[Task] = [
             Mistake("counted qs as 32 bytes; QK5_0 / 2 = 16 bytes, two 4-bit codes per byte", lambda: 9.5),
             Mistake("that is bits per block; divide by the QK5_0 = 32 weights it holds", lambda: 176.0),
             Mistake("gave each fifth bit a byte of its own; 32 bits pack into 4 bytes", lambda: 12.5),
-            Mistake(
-                "padded the block to 24 bytes; its fields need only 2-byte alignment, and ggml asserts the block "
-                "is 22 bytes",
-                lambda: 6.0,
-            ),
+            Mistake("24 bytes: a ggml_half is 2 bytes, and the struct has no padding", lambda: 6.0),
             Mistake("counted the scale for a group of 128, but a Q5_0 block holds 32", lambda: 5.125),
             Mistake("that is bytes per block; divide its bits by the 32 weights", lambda: 22.0),
         ],
@@ -603,8 +627,8 @@ RECALL: tuple[Question, ...] = (
         (
             "A tie: at equal bits the two always land together",
             False,
-            "Tempting because they tied on the six FFN outputs; but there a few weights per row at 4 to 5 times "
-            "the rms stretched the per-channel ruler. Without them the code bit wins.",
+            "Tempting because they tied on the six FFN outputs; but there 22 to 48% of rows hold a weight over 5 "
+            "times their rms, which stretches the per-channel ruler. Without such weights the code bit wins.",
         ),
         source=LESSON,
     ),
@@ -623,7 +647,7 @@ EXERCISE_RECALL: tuple[Question, ...] = (
         (
             "128 consecutive output rows, one scale per input",
             False,
-            "Tempting because a common interview answer codes group quantization this way; but runs of 128 rows "
+            "Tempting because 'group' can be read as a group of rows; but runs of 128 rows "
             "would give 4096 / 128 = 32 groups, each with one scale per input: [32, 11008], not [86, 4096].",
         ),
         (
@@ -684,7 +708,7 @@ PREDICT = {
     ),
     "axis": choice(
         "MiniLM's L0.intermediate is [1536, 384], at int4. Scheme A lets 128 consecutive output rows share one "
-        "scale (as a common interview answer codes it); scheme B lets 128 consecutive inputs share one "
+        "scale; scheme B lets 128 consecutive inputs share one "
         "(GPTQ/AWQ checkpoints). "
         "Against per-channel (one scale per row), which is right?",
         (

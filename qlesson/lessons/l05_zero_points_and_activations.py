@@ -239,12 +239,20 @@ def _loudest_after_smoothing(x: torch.Tensor, w: torch.Tensor, alpha: float) -> 
 
 
 def _smoothing_case(
-    tokens: int, features: int, out: int, x_gain: dict[int, float], w_gain: dict[int, float]
+    tokens: int,
+    features: int,
+    out: int,
+    x_gain: dict[int, float],
+    w_gain: dict[int, float],
+    negative: tuple[int, ...] = (),
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Activations ``[tokens, features]`` and a weight ``[out, features]``: feature ``j`` of x is
-    ``x_gain[j]`` on one token, weight column ``j`` ``w_gain[j]`` times louder (the whole column)."""
+    ``x_gain[j]`` on one token, weight column ``j`` ``w_gain[j]`` times louder (the whole column).
+    The features in ``negative`` lie in ``[-3, -2]`` on every token."""
     x = torch.rand(tokens, features, generator=_G_SMOOTH, dtype=torch.float64) * 2 - 1
     w = (torch.rand(out, features, generator=_G_SMOOTH, dtype=torch.float64) * 2 - 1) * 0.1
+    for j in negative:
+        x[:, j] = -x[:, j].abs() - 2
     for j, g in x_gain.items():
         x[tokens // 2, j] = g
     for j, g in w_gain.items():
@@ -272,6 +280,11 @@ def _cases_loudest_after_smoothing() -> list[Case]:
         Case(
             (*_smoothing_case(12, 8, 4, {3: -15.0, 6: 5.0}, {}), 0.5),
             "feature 3 is -15 on one token (a negative spike)",
+            hidden=True,
+        ),
+        Case(
+            (*_smoothing_case(12, 8, 4, {5: 12.0}, {}, negative=(2,)), 0.5),
+            "feature 2 is negative on every token",
             hidden=True,
         ),
     ]
@@ -524,6 +537,11 @@ TASKS: list[Task] = [
             Mistake(
                 "took each feature's largest value, not its largest |value|: a negative spike is loud too",
                 lambda x, w, a: int((x / _smooth_factors(x, w, a)).amax(0).argmax()),
+            ),
+            Mistake(
+                "computed the factors from each feature's largest value, not its largest |value|: a feature "
+                "that is negative on every token gets a NaN factor",
+                lambda x, w, a: int((x / (x.amax(0) ** a / w.abs().amax(0) ** (1 - a))).abs().amax(0).argmax()),
             ),
         ],
         rtol=0,

@@ -301,6 +301,10 @@ TASKS: list[Task] = [
             ),
             Mistake("counted one FLOP per multiply-add instead of two", lambda p, b, bw, r: r / bw * b * 1000),
             Mistake(
+                "used the dense format's bits per weight where its bytes belong (a factor of 8)",
+                lambda p, b, bw, r: r / bw * b * 4 * 1000,
+            ),
+            Mistake(
                 "added the int4 kernel's own read time to its arithmetic: its measured rate already includes its "
                 "reads, which overlap the arithmetic at this M",
                 lambda p, b, bw, r: (b - 0.53125) / bw * r / 2 * 1000,
@@ -330,16 +334,6 @@ RECALL: tuple[Question, ...] = (
             "Tempting if you picture the formula W = s * q literally; but section 1 prints both orders: equal.",
         ),
     ),
-    Numeric(
-        "Applying per-channel scales to a [256, 4096] output: how many multiplies?",
-        256 * 4096,
-        "One per output element: M x N.",
-        tol=0.01,
-        mistakes=(
-            (4096, "that is one per output channel; each of the 256 rows of the output is scaled"),
-            (256 * 4096 * 4096, "that counts the GEMM's multiply-adds, which run over K; a scale does not"),
-        ),
-    ),
     choice(
         "A weight has one scale per INPUT channel, W[n, k] = s_in[k] * q[n, k]. Where can that scale go, short of "
         "dequantizing the weight?",
@@ -361,28 +355,6 @@ RECALL: tuple[Question, ...] = (
             "product can carry it: on x, before the sum.",
         ),
     ),
-    choice(
-        "A per-output-channel scale adds M x N multiplies to M x N x K multiply-adds. Which placement adds the "
-        "least work?",
-        (
-            "In the GEMM's epilogue, on the accumulator tile while it is in registers",
-            True,
-            "M x N multiplies next to M x N x K multiply-adds, and no extra pass over memory.",
-        ),
-        (
-            "As a separate multiply after the GEMM",
-            False,
-            "Tempting, since it is the same M x N multiplies; but it adds one more pass over the [M, N] output "
-            "and one more operation to issue, a fixed cost per call that the epilogue, working on the tile "
-            "already in registers, does not pay.",
-        ),
-        (
-            "Inside the K loop, on each tile of codes as it is loaded",
-            False,
-            "Tempting, since a group scale goes there; but that scales every weight, N x K multiplies or more, "
-            "where a scale constant along K needs only one per output.",
-        ),
-    ),
     Numeric(
         "From lesson 04: int4 codes, one fp16 scale per group of 128. How many bits per weight does the kernel read?",
         4.125,
@@ -392,28 +364,6 @@ RECALL: tuple[Question, ...] = (
             (4.0, "that counts the codes alone; the kernel reads the scales too"),
             (4.25, "that counts a zero point as well (a bf16 scale and zero, as PyTorch's int4 kernel stores)"),
             (20.0, "the scale is shared by the 128 weights of its group, not paid by each"),
-        ),
-    ),
-    choice(
-        "At M = 128, a fused int4 kernel still reads about 0.13x fp32's weight bytes. On a CPU, against fp32 "
-        "F.linear, its time is...",
-        (
-            "Set by its own arithmetic, not its bytes, so it can come out slower than fp32",
-            True,
-            "At M = 128 each weight byte serves 128 rows of FLOPs, past the CPU's ridge; section 3's last lines "
-            "put the fused rows many times above their read floors.",
-        ),
-        (
-            "Still about 0.13x: fewer bytes always help",
-            False,
-            "Tempting, since at M = 1 the bytes set a floor; but at M = 128 the time sits far above that floor "
-            "(section 3's last lines), so the bytes no longer decide it.",
-        ),
-        (
-            "The same ratio as at M = 1: a kernel's speed-up over fp32 does not depend on M",
-            False,
-            "Tempting, since the bytes ratio is the same at every M; but at M = 128 the arithmetic, not the "
-            "bytes, sets both times: compare your `x fp32` at M = 1 and at M = 128.",
         ),
     ),
 )
@@ -479,21 +429,41 @@ PREDICT = {
         (
             "About 0.13x: at M = 1 the time is the time to read the weight",
             False,
-            "Tempting, since the bytes set a floor; but the kernel must also unpack each code and apply its "
-            "group's scale, and on a CPU that work keeps it above its floor.",
+            "Tempting, since the bytes set a floor; but a floor is not a time: your row's `x fp32` says where it "
+            "landed.",
         ),
         (
             "Less than fp32's time, but more than 0.13x",
             True,
-            "Your int4 row's `x fp32` says where it landed. Fewer bytes let it beat fp32; unpacking and scaling "
-            "each code in registers is work the reads do not fully hide, so on a CPU it tends to stay above its "
-            "bytes' share.",
+            "Your int4 row's `x fp32` says where it landed.",
         ),
         (
             "About fp32's time or more: the int4 codes must be dequantized to fp32 before the multiply",
             False,
             "That is dequantize-then-matmul, a row of its own in the table; a fused kernel converts each tile "
             "of codes in registers and never writes an fp32 copy.",
+        ),
+    ),
+    "int4_at_128_cpu": choice(
+        "At M = 128, a fused int4 kernel still reads about 0.13x fp32's weight bytes. On your CPU, against fp32 "
+        "F.linear, its time is...",
+        (
+            "Set by its own arithmetic, not its bytes, so it can come out slower than fp32",
+            True,
+            "At M = 128 each weight byte serves 128 rows of FLOPs; the benchmark's last lines put the fused rows "
+            "many times above their read floors.",
+        ),
+        (
+            "Still about 0.13x: fewer bytes always help",
+            False,
+            "Tempting, since at M = 1 the bytes set a floor; but at M = 128 the time sits far above that floor "
+            "(the benchmark's last lines), so the bytes no longer decide it.",
+        ),
+        (
+            "The same ratio as at M = 1: a kernel's speed-up over fp32 does not depend on M",
+            False,
+            "Tempting, since the bytes ratio is the same at every M; but at M = 128 the arithmetic, not the "
+            "bytes, sets both times: compare your `x fp32` at M = 1 and at M = 128.",
         ),
     ),
 }

@@ -88,10 +88,10 @@ RECALL: tuple[Question, ...] = (
             "on a row symmetric about 0 none are, and the mirrored control gains 1.04 times.",
         ),
         (
-            "More than one more bit, since it costs fewer bytes",
+            "A little worse: the zero point's rounding moves 0.0 off a tick",
             False,
-            "It tempts because 4 bytes per row are cheap. But cost does not set the gain: one more bit halves "
-            "about every tick, while on a symmetric row the zero point moves none.",
+            "It tempts because the zero point is itself rounded. But it is rounded to a whole code, the code 0.0 "
+            "maps to (lesson 01), so 0.0 stays exactly on a tick; on the mirrored row the MAE falls 1.04 times.",
         ),
         source=LESSON,
     ),
@@ -264,6 +264,13 @@ def _winner(err, against_symmetric: bool = False, flip: bool = False, axis: int 
 
 def _mae(e: torch.Tensor) -> torch.Tensor:
     return e.abs().mean()
+
+
+def _row_vote(w: torch.Tensor, bits: int) -> str:
+    """A wrong answer: the choice whose per-row MAE is lower on more than half the rows."""
+    pc = (fake_quantize(w, bits, granularity=PerChannel(0), symmetric=True) - w).abs().mean(dim=1)
+    pt = (fake_quantize(w, bits, granularity=PerTensor(), symmetric=False) - w).abs().mean(dim=1)
+    return "per-channel" if 2 * int((pc < pt).sum()) > len(pc) else "zero point"
 
 
 _W = torch.tensor(
@@ -482,6 +489,15 @@ TASKS: list[Task] = [
                 "4 bits: [6, 32] all positive, row 0 near 1 in every column, the other rows 0.3 down to 0.003 at most",
                 hidden=True,
             ),
+            Case(
+                (
+                    torch.stack([_act(312 + i, 64, "gelu") for i in range(4)])
+                    * torch.tensor([1, 0.4, 0.4, 0.4])[:, None],
+                    4,
+                ),
+                "4 bits: four GELU rows, the last three scaled by 0.4",
+                hidden=True,
+            ),
         ],
         "measure both: quantize and dequantize the tensor each way, and compare the mean absolute errors",
         [
@@ -502,6 +518,7 @@ TASKS: list[Task] = [
             Mistake(
                 "compared RMSE; the task asks for the mean absolute error", _winner(lambda e: e.pow(2).mean().sqrt())
             ),
+            Mistake("counted the rows each wins; the task compares the whole tensor's MAE", _row_vote),
         ],
         minutes=5,
     ),

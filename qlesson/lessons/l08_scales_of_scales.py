@@ -506,10 +506,10 @@ RECALL: tuple[Question, ...] = (
             "be off by up to 1.75 times int4's ideal, putting the top code anywhere from 4 to 8 ticks out.",
         ),
         (
-            "Multiplying by a power of two rounds the codes a second time",
+            "The floor rule rounds every scale down, so every block's largest weight clips",
             False,
-            "Tempting if every multiply feels lossy; but multiplying by a power of two only changes an exponent, "
-            "and is exact. The loss is the scale's size, not its application.",
+            "Tempting, since the rule rounds down; but it puts a block's largest weight 4 to 8 ticks out, and "
+            "int4 clips it only past 7.5. Below that, the top code moves inward by whole ticks.",
         ),
         (
             "One E8M0 scale covers more weights than a Q4_K sub-scale",

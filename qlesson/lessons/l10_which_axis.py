@@ -59,6 +59,15 @@ def _keys_widened(k: torch.Tensor, bits: int) -> torch.Tensor:
     return (torch.round(k / scale) + zero).clamp(0, qmax).sub(zero) * scale
 
 
+def _keys_integer_zero(k: torch.Tensor, bits: int) -> torch.Tensor:
+    """An integer zero point round(-lo / scale) on the channel's own range: the grid no longer starts at lo."""
+    qmax = 2**bits - 1
+    lo, hi = k.amin(0, keepdim=True), k.amax(0, keepdim=True)
+    scale = torch.where(hi > lo, (hi - lo) / qmax, torch.ones_like(hi))
+    zero = torch.round(-lo / scale)
+    return (torch.round(k / scale) + zero).clamp(0, qmax).sub(zero) * scale
+
+
 def _keys(tokens: int, channels: int, shift: float = 0.0) -> torch.Tensor:
     k = torch.randn(tokens, channels, generator=_G, dtype=torch.float64)
     k = k * torch.linspace(0.2, 3.0, channels, dtype=torch.float64) + shift  # channels of different sizes
@@ -296,6 +305,11 @@ TASKS: list[Task] = [
                 "widened the range to include 0 (lesson 05's integer zero point): KIVI's ruler starts at the "
                 "channel's own float minimum, so an offset channel keeps all its codes",
                 lambda k, b: _keys_widened(k, b),
+            ),
+            Mistake(
+                "rounded the zero point to an integer: KIVI keeps the float minimum, so the lowest code sits "
+                "exactly on the channel's minimum",
+                lambda k, b: _keys_integer_zero(k, b),
             ),
             Mistake(
                 "a channel whose values are all equal came back NaN: its scale is 0, so (k - lo) / scale is 0 / 0; "

@@ -134,27 +134,6 @@ def smoothing_factors(x: torch.Tensor, w: torch.Tensor, alpha: float) -> torch.T
     return x.abs().amax(0).clamp_min(1e-5) ** alpha / w.abs().amax(0).clamp_min(1e-5) ** (1 - alpha)
 
 
-def smoothed_features(x: torch.Tensor, w: torch.Tensor, alpha: float = 0.5, top: int = 5) -> list[dict[str, Any]]:
-    """The loudest features after smoothing, with the two maxima that the formula combines.
-
-    After dividing by ``s_j`` a feature's absmax is ``(max|x_j| * max|w_j|) ** (1 - alpha)``.
-    """
-    s = smoothing_factors(x, w, alpha)
-    after = (x / s).abs().amax(0)
-    xm, wm = x.abs().amax(0), w.abs().amax(0)
-    return [
-        {
-            "feature": int(j),
-            "max|x_j|": float(xm[j]),
-            "max|w_j|": float(wm[j]),
-            "s_j": float(s[j]),
-            "max|x_j / s_j|": float(after[j]),
-            "(max|x_j| max|w_j|)^(1-alpha)": float((xm[j] * wm[j]) ** (1 - alpha)),
-        }
-        for j in after.topk(top).indices
-    ]
-
-
 def fold_into_layernorm(
     norm: torch.nn.LayerNorm, linears: Sequence[torch.nn.Linear], s: torch.Tensor
 ) -> tuple[torch.nn.LayerNorm, list[torch.nn.Linear]]:
@@ -532,17 +511,10 @@ def observer_rows(
     return out
 
 
-def granularity_control_rows(
-    x: torch.Tensor, labels: Sequence[tuple[int, int, str]], bits: int = 8, features: Sequence[Sequence[int]] = ()
-) -> list[dict]:
+def granularity_control_rows(x: torch.Tensor, labels: Sequence[tuple[int, int, str]], bits: int = 8) -> list[dict]:
     """Activation SQNR over every token of ``x`` with dynamic int8 scales (fitted to ``x`` itself): per-tensor,
     the control (each ``[CLS]`` row its own scale, every other row one shared scale), per-token and
-    per-feature. The control isolates the ``[CLS]`` rows on the same tokens as the other rows.
-
-    Each entry of ``features`` adds a second control after per-token: those features get their own
-    scales (per feature, over every token) and every token a scale fitted to its other features. With
-    ``features`` given, a column adds the SQNR over the ordinary tokens (every row but ``[CLS]``).
-    """
+    per-feature. The control isolates the ``[CLS]`` rows on the same tokens as the other rows."""
     cls = cls_mask(labels)
     control = x.clone()
     control[cls] = fake_quantize(x[cls], bits, granularity=PerChannel(0))
@@ -551,22 +523,9 @@ def granularity_control_rows(
         ("per-tensor (this text's absmax)", fake_quantize(x, bits, granularity=PerTensor())),
         ("[CLS] rows own scales, the rest one", control),
         ("per-token", fake_quantize(x, bits, granularity=PerChannel(0))),
+        ("per-feature", fake_quantize(x, bits, granularity=PerChannel(1))),
     ]
-    for chosen in features:
-        own = torch.zeros(x.shape[1], dtype=torch.bool)
-        own[list(chosen)] = True
-        xq = torch.empty_like(x)
-        xq[:, own] = fake_quantize(x[:, own], bits, granularity=PerChannel(1))
-        xq[:, ~own] = fake_quantize(x[:, ~own], bits, granularity=PerChannel(0))
-        rows.append((f"per-token, features {', '.join(map(str, chosen))} own scales", xq))
-    rows.append(("per-feature", fake_quantize(x, bits, granularity=PerChannel(1))))
-    out = []
-    for name, xq in rows:
-        row = {"int8 scales (dynamic)": name, "activation SQNR dB": errors(x, xq).sqnr_db}
-        if features:
-            row["ordinary tokens dB"] = errors(x[~cls], xq[~cls]).sqnr_db
-        out.append(row)
-    return out
+    return [{"int8 scales (dynamic)": name, "activation SQNR dB": errors(x, xq).sqnr_db} for name, xq in rows]
 
 
 def smoothing_feature_rows(

@@ -199,12 +199,13 @@ def median_standout(weights: dict[str, torch.Tensor], names: Sequence[str]) -> f
 
 
 def code_bit_vs_groups(
-    weights: dict[str, torch.Tensor], sets: dict[str, Sequence[str]], group_size: int = 128
+    weights: dict[str, torch.Tensor], sets: dict[str, Sequence[str]], group_size: int = 128, standout: float = 5.0
 ) -> list[dict[str, str]]:
     """Lesson 04's per-layer table: one row per named set of layers, each column the range over its layers.
 
     The columns: int4 per-channel minus int3 g16 (the code bit's lead, dB), int4 with groups of
-    ``group_size`` minus int4 per-channel (what the groups add, dB), and :func:`row_standout`.
+    ``group_size`` minus int4 per-channel (what the groups add, dB), and the share of rows holding a
+    weight over ``standout`` times the row's rms.
 
     >>> w = {"a": torch.randn(8, 64, generator=torch.Generator().manual_seed(0))}
     >>> list(code_bit_vs_groups(w, {"the layer": ["a"]}, group_size=32)[0].values())[0]
@@ -232,7 +233,13 @@ def code_bit_vs_groups(
                 f"int4 g{group_size} minus int4 per-channel, dB": span(
                     [g - p for g, p in zip(grouped, pc, strict=True)], "+.2f"
                 ),
-                "median row: largest |w| / rms": span([x["row absmax / rms (median)"] for x in r], ".1f"),
+                f"rows with a |w| over {standout:g} x rms": span(
+                    [
+                        float((weights[n].abs().amax(1) > standout * weights[n].pow(2).mean(1).sqrt()).float().mean())
+                        for n in names
+                    ],
+                    ".1%",
+                ),
             }
         )
     return rows

@@ -292,8 +292,9 @@ GAIN_FORMATS = {
 }
 
 
-def gain_rows(r: Result) -> list[dict[str, Any]]:
-    """Lesson 07, section 1: per channel, how much finer its own ruler is and how much its MAE falls.
+def gain_rows(r: Result, falls: bool = False) -> list[dict[str, Any]]:
+    """Lesson 07, section 1: per channel, how much finer its own ruler is and its MAE under each ruler;
+    with ``falls``, also how many times its MAE falls (Going deeper).
 
     "per-tensor rounded to 0" counts the channel's values that the shared ruler rounds to
     its zero point (they reconstruct as 0.0).
@@ -301,19 +302,23 @@ def gain_rows(r: Result) -> list[dict[str, Any]]:
     >>> rows = gain_rows(compare(parse_channels("1 -0.3; 0.01 0.02"), 4))
     >>> [(row["per-tensor rounded to 0"], round(row["own ruler finer by"], 1)) for row in rows]
     [(0, 1.0), (2, 50.0)]
+    >>> "MAE falls by" in rows[0], "MAE falls by" in gain_rows(compare(parse_channels("1 -0.3"), 4), falls=True)[0]
+    (False, True)
     """
-    return [
-        {
+    rows = []
+    for row in r.channels:
+        out = {
             "channel": row["channel"],
             "absmax": max(abs(row["min"]), abs(row["max"])),
             "per-tensor rounded to 0": row["per-tensor rounded to 0"],
             "own ruler finer by": row["per-tensor scale"] / row["per-channel scale"],
             "per-tensor MAE": row["per-tensor MAE"],
             "per-channel MAE": row["per-channel MAE"],
-            "MAE falls by": row["per-tensor MAE"] / row["per-channel MAE"] if row["per-channel MAE"] else math.inf,
         }
-        for row in r.channels
-    ]
+        if falls:
+            out["MAE falls by"] = row["per-tensor MAE"] / row["per-channel MAE"] if row["per-channel MAE"] else math.inf
+        rows.append(out)
+    return rows
 
 
 def stored_bytes(values: int, bits: int, symmetric: bool) -> int:

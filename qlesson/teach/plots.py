@@ -238,12 +238,11 @@ def pareto_zoom(
     xlim: tuple[float, float],
     fig: Figure | None = None,
 ) -> Figure:
-    """SQNR in dB against bits per weight (left, as :func:`pareto`), and the points ``labels`` names
-    (``(method, bits) -> text``) zoomed to ``xlim`` bits per weight and labelled one by one (right)."""
-    fig = _figure(fig, ncols=2, size=(10, 4))
-    full, zoom = fig.axes
-    methods = list(dict.fromkeys(p["method"] for p in points))
-    groups = [m for m in methods if m.startswith("per-group")]
+    """SQNR in dB against bits per weight for the points ``labels`` names (``(method, bits) -> text``),
+    each labelled, on ``xlim`` bits per weight (plus room on the right for the labels)."""
+    fig = _figure(fig, size=(6, 4))
+    zoom = fig.axes[0]
+    groups = list(dict.fromkeys(p["method"] for p in points if p["method"].startswith("per-group")))
     cmap = matplotlib.colormaps["YlOrBr"]
     shades = dict(zip(groups, (cmap(x) for x in np.linspace(0.35, 0.95, max(len(groups), 1))), strict=False))
     markers = dict(zip(groups, "osD^vP<>", strict=False))
@@ -251,10 +250,6 @@ def pareto_zoom(
     def db(p: Mapping[str, Any]) -> float:
         return -20 * float(np.log10(p["rmse / rms"]))
 
-    for method in methods:
-        pts = sorted((p for p in points if p["method"] == method), key=lambda p: p["bits per weight"])
-        style = {"color": shades.get(method, COLORS[method.split(" ")[0]]), "label": method}
-        full.plot([p["bits per weight"] for p in pts], [db(p) for p in pts], f"{markers.get(method, 'o')}-", **style)
     named = [p for p in points if (p["method"], p["bits"]) in labels]
     for p in named:
         m, x, y = p["method"], p["bits per weight"], db(p)
@@ -264,12 +259,8 @@ def pareto_zoom(
         zoom.annotate(labels[(m, p["bits"])], (x, y), xytext=(7, dy), textcoords="offset points")
     ys = [db(p) for p in named]
     zoom.set(xlim=(xlim[0], xlim[1] + 0.6 * (xlim[1] - xlim[0])), ylim=(min(ys) - 1, max(ys) + 1))
-    full.axvspan(*xlim, color="0.9", zorder=0)
-    full.set(xlabel="bits per weight (payload + fp16 scales)", ylabel="SQNR dB (higher is better)")
-    full.set_title("Error against storage: upper left is better")
-    full.legend(fontsize=7, ncol=2, frameon=False)
-    zoom.set(xlabel="bits per weight", ylabel="SQNR dB")
-    zoom.set_title("Zoom on the grey band (left), each point labelled")
+    zoom.set(xlabel="bits per weight (payload + fp16 scales)", ylabel="SQNR dB (higher is better)")
+    zoom.set_title("Error against storage: upper left is better")
     return fig
 
 
@@ -346,16 +337,16 @@ GEMM_LINES = {
     "fp32 F.linear": ("#30343f", "-"),
     "bfloat16 F.linear": ("#8d99ae", "--"),
     "float16 F.linear": ("#8d99ae", "--"),
-    "naive: dequant per-channel": ("#9c6644", "-"),
+    "dequantize per-channel": ("#9c6644", "-"),
     "per-channel scale after GEMM": ("#e09f3e", "-"),
-    "scale after GEMM, preallocated buffer": ("#c9a227", "--"),
+    "scale after GEMM (preallocated": ("#c9a227", "--"),
     "fused int8 weight-only per-channel, bf16": ("#3d5a80", "-"),
     "fused int4 weight-only group 128": ("#7b2cbf", "-"),
     "W8A8": ("#5c946e", "-"),
 }
 GEMM_LABELS = {  # legend text where a row's name leans on the row above it in the table
     "per-channel scale after GEMM": "scale after GEMM, fresh fp32 copy",
-    "scale after GEMM, preallocated buffer": "scale after GEMM, preallocated buffer",
+    "scale after GEMM (preallocated": "scale after GEMM (preallocated fp32 buffer)",
 }
 
 

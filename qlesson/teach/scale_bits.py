@@ -315,26 +315,6 @@ def oversized_scale_rows(
     return rows
 
 
-def nvfp4_subnormal_values(x: ArrayLike) -> np.ndarray:
-    """NVFP4 without a tensor scale, each block's ``amax / 6`` rounded to E4M3 *with* its subnormals
-    (down to 2**-9, below that 0), as torch's float8 cast and llama.cpp's quantizer do; a block whose
-    scale rounds to 0 decodes to zeros. ``microscaling.quantize_nvfp4(x, 1.0)`` clamps such scales at
-    2**-6 instead (torchao's choice). Returns float32 values of the shape of ``x``.
-
-    >>> nvfp4_subnormal_values(np.full((1, 16), 0.03, dtype=np.float32))[0, :2].tolist()  # 0.005: 3 x 2**-9
-    [0.03515625, 0.03515625]
-    """
-    t = as_float_tensor(x).float().numpy()
-    if t.ndim != 2 or t.shape[1] % 16:
-        raise ValueError(f"x has shape {t.shape}; pass [rows, K] with K a multiple of 16")
-    blocks = t.reshape(-1, 16)
-    s8 = round_to((np.abs(blocks).max(axis=1) / np.float32(E2M1_MAX)).astype(np.float32), "E4M3").astype(np.float32)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        v = np.where(s8[:, None] > 0, blocks / s8[:, None], 0.0).astype(np.float32)
-    q = round_to(v.clip(-E2M1_MAX, E2M1_MAX), "E2M1")
-    return (q * s8[:, None]).astype(np.float32).reshape(t.shape)
-
-
 def _block_sq_errors(blocks: torch.Tensor, s: torch.Tensor, codes: str) -> torch.Tensor:
     """Each block's squared error ``[n]`` for ``blocks [n, block]`` under scales ``s [n]`` (int4 -7..7 or FP4)."""
     v = blocks / s[:, None]

@@ -56,11 +56,11 @@ def spread_by_type(weights: Mapping[str, torch.Tensor], lowest: bool = False) ->
         row: dict[str, Any] = {
             "type": kind,
             "worst max/median": float(ratios.max()),
-            "int4 SQNR per-tensor dB": sum(sq_t) / len(sq_t),
+            "mean int4 SQNR per-tensor dB": sum(sq_t) / len(sq_t),
         }
         if lowest:
             row |= {"lowest per-tensor layer": names[worst].split(".")[0], "its dB": sq_t[worst]}
-        rows.append(row | {"int4 SQNR per-channel dB": sum(sq_c) / len(sq_c)})
+        rows.append(row | {"mean int4 SQNR per-channel dB": sum(sq_c) / len(sq_c)})
     return rows
 
 
@@ -220,6 +220,27 @@ def embedding_scores_by_layer(
         numel = sum(w.numel() for w in weights.values())
         out[label] = EmbeddingScores(label, bits_total / numel, cos, rank, (ref.double().numpy(), e.double().numpy()))
     return out
+
+
+def split_rows(
+    rows: Sequence[Mapping[str, Any]], mirror: Mapping[str, Any], columns: Sequence[str]
+) -> tuple[list[dict[str, Any]], dict[str, float]]:
+    """Lesson 03's split table: ``rows`` (all per-tensor, all per-channel, the split) plus the ``mirror`` row
+    cut to ``columns``, and the shares of the per-channel minus per-tensor gap in mean cosine that the split
+    recovers and that the mirror loses.
+
+    >>> rows = [{"mean cosine": 0.25}, {"mean cosine": 0.75}, {"mean cosine": 0.5}]
+    >>> table, share = split_rows(rows, {"mean cosine": 0.375, "worst cosine": 0.1}, ["mean cosine"])
+    >>> len(table), table[-1], share
+    (4, {'mean cosine': 0.375}, {'split recovers': 0.5, 'mirror loses': 0.75})
+    """
+    if len(rows) != 3:
+        raise ValueError(f"rows must be per-tensor, per-channel and the split (3 rows), got {len(rows)}")
+    t, c, sp = (float(r["mean cosine"]) for r in rows)
+    mirror_row = {k: mirror[k] for k in columns}
+    gap = c - t
+    share = {"split recovers": (sp - t) / gap, "mirror loses": (c - float(mirror["mean cosine"])) / gap}
+    return [dict(r) for r in rows] + [mirror_row], share
 
 
 def embedding_quality(
