@@ -20,9 +20,8 @@
 # **The question**: How does this course work, and what will it teach me?
 #
 # **The answer**: Quantization represents each number `x` (a weight, an activation) by a small
-# integer `q` and a **scale** `s` it shares with other numbers: `x ≈ s·q`. This course is about which numbers share a scale, how many and along which
-# axis: eleven lessons each answer one question with numbers computed when you run them, and
-# `make grade` scores your exercises.
+# integer `q` and a **scale** `s` it shares with other numbers: `x ≈ s·q`. This course is about
+# which numbers share a scale, how many and along which axis.
 #
 # **What you will do**: check your machine, make one practice prediction, see the course map,
 # learn how to run a lesson and where your work lives, and grade your (empty) exercises once.
@@ -30,15 +29,15 @@
 # **What you need**: Python and a first acquaintance with matrix multiplies; no quantization
 # background. No GPU and no separate model download: the real model (all-MiniLM-L6-v2) comes
 # with the course's Python packages.
-# **Time**: about 13 minutes, two of them to try `make grade`; *Going deeper*: about 2 more.
+# **Time**: about 11 minutes, one of them to try `make grade`; *Going deeper*: about 2 more.
 #
 # ## 1. What your machine has
 #
 # Run each cell with **Shift+Enter**, one at a time. The first cell of every lesson prints the
-# versions in use. Read two lines: `kernel Python`
-# should end in *(the course's venv)*, and `pins` should say every pinned version matches. If
-# either does not, its line says what to do. `make doctor` checks the rest, typed in a terminal
-# at the repository's root (section 5 shows how).
+# versions in use. Read two lines: `kernel Python` should name the course's venv (or your conda
+# environment), and `pins` should say every pinned version matches. If either does not, its line
+# says what to do. `make doctor` checks the rest, typed in a terminal at the repository's root
+# (section 5 shows how).
 
 # %% tags=["nbval-ignore-output"]
 import math
@@ -101,12 +100,10 @@ for name, g in [("per-tensor", ql.PerTensor()), ("per-channel", ql.PerChannel())
 # Each lesson opens with its question and a two-sentence answer; the numbered sections are the
 # evidence, with a few predictions to commit to and, in some lessons, a slider to move. It ends
 # with a summary and a *Pause and recall* quiz, then **Going deeper**: notes, checks and caveats
-# to read when you want them (the Time line states their minutes apart); the main line never
-# needs them.
+# to read when you want them; the main line never needs them.
 #
-# Start (or come back) with `make lab`; it opens this page. Run cells one at a time, not Run
-# All, and at each **Predict** press **Lock in** before you run the next cell, as in section 2. A
-# few numbers are stored readings (GPU timings, long studies), and say so where they appear.
+# Start (or come back) with `make lab`; it opens this page. At each **Predict**, press **Lock
+# in** before you run the next cell, as in section 2.
 #
 # **Your workspace.** JupyterLab shows `workspace/`: your own copies of the lessons and
 # exercises, outputs cleared. Edit, break and save anything; git ignores this folder.
@@ -116,18 +113,18 @@ for name, g in [("per-tensor", ql.PerTensor()), ("per-channel", ql.PerChannel())
 # Every lesson except this one has an exercise notebook in `exercises/`: a few coding tasks and
 # recall questions, each with a check cell below it. Write your code or answer in the cells
 # marked as yours, run the check cell, and save. Then grade them from the repository's root
-# folder, the one above `workspace/`:
+# folder, the one above `workspace/` (on Windows or with conda, follow *More ways to grade*
+# under Going deeper instead):
 #
 # 1. open **File ▸ New ▸ Terminal** (JupyterLab's file browser cannot show the root);
 # 2. type `cd "$JUPYTER_SERVER_ROOT/.."`;
-# 3. type `make grade` (Windows and conda: see *More ways to grade* under Going deeper).
+# 3. type `make grade`.
 #
 # It reads your saved notebooks, never changes them, and prints a score table; tasks and recall
 # questions both count. **Try it now**: you have started nothing, so every exercise shows 0
 # done, 0 failing, all its tasks *to do* (a notebook you have not changed is not run, so this
-# takes seconds). After you have tried a
-# task, read its worked solution there with `less exercises/solutions/01_the_ruler.py` (press `q`
-# to leave).
+# takes seconds). After you have tried a task, read its worked solution there with
+# `less exercises/solutions/01_the_ruler.py` (press `q` to leave).
 #
 # ## Summary
 #
@@ -150,6 +147,7 @@ for name, g in [("per-tensor", ql.PerTensor()), ("per-channel", ql.PerChannel())
 # * `ql.quantize`'s symmetric signed int*b* uses the restricted range `[-(2^(b-1)-1), 2^(b-1)-1]`
 #   (int4 is [-7, 7]) and rounds half to even, as `torch.round` does. llama.cpp's formats
 #   (lessons 04 and 08) have their own ranges and rounding.
+# * A few numbers are stored readings (GPU timings, long studies), and say so where they appear.
 # * To see how a function works, run `ql.quantize??` in a cell: it prints the source.
 #
 # ### Course updates

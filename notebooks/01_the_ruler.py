@@ -49,7 +49,9 @@ ql.show_environment()
 # ```
 #
 # On the symmetric ruler this course uses, the zero point is 0 and the largest magnitude sits
-# on the last tick: `scale = absmax / (2^(b-1) - 1)`. Six values on a 3-bit ruler:
+# on the last tick: `scale = absmax / (2^(b-1) - 1)`. `b` bits give `2^b` codes; this
+# restricted ruler leaves out `-2^(b-1)` so that +x and -x get mirror-image codes: int4 uses
+# [-7, 7], int8 [-127, 127]. Six values on a 3-bit ruler:
 
 # %%
 from qlesson.teach import plots, ruler, widgets
@@ -67,9 +69,7 @@ _ = plots.ruler(values, bits=3)
 # %% [markdown]
 # ## 2. What a bit buys
 #
-# `b` bits give `2^b` codes. The restricted symmetric ruler leaves out `-2^(b-1)` so that +x
-# and -x get mirror-image codes: int4 uses [-7, 7], int8 [-127, 127]. Predict what one more bit does to
-# the rounding bound.
+# Predict what one more bit does to the rounding bound.
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("01", "one_more_bit")

@@ -167,7 +167,7 @@ print_table(
 # * Per-channel: every nonzero row's largest value sits on the last tick; the loudest row is
 #   unchanged.
 # * Per-channel never raises a row's error bound, but it can raise a row's actual error (row 0 in
-#   section 5; on MiniLM at int8, 9 of 20,736 rows, all near-loudest: *Going deeper*).
+#   section 5); on real weights this is rare (*Going deeper*).
 # * The cost: one scale per row instead of one per tensor (lesson 04 counts the bytes).
 #
 # ## Pause and recall

@@ -152,7 +152,7 @@ print(f"FP32 paraphrase pairs: mean cosine {(ref[0::2] * ref[1::2]).sum(1).mean(
 # would have to scale the activation codes first, and `x_q * s_in` is no longer integer codes.
 #
 # The cell doubles slice 0 along each axis of four layer types and counts the output channels that
-# change: one only along the output axis.
+# change.
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("03", "axis")
@@ -176,8 +176,8 @@ for label, module in axes.zoo().items():
 #   per-tensor only 0.44. The six FFN output layers alone per-tensor, or the other 30 alone, each
 #   cost more than half of that gap.
 # * The output axis gets the scale because an integer matmul can apply it once per output, after
-#   the integer product. `[in, out]` weights (GPT-2 `Conv1D`, `ConvTranspose2d` with `groups=1`)
-#   put it at axis 1.
+#   the integer product. Input-first weights (GPT-2 `Conv1D`'s `[in, out]`, `ConvTranspose2d`'s
+#   `[in, out, kh, kw]` with `groups=1`) put it at axis 1.
 #
 # ## Pause and recall
 
@@ -219,7 +219,7 @@ print(f"{a} - {b}: mean cosine {d.diff:+.4f}, 95% interval [{d.lo:+.4f}, {d.hi:+
 # **worst cosine** (the lowest sentence), and the **rank corr**, Spearman's correlation of each
 # sentence's similarities to the 239 others before and after (the ranking a search would
 # return), averaged. Embedding the sentences under five settings takes minutes, so this
-# study and the next two run as one command, `python -m qlesson.bench lesson03`, which stores
+# study and section 4's split run as one command, `python -m qlesson.bench lesson03`, which stores
 # their reading in `notebooks/results/03_deeper_study.json`; these cells print that reading
 # (`tests/test_lesson03_study.py` recomputes one setting's row against it).
 

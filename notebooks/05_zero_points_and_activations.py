@@ -27,7 +27,7 @@
 # point, per-token scales and smoothing buy, calibrated on one text and scored on another.
 #
 # **What you need**: lessons 01 to 03 (nothing to download).
-# **Time**: about 18 minutes, plus about 35 for the exercise; *Going deeper*: about 13 more.
+# **Time**: about 18 minutes, plus about 35 for the exercise; *Going deeper*: about 12 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -75,7 +75,7 @@ recall.predict("05", "one_sided")
 # %%
 fmt = {"symmetric dB": ".1f", "asymmetric dB": ".1f", "gain dB": "+.2f"}
 sided = activations.one_sided_rows(calib["L0.output"], x, labels)
-print_table([{k: v for k, v in r.items() if k != "95% CI"} for r in sided], fmt)
+print_table(activations.drop_columns(sided, "95% CI"), fmt)
 print(f"lowest token minimum {float(x.amin(1).min()):+.2f}, highest {float(x.amin(1).max()):+.2f}")
 
 # %% [markdown]
@@ -122,7 +122,7 @@ print(f"ordinary tokens' loudest |x|: {low:.1f} to {high:.1f} (5th to 95th perce
 #
 # ## 3. Smoothing: move a loud feature's range into the weights
 #
-# Features 63 and 267 are different: loud on most ordinary tokens, where their medians are about
+# Features 63 and 267 are different: loud on ordinary tokens too, where their medians are about
 # 4.5 and 8 times the typical feature's. A per-feature scale would fit them, but it changes along
 # K, inside the sum, so it cannot be applied to the int32 result.
 #
@@ -150,9 +150,7 @@ cases = [
     ("L0 QKV", calib["L0.query"], evals["L0.query"], qkv),
     ("L0.intermediate", calib["L0.intermediate"], evals["L0.intermediate"], W["L0.intermediate"]),
 ]
-rows, _ = activations.smoothing_split_rows(cases, labels, alphas=(0.5,))
-keys = {"input": "input", "none dB": "output SQNR dB, none", "alpha 0.5 gain dB": "alpha 0.5 gain dB"}
-rows = [{new: r[old] for old, new in keys.items()} for r in rows if r["int8 act scales"] == "per-tensor"]
+rows = activations.static_smoothing_table(cases, labels, alpha=0.5)
 print_table(rows, {"output SQNR dB, none": ".1f", "alpha 0.5 gain dB": "+.1f"})
 top = calib["L0.query"].abs().amax(0).topk(3)
 print(f"QKV input (calibration): loudest features {top.indices.tolist()}, ", end="")
@@ -169,8 +167,7 @@ recall.predict("05", "smooth_99")
 
 # %%
 controls = activations.smoothing_feature_rows(cases, labels, features=([99], [63, 267], [99, 63]), alpha=0.5)
-static = [r for r in controls if r["int8 act scales"] == "per-tensor"]
-shown = [{k: v for k, v in r.items() if k != "int8 act scales"} for r in static]
+shown = activations.per_tensor_only(controls)
 print_table(shown, {k: "+.1f" for k in shown[0] if "dB" in k})
 
 # %% [markdown]
@@ -187,7 +184,7 @@ print_table(shown, {k: "+.1f" for k in shown[0] if "dB" in k})
 # * An outlier *token* (`[CLS]`, feature 99) is kept out of the other rows' rulers by per-token
 #   scales, which factor out of the integer GEMM: 9.5 dB on FC1's input, 6.5 of it from the
 #   `[CLS]` rows alone.
-# * Outlier *features* (63, 267) are loud in most rows; per-feature scales would fit them but
+# * Outlier *features* (63, 267) are loud on ordinary rows too; per-feature scales would fit them but
 #   cannot leave the sum.
 # * Calibrated on 24 sentences and scored on others, with one static per-tensor scale, smoothing
 #   at alpha 0.5 gains 3.5 to 9 dB on layer 0's QKV and FC1 inputs. It paid only where it lowered
@@ -262,9 +259,7 @@ fmt = {"clip": ".2f", "share of eval values clipped": ".5f", "eval SQNR dB": ".1
 observers = activations.static_scale_rows(calib["L0.output"], x, bits=8)
 print_table(observers, fmt)
 print_table(activations.observer_rows(observers, x, labels), {"dB": "+.1f", "95% CI": "+.1f"})
-row99 = W["L0.output"][99]
-unit = int(row99.abs().argmax())
-print(f"L0.output weight row 99: largest |w| {float(row99[unit].abs()):.1f}, on GELU unit {unit}")
+unit = int(x[cls].amax(0).argmax())  # the GELU unit of the [CLS] spike
 top_else = float(x[~cls, unit].max())
 print(f"unit {unit}: median {float(x[cls, unit].median()):.1f} on [CLS], ", end="")
 print("never above 0 elsewhere" if top_else <= 0 else f"at most {top_else:.1f} elsewhere")
@@ -273,9 +268,6 @@ print("never above 0 elsewhere" if top_else <= 0 else f"at most {top_else:.1f} e
 # The 99.99th percentile lands at about 5, far below the `[CLS]` spike of about 25 (hidden
 # unit 856, one value on each `[CLS]` token: the last line). It clips the spike, and the
 # activations' SQNR drops by 8 dB.
-# That spike writes into residual dimension 99, the dimension already loud on `[CLS]` at FC1's
-# input (section 2): row 99 is the loud row lesson 03 found in `L0.output`'s weights, and its
-# largest weight reads unit 856. The FFN adds to dimension 99 again for the next layer.
 # The MSE-optimal clip, 21.7, cuts the spike of about 25 too, but by far less, and gains about
 # 1 dB.
 #
@@ -301,10 +293,10 @@ print(f"weights {before['weights']:.1f} -> {after['weights']:.1f} dB")
 # The intervals below are a paired bootstrap over the 120 evaluation sentence pairs, with `s`
 # and the static scale held fixed: "this calibration, other evaluation text"; they do not cover
 # the calibration text, which moves the gains more (below). The tables of sections 1 and 4 with
-# their intervals, section 4's with per-token scales and alpha 0.75 too:
+# their intervals, section 4's with per-token scales too:
 
 # %%
-rows = activations.smoothing_rows(cases, labels, alphas=(0.5, 0.75))
+rows = activations.smoothing_rows(cases, labels, alphas=(0.5,))
 print_table(rows, {"none dB": ".1f"} | {k: "+.2f" for k in rows[0] if "alpha" in k})
 print_table(sided, {"symmetric dB": ".1f", "asymmetric dB": ".1f", "gain dB": "+.2f", "95% CI": "+.2f"})
 
@@ -330,7 +322,7 @@ print_table(recal, fmt)
 # feature 99 alone stays at about 7.2 dB and the smoothed absmax, which sets the static scale,
 # stays at 3.98.
 # More text cannot lower that scale; it can only raise the other features' `s_j`, moving more of
-# their range into the weights. So section 4's gains hold for its 24 calibration sentences.
+# their range into the weights.
 
 # %% [markdown]
 # ### Where `1/s` is folded, model by model

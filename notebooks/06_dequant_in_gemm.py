@@ -126,7 +126,7 @@ print_table(rows, {"weight MB": ".1f", "FLOPs per weight byte, M = 1": ".1f", "M
 # %% [markdown]
 # As M grows, the same weight bytes serve more FLOPs. A product turns compute bound where its
 # FLOPs per byte reach the kernel's **ridge point**: its peak FLOP rate divided by the read
-# bandwidth (measured in section 3).
+# bandwidth.
 #
 # ## 3. Measure it: your machine, now
 #
@@ -166,9 +166,9 @@ for name in ("fused int8 weight-only per-channel", "fused int4 weight-only group
 # * **Scale after the GEMM**: `F.linear` takes float weights, so it copies the codes into an
 #   fp32 buffer allocated once, then runs the GEMM: 9 bytes, about 2.25x by bytes.
 # * **Fused rows** read only codes and scales, 0.25 of fp32's bytes for int8 and 0.13 for int4
-#   g128. At M = 1 they beat fp32 but stay above their read floor; at M = 128 both take many
-#   times their read floor (the last two lines): their arithmetic, not their bytes, sets the
-#   time, so the saved bytes no longer help.
+#   g128. In the stored run, at M = 1 they beat fp32 but stay above their read floor; at
+#   M = 128 both take many times their read floor (the last two lines): their own work, not
+#   their bytes, sets the time, so the saved bytes no longer help.
 
 # %% [markdown]
 # ## Summary

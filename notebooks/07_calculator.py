@@ -20,9 +20,9 @@
 #
 # **The answer**: A quiet channel's own symmetric 4-byte scale makes its ruler finer by the
 # loudest channel's largest |value| over its own: 15.5 times for the example's quiet channel.
-# On 64-value rows that dip just below 0, like a GELU's output, a zero point's 4 more bytes
-# buy at 4 bits nearly what one more bit buys (median 2.6 against 2.7 times lower MAE over 20
-# rows).
+# On rows of GELU of 64 standard-normal draws, which dip just below 0, a zero point's 4 more
+# bytes buy at 4 bits nearly what one more bit buys (median 2.6 against 2.7 times lower MAE
+# over 20 rows).
 #
 # **What you will do**: predict a quiet channel's codes, find the bit width at which that
 # changes, see what the bytes cost, and count a GELU row's out-of-reach codes.
@@ -140,13 +140,13 @@ print(calc.zero_point_against_a_bit(4))
 # ## Summary
 #
 # * With symmetric rulers, a channel's own ruler is finer by the tensor's largest |value| over
-#   the channel's: 1.0 (the loudest channel) to 15.5 times on the example, and the erased channel
-#   gets its values back.
+#   the channel's: 1.0 (the loudest channel) to 15.5 times on the example, and the erased
+#   channel's values get nonzero codes again.
 # * In this calculator a ruler costs 4 bytes (fp32 scale), 8 with an int32 zero point: 2 to 4%
 #   of a 4-bit layer with 384-value rows.
-# * On a 64-value post-GELU row, 6 of symmetric's 15 codes are out of reach at 4 bits. A zero
-#   point's 4 bytes cut the MAE nearly as much as one more bit: medians 2.6 against 2.7 times
-#   over 20 rows. On the mirrored row they buy about nothing.
+# * On a row of GELU of 64 standard-normal draws, 6 of symmetric's 15 codes are out of reach at
+#   4 bits. A zero point's 4 bytes cut the MAE nearly as much as one more bit: medians 2.6
+#   against 2.7 times over 20 rows. On the mirrored row they buy about nothing.
 #
 # ## Pause and recall
 

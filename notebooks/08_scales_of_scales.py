@@ -62,7 +62,8 @@ print_table(rows, {col: ".4f", "bits per weight": ".4f"})
 
 # %% [markdown]
 # * llama.cpp's **K-quants** store each sub-block's scale as a small integer (6 bits in Q4_K, a
-#   signed int8 in Q6_K) times one fp16 **super-scale** per 256 weights;
+#   signed int8 in Q6_K) times one fp16 **super-scale** per 256 weights; Q4_K's 0.5 bits, what
+#   fp16 scales per 32 cost alone, also buy each block of 32 a 6-bit minimum;
 # * **MXFP4** (the OCP Microscaling format) stores one byte per 32 weights, an exponent only;
 # * **NVFP4** stores an 8-bit float (E4M3) per 16 weights, under one fp32 scale per tensor.
 #
@@ -460,7 +461,7 @@ for factor in (1, 100):
     ts = microscaling.nvfp4_tensor_scale(x)
     for label, back in (
         ("fp32 tensor scale", microscaling.quantize_nvfp4(x, ts).values()),
-        ("none, clamped at 2**-6", microscaling.quantize_nvfp4(x, 1.0).values()),
+        ("none, clamped at 2**-6 (torchao)", microscaling.quantize_nvfp4(x, 1.0).values()),
     ):
         r = {"L0.intermediate": f"/ {factor}", "tensor scale": label}
         r |= {"SQNR dB": ql.errors(torch.from_numpy(x), torch.from_numpy(back)).sqnr_db}
@@ -491,3 +492,7 @@ print_table(nv_rows, {"SQNR dB": ".2f", "amax / 6 below 2**-6 %": ".1f"})
 # %%
 rceil32 = scale_bits.grid_rows(W, block=32, formats=("E8M0 rceil",))[0]
 print_table([g32["fp32"], g32["E8M0 floor"], rceil32], grid_fmt)
+
+# %% [markdown]
+# rceil never clips, yet it loses more than floor on both grids: here its coarser ticks cost
+# more than the top weights floor clips.

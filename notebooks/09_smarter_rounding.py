@@ -29,7 +29,7 @@
 # * test whether GPTQ's lead on its calibration text carries over, and calibrate it on other text.
 #
 # **What you need**: lessons 02 to 04 (scales, per-channel, groups).
-# **Time**: about 19 minutes, plus about 40 for the exercise; *Going deeper*: about 29 more.
+# **Time**: about 19 minutes, plus about 40 for the exercise; *Going deeper*: about 24 more.
 
 
 # %% tags=["nbval-ignore-output"]
@@ -136,7 +136,7 @@ smarter.print_against(quick, per_sentence, norms, list(block3), base="RTN int4 p
 # ones; RTN's does not. GPTQ with groups of 128 is ahead of RTN g32 on average (4% less error) at
 # fewer bits, but not on every layer.
 #
-# ## 3. A fit to the calibration tokens
+# ## 3. Fit, or different text?
 #
 # Why does GPTQ's error grow? Paragraphs and short sentences are different text. The control:
 # fit on the even calibration paragraphs only, and measure on those, on the odd ones (the same
@@ -181,7 +181,7 @@ print("  its error / RTN g32's, by layer: " + ", ".join(f"{n[3:]} {r:.2f}" for n
 #   columns not yet rounded.
 # * On MiniLM's block 3 at int4, GPTQ per-channel calibrated on the course's paragraphs beat RTN g32
 #   on those paragraphs but not on held-out sentences; calibrated on 60 sentence pairs, it beat RTN
-#   g32 on the other 60 too (one split, one calibration set each). Measure on text the method never saw.
+#   g32 on the other 60 (one split, one calibration set each). Measure on text the method never saw.
 # * GPTQ with groups of 128 beat RTN g32 on held-out text on average, at fewer bits per weight,
 #   though not on every layer.
 #
@@ -230,8 +230,8 @@ for fit, d in one_diff.items():
 # %% [markdown]
 # Cut into single sentences, the paragraphs' own text brings GPTQ per-channel level with RTN g32
 # on average (0.00844 against 0.00866; the interval includes 0), though not layer by layer; fed as
-# 48 paragraphs it was far behind (0.01170). At the even pairs' count (1,526 tokens) it is not
-# ahead (0.00913), where the even pairs are ahead (0.00783). On this split, how
+# 48 paragraphs it was far behind (0.01170). At the even pairs' count (1,526 tokens) it is
+# behind (0.00913), where the even pairs are ahead (0.00783). On this split, how
 # the text is cut into inputs moved GPTQ most of the way, and the text itself the rest. What about
 # short inputs matters (their share of `[CLS]` and `[SEP]` tokens, their positions) is not tested
 # here. The measuring text matters too: in section 3's table GPTQ's error is 8% higher on the
@@ -330,34 +330,6 @@ print(
 # tokens (alpha 0 gives `s = 1`, plain RTN). On this layer the search removes more error than
 # keeping 4 channels in fp16, with every weight in int3.
 #
-# ### When error feedback changes nothing
-#
-# Row 1 of the toy kept RTN's codes. Its trace, and for both rows the best of all code vectors
-# on the row's ruler, found by trying every one:
-
-# %%
-trace1 = smarter.gptq_trace(W2, x_toy, bits=4, row=1)
-print_table(trace1, {"error (ticks)": "+.3f"})
-qmax = 7
-for row, tr in ((0, trace), (1, trace1)):
-    start = tr[0]["weights in ticks before"]  # the row's weights before any push
-    for r in tr[1:]:
-        t0, t = start[r["step"] - 1], r["weights in ticks before"][0]
-        crossed = "crossed a rounding boundary" if round(t) != round(t0) else "no rounding boundary crossed"
-        print(f"row {row} step {r['step']}: pushed from {t0:+.3f} to {t:+.3f} ticks ({crossed}); code {r['code']:+d}")
-for row in (0, 1):
-    best = smarter.best_codes(W2[row], float(rtn.scale[row]), h_toy, bits=4)
-    print(
-        f"row {row}: least output error of all {(2 * qmax + 1) ** 4} code vectors at {best}; "
-        f"GPTQ {qt.q[row].tolist()}, RTN {rtn.q[row].tolist()}"
-    )
-
-# %% [markdown]
-# Step 1 rounds 4.516 up to 5 and pushes most of that error onto column 1, which sits exactly on
-# the tick -7; the push takes it to -7.447, less than half a tick away, so its nearest tick is
-# still -7. No push in row 1 crosses a rounding boundary, so every step ends on RTN's codes, and
-# trying every code vector shows nothing better exists on this ruler.
-#
 # ### How `ql.gptq` does it fast, and its conventions
 #
 # The rows of the inverse Hessian that the trace updates step by step are, up to a factor, the
@@ -366,26 +338,6 @@ for row in (0, 1):
 # receives the whole block's errors in one matrix product (the paper's "lazy batch" update).
 # `act_order=True` rounds the loudest input features first. An input feature that is always zero
 # gets its weights set to 0 (they cannot affect the output).
-#
-# Section 2 ran GPTQ without act order and with 1% damping. AutoGPTQ turns act order on by default
-# (below); with it, and ten times the damping, GPTQ per-channel on block 3:
-
-# %%
-held = {f"{r['method']} {r['weights']}": r["held-out err"] for r in quick}
-alt = [
-    smarter.output_error(
-        w, ql.gptq(w, X_cal[n].double(), 4, act_order=True, damp=0.1).dequantize(), smarter.hessian(X_held[n].double())
-    )
-    for n, w in ((n, w.double()) for n, w in block3.items())
-]
-print(
-    f"held-out err: GPTQ per-channel {held['GPTQ int4 per-channel']:.5f}, with act order and damping 10% "
-    f"{sum(alt) / len(alt):.5f}; RTN g32 {held['RTN int4 per-group 32']:.5f}"
-)
-
-# %% [markdown]
-# Together the two knobs narrow GPTQ per-channel's gap to RTN g32 on held-out text; on this block
-# they do not close it (no interval).
 #
 # `ql.gptq` never moves a scale: `ql.gptq(...).scale` is `ql.quantize(...).scale`. With
 # per-channel scales the reference code does the same. With groups it has a choice: with

@@ -62,7 +62,7 @@ qkv = kv.capture_qkv(model, eval_sentences(120))
 print(f"{len(qkv)} layers; sentence 0's keys: {tuple(qkv[0]['k'][0].shape)} (heads, tokens, head_dim)")
 
 # %% [markdown]
-# ## 2. Where the structure of the keys sits
+# ## 2. Offsets in the keys
 #
 # A *per-token* ruler spans one token's 32 channels in one head; a *per-channel* ruler spans
 # one channel over the tokens. Lesson 02's rule: give the scales to the axis along which sizes

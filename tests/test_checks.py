@@ -264,6 +264,7 @@ WRONG = {
         (lambda x, bits: _roundtrip(x, bits, min(x.min(), 0), max(x.max(), 0), sign=+1), "wrong sign"),
         (lambda x, bits: _symmetric_roundtrip(x, bits), "symmetric signed ruler"),
         (lambda x, bits: _roundtrip(x, 8, min(x.min(), 0), max(x.max(), 0)), "None"),
+        (lambda x, bits: _float_min_codes_05(x, bits), "float minimum) but mapped back with the integer zero point"),
     ],
     "05.per_token_scales": [
         (lambda x, bits: x.abs().amax(0) / (2 ** (bits - 1) - 1), "per feature"),
@@ -339,6 +340,11 @@ WRONG = {
         (lambda w, a, b, h, bits: _calib_09(w, a, b, h, bits, judge="owncal"), "own calibration error"),
         (lambda w, a, b, h, bits: _calib_cat_09(w, a, b, h, bits), "anything but the set you chose"),
         (lambda w, a, b, h, bits: ("a", True), "None"),
+        # the shortcut: the set whose normalised mean|x| profile is nearest x_held's, with no GPTQ fit to choose
+        (
+            lambda w, a, b, h, bits: _loudness_09(w, a, b, h, bits, lambda x: (_profile_09(x) - _profile_09(h)).norm()),
+            "None",
+        ),
     ],
     "09.pick": [
         (lambda w, xc, xh, b: ("gptq", b + 16 / w.shape[1]), "per-channel GPTQ, on every layer"),
@@ -497,6 +503,12 @@ def _loudness_09(w, x_a, x_b, x_held, bits, score):
     return name, err(ql.gptq(w, x, bits).dequantize()) < err(g32)
 
 
+def _profile_09(x):
+    """Each input feature's mean |x|, as a share of their sum: the feature mix without the loudness."""
+    p = x.abs().mean(0)
+    return p / p.sum()
+
+
 def _gptq(w, x, bits, feedback=True, shrink=True, scale=None, ticks=False):
     """Per-channel GPTQ with the explicit inverse Hessian, written like a learner would."""
     w, top = w.clone(), 2 ** (bits - 1) - 1
@@ -533,6 +545,16 @@ def _roundtrip(x, bits, lo, hi, sign=-1):
         zp = zp.clamp(0, 2**bits - 1)
     q = torch.clamp(torch.round(x / scale) + zp, 0, 2**bits - 1)
     return (q - zp) * scale
+
+
+def _float_min_codes_05(x, bits):
+    """Codes of x - rmin, mapped back with the rounded zero point: wrong wherever -rmin / scale is not a code."""
+    lo, hi = min(x.min(), 0), max(x.max(), 0)
+    scale = (hi - lo) / (2**bits - 1)
+    if scale == 0:
+        return torch.zeros_like(x)
+    q = torch.clamp(torch.round((x - lo) / scale), 0, 2**bits - 1)
+    return (q - torch.round(-lo / scale)) * scale
 
 
 def _symmetric_roundtrip(x, bits):
@@ -771,6 +793,7 @@ WRONG_07["07.lower_error"] = [
     (lambda w, b: "zero point", "None"),
     (lambda w, b: _by_max_07(w, b), "largest errors"),
     (lambda w, b: _vote_07(w, b), "counted the rows each wins"),
+    (lambda w, b: "zero-point", "return exactly"),
     (
         lambda w, b: {"per-channel": "zero point"}.get(tasks()["07.lower_error"].reference(w, b), "per-channel"),
         "other one",
@@ -780,6 +803,8 @@ WRONG_07["07.lower_error_prediction"] = [
     (("per-channel", "per-channel"), "None"),
     (("zero point", "zero point"), "None"),
     (("per-channel", "zero point"), "None"),
+    (("Per-channel", "zero-point"), "spell each winner exactly"),
+    ("per-channel", "a pair of two strings"),
 ]
 WRONG |= WRONG_07
 

@@ -30,7 +30,7 @@ def test_the_flip_is_near_a_quarter_at_every_bit_width_with_a_margin():
         assert 0.2 < share < 0.3
         assert _sink_flip(bits) == share
     assert _sink_margin(0.5, 2) > 0 > _sink_margin(1.5, 2)  # per channel wins well below, per token well above
-    for answer in (0.21, 0.25, 0.26, 0.29):  # a share read near the flip passes at every bit width
+    for answer in (0.21, 0.25, 0.26, 0.29, 0.31):  # a share read near the 2-bit flip passes
         assert evaluate(task, answer).status == "pass", answer
     for answer in (0.15, 0.38, 0.5):  # a coarse read on either side fails
         assert evaluate(task, answer).status == "fail", answer

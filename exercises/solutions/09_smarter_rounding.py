@@ -187,10 +187,8 @@ check("09.pick", pick)
 # ## Task 5 · Which calibration text?
 #
 # A synthetic layer `w [N, K]` (`K` a multiple of 32) will serve text like `x_held`, your
-# validation sample: use it both to choose and to judge (with more data you would judge on a third
-# sample). You have two calibration sets with the same number of tokens, `x_a`
-# and `x_b`: one has the same mix of features as `x_held`, the other a different mix, and you
-# are not told which is which. Write
+# validation sample. You have two calibration sets with the same number of tokens, `x_a`
+# and `x_b`. Write
 # `calib_text(w, x_a, x_b, x_held, bits)` returning `(name, beats)`: `name` is `"a"` or `"b"`,
 # the set you calibrate per-channel GPTQ (`ql.gptq`) on, and `beats` is `True` if that GPTQ then
 # serves this layer better than round-to-nearest with groups of 32 at the same bits.

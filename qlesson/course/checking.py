@@ -99,6 +99,9 @@ class Task:
     keeps_inputs: bool = True  # changing a tensor or array argument in place fails (False: the task asks for it)
     # a challenge with many right answers: judge(answer's value, *case args) -> None when accepted, else what is wrong
     judge: Callable[..., str | None] | None = None
+    # form(answer's value) -> None when it has the task's form, else how to write it: checked before any
+    # comparison, so a misspelt right answer is told so instead of getting the hint for a wrong idea
+    form: Callable[[Any], str | None] | None = None
     minutes: float = 3.0  # a learner's honest time for the task (the stats command adds them up)
     shows_expected: bool = True  # False: a failure never prints the expected value (it would answer a prediction)
 
@@ -380,6 +383,13 @@ def evaluate(task: Task, answer: Any) -> Verdict:
             lines = [f"{head}: case {i} failed: {label}", *([] if case.hidden else [f"  came back: {show(g)}"])]
             lines.append(f"  mistake: {problem}")  # a named mistake says more than the hint
             return Verdict(task.task_id, "fail", f"{problem} [case {i}: {label}]", "\n".join(lines), problem)
+        if task.form is not None and not isinstance(g, (_ChangedInput, _Raised)) and not _is_stub(g):
+            if (problem := task.form(g)) is not None:
+                lines = [f"{head}: case {i} failed: {label}"]
+                if not case.hidden:
+                    lines += [f"  came back: {show(g)}", *_expected(task, task.reference(*args))]
+                lines.append(f"  mistake: {problem}")
+                return Verdict(task.task_id, "fail", f"{problem} [case {i}: {label}]", "\n".join(lines), problem)
         expected = task.reference(*args)
         if _is_stub(g):  # the other cases came back: this one fell through a branch without a return
             said = "None (a branch without a return?)" if g is None else "the stub (... or NotImplementedError)"

@@ -9,7 +9,8 @@ How a notebook is graded (your saved ``workspace/exercises/NN_*.ipynb``; it is n
 3. Your code cells run in a fresh ``python -I`` process, in a throw-away copy of your notebook's
    folder, with a scrubbed environment (see :mod:`qlesson.course.sandbox`); the check cells are
    left out, and prints, plots and warnings in your code do not matter. Your cells have 120 s
-   in all; each task then has 30 s.
+   in all; each task then has 30 s. A notebook whose code cells are all as shipped is not run:
+   its tasks are still to do.
 4. This process calls your functions on the course's cases and compares the results with its
    own reference; your results come back as plain data (never unpickled).
 5. Each check cell must still be in your notebook as the course wrote it: one that was
@@ -333,7 +334,12 @@ def grade(paths: list[Path], progress: Callable[[str], None] | None = None) -> l
     for p in paths:
         started = time.monotonic()
         if progress:
-            progress(f"  {p.stem}: running your cells (at most {START_TIMEOUT_S:.0f} s), then the checks ...")
+            try:
+                untouched = as_shipped(code_sources(p), COURSE_EXERCISES / p.name)
+            except (OSError, ValueError):
+                untouched = False
+            run = f"running your cells (at most {START_TIMEOUT_S:.0f} s), then the checks ..."
+            progress(f"  {p.stem}: {'unchanged, not run ...' if untouched else run}")
         try:
             results += grade_notebook(p)
         except Exception as err:  # a grader bug must not hide the other notebooks' scores

@@ -129,7 +129,7 @@ TASKS: list[Task] = [
             Case((torch.tensor([-0.5, 2.5]), 2), "uint2: -rmin / scale = 0.5, a tie: zero point 0", hidden=True),
         ],
         "find the ruler's two end ticks first (codes 0 and 2**bits - 1, read back as values); then ask which values "
-        "round() still sends onto them",
+        "round() still sends onto them (if you scan for them, steps of 1e-4 are fine enough; 1e-3 are not)",
         [
             Mistake(
                 "went half a tick past rmin and rmax; the rounded zero point moves the ruler, so its end ticks are "

@@ -116,8 +116,8 @@ def _worse(w: torch.Tensor, bits: int, err: Callable = lambda e: e.abs().mean(1)
 
 _ERASED_MISTAKES = (
     Mistake(
-        "called a row erased when its largest value is below one shared tick; just past half a tick it rounds "
-        "to +-1 (exactly half rounds to the even code, 0)",
+        "called a row erased when its largest value is below one shared tick (as trunc or int() does); just past "
+        "half a tick it rounds to +-1 (exactly half rounds to the even code, 0)",
         lambda: tuple((_LAYER.abs().amax(1) < 1 / qmax(b)).nonzero().flatten().tolist() for b in (3, 4, 8)),
     ),
     Mistake(
@@ -442,8 +442,8 @@ TASKS: list[Task] = [
         "that holds something",
         [
             Mistake(
-                "called a row erased when its values are below one shared tick; just past half a tick a value rounds "
-                "to +-1 (exactly half rounds to the even code, 0)",
+                "called a row erased when its values are below one shared tick (as trunc or int() does); just past "
+                "half a tick a value rounds to +-1 (exactly half rounds to the even code, 0)",
                 lambda w, b: ((w.abs().amax(1) < w.abs().max() / qmax(b)) & (w != 0).any(1)).long(),
             ),
             Mistake(

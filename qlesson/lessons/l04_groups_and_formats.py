@@ -668,8 +668,8 @@ PREDICT = {
         (
             "int4 per-channel, by several dB: a code bit makes every step more than twice as fine",
             False,
-            "Tempting because with these rulers one more bit makes every step 7/3 times finer, about 7 dB; but "
-            "groups of 16 give each row 96 rulers, each fitted to 16 weights, and that buys back about as much.",
+            "It is the answer on most of MiniLM's layers (the cells below show which); on these six, though, groups "
+            "of 16 give each row 96 rulers, each fitted to 16 weights, and that buys back about what the bit gives.",
         ),
         (
             "int3 g16, by several dB: smaller groups always win",

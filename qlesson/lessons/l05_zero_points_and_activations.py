@@ -16,6 +16,7 @@ from qlesson.lessons.l01_the_ruler import _asym_qparams
 _G = torch.Generator().manual_seed(1234 + 5)
 _G_STATS = torch.Generator().manual_seed(5005)
 _G_SMOOTH = torch.Generator().manual_seed(5055)  # its own stream: the other tasks' cases stay as they were
+_G_MIXED = torch.Generator().manual_seed(5001)  # Task 1's random hidden case: its own stream too
 
 
 def _w(*shape: int, spread: bool = True) -> torch.Tensor:
@@ -127,6 +128,16 @@ def _float_zero_point_added_after(x: torch.Tensor, bits: int) -> torch.Tensor:
 def _float_minimum(x: torch.Tensor, bits: int) -> torch.Tensor:
     d = (x.max() - x.min()) / (2**bits - 1)
     return torch.round(codes(x - x.min(), d)) * d + x.min()
+
+
+def _shifted_by_float_minimum(x: torch.Tensor, bits: int) -> torch.Tensor:
+    """Codes ``round((x - rmin) / scale)``, mapped back with the rounded zero point ``round(-rmin / scale)``."""
+    rmin, rmax = torch.clamp(x.min(), max=0), torch.clamp(x.max(), min=0)
+    scale = (rmax - rmin) / (2**bits - 1)
+    if scale == 0:
+        return torch.zeros_like(x)
+    q = torch.clamp(torch.round(codes(x - rmin, scale)), 0, 2**bits - 1)
+    return (q - torch.round(-rmin / scale)) * scale
 
 
 def _symmetric(x: torch.Tensor, bits: int) -> torch.Tensor:
@@ -379,6 +390,7 @@ TASKS: list[Task] = [
             Case((torch.zeros(4), 8), "uint8, all zeros (scale 0: return zeros)"),
             Case((torch.tensor([-3.5, 11.5, 0.25]), 4), "uint4, scale 1, zp 4: 11.5 rounds to code 16, clamped to 15"),
             Case((torch.tensor([-0.1, 1.0, 0.4]), 2), "uint2, a small negative side", hidden=True),
+            Case((torch.randn(32, generator=_G_MIXED), 8), "uint8, 32 random values of both signs", hidden=True),
         ],
         "lesson 01's asymmetric ruler (range widened to 0), then quantize, clamp to the unsigned codes and map back "
         "to real values",
@@ -428,6 +440,11 @@ TASKS: list[Task] = [
                 "stored a float minimum (x = d * q + min, as llama.cpp's Q4_1): the task's ruler has an integer "
                 "zero point and a range widened to include 0",
                 _float_minimum,
+            ),
+            Mistake(
+                "quantized x - rmin (a float minimum) but mapped back with the integer zero point: round x / scale, "
+                "then add the zero point",
+                _shifted_by_float_minimum,
             ),
         ],
         also_correct=[_clamp_after_adding, _half_up, lambda x, b: _half_up(x, b, added_first=True)],
@@ -811,6 +828,8 @@ RECALL: tuple[Question, ...] = (
             (0, "the ruler must reach down to -0.17, so 0.0 is not the lowest code"),
             (-2, "wrong sign: the zero point is round(-min / scale), and min is negative"),
             (128, "that is a symmetric ruler written in unsigned codes"),
+            (1, "truncated 1.74 to 1: round it to the nearest code"),
+            (1.74, "a zero point is an integer code: round it"),
         ),
     ),
     choice(
@@ -836,7 +855,7 @@ RECALL: tuple[Question, ...] = (
         ),
     ),
     choice(
-        "One static scale: smoothing only features 63 and 267 (loud on most tokens) gains almost nothing. "
+        "One static scale: smoothing only features 63 and 267 (loud on ordinary tokens too) gains almost nothing. "
         "What does that show?",
         (
             "The [CLS] spike still sets that scale, so shrinking 63 and 267 cannot lower it",
@@ -846,7 +865,7 @@ RECALL: tuple[Question, ...] = (
             "smoothing it with the spike gains 3 to 4 dB more than the spike alone.",
         ),
         (
-            "Features loud on most tokens do not matter for int8 in MiniLM",
+            "Features loud on ordinary tokens do not matter for int8 in MiniLM",
             False,
             "Tempting, since the gain is almost nothing. But that control left the spike in place to set the "
             "scale; smoothing 63 with the spike gains 3 to 4 dB more than the spike alone.",

@@ -329,9 +329,10 @@ RECALL: tuple[Question, ...] = (
             "linear and still cannot leave the sum. What matters is that s[n] does not change with k.",
         ),
         (
-            "It cannot; the weight must be dequantized first",
+            "Because it is the same for every token",
             False,
-            "Tempting if you picture the formula W = s * q literally; but section 1 prints both orders: equal.",
+            "Tempting, since a per-output scale does not change with the token; but a per-input-channel scale is "
+            "the same for every token too, and it cannot go after the GEMM. What matters is the k axis.",
         ),
     ),
     choice(

@@ -319,6 +319,33 @@ def _predicted_winners(pick=None) -> tuple[str, str]:
     return tuple(pick(w, 4) for w in _silu_pair())  # type: ignore[return-value]
 
 
+_PREDICTION_HINT = (
+    "for each tensor, ask how much error each row carries under one shared ruler and how much its own "
+    "symmetric ruler would take off; and how many codes a symmetric ruler leaves out of reach on rows that "
+    "barely go below 0"
+)
+
+
+def _one_winner(answer: object) -> str | None:
+    """None when ``answer`` is 'per-channel' or 'zero point'; else how to write it."""
+    if answer in ("per-channel", "zero point"):
+        return None
+    return f"return exactly 'per-channel' or 'zero point' (yours returned {answer!r})"
+
+
+def _pair_of_winners(answer: object) -> str | None:
+    """None when ``answer`` is a pair of winners spelt as the task asks; else how to write it.
+
+    >>> _pair_of_winners(("per-channel", "zero point")) is None, _pair_of_winners("per-channel")[:13]
+    (True, 'give a pair o')
+    """
+    if not (isinstance(answer, (tuple, list)) and len(answer) == 2 and all(isinstance(a, str) for a in answer)):
+        return "give a pair of two strings: (winner on the similar rows, winner on the loud-to-quiet rows)"
+    if any(a not in ("per-channel", "zero point") for a in answer):
+        return f"spell each winner exactly 'per-channel' or 'zero point' (you gave {tuple(answer)!r})"
+    return None
+
+
 TASKS: list[Task] = [
     Task(
         "07.finer_by",
@@ -456,11 +483,10 @@ TASKS: list[Task] = [
         "predict the winner on two new SiLU tensors",
         _predicted_winners,
         [Case((), "(winner on the similar rows, winner on the loud-to-quiet rows) at 4 bits")],
-        "for each tensor, ask how much error each row carries under one shared ruler and how much its own "
-        "symmetric ruler would take off; and how many codes a symmetric ruler leaves out of reach on rows that "
-        "barely go below 0",
+        _PREDICTION_HINT,
         [],  # four possible answers: any named mistake would give the right one away
         is_value=True,
+        form=_pair_of_winners,  # a misspelt winner is told so, not given the hint for a wrong idea
         shows_expected=False,
         minutes=4,
     ),
@@ -520,6 +546,7 @@ TASKS: list[Task] = [
             ),
             Mistake("counted the rows each wins; the task compares the whole tensor's MAE", _row_vote),
         ],
+        form=_one_winner,
         minutes=5,
     ),
 ]

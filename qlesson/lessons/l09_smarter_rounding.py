@@ -479,13 +479,16 @@ def _calib_case(
     corr: float = 0.9,
     loud: float | None = None,
     gain: float = 1.0,
+    distinct: int | None = None,
 ) -> tuple:
     """A layer, two calibration sets of ``tokens`` each (one from the held-out source, one with half its features
     quietened: a different feature mix), held-out tokens, bits. ``like_first``: the held-out-like set is ``x_a``.
 
     ``loud``: the shifted set is rescaled to ``loud`` times the other's total energy (GPTQ's codes do not change with
     a global scale of its inputs), so that neither the louder nor the quieter set is always the right one; ``gain``
-    scales the held-out-like set, so that its loudness alone does not tell it from the other either."""
+    scales the held-out-like set, so that its loudness alone does not tell it from the other either. ``distinct``:
+    the held-out-like set repeats its first ``distinct`` tokens, so that it has the right mix but too few different
+    tokens, and the other set can be the better one to calibrate on."""
     g = torch.Generator().manual_seed(seed)
     w = torch.randn(n_out, k, generator=g, dtype=torch.float64)
     if big:
@@ -501,6 +504,8 @@ def _calib_case(
         return (base + corr * base.roll(1, dims=1)) @ mix
 
     like, shifted, held = gain * draw(tokens), draw(tokens, quiet), draw(2000)
+    if distinct is not None:  # the held-out-like set is its first `distinct` tokens repeated: the right mix, few tokens
+        like = like[:distinct].repeat(-(-tokens // distinct), 1)[:tokens]
     if loud is not None:
         shifted = shifted * (loud * like.square().sum() / shifted.square().sum()).sqrt()
     return (w, *((like, shifted) if like_first else (shifted, like)), held, bits)
@@ -522,6 +527,11 @@ TASKS.append(
             Case(_calib_case(7, 16, 256, 512, 4, False, big=1, corr=0.5), "[16, 256], int4", hidden=True),
             Case(_calib_case(6, 24, 64, 200, 4, True), "[24, 64], int4, 200 tokens in each set", hidden=True),
             Case(_calib_case(0, 16, 64, 48, 4, True), "[16, 64], int4, 48 tokens in each set", hidden=True),
+            Case(  # the held-out-like set repeats 16 tokens: the right mix, but the other set calibrates better
+                _calib_case(10, 16, 64, 128, 3, True, distinct=16),
+                "[16, 64], int3, 128 tokens in each set",
+                hidden=True,
+            ),
         ],
         "fit GPTQ on each set and choose by its error on the validation sample x_held, then answer the lesson's "
         "question for this layer on x_held",

@@ -452,9 +452,7 @@ TASKS.append(
         "find where the attention on a tiny token flips a value cache's axis",
         _sink_flip,
         [
-            Case((2,), "the head described, 2 bits"),
-            Case((3,), "the head described, 3 bits", hidden=True),
-            Case((4,), "the head described, 4 bits", hidden=True),
+            Case((2,), "the head described, 2 bits"),  # one answer, one case: the flips at 3 and 4 bits differ
         ],
         "measure the better axis at shifts close together, and the share of attention token 0 takes at each; "
         "answer with the share where the verdict changes",
@@ -561,7 +559,7 @@ RECALL: tuple[Question, ...] = (
             "A few key channels are far larger than the rest, on every token",
             True,
             "That is KIVI's measurement on LLaMA-family models (KVQuant reports it too). MiniLM's keys show "
-            "offsets per channel instead (section 2), and per channel still wins on them (section 3).",
+            "offsets per channel (section 2), and per channel still wins on them (section 3).",
         ),
         (
             "The largest keys are the ones attention uses most, so they deserve scales of their own",

@@ -602,6 +602,37 @@ def smoothing_split_rows(
     return rows, lowest
 
 
+def drop_columns(rows: Sequence[dict[str, Any]], *keys: str) -> list[dict[str, Any]]:
+    """The rows without the columns ``keys``.
+
+    >>> drop_columns([{"gain dB": 5.4, "95% CI": [5.3, 5.5]}], "95% CI")
+    [{'gain dB': 5.4}]
+    """
+    return [{k: v for k, v in r.items() if k not in keys} for r in rows]
+
+
+def per_tensor_only(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows with static per-tensor activation scales, without their ``int8 act scales`` column.
+
+    >>> per_tensor_only([{"input": "a", "int8 act scales": "per-tensor", "gain dB": 1.0},
+    ...                  {"input": "a", "int8 act scales": "per-token", "gain dB": 2.0}])
+    [{'input': 'a', 'gain dB': 1.0}]
+    """
+    return drop_columns([r for r in rows if r["int8 act scales"] == "per-tensor"], "int8 act scales")
+
+
+def static_smoothing_table(
+    cases: Sequence[tuple[str, torch.Tensor, torch.Tensor, torch.Tensor]],
+    labels: Sequence[tuple[int, int, str]],
+    alpha: float = 0.5,
+) -> list[dict[str, Any]]:
+    """Lesson 05's section 4 table: for each case, the output SQNR with no smoothing and the gain of
+    smoothing at ``alpha``, static per-tensor activation scales (from :func:`smoothing_split_rows`)."""
+    rows = per_tensor_only(smoothing_split_rows(cases, labels, alphas=(alpha,))[0])
+    gain = f"alpha {alpha:g} gain dB"
+    return [{"input": r["input"], "output SQNR dB, none": r["none dB"], gain: r[gain]} for r in rows]
+
+
 def one_side_sqnr(x_cal: torch.Tensor, x_ev: torch.Tensor, w: torch.Tensor, s: torch.Tensor | None) -> dict[str, float]:
     """Output SQNR (dB) of ``x_ev @ w.T`` after smoothing with ``s``, one side int8 at a time, the other
     float: ``"activations"`` (symmetric, one static per-tensor scale from ``x_cal``) and ``"weights"``
