@@ -17,11 +17,12 @@
 # %% [markdown]
 # # 00 · Start here: one ruler or many?
 #
-# **The question**: How does this course work, and what will it teach me?
+# **The question**: What will this course teach me, and how do I work through it?
 #
-# **The answer**: Quantization represents each number `x` (a weight, an activation) by a small
-# integer `q` and a **scale** `s` it shares with other numbers: `x ≈ s·q`. This course is about
-# which numbers share a scale, how many and along which axis.
+# **The answer**: In its simplest form, quantization represents each number `x` (a weight, an
+# activation) by a small integer `q` and a **scale** `s` it shares with other numbers: `x ≈ s·q`;
+# this course is about which numbers share a scale, how many and along which axis. Each lesson
+# asks you to predict, then measures, and `make grade` checks your exercises.
 #
 # **What you will do**: check your machine, make one practice prediction, see the course map,
 # learn how to run a lesson and where your work lives, and grade your (empty) exercises once.
@@ -36,8 +37,7 @@
 # Run each cell with **Shift+Enter**, one at a time. The first cell of every lesson prints the
 # versions in use. Read two lines: `kernel Python` should name the course's venv (or your conda
 # environment), and `pins` should say every pinned version matches. If either does not, its line
-# says what to do. `make doctor` checks the rest, typed in a terminal at the repository's root
-# (section 5 shows how).
+# says what to do.
 
 # %% tags=["nbval-ignore-output"]
 import math
@@ -113,12 +113,11 @@ for name, g in [("per-tensor", ql.PerTensor()), ("per-channel", ql.PerChannel())
 # Every lesson except this one has an exercise notebook in `exercises/`: a few coding tasks and
 # recall questions, each with a check cell below it. Write your code or answer in the cells
 # marked as yours, run the check cell, and save. Then grade them from the repository's root
-# folder, the one above `workspace/` (on Windows or with conda, follow *More ways to grade*
-# under Going deeper instead):
+# folder, the one above `workspace/` (with conda, see *More ways to grade* under Going deeper):
 #
 # 1. open **File ▸ New ▸ Terminal** (JupyterLab's file browser cannot show the root);
-# 2. type `cd "$JUPYTER_SERVER_ROOT/.."`;
-# 3. type `make grade`.
+# 2. type `cd "$JUPYTER_SERVER_ROOT/.."` (Windows PowerShell: `cd $env:JUPYTER_SERVER_ROOT\..`);
+# 3. type `make grade` (Windows: `py course.py grade`).
 #
 # It reads your saved notebooks, never changes them, and prints a score table; tasks and recall
 # questions both count. **Try it now**: you have started nothing, so every exercise shows 0
@@ -132,7 +131,7 @@ for name, g in [("per-tensor", ql.PerTensor()), ("per-channel", ql.PerChannel())
 #   axis?
 # * Run cells one at a time, and predict before you run.
 # * You work in `workspace/`; `make grade`, run from the repository's root, scores your
-#   exercises.
+#   exercises. Something wrong? `make doctor`, from the same terminal.
 #
 # Next: open `01_the_ruler.ipynb` beside this page in the file browser; its exercise is
 # `../exercises/01_the_ruler.ipynb`.

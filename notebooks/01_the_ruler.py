@@ -95,7 +95,7 @@ ruler.print_steps([1.6], bits=3, scale=fixed_scale)
 # %% [markdown]
 # The ruler has no tick 5, so the **clamp** stores 3: the error, 0.69, is about 4.5 times the
 # rounding bound. A value is **clipped** when the clamp changes its code: more than half a tick
-# past the last tick (exactly half: *Going deeper*, Ties). Its error grows with the distance.
+# past the last tick. Its error grows with the distance.
 
 # %%
 _ = plots.ruler(values + [1.6], bits=3, scale=fixed_scale)

@@ -20,8 +20,9 @@
 # giving each row its own scale buy over one shared scale?
 #
 # **The answer**: It saves the quiet rows: under one shared scale the loudest value sets the tick,
-# and a row whose values all lie at or below half a tick is stored as zeros. A row's own scale
-# never raises the bound on its error, half a tick, but it can raise the error itself (section 5).
+# and a row whose values all lie at or below half a tick is stored as zeros. A row's own tick is
+# never coarser, so the bound on its error (half its tick) never rises; its actual error can
+# (section 5).
 #
 # **What you will do**: quantize a 2x4 example with one shared scale, then one per row;
 # compare a row's error under both.
@@ -167,7 +168,7 @@ print_table(
 # * Per-channel: every nonzero row's largest value sits on the last tick; the loudest row is
 #   unchanged.
 # * Per-channel never raises a row's error bound, but it can raise a row's actual error (row 0 in
-#   section 5); on real weights this is rare (*Going deeper*).
+#   section 5).
 # * The cost: one scale per row instead of one per tensor (lesson 04 counts the bytes).
 #
 # ## Pause and recall
@@ -213,8 +214,8 @@ for bits in (4, 8):
 
 # %% [markdown]
 # On MiniLM at int8, 9 of 20,736 rows lose, all near-loudest (9 of 33 such rows); at int4, none.
-# A near-loudest row's own ruler is nearly the shared one, so where its values fall decides
-# whether it gains or loses.
+# At int8 a near-loudest row's own ruler is nearly the shared one, so where its values fall
+# decides whether it gains or loses.
 #
 # ### A slip in a source text: a tie decided by precision
 #

@@ -123,9 +123,8 @@ print_table(calc.zero_point_rows(gelu, 4), calc.ZERO_POINT_FORMATS)
 
 # %% [markdown]
 # Codes -7 to -2, 6 of 15, are out of reach. A zero point spends every code on -0.17 to 1.91,
-# a tick about half as wide. On the mirrored row every code is within reach, and the zero point
-# buys about nothing: the gain on the GELU row came from the out-of-reach codes, not from the
-# zero point's 16th code.
+# a tick about half as wide. On the mirrored row no code is out of reach, and the zero point's
+# extra code buys about nothing (1.04).
 #
 # One row is one draw. The same comparison on 20 other GELU rows:
 
@@ -133,7 +132,8 @@ print_table(calc.zero_point_rows(gelu, 4), calc.ZERO_POINT_FORMATS)
 print(calc.zero_point_against_a_bit(4))
 
 # %% [markdown]
-# Across these rows, as on this row, the zero point buys a little less than one more bit.
+# Across these rows, as on this row, the zero point buys a little less than one more bit: the
+# bit gains more on 17 of the 20.
 
 
 # %% [markdown]

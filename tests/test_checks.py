@@ -50,6 +50,13 @@ def _unwidened_01(c, bits):  # lesson 01, task 1: half a tick past the data's ow
     return c.min() - scale / 2, c.max() + scale / 2
 
 
+def _clip_start_ruler_01(c, bits, rnd, top):  # lesson 01, task 1: the zero point by `rnd`, `top` as the last code
+    lo, hi = c.min().clamp(max=0), c.max().clamp(min=0)
+    scale = (hi - lo) / (2**bits - 1)
+    zp = rnd(-lo / scale).clamp(0, 2**bits - 1)
+    return (-zp - 0.5) * scale, (top - zp + 0.5) * scale
+
+
 WRONG = {
     "01.clip_start": [
         (lambda c, bits: _unwidened_01(c, bits), "data's min and max"),
@@ -69,6 +76,8 @@ WRONG = {
             "used a symmetric signed ruler",
         ),
         (lambda c, bits: _clip_start_half_up(c, bits), "halves up"),
+        (lambda c, bits: _clip_start_ruler_01(c, bits, torch.floor, 2**bits - 1), "with floor"),
+        (lambda c, bits: _clip_start_ruler_01(c, bits, torch.round, 2**bits), "as the top code"),
     ],
     "01.rounding_or_clipping": [
         (

@@ -32,6 +32,7 @@ DERIVED: dict[str, dict[str, str]] = {
         "1.48": "the slider's first step past 1.476",
         "0.222": "1.48 x 0.15",
     },
+    "03": {"0.2": "17.1 - 16.9: the value layers' mean input-axis lead (printed in the same cell)"},
     "04": {"4.010": "4 + 16 / 1536: int4 per-channel's bits on rows of 1536"},
     "05": {
         "6.5": "the control's SQNR minus per-tensor's (the granularity table)",

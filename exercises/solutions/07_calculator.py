@@ -192,8 +192,7 @@ for name, w in (("similar", similar), ("loud_to_quiet", loud_to_quiet)):
 # are the lower ones. On `loud_to_quiet`, under the shared ruler row 1, only 3 times quieter,
 # carries about as much error as row 0; its own ruler takes most of that off, rows 2 and 3 gain
 # too, and in all they gain more than row 0 loses without a zero point: per-channel wins. A
-# finer ruler pays only as much error as its row carried. Try it: make each row 10 times quieter
-# than the last. The rulers get finer still, yet the zero point wins. Why?
+# finer ruler pays only as much error as its row carried.
 #
 # </details>
 

@@ -199,8 +199,8 @@ check("10.sink_flip", sink_flip)
 # A per-channel ruler spans an offset channel's range, so token 0's tiny value is rounded by up
 # to half a step; a per-token ruler fits token 0's own tiny range but must span all the offsets
 # on every other token. Per channel wins up to about a quarter of the attention, per token
-# from there on. The same head flips near a quarter at 3 and 4 bits too (the hidden cases); a
-# head drawn with another seed flips elsewhere, so measure rather than carry the number over.
+# from there on. The same head flips near a quarter at 3 and 4 bits too; a head drawn with
+# another seed flips elsewhere, so measure rather than carry the number over.
 
 # %% [markdown]
 # ## Recall

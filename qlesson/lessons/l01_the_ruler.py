@@ -30,13 +30,27 @@ def _asym_qparams(x: torch.Tensor, bits: int) -> tuple[torch.Tensor, torch.Tenso
     return _asym_qparams_steps(x, bits, 2**bits - 1)
 
 
-def _clip_limits(calibration: torch.Tensor, bits: int, shift: float = 0.5, zp_used: bool = True, half_up: bool = False):
-    """Where the given asymmetric unsigned ruler, fitted to ``calibration``, starts to clip: ``(below, above)``."""
+def _clip_limits(
+    calibration: torch.Tensor,
+    bits: int,
+    shift: float = 0.5,
+    zp_used: bool = True,
+    half_up: bool = False,
+    floor_zp: bool = False,
+    top: int | None = None,
+):
+    """Where the given asymmetric unsigned ruler, fitted to ``calibration``, starts to clip: ``(below, above)``.
+
+    The named mistakes' variants: ``half_up`` or ``floor_zp`` (the zero point rounded halves up, or down),
+    ``top`` (the last code taken as ``top`` instead of ``2**bits - 1``).
+    """
     scale, zp = _asym_qparams(calibration, bits)
-    if half_up:  # the mistake: a zero point rounded halves up instead of torch.round's halves to even
-        zp = torch.clamp(torch.floor(-torch.clamp(calibration.min(), max=0) / scale + 0.5), 0, 2**bits - 1)
+    if half_up or floor_zp:  # the mistakes: halves up instead of torch.round's halves to even, or floor
+        zp = torch.clamp(
+            torch.floor(-torch.clamp(calibration.min(), max=0) / scale + (0.5 if half_up else 0)), 0, 2**bits - 1
+        )
     zp = zp if zp_used else torch.zeros_like(zp)
-    return (-zp - shift) * scale, (2**bits - 1 - zp + shift) * scale
+    return (-zp - shift) * scale, ((2**bits - 1 if top is None else top) - zp + shift) * scale
 
 
 def _range_limits(calibration: torch.Tensor, bits: int, widened: bool = True):
@@ -160,6 +174,15 @@ TASKS: list[Task] = [
                 lambda c, b: _clip_limits(c, b, half_up=True),
             ),
             Mistake("used a symmetric signed ruler; this one is the asymmetric one of asymmetric_qparams", _sym_limits),
+            Mistake(
+                "took the zero point with floor; asymmetric_qparams rounds it to the nearest code: use the ruler "
+                "it returns",
+                lambda c, b: _clip_limits(c, b, floor_zp=True),
+            ),
+            Mistake(
+                "took 2**bits as the top code; b bits give codes 0 to 2**bits - 1",
+                lambda c, b: _clip_limits(c, b, top=2**b),
+            ),
         ],
         shows_expected=False,  # a failure would print both limits
         rtol=1e-3,  # a limit found by scanning values in steps of 1e-4 is as good as one computed

@@ -427,7 +427,7 @@ PREDICT = {
 
 RECALL: tuple[Question, ...] = (
     Numeric(
-        "GPT-2's FFN Conv1D stores its weight as [768, 3072] ([in, out]). How many per-output-channel scales?",
+        "GPT-2's FFN Conv1D stores its weight as [768, 3072]. How many per-output-channel scales?",
         3072,
         "Conv1D stores [in, out], so the outputs are axis 1: 3072 scales, each over a column of 768 weights.",
         tol=0.01,
@@ -453,8 +453,8 @@ RECALL: tuple[Question, ...] = (
             "Per-input-channel scales give a higher error",
             False,
             "Tempting, since the output axis is what everyone uses; but on MiniLM's value layers, with 384 scales "
-            "either way, input-axis scales give the lower error, 17.1 against 16.9 dB. The choice is about where a "
-            "scale can be applied.",
+            "either way, input-axis scales give about the same mean error, 17.1 against 16.9 dB. The choice is "
+            "about where a scale can be applied.",
         ),
         (
             "Per-input-channel scales would need more storage",

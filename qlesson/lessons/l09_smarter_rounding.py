@@ -374,7 +374,7 @@ TASKS.append(
             Case(_pick_case(10, 16, 128, 1024, 4, big=1, corr=0.3), "[16, 128], int4", hidden=True),
             Case(_pick_case(35, 16, 64, 64, 4, big=1, held=100), "[16, 64], int4, 64 calibration tokens", hidden=True),
         ],
-        "judge the two as lesson 09 judged them, on the layer's output; count every stored bit per weight",
+        "judge the two as lesson 09 judged them, on the layer's output; count the codes and the fp16 scales",
         [
             Mistake(
                 "judged on the calibration tokens, where GPTQ's fit flatters it",

@@ -452,7 +452,7 @@ TASKS.append(
         "find where the attention on a tiny token flips a value cache's axis",
         _sink_flip,
         [
-            Case((2,), "the head described, 2 bits"),  # one answer, one case: the flips at 3 and 4 bits differ
+            Case((2,), "the head described, 2 bits"),  # one answer, so one case: the one the task asks about
         ],
         "measure the better axis at shifts close together, and the share of attention token 0 takes at each; "
         "answer with the share where the verdict changes",
