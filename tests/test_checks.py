@@ -385,8 +385,9 @@ WRONG = {
         (lambda q, k, v, which, bits: _largest_error_axis(q, k, v, which, bits), "largest single error"),
     ],
     "10.sink_flip": [
-        (0.5, "well before half"),
-        (0.38, "well before half"),
+        (0.5, "per token already wins"),
+        (0.38, "per token already wins"),
+        (1.03, "is not a share"),
         (0.9, "well before 90%"),
         (0.05, "per channel still wins"),
         (25, "fraction of 1"),

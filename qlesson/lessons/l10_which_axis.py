@@ -210,13 +210,18 @@ def _sink_margin(shift: float, bits: int) -> float:
     return token - channel
 
 
-def _flip_share(bits: int) -> float:
-    """Measured: the share of attention on token 0 where per token starts to beat per channel (bisection)."""
+def _flip_shift(bits: int) -> float:
+    """Measured: the shift of token 0's key where per token starts to beat per channel (bisection)."""
     lo, hi = 0.0, 4.0  # per channel wins at shift 0, per token at shift 4
     for _ in range(30):
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if _sink_margin(mid, bits) > 0 else (lo, mid)
-    return _sink_share(hi)
+    return hi
+
+
+def _flip_share(bits: int) -> float:
+    """Measured: the share of attention on token 0 where per token starts to beat per channel."""
+    return _sink_share(_flip_shift(bits))
 
 
 def _sink_flip(bits: int = 2) -> float:
@@ -461,8 +466,16 @@ TASKS.append(
                 "on this head per channel still wins at that share; sample larger shifts, between 0.5 and 1.5",
                 lambda *_: 0.05,
             ),
-            Mistake("on this head it flips well before half; sample shifts between 0.5 and 1.5", lambda *_: 0.5),
-            Mistake("on this head it flips well before 90%; sample shifts between 0.5 and 1.5", lambda *_: 0.9),
+            Mistake(
+                "per token already wins at that share on this head: sample shifts closer together and report the "
+                "share where the verdict first changes",
+                lambda *_: 0.5,
+            ),
+            Mistake(
+                "on this head it flips well before 90% (a shift of about 1 is not a share: give the share of "
+                "attention token 0 takes at the flip)",
+                lambda *_: 0.9,
+            ),
             Mistake("give the share as a fraction of 1, not in percent", lambda *_: 100 * _flip_share(2)),
         ],
         rtol=0.3,
