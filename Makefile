@@ -18,7 +18,7 @@ export TOKENIZERS_PARALLELISM := false
 setup: $(STAMP)
 
 # torch first, alone, from $(TORCH_INDEX); then the pins under the lock; then qlesson (course.py)
-$(STAMP): requirements/requirements.txt requirements/lock.txt pyproject.toml course.py
+$(STAMP): requirements/requirements.txt requirements/lock.txt pyproject.toml
 	$(PYTHON) course.py setup
 
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)

@@ -20,8 +20,8 @@
 # **The question**: What will this course teach me, and how do I work through it?
 #
 # **The answer**: In its simplest form, quantization represents each number `x` (a weight, an
-# activation) by a small integer `q` and a **scale** `s` it shares with other numbers: `x ≈ s·q`;
-# this course is about which numbers share a scale, how many and along which axis. Each lesson
+# activation) by a small integer `q` and a **scale** `s` it shares with other numbers: `x ≈ s·q`.
+# This course is about which numbers share a scale, how many and along which axis. Each lesson
 # asks you to predict, then measures, and `make grade` checks your exercises.
 #
 # **What you will do**: check your machine, make one practice prediction, see the course map,
@@ -78,19 +78,19 @@ for name, g in [("per-tensor", ql.PerTensor()), ("per-channel", ql.PerChannel())
 #
 # | lesson | the question it answers | time |
 # |---|---|---|
-# | `01_the_ruler` | How does a quantizer turn a real number into a small integer, and where does its error come from? | 16 + 22 min |
-# | `02_one_ruler_or_many` | When the rows of a weight matrix have very different magnitudes, what does giving each row its own scale buy over one shared scale? | 20 + 25 min |
-# | `03_per_channel_on_real_weights` | How much does one scale per output channel, rather than one per tensor, matter on a real transformer's weights, and why the output axis? | 17 + 24 min |
-# | `04_groups_and_formats` | When one scale per channel is still too coarse at 4 bits, what does one scale per run of `g` weights buy, and what does it cost? | 18 + 32 min |
-# | `05_zero_points_and_activations` | How should the activations of a transformer, which arrive at run time, be quantized to int8? | 18 + 35 min |
-# | `06_dequant_in_gemm` | When does a weight-only quantized weight make a matrix multiply faster than float weights do? | 19 + 40 min |
+# | `01_the_ruler` | How does a quantizer turn a real number into a small integer, and where does its error come from? | 15 + 22 min |
+# | `02_one_ruler_or_many` | When the rows of a weight matrix have very different magnitudes, what does giving each row its own scale buy over one shared scale? | 16 + 25 min |
+# | `03_per_channel_on_real_weights` | How much does one scale per output channel, rather than one per tensor, matter on a real transformer's weights, and why the output axis? | 18 + 24 min |
+# | `04_groups_and_formats` | When one scale per channel is still too coarse at 4 bits, what does one scale per run of `g` weights buy, and what does it cost? | 15 + 33 min |
+# | `05_zero_points_and_activations` | How should the activations of a transformer, which arrive at run time, be quantized to int8? | 15 + 35 min |
+# | `06_dequant_in_gemm` | When does a weight-only quantized weight make a matrix multiply faster than float weights do? | 14 + 40 min |
 # | `07_calculator` | What do a ruler's 4 bytes buy? | 16 + 29 min |
-# | `08_scales_of_scales` | Small blocks make fp16 scales expensive; how many bits does a block's scale really need? | 20 + 28 min |
-# | `09_smarter_rounding` | Can smarter rounding (GPTQ) stand in for a finer granularity? | 19 + 40 min |
-# | `10_which_axis` | When a transformer's cached keys and values are quantized, should each scale cover one token or one channel? | 19 + 38 min |
+# | `08_scales_of_scales` | Small blocks make fp16 scales expensive; how many bits does a block's scale really need? | 15 + 29 min |
+# | `09_smarter_rounding` | Can smarter rounding (GPTQ) stand in for a finer granularity? | 17 + 40 min |
+# | `10_which_axis` | When a transformer's cached keys and values are quantized, should each scale cover one token or one channel? | 15 + 41 min |
 # | `11_your_model_in_an_engine` | Does the granularity you chose survive a real engine's file format, and what does it cost there? | 26 + 30 min |
 #
-# In all: about 4 hours of lessons and 6 hours of exercises.
+# In all: about 3 hours of lessons and 6 hours of exercises.
 #
 # ## 4. How to work through a lesson
 #
@@ -102,8 +102,7 @@ for name, g in [("per-tensor", ql.PerTensor()), ("per-channel", ql.PerChannel())
 # with a summary and a *Pause and recall* quiz, then **Going deeper**: notes, checks and caveats
 # to read when you want them; the main line never needs them.
 #
-# Start (or come back) with `make lab`; it opens this page. At each **Predict**, press **Lock
-# in** before you run the next cell, as in section 2.
+# Start (or come back) with `make lab`; it opens this page.
 #
 # **Your workspace.** JupyterLab shows `workspace/`: your own copies of the lessons and
 # exercises, outputs cleared. Edit, break and save anything; git ignores this folder.
@@ -159,10 +158,12 @@ for name, g in [("per-tensor", ql.PerTensor()), ("per-channel", ql.PerChannel())
 #
 # One exercise: `make grade 01` (or `.venv/bin/python -m qlesson grade 01`).
 #
-# With conda, `make grade` and `make doctor` look for the course's `.venv` (`make grade` would
-# build one, about 2 GB). In the same folder, type `python -m qlesson grade` and
-# `python -m qlesson.course.doctor` instead; the doctor's `venv` line then fails, as expected.
+# With conda, every `make` command looks for the course's `.venv` (`make lab` or `make grade`
+# would build one, about 2 GB). In the same folder, type `python -m qlesson lab`,
+# `python -m qlesson grade` and `python -m qlesson.course.doctor` instead; the doctor's `venv`
+# line then fails, as expected.
 #
 # On Windows, start with `py course.py lab`. To grade, in the PowerShell terminal type
 # `cd $env:JUPYTER_SERVER_ROOT\..`, then `py course.py grade` (one exercise: `py course.py grade 01`),
-# and read a solution with `Get-Content exercises\solutions\01_the_ruler.py`.
+# and read a solution with `Get-Content exercises\solutions\01_the_ruler.py`. Instead of
+# `make doctor`, type `py course.py doctor`.

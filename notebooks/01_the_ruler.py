@@ -20,7 +20,7 @@
 # does its error come from?
 #
 # **The answer**: A quantizer divides by a scale (the spacing of the ticks), rounds to the
-# nearest tick, shifts by a zero point and clamps to the codes the bits allow. Up to half a tick past the last tick
+# nearest tick, shifts by a zero point and clamps to the ruler's codes. Up to half a tick past the last tick
 # the error is at most half a tick; farther out the clamp takes over and the error grows with the
 # distance.
 #
@@ -28,7 +28,7 @@
 # meet the asymmetric ruler.
 #
 # **What you need**: lesson 00.
-# **Time**: about 16 minutes, plus about 22 for the exercise; *Going deeper*: about 6 more.
+# **Time**: about 15 minutes, plus about 22 for the exercise; *Going deeper*: about 6 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -62,11 +62,7 @@ ruler.print_codes(values, bits=3, scale=fixed_scale)
 
 # %% [markdown]
 # Every error is below half a tick; 0.0 and 0.91, on ticks 0 and 3, have none.
-
-# %%
-_ = plots.ruler(values, bits=3)
-
-# %% [markdown]
+#
 # ## 2. What a bit buys
 #
 # Predict what one more bit does to the rounding bound.
@@ -75,11 +71,10 @@ _ = plots.ruler(values, bits=3)
 recall.predict("01", "one_more_bit")
 
 # %%
-print_table(ruler.bits_table(0.91, bits=[3, 4, 7, 8]), {"scale": ".5f", "rounding bound (scale/2)": ".5f"})
+print_table(ruler.bits_table(0.91, bits=[3, 4, 8]), {"scale": ".5f", "rounding bound (scale/2)": ".5f"})
 
 # %% [markdown]
-# From 3 to 4 bits the bound drops to 3/7 of what it was, a little under half; from 7 to 8,
-# to 63/127. The range stays [-0.91, 0.91].
+# The range stays [-0.91, 0.91].
 #
 # ## 3. A value beyond the ruler
 #
@@ -94,8 +89,8 @@ ruler.print_steps([1.6], bits=3, scale=fixed_scale)
 
 # %% [markdown]
 # The ruler has no tick 5, so the **clamp** stores 3: the error, 0.69, is about 4.5 times the
-# rounding bound. A value is **clipped** when the clamp changes its code: more than half a tick
-# past the last tick. Its error grows with the distance.
+# rounding bound. A value is **clipped** when the clamp changes its code: from half a tick past
+# the last tick on. Its error grows with the distance.
 
 # %%
 _ = plots.ruler(values + [1.6], bits=3, scale=fixed_scale)
@@ -103,11 +98,8 @@ _ = plots.ruler(values + [1.6], bits=3, scale=fixed_scale)
 # %% [markdown]
 # ## 4. Try it: a value and a bit width
 #
-# The sliders move one extra value on that ruler. Predict, then set it to 1.0 at 3 and at 4
-# bits; at each width, slide it up from 0.91 until the readout says **clipped**.
-
-# %% tags=["nbval-ignore-output"]
-recall.predict("01", "clip_point")
+# The sliders move one extra value on that ruler. Is 1.0 clipped at 3 bits? At 4 bits? Predict,
+# then set it to 1.0 at each width, and slide it up from 0.91 until the readout says **clipped**.
 
 # %% tags=["nbval-ignore-output"]
 widgets.ruler_explorer(tuple(values))
@@ -116,7 +108,8 @@ widgets.ruler_explorer(tuple(values))
 # <details><summary>What you should have seen (open after sliding)</summary>
 #
 # At 3 bits the readout first says clipped at 1.07, at 4 bits at 0.98: the first steps past
-# 0.91 plus half a tick. A finer ruler starts clipping closer to its last tick.
+# 0.91 plus half a tick. So 1.0 is clipped at 4 bits only: a finer ruler starts clipping closer
+# to its last tick.
 #
 # </details>
 #
@@ -136,15 +129,15 @@ print_table(ruler.compare_modes(gelu_like, bits=4, modes=two_modes), {"scale": "
 
 # %% [markdown]
 # The symmetric ruler spends its negative codes down to -2.0, which these values barely enter:
-# its ticks are about twice as coarse. The zero point rounds from 1.175 to 1, so the ruler's
-# ends move to -0.145 and 2.03, not -0.17 and 2.0.
+# its ticks are about twice as coarse. The zero point rounds from 1.175 to 1, which moves the
+# ruler's ends off -0.17 and 2.0 (last column).
 #
 # ## Summary
 #
 # * `q = clamp(round(x / scale) + zero_point, qmin, qmax)`; `b` bits give `2^b` codes, the
 #   restricted symmetric ruler uses `2^b - 1`.
-# * Inside the range the error is at most half a tick; a value more than half a tick past the
-#   last tick is clipped, and its error grows with the distance.
+# * Inside the range the error is at most half a tick; from half a tick past the last tick on,
+#   a value is clipped, and its error grows with the distance.
 # * On these GELU-like values, an asymmetric ruler's ticks are about twice as fine.
 #
 # ## Pause and recall
@@ -209,9 +202,10 @@ for name in ("default_weight_observer", "weight_observer_range_neg_127_to_127"):
 # %% [markdown]
 # ### Signed or unsigned codes: same scale, same error
 #
-# On unsigned codes a symmetric ruler's zero point is `2^(b-1)` (8 at 4 bits); on signed codes
-# an asymmetric ruler adds `qmin` (-8) to `round(-rmin / scale)`. Section 5's values on all
-# four rulers:
+# A symmetric ruler on unsigned codes keeps the restricted scale and adds a zero point of
+# `2^(b-1)` (8 at 4 bits): its codes 0..15 are [-8, 7] shifted by 8, and values within the
+# range use only 1..15, the shifted [-7, 7]. On signed codes an asymmetric ruler adds `qmin`
+# (-8) to `round(-rmin / scale)`. Section 5's values on all four rulers:
 
 # %%
 print_table(ruler.compare_modes(gelu_like, bits=4), {"scale": ".4f", "mae": ".4f"})

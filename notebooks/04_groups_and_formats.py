@@ -28,7 +28,7 @@
 # what decides between a code bit and a bit of scales.
 #
 # **What you need**: lessons 02 and 03; nothing to download (MiniLM comes with the course).
-# **Time**: about 18 minutes, plus about 32 for the exercise; *Going deeper*: about 15 more.
+# **Time**: about 15 minutes, plus about 33 for the exercise; *Going deeper*: about 18 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -87,8 +87,8 @@ print_table(
 # ## 2. What a scale costs: bits per weight
 #
 # For a weight `[N, K]` (`[out_features, in_features]`), `PerGroup(g)` cuts every row into
-# `K / g` groups, so the scales have shape `[N, K / g]`. Every scale is stored beside the codes,
-# here in fp16. Int4 on a `[4096, 4096]` weight:
+# `K / g` groups, so the scales have shape `[N, K / g]`, stored in fp16 beside the codes. Int4 on
+# a `[4096, 4096]` weight:
 
 # %%
 rows = []
@@ -110,41 +110,10 @@ print_table(rows, {"bits/weight": ".4f"})
 #
 # llama.cpp's Q4_0 is int4 per-group with `g = 32` and fp16 scales: 4.5 bits per weight.
 #
-# ## 3. How many weights share a scale
-#
-# "Group" says how many weights share a scale, not which ones. A tempting reading codes group
-# quantization as `n_groups = out_channels // group_size`: 128 consecutive *output rows* sharing
-# a scale. GPTQ, AWQ and llama.cpp let consecutive *inputs*
-# share one, as above. Rank them against per-channel on a real MiniLM layer, at int4:
-
-# %% tags=["nbval-ignore-output"]
-recall.predict("04", "axis")
-
-# %%
-W = models.minilm_linear_weights()  # MiniLM's Linear weights [out, in], by short name
-w = W["L0.intermediate"]
-row_blocks = ql.fake_quantize(  # each row of this [12, 128 * 384] view: 128 output rows
-    w.reshape(-1, 128 * w.shape[1]), 4, granularity=ql.PerChannel(0)
-).reshape(w.shape)
-rows = []
-for label, w_hat, scales in (
-    ("128 rows share a scale", row_blocks, w.shape[0] // 128),
-    ("per-channel", ql.fake_quantize(w, 4, granularity=ql.PerChannel(0)), w.shape[0]),
-    ("128 inputs share a scale (GPTQ/AWQ)", ql.fake_quantize(w, 4, granularity=ql.PerGroup(128)), w.numel() // 128),
-):
-    rows.append(
-        {f"L0.intermediate {list(w.shape)} int4": label, "scales": scales, "SQNR dB": ql.errors(w, w_hat).sqnr_db}
-    )
-print_table(rows, {"SQNR dB": ".2f"})
-
-# %% [markdown]
-# Count the weights behind each ruler, not the word "group".
-#
-# ## 4. The trade-off on real weights
+# ## 3. The trade-off on real weights
 #
 # MiniLM's six FFN output layers (`[384, 1536]`, one per encoder layer), with lesson 02's
-# restricted rulers (`[-7, 7]` at int4, `[-3, 3]` at int3). The SQNR is over all six together;
-# storage counts the fp16 scales.
+# restricted rulers (`[-7, 7]` at int4, `[-3, 3]` at int3).
 #
 # There are two ways to spend a fourth bit. A code bit: int4 per-channel, 4.010 bits per
 # weight. Or a bit of scales: int3 with groups of 16, 3 + 16/16 = 4.000 bits per weight.
@@ -153,19 +122,19 @@ print_table(rows, {"SQNR dB": ".2f"})
 recall.predict("04", "equal_bits")
 
 # %%
+W = models.minilm_linear_weights()  # MiniLM's Linear weights [out, in], by short name
 ffn_out = {name: w for name, w in W.items() if models.layer_type_of_short(name) == "output"}
 points = studies.pareto_points(ffn_out, (4,), (ql.PerChannel(0), ql.PerGroup(128)))
 points += studies.pareto_points(ffn_out, (3,), (ql.PerGroup(16),))
-db = {(p["method"], p["bits"]): -20 * math.log10(p["rmse / rms"]) for p in points}  # SQNR over all six layers
+db = {(p["method"], p["bits"]): -20 * math.log10(p["rmse / rms"]) for p in points}
 near_4 = {("per-group 16", 3): "int3 g16", ("per-channel", 4): "int4 per-channel", ("per-group 128", 4): "int4 g128"}
 labels = {key: f"{label}: {db[key]:.2f} dB" for key, label in near_4.items()}
 _ = plots.pareto_zoom(points, labels, xlim=(3.95, 4.3))
 
 # %% [markdown]
-# Over these six layers pooled, the two ways land about 0.2 dB apart. For about 0.12 more
-# bits per weight, int4 with groups of 128 sits 3.4 and 3.6 dB above both.
+# Over these six layers pooled, the two ways land about 0.2 dB apart.
 #
-# The same comparison on four more weights:
+# The same comparison on four single weights:
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("04", "control")
@@ -173,10 +142,9 @@ recall.predict("04", "control")
 # %%
 gauss = torch.randn(384, 1536, generator=torch.Generator().manual_seed(0))  # rms about 1
 spiked = gauss.clone()
-spiked[:, ::768] = 5.0  # two weights per row at 5 times the rms
-controls = {"L0.output": W["L0.output"], "L0.intermediate": W["L0.intermediate"]}
-controls["Gaussian [384, 1536]"] = gauss
-controls["Gaussian [384, 1536], two 5s per row"] = spiked
+spiked[:, ::768] = 5.5  # two per row, at 5.5 times the rms
+controls = {"L0.output": W["L0.output"], "Gaussian [384, 1536]": gauss}
+controls["Gaussian [384, 1536], two 5.5s per row"] = spiked
 others = [name for name in W if name not in ffn_out]
 clip = analysis.median_standout(W, others)  # the other 31 layers' typical row: largest |w| / rms
 w_out = W["L0.output"]
@@ -186,16 +154,17 @@ controls[f"L0.output clipped at {clip:.1f} x rms"] = clipped
 rows = []
 for name, w_layer in controls.items():
     r = analysis.bits_or_scales(w_layer)
-    r["median row: largest |w| / rms"] = r.pop("row absmax / rms (median)")
-    rows.append({"weight": name, **{k: v for k, v in r.items() if "g16 absmax" not in k}})
-print_table(rows, {"int3 g16 dB": ".2f", "int4 per-channel dB": ".2f", "median row: largest |w| / rms": ".1f"})
+    rows.append({"weight": name, **{k: r[k] for k in ("int3 g16 dB", "int4 per-channel dB")}})
+    rows[-1]["rows with a |w| over 5 x rms"] = f"{analysis.rows_over(w_layer, 5.0):.1%}"
+print_table(rows, {"int3 g16 dB": ".2f", "int4 per-channel dB": ".2f"})
 
 # %% [markdown]
-# What moves is int4 per-channel; int3 g16 stays near 14 dB on all five. The cause: a few
-# weights per row far above the row's rms (last column) stretch each row's one ruler. First test:
-# give the Gaussian two such weights per row, and the code bit's 2.6 dB lead closes. Second test:
-# clip them from L0.output, and its lead grows from 0.3 to 3.5 dB. Every MiniLM layer, each
-# column a range over its layers:
+# What moves is int4 per-channel; int3 g16 stays near 14 dB on all four. The cause: a few
+# weights in some rows far above the row's rms (last column) stretch that row's one ruler.
+#
+# First test: give the Gaussian two such weights per row, and the code bit's 2.6 dB lead is gone.
+# Second test: clip them from L0.output, and its lead grows from 0.3 to 3.5 dB. Every MiniLM
+# layer, each column a range over its layers:
 
 # %%
 sets = {"the six FFN outputs": list(ffn_out), "the other layers": others}
@@ -204,13 +173,13 @@ print_table(rows)
 
 # %% [markdown]
 # On the six FFN outputs the code bit's lead is within 1 dB either way, and groups of 128 gain
-# most; on every other layer the code bit wins by 2 to 4 dB.
+# most. On every other layer, whose rows are also 4 times shorter, the code bit wins by 2 to 4 dB.
 
 # %% [markdown]
 # ## Summary
 #
 # * Per-group: one scale per `g` weights along `in_features`, scales `[N, K / g]`; an outlier
-#   coarsens only its own group. One scale for 128 whole rows (12 scales) is coarser than per-channel.
+#   coarsens only its own group.
 # * Each fp16 scale costs `16 / g` bits per weight: 0.125 at g = 128, 0.5 at g = 32 (llama.cpp's
 #   Q4_0).
 # * On MiniLM at int4, groups of 128 gain 0.95 to 3.94 dB over per-channel, layer by layer; the
@@ -235,7 +204,7 @@ recall.show("04")
 #
 # ### Every setting on the six FFN outputs
 #
-# Section 4's comparison at every group size: SQNR over all six FFN output layers, and what the
+# Section 3's comparison at every group size: SQNR over all six FFN output layers, and what the
 # scales add to the code bits.
 
 # %%
@@ -290,8 +259,7 @@ print(f"L0.intermediate, int5 per-channel: SQNR {pc5_in:.2f} dB; int4 g8 (6.000 
 # %% [markdown]
 # ### Why a few large weights decide the tie
 #
-# Section 4's clip once more, with the mean absmax of a group of 16 as a share of its row's
-# absmax (last column):
+# Section 3's clip once more, beside L0.intermediate:
 
 # %%
 changed = {
@@ -319,17 +287,41 @@ print(
 # per-channel: one weight, 175 times the layer's rms, carries about 5% of its energy, which is
 # why a ruler must keep it.
 #
-# Why, roughly: on L0.output a group of 16's absmax is about half its row's, a ruler about 2
-# times finer; on L0.intermediate it is about two thirds, 1.5 times finer. A code bit makes
-# every step 7/3 = 2.3 times finer. Only where a row's few largest weights stand far out do the
-# groups come close to the code bit. (The spread of values inside each group matters too.)
+# ### How many weights share a scale
+#
+# "Group" says how many weights share a scale, not which ones. A tempting reading codes group
+# quantization as `n_groups = out_channels // group_size`: 128 consecutive *output rows* sharing
+# a scale. GPTQ, AWQ and llama.cpp let consecutive *inputs* share one, as in section 2. Rank them
+# against per-channel on a real MiniLM layer, at int4:
+
+# %% tags=["nbval-ignore-output"]
+recall.predict("04", "axis")
+
+# %%
+w = W["L0.intermediate"]
+row_blocks = ql.fake_quantize(  # each row of this [12, 128 * 384] view: 128 output rows
+    w.reshape(-1, 128 * w.shape[1]), 4, granularity=ql.PerChannel(0)
+).reshape(w.shape)
+rows = []
+for label, w_hat, scales in (
+    ("128 rows share a scale", row_blocks, w.shape[0] // 128),
+    ("per-channel", ql.fake_quantize(w, 4, granularity=ql.PerChannel(0)), w.shape[0]),
+    ("128 inputs share a scale (GPTQ/AWQ)", ql.fake_quantize(w, 4, granularity=ql.PerGroup(128)), w.numel() // 128),
+):
+    rows.append(
+        {f"L0.intermediate {list(w.shape)} int4": label, "scales": scales, "SQNR dB": ql.errors(w, w_hat).sqnr_db}
+    )
+print_table(rows, {"SQNR dB": ".2f"})
+
+# %% [markdown]
+# Count the weights behind each ruler, not the word "group".
 #
 # ### GPTQ's act-order
 #
 # GPTQ with act-order (`desc_act`) quantizes the inputs in decreasing order of their summed
 # squared activations (the diagonal of its Hessian). A group of 128 then holds 128 inputs that
 # are neighbours in that order, not in the weight. Its checkpoints store `g_idx`, the group of
-# every input. Without act-order, `g_idx` is `input // 128`: the contiguous runs of section 3.
+# every input. Without act-order, `g_idx` is `input // 128`: the contiguous runs above.
 # GPTQ and AWQ checkpoints store the scales transposed, `[K / g, N]`; on a square weight their
 # shape (`[32, 4096]` at g = 128) does not tell the axis: read `g_idx` or the format's docs.
 #
@@ -421,7 +413,7 @@ print_table(
 # with the same number of codes before crediting the zero point, and price metadata at the width
 # it is really stored.
 #
-# The 16th code helps int3 (7 codes to 8) more than int4 (15 to 16). Section 4's gaps under
+# The 16th code helps int3 (7 codes to 8) more than int4 (15 to 16). Section 3's gaps under
 # both rulers, with the Gaussian also in L0.intermediate's shape (last row):
 
 # %%
@@ -440,6 +432,15 @@ print_table(rows, {"restricted rulers": "+.2f", "full rulers (as Q4_0)": "+.2f"}
 
 # %% [markdown]
 # With full rulers every gap moves about 1 dB toward the groups: on the six FFN outputs the bit
-# of scales wins by 1.3 dB. The few large weights move the gap by about the same 2.5 to 3.5 dB
+# of scales wins by 1.3 dB. The few large weights move the gap by about the same 3 dB
 # under both rulers (L0.output against its clipped copy; the Gaussian [384, 1536] with and
-# without its 5s). Row length alone moves it by about 1 dB (the Gaussian in both shapes).
+# without its 5.5s). Row length alone moves it by about 1 dB (the Gaussian in both shapes).
+#
+# Section 3's every-layer table with full rulers:
+
+# %%
+print_table(analysis.code_bit_vs_groups(W, sets, full_range=True))
+
+# %% [markdown]
+# On the other 31 layers the code bit still wins, by about 1 dB less than with restricted rulers;
+# on the six FFN outputs groups of 16 win on every layer.

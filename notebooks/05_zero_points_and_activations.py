@@ -20,14 +20,13 @@
 # be quantized to int8?
 #
 # **The answer**: on MiniLM's layer 0, a one-sided activation wants a zero point, and a token
-# with a spike wants dynamic per-token scales. With one static scale, smoothing helps only if it
-# lowers the tensor's largest value, which sets that scale.
+# with a spike wants dynamic per-token scales. Here, with one static scale, smoothing helps only if
+# it lowers the tensor's largest value, which sets that scale.
 #
-# **What you will do**: capture MiniLM's layer-0 activations, then predict and measure what a zero
-# point, per-token scales and smoothing buy, calibrated on one text and scored on another.
+# **What you will do**: predict, then measure, what each of the three buys on MiniLM's layer 0.
 #
 # **What you need**: lessons 01 to 03 (nothing to download).
-# **Time**: about 18 minutes, plus about 35 for the exercise; *Going deeper*: about 12 more.
+# **Time**: about 15 minutes, plus about 35 for the exercise; *Going deeper*: about 16 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -38,11 +37,10 @@ ql.show_environment()
 # %% [markdown]
 # ## 1. Zero points: a GELU output is one-sided
 #
-# Activations change with every input, so their scales are either **static** (fitted once on
-# calibration text) or **dynamic** (found at run time). To judge them honestly, fit on one text
-# and score on another: 24 calibration sentences, and the course's 240 evaluation sentences.
+# Activation scales are either **static**, fitted once (here on 24 calibration sentences, then
+# scored on the course's 240 evaluation sentences), or **dynamic**, found at run time.
 #
-# Capture the inputs of layer 0's Linears with forward hooks. `L0.output` is the FFN's
+# Forward hooks capture the inputs of layer 0's Linears. `L0.output` is the FFN's
 # down-projection; its input is a GELU output, and GELU never goes below -0.17:
 
 # %%
@@ -56,18 +54,16 @@ model = models.load_minilm()
 calib = activations.capture_first_layer(model, activations.CALIBRATION_SENTENCES)
 evals = activations.capture_first_layer(model, EVAL_SENTENCES)
 labels = models.token_labels(model, EVAL_SENTENCES)
-print(f"calibration {calib['L0.output'].shape[0]} tokens, evaluation {evals['L0.output'].shape[0]} tokens")
 x = evals["L0.output"]
 print(f"L0.output input: min {float(x.min()):+.2f}, max {float(x.max()):+.1f}")
 
 # %% [markdown]
 # A symmetric int8 ruler spans `[-max, +max]`: its codes -127 to -2 stand for values below -0.3,
 # which never occur. Lesson 01's asymmetric ruler spans `[min(x, 0), max(x, 0)]` with the 256
-# codes of uint8, and an integer **zero point** `z`: the code that stands for 0.0.
+# codes of uint8 and an integer **zero point** `z`, the code for 0.0.
 #
-# The table below compares both rulers twice: per-tensor and static (fitted to the calibration
-# text's min and max), and per-token and dynamic (each token's own min and max). Per-tensor, the
-# zero point halves the step. Predict:
+# The table compares both rulers per-tensor (static: the calibration min and max) and per-token
+# (dynamic). Per-tensor, the zero point halves the step. Predict:
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("05", "one_sided")
@@ -79,15 +75,13 @@ print_table(activations.drop_columns(sided, "95% CI"), fmt)
 print(f"lowest token minimum {float(x.amin(1).min()):+.2f}, highest {float(x.amin(1).max()):+.2f}")
 
 # %% [markdown]
-# The zero point gains about 5.4 dB with either kind of scale, nearly one bit. Per-token scales
-# do not take that gain away: every token's minimum is GELU's -0.17 (last line), so each token
-# is one-sided, not just the tensor.
+# The zero point gains about 5.4 dB with either kind of scale, nearly one bit: every token's
+# minimum is GELU's -0.17 (last line), so each token is one-sided, not just the tensor.
 #
 # ## 2. Per-token scales: one outlier token
 #
-# FC1's input (`L0.intermediate`) comes out of a LayerNorm. The largest
-# |value| of each of its 384 features, over all evaluation tokens, then the three loudest
-# features' |x| on the `[CLS]` tokens and on every other token:
+# FC1's input (`L0.intermediate`) comes out of a LayerNorm. Each of its 384 features' largest
+# |value|, then the three loudest features' |x| on the `[CLS]` tokens and on the others:
 
 # %%
 xi = evals["L0.intermediate"]
@@ -96,39 +90,31 @@ profile = activations.feature_profile(xi, labels, [99, 63, 267])
 print_table(profile, {k: ".2f" if "median" in k else ".1f" for k in profile[0] if k != "feature"})
 
 # %% [markdown]
-# A per-token scale gives each row `[token, :]` its own ruler. The cell below measures it against
-# one per-tensor scale and runs a control: only the `[CLS]` rows get their own scales, every
-# other row shares one. Predict:
+# A per-token scale gives each row `[token, :]` its own ruler. Against one per-tensor scale, with a
+# control: only the `[CLS]` rows get their own scales, the other rows share one. Predict:
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("05", "outlier_token")
 
 # %%
 print_table(activations.granularity_control_rows(xi, labels, bits=8), {"activation SQNR dB": ".1f"})
-loudest = xi[~activations.cls_mask(labels)].abs().amax(1)
-low, high = (float(loudest.quantile(q)) for q in (0.05, 0.95))
-print(f"ordinary tokens' loudest |x|: {low:.1f} to {high:.1f} (5th to 95th percentile)")
 
 # %% [markdown]
-# Feature 99 is loud on one token per sentence: about 28 on every `[CLS]` token, under 2 on
-# every other token. Per-token scales gain about 9.5 dB over per-tensor.
-#
-# The control isolates the `[CLS]` rows and recovers about 6.5 of the 9.5 dB. The rest is
-# consistent with per-token scales fitting ordinary tokens, whose loudest values differ about
-# fivefold from token to token (last line).
+# Feature 99 is loud only on `[CLS]`, one token per sentence. Per-token scales gain about 9.5 dB
+# over per-tensor; the control recovers about 6.5 of it, and the rest comes from fitting each
+# ordinary token on its own.
 #
 # Per-token scales also fit an integer GEMM: a token's scale is constant along the reduction
 # axis K, so it multiplies each row's int32 sum once, like a per-channel weight scale.
 #
 # ## 3. Smoothing: move a loud feature's range into the weights
 #
-# Features 63 and 267 are different: loud on ordinary tokens too, where their medians are about
-# 4.5 and 8 times the typical feature's. A per-feature scale would fit them, but it changes along
-# K, inside the sum, so it cannot be applied to the int32 result.
+# Features 63 and 267 are loud on ordinary tokens too: their medians are about 4.5 and 8 times
+# the typical feature's. A per-feature scale would fit them, but it changes along K, inside the
+# sum, so it cannot multiply the int32 result.
 #
-# **SmoothQuant** can move a feature's range out of the activations. Divide feature `j` by `s_j`
-# and multiply weight column `j` by `s_j`: `(x / s) @ (w * s).T` equals `x @ w.T` up to float
-# rounding. With
+# **SmoothQuant** divides feature `j` by `s_j` and multiplies weight column `j` by `s_j`:
+# `(x / s) @ (w * s).T` equals `x @ w.T` up to float rounding. With
 #
 # ```
 # s_j = max|x_j|^alpha / max|w_j|^(1 - alpha)
@@ -137,11 +123,11 @@ print(f"ordinary tokens' loudest |x|: {low:.1f} to {high:.1f} (5th to 95th perce
 # alpha sets how much of feature `j`'s range moves into the weights; this lesson uses 0.5, the
 # SmoothQuant paper's choice for OPT and BLOOM.
 #
-# ## 4. Smoothing, calibrated on one text and scored on another
+# ## 4. Smoothing with one static scale
 #
-# Int8 weights per output channel, int8 symmetric activations with one static per-tensor scale.
-# The factors `s` and that scale come from the calibration sentences; the output SQNR of `x @ w.T`
-# is measured on the evaluation sentences. Gains are over no smoothing:
+# Int8 weights per output channel; int8 activations with one static per-tensor scale. `s` and that
+# scale come from the calibration sentences; the output SQNR of `x @ w.T`, from the evaluation ones.
+# The QKV input's loudest features:
 
 # %%
 W = models.linear_weights(model)
@@ -150,17 +136,13 @@ cases = [
     ("L0 QKV", calib["L0.query"], evals["L0.query"], qkv),
     ("L0.intermediate", calib["L0.intermediate"], evals["L0.intermediate"], W["L0.intermediate"]),
 ]
-rows = activations.static_smoothing_table(cases, labels, alpha=0.5)
-print_table(rows, {"output SQNR dB, none": ".1f", "alpha 0.5 gain dB": "+.1f"})
 top = calib["L0.query"].abs().amax(0).topk(3)
 print(f"QKV input (calibration): loudest features {top.indices.tolist()}, ", end="")
 print(f"absmax {[round(v, 1) for v in top.values.tolist()]}")
 
 # %% [markdown]
-# How much of that gain is the `[CLS]` spike (feature 99), and how much the outlier features? Three
-# controls smooth only some features, every other `s_j` set to 1: feature 99, features 63 and
-# 267, and features 99 and 63. Given the QKV input's loudest features (last line), predict the
-# first one:
+# Each column of the next table smooths only the features it names (every other `s_j` = 1).
+# Given the loudest features above, predict:
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("05", "smooth_99")
@@ -171,25 +153,19 @@ shown = activations.per_tensor_only(controls)
 print_table(shown, {k: "+.1f" for k in shown[0] if "dB" in k})
 
 # %% [markdown]
-# One static scale is set by the single largest value. On the QKV input feature 63 is nearly as
-# loud as the spike: once the spike is smoothed, 63 sets the scale, so smoothing 99 alone does not
-# help, and smoothing 99 and 63 gains 3.8 dB. On FC1's input the spike sets the scale first:
-# smoothing feature 99 alone gains 7.2 dB, and 99 and 63 together 10.4. Smoothing 63 and 267
-# leaves the spike in place and gains nothing on either input.
+# On the QKV input feature 63 is nearly as loud as the spike: once the spike is smoothed, 63 sets
+# the scale, so smoothing 99 alone does not help; 99 and 63 together gain 3.8 dB. On FC1's input
+# the spike sets the scale first: smoothing 99 alone gains 7.2 dB, and 99 and 63 together 10.4.
 #
 # ## Summary
 #
-# * A GELU output is one-sided: an asymmetric int8 ruler with an integer zero point gains about
-#   5.4 dB on MiniLM's down-projection input, per-tensor or per-token.
-# * An outlier *token* (`[CLS]`, feature 99) is kept out of the other rows' rulers by per-token
-#   scales, which factor out of the integer GEMM: 9.5 dB on FC1's input, 6.5 of it from the
-#   `[CLS]` rows alone.
-# * Outlier *features* (63, 267) are loud on ordinary rows too; per-feature scales would fit them but
-#   cannot leave the sum.
-# * Calibrated on 24 sentences and scored on others, with one static per-tensor scale, smoothing
-#   at alpha 0.5 gains 3.5 to 9 dB on layer 0's QKV and FC1 inputs. It paid only where it lowered
-#   the value that sets that scale: on FC1 mostly by smoothing the `[CLS]` spike's feature 99, on
-#   QKV only with feature 63 too.
+# * A GELU output is one-sided: a zero point gains about 5.4 dB on it, per-tensor or per-token.
+# * An outlier *token* (`[CLS]`) is kept out of the other rows' rulers by per-token scales, which
+#   factor out of the integer GEMM: 9.5 dB on FC1's input.
+# * Outlier *features* (63, 267), loud on ordinary rows, are SmoothQuant's target; with one static
+#   scale, smoothing them alone gains nothing (-0.2 dB).
+# * With one static scale, smoothing at alpha 0.5 gains 3.5 to 9 dB, only where it lowers the value
+#   that sets that scale: feature 99, then 63, on both inputs; on QKV, 99 alone gains nothing.
 #
 # ## Pause and recall
 
@@ -248,6 +224,17 @@ print(f"  per-token, ordinary tokens only (no [CLS] rows): gain {ordinary[1]['ga
 # The zero point still gains about 4.3 dB with either kind of scale; per-token, the
 # pooled gain is pulled up by the `[CLS]` rows; on the other tokens alone it is about 2.4 dB.
 #
+# ### Per-token scales on ordinary tokens
+#
+# Section 2's control leaves about 3 of per-token's 9.5 dB to the ordinary tokens, whose loudest
+# values differ about fivefold from token to token:
+
+# %%
+loudest = xi[~activations.cls_mask(labels)].abs().amax(1)
+low, high = (float(loudest.quantile(q)) for q in (0.05, 0.95))
+print(f"ordinary tokens' loudest |x|: {low:.1f} to {high:.1f} (5th to 95th percentile)")
+
+# %% [markdown]
 # ### Choosing a static scale
 #
 # Section 1's static scale was the calibration min and max. Two other observers: the
@@ -287,6 +274,45 @@ print(f"weights {before['weights']:.1f} -> {after['weights']:.1f} dB")
 # %% [markdown]
 # Feature 63 (5.9 against the spike's 6.3) then sets the static scale, so the activations gain
 # only 0.2 dB, while weight column 99 grows 3.3 times and costs the weights about 4.4 dB.
+#
+# ### Every feature against 99 and 63 alone, one side at a time
+#
+# On FC1's input, section 4's table has smoothing 99 and 63 alone beat smoothing every feature.
+# The same split:
+
+# %%
+split = []
+for name, xc, xe, w in cases:
+    s = activations.smoothing_factors(xc.double(), w.double(), alpha=0.5)
+    some = torch.ones_like(s)
+    some[[99, 63]] = s[[99, 63]]
+    for label, f in (("every feature", s), ("99, 63 only", some)):
+        r = activations.one_side_sqnr(xc, xe, w, f)
+        top = (xc.double() / f).abs().amax(0)
+        split.append({"input": name, "smoothed": label} | {f"int8 {k} dB": v for k, v in r.items()})
+        split[-1] |= {"static absmax": float(top.max()), "set by feature": int(top.argmax())}
+        split[-1]["median s_j"] = float(s.median())
+    if name == "L0 QKV":
+        print(f"QKV, 99 and 63 smoothed: largest |x| of 99 {float(top[99]):.1f}, of 63 {float(top[63]):.1f}")
+fmt = {"int8 activations dB": ".1f", "int8 weights dB": ".1f", "static absmax": ".2f", "median s_j": ".1f"}
+print_table(split, fmt)
+
+# %% [markdown]
+# Smoothing every feature lowers the static absmax further and helps the weights, but the
+# activations lose about 2 dB on both inputs: a smoothed feature's error, seen through its grown
+# weight column, is the static step times `s_j`. The static absmax, and with it the step, falls
+# 3.11 to 1.92 on QKV and 7.00 to 3.98 on FC1's input, while `s_j`'s median is 2.0 and 2.4.
+#
+# ### Smoothing some features, per-token scales too
+#
+# Section 4's table with dynamic per-token activation scales added:
+
+# %%
+print_table(controls, {k: "+.1f" for k in controls[0] if "dB" in k})
+
+# %% [markdown]
+# With per-token scales, smoothing 63 and 267 alone gains about 1.0 dB on QKV and 0.6 on FC1's
+# input; on FC1's input, feature 99 alone gives 2.7 of every feature's 5.7 dB.
 #
 # ### How sure the gains are
 #
@@ -355,4 +381,5 @@ print_table(recal, fmt)
 
 # %%
 s = activations.smoothing_factors(calib["L0.intermediate"], W["L0.intermediate"], alpha=0.5)
-print(f"mean cosine, folded vs original: {activations.folded_model_cosine(model, s):.3f}")
+cos = activations.folded_model_cosine(model, s)
+print(f"mean cosine, folded vs original embeddings: {cos:.3f} (1.000 = the same; the residual now carries h / s)")

@@ -24,15 +24,14 @@
 # after the product, an input-channel scale onto the activations, a group scale inside the
 # reduction.
 #
-# **What you will do**: follow each scale through `y = x @ W.T`, count a product's FLOPs per
-# weight byte, and time fp32, int8 and int4 products on your machine at M = 1 and M = 128.
+# **What you will do**: follow each scale through `y = x @ W.T`, then time fp32, int8 and int4
+# products at M = 1 and 128 on your machine.
 #
 # **What you need**: lessons 02 to 05.
-# **Time**: about 19 minutes, plus about 40 for the exercise; *Going deeper*: about 27 more.
+# **Time**: about 14 minutes, plus about 40 for the exercise; *Going deeper*: about 29 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
-from qlesson.teach.report import print_table
 
 ql.show_environment()
 
@@ -47,8 +46,7 @@ ql.show_environment()
 # ```
 #
 # `s[n]` does not depend on k, so it leaves the sum: multiply on the codes, then scale each
-# output column once: M x N multiplies next to M x N x K multiply-adds, and no dequantized
-# weight in memory. Per-tensor is the special case of one scale for every column.
+# output column once, with no dequantized weight in memory.
 
 # %%
 import torch
@@ -58,7 +56,7 @@ from qlesson.quant import gemm
 x = torch.tensor([[1.0, 2.0, 3.0, 4.0]])
 q = torch.tensor([[1, -2, 3, 0], [2, 2, -1, 1]], dtype=torch.int8)
 s = torch.tensor([0.5, 0.25])
-print("x @ q.T          =", (x @ q.float().T).tolist(), " (integer codes only)")
+print("x @ q.T          =", (x @ q.float().T).tolist())
 print("then * s         =", gemm.scale_after_gemm(x, q, s).tolist())
 print("dequantize first =", gemm.dequant_then_gemm(x, q, s).tolist())
 
@@ -71,26 +69,21 @@ from qlesson.course import recall
 recall.predict("06", "group_after")
 
 # %%
-s_group = torch.tensor([[0.5, 1.0], [0.25, 2.0]])  # groups of 2 along K: the scale changes inside the sum
+s_group = torch.tensor([[0.5, 1.0], [0.25, 2.0]])
 deq = (q.float().reshape(2, 2, 2) * s_group[..., None]).reshape(2, 4)
 print("dequantize first                 =", (x @ deq.T).tolist())
 print("each group's partial sum, scaled =", gemm.group_scaled_gemm(x, q, s_group, 2).tolist())
-print("one tile of codes at a time      =", gemm.tile_dequant_gemm(x, q, s_group, 2).tolist())
 print("wrong: row's mean scale after    =", gemm.scale_after_gemm(x, q, s_group.mean(1)).tolist())
 
 # %% [markdown]
-# A group scale changes with k, so no single number per row can stand for it after the whole
-# sum. Within one group it is constant, so it can leave that group's partial sum. Fused
-# weight-only kernels (`gemm.tile_dequant_gemm`) walk K one group at a time: load a tile of
-# codes, scale it in registers, multiply it. The whole dequantized weight never exists in
-# memory.
+# A group scale changes with k, so no one number per row can leave the whole sum. Within one
+# group it is constant, so it can leave that group's partial sum. Fused weight-only kernels walk
+# K one group at a time: load a tile of codes, scale it in registers, multiply it, and never
+# write the whole dequantized weight.
 #
-# A scale per *input* channel, `W[n, k] = s_in[k] * q[n, k]`, also varies along k, yet it has a
-# place outside the weight: it multiplies feature k of every token, so it can move onto the
-# activations, `x @ (q * s_in).T == (x * s_in) @ q.T`, or be folded offline into the operation
-# that produced `x`. AWQ and SmoothQuant move their
-# per-input-channel factors this way; those factors sit on top of the weight's own quantization
-# scales.
+# A scale per *input* channel, `W[n, k] = s_in[k] * q[n, k]`, also varies along k, but it
+# multiplies feature k of every token, so it can move onto the activations, `(x * s_in) @ q.T`,
+# or be folded offline into the operation that produced `x`, where that operation allows.
 
 # %%
 s_in = torch.tensor([0.5, 2.0, 1.0, 4.0])
@@ -98,45 +91,24 @@ print("weight scaled per input channel =", (x @ (q.float() * s_in).T).tolist())
 print("activations scaled instead      =", gemm.fold_input_scale(x, q, s_in).tolist())
 
 # %% [markdown]
-# So a scale lives in one of three places: **after** the GEMM (output channel), **before** it
-# on the activations (input channel), or **inside** the reduction, tile by tile (group).
-#
-# ## 2. Bytes and FLOPs
+# ## 2. Bytes set a floor
 #
 # A `[M, K] x [K, N]` product does `2 M K N` FLOPs and reads the whole weight once: at M = 1,
-# 2 FLOPs per weight element, 0.5 per *byte* of fp32 (the table gives each format's, at M = 1
-# and 128). The weight's bytes set a floor under the time, and fewer bits per weight lower it in
-# proportion. The int4 row is the layout PyTorch's int4 kernel reads: a bf16 scale and a bf16
-# zero per group of 128 (4.25 bits per weight).
-
-# %%
-rows = []
-for label, bits in (("fp32", 32), ("int8", 8), ("int4 g128, bf16 scale + zero", 4.25)):
-    at = {m: gemm.flops_and_bytes(m, 4096, 4096, bits) for m in (1, 128)}
-    rows.append(
-        {
-            "weights": label,
-            "weight MB": at[1]["weight bytes"] / 1e6,
-            "FLOPs per weight byte, M = 1": at[1]["FLOPs per weight byte"],
-            "M = 128": at[128]["FLOPs per weight byte"],
-        }
-    )
-print_table(rows, {"weight MB": ".1f", "FLOPs per weight byte, M = 1": ".1f", "M = 128": ".1f"})
-
-# %% [markdown]
-# As M grows, the same weight bytes serve more FLOPs. A product turns compute bound where its
-# FLOPs per byte reach the kernel's **ridge point**: its peak FLOP rate divided by the read
-# bandwidth.
+# 0.5 FLOPs per *byte* of fp32 weight. The weight's bytes then set a floor under the time, and
+# fewer bits per weight lower it in proportion. PyTorch's int4 kernel reads 4.25 bits per
+# weight (a bf16 scale and zero per group of 128). A product turns compute bound where its FLOPs
+# per weight byte, 2M over the bytes per weight, reach the kernel's **ridge point**: its peak FLOP
+# rate divided by the read bandwidth.
 #
 # ## 3. Measure it: your machine, now
 #
-# `qlesson.bench.gemm` times the methods side by side, K = N = 4096, at M = 1 and M = 128
-# (under a minute). `x fp32` is a row's time over fp32 `F.linear`'s at the same M.
+# `qlesson.bench.gemm` times each method at K = N = 4096, M = 1 and M = 128 (under a minute).
+# `x fp32` is a row's time over fp32 `F.linear`'s at the same M.
 
 # %% tags=["nbval-ignore-output"]
 from IPython.display import display
 
-display(recall.predict("06", "int4_at_1_cpu"))  # two predictions: both answered by the next cell
+display(recall.predict("06", "int4_at_1_cpu"))  # both answered by the next cell
 recall.predict("06", "int4_at_128_cpu")
 
 # %% tags=["nbval-ignore-output"]
@@ -155,30 +127,26 @@ for name in ("fused int8 weight-only per-channel", "fused int4 weight-only group
     print(f"M = 128, {name}: {r.median_ms:.1f} ms, against a read floor of {floor_ms:.2f} ms")
 
 # %% [markdown]
-# The `fp32 in this run` line divides the fp32 rate this run reached at M = 128 by the read
-# bandwidth: far above fp32's 0.5 FLOPs per byte at M = 1, so at M = 1 fp32 waits on its reads.
-#
 # What to see:
 #
 # * **Dequantize-then-matmul**: `q.float()` writes an fp32 copy, `* s` reads it and writes
-#   another, the GEMM reads that: 17 bytes per int8 weight against fp32's 4, so bytes set a
-#   floor of about 4x.
-# * **Scale after the GEMM**: `F.linear` takes float weights, so it copies the codes into an
-#   fp32 buffer allocated once, then runs the GEMM: 9 bytes, about 2.25x by bytes.
+#   another, the GEMM reads that: 17 bytes per int8 weight against fp32's 4, a floor of about
+#   4x. Going deeper traces the rest to allocation.
+# * **Scale after the GEMM** copies the codes into an fp32 buffer allocated once: 9 bytes,
+#   about 2.25x.
 # * **Fused rows** read only codes and scales, 0.25 of fp32's bytes for int8 and 0.13 for int4
-#   g128. In the stored run, at M = 1 they beat fp32 but stay above their read floor; at
+#   g128. In the stored run, at M = 1 they beat fp32 but stay above their read floor. At
 #   M = 128 both take many times their read floor (the last two lines): their own work, not
-#   their bytes, sets the time, so the saved bytes no longer help.
+#   their bytes, sets the time.
 
 # %% [markdown]
 # ## Summary
 #
-# * A per-output-channel (or per-tensor) scale goes after the GEMM, a per-input-channel scale
-#   onto the activations, a per-group scale inside the reduction, tile by tile.
-# * At small M the weight bytes set a floor under the time: dequantize-then-matmul as run here
-#   moves 17 bytes per int8 weight against fp32's 4; a fused kernel reads only codes and scales.
-# * Past a kernel's ridge point (peak FLOPs / bandwidth) its arithmetic decides, and fewer
-#   weight bytes stop helping.
+# * An output-channel (or per-tensor) scale goes after the GEMM, an input-channel scale onto
+#   the activations, a group scale inside the reduction, tile by tile.
+# * At small M the weight's bytes set the floor: a fused kernel reads only codes and scales,
+#   dequantize-then-matmul 17 bytes per int8 weight against fp32's 4.
+# * At large M a kernel's own work sets its time, and fewer weight bytes stop helping.
 #
 # ## Pause and recall
 
@@ -273,18 +241,37 @@ print(f"the corrections' arithmetic for [{m8}, {k8}] x [{k8}, {n8}]: {share:.3%}
 #
 # ### Folding needs a producer
 #
-# An input-channel scale folds offline only into an operation that can absorb it: a norm whose
-# every consumer accepts the same scale, or a Linear followed only by steps that commute with a
-# positive per-channel scale (ReLU, a per-channel multiply such as SwiGLU's `up` branch). After
-# a GELU, AWQ keeps the division as a runtime op (llm-awq's `ScaledActivation`): one M x K
-# multiply per call.
+# AWQ and SmoothQuant move their per-input-channel factors onto the activations, on top of the
+# weight's own quantization scales. Such a factor folds offline only into an operation that can
+# absorb it: a norm whose every consumer accepts the same scale, or a Linear followed only by
+# steps that commute with a positive per-channel scale (ReLU, a per-channel multiply such as
+# SwiGLU's `up` branch). After a GELU, AWQ keeps the division as a runtime op (llm-awq's
+# `ScaledActivation`): one M x K multiply per call.
 #
 # ### Bytes of the int4 layouts
 #
 # Symmetric GPTQ kernels such as Marlin read 4-bit codes and one fp16 scale per group of 128
 # (4.125 bits per weight); GPTQ checkpoints also store a packed 4-bit zero per group (about
 # 4.16). PyTorch's int4 kernel (tinygemm) reads a bf16 scale and a bf16 zero per group (4.25).
-#
+# Each format's weight and FLOPs per weight byte, at M = 1 and 128:
+
+# %%
+from qlesson.teach.report import print_table
+
+rows = []
+for label, bits in (("fp32", 32), ("int8", 8), ("int4 g128, bf16 scale + zero", 4.25)):
+    at = {m: gemm.flops_and_bytes(m, 4096, 4096, bits) for m in (1, 128)}
+    rows.append(
+        {
+            "weights": label,
+            "weight MB": at[1]["weight bytes"] / 1e6,
+            "FLOPs per weight byte, M = 1": at[1]["FLOPs per weight byte"],
+            "M = 128": at[128]["FLOPs per weight byte"],
+        }
+    )
+print_table(rows, {"weight MB": ".1f", "FLOPs per weight byte, M = 1": ".1f", "M = 128": ".1f"})
+
+# %% [markdown]
 # ### Reading the CPU benchmark closely
 #
 # The cell at the end of this subsection adds what section 3 leaves out:
@@ -306,8 +293,9 @@ print(f"the corrections' arithmetic for [{m8}, {k8}] x [{k8}, {n8}]: {share:.3%}
 # * Fresh copies: the fresh-copy row (`F.linear(x, q.float()) * s`) and the preallocated row
 #   move the same bytes through the same GEMM, so their gap is the cost of allocating the copy
 #   (page faults included); the verdict's "preallocated buffer" line gives it as a share of the
-#   fresh-copy row's time over fp32. Dequantize-first allocates two such copies per call; this
-#   page does not time its passes apart.
+#   fresh-copy row's time over fp32. Dequantize-first allocates two such copies per call: in
+#   the stored run, two such gaps plus 17/9 of the preallocated row's time come to 64 ms,
+#   against its row's 65.
 # * PyTorch's CPU weight-only kernels convert codes to fp32 inside the loop and use fp32 FMA
 #   units. The int4 one converts each weight block again for every 4 rows of `x`
 #   (`aten/src/ATen/native/cpu/int4mm_kernel.cpp`, `int4pack_mm_kernel_`: `BLOCK_M = 4`). So
@@ -320,11 +308,11 @@ print(f"the corrections' arithmetic for [{m8}, {k8}] x [{k8}, {n8}]: {share:.3%}
 #   `torch._int_mm` alone takes most of the W8A8 row's time.
 #
 # **Each kernel's ridge in this run** (the last table of the cell). The M = 128 rows give each
-# kernel's rate in this run, and with the roofline bandwidth a ridge of its own. "compute bound
-# from M =" is where the kernel's weight read at this bandwidth takes as long as its arithmetic
-# at this rate. A value near 128 means M = 128 was still memory bound
-# for that kernel, so its rate is below its peak. A value below a few means the kernel's own
-# work, not its bytes, already sets its time at small M on this CPU.
+# kernel's rate in this run, and with the roofline bandwidth a ridge of its own (a rate, not a
+# peak, so a lower bound on that ridge). "compute bound from M =" is where the kernel's weight
+# read at this bandwidth takes as long as its arithmetic at this rate. A value near 128 means
+# M = 128 was still memory bound for that kernel, so its rate is below its peak. A value below
+# a few means the kernel's own work, not its bytes, already sets its time at small M on this CPU.
 
 # %% tags=["nbval-ignore-output"]
 for line in bench_gemm.detail_lines(bw):

@@ -19,10 +19,9 @@
 # **The question**: What do a ruler's 4 bytes buy?
 #
 # **The answer**: A quiet channel's own symmetric 4-byte scale makes its ruler finer by the
-# loudest channel's largest |value| over its own: 15.5 times for the example's quiet channel.
-# On rows of GELU of 64 standard-normal draws, which dip just below 0, a zero point's 4 more
-# bytes buy at 4 bits nearly what one more bit buys (median 2.6 against 2.7 times lower MAE
-# over 20 rows).
+# tensor's largest |value| divided by the channel's: 15.5 times in the example. On 4-bit rows of
+# GELU of 384 standard-normal draws, a zero point's 4 bytes cut the error almost as much as one
+# more bit, which costs 48 bytes; the bit wins on 20 of 20 rows.
 #
 # **What you will do**: predict a quiet channel's codes, find the bit width at which that
 # changes, see what the bytes cost, and count a GELU row's out-of-reach codes.
@@ -61,22 +60,22 @@ ex = calc.compare(calc.parse_channels(calc.EXAMPLE), bits=4, signed=True, symmet
 print_table(calc.gain_rows(ex), calc.GAIN_FORMATS)
 
 # %% [markdown]
-# Channel 2 holds the tensor's largest |value|, 1.70, so it gains nothing; every other channel's
-# ruler is finer by 1.70 over its own absmax. Channel 3 is erased: half a shared tick,
+# Channel 2 holds the tensor's largest |value|, 1.70, so it gains nothing. Under the shared ruler,
+# channels 0, 1 and 3 each have an MAE of 0.05 to 0.065: the tick sets the error, not the
+# channel's size. Channel 3 is erased: half a shared tick,
 # 1.70 / 7 / 2, about 0.12, is more than its 0.11, so all five of its values round to 0.
 #
 # ## 2. The calculator
 #
 # Paste channels one per line, values separated by commas or spaces.
 #
-# **Try this.** Pick **symmetric**, set **bits** to 4 and press **Compare**. Raise **bits** one
-# step at a time, pressing **Compare** each time, and watch channel 3's **per-tensor rounded to
-# 0**. At which width does it first reach 0, and why there?
+# **Try this.** Raise **bits** one step at a time, pressing **Compare** each time, and watch
+# channel 3's **per-tensor rounded to 0**. At which width does it first reach 0, and why there?
 
 # %% tags=["nbval-ignore-output"]
 from qlesson.teach import widgets
 
-widgets.calculator()
+widgets.calculator(bits=4, symmetric=True)
 
 # %% [markdown]
 # <details><summary>Check for the Try-this (open it after you tried)</summary>
@@ -85,9 +84,18 @@ widgets.calculator()
 # half a shared tick is 1.70 / 31 / 2, about 0.027, so -0.02 still rounds to 0; at 7 bits it
 # is 1.70 / 63 / 2, about 0.013, and the codes are [1, 3, -1, 4, -2].
 #
-# </details>
+# Not erased is not as good as its own ruler: the shared ruler needs 9 bits to beat it, 5 more
+# bits on every value where its own ruler costs one 4-byte scale.
 #
-# ## 3. What the extra rulers cost
+# </details>
+
+# %%
+own4 = ex.channels[3]["per-channel MAE"]
+first = next(b for b in range(4, 17) if calc.compare(ex.originals, b).channels[3]["per-tensor MAE"] < own4)
+print(f"channel 3: the shared ruler first beats its own 4-bit ruler's MAE, {own4:.4f}, at {first} bits")
+
+# %% [markdown]
+# ## 3. The other 4 bytes: a zero point
 #
 # In this calculator a scale is an fp32 number (4 bytes); an asymmetric ruler adds an int32
 # zero point (4 more), and a symmetric one stores none. On a 4-bit layer of MiniLM's FFN
@@ -99,8 +107,6 @@ for zp_bytes in (0, 4):
     print(f"[1536, 384] 4-bit layer, zero point {zp_bytes} B: metadata {fp.metadata_bytes / fp.total_bytes:.1%} of it")
 
 # %% [markdown]
-# ## 4. The other 4 bytes: a zero point
-#
 # Lesson 05 found that a zero point gains nearly one bit on MiniLM's GELU output. Here it is
 # against one more bit on one row: GELU of 64 standard-normal draws. The control is the same
 # values mirrored: a row symmetric about 0.
@@ -123,17 +129,18 @@ print_table(calc.zero_point_rows(gelu, 4), calc.ZERO_POINT_FORMATS)
 
 # %% [markdown]
 # Codes -7 to -2, 6 of 15, are out of reach. A zero point spends every code on -0.17 to 1.91,
-# a tick about half as wide. On the mirrored row no code is out of reach, and the zero point's
-# extra code buys about nothing (1.04).
+# a tick about half as wide. On the mirrored row no code is out of reach, and the zero point
+# buys about nothing (1.04 times).
 #
-# One row is one draw. The same comparison on 20 other GELU rows:
+# One row is one draw. The same comparison on 20 other GELU rows, of 384 values:
 
 # %%
-print(calc.zero_point_against_a_bit(4))
+print(calc.zero_point_against_a_bit(4, n=384))
 
 # %% [markdown]
-# Across these rows, as on this row, the zero point buys a little less than one more bit: the
-# bit gains more on 17 of the 20.
+# On these rows too, the zero point buys a little less than one more bit: the bit gains more on
+# 20 of the 20. On activations a zero point also costs compute: correction terms in the integer
+# GEMM (lesson 06).
 
 
 # %% [markdown]
@@ -145,8 +152,8 @@ print(calc.zero_point_against_a_bit(4))
 # * In this calculator a ruler costs 4 bytes (fp32 scale), 8 with an int32 zero point: 2 to 4%
 #   of a 4-bit layer with 384-value rows.
 # * On a row of GELU of 64 standard-normal draws, 6 of symmetric's 15 codes are out of reach at
-#   4 bits. A zero point's 4 bytes cut the MAE nearly as much as one more bit: medians 2.6
-#   against 2.7 times over 20 rows. On the mirrored row they buy about nothing.
+#   4 bits. A zero point's 4 bytes cut the MAE a little less than one more bit: the bit wins on
+#   20 of 20 rows of 384 values. On the mirrored row they buy about nothing.
 #
 # ## Pause and recall
 
@@ -200,18 +207,14 @@ _ = calc.plot(ex, sharey=True)
 # The fp32 scale and int32 zero point are this calculator's convention. Many real formats
 # store less: llama.cpp's Q4_0 stores a single fp16 scale (2 bytes) per 32 weights and no zero
 # point (lesson 04), and ONNX's `QuantizeLinear` usually stores an int8 or uint8 zero point
-# (1 byte). On activations a zero point also costs compute: correction terms in the integer
-# GEMM (lesson 06).
+# (1 byte).
 #
 # ### Per-tensor bits against channel 3's own 4-bit ruler
 #
-# Not erased is not as good as its own ruler: the shared ruler first beats channel 3's own 4-bit
-# ruler at 9 bits, 5 more bits on every value where its own ruler costs one 4-byte scale.
 # Per-tensor at more bits, channel 3's MAE against its own 4-bit ruler's, and what the extra bits
 # cost on a 384-value row:
 
 # %%
-own4 = ex.channels[3]["per-channel MAE"]
 for bits in range(6, 10):
     r = calc.compare(calc.parse_channels(calc.EXAMPLE), bits=bits, signed=True, symmetric=True)
     print(
@@ -223,7 +226,7 @@ for bits in range(6, 10):
 # On five values the MAE need not fall with every bit: 8 bits' 0.0039 sits a hair above 7 bits'
 # 0.0038, because where each value lands between two ticks changes with the tick.
 #
-# ### What sets channel 3's MAE fall
+# ### Why channel 3's MAE falls 30 times
 #
 # Channel 3's own ruler is 15.5 times finer, yet its MAE falls 30 times. Divide its values by
 # 10: its ruler is 155 times finer, and its MAE still falls 30 times, because both of its errors
@@ -250,7 +253,7 @@ print(
 #
 # ### Where the extra gain comes from
 #
-# On section 4's row the zero point's tick (2.08 / 15 against 1.91 / 7) is 1.97 times finer and
+# On section 3's row the zero point's tick (2.08 / 15 against 1.91 / 7) is 1.97 times finer and
 # the MAE falls 2.57 times; one more bit's tick is 2.14 times finer and the MAE falls 3.00 times.
 # Split by sign:
 

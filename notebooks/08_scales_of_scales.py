@@ -19,16 +19,16 @@
 # **The question**: Small blocks make fp16 scales expensive; how many bits does a block's scale
 # really need?
 #
-# **The answer**: About 4 bits for symmetric int4 codes (-7..7) and 6 for 6-bit codes, as integer
-# steps under one fp16 super-scale per 256 weights (under 0.1 dB on MiniLM's `L0.output`). MX's
-# floor rule (a bare power of two, at a 6-bit sub-scale's 0.25 bits per weight) costs int4 codes
-# 2.3 dB over MiniLM's 36 layers (the best power of two, 1.6), and FP4 codes 1.3.
+# **The answer**: About 4 bits for symmetric int4 codes and 6 for 6-bit codes, as integer steps
+# under one fp16 super-scale per 256 weights: under 0.1 dB lost on MiniLM's `L0.output`. A
+# MXFP4's power-of-two byte, at 0.25 bits per weight like a 6-bit sub-scale, costs int4 codes 2.3 dB
+# under its floor rule (1.55 with the best power of two) and FP4 codes 1.3, over MiniLM's 36 layers.
 #
-# **What you will do**: count what scales cost per weight; shrink a block scale from fp16 to 4
-# bits on a MiniLM layer, with int4 and with 6-bit codes; try a power-of-two scale.
+# **What you will do**: count what scales cost; shrink a block's scale to 4 bits on a MiniLM
+# layer, with int4 and 6-bit codes; try a power of two.
 #
-# **What you need**: lessons 02 to 04 (group scales and bits per weight); nothing to download.
-# **Time**: about 20 minutes, plus about 28 for the exercise; *Going deeper*: about 21 more.
+# **What you need**: lessons 02 to 04; nothing to download.
+# **Time**: about 15 minutes, plus about 29 for the exercise; *Going deeper*: about 23 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -40,47 +40,38 @@ ql.show_environment()
 # %% [markdown]
 # ## 1. What the scales cost
 #
-# Lesson 04 stored one fp16 scale per group: `16 / g` bits per weight, a whole bit at `g = 16`.
-# Today's formats keep small blocks and store each block's scale in fewer bits. Each row counts
-# every byte of the format's block:
+# Lesson 04 stored one fp16 scale per group: `16 / g` bits per weight. Today's formats store small
+# blocks' scales in fewer bits. Each row counts every byte:
 
 # %%
-import numpy as np
-import torch
-
-from qlesson.quant import formats, microscaling
-from qlesson.teach import format_plots, models, scale_bits, widgets
-from qlesson.teach.widgets import format_state
+from qlesson.quant import formats
+from qlesson.teach import format_plots, models, scale_bits
 
 col = "scale (+ min) bits / weight"
-rows = [{"format": f"int4 g{g}, fp16 scales", "code bits": 4, col: 16 / g} for g in (128, 32, 16)]
-for fmt in ("Q4_K", "MXFP4", "NVFP4"):
-    rows.append({"format": fmt, "code bits": 4, col: formats.bits_per_weight(fmt) - 4})
-for r in rows:
-    r["bits per weight"] = r["code bits"] + r[col]
-print_table(rows, {col: ".4f", "bits per weight": ".4f"})
+rows = [{"format": f"int4 g{g}, fp16 scales", col: 16 / g} for g in (128, 32, 16)]
+rows += [{"format": f, col: formats.bits_per_weight(f) - 4} for f in ("Q4_K", "MXFP4", "NVFP4")]
+print_table([r | {"bits per weight": 4 + r[col]} for r in rows], {col: ".4f", "bits per weight": ".4f"})
 
 # %% [markdown]
 # * llama.cpp's **K-quants** store each sub-block's scale as a small integer (6 bits in Q4_K, a
-#   signed int8 in Q6_K) times one fp16 **super-scale** per 256 weights; Q4_K's 0.5 bits, what
-#   fp16 scales per 32 cost alone, also buy each block of 32 a 6-bit minimum;
-# * **MXFP4** (the OCP Microscaling format) stores one byte per 32 weights, an exponent only;
+#   signed int8 in Q6_K) times one fp16 **super-scale** per 256 weights; Q4_K's 0.5 bits, the
+#   cost of fp16 scales per 32, also buy each block a 6-bit minimum;
+# * **MXFP4** (OCP Microscaling) stores one byte per 32 weights, an exponent only;
 # * **NVFP4** stores an 8-bit float (E4M3) per 16 weights, under one fp32 scale per tensor.
 #
 # ## 2. A rounded scale moves the block's largest code
 #
-# With symmetric codes `-qmax..qmax` (7 for int4), the ideal scale `amax / qmax` puts a block's
-# largest weight on code `qmax`; a scale off by a fraction `e` moves it about `e x qmax` ticks.
+# With symmetric codes `-qmax..qmax` (7 for int4), the ideal scale `s = amax / qmax` puts a
+# block's largest weight on code `qmax`; a scale off by a fraction `e` moves it about `e x qmax`
+# ticks.
 #
-# Q4_K stores each block's scale as an integer `sc` times an fp16 super-scale `d`. `d` gives the
-# loudest of 8 blocks `sc = m`, 63 for 6 bits. Rounding `sc` there is off by at most half a step,
-# `1 / (2m)`, so its top code moves by at most the **bound** `qmax / (2m)` ticks: 7/126 = 0.056
-# for 6 bits. Quieter blocks have a smaller `sc` and can move
-# further.
+# Each block stores `sc = round(s / d)`, 1 to m, where `d` is its super-block's largest `s` over
+# m (63 for 6 bits). Near the loudest block `sc` is near m, and rounding is off by at most half a
+# step, `1/(2m)`: its top code moves at most the **bound** `qmax / (2m)` ticks, 7/126 = 0.056.
+# Quieter blocks have a smaller `sc`: over a quarter move further (`past bound %`).
 #
-# Symmetric int4 codes (Q4_K's minimum left out), every scale rounded to the nearest, the loss
-# counted against exact fp32 scales. `int8` is a signed sub-scale like Q6_K's (127 steps);
-# `E8M0 floor` is MXFP4's byte (section 4).
+# Symmetric int4 codes, the loss counted against exact fp32 scales; `E8M0 floor` is MXFP4's byte
+# (section 4).
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("08", "loss_per_bit")
@@ -88,12 +79,13 @@ recall.predict("08", "loss_per_bit")
 # %%
 model = models.load_minilm()
 W = {n: w for n, w in models.linear_weights(model).items() if n != "pooler"}
-fmt_rule = {"bound (ticks)": ".3f", "median move (ticks)": ".3f", "SQNR loss dB": ".3f", "clipping dB": ".3f"}
-fmt_rule |= {"scale bits / weight": ".4f", "worst move": ".2f"}
-shown = ("scale format", "scale bits / weight", "bound (ticks)", "median move (ticks)")
+fmt_rule = {k: ".3f" for k in ("bound (ticks)", "median move (ticks)", "SQNR loss dB", "clipping dB")}
+fmt_rule |= {"scale bits / weight": ".4f", "past bound %": ".1f"}
+shown = ("scale format", "scale bits / weight", "steps m", "bound (ticks)", "past bound %", "SQNR loss dB")
 print("L0.output, int4 codes (qmax 7), blocks of 32, super-blocks of 8:")
-int4_rows = scale_bits.rule_rows(W["L0.output"], 32, 4, 8, formats=("fp16", *scale_bits.SUB_BITS, "E8M0 floor"))
-print_table([{k: r[k] for k in (*shown, "SQNR loss dB")} for r in int4_rows], fmt_rule)
+sub = ("4-bit x fp16", "5-bit x fp16", "6-bit x fp16")
+int4_rows = scale_bits.rule_rows(W["L0.output"], 32, 4, 8, formats=("fp16", *sub, "E8M0 floor"))
+print_table([{k: r[k] for k in shown} for r in int4_rows], fmt_rule)
 
 # %% [markdown]
 # Each bit fewer doubles the move and multiplies the loss by 3 to 4: twice the move, up to four
@@ -101,93 +93,59 @@ print_table([{k: r[k] for k in (*shown, "SQNR loss dB")} for r in int4_rows], fm
 #
 # ## 3. Same sub-scale, finer codes
 #
-# Now 6-bit codes (`-31..31`), same layer, same blocks. `clipping dB` is the part of the loss that
-# goes away when codes are not clamped.
+# Now 6-bit codes (`-31..31`), same layer and blocks.
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("08", "six_bit_codes")
 
 # %%
 print("L0.output, 6-bit codes (qmax 31), blocks of 32, super-blocks of 8:")
-six_rows = scale_bits.rule_rows(W["L0.output"], 32, 6, 8, formats=("fp16", *scale_bits.SUB_BITS))
-six_cols = ("scale format", "bound (ticks)", "median move (ticks)", "SQNR loss dB", "clipping dB")
+six_rows = scale_bits.rule_rows(W["L0.output"], 32, 6, 8, formats=("fp16", *sub))
+six_cols = ("scale format", "bound (ticks)", "SQNR loss dB")
 print_table([{k: r[k] for k in six_cols} for r in six_rows], fmt_rule)
 
 # %% [markdown]
-# The top code now sits 31 ticks out instead of 7, so the same sub-scale moves it about 4.4 times
-# as far: 6 bits lose 0.058 dB, between int4's 4- and 5-bit rows. Past half a tick, a scale
-# rounded *down* pushes the top weight past `qmax + 0.5`, and the clamp clips it: with 4-bit
-# sub-scales clipping is most of the loss. On a budget of 0.1 dB for this layer, 4-bit sub-scales
-# suffice for int4 codes; 6-bit codes need 6.
+# The top code now sits 31 ticks out, not 7, so the same sub-scale moves it about 4.4 times as
+# far: 6 bits lose 0.058 dB. On a budget of 0.1 dB for this layer, 4-bit sub-scales suffice for
+# int4 codes; 6-bit codes need 6.
 #
 # ## 4. No mantissa at all: a power-of-two scale
 #
-# MXFP4's scale byte (E8M0) is a bare power of two. Its codes are FP4 (E2M1): a sign, two exponent
-# bits and one mantissa bit, magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6, crowded near zero where
-# int4's are even:
+# MXFP4's scale byte (E8M0) is a bare power of two. Its codes are FP4 (E2M1), magnitudes 0, 0.5,
+# 1, 1.5, 2, 3, 4, 6, crowded near zero where int4's are even:
 
 # %%
 _ = format_plots.grids()
 
 # %% [markdown]
-# The OCP MX specification's **floor rule** picks `2**(floor(log2 amax) - 2)`, where 2 is the
-# exponent of 4, FP4's largest power of two; here it is applied to int4's grid too. All 36 Linear
-# layers, blocks of 32; `fp32` is the ideal scale, and `E8M0 best of 2` a control for the rule:
-# per block and grid, the better of the two powers of two around the ideal:
-
-# %% tags=["nbval-ignore-output"]
-recall.predict("08", "power_of_two")
+# The OCP **floor rule** picks `2**(floor(log2 amax) - 2)`, where 2 is the exponent of 4, FP4's
+# largest power of two; here applied to int4's grid too. The control, `E8M0 best of 2`,
+# keeps per block the better of the two powers of two around the ideal scale, `fp32`; all 36
+# layers, blocks of 32:
 
 # %%
-grid_fmt = {"int4 -7..7 SQNR dB": ".2f", "FP4 E2M1 SQNR dB": ".2f", "FP4 - int4 dB": "+.2f"}
+i4, fp4 = "int4 -7..7 SQNR dB", "FP4 E2M1 SQNR dB"
+grid_fmt = {i4: ".2f", fp4: ".2f", "FP4 - int4 dB": "+.2f"}
 g32 = {r["scale format"]: r for r in scale_bits.grid_rows(W, block=32, formats=("fp32", "E8M0 floor"))}
 g32["E8M0 best of 2"] = scale_bits.pow2_best_row(W)
 print_table(list(g32.values()), grid_fmt)
-i4, fp4 = "int4 -7..7 SQNR dB", "FP4 E2M1 SQNR dB"
 for name in ("E8M0 floor", "E8M0 best of 2"):
     lost = {c: g32["fp32"][c] - g32[name][c] for c in (i4, fp4)}
     print(f"{name}: int4 codes lose {lost[i4]:.2f} dB, FP4 codes {lost[fp4]:.2f} dB")
 
 # %% [markdown]
 # The floor rule puts a block's largest weight anywhere from 4 to 8 times the scale, where the
-# ideal puts it on the grid's top, 7 for int4: the top code moves by whole ticks, and past the
+# ideal puts it on int4's top code, 7: the top code moves by whole ticks, and past the
 # top it clips. Even the best power of two per block loses int4 codes 1.55 dB: most of the 2.33 dB
-# is the missing steps. FP4 codes under the floor rule *are* MXFP4, and they lose about a dB less.
+# is the missing steps. FP4 codes under the floor rule *are* MXFP4; they lose about a dB less.
 #
-# ## 5. One block under the floor rule
-#
-# Write a block's largest weight as `f x 2**k`, `f` between 1 and 2: the floor rule's scale is
-# `2**(k - 2)`. In the first block of row 0, `f` is 1.50 on `L4.output` and 1.97 on
-# `L0.intermediate`.
-
-# %% tags=["nbval-ignore-output"]
-recall.predict("08", "top_weight")
-
-# %%
-for layer in ("L4.output", "L0.intermediate"):
-    print(f"{layer}:", format_state(W, layer, "MXFP4 floor")[0].split("; ")[-1])
-
-# %% [markdown]
-# <details><summary>Why?</summary>
-#
-# The largest weight lands at `4f` units of the scale, where FP4 holds only 4 and 6. `4f` rounds
-# to 4 or 6: close near `f` = 1 or 1.5, up to a fifth off in between, and up to a quarter low past
-# 1.5, where it clips to 6. So `L4.output` stores it within 1%, and `L0.intermediate` about a
-# quarter low. A power of two has no steps in between to absorb the move.
-#
-# </details>
-
-# %% [markdown]
 # ## Summary
 #
-# * A `b`-bit sub-scale has `m = 2**b - 1` steps; rounding it moves the top code of a block near
-#   its super-block's loudest by up to `qmax / (2m)` ticks. Quieter blocks can move further.
-# * The SQNR lost grows about as the square of the move; past half a tick, a scale rounded down
-#   also clips.
-# * Under 0.1 dB on `L0.output`: 4-bit sub-scales for symmetric int4 codes (-7..7), 6-bit for
-#   6-bit codes.
-# * A power of two (MX's E8M0) has no steps between powers: on the 36 layers the floor rule costs
-#   int4 codes 2.33 dB, and the best power of two per block still 1.55.
+# * A `b`-bit unsigned sub-scale has `m = 2**b - 1` steps; rounding it moves a near-loudest block's top
+#   code by up to `qmax / (2m)` ticks, and the SQNR lost grows about as the square of the move.
+# * Under 0.1 dB on `L0.output`: 4-bit sub-scales for int4 codes, 6-bit for 6-bit codes.
+# * A power of two has no steps between powers: the floor rule costs int4 codes 2.33 dB on the 36
+#   layers, the best power of two per block 1.55.
 #
 # ## Pause and recall
 
@@ -202,6 +160,36 @@ recall.show("08")
 # quiet block's scale needs, and what a power-of-two scale stores for a block's largest weight.
 #
 # ## Going deeper
+#
+# ### One block under the floor rule
+#
+# Write a block's largest weight as `f x 2**k`, `f` between 1 and 2: the floor rule's scale is
+# `2**(k - 2)`. In the first block of row 0, `f` is 1.50 on `L4.output` and 1.97 on
+# `L0.intermediate`.
+
+# %% tags=["nbval-ignore-output"]
+recall.predict("08", "top_weight")
+
+# %%
+import numpy as np
+import torch
+
+from qlesson.quant import microscaling
+from qlesson.teach import widgets
+from qlesson.teach.widgets import format_state
+
+for layer in ("L4.output", "L0.intermediate"):
+    print(f"{layer}:", format_state(W, layer, "MXFP4 floor")[0].split("; ")[-1])
+
+# %% [markdown]
+# <details><summary>Why?</summary>
+#
+# The largest weight lands at `4f` units of the scale, where FP4 holds only 4 and 6. `4f` rounds
+# to 4 or 6: close near `f` = 1 or 1.5, up to a fifth off in between, and up to a quarter low past
+# 1.5, where it clips to 6. So `L4.output` stores it within 1%, and `L0.intermediate` about a
+# quarter low. A power of two has no steps in between to absorb the move.
+#
+# </details>
 #
 # ### Try it: a format, a layer, a block
 #
@@ -248,16 +236,16 @@ print_table(
 #
 # A super-block here is 256 consecutive weights of the flattened layer. The six FFN output
 # layers (`Lk.output`) have rows of 1536, 6 super-blocks each; the other 30 have rows of 384, so
-# on them a super-block spans two rows, which real Q4_K cannot store: llama.cpp needs rows that are a multiple of 256.
-# In this layout, a 5-bit sub-scale on int4 codes on each of the 36 layers:
+# on them one super-block in three spans two rows, which real Q4_K cannot store: llama.cpp needs
+# rows that are a multiple of 256.
+# In this layout, a 4-bit sub-scale on int4 codes on each of the 36 layers:
 
 # %%
-loss5 = {n: scale_bits.rule_rows(w, 32, 4, 8, formats=("5-bit x fp16",))[0]["SQNR loss dB"] for n, w in W.items()}
-worst = max(loss5, key=loss5.get)
-print(f"SQNR lost: {min(loss5.values()):.3f} to {loss5[worst]:.3f} dB per layer, the most on {worst}")
+loss4 = {n: scale_bits.rule_rows(w, 32, 4, 8, formats=("4-bit x fp16",))[0]["SQNR loss dB"] for n, w in W.items()}
+worst = max(loss4, key=loss4.get)
+print(f"SQNR lost: {min(loss4.values()):.3f} to {loss4[worst]:.3f} dB per layer, the most on {worst}")
 
 # %% [markdown]
-# `L0.output` is the costliest of the 36.
 # The size of the super-block moves the median and the loss; the bound, set by the loudest block,
 # stays. A 6-bit sub-scale on int4 codes, `L0.output`:
 
@@ -278,7 +266,9 @@ print_table(sb_rows, fmt_rule)
 # Q6_K keeps its 6-bit codes in blocks of 16 under super-blocks of 16, where section 3 used
 # blocks of 32 under super-blocks of 8. (Its codes run -32..31, and llama.cpp gives the loudest
 # block -128 with a negative `d`: 128 steps; here codes run -31..31 and the int8 sub-scale has
-# 127 steps.) One change at a time, 6-bit codes on `L0.output`:
+# 127 steps.) One change at a time, 6-bit codes on `L0.output`; `clipping dB` is the part of the
+# loss that goes away when codes are not clamped (a scale rounded *down* pushes the top weight
+# outward, and past `qmax + 0.5` it clips):
 
 # %%
 layout_rows = []
@@ -290,7 +280,7 @@ print_table(layout_rows, fmt_rule)
 
 # %% [markdown]
 # Both changes add to the loss. Blocks of 16 make each block's largest weight one in 16 instead
-# of one in 32, so the moved top codes carry more of the layer's energy. Sixteen blocks per
+# of one in 32. Sixteen blocks per
 # super-scale leave more blocks far below the loudest one. In Q6_K's own layout the 6-bit
 # sub-scale loses about a sixth of a dB, and Q6_K's int8 sub-scale about 0.05 dB.
 #
@@ -441,15 +431,15 @@ print(
 # %% [markdown]
 # Drawn per block between 1 and 1.5, the too-large scale costs FP4 less than int4: a shrunk value
 # lands on average among FP4's finer ticks nearer zero, where on int4's even ticks every step
-# grows with the scale. A single factor can say anything. At 1.5 every block's largest weight lands exactly on
+# grows with the scale. At 1.5 every block's largest weight lands exactly on
 # FP4's tick 4, and FP4 loses under a dB; at 1.2 it lands on 5, midway between FP4's 4 and 6,
 # and FP4 loses more than int4.
 #
 # ### Range from a level above: NVFP4's tensor scale
 #
 # **NVFP4** spends 0.25 bits more than MXFP4: blocks of 16 and an E4M3 scale, whose precision
-# the first subsection measured. E4M3's *range* is narrow: its normal numbers run from 2**-6 to 448. So
-# NVFP4 stores one fp32 scale per tensor that puts the largest block scale at 448.
+# *The quieter blocks* measured. E4M3's *range* is narrow: its normal numbers run from 2**-6 to
+# 448. So NVFP4 stores one fp32 scale per tensor that puts the largest block scale at 448.
 # `L0.intermediate` and the same layer divided by 100, with and without the tensor scale (the
 # last column: the blocks whose `amax / 6` falls below 2**-6):
 
@@ -486,7 +476,7 @@ print_table(nv_rows, {"SQNR dB": ".2f", "amax / 6 below 2**-6 %": ".1f"})
 #
 # The OCP specification's rule (*floor*) sets `e - 127 = floor(log2 amax) - 2`: `amax / scale`
 # lies in [4, 8), and values above 6 x scale saturate to 6. NVIDIA's *rceil* takes the smallest
-# power of two with `amax / scale <= 6`: it never clips but leaves the top code anywhere from half
+# power of two with `amax / scale <=` the grid's top: it never clips but leaves the top code anywhere from half
 # the grid's top to its top. Both rules on both grids, all 36 layers, blocks of 32:
 
 # %%

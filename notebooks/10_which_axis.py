@@ -20,17 +20,16 @@
 # scale cover one token or one channel?
 #
 # **The answer**: On MiniLM's short sentences at 2 bits, keys do better with one ruler per
-# channel; at equal metadata real keys win 1.7x, shuffled ones only 1.06x, so their structure
-# earns it. Values do better per token while the tiny, heavily attended `[CLS]` is quantized;
-# keep it in fp16 and per channel wins, but on these short sentences that one token costs as
-# much as a third code bit.
+# channel, thanks to their structure, not only smaller groups. Values do better per token
+# while the tiny, heavily attended `[CLS]` is quantized; keep it in fp16 and per channel wins,
+# but the bit it costs, spent as a third per-token code bit, leaves a quarter of the error.
 #
 # **What you will do**: compare per-token and per-channel rulers on MiniLM's keys and values
 # against shuffled controls and one token kept exact, then count the bits.
 #
 # **What you need**: lessons 02 (granularity), 05 (activations) and 09 (intervals over
 # sentence pairs); nothing to download.
-# **Time**: about 19 minutes, plus about 38 for the exercise (*Going deeper*: about 22 more).
+# **Time**: about 15 minutes, plus about 41 for the exercise (*Going deeper*: about 24 more).
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -43,9 +42,9 @@ ql.show_environment()
 #
 # An attention head turns every token into a query `q`, a key `k` and a value `v`. Token `i`'s
 # output is `softmax(q_i k^T / sqrt(d)) v`: a mean of the values, weighted by the softmax of the
-# query's scores against every key. A model that generates text caches the keys and values of every past token, the
-# *KV cache*, and reads all of them for each new token. At long contexts the cache fills memory,
-# so it is quantized at run time, as tokens arrive.
+# query's scores against every key. A model that generates text caches every past token's keys
+# and values, the *KV cache*, and reads all of them for each new token. At long contexts the
+# cache fills memory, so it is quantized as tokens arrive.
 #
 # * A **key** error changes a score, and the softmax moves probability between tokens.
 # * A **value** error reaches the output times its token's attention: an error on a token nobody
@@ -60,16 +59,115 @@ from qlesson.teach.eval_text import eval_sentences
 
 model = models.load_minilm()
 qkv = kv.capture_qkv(model, eval_sentences(120))
-print(f"{len(qkv)} layers; sentence 0's keys: {tuple(qkv[0]['k'][0].shape)} (heads, tokens, head_dim)")
+print(len(qkv), "layers,", len(qkv[0]["k"]), "sentences")
 
 # %% [markdown]
-# ## 2. Offsets in the keys
+# ## 2. Two axes
 #
 # A *per-token* ruler spans one token's 32 channels in one head; a *per-channel* ruler spans
 # one channel over the tokens. Lesson 02's rule: give the scales to the axis along which sizes
 # differ. KIVI and KVQuant report a few key channels far larger than the rest in LLaMA-family
-# models, on every token. Two heads of MiniLM's layer 3: before reading on, find the columns
-# that keep one colour down all the tokens.
+# models, on every token, and quantize keys per channel.
+#
+# ## 3. Keys: which axis, at what price?
+#
+# Quantize the keys asymmetrically as KIVI does, with 2-bit codes from each ruler's minimum to
+# its maximum, keep the values exact, and recompute attention. The error is the attention
+# output's relative squared error, averaged over layers and sentences. Three rulers: per token,
+# per channel over one sentence, and per channel over 32 tokens (the sentences laid end to end),
+# whose metadata equals per token's.
+#
+# `bits per value` adds the 32 bits of each ruler's fp16 minimum and scale. The control: each
+# sentence's keys shuffled across tokens, channels and heads. Predict first:
+
+# %% tags=["nbval-ignore-output"]
+from qlesson.course import recall
+
+recall.predict("10", "shuffled_keys")
+
+# %%
+keys, key_lines = kv.key_rows(qkv, bits=2)
+print_table(
+    keys, {"values per ruler": ".1f", "bits per value": ".2f", "error, real keys": ".4f", "error, shuffled keys": ".4f"}
+)
+print("\n".join(key_lines))
+
+# %% [markdown]
+# Each line: a ratio of mean errors, with lesson 09's paired 95% interval. Shuffled keys still
+# win 1.9x: a ruler over a dozen values fits a tighter range than one over 32, on any numbers,
+# at 4.56 bits per value against 3. At equal metadata the shuffled keys keep only 1.06x, the
+# real keys 1.7x: that is their structure, mostly channel offsets and `[CLS]`'s key, not a
+# loud channel (*Going deeper*).
+#
+# ## 4. Values: does one token decide?
+#
+# From here on, per channel means the ruler over 32 tokens. Quantize the values at 2 bits per
+# token or per channel, with one token per sentence kept in fp16 and out of every ruler: none,
+# `[CLS]`, which opens every sentence, `[SEP]`, which closes it, or a random word. Predict first:
+
+# %% tags=["nbval-ignore-output"]
+recall.predict("10", "kept_token")
+
+# %%
+print_table(kv.kept_token_rows(qkv, bits=2, ruler="channel32"), {"per token": ".3f", "per channel": ".3f"})
+
+# %% [markdown]
+# Keeping `[CLS]` exact cuts per channel's error about six-fold, barely moves per token's, and
+# flips the verdict. `[SEP]` or a random word moves either by about 10% at most. Why `[CLS]`?
+# Per layer, with the error of its value under each 2-bit ruler over the value's own size:
+
+# %%
+cls_table = kv.cls_rows(qkv, ruler="channel32")
+print_table(cls_table, dict.fromkeys(list(cls_table[0])[1:], ".2f"))
+
+# %% [markdown]
+# In layers 1 to 4 more than half of all attention lands on `[CLS]`, whose value is a few
+# hundredths of a typical token's: an *attention sink*, a place to put attention that adds
+# little. A per-channel ruler, sized by the words' larger values, rounds `[CLS]`'s value with a
+# median error 9 to 11 times its size there; a per-token ruler fits `[CLS]`'s own range, under
+# half its size. The attention on `[CLS]` multiplies that error.
+#
+# ## 5. Codes, metadata and kept tokens
+#
+# An fp16 `[CLS]` costs bits too. Every bit counted, per channel at 2 bits with `[CLS]` in fp16
+# against per token at 3 bits with `[CLS]` quantized:
+
+# %%
+cost, cost_line = kv.value_cost_rows(qkv)
+print_table(cost, {"bits per value, all costs": ".2f", "error": ".4f"})
+print(cost_line)
+
+# %% [markdown]
+# On these 12.5-token sentences the fp16 `[CLS]` costs about one bit per value, 4.04 against
+# 3.00: as much as a third code bit. Yet per token at 3 bits has a quarter of the error of
+# per channel at 2 bits with `[CLS]` in fp16; the interval excludes 0. A third code bit shrinks
+# every ruler's step; the fp16 `[CLS]` fixes one token.
+#
+# ## Summary
+#
+# * Keys, 2 bits: per channel over one sentence wins 2.6x, on shuffled keys 1.9x (the smaller
+#   group); at equal metadata 1.7x against 1.06x (structure).
+# * Values: per token wins while the sink `[CLS]` is quantized, per channel once it is in fp16;
+#   here that fp16 token costs about a bit per value, and a third code bit per token beats it.
+#
+# ## Pause and recall
+
+# %% tags=["nbval-ignore-output"]
+recall.quiz("10")
+
+# %%
+recall.show("10")
+
+# %% [markdown]
+# **Exercise**: `exercises/10_which_axis.ipynb`: a cache's bytes and bits, choosing an axis by
+# measuring, and where a sink flips the value axis.
+#
+# ## Going deeper
+#
+# ### Offsets in the keys
+#
+# Which structure do MiniLM's keys have? Two heads of layer 3: find the columns that keep one
+# colour down all the tokens.
 
 # %%
 _ = kv.token_channel_map(qkv[3]["k"][0][:2], "layer 3 keys, sentence 0, heads 0 and 1: k per token and channel")
@@ -87,138 +185,13 @@ print_table(
 )
 
 # %% [markdown]
-# MiniLM's keys have offsets: each channel's own mean holds 14% to 40% of the variance, against
-# 8% in shuffled keys, what a mean over 12.5 tokens holds by chance.
-#
-# ## 3. Keys: which axis, at what price?
-#
-# Quantize the keys asymmetrically as KIVI does, with 2-bit codes from each ruler's minimum to
-# its maximum, keep the values exact, and recompute attention. The error is the attention
-# output's relative squared error, averaged over layers and sentences. Three rulers:
-# * per token: 32 values per ruler;
-# * per channel over one sentence: about 12.5 values per ruler;
-# * per channel over 32 tokens, the sentences laid end to end: 32 values, the same metadata as
-#   per token.
-#
-# `bits per value` adds the 32 bits of each ruler's fp16 minimum and scale. The control: each
-# sentence's keys shuffled across tokens, channels and heads. On the real keys, per channel
-# over one sentence beats per token 2.6 times over. Predict the shuffled keys:
-
-# %% tags=["nbval-ignore-output"]
-from qlesson.course import recall
-
-recall.predict("10", "shuffled_keys")
-
-# %%
-keys, key_lines = kv.key_rows(qkv, bits=2)
-print_table(
-    keys, {"values per ruler": ".1f", "bits per value": ".2f", "error, real keys": ".4f", "error, shuffled keys": ".4f"}
-)
-print("\n".join(key_lines))
-
-# %% [markdown]
-# Each line: a ratio of mean errors, with lesson 09's paired 95% interval. Shuffled keys keep
-# 1.9x of the 2.6x: that part is the group size, since a ruler over a dozen values fits a
-# tighter range than one over 32, at 4.56 bits per value against 3. At equal metadata the
-# shuffled keys keep only 1.06x, the real keys 1.7x: that part is their structure.
-#
-# ## 4. Values: does one token decide?
-#
-# From here on, per channel means the ruler over 32 tokens. Quantize the values at 2 bits per
-# token or per channel, with one token per sentence kept in fp16 and out of every ruler: none,
-# `[CLS]`, which opens every sentence, `[SEP]`, which closes it, or a random word. Predict first:
-
-# %% tags=["nbval-ignore-output"]
-recall.predict("10", "kept_token")
-
-# %%
-print_table(kv.kept_token_rows(qkv, bits=2, ruler="channel32"), {"per token": ".3f", "per channel": ".3f"})
-print("\n".join(kv.value_rows(qkv, bits=(2,))[1]))
-
-# %% [markdown]
-# Keeping `[CLS]` exact cuts the per-channel error about six-fold and barely moves the per-token
-# one, so the verdict flips; the last line's interval excludes 0. `[SEP]` or a random word moves
-# either ruler by about 10% at most. Why `[CLS]`? Per layer, with the error of its value under
-# each 2-bit ruler over the value's own size:
-
-# %%
-cls_table = kv.cls_rows(qkv, ruler="channel32")
-print_table(cls_table, dict.fromkeys(list(cls_table[0])[1:], ".2f"))
-
-# %% [markdown]
-# In layers 1 to 4 more than half of all attention lands on `[CLS]`, whose value is a few
-# hundredths of a typical token's: an *attention sink*, a place to put attention that adds
-# little. A per-channel ruler spans the words' larger values and rounds `[CLS]`'s value with a
-# median error 9 to 11 times its size in those layers; a per-token ruler fits `[CLS]`'s own range,
-# under half its size. The attention on `[CLS]` multiplies that error.
-#
-# ## 5. Codes, metadata and kept tokens
-#
-# An fp16 `[CLS]` costs bits too. Predict first:
-
-# %% tags=["nbval-ignore-output"]
-recall.predict("10", "full_cost")
-
-# %%
-cost, cost_line = kv.value_cost_rows(qkv)
-print_table(cost, {"bits per value, all costs": ".2f", "error": ".4f"})
-print(cost_line)
-
-# %% [markdown]
-# On these 12.5-token sentences the fp16 `[CLS]` costs about one bit per value, 4.04 against
-# 3.00: as much as a third code bit. Per token at 3 bits, `[CLS]` quantized, has a quarter of
-# the error of per channel at 2 bits with `[CLS]` in fp16; the interval excludes 0. In a long
-# cache one fp16 token is a far smaller share of the bits, a case this lesson does not test.
-#
-# ## 6. Streaming: why per-channel keys wait
-#
-# During generation a per-token ruler exists as soon as its token does, but a per-channel ruler
-# over `G` tokens only once its group is complete. The policy here: the `R` newest tokens stay
-# in fp16, the older ones are quantized in whole groups of `G`. With `G = 32` and `R = 32`:
-
-# %%
-from qlesson.quant.kv import quantized_tokens
-
-rows = []
-for t in (20, 64, 100, 4096):
-    n_q = quantized_tokens(t, "channel", group=32, residual=32)
-    rows.append({"tokens": t, "keys quantized per channel": n_q, "keys in fp16": t - n_q})
-print_table(rows)
-
-# %% [markdown]
-# The window and any incomplete group wait in fp16: 32 + 4 keys at 100 tokens.
-#
-# ## Summary
-#
-# * A key error moves attention between tokens; a value error reaches the output weighted by
-#   its token's attention.
-# * Keys: per channel beats per token 2.6x at 2 bits over one sentence, shuffled keys 1.9x: the
-#   smaller group. At equal codes and metadata the real keys still win 1.7x, the shuffled ones
-#   1.06x: that part is structure.
-# * Values: per token wins while the sink `[CLS]` is quantized; with `[CLS]` in fp16 per channel
-#   wins. On these 12.5-token sentences an fp16 `[CLS]` costs about one bit per value, and a
-#   third code bit per token beats it; in a long cache that token's share shrinks.
-# * Per-channel rulers need whole groups: the incomplete group waits in fp16 beside the window,
-#   and both count in the cost.
-#
-# ## Pause and recall
-
-# %% tags=["nbval-ignore-output"]
-recall.quiz("10")
-
-# %%
-recall.show("10")
-
-# %% [markdown]
-# **Exercise**: `exercises/10_which_axis.ipynb`: a cache's bytes, keys per channel, choosing an
-# axis by measuring, the bits a scheme really costs, and where a sink flips the value axis.
-#
-# ## Going deeper
+# Each channel's own mean holds 14% to 40% of the variance, against 8% in shuffled keys, what a
+# mean over 12.5 tokens holds by chance.
 #
 # ### Keys: which structure?
 #
 # Which structure wins section 3's equal-metadata comparison? Two suspects: the channels'
-# offsets (section 2) and the key of `[CLS]`. Remove each, then both. The offsets can be removed
+# offsets (measured above) and the key of `[CLS]`. Remove each, then both. The offsets can be removed
 # without changing the attention: subtract each channel's mean over the sentence (the softmax ignores the shift), so
 # only the ruler's job changes. `[CLS]`: keep it in fp16, out of both rulers; the control keeps
 # one random word per sentence instead. Equal metadata, 2 bits:
@@ -249,19 +222,20 @@ for name in ("real keys", "channel means removed"):
 # with them removed it stands out there (about 1.6 to 1.8 times). This fits the table above; it
 # does not show the cause.
 #
-# ### Values at 3 and 4 bits
+# ### Values: intervals, and 3 and 4 bits
 #
-# Section 4's comparison at 3 and 4 bits, beside the per-channel ruler over one sentence:
+# Section 4's comparison with its intervals at 2, 3 and 4 bits, beside the per-channel ruler
+# over one sentence:
 
 # %%
 fmt = {k: ".4f" for k in ("per token", "per channel", "per channel (32 tokens)")}
-values_34, value_lines_34 = kv.value_rows(qkv, bits=(3, 4))
-print_table(values_34, fmt | {"token - channel": "+.4f", "95% CI": "+.4f"})
-print("\n".join(value_lines_34))
+values_234, value_lines = kv.value_rows(qkv, bits=(2, 3, 4))
+print_table(values_234, fmt | {"token - channel": "+.4f", "95% CI": "+.4f"})
+print("\n".join(value_lines))
 
 # %% [markdown]
-# The verdicts are those of 2 bits: per token wins while `[CLS]` is quantized, per channel once
-# it is in fp16, at equal metadata too.
+# At each width per token wins while `[CLS]` is quantized, per channel once it is in fp16, at
+# equal metadata too (the last lines); no interval includes 0.
 #
 # ### A loud channel?
 #
@@ -277,7 +251,8 @@ print_table(
 
 # %% [markdown]
 # In no layer does the loudest channel stand out more than the doubled one (closest in layer 3:
-# 1.55 against 1.58).
+# 1.55 against 1.58): MiniLM has no loud key channel of the kind KIVI reports; most of its keys'
+# win at equal metadata is the offsets and `[CLS]` ("Keys: which structure?").
 #
 # ### A loud head
 #
@@ -293,6 +268,24 @@ print_table(heads, {"loudest head / median head": ".2f"})
 # %% [markdown]
 # Only in layer 0 is one head more than twice the median head. Both rulers stay inside one head
 # (a per-token ruler spans one head's 32 channels), so a loud head favours neither axis.
+#
+# ### Streaming: why per-channel keys wait
+#
+# During generation a per-token ruler exists as soon as its token does, but a per-channel ruler
+# over `G` tokens only once its group is complete. The policy here: the `R` newest tokens stay
+# in fp16, the older ones are quantized in whole groups of `G`. With `G = 32` and `R = 32`:
+
+# %%
+from qlesson.quant.kv import quantized_tokens
+
+rows = []
+for t in (20, 64, 100, 4096):
+    n_q = quantized_tokens(t, "channel", group=32, residual=32)
+    rows.append({"tokens": t, "keys quantized per channel": n_q, "keys in fp16": t - n_q})
+print_table(rows)
+
+# %% [markdown]
+# The window and any incomplete group wait in fp16: 32 + 4 keys at 100 tokens.
 #
 # ### What a long cache costs
 #
@@ -423,7 +416,8 @@ print_table(list(kv.TOOLS))
 #   shuffled within each head; median over sentences. The control multiplies channel 0, 11 or 27
 #   of every head by 2 on every token and keeps the lowest of the three scores.
 # * The keys' shuffled control in section 3 permutes each sentence's keys across heads,
-#   channels and tokens; section 2's permutes within each head, so a loud head stays loud.
+#   channels and tokens; the offsets' and loud channel's controls permute within each head, so a
+#   loud head stays loud.
 # * Each ruler's minimum and scale are charged 16 bits each but kept in float64: the rounding to
 #   fp16 (about 3 significant digits, far finer than a 2- to 4-bit step) is not simulated.
 # * Intervals are paired bootstraps over the evaluation text's paraphrase pairs (lesson 09).

@@ -215,7 +215,9 @@ WRONG = {
     ],
     "03.guess_bits": [
         (7, "counted a whole tick"),  # the quietest row past a whole shared tick, not half of one
-        (5, "None"),  # 2**bits - 1 steps: 31 > 29.9 looks enough at 5 bits
+        (5, "2**bits - 1"),  # 2**bits - 1 steps: 31 > 29.8 looks enough at 5 bits
+        (31, "largest code"),  # the largest code of the right width typed in place of the width
+        (30, "largest code"),  # 29.8 rounded up: the code the quietest row needs, not the bits
         (8, "None"),  # int8, the usual width
     ],
     "03.min_bits": [
@@ -286,6 +288,10 @@ WRONG = {
         (lambda x, w, a: x.abs().amax(0) ** 0.5 / w.abs().amax(0) ** 0.5, "alpha 0.5 whatever"),
         (lambda x, w, a: (x.abs().max() ** a / w.abs().max() ** (1 - a)).repeat(x.shape[1]), "whole tensor"),
         (lambda x, w, a: x.abs().max() ** a / w.abs().max() ** (1 - a), "whole tensor"),
+        (lambda x, w, a: x.max(dim=0).values ** a / w.max(dim=0).values ** (1 - a), "not its largest |value|"),
+        (lambda x, w, a: x.amax(0) ** a / w.abs().amax(0) ** (1 - a), "not its largest |value|"),
+        (lambda x, w, a: w.abs().amax(0) ** (1 - a) / x.abs().amax(0) ** a, "inverted the factor"),
+        (lambda x, w, a: 1 / (x.abs().amax(0) ** a / w.abs().amax(0) ** (1 - a)), "inverted the factor"),
     ],
     "06.kernel_scales": [
         (lambda s, a: (a, s), "divides by it"),
@@ -340,6 +346,7 @@ WRONG = {
     "09.fewest_tokens": [
         (lambda w, xc, xh, ns, b: _fewest_09(w, xc, ns, b, lambda n: xc[:n]), "calibration tokens"),
         (lambda w, xc, xh, ns, b: next(n for n in ns if n >= w.shape[1]), "rule of thumb"),
+        (lambda w, xc, xh, ns, b: _fewest_09(w, xc, ns, b, lambda n: xh, group=32), "compared with RTN g32"),
         (lambda w, xc, xh, ns, b: ns[len(ns) // 2], "None"),
     ],
     "09.calib_text": [
@@ -354,6 +361,9 @@ WRONG = {
             lambda w, a, b, h, bits: _loudness_09(w, a, b, h, bits, lambda x: (_profile_09(x) - _profile_09(h)).norm()),
             "None",
         ),
+        # the set whose normalised input correlation is nearest x_held's, with no GPTQ fit to choose
+        (lambda w, a, b, h, bits: _loudness_09(w, a, b, h, bits, lambda x: (_corr_09(x) - _corr_09(h)).norm()), "None"),
+        (lambda *args: _gap_09(*args), "None"),  # the set whose GPTQ error grows least from calibration to x_held
     ],
     "09.pick": [
         (lambda w, xc, xh, b: ("gptq", b + 16 / w.shape[1]), "per-channel GPTQ, on every layer"),
@@ -374,9 +384,11 @@ WRONG = {
         (lambda k, b: _kv_minmax(k, b), "came back NaN"),
         (lambda k, b: _kv_int_zero(k, b), "zero point to an integer"),
     ],
-    "10.quantized_tokens": [
-        (lambda t, r, g: t // g * g, "no residual"),
-        (lambda t, r, g: max(t - r, 0), "partial group"),
+    "10.peak_fp16_keys": [
+        (lambda t, r, g: t - _kv_quantized(t, r, g), "after the last token"),
+        (lambda t, r, g: min(r, t), "window only"),
+        (lambda t, r, g: min(t, r + g), "group - 1"),
+        (lambda t, r, g: r + g - 1, "only the tokens it has"),
     ],
     "10.choose_axis": [
         (lambda q, k, v, which, bits: "channel" if which == "k" else "token", "KIVI's rule"),
@@ -393,27 +405,15 @@ WRONG = {
         (25, "fraction of 1"),
     ],
     "10.key_bits": [
-        (lambda b, g, t, r: (_good("10.quantized_tokens")(t, r, g) * (b - 16) + t * 16) / t, "minimum and scale"),
+        (lambda b, g, t, r: (_kv_quantized(t, r, g) * (b - 16) + t * 16) / t, "minimum and scale"),
         (lambda b, g, t, r: _good("10.key_bits")(b, g, t, r) * 0 + b, "codes only"),
         (
-            lambda b, g, t, r: (
-                (
-                    _good("10.quantized_tokens")(t, r, g) * (b + 16 / g)
-                    + (t - _good("10.quantized_tokens")(t, r, g)) * 16
-                )
-                / t
-            ),
+            lambda b, g, t, r: (_kv_quantized(t, r, g) * (b + 16 / g) + (t - _kv_quantized(t, r, g)) * 16) / t,
             "no minimum",
         ),
         (lambda b, g, t, r: b + 32 / g, "share of a ruler"),
         (
-            lambda b, g, t, r: (
-                (
-                    _good("10.quantized_tokens")(t, r, g) * (b + 64 / g)
-                    + (t - _good("10.quantized_tokens")(t, r, g)) * 16
-                )
-                / t
-            ),
+            lambda b, g, t, r: (_kv_quantized(t, r, g) * (b + 64 / g) + (t - _kv_quantized(t, r, g)) * 16) / t,
             "32-bit floats",
         ),
         (
@@ -422,6 +422,11 @@ WRONG = {
         ),
     ],
 }
+
+
+def _kv_quantized(t, r, g):
+    """Keys quantized per channel after ``t`` tokens: whole groups older than the ``r``-token window."""
+    return max(t - r, 0) // g * g
 
 
 def _kv_minmax(k, b, dim=0):
@@ -513,6 +518,26 @@ def _loudness_09(w, x_a, x_b, x_held, bits, score):
     return name, err(ql.gptq(w, x, bits).dequantize()) < err(g32)
 
 
+def _corr_09(x):
+    """The inputs' normalised correlation matrix: the feature mix without the loudness."""
+    c = x.T @ x
+    d = c.diagonal().sqrt()
+    return c / d[:, None] / d[None, :]
+
+
+def _gap_09(w, x_a, x_b, x_held, bits):
+    """Lesson 09's calib_text choosing the set whose GPTQ fit loses least from its calibration set to x_held."""
+    import qlesson as ql
+
+    def rel(x, w_hat):
+        return float((x @ (w - w_hat).T).square().sum() / (x @ w.T).square().sum())
+
+    fits = {n: (x, ql.gptq(w, x, bits).dequantize()) for n, x in (("a", x_a), ("b", x_b))}
+    name = min(fits, key=lambda n: rel(x_held, fits[n][1]) - rel(*fits[n]))
+    g32 = ql.quantize(w, bits, granularity=ql.PerGroup(32)).dequantize()
+    return name, rel(x_held, fits[name][1]) < rel(x_held, g32)
+
+
 def _profile_09(x):
     """Each input feature's mean |x|, as a share of their sum: the feature mix without the loudness."""
     p = x.abs().mean(0)
@@ -535,11 +560,15 @@ def _gptq(w, x, bits, feedback=True, shrink=True, scale=None, ticks=False):
     return q
 
 
-def _fewest_09(w, x_cal, ns, bits, judge_on):
-    """The first n whose GPTQ beats RTN on the tokens ``judge_on(n)`` (for wrong answers)."""
+def _fewest_09(w, x_cal, ns, bits, judge_on, group=None):
+    """The first n whose GPTQ beats RTN on the tokens ``judge_on(n)`` (for wrong answers); ``group``: RTN with
+    groups of that many columns (the last one shorter where it does not divide)."""
     import qlesson as ql
 
     rtn = ql.quantize(w, bits, granularity=ql.PerChannel(0)).dequantize()
+    if group:
+        parts = [ql.quantize(c, bits, granularity=ql.PerChannel(0)).dequantize() for c in w.split(group, dim=1)]
+        rtn = torch.cat(parts, dim=1)
     for n in ns:
         x, w_hat = judge_on(n), ql.gptq(w, x_cal[:n], bits).dequantize()
         if (x @ (w - w_hat).T).square().sum() < (x @ (w - rtn).T).square().sum():
@@ -797,12 +826,21 @@ def _vote_07(w, bits):  # lesson 07, task 3: a majority vote over the rows' own 
     return "per-channel" if (pc < pt).sum() > len(pc) / 2 else "zero point"
 
 
+def _median_07(w, bits):  # lesson 07, task 3: the rows' median MAEs compared, not the tensor's MAE
+    from qlesson import PerChannel, fake_quantize
+
+    pc = (fake_quantize(w, bits, granularity=PerChannel(0)) - w).abs().mean(dim=1)
+    pt = (fake_quantize(w, bits, symmetric=False) - w).abs().mean(dim=1)
+    return "per-channel" if pc.median() < pt.median() else "zero point"
+
+
 WRONG_07["07.lower_error"] = [
     (lambda w, b: _choice_07(w, b, axis=1), "each column"),
     (lambda w, b: "per-channel", "shared symmetric ruler"),
     (lambda w, b: "zero point", "None"),
     (lambda w, b: _by_max_07(w, b), "largest errors"),
-    (lambda w, b: _vote_07(w, b), "counted the rows each wins"),
+    (lambda w, b: _vote_07(w, b), "a vote or a median"),
+    (lambda w, b: _median_07(w, b), "a vote or a median"),
     (lambda w, b: "zero-point", "return exactly"),
     (
         lambda w, b: {"per-channel": "zero point"}.get(tasks()["07.lower_error"].reference(w, b), "per-channel"),
@@ -1372,7 +1410,10 @@ def test_a_residual_window_one_token_off_fails(shift):
         n = quantized(t, r, g)
         return (n * (b + 32 / g) + (t - n) * 16) / t
 
-    assert evaluate(tasks()["10.quantized_tokens"], quantized).status == "fail"
+    def peak(t, r, g):
+        return max(u - quantized(u, r, g) for u in range(t + 1))
+
+    assert evaluate(tasks()["10.peak_fp16_keys"], peak).status == "fail"
     assert evaluate(tasks()["10.key_bits"], key_bits).status == "fail"
 
 

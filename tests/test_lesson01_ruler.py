@@ -51,6 +51,12 @@ def test_the_worked_asymmetric_row_and_the_clipping_shade():
     assert rows["asymmetric unsigned"]["scale"] == pytest.approx(2.17 / 15)
     assert rows["asymmetric unsigned"]["zero point"] == 1
     assert rows["asymmetric unsigned"]["mae"] < rows["symmetric signed"]["mae"]
+    # the "ends" column: the first and last code read back, (qmin - zp) * scale .. (qmax - zp) * scale
+    s = 2.17 / 15
+    assert rows["asymmetric unsigned"]["ends"] == f"{-1 * s:.3f}..{14 * s:.3f}" == "-0.145..2.025"
+    assert rows["asymmetric signed"]["ends"] == rows["asymmetric unsigned"]["ends"]  # codes move, the ruler does not
+    assert rows["symmetric signed"]["ends"] == "-2.000..2.000"
+    assert rows["symmetric unsigned"]["ends"] == f"{-8 * 2 / 7:.3f}..2.000"  # code 0 reads back as -8 ticks
     # the lesson's definition of clipped (the clamp changes the code) starts half a tick past 0.91
     scale = 0.91 / 3
     assert round(1.06 / scale) == 3 and round(1.07 / scale) == 4

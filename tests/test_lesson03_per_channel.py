@@ -29,9 +29,9 @@ def test_exactly_half_a_tick_rounds_to_zero_as_the_erased_task_says():
     assert l03._erased_channels(w, bits) == 2
 
 
-def test_three_predictions_each_with_one_right_option_and_explained_wrong_ones():
+def test_two_predictions_each_with_one_right_option_and_explained_wrong_ones():
     ps = predictions("03")
-    assert set(ps) == {"spread", "cosine", "axis"}
+    assert set(ps) == {"cosine", "axis"}
     for q in ps.values():
         assert 2 <= len(q.options) <= 5 and sum(o.correct for o in q.options) == 1
         assert all(len(o.why) > 40 for o in q.options)

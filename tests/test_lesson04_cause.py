@@ -1,4 +1,4 @@
-"""Lesson 04's section 4 intervention: the few large weights of a row, not the layer's type or shape, decide
+"""Lesson 04's section 3 intervention: the few large weights of a row, not the layer's type or shape, decide
 whether int3 g16 ties int4 per-channel (both about 4 bits per weight)."""
 
 import statistics
@@ -29,8 +29,27 @@ def test_clipping_the_few_large_weights_makes_the_code_bit_win_and_adding_them_m
     assert abs(_gap(w)) < 1 and _gap(w.clamp(-clip * rms, clip * rms)) > 3
     gauss = torch.randn(384, 1536, generator=torch.Generator().manual_seed(0))
     spiked = gauss.clone()
-    spiked[:, ::768] = 5.0
-    assert _gap(gauss) > 2 and abs(_gap(spiked)) < 0.3
+    spiked[:, ::768] = 5.5  # the lesson's two weights per row over 5 x the row's rms
+    assert analysis.rows_over(gauss) == 0.0 and analysis.rows_over(spiked) == 1.0
+    assert _gap(gauss) > 2 and -1 < _gap(spiked) < 0  # the lead is gone, as on the six FFN outputs
+
+
+def test_all_2_to_the_b_codes_cut_the_code_bits_lead_by_about_1_db_and_the_row_lengths_differ():
+    """Summary bullet 4: outside the six FFN outputs the code bit's lead is about 1 dB less with full rulers
+    (Q4_0's [-8, 7]); the six FFN outputs' rows are 1536 long, every other layer's 384."""
+    layers = models.minilm_linear_weights()
+    ffn_out = {n for n in layers if models.layer_type_of_short(n) == "output"}
+
+    def lead(w, full):
+        r = analysis.bits_or_scales(w, full_range=full)
+        return r["int4 per-channel dB"] - r["int3 g16 dB"]
+
+    drops = [lead(w, False) - lead(w, True) for n, w in layers.items() if n not in ffn_out]
+    assert len(drops) == 31 and all(0.7 < d < 1.3 for d in drops)
+    assert all(lead(layers[n], True) < 0 for n in ffn_out)
+    assert {layers[n].shape[1] for n in ffn_out} == {1536} and {
+        w.shape[1] for n, w in layers.items() if n not in ffn_out
+    } == {384}
 
 
 def test_the_zoomed_plot_labels_each_named_point():
@@ -61,7 +80,7 @@ def test_on_l0_output_int4_needs_groups_of_24_to_pass_int5_per_channel():
 
 
 def test_on_l0_intermediate_no_int4_group_down_to_8_passes_int5_per_channel():
-    """Section 5's control: without a few large weights per row, even 6 bits per weight of int4 g8 stay below."""
+    """Going deeper's control: without a few large weights per row, even 6 bits per weight of int4 g8 stay below."""
     w = models.minilm_linear_weights()["L0.intermediate"]
     pc5 = _sqnr(w, 5, ql.PerChannel(0))
     assert _sqnr(w, 4, ql.PerGroup(8)) + 0.5 < pc5

@@ -94,7 +94,7 @@ def test_the_checkpoint_reader_gives_the_model_s_linear_weights():
 
 
 def test_the_code_bit_wins_outside_the_six_ffn_outputs_and_on_gaussian_weights_of_their_shape():
-    """Section 4's control: int4 per-channel beats int3 g16 (both about 4 bits per weight) by 2 to 4 dB on
+    """Section 3's control: int4 per-channel beats int3 g16 (both about 4 bits per weight) by 2 to 4 dB on
     every MiniLM layer but the FFN outputs, and on a Gaussian [384, 1536]; among the six it is close."""
     from qlesson.teach import analysis, models
 

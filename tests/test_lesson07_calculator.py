@@ -70,7 +70,7 @@ def test_the_widget_shows_channel_3_leaving_0_at_7_bits(bits, at_zero):
 
 
 def test_on_the_gelu_row_a_zero_point_buys_about_what_one_more_bit_buys():
-    """Section 4: at 4 and 8 bits the zero point's gain is within 0.7x to 1.1x of the control's."""
+    """Section 3: at 4 and 8 bits the zero point's gain is within 0.7x to 1.1x of the control's."""
     gelu = calc.parse_channels(calc.gelu_row())
     for bits in (4, 8):
         mae = {
@@ -80,8 +80,15 @@ def test_on_the_gelu_row_a_zero_point_buys_about_what_one_more_bit_buys():
         assert 1.5 < mae["sym"] / mae["zp"] and 0.7 < (mae["sym"] / mae["zp"]) / (mae["sym"] / mae["more"]) < 1.1
 
 
+def test_on_384_value_gelu_rows_one_more_bit_beats_a_zero_point_on_every_row():
+    """Section 3's 20 rows, at the length the byte column prices: the answer's "the bit wins on 20 of 20 rows"."""
+    line = calc.zero_point_against_a_bit(4, n=384)
+    assert line.startswith("4 bits, 20 GELU rows of 384 values:")
+    assert line.endswith("one more bit gains more on 20 of 20 rows")
+
+
 def test_on_the_mirrored_gelu_row_a_zero_point_buys_nothing():
-    """Section 4's control: each value and its negation leave no code empty; the zero point's gain is gone."""
+    """Section 3's control: each value and its negation leave no code empty; the zero point's gain is gone."""
     g = calc.parse_channels(calc.gelu_row())[0]
     mirrored = [torch.cat([g, -g])]
     for bits in (4, 8):
@@ -101,12 +108,37 @@ def test_an_erased_channel_errs_by_its_mean_magnitude_and_its_gain_stops_followi
 
 
 def test_a_zero_point_costs_4_bytes_one_more_bit_a_byte_per_8_values():
-    """Section 4's byte columns match the calculator's own memory count."""
+    """Section 3's byte column matches the calculator's own memory count."""
     g = calc.parse_channels(calc.gelu_row())[0]
     rows = {r["ruler"]: r for r in calc.zero_point_rows(g, 4)}
-    assert (rows["zero point"]["bytes more, 64 values"], rows["zero point"]["bytes more, 384 values"]) == (4, 4)
-    assert (rows["1 more bit"]["bytes more, 64 values"], rows["1 more bit"]["bytes more, 384 values"]) == (8, 48)
+    assert (rows["zero point"]["bytes more, 384 values"], rows["1 more bit"]["bytes more, 384 values"]) == (4, 48)
+    assert [r["bits"] for r in rows.values()] == [4, 4, 5, 4]  # the "1 more bit" row shows its 5 bits
+    long_row = g.repeat(6)  # 384 values
     for ruler, bits, sym in (("zero point", 4, False), ("1 more bit", 5, True)):
-        more = calc.compare([g], bits, symmetric=sym).memory["per-tensor total bytes"]
-        base = calc.compare([g], 4, symmetric=True).memory["per-tensor total bytes"]
-        assert rows[ruler]["bytes more, 64 values"] == more - base
+        more = calc.compare([long_row], bits, symmetric=sym).memory["per-tensor total bytes"]
+        base = calc.compare([long_row], 4, symmetric=True).memory["per-tensor total bytes"]
+        assert rows[ruler]["bytes more, 384 values"] == more - base
+
+
+def test_quiz_1_tanh_row_reaches_every_code_and_a_zero_point_buys_about_nothing():
+    """Quiz 1's tanh row: its ends get codes -7 and 7 on a symmetric 4-bit ruler, as its answer says, and a zero
+    point lowers the MAE far less than on the GELU row (2.57 times there)."""
+    from qlesson.lessons import l07_calculator as l07
+
+    lo, hi, gain = l07._TANH_LO, l07._TANH_HI, l07._TANH_GAIN
+    scale = max(abs(lo), abs(hi)) / 7
+    assert (round(lo / scale), round(hi / scale)) == (-7, 7)
+    assert 1.0 < gain < 1.2
+    assert "tanh" in l07.RECALL[0].prompt
+
+
+def test_the_lesson_widget_opens_at_4_bits_symmetric_and_the_app_at_8_bits_asymmetric():
+    """The Try-this starts where section 1 left off: channel 3 erased under the shared 4-bit symmetric ruler."""
+    from qlesson.teach import widgets
+
+    for kwargs, bits, symmetric in (({"bits": 4, "symmetric": True}, 4, True), ({}, 8, False)):
+        ui = widgets.calculator(**kwargs)
+        slider, _, sym = ui.children[1].children
+        assert (slider.value, sym.value == "symmetric") == (bits, symmetric)
+        r = calc.compare(calc.parse_channels(calc.EXAMPLE), bits, symmetric=symmetric)
+        assert f"{r.channels[3]['per-tensor MAE']:.5g}" in ui.children[4].value

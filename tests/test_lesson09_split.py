@@ -29,7 +29,11 @@ def test_print_against_reads_the_rows_of_held_out_rows(capsys):
     rows, per, norms = smarter.held_out_rows(w, cal, held, [10, 20], variants)
     smarter.print_against(rows, per, norms, list(w))
     out = capsys.readouterr().out.splitlines()
-    assert out[0].startswith("held-out: GPTQ int4 per-channel - RTN int4 per-group 32: ")
+    head = [c.strip() for c in out[0].split("|")]
+    assert head == ["held out, against RTN int4 per-group 32", "difference", "95% CI", "ratio: query", "output"]
+    row = [c.strip() for c in out[2].split("|")]
+    assert row[0] == "GPTQ int4 per-channel" and row[2].startswith("[") and row[2].endswith("]")
+    gp, g32 = (per[k].sum(1) / norms.sum(1) for k in ("GPTQ int4 per-channel", "RTN int4 per-group 32"))
+    assert row[3:] == [f"{gp[0] / g32[0]:.2f}", f"{gp[1] / g32[1]:.2f}"]
     ratio = rows[2]["held-out err"] / rows[0]["held-out err"]
-    assert out[1] == f"held-out: AWQ int4 per-channel / RTN int4 per-group 32: {ratio:.2f}x"
-    assert out[2].startswith("held-out, GPTQ int4 per-channel / RTN int4 per-group 32, by layer: query ")
+    assert out[3] == f"held-out: AWQ int4 per-channel / RTN int4 per-group 32: {ratio:.2f}x"

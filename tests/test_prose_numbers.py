@@ -23,7 +23,6 @@ DERIVED: dict[str, dict[str, str]] = {
         "1.07": "the widget's readout at 3 bits (the slider, not a cell, prints it)",
         "0.98": "the widget's readout at 4 bits",
         "1.175": "0.17 / (2.17 / 15): section 5's zero point before rounding",
-        "2.03": "(15 - 1) x 2.17 / 15: code 15 read back with zero point 1",
     },
     "02": {
         "114.3": "1.8 x 127 / 2.0: channel 1's exact code before rounding (the note prints 115)",
@@ -32,7 +31,6 @@ DERIVED: dict[str, dict[str, str]] = {
         "1.48": "the slider's first step past 1.476",
         "0.222": "1.48 x 0.15",
     },
-    "03": {"0.2": "17.1 - 16.9: the value layers' mean input-axis lead (printed in the same cell)"},
     "04": {"4.010": "4 + 16 / 1536: int4 per-channel's bits on rows of 1536"},
     "05": {
         "6.5": "the control's SQNR minus per-tensor's (the granularity table)",
@@ -48,6 +46,7 @@ DERIVED: dict[str, dict[str, str]] = {
         "1.97": "(1.91 / 7) / (2.08 / 15): the zero point's tick against symmetric's",
         "2.14": "(1.91 / 7) / (1.91 / 15): one more bit's tick",
         "4.1": "0.049 / 0.012: the dip's error cut by the zero point",
+        "3.6": "0.0494 / 0.0138: the dip's error cut by one more bit",
     },
     "08": {"4.4": "31 / 7: 6-bit codes' top code against int4's (the bound columns, 0.246 / 0.056)"},
     "09": {"7.5": "AutoGPTQ's divisor, (qmax - qmin) / 2 for codes -8 .. 7"},

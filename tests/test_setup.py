@@ -2,6 +2,7 @@
 
 import ast
 import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -226,3 +227,21 @@ def test_course_commands_run_in_the_venv_after_setup(monkeypatch):
         assert cmd[:3] == [str(course.venv_python()), "-m", module] and kw["cwd"] == ROOT
         assert kw["env"]["PYTHONHASHSEED"] == "0"
     assert course.main(["no-such-command"]) == 2
+
+
+def test_make_stamp_and_needs_setup_watch_the_same_files(tmp_path):
+    """A pull that changes only course.py must not make `make grade` reinstall (pip needs the network)."""
+    rule = re.search(r"^\$\(STAMP\):(.*)$", (ROOT / "Makefile").read_text(), re.M)
+    assert rule, "Makefile has no $(STAMP) rule"
+    watched = sorted(rule.group(1).split())
+    assert watched == ["pyproject.toml", "requirements/lock.txt", "requirements/requirements.txt"]
+    course = _course()
+    venv = tmp_path / "venv"
+    venv.mkdir()
+    stamp = venv / course.STAMP_NAME
+    stamp.write_text("")
+    newest = max((ROOT / name).stat().st_mtime for name in watched)
+    os.utime(stamp, (newest + 1, newest + 1))
+    assert not course.needs_setup(venv)
+    os.utime(stamp, (newest - 1, newest - 1))
+    assert course.needs_setup(venv)

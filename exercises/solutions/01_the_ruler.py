@@ -63,8 +63,8 @@ def asymmetric_qparams(x, bits):
 #
 # The asymmetric unsigned ruler of `asymmetric_qparams` is fitted to `calibration`, then kept
 # fixed while new values arrive. Write `clip_start(calibration, bits)` returning
-# `(below, above)`: the value below 0 and the value above 0 from which on this ruler clips new
-# values (the clamp changes their code). Some checks are hidden: their inputs are not shown.
+# `(below, above)`: where clipping starts on each side of 0 (the clamp changes a new value's
+# code). Some checks are hidden: their inputs are not shown.
 
 
 # %% tags=["solution"]
@@ -146,13 +146,17 @@ for bits in range(5, 11):
     if split is not None:
         print(f"int{bits}: rounding {float(split[0]):6.1f}, clipping {float(split[1]):5.1f}")
 
-# %% [markdown] tags=["solutions-only"]
+# %% [markdown]
+# <details><summary>Why (open it after your prediction is checked)</summary>
+#
 # The rounding part follows the tick. From int3 to int4 the ticks per side go from 3 to 7, so
 # it falls to about 3/7 of itself, not 1/2; from then on 7, 15, 31, 63 ticks take it from 124.7
 # to 14.2 at int7 (halving from int4 would give 15.6 there, and predict int8). Bits barely move
 # the clipping part (13.2 at int2, 15.0 from int6 on): a clipped value's error is its distance
 # past the last tick, which the range fixes. So at few bits rounding dominates, and past some
 # width the few clipped values outweigh a thousand rounded ones.
+#
+# </details>
 
 # %% [markdown]
 # ## Recall

@@ -194,20 +194,36 @@ recall_01_6 = "b"
 recall.answer("01", 6, recall_01_6)
 
 # %% [markdown]
-# ### Recall 03.5
+# ### Recall 02.3
 #
-# Section 4: per-channel int4 lifts MiniLM's mean cosine from 0.44 to 0.92. What do its scales cost?
+# A row's per-channel scale is never larger than the shared one. What does that guarantee?
 #
-# - **a)** Nothing: the scales can be recomputed from the int4 codes when the model loads
-# - **b)** 16 bits per weight: every channel stores an fp16 scale
-# - **c)** About 0.03 bits per weight: one fp16 scale per row of 384 or 1536 weights
+# - **a)** Its worst-case rounding error, half its tick, is never larger
+# - **b)** Its mean absolute error is never larger
+# - **c)** Its error on every value is never larger
 #
 # Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
+recall_02_3 = ...  # STUB
+# BEGIN SOLUTION
+recall_02_3 = "a"
+# END SOLUTION
+
+# %% qlesson={"task": "recall 02.3"} tags=["check"]
+recall.answer("02", 3, recall_02_3)
+
+# %% [markdown]
+# ### Recall 03.5
+#
+# GPT-2's Conv1D weight [768, 3072] in int4, one fp16 scale per output channel: bits per weight, scales included?
+#
+# Answer with a number.
+
+# %% tags=["solution"]
 recall_5 = ...  # STUB
 # BEGIN SOLUTION
-recall_5 = "c"
+recall_5 = 4 + 16 / 768  # 3072 output channels (axis 1), each a column of 768 weights, one fp16 scale
 # END SOLUTION
 
 # %% qlesson={"task": "recall 03.5"} tags=["check"]

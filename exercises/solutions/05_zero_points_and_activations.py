@@ -109,6 +109,28 @@ check("05.smooth_factors", smooth_factors)
 
 
 # %% [markdown]
+# ### Recall 05.4
+#
+# SmoothQuant, alpha 0.5: feature j has max|x_j| = 16, its weight column max|w_j| = 4. What is max|x_j| / s_j?
+#
+# - **a)** 16
+# - **b)** 4
+# - **c)** 2
+# - **d)** 8
+#
+# Answer with the option's letter as a string (in quotes).
+
+# %% tags=["solution"]
+recall_4 = ...  # STUB
+# BEGIN SOLUTION
+recall_4 = "d"
+# END SOLUTION
+
+# %% qlesson={"task": "recall 05.4"} tags=["check"]
+recall.answer("05", 4, recall_4)
+
+
+# %% [markdown]
 # ## Task 4 · Which feature sets the static scale after smoothing?
 #
 # SmoothQuant smooths activations `x [T, K]` feeding a Linear `w [N, K]` with the factors of
@@ -132,25 +154,25 @@ check("05.loudest_after_smoothing", loudest_after_smoothing)
 
 
 # %% [markdown]
-# ### Recall 05.7
+# ### Recall 05.5
 #
 # Task 4, for any alpha below 1: what decides which feature sets the static scale after smoothing?
 #
-# - **a)** max|x_j| alone: smoothing divides every feature by about the same factor
-# - **b)** The ratio max|x_j| / max|w_j|
-# - **c)** The product max|x_j| max|w_j|, so the same feature whatever alpha is
+# - **a)** The product max|x_j| max|w_j|, so the same feature whatever alpha is
+# - **b)** max|x_j| alone: smoothing divides every feature by about the same factor
+# - **c)** The ratio max|x_j| / max|w_j|
 # - **d)** max|x_j| at a small alpha, max|w_j| at a large one
 #
 # Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
-recall_7 = ...  # STUB
+recall_5 = ...  # STUB
 # BEGIN SOLUTION
-recall_7 = "c"
+recall_5 = "a"
 # END SOLUTION
 
-# %% qlesson={"task": "recall 05.7"} tags=["check"]
-recall.answer("05", 7, recall_7)
+# %% qlesson={"task": "recall 05.5"} tags=["check"]
+recall.answer("05", 5, recall_5)
 
 
 # %% [markdown]
@@ -216,35 +238,14 @@ check("05.choose_ruler", choose_ruler)
 # ## Recall
 
 # %% [markdown]
-# ### Recall 05.5
+# ### Recall 05.6
 #
 # Lesson 04: smoothing triples weight column j, now each row's largest. Int4, groups of 32 along K: what coarsens?
 #
-# - **a)** In each row, the 32 weights of the group that holds column j
-# - **b)** Only column j's own weights
+# - **a)** Only column j's own weights
+# - **b)** In each row, the 32 weights of the group that holds column j
 # - **c)** Every weight of the tensor
 # - **d)** The 32 rows around row j
-#
-# Answer with the option's letter as a string (in quotes).
-
-# %% tags=["solution"]
-recall_5 = ...  # STUB
-# BEGIN SOLUTION
-recall_5 = "a"
-# END SOLUTION
-
-# %% qlesson={"task": "recall 05.5"} tags=["check"]
-recall.answer("05", 5, recall_5)
-
-# %% [markdown]
-# ### Recall 05.6
-#
-# SmoothQuant, alpha 0.5: feature j has max|x_j| = 16, its weight column max|w_j| = 4. What is max|x_j| / s_j?
-#
-# - **a)** 16
-# - **b)** 8
-# - **c)** 4
-# - **d)** 2
 #
 # Answer with the option's letter as a string (in quotes).
 

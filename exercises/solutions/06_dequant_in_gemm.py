@@ -218,9 +218,8 @@ for m in sorted({r.m for r in stored}):
 # Your model takes the dense time at its read floor, but the measured fp16 time sits well above
 # it, which moves the crossover later; at small M tinygemm also runs below its M = 256 rate,
 # which moves it earlier. The stored run timed only M = 1, 16 and 256: int4 is faster at 1 and
-# tied at 16 (within about 5%, inside the noise), so the measured crossover lies near
-# M = 16, where the two tie (about 14 if both times grew linearly); a run at M = 4 and 8
-# would tell whether it is later than your model's.
+# tied at 16 (within about 5%, inside the noise); a run at M = 4 and 8 would tell where they
+# cross, and whether that is later than your model's.
 
 # %% [markdown]
 # ## Recall

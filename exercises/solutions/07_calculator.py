@@ -178,21 +178,23 @@ check("07.lower_error", lower_error)
 
 # %%
 for name, w in (("similar", similar), ("loud_to_quiet", loud_to_quiet)):
+    one = (ql.fake_quantize(w, 4, granularity=ql.PerTensor()) - w).abs().mean(dim=1)
     own = (ql.fake_quantize(w, 4, granularity=ql.PerChannel(0)) - w).abs().mean(dim=1)
     shared = (ql.fake_quantize(w, 4, granularity=ql.PerTensor(), symmetric=False) - w).abs().mean(dim=1)
     print(f"{name}: codes out of reach {out_of_reach(w, 4).tolist()}; {lower_error(w, 4)} wins")
+    print(f"  each row's MAE, shared symmetric ruler:   {[round(v, 3) for v in one.tolist()]}")
     print(f"  each row's MAE, own symmetric ruler:      {[round(v, 3) for v in own.tolist()]}")
     print(f"  each row's MAE, shared ruler, zero point: {[round(v, 3) for v in shared.tolist()]}")
 
 # %% [markdown]
 # <details><summary>Why (open it after your prediction is checked)</summary>
 #
-# On `similar`, every row is about as loud as the loudest, so its own ruler is barely finer,
-# while a symmetric ruler leaves several codes below 0 out of reach: the zero point's row errors
-# are the lower ones. On `loud_to_quiet`, under the shared ruler row 1, only 3 times quieter,
-# carries about as much error as row 0; its own ruler takes most of that off, rows 2 and 3 gain
-# too, and in all they gain more than row 0 loses without a zero point: per-channel wins. A
-# finer ruler pays only as much error as its row carried.
+# On `similar`, every row is about as loud as the loudest, so its own ruler is at most 1.55 times
+# finer (2.85 / 1.84) and gains nothing on row 0, while the zero point more than halves every
+# row's error: a symmetric ruler leaves several codes below 0 out of reach. On `loud_to_quiet`,
+# under the shared ruler row 1, only 3 times quieter, carries about as much error as row 0; its
+# own ruler takes most of that off, rows 2 and 3 gain too, and in all they gain more than row 0
+# loses without a zero point: per-channel wins.
 #
 # </details>
 
@@ -202,12 +204,12 @@ for name, w in (("similar", similar), ("loud_to_quiet", loud_to_quiet)):
 # %% [markdown]
 # ### Recall 07.4
 #
-# A tensor has 6 channels. Asymmetric rulers: how many metadata bytes does per-channel store (fp32, int32)?
+# 6 channels, asymmetric rulers: how many metadata bytes does per-channel store in this course's calculator?
 #
 # - **a)** 30
 # - **b)** 48
-# - **c)** 24
-# - **d)** 8
+# - **c)** 8
+# - **d)** 24
 #
 # Answer with the option's letter as a string (in quotes).
 

@@ -172,7 +172,7 @@ recall.answer("08", 4, recall_4)
 # %% [markdown]
 # ### Recall 08.5
 #
-# Lesson 04 revisited: one weight, 20 times any other, lands in block 0 of a Q4_K super-block. Whose scales get coarser?
+# Lesson 04 revisited: int4 codes, 6-bit sub-scales; a super-block's block 0 has a weight 20 times any other. Who loses?
 #
 # - **a)** None: a 6-bit sub-scale has room for a factor of 20
 # - **b)** Block 0 only: each block has its own scale, so the outlier stays inside its block

@@ -91,7 +91,8 @@ check("09.push_error", push_error)
 # is fine) of GPTQ on the course's symmetric ruler of each row given by `scale [N]` (codes from
 # `-qmax` to `qmax`, as in every lesson), with the paper's damping (lesson 09, section 2).
 # Some cases give clipped scales, smaller than `max|w| / qmax` (a clipping search, such as
-# llm-awq's, picks them): then some weights lie past the last tick.
+# llm-awq's, picks them): then some weights lie past the last tick (lesson 09, Going deeper,
+# "How `ql.gptq` does it fast", says what GPTQ does with them).
 # `ql.gptq` always uses RTN's scales, so it cannot do this task for you; `hessian` and your
 # `push_error` can. After each column, `hinv` must be the inverse Hessian of the columns still
 # free (lesson 09, section 1).

@@ -21,9 +21,9 @@
 # # Exercise 10 · Which axis? The KV cache (SOLUTIONS: spoilers)
 #
 # Practice for lesson `notebooks/10_which_axis.ipynb`.
-# What a KV cache costs, keys quantized per channel, the residual window, choosing an axis by
-# measuring, what a per-channel key cache really costs in bits, and finding how much attention a
-# tiny token must take to flip a value cache's axis.
+# What a KV cache costs, keys quantized per channel, the most keys a streaming cache keeps in
+# fp16, choosing an axis by measuring, what a per-channel key cache really costs in bits, and
+# finding how much attention a tiny token must take to flip a value cache's axis.
 #
 # **How it works.** Each task has a cell for your answer (it starts as a stub: `...`) and a
 # check cell right below it. Write your code, run your cell, then run the check: a pass prints
@@ -85,23 +85,29 @@ check("10.keys_per_channel", keys_per_channel)
 
 
 # %% [markdown]
-# ## Task 3 · How many cached tokens are quantized?
+# ## Task 3 · The most keys in fp16 at once
 #
-# Write `quantized_tokens(tokens, residual, group)`: how many of `tokens` cached keys are quantized
-# per channel under the lesson's streaming policy (section 6), with an fp16 window of `residual`
-# tokens and groups of `group` tokens.
+# A cache streams its keys: the `residual` newest tokens stay in fp16, and the older ones are
+# quantized per channel in whole groups of `group` tokens, since a group's ruler needs all its
+# tokens. This is the lesson's policy (*Going deeper*, "Streaming"), and
+# `qlesson.quant.kv.quantized_tokens` counts the keys it has quantized at one moment. The cache
+# grows one token at a time up to `tokens` tokens. Write `peak_fp16_keys(tokens, residual, group)`:
+# the most tokens whose keys are in fp16 at once during that growth, the fp16 memory a server
+# must reserve for one sequence's keys.
 
 
 # %% tags=["solution"]
-def quantized_tokens(tokens, residual, group):
+def peak_fp16_keys(tokens, residual, group):
     ...  # STUB
     # BEGIN SOLUTION
-    return max(tokens - residual, 0) // group * group
+    from qlesson.quant.kv import quantized_tokens
+
+    return max(t - quantized_tokens(t, "channel", group=group, residual=residual) for t in range(tokens + 1))
     # END SOLUTION
 
 
-# %% qlesson={"task": "10.quantized_tokens"} tags=["check"]
-check("10.quantized_tokens", quantized_tokens)
+# %% qlesson={"task": "10.peak_fp16_keys"} tags=["check"]
+check("10.peak_fp16_keys", peak_fp16_keys)
 
 # %% [markdown]
 # ## Task 4 · Choose the axis by measuring
@@ -142,9 +148,9 @@ check("10.choose_axis", choose_axis)
 # %% [markdown]
 # ## Task 5 · What a per-channel key cache really costs
 #
-# A key cache quantizes its keys as the lesson's section 6 streams them: `bits`-bit codes with
-# KIVI's per-channel rulers (your Task 2's) over groups of `group` tokens, and a window of the
-# `residual` newest tokens. Write `key_bits(bits, group, tokens, residual)`: after `tokens`
+# A key cache streams its keys as Task 3's does: `bits`-bit codes with KIVI's per-channel rulers
+# (your Task 2's) over whole groups of `group` older tokens, and a window of the `residual`
+# newest tokens in fp16. Write `key_bits(bits, group, tokens, residual)`: after `tokens`
 # tokens, the mean number of bits the cache stores per cached key value. Count everything it
 # must keep to give the keys back.
 
@@ -153,7 +159,7 @@ check("10.choose_axis", choose_axis)
 def key_bits(bits, group, tokens, residual):
     ...  # STUB
     # BEGIN SOLUTION
-    n_q = quantized_tokens(tokens, residual, group)
+    n_q = max(tokens - residual, 0) // group * group  # whole groups of the tokens older than the window
     stored = n_q * bits + (n_q // group) * 2 * 16 + (tokens - n_q) * 16
     return stored / tokens
     # END SOLUTION
@@ -206,20 +212,20 @@ check("10.sink_flip", sink_flip)
 # ## Recall
 
 # %% [markdown]
-# ### Recall 10.6
+# ### Recall 10.5
 #
 # A 10-token sentence's values, one 2-bit ruler per channel over the sentence, [CLS] in fp16: bits per value?
 #
 # Answer with a number.
 
 # %% tags=["solution"]
-recall_6 = ...  # STUB
+recall_5 = ...  # STUB
 # BEGIN SOLUTION
-recall_6 = 6.6
+recall_5 = 6.6
 # END SOLUTION
 
-# %% qlesson={"task": "recall 10.6"} tags=["check"]
-recall.answer("10", 6, recall_6)
+# %% qlesson={"task": "recall 10.5"} tags=["check"]
+recall.answer("10", 5, recall_5)
 
 # %% [markdown]
 # ### Recall 10.4
@@ -241,22 +247,6 @@ recall_4 = "b"
 
 # %% qlesson={"task": "recall 10.4"} tags=["check"]
 recall.answer("10", 4, recall_4)
-
-# %% [markdown]
-# ### Recall 10.5
-#
-# Keys per channel, groups of 32 tokens, a 32-token fp16 window. After 150 tokens, how many keys wait in fp16?
-#
-# Answer with a number.
-
-# %% tags=["solution"]
-recall_5 = ...  # STUB
-# BEGIN SOLUTION
-recall_5 = 54
-# END SOLUTION
-
-# %% qlesson={"task": "recall 10.5"} tags=["check"]
-recall.answer("10", 5, recall_5)
 
 # %% [markdown]
 # ### Recall 05.3

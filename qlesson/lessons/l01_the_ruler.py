@@ -142,8 +142,8 @@ TASKS: list[Task] = [
             Case((_CALIB, 5), "uint5, 1000 calibration values", hidden=True),
             Case((torch.tensor([-0.5, 2.5]), 2), "uint2: -rmin / scale = 0.5, a tie: zero point 0", hidden=True),
         ],
-        "find the ruler's two end ticks first (codes 0 and 2**bits - 1, read back as values); then ask which values "
-        "round() still sends onto them (if you scan for them, steps of 1e-4 are fine enough; 1e-3 are not)",
+        "the ruler's ends are its first and last codes read back, not necessarily rmin and rmax; which values does "
+        "round() still send onto them? (if you scan for them, steps of 1e-4 are fine enough; 1e-3 are not)",
         [
             Mistake(
                 "went half a tick past rmin and rmax; the rounded zero point moves the ruler, so its end ticks are "
@@ -492,33 +492,6 @@ PREDICT = {
             "-0.91: the code wraps around to the other end",
             False,
             "Tempting if you know integer overflow; quantizers clamp (saturate), they do not wrap.",
-        ),
-    ),
-    "clip_point": choice(
-        "The ruler fitted to the six values (absmax 0.91) meets 1.0. Is 1.0 clipped at 3 bits? At 4 bits?",
-        (
-            "Clipped at 4 bits only",
-            True,
-            "At 4 bits the tick is 0.91 / 7 = 0.13: 1.0 / 0.13 = 7.7 rounds to 8, a code the ruler lacks, so the "
-            "clamp changes it. At 3 bits 1.0 / 0.303 = 3.3 rounds to 3, the last tick: not clipped.",
-        ),
-        (
-            "Clipped at both: 1.0 lies past the last tick, 0.91",
-            False,
-            "Tempting because the last tick looks like the ruler's end; but round() runs first, and at 3 bits it "
-            "still sends 1.0 onto tick 3.",
-        ),
-        (
-            "Clipped at neither: 1.0 is less than half a tick past 0.91",
-            False,
-            "Tempting if you keep the 3-bit half tick (0.15) at both widths; at 4 bits the tick is 0.13, half a "
-            "tick is 0.065, and 1.0 lies 0.09 past 0.91.",
-        ),
-        (
-            "Clipped at 3 bits only: more bits give more room",
-            False,
-            "Tempting because more codes sound like more range; but the range stays [-0.91, 0.91], and bits only "
-            "cut it finer, so at 4 bits clipping starts closer to 0.91.",
         ),
     ),
     "asymmetric_tick": choice(

@@ -233,7 +233,7 @@ def _judge_worse(answer: Any) -> str | None:
     )
 
 
-_SECTION_5 = torch.tensor([[3.0, 1.05, -2.0, 2.0], [7.0, -5.0, 1.0, 2.0], [3.0, 1.25, -2.3, 1.8]])
+_SECTION_4 = torch.tensor([[3.0, 1.05, -2.0, 2.0], [7.0, -5.0, 1.0, 2.0], [3.0, 1.25, -2.3, 1.8]])
 
 _INDICES = (
     "returned the indices of the erased rows; return one True/1 or False/0 per row (shape [out_features]), not "
@@ -365,7 +365,7 @@ TASKS: list[Task] = [
         "which rows lose with their own ruler?",
         _worse,
         [
-            Case((_SECTION_5, 4), "int4, the lesson's section 5 rows"),
+            Case((_SECTION_4, 4), "int4, the lesson's section 4 rows"),
             Case((_near_loud(10, 6, 8), 3), "int3, 6x8 weight, every row at least 0.6 of the loudest"),
             Case((_near_loud(29, 6, 8), 3), "int3, 6x8 weight", hidden=True),
             Case((_near_loud(5, 8, 16), 8), "int8, 8x16 weight", hidden=True),
@@ -528,44 +528,24 @@ RECALL: tuple[Question, ...] = (
         ),
     ),
     choice(
-        "(Lesson 01) Shared int4 scale 3.10 / 7: a scaled-up Row A value gets code -1. Its error is at most...",
-        (
-            "half a shared tick, about 0.22",
-            True,
-            "Lesson 01's bound: a value inside the ruler moves at most half a tick when rounded, here half of "
-            "3.10 / 7.",
-        ),
-        (
-            "half of Row A's own tick, 0.15 / 14",
-            False,
-            "Tempting because per-channel would give Row A that tick; under per-tensor Row A uses the shared ruler.",
-        ),
-        (
-            "a whole shared tick, about 0.44",
-            False,
-            "Tempting because -1 is one tick from 0; but rounding picks the nearest tick, so the error is at most "
-            "half a tick.",
-        ),
-    ),
-    choice(
         "A row's per-channel scale is never larger than the shared one. What does that guarantee?",
         (
             "Its worst-case rounding error, half its tick, is never larger",
             True,
             "Lesson 01's bound is half a tick, and the row's tick can only shrink. Its actual error can still rise, "
-            "as the row near the shared ticks in section 5 shows.",
+            "as the row near the shared ticks in section 4 shows.",
         ),
         (
             "Its mean absolute error is never larger",
             False,
             "Tempting because a finer ruler sounds better everywhere; but a row whose values sat near the shared "
-            "ticks (section 5) gets more error from its own ruler.",
+            "ticks (section 4) gets more error from its own ruler.",
         ),
         (
             "Its error on every value is never larger",
             False,
             "Tempting because the bound shrinks for every value; but a value that sat on a shared tick had error 0, "
-            "and its own ticks can miss it (section 5's row 0).",
+            "and its own ticks can miss it (section 4's row 0).",
         ),
         source=LESSON,
     ),
@@ -595,8 +575,8 @@ PREDICT = {
         (
             "[0, 0, 0, -1]",
             False,
-            "Tempting if you carry the int4 picture over, where only a loud enough value escapes 0; but at int8 "
-            "half a tick is 0.0122, and all four values pass it.",
+            "Tempting if you expect only the loudest value to escape 0; but at int8 half a tick is 0.0122, and all "
+            "four values pass it.",
         ),
     ),
     "row0_own_ruler": choice(

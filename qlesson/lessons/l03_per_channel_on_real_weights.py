@@ -6,6 +6,7 @@ Sources: ``notebooks/03_per_channel_on_real_weights.py`` (the lesson) and
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable
 
 import torch
@@ -134,6 +135,17 @@ def _cases_erased() -> list[Case]:
         return cases
     cases.append(Case(lambda: (_minilm("L0.output").T.contiguous(), 4), "MiniLM L0.output as [in, out]", hidden=True))
     return cases
+
+
+def _a_bit_width(answer: object) -> str | None:
+    """None unless ``answer`` is a number above 16, which is a code, not a bit width; else what to answer.
+
+    >>> _a_bit_width(6) is None, _a_bit_width("6") is None, _a_bit_width(31)[:25]
+    (True, True, 'that is the largest code ')
+    """
+    if isinstance(answer, numbers.Real) and not isinstance(answer, bool) and answer > 16:
+        return "that is the largest code the quietest row needs, not a bit width: answer the bits that reach it"
+    return None
 
 
 TASKS: list[Task] = [
@@ -271,8 +283,14 @@ TASKS: list[Task] = [
                 "absmax passes half of the shared tick",
                 lambda: 7,
             ),
+            Mistake(
+                "you used 2**bits - 1 as the largest code, an asymmetric ruler's step count; a symmetric int-b "
+                "ruler's largest code is about half that",
+                lambda: 5,
+            ),
         ],
         is_value=True,
+        form=_a_bit_width,  # 30 or 31, the largest code the quietest row needs, typed in place of the bits
         minutes=2,
     ),
     Task(
@@ -345,35 +363,6 @@ TASKS: list[Task] = [
 
 
 PREDICT = {
-    "spread": choice(
-        "Which MiniLM layer type has the most unequal output channels (loudest channel's absmax over the median "
-        "channel's)?",
-        (
-            "Query and key: attention is where the famous outliers live",
-            False,
-            "It tempts because attention outliers are famous, but those are in the activations (lesson 05); "
-            "in the query and key weights the loudest row is under 3x the median row.",
-        ),
-        (
-            "The FFN output layers [384, 1536]",
-            True,
-            "In layers 0 to 3 the same row, 99, is the loudest, 18 to 42.5 times the median row. Writing into "
-            "the residual stream does not explain it by itself: the attention output layers write there too and "
-            "reach 7.4x, no more than the intermediate layers.",
-        ),
-        (
-            "The FFN intermediate layers [1536, 384]: the most rows, so the most chances for an extreme one",
-            False,
-            "More rows do make an extreme row likelier by chance, but the worst layers are the output "
-            "layers, with a quarter as many rows, and in four of them the loudest row is the same one, 99.",
-        ),
-        (
-            "None: training keeps a layer's channels within about 2x of each other",
-            False,
-            "Normalisation and weight decay suggest evenness, but in MiniLM the loudest row of four FFN output "
-            "layers is 18 to 42.5 times their median row.",
-        ),
-    ),
     "cosine": choice(
         "Int4 weights, 240 sentences: every layer per-tensor gives a mean cosine of 0.44 to FP32, every layer "
         "per-channel 0.92. A split keeps the six FFN output layers (near 0 dB per-tensor in section 2) "
@@ -382,22 +371,25 @@ PREDICT = {
         (
             "Nearly all of it: the erased FFN output layers were the whole problem",
             False,
-            "It tempts because section 3's erased rows are the most visible damage, but section 2's table shows "
-            "every other type losing SQNR per-tensor too (8.5 to 12.3 dB, against about 17 per-channel): the "
-            "damage is not confined to the FFN output layers.",
+            "It tempts because section 3's erased rows are the most visible damage, but per-tensor int4 nearly "
+            "erases two of the other 30 layers too: L0.attention output (1.5 dB, 8.4% of codes nonzero) and "
+            "L0.intermediate (1.7 dB, 9.6%). Those two alone per-tensor cost about 0.15 of mean cosine (Going "
+            "deeper), over half of the 0.28 the other 30 lose.",
         ),
         (
             "More than half: the erased layers are most of the loss, the rest a smaller part",
             False,
             "It tempts because 378 of 384 rows of L0.output are zeros. But the split reaches only 0.64, 42% of the "
-            "gap: the other 30 layers per-tensor still cost the rest on their own.",
+            "gap: the other 30 layers per-tensor lose 0.28 of mean cosine on their own. Two block-0 layers carry "
+            "most of it: per-tensor int4 leaves L0.attention output at 1.5 dB and L0.intermediate at 1.7 dB, under "
+            "10% of their codes nonzero, and those two alone cost about 0.15 (Going deeper).",
         ),
         (
             "Less than half: the other 30 layers per-tensor still cost more than half of the gap on their own",
             True,
-            "The split reaches 0.64: 42% of the gap; the other 30 layers per-tensor cost the rest. The table's last "
-            "row, the mirror split, shows that the six FFN output layers alone per-tensor cost more than half of "
-            "it too.",
+            "The split (row 3) reaches 0.64: 42% of the gap; the other 30 layers per-tensor lose the rest, 58%. "
+            "Row 4, its mirror, shows that the six FFN output layers alone per-tensor lose more than half of it "
+            "too: 88%.",
         ),
     ),
     "axis": choice(
@@ -452,9 +444,9 @@ RECALL: tuple[Question, ...] = (
         (
             "Per-input-channel scales give a higher error",
             False,
-            "Tempting, since the output axis is what everyone uses; but on MiniLM's value layers, with 384 scales "
-            "either way, input-axis scales give about the same mean error, 17.1 against 16.9 dB. The choice is "
-            "about where a scale can be applied.",
+            "Tempting, since the output axis is what everyone uses; but input-axis scales can be lower: over "
+            "MiniLM's six value layers the input axis averages 0.28 dB better (Going deeper). The choice is about "
+            "where a scale can be applied.",
         ),
         (
             "Per-input-channel scales would need more storage",
@@ -502,25 +494,26 @@ EXERCISE_RECALL: tuple[Question, ...] = (
             (512, "that is one scale per (input, output) pair; per-channel means one per output channel"),
         ),
     ),
-    choice(
-        "Section 4: per-channel int4 lifts MiniLM's mean cosine from 0.44 to 0.92. What do its scales cost?",
-        (
-            "About 0.03 bits per weight: one fp16 scale per row of 384 or 1536 weights",
-            True,
-            "16 bits shared by a row of 384 weights is 0.042 bits each, by a row of 1536 0.010: 4.03 bits per "
-            "weight in all, against 4.00 per-tensor.",
-        ),
-        (
-            "16 bits per weight: every channel stores an fp16 scale",
-            False,
-            "It tempts if a channel is read as one weight; but a channel is a whole row, and its one scale is "
-            "shared by 384 or 1536 weights.",
-        ),
-        (
-            "Nothing: the scales can be recomputed from the int4 codes when the model loads",
-            False,
-            "It tempts because activation scales are often computed on the fly; but the codes only hold "
-            "multiples of the tick, and the tick itself (the row's absmax / 7) is gone once it is rounded away.",
+    Numeric(
+        "GPT-2's Conv1D weight [768, 3072] in int4, one fp16 scale per output channel: bits per weight, scales "
+        "included?",
+        4 + 16 / 768,
+        "Conv1D stores [in, out]: 3072 output channels, each a column of 768 weights sharing one 16-bit scale, "
+        "so 4 + 16 / 768 = 4.021 bits per weight.",
+        tol=0.004,
+        mistakes=(
+            (
+                4 + 16 / 3072,
+                "that puts the scales on axis 0: 768 scales of 3072 weights each. Conv1D stores [in, out], so its "
+                "3072 output channels are the columns, of 768 weights each",
+            ),
+            (4 + 16, "that stores an fp16 scale for every weight; a per-channel scale is shared by a whole channel"),
+            (
+                4 + 16 * (4 * 384 + 1536 + 384) / (4 * 384 * 384 + 2 * 1536 * 384),  # MiniLM's 6 identical blocks
+                "that is MiniLM's value from section 4 (4.031, rows of 384 or 1536 weights); this layer's "
+                "channels hold 768 weights each",
+            ),
+            (16 / 768, "that is the scales' share alone; add the 4 bits of each weight's own code"),
         ),
     ),
 )

@@ -619,13 +619,13 @@ RECALL: tuple[Question, ...] = (
             "every step 7/3 times finer: on MiniLM's 31 such layers it won by 2 to 4 dB.",
         ),
         (
-            "int3 g16: smaller groups always win",
+            "int3 g16: a ruler per 16 weights fits these rows more closely",
             False,
             "Tempting because smaller groups helped in section 1; but int3's steps are 7/3 times coarser, and on "
             "rows without standout weights groups of 16 buy back only part of that.",
         ),
         (
-            "A tie: at equal bits the two always land together",
+            "A tie, as on the six FFN outputs",
             False,
             "Tempting because they tied on the six FFN outputs; but there 22 to 48% of rows hold a weight over 5 "
             "times their rms, which stretches the per-channel ruler. Without such weights the code bit wins.",
@@ -668,11 +668,12 @@ PREDICT = {
         (
             "int4 per-channel, by several dB: a code bit makes every step more than twice as fine",
             False,
-            "It is the answer on most of MiniLM's layers (the cells below show which); on these six, though, groups "
-            "of 16 give each row 96 rulers, each fitted to 16 weights, and that buys back about what the bit gives.",
+            "On these six layers, no: groups of 16 give each row 96 rulers, each fitted to 16 weights, and buy back "
+            "about what the bit gives. On most other MiniLM layers it is the answer: this section's last table "
+            "shows which.",
         ),
         (
-            "int3 g16, by several dB: smaller groups always win",
+            "int3 g16, by several dB: 16 weights per ruler fit far more closely",
             False,
             "Tempting because each halving of the group helps (section 1); but from int4 to int3 every step "
             "grows 7/3 times, and the groups only about win that back.",
@@ -684,25 +685,25 @@ PREDICT = {
         ),
     ),
     "control": choice(
-        "Int3 g16 against int4 per-channel, at about 4 bits per weight each, on five weights: L0.output, "
-        "L0.intermediate, a Gaussian in L0.output's shape, that Gaussian with two large weights per row, and "
-        "L0.output with its largest weights clipped. Across the five, which SQNR moves by several dB?",
+        "Int3 g16 against int4 per-channel, at about 4 bits per weight each, on four weights: L0.output, "
+        "a Gaussian in L0.output's shape, that Gaussian with two large weights per row, and "
+        "L0.output with its largest weights clipped. Across the four, which SQNR moves by several dB?",
         (
             "int3 g16's: the groups are what adapts to each weight",
             False,
             "Tempting because groups are the scheme built to follow the weights; but a group of 16 already fits its "
-            "few weights closely, so int3 g16 lands near 14 dB on all five.",
+            "few weights closely, so int3 g16 lands near 14 dB on all four.",
         ),
         (
             "int4 per-channel's",
             True,
             "One ruler per row is set by the row's largest weight: where a few weights stand far above the rest "
-            "they stretch it and pull int4 per-channel down; without them it rises by about 3 dB.",
+            "they stretch it and pull int4 per-channel down; without them it rises by 3 to 4 dB.",
         ),
         (
             "Both, by about the same: a harder weight is harder for every scheme",
             False,
-            "Tempting because some weights are simply harder to quantize; but what makes these five differ is a "
+            "Tempting because some weights are simply harder to quantize; but what makes these four differ is a "
             "few large weights per row, and those coarsen a whole row's ruler, not a group of 16's.",
         ),
     ),

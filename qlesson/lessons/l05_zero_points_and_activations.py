@@ -525,8 +525,25 @@ TASKS: list[Task] = [
                 lambda x, w, a: x.abs().amax(0) ** a * w.abs().amax(0) ** (1 - a),
             ),
             Mistake(
+                "inverted the factor (the weights' term over the activations'): s_j divides feature j, so it must "
+                "grow with the feature's max|x_j|",
+                lambda x, w, a: w.abs().amax(0) ** (1 - a) / x.abs().amax(0) ** a,
+            ),
+            Mistake(
                 "used alpha on both sides: the weights' exponent is 1 - alpha",
                 lambda x, w, a: x.abs().amax(0) ** a / w.abs().amax(0) ** a,
+            ),
+            Mistake(
+                "used each column's largest value, not its largest |value|: a negative value can be the loudest",
+                lambda x, w, a: x.amax(0) ** a / w.amax(0) ** (1 - a),
+            ),
+            Mistake(
+                "used each column's largest value, not its largest |value|: a negative value can be the loudest",
+                lambda x, w, a: x.amax(0) ** a / w.abs().amax(0) ** (1 - a),
+            ),
+            Mistake(
+                "used each column's largest value, not its largest |value|: a negative value can be the loudest",
+                lambda x, w, a: x.abs().amax(0) ** a / w.amax(0) ** (1 - a),
             ),
         ],
     ),
@@ -759,15 +776,14 @@ PREDICT = {
             "About two thirds",
             True,
             "The spike sets the shared scale: isolating the [CLS] rows lets the other rows share a scale fitted "
-            "to ordinary tokens, about 6.5 of the 9.5 dB. The rest is consistent with per-token scales fitting "
-            "ordinary tokens, whose loudest values differ about fivefold.",
+            "to ordinary tokens, about 6.5 of the 9.5 dB. The rest comes from fitting each ordinary token on its own.",
         ),
         (
             "All of it, or more",
             False,
             "It tempts because the [CLS] spike dominates the plot, as if feature 99 were the only outlier. But "
-            "ordinary tokens are not alike either: their loudest values differ about fivefold, and one shared "
-            "scale cannot fit them all.",
+            "the control still gives all ordinary tokens one shared scale, and per-token scales fit each of them "
+            "on its own too.",
         ),
     ),
     "smooth_99": choice(
@@ -798,29 +814,34 @@ PREDICT = {
 
 RECALL: tuple[Question, ...] = (
     choice(
-        "Lesson 01's rulers, 8 bits, data in [-0.17, 24.7]. How does the asymmetric step compare with the "
-        "symmetric one?",
+        "QKV input, one static per-tensor scale: smooth only features 99 and 63, which leaves both below 2 "
+        "(every other s_j is 1). Which feature now sets the scale?",
         (
-            "About half as large",
+            "Feature 157",
             True,
-            "The asymmetric ruler spreads 255 steps over [-0.17, 24.7]; the symmetric one spreads 254 over "
-            "[-24.7, 24.7], twice the width.",
+            "One static scale is set by the largest |x| left. With 99 and 63 below 2, the loudest unsmoothed "
+            "feature, 157 at 3.1, sets it.",
         ),
         (
-            "The same: signed or unsigned only relabels the codes",
+            "Feature 99: still the spike",
             False,
-            "That is lesson 01's rule for signed against unsigned codes with the same scale. An asymmetric "
-            "ruler covers a different range, so its scale changes.",
+            "Tempting, as if smoothing kept the features' order. But 99 is divided by its own s_j and now lies "
+            "below 2, under 157's 3.1.",
         ),
         (
-            "The same: the largest value, 24.7, sets both steps",
+            "Feature 63",
             False,
-            "Tempting, because 24.7 is the absmax either way. But the asymmetric ruler spans [-0.17, 24.7] "
-            "with 255 steps; the symmetric one spans [-24.7, 24.7] with 254, twice the width.",
+            "63 is divided by its own s_j too and lies below 2: the largest value left, 157's 3.1, sets the scale.",
+        ),
+        (
+            "None: smoothing makes every feature equal",
+            False,
+            "Only 99 and 63 were smoothed here; the other features keep their values, and the largest of them, "
+            "157's 3.1, sets the scale.",
         ),
     ),
     Numeric(
-        "A uint8 asymmetric ruler for data in [-0.17, 24.7]: what is its zero point?",
+        "Lesson 01's asymmetric ruler, uint8, data in [-0.17, 24.7]: what is its zero point?",
         2,
         "scale = (24.7 + 0.17) / 255 = 0.0975; zero point = round(0.17 / 0.0975) = round(1.74) = 2: "
         "the code that stands for 0.0 sits two steps above the bottom.",
@@ -854,60 +875,9 @@ RECALL: tuple[Question, ...] = (
             "with k cannot be pulled out of the sum.",
         ),
     ),
-    choice(
-        "One static scale: smoothing only features 63 and 267 (loud on ordinary tokens too) gains almost nothing. "
-        "What does that show?",
-        (
-            "The [CLS] spike still sets that scale, so shrinking 63 and 267 cannot lower it",
-            True,
-            "One static scale is set by the single largest value. While feature 99's spike is in the data, "
-            "shrinking 63 and 267 does not move it; once the spike is smoothed, 63 is the next limit, and "
-            "smoothing it with the spike gains 3 to 4 dB more than the spike alone.",
-        ),
-        (
-            "Features loud on ordinary tokens do not matter for int8 in MiniLM",
-            False,
-            "Tempting, since the gain is almost nothing. But that control left the spike in place to set the "
-            "scale; smoothing 63 with the spike gains 3 to 4 dB more than the spike alone.",
-        ),
-        (
-            "Smoothing is useless with a static scale; it needs per-token scales",
-            False,
-            "Tempting, because per-token scales reach the spike. But with a static scale, smoothing every "
-            "feature gains 3.5 dB (QKV) and 9 dB (FC1) (section 4).",
-        ),
-    ),
 )
 
-EXERCISE_RECALL: tuple[Question, ...] = (
-    choice(
-        "Lesson 04: smoothing triples weight column j, now each row's largest. Int4, groups of 32 along K: "
-        "what coarsens?",
-        (
-            "In each row, the 32 weights of the group that holds column j",
-            True,
-            "A group's scale is set by its own largest |w|, and column j sits in one group per row: the other "
-            "groups of the row keep their steps. With one scale per output channel (section 4), the whole row "
-            "would coarsen.",
-        ),
-        (
-            "Every weight of the tensor",
-            False,
-            "That is one per-tensor scale. Groups of 32 each have their own scale, so only the groups that "
-            "hold column j see it.",
-        ),
-        (
-            "Only column j's own weights",
-            False,
-            "Tempting, since only that column grew. But its weights share a scale with the other 31 weights "
-            "of their group, and that scale now fits the grown value.",
-        ),
-        (
-            "The 32 rows around row j",
-            False,
-            "Groups run along the input axis, inside a row, not across rows: column j meets one group in every row.",
-        ),
-    ),
+EXERCISE_RECALL: tuple[Question, ...] = (  # in the order the exercise asks them
     choice(
         "SmoothQuant, alpha 0.5: feature j has max|x_j| = 16, its weight column max|w_j| = 4. What is max|x_j| / s_j?",
         (
@@ -949,6 +919,34 @@ EXERCISE_RECALL: tuple[Question, ...] = (
             False,
             "Each feature gets its own s_j, and a loud weight column makes it small: Task 4's cases with a "
             "loud weight column change the order.",
+        ),
+    ),
+    choice(
+        "Lesson 04: smoothing triples weight column j, now each row's largest. Int4, groups of 32 along K: "
+        "what coarsens?",
+        (
+            "In each row, the 32 weights of the group that holds column j",
+            True,
+            "A group's scale is set by its own largest |w|, and column j sits in one group per row: the other "
+            "groups of the row keep their steps. With one scale per output channel (section 4), the whole row "
+            "would coarsen.",
+        ),
+        (
+            "Every weight of the tensor",
+            False,
+            "That is one per-tensor scale. Groups of 32 each have their own scale, so only the groups that "
+            "hold column j see it.",
+        ),
+        (
+            "Only column j's own weights",
+            False,
+            "Tempting, since only that column grew. But its weights share a scale with the other 31 weights "
+            "of their group, and that scale now fits the grown value.",
+        ),
+        (
+            "The 32 rows around row j",
+            False,
+            "Groups run along the input axis, inside a row, not across rows: column j meets one group in every row.",
         ),
     ),
 )

@@ -339,10 +339,9 @@ RECALL: tuple[Question, ...] = (
         "A weight has one scale per INPUT channel, W[n, k] = s_in[k] * q[n, k]. Where can that scale go, short of "
         "dequantizing the weight?",
         (
-            "Onto the activations: (x * s_in) @ q.T, or folded offline into the op that made x",
+            "Onto the activations: (x * s_in) @ q.T, or folded offline into the op that made x, where that op allows",
             True,
-            "s_in[k] multiplies feature k of every token, so it moves to x; AWQ and SmoothQuant move their "
-            "per-input-channel factors this way.",
+            "s_in[k] multiplies feature k of every token, so it moves to x, before the sum.",
         ),
         (
             "After the GEMM, one multiply per output",
@@ -430,16 +429,17 @@ PREDICT = {
         (
             "About 0.13x: at M = 1 the time is the time to read the weight",
             False,
-            "Tempting, since the bytes set a floor; but a floor is not a time: your row's `x fp32` says where it "
-            "landed.",
+            "Tempting, since the bytes set a floor; but a floor is not a time: reading its bytes is not all the "
+            "kernel does, and your int4 row's `x fp32` lands above 0.13x.",
         ),
         (
-            "Less than fp32's time, but more than 0.13x",
+            "More than 0.13x: its bytes set only a floor under its time",
             True,
-            "Your int4 row's `x fp32` says where it landed.",
+            "Your int4 row's `x fp32` says how far above 0.13x it landed, and whether it beat fp32 at all on your "
+            "CPU at its current load.",
         ),
         (
-            "About fp32's time or more: the int4 codes must be dequantized to fp32 before the multiply",
+            "Several times fp32's time: its codes must first become an fp32 weight, written to memory and read back",
             False,
             "That is dequantize-then-matmul, a row of its own in the table; a fused kernel converts each tile "
             "of codes in registers and never writes an fp32 copy.",
@@ -449,22 +449,24 @@ PREDICT = {
         "At M = 128, a fused int4 kernel still reads about 0.13x fp32's weight bytes. On your CPU, against fp32 "
         "F.linear, its time is...",
         (
-            "Set by its own arithmetic, not its bytes, so it can come out slower than fp32",
+            "Set by its own work, not its bytes, so it can come out slower than fp32",
             True,
             "At M = 128 each weight byte serves 128 rows of FLOPs; the benchmark's last lines put the fused rows "
             "many times above their read floors.",
         ),
         (
-            "Still about 0.13x: fewer bytes always help",
+            "Still faster than fp32, by less than at M = 1",
             False,
-            "Tempting, since at M = 1 the bytes set a floor; but at M = 128 the time sits far above that floor "
-            "(the benchmark's last lines), so the bytes no longer decide it.",
+            "Tempting, since it still reads 0.13x fp32's bytes; but at M = 128 its time sits many times above its "
+            "read floor (the benchmark's last lines): its own work sets it, and that work need not be less than "
+            "fp32's. Your int4 row's `x fp32` at M = 128 says which way it went on your CPU.",
         ),
         (
-            "The same ratio as at M = 1: a kernel's speed-up over fp32 does not depend on M",
+            "About fp32's time: both now run on the same FMA units",
             False,
-            "Tempting, since the bytes ratio is the same at every M; but at M = 128 the arithmetic, not the "
-            "bytes, sets both times: compare your `x fp32` at M = 1 and at M = 128.",
+            "Tempting, since PyTorch's CPU int4 kernel does multiply on fp32 FMA units; but it also converts its "
+            "codes to fp32, again for every few rows of x, work that fp32 F.linear does not do. Your int4 row's "
+            "`x fp32` at M = 128 says what that cost on your CPU.",
         ),
     ),
 }

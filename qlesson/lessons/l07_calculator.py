@@ -72,26 +72,42 @@ PREDICT = {
     ),
 }
 
+
+def _tanh_quiz_row() -> tuple[float, float, float]:
+    """Quiz 1's row: tanh of 64 standard-normal draws. Its lowest and highest value, and how many times a
+    zero point lowers its symmetric 4-bit per-tensor MAE."""
+    row = torch.round(torch.tanh(torch.randn(64, generator=torch.Generator().manual_seed(10))) * 100) / 100
+    mae = [
+        float((fake_quantize(row, 4, granularity=PerTensor(), symmetric=sym) - row).abs().mean())
+        for sym in (True, False)
+    ]
+    return float(row.min()), float(row.max()), mae[0] / mae[1]
+
+
+_TANH_LO, _TANH_HI, _TANH_GAIN = _tanh_quiz_row()
+
 RECALL: tuple[Question, ...] = (
     choice(
-        "A 4-bit row is symmetric about 0 (section 4's GELU row, mirrored). What does a zero point buy it?",
+        f"A 4-bit row holds tanh of 64 standard-normal draws: {_TANH_LO:.2f} to {_TANH_HI:.2f}, both signs about "
+        "equally. What does a zero point buy it, against one symmetric ruler?",
         (
             "About nothing: every symmetric code is already within reach",
             True,
-            "Section 4's control: on the mirrored row the zero point lowers the MAE only 1.04 times. Its gain on "
-            "the GELU row came from codes the symmetric ruler could not reach.",
+            f"Its lowest value gets code -7 and its highest 7, so no code is out of reach: on this row the zero "
+            f"point lowers the MAE only {_TANH_GAIN:.2f} times. Its gain on the GELU row came from codes the "
+            "symmetric ruler could not reach.",
         ),
         (
             "About 2 times lower MAE, as on the GELU row",
             False,
             "It tempts because the zero point did that on the GELU row. But there 6 of 15 codes were out of reach; "
-            "on a row symmetric about 0 none are, and the mirrored control gains 1.04 times.",
+            f"this row reaches codes -7 to 7, and the zero point gains {_TANH_GAIN:.2f} times.",
         ),
         (
             "A little worse: the zero point's rounding moves 0.0 off a tick",
             False,
             "It tempts because the zero point is itself rounded. But it is rounded to a whole code, the code 0.0 "
-            "maps to (lesson 01), so 0.0 stays exactly on a tick; on the mirrored row the MAE falls 1.04 times.",
+            f"maps to (lesson 01), so 0.0 stays exactly on a tick; on this row the MAE falls {_TANH_GAIN:.2f} times.",
         ),
         source=LESSON,
     ),
@@ -135,8 +151,8 @@ RECALL: tuple[Question, ...] = (
 
 EXERCISE_RECALL: tuple[Question, ...] = (
     choice(
-        "A tensor has 6 channels. Asymmetric rulers: how many metadata bytes does per-channel store (fp32, int32)?",
-        ("48", True, "6 rulers x (4-byte scale + 4-byte zero point)."),
+        "6 channels, asymmetric rulers: how many metadata bytes does per-channel store in this course's calculator?",
+        ("48", True, "6 rulers x (4-byte fp32 scale + 4-byte int32 zero point)."),
         (
             "24",
             False,
@@ -544,7 +560,7 @@ TASKS: list[Task] = [
             Mistake(
                 "compared RMSE; the task asks for the mean absolute error", _winner(lambda e: e.pow(2).mean().sqrt())
             ),
-            Mistake("counted the rows each wins; the task compares the whole tensor's MAE", _row_vote),
+            Mistake("compared per-row MAEs (a vote or a median); the task compares the whole tensor's MAE", _row_vote),
         ],
         form=_one_winner,
         minutes=5,

@@ -433,33 +433,8 @@ PREDICT = {
         (
             "several dB: the scale is now far too coarse and the codes clip",
             False,
-            "Tempting, since the move grew 4.4 times; but clipping needs a move past half a tick, and the bound gives "
-            "at most a quarter tick near the loudest block; the quieter blocks that move further seldom pass half a "
-            "tick, and their clipping costs thousandths of a dB.",
-        ),
-    ),
-    "power_of_two": choice(
-        "MX formats store each block's scale as a bare power of two (one exponent byte, E8M0, by the OCP floor "
-        "rule); on int4 codes (-7..7) it costs 2.3 dB pooled over MiniLM's 36 layers, blocks of 32. The same "
-        "rule on FP4 codes (E2M1: magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6), each grid counted against its own exact fp32 "
-        "scales: does FP4 lose more than int4, less, or the same?",
-        (
-            "more: near its top FP4 holds only 4 and 6, so a misplaced top weight costs it more",
-            False,
-            "Tempting: near its top FP4 is the coarser grid. But FP4 loses about 1.3 dB, int4 2.3; even with the "
-            "best power of two for each grid, FP4 loses less (1.01 dB against 1.55).",
-        ),
-        (
-            "less, by about a dB",
-            True,
-            "FP4 loses about 1.3 dB, int4 2.3. Part of FP4's lead is the rule, which aims at FP4's top, 6: with the "
-            "best power of two for each grid, the table's FP4 - int4 column shrinks from 1.08 dB to 0.61.",
-        ),
-        (
-            "the same: the floor rule gives both grids the same power of two",
-            False,
-            "Tempting: the floor rule looks only at amax. But each grid is counted against its own exact scale "
-            "(amax / 7 for int4, amax / 6 for FP4), and the same scale lands the weights on different ticks.",
+            "Tempting, since the move grew 4.4 times; but the bound gives at most a quarter tick near the loudest "
+            "block, and a code clips only past half a tick.",
         ),
     ),
     "top_weight": choice(
@@ -512,9 +487,10 @@ RECALL: tuple[Question, ...] = (
             "int4 clips it only past 7.5. Below that, the top code moves inward by whole ticks.",
         ),
         (
-            "One E8M0 scale covers more weights than a Q4_K sub-scale",
+            "The floor rule is written for FP4; the best power of two for int4 would lose almost nothing",
             False,
-            "Tempting, since MX scales are often described as coarse; but both cover blocks of 32 weights.",
+            "Tempting, since the rule aims at FP4's grid; but even the better of the two powers of two around "
+            "each block's ideal scale still loses int4 codes 1.55 dB: the scale has no steps between powers.",
         ),
         (
             "E8M0 cannot reach the small scales MiniLM's blocks need",
@@ -604,8 +580,8 @@ EXERCISE_RECALL: tuple[Question, ...] = (
         source=LESSON,
     ),
     choice(
-        "Lesson 04 revisited: one weight, 20 times any other, lands in block 0 of a Q4_K super-block. Whose "
-        "scales get coarser?",
+        "Lesson 04 revisited: int4 codes, 6-bit sub-scales; a super-block's block 0 has a weight 20 times any "
+        "other. Who loses?",
         (
             "All 8: block 0's codes get a coarse ruler, and the other 7 scales span 3 super-scale steps or fewer",
             True,

@@ -80,11 +80,21 @@ def _with_constant_channel(tokens: int, channels: int) -> torch.Tensor:
     return k
 
 
-# ---- task 3: how many tokens are quantized -------------------------------------------------------
+# ---- task 3: the most keys in fp16 at once ------------------------------------------------------
 
 
 def _quantized_tokens(tokens: int, residual: int, group: int) -> int:
+    """Keys quantized per channel after ``tokens`` tokens: whole groups of the tokens older than the window."""
     return max(tokens - residual, 0) // group * group
+
+
+def _fp16_keys(tokens: int, residual: int, group: int) -> int:
+    return tokens - _quantized_tokens(tokens, residual, group)
+
+
+def _peak_fp16_keys(tokens: int, residual: int, group: int) -> int:
+    """The most keys in fp16 at once while the cache grows one token at a time up to ``tokens``."""
+    return max(_fp16_keys(t, residual, group) for t in range(tokens + 1))
 
 
 # ---- task 4: choose the axis by measuring ---------------------------------------------------------
@@ -326,25 +336,42 @@ TASKS: list[Task] = [
         minutes=5,
     ),
     Task(
-        "10.quantized_tokens",
-        "how many cached tokens are quantized",
-        _quantized_tokens,
+        "10.peak_fp16_keys",
+        "the most keys a streaming cache holds in fp16 at once",
+        _peak_fp16_keys,
         [
-            Case((100, 32, 32), "100 tokens, residual 32, groups of 32"),
-            Case((100, 20, 32), "100 tokens, residual 20, groups of 32"),
-            Case((128, 32, 32), "128 tokens"),
-            Case((20, 32, 32), "20 tokens: shorter than the residual window"),
-            Case((1000, 128, 64), "1000 tokens, residual 128, groups of 64"),
-            Case((95, 32, 32), "95 tokens, residual 32: 63 older tokens fill one group, one token short of two"),
+            Case((100, 32, 32), "up to 100 tokens, window 32, groups of 32"),
+            Case((128, 32, 32), "up to 128 tokens: the last token completes a group"),
+            Case((100, 20, 32), "window 20"),
+            Case((1000, 128, 64), "up to 1000 tokens, window 128, groups of 64"),
+            Case((20, 32, 32), "20 tokens: shorter than the window"),
+            Case((4096, 32, 1), "groups of one token", hidden=True),
+            Case((10, 0, 4), "no window, groups of 4", hidden=True),
+            Case((300, 16, 128), "groups longer than the window", hidden=True),
+            Case((64, 0, 64), "no window, one group of 64", hidden=True),
         ],
-        "the newest tokens stay in full precision; of the rest, only complete groups have a scale",
+        "follow the cache token by token: when does a group's last token arrive, and how many older tokens "
+        "are waiting just before it does?",
         [
-            Mistake("no residual window: the newest tokens are quantized too", lambda t, r, g: t // g * g),
             Mistake(
-                "quantized a partial group: its per-channel scale needs all its tokens", lambda t, r, g: max(t - r, 0)
+                "that is the count after the last token; the most can come earlier, just before a group fills",
+                lambda t, r, g: _fp16_keys(t, r, g),
             ),
-            Mistake("subtracted the residual after rounding to groups", lambda t, r, g: max(t // g * g - r, 0)),
+            Mistake(
+                "that is the window only: older tokens wait in fp16 too until their group is complete",
+                lambda t, r, g: min(r, t),
+            ),
+            Mistake(
+                "a group is quantized as soon as its last token arrives, so at most group - 1 older tokens wait "
+                "beside the window, not a whole group",
+                lambda t, r, g: min(t, r + g),
+            ),
+            Mistake(
+                "a cache of fewer tokens than the window plus a group holds only the tokens it has",
+                lambda t, r, g: r + g - 1,
+            ),
         ],
+        minutes=5,
     ),
     Task(
         "10.choose_axis",
@@ -449,6 +476,7 @@ TASKS: list[Task] = [
                 lambda b, g, t, r: b + 32 / g,
             ),
         ],
+        minutes=5,
     ),
 ]
 TASKS.append(
@@ -485,31 +513,6 @@ TASKS.append(
     )
 )
 PREDICT = {
-    "full_cost": choice(
-        "Values, every bit counted (codes, each ruler's fp16 minimum and scale, any token kept in fp16): per "
-        "channel over 32 tokens at 2 bits with [CLS] in fp16 (4.04 bits per value), or per token at 3 bits with "
-        "[CLS] quantized (4.00 bits per value). Which has the lower attention-output error?",
-        (
-            "Per channel with [CLS] in fp16: it beat per token once [CLS] was exact",
-            False,
-            "Tempting after section 4; but there both rulers had 2-bit codes. Here per token spends the bits of "
-            "the fp16 [CLS] on a third code bit, which turns 3 steps into 7 on every ruler.",
-        ),
-        (
-            "Per token at 3 bits",
-            True,
-            "A third code bit turns 3 steps into 7 on every ruler, which cuts a squared error several-fold; "
-            "keeping [CLS] exact fixes one token. On 12.5-token sentences that token's 16 bits cost about as "
-            "much as the third code bit.",
-        ),
-        (
-            "They tie: a bit spent on one exact token buys as much as a bit spent on codes",
-            False,
-            "Tempting because both spend about the same bits; but a code bit shrinks every step of every ruler, "
-            "while the fp16 [CLS] removes one token's error: the same bits spent differently give different "
-            "errors.",
-        ),
-    ),
     "shuffled_keys": choice(
         "On MiniLM's keys at 2 bits, per channel (one ruler per channel over one sentence) beats per token "
         "(one ruler per token over 32 channels) 2.6 times over. Shuffle each sentence's keys at random. "
@@ -537,30 +540,25 @@ PREDICT = {
         ),
     ),
     "kept_token": choice(
-        "Values at 2 bits, per token against per channel over 32 tokens. Which one token per sentence, kept in "
-        "fp16 and out of every ruler, makes per channel the better ruler?",
+        "Values at 2 bits, per token against per channel over 32 tokens. Keep [CLS] in fp16, out of every "
+        "ruler: whose error drops?",
         (
-            "[CLS]",
+            "Per channel's, several-fold; per token's barely moves",
             True,
-            "With [CLS] in fp16 per channel falls from 0.519 to 0.083, below per token's 0.109.",
+            "Per channel falls from 0.519 to 0.083, about six-fold; per token from 0.111 to 0.109. [CLS] was "
+            "costing the per-channel rulers, not the per-token ones.",
         ),
         (
-            "[SEP]",
+            "Per token's: [CLS] sits in a ruler of its own, so that ruler's error goes away",
             False,
-            "Tempting, since both are special tokens; but [SEP] in fp16 leaves per channel at 0.527: it neither "
-            "takes [CLS]'s share of the attention nor has its tiny value.",
+            "Tempting, since a per-token ruler covers [CLS] alone; but per token moves only from 0.111 to 0.109, "
+            "while per channel falls from 0.519 to 0.083.",
         ),
         (
-            "A random word, as well as any other",
+            "Both, about equally: one token fewer in every ruler",
             False,
-            "Tempting if one token out of each ruler narrowed its range; but a random word in fp16 leaves per "
-            "channel at 0.511. The rulers' error on [CLS], times its attention, is what decides.",
-        ),
-        (
-            "None: per token stays better",
-            False,
-            "Tempting after the first row (0.519 against 0.111), but keeping [CLS] alone flips it: 0.083 against "
-            "0.109.",
+            "Tempting if one exact token helped every ruler alike; but per token moves only from 0.111 to 0.109, "
+            "while per channel falls about six-fold, from 0.519 to 0.083.",
         ),
     ),
 }
@@ -571,8 +569,9 @@ RECALL: tuple[Question, ...] = (
         (
             "A few key channels are far larger than the rest, on every token",
             True,
-            "That is KIVI's measurement on LLaMA-family models (KVQuant reports it too). MiniLM's keys show "
-            "offsets per channel (section 2), and per channel still wins on them (section 3).",
+            "That is KIVI's measurement on LLaMA-family models (KVQuant reports it too). MiniLM's keys have no "
+            "such channel; their per-channel win at equal metadata is mostly offsets and [CLS]'s key (Going "
+            "deeper).",
         ),
         (
             "The largest keys are the ones attention uses most, so they deserve scales of their own",
@@ -585,12 +584,6 @@ RECALL: tuple[Question, ...] = (
             False,
             "Tempting because keys and values come from the same kind of projection; but KIVI and KVQuant find "
             "the outlier channels in the keys only, and KIVI gives the values per-token scales.",
-        ),
-        (
-            "Keys matter less than values, so they can take the coarser ruler",
-            False,
-            "Tempting because a value error reaches the output directly; but a key error acts through the "
-            "softmax and can move a whole row of attention.",
         ),
         source=LESSON,
     ),
@@ -677,18 +670,6 @@ EXERCISE_RECALL: tuple[Question, ...] = (
             "that, seen cleanly once both rulers span 32 values.",
         ),
         source=LESSON,
-    ),
-    Numeric(
-        "Keys per channel, groups of 32 tokens, a 32-token fp16 window. After 150 tokens, how many keys wait in fp16?",
-        54,
-        "150 - 32 = 118 older tokens fill 3 groups (96 tokens); 150 - 96 = 54 wait in fp16: the window's 32 and "
-        "the 22 of the incomplete group.",
-        tol=0.5,
-        mistakes=(
-            (32, "that is the window only; older tokens that do not fill a group wait too"),
-            (22, "that is the incomplete group only; the 32 newest tokens wait as well"),
-            (6, "that rounds all 150 tokens to groups before the window; the window comes off first"),
-        ),
     ),
     Numeric(
         "A 10-token sentence's values, one 2-bit ruler per channel over the sentence, [CLS] in fp16: bits per value?",

@@ -153,30 +153,44 @@ def mode_grid(x: torch.Tensor, bits: int) -> list[dict[str, Any]]:
     return rows
 
 
-def bits_or_scales(w: torch.Tensor, group_size: int = 16) -> dict[str, float]:
+def bits_or_scales(w: torch.Tensor, group_size: int = 16, *, full_range: bool = False) -> dict[str, float]:
     """int3 with groups of ``group_size`` against int4 per-channel on one weight ``[N, K]`` (lesson 04).
 
     Both cost about 4 bits per weight with fp16 scales at ``group_size = 16``. Also returns how far the
-    rows' largest weights stand out: the median row's absmax over its rms, and the mean absmax of a
-    group as a share of its row's absmax.
+    rows' largest weights stand out: the median row's absmax over its rms. ``full_range=True`` uses all
+    ``2**bits`` codes, as Q4_0 (:func:`qlesson.teach.studies.fake_quantize_full_range`), instead of the
+    restricted ruler.
 
     >>> r = bits_or_scales(torch.tensor([[1.0, 0.5, 0.25, 0.25], [1.0, 1.0, 1.0, 1.0]]), group_size=2)
     >>> list(r)
-    ['int3 g2 dB', 'int4 per-channel dB', 'row absmax / rms (median)', 'g2 absmax / row absmax (mean)']
-    >>> r["g2 absmax / row absmax (mean)"]  # row 0's groups: 1.0 and 0.25 of its absmax; row 1's: 1.0 and 1.0
-    0.8125
+    ['int3 g2 dB', 'int4 per-channel dB', 'row absmax / rms (median)']
+    >>> r["int4 per-channel dB"] > r["int3 g2 dB"]  # row 1 is exact at both; row 0's 0.5 lands closer at int4
+    True
     """
     from qlesson.quant.metrics import errors
     from qlesson.quant.quantize import fake_quantize
+    from qlesson.teach.studies import fake_quantize_full_range
 
     g = group_size
-    share = w.reshape(w.shape[0], -1, g).abs().amax(-1) / w.abs().amax(1, keepdim=True)
+    grouped, per_row = (
+        (fake_quantize_full_range(w, 3, PerGroup(g)), fake_quantize_full_range(w, 4, PerChannel(0)))
+        if full_range
+        else (fake_quantize(w, 3, granularity=PerGroup(g)), fake_quantize(w, 4, granularity=PerChannel(0)))
+    )
     return {
-        f"int3 g{g} dB": errors(w, fake_quantize(w, 3, granularity=PerGroup(g))).sqnr_db,
-        "int4 per-channel dB": errors(w, fake_quantize(w, 4, granularity=PerChannel(0))).sqnr_db,
+        f"int3 g{g} dB": errors(w, grouped).sqnr_db,
+        "int4 per-channel dB": errors(w, per_row).sqnr_db,
         "row absmax / rms (median)": row_standout(w),
-        f"g{g} absmax / row absmax (mean)": float(share.mean()),
     }
+
+
+def rows_over(w: torch.Tensor, standout: float = 5.0) -> float:
+    """The share of rows of ``w`` holding a weight whose |w| is over ``standout`` times the row's rms.
+
+    >>> rows_over(torch.tensor([[4.0, 0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0]]), standout=1.5)  # row 0: rms 2
+    0.5
+    """
+    return float((w.abs().amax(1) > standout * w.pow(2).mean(1).sqrt()).float().mean())
 
 
 def row_standout(w: torch.Tensor) -> float:
@@ -199,47 +213,53 @@ def median_standout(weights: dict[str, torch.Tensor], names: Sequence[str]) -> f
 
 
 def code_bit_vs_groups(
-    weights: dict[str, torch.Tensor], sets: dict[str, Sequence[str]], group_size: int = 128, standout: float = 5.0
+    weights: dict[str, torch.Tensor],
+    sets: dict[str, Sequence[str]],
+    group_size: int = 128,
+    standout: float = 5.0,
+    *,
+    full_range: bool = False,
 ) -> list[dict[str, str]]:
     """Lesson 04's per-layer table: one row per named set of layers, each column the range over its layers.
 
     The columns: int4 per-channel minus int3 g16 (the code bit's lead, dB), int4 with groups of
-    ``group_size`` minus int4 per-channel (what the groups add, dB), and the share of rows holding a
-    weight over ``standout`` times the row's rms.
+    ``group_size`` minus int4 per-channel (what the groups add, dB), the share of rows holding a
+    weight over ``standout`` times the row's rms (:func:`rows_over`), and the row length ``K``.
+    ``full_range=True`` quantizes with all ``2**bits`` codes, as Q4_0.
 
     >>> w = {"a": torch.randn(8, 64, generator=torch.Generator().manual_seed(0))}
-    >>> list(code_bit_vs_groups(w, {"the layer": ["a"]}, group_size=32)[0].values())[0]
-    'the layer (1)'
+    >>> row = code_bit_vs_groups(w, {"the layer": ["a"]}, group_size=32)[0]
+    >>> row["MiniLM"], row["row length"]
+    ('the layer (1)', '64')
     """
     from qlesson.quant.metrics import errors
     from qlesson.quant.quantize import fake_quantize
+    from qlesson.teach.studies import fake_quantize_full_range
 
     def span(values: list[float], fmt: str) -> str:
-        return f"{min(values):{fmt}} to {max(values):{fmt}}"
+        low, high = f"{min(values):{fmt}}", f"{max(values):{fmt}}"
+        return low if low == high else f"{low} to {high}"
+
+    def grouped(w: torch.Tensor) -> torch.Tensor:
+        g = PerGroup(group_size)
+        return fake_quantize_full_range(w, 4, g) if full_range else fake_quantize(w, 4, granularity=g)
 
     rows = []
     for label, names in sets.items():
-        r = [bits_or_scales(weights[n]) for n in names]
+        r = [bits_or_scales(weights[n], full_range=full_range) for n in names]
         pc = [x["int4 per-channel dB"] for x in r]
-        grouped = [
-            errors(weights[n], fake_quantize(weights[n], 4, granularity=PerGroup(group_size))).sqnr_db for n in names
-        ]
+        gained = [errors(weights[n], grouped(weights[n])).sqnr_db - p for n, p in zip(names, pc, strict=True)]
         rows.append(
             {
                 "MiniLM": f"{label} ({len(names)})",
                 "int4 per-channel minus int3 g16, dB": span(
                     [p - x["int3 g16 dB"] for p, x in zip(pc, r, strict=True)], "+.2f"
                 ),
-                f"int4 g{group_size} minus int4 per-channel, dB": span(
-                    [g - p for g, p in zip(grouped, pc, strict=True)], "+.2f"
-                ),
+                f"int4 g{group_size} minus int4 per-channel, dB": span(gained, "+.2f"),
                 f"rows with a |w| over {standout:g} x rms": span(
-                    [
-                        float((weights[n].abs().amax(1) > standout * weights[n].pow(2).mean(1).sqrt()).float().mean())
-                        for n in names
-                    ],
-                    ".1%",
+                    [rows_over(weights[n], standout) for n in names], ".1%"
                 ),
+                "row length": span([weights[n].shape[1] for n in names], "d"),
             }
         )
     return rows

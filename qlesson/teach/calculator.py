@@ -330,16 +330,16 @@ def stored_bytes(values: int, bits: int, symmetric: bool) -> int:
     return (values * bits + 7) // 8 + metadata_bytes_per_scale(symmetric)
 
 
-def zero_point_against_a_bit(bits: int, seeds: range = range(1, 21)) -> str:
-    """Lesson 07, section 4: on GELU rows (one per seed), how many times a zero point and one more bit
-    each lower a symmetric per-tensor ruler's MAE at ``bits``: ranges, medians, and the zero point's wins.
+def zero_point_against_a_bit(bits: int, n: int = 64, seeds: range = range(1, 21)) -> str:
+    """Lesson 07, section 3: on GELU rows of ``n`` values (one per seed), how many times a zero point and one
+    more bit each lower a symmetric per-tensor ruler's MAE at ``bits``: ranges, medians, and the bit's wins.
 
-    >>> zero_point_against_a_bit(4, range(1, 3)).startswith("4 bits: zero point ")
+    >>> zero_point_against_a_bit(4, seeds=range(1, 3)).startswith("4 bits, 2 GELU rows of 64 values: zero point ")
     True
     """
     gains = []
     for seed in seeds:
-        row = parse_channels(gelu_row(seed=seed))
+        row = parse_channels(gelu_row(n, seed=seed))
         mae = [
             compare(row, bits=b, symmetric=sym).overall["per-tensor"]["MAE"]
             for b, sym in ((bits, True), (bits, False), (bits + 1, True))
@@ -347,9 +347,9 @@ def zero_point_against_a_bit(bits: int, seeds: range = range(1, 21)) -> str:
         gains.append((mae[0] / mae[1], mae[0] / mae[2]))
     zp, more = np.array(gains).T
     return (
-        f"{bits} bits: zero point {zp.min():.1f} to {zp.max():.1f} times (median {np.median(zp):.1f}), one more "
-        f"bit {more.min():.1f} to {more.max():.1f} (median {np.median(more):.1f}); the zero point gains more on "
-        f"{(zp > more).sum()} of {len(seeds)} rows"
+        f"{bits} bits, {len(seeds)} GELU rows of {n} values: zero point {zp.min():.1f} to {zp.max():.1f} times "
+        f"(median {np.median(zp):.1f}), one more bit {more.min():.1f} to {more.max():.1f} (median "
+        f"{np.median(more):.1f}); one more bit gains more on {(more > zp).sum()} of {len(seeds)} rows"
     )
 
 
@@ -357,15 +357,13 @@ ZERO_POINT_FORMATS = {"MAE": ".4f", "symmetric's MAE / this": ".2f"}
 
 
 def zero_point_rows(row: torch.Tensor, bits: int, long_row: int = 384) -> list[dict[str, Any]]:
-    """Lesson 07, section 4: one row under one ruler, symmetric against a zero point against one more
+    """Lesson 07, section 3: one row under one ruler, symmetric against a zero point against one more
     bit, and the control: the zero point on the row mirrored about 0 (each value and its negation).
 
-    The byte columns are what each ruler stores beyond the symmetric one, on ``row`` and on a row of
-    ``long_row`` values.
+    The byte column is what each ruler stores beyond the symmetric one on a row of ``long_row`` values.
 
-    >>> [(r["ruler"], r["bytes more, 64 values"], r["bytes more, 384 values"]) for r in zero_point_rows(
-    ...     parse_channels(gelu_row())[0], 4)][1:3]
-    [('zero point', 4, 4), ('1 more bit', 8, 48)]
+    >>> [(r["ruler"], r["bytes more, 384 values"]) for r in zero_point_rows(parse_channels(gelu_row())[0], 4)][1:3]
+    [('zero point', 4), ('1 more bit', 48)]
     """
     n = row.numel()
     mirrored = torch.cat([row, -row])
@@ -378,13 +376,16 @@ def zero_point_rows(row: torch.Tensor, bits: int, long_row: int = 384) -> list[d
         (mirrored, 0, False, f"zero point, mirrored ({2 * n} values)"),
     ):
         mae = compare([values], bits=bits + extra, symmetric=symmetric).overall["per-tensor"]["MAE"]
-        more = {
-            f"bytes more, {k} values": stored_bytes(k, bits + extra, symmetric) - stored_bytes(k, bits, True)
-            if values is row
-            else "-"
-            for k in (n, long_row)
-        }
-        out.append({"bits": bits, "ruler": name, "MAE": mae, "symmetric's MAE / this": base / mae, **more})
+        more = stored_bytes(long_row, bits + extra, symmetric) - stored_bytes(long_row, bits, True)
+        out.append(
+            {
+                "bits": bits + extra,
+                "ruler": name,
+                "MAE": mae,
+                "symmetric's MAE / this": base / mae,
+                f"bytes more, {long_row} values": more if values is row else "-",
+            }
+        )
     return out
 
 

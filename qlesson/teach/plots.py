@@ -91,8 +91,10 @@ def ruler(
     if scale is not None:  # a fixed ruler can clip; one fitted to the values cannot
         clip_lo, clip_hi = lo - s / 2, hi + s / 2  # past half a tick beyond the last tick, the clamp changes the code
         left, right = min(left, clip_lo - 0.02 * span), max(right, clip_hi + 0.02 * span)
-        ax.axvspan(left, clip_lo, color=COLORS["per-tensor"], alpha=0.08)
-        ax.axvspan(clip_hi, right, color=COLORS["per-tensor"], alpha=0.08, label="clipped: the clamp changes the code")
+        ax.axvspan(left, clip_lo, color=COLORS["per-tensor"], alpha=0.2)
+        ax.axvspan(clip_hi, right, color=COLORS["per-tensor"], alpha=0.2, label="clipped: the clamp changes the code")
+        ax.axvline(clip_lo, color=COLORS["per-tensor"], ls="--", lw=1)
+        ax.axvline(clip_hi, color=COLORS["per-tensor"], ls="--", lw=1)
     q = torch.clamp(torch.round(x / s) + zp, qmin, qmax)
     x_hat = (q - zp) * s
     for v, r in zip(x.tolist(), x_hat.tolist(), strict=True):

@@ -144,9 +144,10 @@ def compare_modes(values: ArrayLike, bits: int, modes: tuple[str, ...] | None = 
     """The four rulers (symmetric/asymmetric x signed/unsigned) on the same values.
 
     ``modes`` keeps only the named rows, e.g. ``("symmetric signed", "asymmetric unsigned")``.
+    ``ends`` is the ruler's first and last code read back, ``(qmin - zp) * scale .. (qmax - zp) * scale``.
 
-    >>> [r["mode"] for r in compare_modes([0.0, 1.0], 4, modes=("asymmetric unsigned",))]
-    ['asymmetric unsigned']
+    >>> [(r["mode"], r["ends"]) for r in compare_modes([-0.17, 2.0], 4, modes=("asymmetric unsigned",))]
+    [('asymmetric unsigned', '-0.145..2.025')]
     """
     x = as_float_tensor(values)
     rows = []
@@ -158,14 +159,16 @@ def compare_modes(values: ArrayLike, bits: int, modes: tuple[str, ...] | None = 
             qt = quantize(x, bits, symmetric=symmetric, signed=signed)
             q = qt.q.int()
             qmin, qmax = qrange(bits, symmetric=symmetric, signed=signed)
+            scale, zp = float(qt.scale), int(qt.zero_point)
             rows.append(
                 {
                     "mode": mode,
                     "codes": f"{qmin}..{qmax}",
-                    "scale": float(qt.scale),
-                    "zero point": int(qt.zero_point),
+                    "scale": scale,
+                    "zero point": zp,
                     "codes used": f"{int(q.min())}..{int(q.max())}",
                     "mae": errors(x, qt.dequantize()).mae,
+                    "ends": f"{(qmin - zp) * scale:.3f}..{(qmax - zp) * scale:.3f}",
                 }
             )
     return rows

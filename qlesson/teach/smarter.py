@@ -629,23 +629,28 @@ def print_against(
 ) -> None:
     """What lesson 09 reads off :func:`held_out_rows` against ``base``, on the held-out tokens.
 
-    Each GPTQ variant's error minus ``base``'s with its paired interval over sentences
-    (:func:`output_error_interval`), AWQ's error over ``base``'s, and each GPTQ variant's over
-    ``base``'s layer by layer (``layer_names`` in the order of the layers, ``"L3."`` dropped).
+    One table row per GPTQ variant: its error minus ``base``'s with its paired interval over
+    sentences (:func:`output_error_interval`), then its error over ``base``'s layer by layer
+    (``layer_names`` in the order of the layers, ``"L3."`` dropped); then AWQ's error over ``base``'s.
     """
+    from qlesson.teach.report import print_table
+
+    g32 = per_sentence[base].sum(1) / norms.sum(1)
+    table_rows = []
     for a in (label for label in per_sentence if label.startswith("GPTQ")):
         d = output_error_interval(per_sentence[a], per_sentence[base], norms)
-        print(f"held-out: {a} - {base}: {d.text('+.5f')}, lower: {d.verdict(base, a).replace(' higher', '')}")
+        gp = per_sentence[a].sum(1) / norms.sum(1)
+        row = {f"held out, against {base}": a, "difference": d.diff, "95% CI": f"[{d.lo:+.5f}, {d.hi:+.5f}]"}
+        names = [n[3:] for n in layer_names]
+        for i, (n, x, y) in enumerate(zip(names, gp, g32, strict=True)):
+            row[f"ratio: {n}" if i == 0 else n] = float(x / y)
+        table_rows.append(row)
+    if table_rows:
+        ratios = {k: ".2f" for k in table_rows[0] if k not in ("difference", "95% CI") and not k.startswith("held")}
+        print_table(table_rows, {"difference": "+.5f"} | ratios)
     held = {f"{r['method']} {r['weights']}": r["held-out err"] for r in rows}  # labels as variant_label writes them
     for a in (label for label in held if label.startswith("AWQ")):
         print(f"held-out: {a} / {base}: {held[a] / held[base]:.2f}x")
-    g32 = per_sentence[base].sum(1) / norms.sum(1)
-    for a in (label for label in per_sentence if label.startswith("GPTQ")):
-        gp = per_sentence[a].sum(1) / norms.sum(1)
-        print(
-            f"held-out, {a} / {base}, by layer: "
-            + ", ".join(f"{n[3:]} {x / y:.2f}" for n, x, y in zip(layer_names, gp, g32, strict=True))
-        )
 
 
 def pair_split(

@@ -17,7 +17,8 @@ from qlesson.quant.granularity import Granularity, PerChannel, PerGroup, PerTens
 from qlesson.quant.metrics import errors
 from qlesson.quant.quantize import fake_quantize
 from qlesson.teach.intervals import Interval, jackknife_pairs, mean_interval, pair_means, paired_bootstrap
-from qlesson.teach.models import embed, layer_type_of_short, quantized_weights
+from qlesson.teach.models import embed, layer_type_of_short
+from qlesson.teach.report import print_table
 
 
 def channel_spread_rows(weights: Mapping[str, torch.Tensor]) -> list[dict[str, Any]]:
@@ -128,6 +129,14 @@ def sentence_scores(ref: torch.Tensor, e: torch.Tensor) -> tuple[np.ndarray, np.
     return (e * ref).sum(1).numpy(), rank
 
 
+def encoder_weights(model: Any) -> dict[str, torch.Tensor]:
+    """The encoder's Linear weights (36 in MiniLM) by short name: every Linear but the ``pooler``, which the
+    sentence embedding (a mean over tokens) never uses, so it is neither quantized nor counted in bits/weight."""
+    from qlesson.teach.models import linear_weights
+
+    return {n: w for n, w in linear_weights(model).items() if n != "pooler"}
+
+
 @dataclass(frozen=True)
 class EmbeddingScores:
     """One quantization setting's per-sentence scores against the FP32 model."""
@@ -158,20 +167,21 @@ class EmbeddingScores:
 def embedding_scores(
     model: Any, settings: Sequence[tuple[int, Granularity]], sentences: Sequence[str] | None = None
 ) -> dict[str, EmbeddingScores]:
-    """Quantize every Linear weight per setting and score the sentence embeddings against FP32.
+    """Quantize every encoder Linear weight per setting and score the sentence embeddings against FP32.
 
     ``sentences`` defaults to the 240 evaluation sentences
     (:data:`qlesson.teach.eval_text.EVAL_SENTENCES`). Keys are labels like ``"int4 per-group 32"``.
     """
     from qlesson.teach.eval_text import EVAL_SENTENCES
-    from qlesson.teach.models import linear_weights
+    from qlesson.teach.models import replaced_weights
 
     sentences = list(EVAL_SENTENCES if sentences is None else sentences)
-    shapes = [tuple(w.shape) for w in linear_weights(model).values()]
+    weights = encoder_weights(model)
+    shapes = [tuple(w.shape) for w in weights.values()]
     ref = embed(model, sentences)
     out = {}
     for bits, g in settings:
-        with quantized_weights(model, bits, g):
+        with replaced_weights(model, {n: fake_quantize(w, bits, granularity=g) for n, w in weights.items()}):
             e = embed(model, sentences)
         label = f"int{bits} {method_name(g)}"
         cos, rank = sentence_scores(ref, e)
@@ -187,7 +197,7 @@ def embedding_scores_by_layer(
     *,
     progress: bool = False,
 ) -> dict[str, EmbeddingScores]:
-    """Like :func:`embedding_scores`, but each setting chooses ``(bits, granularity)`` per Linear layer.
+    """Like :func:`embedding_scores`, but each setting chooses ``(bits, granularity)`` per encoder Linear layer.
 
     A setting is ``(label, choose)``; ``choose(short_name)`` gives the layer's bits and granularity
     (short names as :func:`qlesson.teach.models.short_name` writes them: ``"L0.output"``). Lesson 03
@@ -195,10 +205,10 @@ def embedding_scores_by_layer(
     a counter of the settings done to stdout (the same text on every run).
     """
     from qlesson.teach.eval_text import EVAL_SENTENCES
-    from qlesson.teach.models import linear_weights, replaced_weights
+    from qlesson.teach.models import replaced_weights
 
     sentences = list(EVAL_SENTENCES if sentences is None else sentences)
-    weights = linear_weights(model)
+    weights = encoder_weights(model)
     ref = embed(model, sentences)
     out = {}
     if progress:
@@ -241,6 +251,42 @@ def split_rows(
     gap = c - t
     share = {"split recovers": (sp - t) / gap, "mirror loses": (c - float(mirror["mean cosine"])) / gap}
     return [dict(r) for r in rows] + [mirror_row], share
+
+
+def split_report(scores: Mapping[str, EmbeddingScores], mirror: Mapping[str, Any] | None = None) -> None:
+    """Print lesson 03's section 4: the table of ``scores`` (all per-tensor, all per-channel, one split) and the
+    ``mirror`` split's row (by default the stored run's, ``python -m qlesson.bench lesson03``), the shares of the
+    per-channel minus per-tensor gap in mean cosine that the split recovers and the mirror loses (:func:`split_rows`),
+    and a yardstick: the mean cosine between the two FP32 embeddings of each paraphrase pair (sentences 0 and 1,
+    2 and 3, ...).
+
+    >>> fp32 = np.array([[1.0, 0.0], [0.6, 0.8], [0.0, 1.0], [0.0, 1.0]])  # two pairs: cosines 0.6 and 1
+    >>> scores = {
+    ...     k: EmbeddingScores(k, b, np.full(4, c), np.ones(4), (fp32, fp32))
+    ...     for k, b, c in [("all T", 4.0, 0.25), ("all C", 4.5, 0.75), ("split", 4.25, 0.5)]
+    ... }
+    >>> split_report(scores, {"weights": "mirror", "bits/weight": 4.25, "mean cosine": 0.375, "worst cosine": 0.1})
+    weights | bits/weight | mean cosine
+    --------+-------------+------------
+    all T   |       4.000 |      0.2500
+    all C   |       4.500 |      0.7500
+    split   |       4.250 |      0.5000
+    mirror  |       4.250 |      0.3750
+    split: recovers 50% of the gap, loses 50%; mirror loses 75%
+    FP32 paraphrase pairs: mean cosine 0.80
+    """
+    if mirror is None:
+        from qlesson.bench.lessons import load
+
+        mirror = load("03", missing_ok=False)["split"][0]
+    cols = ("weights", "bits/weight", "mean cosine")
+    rows, share = split_rows([s.row(cols) for s in scores.values()], mirror, cols)
+    print_table(rows, {"bits/weight": ".3f", "mean cosine": ".4f"})
+    r = share["split recovers"]
+    print(f"{rows[2]['weights']}: recovers {r:.0%} of the gap, loses {1 - r:.0%};", end=" ")
+    print(f"{mirror['weights']} loses {share['mirror loses']:.0%}")
+    fp32 = next(iter(scores.values())).embeddings[0]  # every setting keeps the same FP32 embeddings first
+    print(f"FP32 paraphrase pairs: mean cosine {(fp32[0::2] * fp32[1::2]).sum(1).mean():.2f}")
 
 
 def embedding_quality(

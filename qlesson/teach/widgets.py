@@ -313,8 +313,11 @@ def _error_html(prefix: str, err: Exception) -> str:
     )
 
 
-def calculator(text: str | None = None) -> Any:
+def calculator(text: str | None = None, bits: int = 8, symmetric: bool = False) -> Any:
     """Lesson 07: paste channels, choose bits / signed / symmetric, press Compare.
+
+    ``bits`` and ``symmetric`` are where the controls start (the lesson opens at 4 bits, symmetric; the
+    ``make app`` page at 8 bits, asymmetric).
 
     Bad text shows a message and keeps the last good result; nothing raises into the page.
     A real layer (hundreds of channels) is summarised in the plot; "Make PDF" builds the
@@ -327,9 +330,9 @@ def calculator(text: str | None = None) -> Any:
     box = W.Textarea(
         value=calc.EXAMPLE if text is None else text, rows=6, layout=W.Layout(width="520px"), description="channels"
     )
-    bits = W.IntSlider(value=8, min=2, max=16, description="bits")
+    slider = W.IntSlider(value=bits, min=2, max=16, description="bits")
     signed = W.ToggleButtons(options=["signed", "unsigned"], value="signed")
-    sym = W.ToggleButtons(options=["symmetric", "asymmetric"], value="asymmetric")
+    sym = W.ToggleButtons(options=["symmetric", "asymmetric"], value="symmetric" if symmetric else "asymmetric")
     button = W.Button(description="Compare", button_style="primary")
     message, summary, image = W.HTML(), W.HTML(), W.Image(format="png")
     pdf_button = W.Button(description="Make PDF")
@@ -342,7 +345,7 @@ def calculator(text: str | None = None) -> Any:
         try:
             chans = calc.parse_channels(box.value)
             result = calc.compare(
-                chans, bits.value, signed=signed.value == "signed", symmetric=sym.value == "symmetric"
+                chans, slider.value, signed=signed.value == "signed", symmetric=sym.value == "symmetric"
             )
         except ValueError as err:
             message.value = _error_html("Cannot compare", err)
@@ -369,7 +372,7 @@ def calculator(text: str | None = None) -> Any:
     pdf_button.on_click(make_pdf)
     run()
     pdf_row = W.HBox([pdf_button, progress, pdf_link])
-    ui = W.VBox([box, W.HBox([bits, signed, sym]), button, message, summary, pdf_row, image])
+    ui = W.VBox([box, W.HBox([slider, signed, sym]), button, message, summary, pdf_row, image])
     ui.run, ui.make_pdf = run, make_pdf
     return ui
 
