@@ -79,11 +79,11 @@ for name, g in [("per-tensor", ql.PerTensor()), ("per-channel", ql.PerChannel())
 # | lesson | the question it answers | time |
 # |---|---|---|
 # | `01_the_ruler` | How does a quantizer turn a real number into a small integer, and where does its error come from? | 15 + 22 min |
-# | `02_one_ruler_or_many` | When the rows of a weight matrix have very different magnitudes, what does giving each row its own scale buy over one shared scale? | 16 + 25 min |
+# | `02_one_ruler_or_many` | When the rows of a weight matrix have very different magnitudes, what does giving each row its own scale buy over one shared scale? | 18 + 25 min |
 # | `03_per_channel_on_real_weights` | How much does one scale per output channel, rather than one per tensor, matter on a real transformer's weights, and why the output axis? | 18 + 24 min |
 # | `04_groups_and_formats` | When one scale per channel is still too coarse at 4 bits, what does one scale per run of `g` weights buy, and what does it cost? | 15 + 33 min |
 # | `05_zero_points_and_activations` | How should the activations of a transformer, which arrive at run time, be quantized to int8? | 15 + 35 min |
-# | `06_dequant_in_gemm` | When does a weight-only quantized weight make a matrix multiply faster than float weights do? | 14 + 40 min |
+# | `06_dequant_in_gemm` | When does a weight-only quantized weight make a matrix multiply faster than float weights do? | 15 + 40 min |
 # | `07_calculator` | What do a ruler's 4 bytes buy? | 16 + 29 min |
 # | `08_scales_of_scales` | Small blocks make fp16 scales expensive; how many bits does a block's scale really need? | 15 + 29 min |
 # | `09_smarter_rounding` | Can smarter rounding (GPTQ) stand in for a finer granularity? | 17 + 40 min |

@@ -28,7 +28,7 @@
 # compare a row's error under both.
 #
 # **What you need**: lesson 01 (scale, round, clamp); nothing to download.
-# **Time**: about 16 minutes, plus about 25 for the exercise; *Going deeper*: about 6 more.
+# **Time**: about 18 minutes, plus about 25 for the exercise; *Going deeper*: about 7 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql

@@ -106,6 +106,8 @@ from qlesson.course import recall
 recall.predict("03", "cosine")
 
 # %%
+from qlesson.bench import lessons
+
 outputs = {n for n in W if models.layer_type_of_short(n) == "output"}
 pt, pc = ql.PerTensor(), ql.PerChannel(0)
 settings = [
@@ -114,7 +116,8 @@ settings = [
     ("per-tensor on the other 30 only", lambda n: (4, pc if n in outputs else pt)),
 ]
 scores = studies.embedding_scores_by_layer(model, settings)
-studies.split_report(scores)  # the table, the shares of the gap, and FP32 paraphrases' mean cosine
+mirror = lessons.load("03", missing_ok=False)["split"][0]  # a stored run's row: the opposite split
+studies.split_report(scores, mirror)  # the table, the shares of the gap, and FP32 paraphrases' mean cosine
 
 # %% [markdown]
 # Per-tensor int4 breaks the model: its mean cosine to FP32, 0.44, is below the mean 0.63 between
@@ -201,8 +204,6 @@ print(f"{a} - {b}: mean cosine {d.diff:+.4f}, 95% interval [{d.lo:+.4f}, {d.hi:+
 # (`tests/test_lesson03_study.py` recomputes one setting's row against it).
 
 # %%
-from qlesson.bench import lessons
-
 reading = lessons.load("03", missing_ok=False)
 fmt = {"bits/weight": ".3f", "mean cosine": ".4f", "cosine 95% CI": ".4f", "worst cosine": ".4f", "rank corr": ".4f"}
 print_table(reading["table"], fmt)

@@ -28,7 +28,7 @@
 # products at M = 1 and 128 on your machine.
 #
 # **What you need**: lessons 02 to 05.
-# **Time**: about 14 minutes, plus about 40 for the exercise; *Going deeper*: about 29 more.
+# **Time**: about 15 minutes, plus about 40 for the exercise; *Going deeper*: about 29 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -78,8 +78,8 @@ print("wrong: row's mean scale after    =", gemm.scale_after_gemm(x, q, s_group.
 # %% [markdown]
 # A group scale changes with k, so no one number per row can leave the whole sum. Within one
 # group it is constant, so it can leave that group's partial sum. Fused weight-only kernels walk
-# K one group at a time: load a tile of codes, scale it in registers, multiply it, and never
-# write the whole dequantized weight.
+# K one group at a time: load a tile of codes, scale that tile in registers (or its partial sum),
+# multiply it, and never write the whole dequantized weight.
 #
 # A scale per *input* channel, `W[n, k] = s_in[k] * q[n, k]`, also varies along k, but it
 # multiplies feature k of every token, so it can move onto the activations, `(x * s_in) @ q.T`,

@@ -134,9 +134,9 @@ print(f"{int((para % 2 == 0).sum())} tokens in the fitted half; L3.output has {b
 print_table(split, {k: ".5f" for k in split[0] if k.startswith("err")} | {k: ".2f" for k in split[0] if " / " in k})
 
 # %% [markdown]
-# L3.output is left out: half the paragraphs hold fewer tokens (1,097) than its 1,536 inputs, so
-# its `H` is singular. On the other five layers GPTQ's error is mostly fit: 1.93x on paragraphs it
-# never saw (RTN g32's 1.01x); the sentences add 1.30x (RTN's 1.05x).
+# L3.output is left out: half the paragraphs hold fewer tokens (1,097) than its 1,536 inputs,
+# too few to fit it. On the other five layers GPTQ's error grows mostly from fit: 1.93x on
+# paragraphs it never saw (RTN g32's 1.01x); the sentences add 1.30x (RTN's 1.05x).
 #
 # ## 4. Calibrating on single-sentence inputs
 #

@@ -96,8 +96,7 @@ print("\n".join(key_lines))
 # Each line: a ratio of mean errors, with lesson 09's paired 95% interval. Shuffled keys still
 # win 1.9x: a ruler over a dozen values fits a tighter range than one over 32, on any numbers,
 # at 4.56 bits per value against 3. At equal metadata the shuffled keys keep only 1.06x, the
-# real keys 1.7x: that is their structure, mostly channel offsets and `[CLS]`'s key, not a
-# loud channel (*Going deeper*).
+# real keys 1.7x: that is their structure (*Going deeper* finds which).
 #
 # ## 4. Values: does one token decide?
 #

@@ -253,9 +253,9 @@ def split_rows(
     return [dict(r) for r in rows] + [mirror_row], share
 
 
-def split_report(scores: Mapping[str, EmbeddingScores], mirror: Mapping[str, Any] | None = None) -> None:
+def split_report(scores: Mapping[str, EmbeddingScores], mirror: Mapping[str, Any]) -> None:
     """Print lesson 03's section 4: the table of ``scores`` (all per-tensor, all per-channel, one split) and the
-    ``mirror`` split's row (by default the stored run's, ``python -m qlesson.bench lesson03``), the shares of the
+    ``mirror`` split's row (lesson 03 passes the stored run's, ``python -m qlesson.bench lesson03``), the shares of the
     per-channel minus per-tensor gap in mean cosine that the split recovers and the mirror loses (:func:`split_rows`),
     and a yardstick: the mean cosine between the two FP32 embeddings of each paraphrase pair (sentences 0 and 1,
     2 and 3, ...).
@@ -275,10 +275,6 @@ def split_report(scores: Mapping[str, EmbeddingScores], mirror: Mapping[str, Any
     split: recovers 50% of the gap, loses 50%; mirror loses 75%
     FP32 paraphrase pairs: mean cosine 0.80
     """
-    if mirror is None:
-        from qlesson.bench.lessons import load
-
-        mirror = load("03", missing_ok=False)["split"][0]
     cols = ("weights", "bits/weight", "mean cosine")
     rows, share = split_rows([s.row(cols) for s in scores.values()], mirror, cols)
     print_table(rows, {"bits/weight": ".3f", "mean cosine": ".4f"})
