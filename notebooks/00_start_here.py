@@ -19,28 +19,29 @@
 #
 # **The question**: What will this course teach me, and how do I work through it?
 #
-# **The answer**: In its simplest form, quantization represents each number `x` (a weight, an
-# activation) by a small integer `q` and a **scale** `s` it shares with other numbers: `x ≈ s·q`.
-# This course is about which numbers share a scale, how many and along which axis. Each lesson
-# asks you to predict, then measures, and `make grade` checks your exercises.
+# **The answer**: Quantization stores each number `x` (a weight, an activation) as a small
+# integer `q` times a **scale** `s` that it shares with other numbers: `x ≈ s·q`. This course
+# measures which numbers should share a scale, how many and along which axis.
 #
-# **What you will do**: check your machine, make one practice prediction, see the course map,
+# **What you will do**: check your machine, make two practice predictions, see the course map,
 # learn how to run a lesson and where your work lives, and grade your (empty) exercises once.
 #
 # **What you need**: Python and a first acquaintance with matrix multiplies; no quantization
 # background. No GPU and no separate model download: the real model (all-MiniLM-L6-v2) comes
 # with the course's Python packages.
-# **Time**: about 11 minutes, one of them to try `make grade`; *Going deeper*: about 2 more.
+# **Time**: about 12 minutes, one of them to try `make grade`; *Going deeper*: about 2 more.
 #
 # ## 1. What your machine has
 #
-# Run each cell with **Shift+Enter**, one at a time. The first cell of every lesson prints the
+# Run each cell with **Shift+Enter**, one at a time. The first code cell of every lesson prints the
 # versions in use. Read two lines: `kernel Python` should name the course's venv (or your conda
 # environment), and `pins` should say every pinned version matches. If either does not, its line
 # says what to do.
 
 # %% tags=["nbval-ignore-output"]
 import math
+
+import torch
 
 import qlesson as ql
 from qlesson.course import recall
@@ -56,7 +57,7 @@ ql.show_environment()
 # * **per-channel**: one ruler for each output channel (each row of a Linear weight);
 # * **per-group**: one ruler for each run of, say, 32 or 128 weights along a row.
 #
-# Every lesson asks you to predict a result before the cell that shows it. Try it once: pick an
+# Every lesson asks you to predict a result before the cell that shows it. Try it: pick an
 # answer below, press **Lock in**, then run the next cell.
 
 # %% tags=["nbval-ignore-output"]
@@ -70,6 +71,18 @@ for name, g in [("per-tensor", ql.PerTensor()), ("per-channel", ql.PerChannel())
     print(f"{name:<16} {math.prod(grid):>7,}  {grid}")
 
 # %% [markdown]
+# Which way does a channel run? PyTorch's `Linear(in_features, out_features)` stores its weight
+# as `[out_features, in_features]`. Predict once more:
+
+# %% tags=["nbval-ignore-output"]
+recall.predict("00", "channel_axis")
+
+# %%
+w = torch.nn.Linear(384, 1536).weight
+print("weight shape:", tuple(w.shape), "  per-channel scales:", ql.scale_shape(ql.PerChannel(), tuple(w.shape)))
+
+# %% [markdown]
+# One scale per output row. Lesson 03 measures why the output axis, and not the input one.
 # What those extra scales buy, and what they cost, is what lessons 02 to 04 measure.
 #
 # ## 3. The course map
@@ -112,16 +125,17 @@ for name, g in [("per-tensor", ql.PerTensor()), ("per-channel", ql.PerChannel())
 # Every lesson except this one has an exercise notebook in `exercises/`: a few coding tasks and
 # recall questions, each with a check cell below it. Write your code or answer in the cells
 # marked as yours, run the check cell, and save. Then grade them from the repository's root
-# folder, the one above `workspace/` (with conda, see *More ways to grade* under Going deeper):
+# folder, the one above `workspace/`. With conda, see *More ways to grade* under Going deeper.
+# In the lab:
 #
 # 1. open **File ▸ New ▸ Terminal** (JupyterLab's file browser cannot show the root);
 # 2. type `cd "$JUPYTER_SERVER_ROOT/.."` (Windows PowerShell: `cd $env:JUPYTER_SERVER_ROOT\..`);
 # 3. type `make grade` (Windows: `py course.py grade`).
 #
 # It reads your saved notebooks, never changes them, and prints a score table; tasks and recall
-# questions both count. **Try it now**: you have started nothing, so every exercise shows 0
-# done, 0 failing, all its tasks *to do* (a notebook you have not changed is not run, so this
-# takes seconds). After you have tried a task, read its worked solution there with
+# questions both count. **Try it now.** You have started nothing, so every exercise shows 0
+# done, 0 failing, and all its tasks *to do*. An unchanged notebook is not run, so this takes
+# seconds. After you have tried a task, read its worked solution there with
 # `less exercises/solutions/01_the_ruler.py` (press `q` to leave).
 #
 # ## Summary

@@ -40,18 +40,18 @@ ql.show_environment()
 # %% [markdown]
 # ## 1. Measuring with a ruler
 #
-# To store a real number, keep the **integer label** `q` of its nearest tick; to read it back,
-# multiply `q` by the tick spacing, the **scale**:
+# To store a real number, keep the **integer label** `q` of its nearest tick. To read it back,
+# subtract the zero point and multiply by the tick spacing, the **scale**:
 #
 # ```
 # q     = clamp(round(x / scale) + zero_point, qmin, qmax)
 # x_hat = (q - zero_point) * scale
 # ```
 #
-# On the symmetric ruler this course uses, the zero point is 0 and the largest magnitude sits
-# on the last tick: `scale = absmax / (2^(b-1) - 1)`. `b` bits give `2^b` codes; this
-# restricted ruler leaves out `-2^(b-1)` so that +x and -x get mirror-image codes: int4 uses
-# [-7, 7], int8 [-127, 127]. Six values on a 3-bit ruler:
+# On the symmetric ruler this course uses, the zero point is 0. The largest magnitude sits on
+# the last tick: `scale = absmax / (2^(b-1) - 1)`. `b` bits give `2^b` codes. This restricted
+# ruler leaves out `-2^(b-1)`, so +x and -x get mirror-image codes: int4 uses [-7, 7], int8
+# [-127, 127]. Six values on a 3-bit ruler:
 
 # %%
 from qlesson.teach import plots, ruler, widgets
@@ -74,7 +74,8 @@ recall.predict("01", "one_more_bit")
 print_table(ruler.bits_table(0.91, bits=[3, 4, 8]), {"scale": ".5f", "rounding bound (scale/2)": ".5f"})
 
 # %% [markdown]
-# The range stays [-0.91, 0.91].
+# The range stays [-0.91, 0.91]. From 3 to 4 bits the bound falls from 0.152 to 0.065, to 3/7 of
+# itself, not to half: the ticks per side go from 3 to 7.
 #
 # ## 3. A value beyond the ruler
 #
@@ -130,7 +131,8 @@ print_table(ruler.compare_modes(gelu_like, bits=4, modes=two_modes), {"scale": "
 # %% [markdown]
 # The symmetric ruler spends its negative codes down to -2.0, which these values barely enter:
 # its ticks are about twice as coarse. The zero point rounds from 1.175 to 1, which moves the
-# ruler's ends off -0.17 and 2.0 (last column).
+# ruler's ends off -0.17 and 2.0 (last column). Half the tick, half the error: the mean error
+# falls from 0.052 to 0.025.
 #
 # ## Summary
 #

@@ -61,9 +61,10 @@ print_table(calc.gain_rows(ex), calc.GAIN_FORMATS)
 
 # %% [markdown]
 # Channel 2 holds the tensor's largest |value|, 1.70, so it gains nothing. Under the shared ruler,
-# channels 0, 1 and 3 each have an MAE of 0.05 to 0.065: the tick sets the error, not the
-# channel's size. Channel 3 is erased: half a shared tick,
-# 1.70 / 7 / 2, about 0.12, is more than its 0.11, so all five of its values round to 0.
+# channels 0 and 1 have MAEs of 0.065 and 0.052, near a quarter of the shared tick (1.70 / 7 / 4,
+# about 0.061): the tick sets their error, not their size. Channel 3 is erased: half a shared
+# tick, 1.70 / 7 / 2, about 0.12, is more than its 0.11, so all five of its values round to 0.
+# Its MAE, 0.060, is its own mean |value|.
 #
 # ## 2. The calculator
 #
@@ -84,8 +85,8 @@ widgets.calculator(bits=4, symmetric=True)
 # half a shared tick is 1.70 / 31 / 2, about 0.027, so -0.02 still rounds to 0; at 7 bits it
 # is 1.70 / 63 / 2, about 0.013, and the codes are [1, 3, -1, 4, -2].
 #
-# Not erased is not as good as its own ruler: the shared ruler needs 9 bits to beat it, 5 more
-# bits on every value where its own ruler costs one 4-byte scale.
+# Not erased is not as good as its own ruler. The next cell finds how many bits the shared ruler
+# needs to beat it: 5 more bits on every value, where its own ruler costs one 4-byte scale.
 #
 # </details>
 
@@ -139,8 +140,8 @@ print(calc.zero_point_against_a_bit(4, n=384))
 
 # %% [markdown]
 # On these rows too, the zero point buys a little less than one more bit: the bit gains more on
-# 20 of the 20. On activations a zero point also costs compute: correction terms in the integer
-# GEMM (lesson 06).
+# 20 of the 20. On activations a zero point also adds correction terms to the integer GEMM
+# (lesson 06); with a static zero point they fold into the bias offline.
 
 
 # %% [markdown]

@@ -402,6 +402,7 @@ WRONG = {
         (1.03, "is not a share"),
         (0.9, "well before 90%"),
         (0.05, "per channel still wins"),
+        (0.15, "somewhat larger share"),
         (25, "fraction of 1"),
     ],
     "10.key_bits": [

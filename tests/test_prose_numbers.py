@@ -39,6 +39,7 @@ DERIVED: dict[str, dict[str, str]] = {
     },
     "06": {"4.125": "Q4_0-style fp16 scale per 128: 4 + 16 / 128", "4.16": "4 + (16 + 4) / 128, GPTQ's packed zero"},
     "07": {
+        "0.061": "1.70 / 7 / 4: a quarter of the shared tick, the mean error of uniform rounding",
         "0.94": "a value of the example channel, quoted from the table's input",
         "1.43": "a value of the example channel",
         "1.11": "a value of the example channel",

@@ -36,4 +36,21 @@ PREDICT = {
             "4,096 rows: 32 × 4,096 = 131,072, one scale for every 128 weights.",
         ),
     ),
+    "channel_axis": choice(
+        "MiniLM's first feed-forward layer is torch.nn.Linear(384, 1536). With per-channel scales, how many scales "
+        "does its weight get?",
+        (
+            "384",
+            False,
+            "Tempting: 384 is the first argument. But Linear(in, out) stores its weight as [out, in] = [1536, 384], "
+            "and a channel is an output row.",
+        ),
+        ("1,536", True, "The weight is stored [out, in] = [1536, 384]: one scale per output row."),
+        ("1", False, "One scale for the whole weight is per-tensor, not per-channel."),
+        (
+            "589,824",
+            False,
+            "That is one scale per weight (1536 × 384): nothing shared, and every scale as large as its weight.",
+        ),
+    ),
 }

@@ -6,6 +6,8 @@ Sources: ``notebooks/10_which_axis.py`` (the lesson) and
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from qlesson.course.checking import Case, Mistake, Task
@@ -235,8 +237,45 @@ def _flip_share(bits: int) -> float:
 
 
 def _sink_flip(bits: int = 2) -> float:
-    """The measured flip point, graded within 30% of itself (the task's rtol)."""
+    """The measured flip point, graded within ``_SINK_RTOL`` of itself."""
     return _flip_share(bits)
+
+
+_SINK_RTOL = 0.2  # a read between two shifts 0.1 apart lands within 10% of the flip
+_SINK_FAR_LOW = "on this head per channel still wins at that share; sample larger shifts, between 0.5 and 1.5"
+_SINK_NEAR_LOW = (
+    "per channel still wins at that share on this head: the verdict changes at a somewhat larger share; sample "
+    "shifts closer together just above the one you read"
+)
+_SINK_NEAR_HIGH = (
+    "per token already wins at that share on this head: sample shifts closer together and report the share where "
+    "the verdict first changes"
+)
+_SINK_SHIFT = (
+    "on this head it flips well before 90% (a shift of about 1 is not a share: give the share of attention token 0 "
+    "takes at the flip)"
+)
+_SINK_PERCENT = "give the share as a fraction of 1, not in percent"
+
+
+def _judge_sink_flip(answer: object, bits: int) -> str | None:
+    """None when ``answer`` is within ``_SINK_RTOL`` of the measured flip; else which side of it the answer lies."""
+    try:
+        x = float(answer)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return "give one number: the share of attention on token 0 where the verdict flips"
+    if not math.isfinite(x) or x <= 0:
+        return "give a share of attention between 0 and 1"
+    flip = _flip_share(bits)
+    if abs(x - flip) <= _SINK_RTOL * flip:
+        return None
+    if x > 1.5:
+        return _SINK_PERCENT
+    if x >= 0.75:
+        return _SINK_SHIFT
+    if x > flip:
+        return _SINK_NEAR_HIGH
+    return _SINK_NEAR_LOW if x >= 0.1 else _SINK_FAR_LOW
 
 
 TASKS: list[Task] = [
@@ -490,25 +529,16 @@ TASKS.append(
         "measure the better axis at shifts close together, and the share of attention token 0 takes at each; "
         "answer with the share where the verdict changes",
         [
-            Mistake(
-                "on this head per channel still wins at that share; sample larger shifts, between 0.5 and 1.5",
-                lambda *_: 0.05,
-            ),
-            Mistake(
-                "per token already wins at that share on this head: sample shifts closer together and report the "
-                "share where the verdict first changes",
-                lambda *_: 0.5,
-            ),
-            Mistake(
-                "on this head it flips well before 90% (a shift of about 1 is not a share: give the share of "
-                "attention token 0 takes at the flip)",
-                lambda *_: 0.9,
-            ),
-            Mistake("give the share as a fraction of 1, not in percent", lambda *_: 100 * _flip_share(2)),
+            Mistake(_SINK_FAR_LOW, lambda *_: 0.05),
+            Mistake(_SINK_NEAR_LOW, lambda *_: 0.15),
+            Mistake(_SINK_NEAR_HIGH, lambda *_: 0.5),
+            Mistake(_SINK_SHIFT, lambda *_: 0.9),
+            Mistake(_SINK_PERCENT, lambda *_: 100 * _flip_share(2)),
         ],
-        rtol=0.3,
+        rtol=_SINK_RTOL,
         atol=0.0,
         is_value=True,
+        judge=_judge_sink_flip,  # says on which side of the flip a wrong share lies
         minutes=6,  # a sweep over shifts, read off where the verdict changes
     )
 )
