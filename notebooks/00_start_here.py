@@ -19,9 +19,10 @@
 #
 # **The question**: What will this course teach me, and how do I work through it?
 #
-# **The answer**: Quantization stores each number `x` (a weight, an activation) as a small
-# integer `q` times a **scale** `s` that it shares with other numbers: `x ≈ s·q`. This course
-# measures which numbers should share a scale, how many and along which axis.
+# **The answer**: Quantization replaces each number `x` (a weight, an activation) with a small
+# integer `q` times a **scale** `s` that it shares with other numbers: `x ≈ s·q`, plus a zero
+# point in some schemes. This course measures which numbers should share a scale, how many and
+# along which axis: you predict, run, then grade your exercises with `make grade`.
 #
 # **What you will do**: check your machine, make two practice predictions, see the course map,
 # learn how to run a lesson and where your work lives, and grade your (empty) exercises once.
@@ -29,7 +30,8 @@
 # **What you need**: Python and a first acquaintance with matrix multiplies; no quantization
 # background. No GPU and no separate model download: the real model (all-MiniLM-L6-v2) comes
 # with the course's Python packages.
-# **Time**: about 12 minutes, one of them to try `make grade`; *Going deeper*: about 2 more.
+#
+# **Time**: about 13 minutes, one of them to try `make grade`; *Going deeper*: about 2 more.
 #
 # ## 1. What your machine has
 #
@@ -54,7 +56,7 @@ ql.show_environment()
 # A scale is the spacing of the ticks on a ruler. The course compares three ways to share it:
 #
 # * **per-tensor**: one ruler for the whole weight matrix;
-# * **per-channel**: one ruler for each output channel (each row of a Linear weight);
+# * **per-channel**: one ruler for each output channel;
 # * **per-group**: one ruler for each run of, say, 32 or 128 weights along a row.
 #
 # Every lesson asks you to predict a result before the cell that shows it. Try it: pick an
@@ -71,19 +73,20 @@ for name, g in [("per-tensor", ql.PerTensor()), ("per-channel", ql.PerChannel())
     print(f"{name:<16} {math.prod(grid):>7,}  {grid}")
 
 # %% [markdown]
-# Which way does a channel run? PyTorch's `Linear(in_features, out_features)` stores its weight
-# as `[out_features, in_features]`. Predict once more:
+# Which way does a channel run? Predict:
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("00", "channel_axis")
 
 # %%
-w = torch.nn.Linear(384, 1536).weight
+w = torch.nn.Linear(384, 1536).weight  # a fresh Linear of that shape; MiniLM's real weights come in lesson 03
 print("weight shape:", tuple(w.shape), "  per-channel scales:", ql.scale_shape(ql.PerChannel(), tuple(w.shape)))
 
 # %% [markdown]
-# One scale per output row. Lesson 03 measures why the output axis, and not the input one.
-# What those extra scales buy, and what they cost, is what lessons 02 to 04 measure.
+# PyTorch's `Linear(in_features, out_features)` stores its weight as `[out_features,
+# in_features]`: output `j` is row `j` dotted with the input, so a row is an output channel.
+# One scale per output row; lesson 03 shows why the output axis, and not the input one. What
+# those extra scales buy, and what they cost, is what lessons 02 to 04 measure.
 #
 # ## 3. The course map
 #
@@ -95,10 +98,10 @@ print("weight shape:", tuple(w.shape), "  per-channel scales:", ql.scale_shape(q
 # | `02_one_ruler_or_many` | When the rows of a weight matrix have very different magnitudes, what does giving each row its own scale buy over one shared scale? | 18 + 25 min |
 # | `03_per_channel_on_real_weights` | How much does one scale per output channel, rather than one per tensor, matter on a real transformer's weights, and why the output axis? | 18 + 24 min |
 # | `04_groups_and_formats` | When one scale per channel is still too coarse at 4 bits, what does one scale per run of `g` weights buy, and what does it cost? | 15 + 33 min |
-# | `05_zero_points_and_activations` | How should the activations of a transformer, which arrive at run time, be quantized to int8? | 15 + 35 min |
-# | `06_dequant_in_gemm` | When does a weight-only quantized weight make a matrix multiply faster than float weights do? | 15 + 40 min |
+# | `05_zero_points_and_activations` | How should the activations of a transformer, which arrive at run time, be quantized to int8? | 16 + 35 min |
+# | `06_dequant_in_gemm` | When does a weight-only quantized weight make a matrix multiply faster than float weights do? | 17 + 40 min |
 # | `07_calculator` | What do a ruler's 4 bytes buy? | 16 + 29 min |
-# | `08_scales_of_scales` | Small blocks make fp16 scales expensive; how many bits does a block's scale really need? | 15 + 29 min |
+# | `08_scales_of_scales` | Small blocks make fp16 scales expensive; how many bits does a block's scale really need? | 16 + 29 min |
 # | `09_smarter_rounding` | Can smarter rounding (GPTQ) stand in for a finer granularity? | 17 + 40 min |
 # | `10_which_axis` | When a transformer's cached keys and values are quantized, should each scale cover one token or one channel? | 15 + 41 min |
 # | `11_your_model_in_an_engine` | Does the granularity you chose survive a real engine's file format, and what does it cost there? | 26 + 30 min |
@@ -112,8 +115,8 @@ print("weight shape:", tuple(w.shape), "  per-channel scales:", ql.scale_shape(q
 #
 # Each lesson opens with its question and a two-sentence answer; the numbered sections are the
 # evidence, with a few predictions to commit to and, in some lessons, a slider to move. It ends
-# with a summary and a *Pause and recall* quiz, then **Going deeper**: notes, checks and caveats
-# to read when you want them; the main line never needs them.
+# with a summary and a *Pause and recall* quiz (this page has none), then **Going deeper**:
+# notes, checks and caveats to read when you want them; the main line never needs them.
 #
 # Start (or come back) with `make lab`; it opens this page.
 #
@@ -131,6 +134,9 @@ print("weight shape:", tuple(w.shape), "  per-channel scales:", ql.scale_shape(q
 # 1. open **File ▸ New ▸ Terminal** (JupyterLab's file browser cannot show the root);
 # 2. type `cd "$JUPYTER_SERVER_ROOT/.."` (Windows PowerShell: `cd $env:JUPYTER_SERVER_ROOT\..`);
 # 3. type `make grade` (Windows: `py course.py grade`).
+#
+# If make answers `No rule to make target 'grade'`, you are not in the course's folder: `cd`
+# into the folder that holds `Makefile`.
 #
 # It reads your saved notebooks, never changes them, and prints a score table; tasks and recall
 # questions both count. **Try it now.** You have started nothing, so every exercise shows 0

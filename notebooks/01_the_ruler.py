@@ -28,6 +28,7 @@
 # meet the asymmetric ruler.
 #
 # **What you need**: lesson 00.
+#
 # **Time**: about 15 minutes, plus about 22 for the exercise; *Going deeper*: about 6 more.
 
 # %% tags=["nbval-ignore-output"]

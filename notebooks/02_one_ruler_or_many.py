@@ -19,8 +19,9 @@
 # **The question**: When the rows of a weight matrix have very different magnitudes, what does
 # giving each row its own scale buy over one shared scale?
 #
-# **The answer**: It saves the quiet rows: under one shared scale the loudest value sets the tick,
-# and a row whose values all lie at or below half a tick is stored as zeros. A row's own tick is
+# **The answer**: It saves the quiet rows. Under one shared scale the loudest value sets the tick:
+# a quiet row keeps only a few codes, and one whose values all lie at or below half a tick is
+# stored as zeros. A row's own tick is
 # never coarser, so the bound on its error (half its tick) never rises; its actual error can
 # (section 4).
 #
@@ -28,6 +29,7 @@
 # compare a row's error under both.
 #
 # **What you need**: lesson 01 (scale, round, clamp); nothing to download.
+#
 # **Time**: about 18 minutes, plus about 25 for the exercise; *Going deeper*: about 7 more.
 
 # %% tags=["nbval-ignore-output"]
@@ -124,9 +126,9 @@ print(f"codes identical to ql.quantize's: {torch.equal(q, own.q.to(q.dtype))}")
 # %% [markdown]
 # ## 4. One row, two rulers
 #
-# Take row 0, `[3, 1.05, -2, 2]`; row 1, `[7, -5, 1, 2]`, is there only to set the shared int4
-# scale to `7 / 7 = 1`. Row 2, `[3, 1.25, -2.3, 1.8]`, is a control with row 0's absmax and
-# shared codes but off the shared ticks. Row 0's own scale is `3 / 7`, a finer ruler. How large
+# Take row 0, `[3, 1.05, -2, 2]`. Row 1, `[7, -5, 1, 2]`, only sets the shared int4 scale to
+# `7 / 7 = 1`. Row 2, `[3, 1.25, -2.3, 1.8]`, is a control: row 0's absmax and shared codes, but
+# off the shared ticks. Row 0's own scale is `3 / 7`, a finer ruler. How large
 # is its MAE on it?
 
 # %% tags=["nbval-ignore-output"]

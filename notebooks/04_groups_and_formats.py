@@ -22,12 +22,13 @@
 # **The answer**: each group's own fp16 scale keeps an outlier's damage inside that group, and
 # costs every weight `16 / g` bits. At about 4 bits per weight on MiniLM, with the course's
 # restricted rulers, one more bit per code beats one fp16 scale per 16 weights by 2 to 4 dB on
-# most layers; the two tie only where rows hold a few weights far above the rest.
+# most layers. The two tie only where rows hold a few weights far above the rest.
 #
 # **What you will do**: watch an outlier spoil one group, price the scales, and test on MiniLM
 # what decides between a code bit and a bit of scales.
 #
 # **What you need**: lessons 02 and 03; nothing to download (MiniLM comes with the course).
+#
 # **Time**: about 15 minutes, plus about 33 for the exercise; *Going deeper*: about 18 more.
 
 # %% tags=["nbval-ignore-output"]
@@ -108,7 +109,8 @@ print_table(rows, {"bits/weight": ".4f"})
 # %% [markdown]
 # Every weight pays `16 / g` bits on top of its 4; per-channel pays `16 / K`, almost nothing.
 #
-# llama.cpp's Q4_0 is int4 per-group with `g = 32` and fp16 scales: 4.5 bits per weight.
+# llama.cpp's Q4_0 is int4 per-group with `g = 32` and one fp16 scale per group: 4.5 bits per
+# weight. Its codes run -8..7, one more code than the restricted ruler `[-7, 7]`.
 #
 # ## 3. The trade-off on real weights
 #
@@ -132,9 +134,11 @@ labels = {key: f"{label}: {db[key]:.2f} dB" for key, label in near_4.items()}
 _ = plots.pareto_zoom(points, labels, xlim=(3.95, 4.3))
 
 # %% [markdown]
-# Over these six layers pooled, the two ways land about 0.2 dB apart.
+# Over these six layers pooled, the two ways land about 0.2 dB apart. Both sit about 3.5 dB below
+# int4 g128, which stores 4.125 bits per weight.
 #
-# The same comparison on four single weights:
+# The same comparison on four single weights. The last is L0.output with every weight clipped to
+# 3.3 times its row's rms: on the other 31 layers, that is where a typical row's largest |w| sits.
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("04", "control")
@@ -174,6 +178,8 @@ print_table(rows)
 # %% [markdown]
 # On the six FFN outputs the code bit's lead is within 1 dB either way, and groups of 128 gain
 # most. On every other layer, whose rows are also 4 times shorter, the code bit wins by 2 to 4 dB.
+# Row length is not what ties the six: the Gaussian above, with rows as long as theirs, gave the
+# code bit 2.6 dB.
 
 # %% [markdown]
 # ## Summary
@@ -304,8 +310,13 @@ row_blocks = ql.fake_quantize(  # each row of this [12, 128 * 384] view: 128 out
 ).reshape(w.shape)
 rows = []
 for label, w_hat, scales in (
-    ("128 rows share a scale", row_blocks, w.shape[0] // 128),
+    ("128 whole rows share a scale", row_blocks, w.shape[0] // 128),
     ("per-channel", ql.fake_quantize(w, 4, granularity=ql.PerChannel(0)), w.shape[0]),
+    (  # runs of 128 rows down each input's column: 128 weights per scale, as in B
+        "128 rows share a scale, one per input",
+        ql.fake_quantize(w.T.contiguous(), 4, granularity=ql.PerGroup(128)).T,
+        w.numel() // 128,
+    ),
     ("128 inputs share a scale (GPTQ/AWQ)", ql.fake_quantize(w, 4, granularity=ql.PerGroup(128)), w.numel() // 128),
 ):
     rows.append(
@@ -314,7 +325,8 @@ for label, w_hat, scales in (
 print_table(rows, {"SQNR dB": ".2f"})
 
 # %% [markdown]
-# Count the weights behind each ruler, not the word "group".
+# Count the weights behind each ruler, not the word "group". At the same 4608 scales, 128 weights
+# each, runs of inputs still beat runs of rows on this layer.
 #
 # ### GPTQ's act-order
 #

@@ -20,13 +20,14 @@
 # be quantized to int8?
 #
 # **The answer**: on MiniLM's layer 0, a one-sided activation wants a zero point, and a token
-# with a spike wants dynamic per-token scales. Here, with one static scale, smoothing helps only if
-# it lowers the tensor's largest value, which sets that scale.
+# with a spike wants its own scale, which per-token scales give. Here, with one static scale,
+# smoothing helps only if it lowers the tensor's largest value, which sets that scale.
 #
 # **What you will do**: predict, then measure, what each of the three buys on MiniLM's layer 0.
 #
 # **What you need**: lessons 01 to 03 (nothing to download).
-# **Time**: about 15 minutes, plus about 35 for the exercise; *Going deeper*: about 16 more.
+#
+# **Time**: about 16 minutes, plus about 35 for the exercise; *Going deeper*: about 16 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -36,6 +37,8 @@ ql.show_environment()
 
 # %% [markdown]
 # ## 1. Zero points: a GELU output is one-sided
+#
+# Each section finds one waste of the int8 codes and what removes it.
 #
 # Activation scales are either **static**, fitted once (here on 24 calibration sentences, then
 # scored on the course's 240 evaluation sentences), or **dynamic**, found at run time.
@@ -80,8 +83,9 @@ print(f"lowest token minimum {float(x.amin(1).min()):+.2f}, highest {float(x.ami
 #
 # ## 2. Per-token scales: one outlier token
 #
-# FC1's input (`L0.intermediate`) comes out of a LayerNorm. Each of its 384 features' largest
-# |value|, then the three loudest features' |x| on the `[CLS]` tokens and on the others:
+# FC1's input (`L0.intermediate`) comes out of a LayerNorm. The plot shows each of its 384
+# features' largest |value|. The table shows the three loudest features overall, each on the `[CLS]`
+# tokens and on the others:
 
 # %%
 xi = evals["L0.intermediate"]
@@ -109,7 +113,7 @@ print_table(activations.granularity_control_rows(xi, labels, bits=8), {"activati
 #
 # ## 3. Smoothing: move a loud feature's range into the weights
 #
-# Features 63 and 267 are loud on ordinary tokens too: their medians are about 4.5 and 8 times
+# Features 63 and 267 are loud on ordinary tokens too: their medians are about 4.6 and 7.7 times
 # the typical feature's. A per-feature scale would fit them, but it changes along K, inside the
 # sum, so it cannot multiply the int32 result.
 #
@@ -151,21 +155,37 @@ recall.predict("05", "smooth_99")
 controls = activations.smoothing_feature_rows(cases, labels, features=([99], [63, 267], [99, 63]), alpha=0.5)
 shown = activations.per_tensor_only(controls)
 print_table(shown, {k: "+.1f" for k in shown[0] if "dB" in k})
+for name, xc, _, w in cases:  # the static absmax each smoothing leaves, and the factors s_j
+    s = activations.smoothing_factors(xc.double(), w.double(), alpha=0.5)
+    some = torch.ones_like(s)
+    some[[99, 63]] = s[[99, 63]]
+    top = [float((xc.double() / f).abs().max()) for f in (some, s)]
+    print(f"{name}: static absmax {top[0]:.2f} (99, 63 smoothed), {top[1]:.2f} (every feature), ", end="")
+    print(f"{top[0] / top[1]:.2f} times lower; s_j from {float(s.min()):.2f}, median {float(s.median()):.1f}")
 
 # %% [markdown]
-# On the QKV input feature 63 is nearly as loud as the spike: once the spike is smoothed, 63 sets
-# the scale, so smoothing 99 alone does not help; 99 and 63 together gain 3.8 dB. On FC1's input
-# the spike sets the scale first: smoothing 99 alone gains 7.2 dB, and 99 and 63 together 10.4.
+# On the QKV input, feature 63 is nearly as loud as the spike. Once the spike is smoothed, 63 sets
+# the scale, so smoothing 99 alone does not help. Smoothing 99 and 63 together gains 3.8 dB. On
+# FC1's input the spike sets the scale first: smoothing 99 alone gains 7.2 dB, and 99 and 63
+# together 10.4.
+#
+# Smoothing every feature instead of 99 and 63 lowers the static absmax, and with it the step, only
+# 1.6 times on QKV (3.11 to 1.92) and 1.8 times on FC1's input (7.00 to 3.98). But every `s_j` is
+# above 1. Each smoothed feature's rounding error reaches the output through its weight column,
+# grown by `s_j`: at the median 2.0 and 2.4. The column grows more than the step shrinks, so the
+# gain falls: 3.5 against 3.8 dB on QKV, 9.1 against 10.4 on FC1's input.
 #
 # ## Summary
 #
 # * A GELU output is one-sided: a zero point gains about 5.4 dB on it, per-tensor or per-token.
-# * An outlier *token* (`[CLS]`) is kept out of the other rows' rulers by per-token scales, which
-#   factor out of the integer GEMM: 9.5 dB on FC1's input.
+# * An outlier *token* (`[CLS]`): per-token scales, which factor out of the integer GEMM, gain
+#   9.5 dB on FC1's input. About 6.5 of it comes from keeping the `[CLS]` rows out of the others'
+#   ruler.
 # * Outlier *features* (63, 267), loud on ordinary rows, are SmoothQuant's target; with one static
 #   scale, smoothing them alone gains nothing (-0.2 dB).
-# * With one static scale, smoothing at alpha 0.5 gains 3.5 to 9 dB, only where it lowers the value
-#   that sets that scale: feature 99, then 63, on both inputs; on QKV, 99 alone gains nothing.
+# * With one static scale, smoothing at alpha 0.5 helps only where it lowers the value that sets
+#   that scale. Smoothing 99 and 63 gains 3.8 dB on QKV and 10.4 on FC1's input. Smoothing 99
+#   alone gains 7.2 on FC1's input and nothing on QKV (-0.3 dB), where 63 takes over.
 #
 # ## Pause and recall
 
@@ -277,7 +297,7 @@ print(f"weights {before['weights']:.1f} -> {after['weights']:.1f} dB")
 #
 # ### Every feature against 99 and 63 alone, one side at a time
 #
-# On FC1's input, section 4's table has smoothing 99 and 63 alone beat smoothing every feature.
+# On both inputs, section 4's table has smoothing 99 and 63 alone beat smoothing every feature.
 # The same split:
 
 # %%
@@ -298,10 +318,9 @@ fmt = {"int8 activations dB": ".1f", "int8 weights dB": ".1f", "static absmax": 
 print_table(split, fmt)
 
 # %% [markdown]
-# Smoothing every feature lowers the static absmax further and helps the weights, but the
-# activations lose about 2 dB on both inputs: a smoothed feature's error, seen through its grown
-# weight column, is the static step times `s_j`. The static absmax, and with it the step, falls
-# 3.11 to 1.92 on QKV and 7.00 to 3.98 on FC1's input, while `s_j`'s median is 2.0 and 2.4.
+# Smoothing every feature helps the weights, but the activations lose about 2 dB on both inputs:
+# as section 4 found, a smoothed feature's error, seen through its grown weight column, is the
+# static step times `s_j`, and the weight columns grow more than the step shrinks.
 #
 # ### Smoothing some features, per-token scales too
 #
@@ -373,11 +392,11 @@ print_table(recal, fmt)
 # the attention block's LayerNorm; the QKV input is the output of the embeddings' LayerNorm.
 # The LayerNorm before FC1 also feeds the residual around the FFN.
 # Folding `1/s` into it leaves FC1's output unchanged but hands the residual `h / s`. In a
-# pre-LN model (LLaMA, OPT) the norm feeds only the Linears, and the fold is exact. The QKV input
-# has the same problem: the embeddings' LayerNorm also feeds the attention residual. A post-LN
-# model can still smooth: the division fuses into the kernel that quantizes the activation, which
-# reads every value anyway. FC1's `s` folded on MiniLM's layer 0, 24 sentence embeddings against
-# the original:
+# pre-LN model (LLaMA; OPT, except its 350M size) the norm feeds only the Linears, and the fold
+# is exact. The QKV input has the same problem: the embeddings' LayerNorm also feeds the attention
+# residual. A post-LN model can still smooth: the division fuses into the kernel that quantizes
+# the activation, which reads every value anyway. FC1's `s` folded on MiniLM's layer 0, 24 sentence
+# embeddings against the original:
 
 # %%
 s = activations.smoothing_factors(calib["L0.intermediate"], W["L0.intermediate"], alpha=0.5)

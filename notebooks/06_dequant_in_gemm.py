@@ -19,16 +19,19 @@
 # **The question**: when does a weight-only quantized weight make a matrix multiply faster than float
 # weights do?
 #
-# **The answer**: only where reading the weight sets the time (small batches), and only in a
-# kernel that never writes a dequantized copy. No scale forces one: an output-channel scale goes
-# after the product, an input-channel scale onto the activations, a group scale inside the
-# reduction.
+# **The answer**: its fewer bytes help only where reading the weight sets the time (small
+# batches); at large batches each kernel's own arithmetic sets it, and PyTorch's weight-only
+# kernels lost to float weights there in both of this lesson's stored runs (a 2-core Xeon, an
+# H200). They help only in a kernel that never writes a dequantized copy, and no scale forces
+# one: an output-channel scale goes after the product, an input-channel scale onto the
+# activations, a group scale inside the reduction.
 #
 # **What you will do**: follow each scale through `y = x @ W.T`, then time fp32, int8 and int4
 # products at M = 1 and 128 on your machine.
 #
 # **What you need**: lessons 02 to 05.
-# **Time**: about 15 minutes, plus about 40 for the exercise; *Going deeper*: about 29 more.
+#
+# **Time**: about 17 minutes, plus about 40 for the exercise; *Going deeper*: about 29 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -96,9 +99,10 @@ print("activations scaled instead      =", gemm.fold_input_scale(x, q, s_in).tol
 # A `[M, K] x [K, N]` product does `2 M K N` FLOPs and reads the whole weight once: at M = 1,
 # 0.5 FLOPs per *byte* of fp32 weight. The weight's bytes then set a floor under the time, and
 # fewer bits per weight lower it in proportion. PyTorch's int4 kernel reads 4.25 bits per
-# weight (a bf16 scale and zero per group of 128). A product turns compute bound where its FLOPs
-# per weight byte, 2M over the bytes per weight, reach the kernel's **ridge point**: its peak FLOP
-# rate divided by the read bandwidth.
+# weight (a bf16 scale and zero per group of 128). A product's FLOPs per weight byte are 2M over
+# the bytes per weight: fp32 at M = 128 does `2 * 128 / 4 = 64`. Call a kernel's peak FLOP rate
+# over its read bandwidth its **ridge point**. Once a product's FLOPs per byte pass it, the
+# product is compute bound.
 #
 # ## 3. Measure it: your machine, now
 #
@@ -134,10 +138,14 @@ for name in ("fused int8 weight-only per-channel", "fused int4 weight-only group
 #   4x. Going deeper traces the rest to allocation.
 # * **Scale after the GEMM** copies the codes into an fp32 buffer allocated once: 9 bytes,
 #   about 2.25x.
+# * **The `fp32 in this run` line** gives fp32's ridge point, its M = 128 rate standing in for
+#   its peak: 8.8 FLOPs per byte in the stored run. At M = 1 a product does 0.5 FLOPs per fp32
+#   weight byte, below it: memory bound. At M = 128 it does 64, above it: compute bound.
 # * **Fused rows** read only codes and scales, 0.25 of fp32's bytes for int8 and 0.13 for int4
-#   g128. In the stored run, at M = 1 they beat fp32 but stay above their read floor. At
-#   M = 128 both take many times their read floor (the last two lines): their own work, not
-#   their bytes, sets the time.
+#   g128. In the stored run (a 2-core Xeon with AMX), at M = 1 they beat fp32 but stay above
+#   their read floor. At M = 128 both take many times their read floor (the last two lines):
+#   their own work, not their bytes, sets the time. Whether they then beat fp32 depends on each
+#   kernel's arithmetic on your CPU; in the stored run both lose.
 
 # %% [markdown]
 # ## Summary
@@ -146,7 +154,9 @@ for name in ("fused int8 weight-only per-channel", "fused int4 weight-only group
 #   the activations, a group scale inside the reduction, tile by tile.
 # * At small M the weight's bytes set the floor: a fused kernel reads only codes and scales,
 #   dequantize-then-matmul 17 bytes per int8 weight against fp32's 4.
-# * At large M a kernel's own work sets its time, and fewer weight bytes stop helping.
+# * At large M a kernel's own work sets its time: fewer weight bytes stop helping, and whether
+#   a kernel still beats float weights depends on its arithmetic; PyTorch's weight-only kernels
+#   lost in both stored runs.
 #
 # ## Pause and recall
 

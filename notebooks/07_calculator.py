@@ -27,6 +27,7 @@
 # changes, see what the bytes cost, and count a GELU row's out-of-reach codes.
 #
 # **What you need**: lessons 01, 02 and 05 (zero points).
+#
 # **Time**: about 16 minutes, plus about 29 for the exercise; *Going deeper*: about 7 more.
 
 # %% tags=["nbval-ignore-output"]
@@ -50,7 +51,7 @@ ql.show_environment()
 # ```
 #
 # Per-tensor gives all 20 values one symmetric 4-bit ruler; per-channel gives each line its
-# own. Channel 3's own ruler is fit to 0.11 instead of 1.70: about 15 times finer.
+# own. Channel 3's own ruler is fit to 0.11 instead of 1.70: 15.5 times finer.
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("07", "quiet")
@@ -109,8 +110,8 @@ for zp_bytes in (0, 4):
 
 # %% [markdown]
 # Lesson 05 found that a zero point gains nearly one bit on MiniLM's GELU output. Here it is
-# against one more bit on one row: GELU of 64 standard-normal draws. The control is the same
-# values mirrored: a row symmetric about 0.
+# against one more bit on one row: GELU of 64 standard-normal draws. The control, the mirrored
+# row, is the row together with its negation (128 values): symmetric about 0.
 
 # %%
 gelu = calc.parse_channels(calc.gelu_row())[0]
@@ -141,7 +142,7 @@ print(calc.zero_point_against_a_bit(4, n=384))
 # %% [markdown]
 # On these rows too, the zero point buys a little less than one more bit: the bit gains more on
 # 20 of the 20. On activations a zero point also adds correction terms to the integer GEMM
-# (lesson 06); with a static zero point they fold into the bias offline.
+# (lesson 06); with a static zero point, the terms it adds fold into the bias offline.
 
 
 # %% [markdown]

@@ -18,11 +18,10 @@
 #
 # **The question**: can smarter rounding (GPTQ) stand in for a finer granularity?
 #
-# **The answer**: Partly. On MiniLM's block 3 at int4, with 2,223 calibration tokens, GPTQ with
-# groups of 128 beat plain rounding in groups of 32 (RTN g32) on held-out sentences, on average,
-# at fewer bits per weight (4.125 against 4.5). With one scale per row, its error on its own
-# calibration tokens flattered it 1.8x, and the calibration text decided the comparison: measure
-# on unseen text.
+# **The answer**: Partly. On MiniLM's block 3 at int4, GPTQ with groups of 128 beat plain
+# rounding in groups of 32 (RTN g32) on held-out sentences, on average, at fewer bits per weight
+# (4.125 against 4.5). With one scale per row it beat RTN g32 only on its own calibration
+# paragraphs, or when calibrated on sentences like the test text: judge it on text it never saw.
 #
 # **What you will do**
 # * run GPTQ's error feedback by hand on lesson 02's 2x4 example;
@@ -30,6 +29,7 @@
 # * test whether GPTQ's lead carries over to unseen text, and calibrate it on other text.
 #
 # **What you need**: lessons 02 to 04 (scales, per-channel, groups).
+#
 # **Time**: about 17 minutes, plus about 40 for the exercise; *Going deeper*: about 25 more.
 
 
@@ -51,7 +51,8 @@ ql.show_environment()
 # Lesson 02's weights: a quiet row and a loud row, one int4 scale per row. Until now every weight
 # was rounded on its own (round-to-nearest, RTN). But a Linear layer is judged by its *output*
 # `x @ w.T`, and its inputs are not independent: here features 0 and 1 move together, and 2 and
-# 3 move against each other. The Hessian `H = 2 x.T x / tokens` records how:
+# 3 move against each other. The Hessian of the squared output error, `H = 2 x.T x / tokens`,
+# records how:
 
 # %%
 W2 = torch.tensor([[0.05, -0.08, 0.12, -0.15], [2.0, -3.1, 1.7, -2.6]])
@@ -95,10 +96,10 @@ print(f"{len(W)} encoder Linear layers; {tokens} calibration tokens in {int(para
 print(f"{sum(counts)} held-out tokens in {len(counts)} sentences")
 
 # %% [markdown]
-# Four variants: RTN per-channel and with groups of 32; GPTQ per-channel and with groups of 128,
-# as in the paper (columns in their order, damping: 1% of `H`'s mean diagonal added to its
-# diagonal), calibrated on all the calibration tokens. **The measure: relative output error**,
-# `||x @ (w - w_hat).T||^2 / ||x @ w.T||^2`, averaged over the six layers.
+# Four variants: RTN per-channel and with groups of 32; GPTQ per-channel and with groups of 128.
+# GPTQ runs as in the paper: columns in their order, damping of 1% of `H`'s mean diagonal added to
+# its diagonal. It is calibrated on all the calibration tokens. **The measure: relative output
+# error**, `||x @ (w - w_hat).T||^2 / ||x @ w.T||^2`, averaged over the six layers.
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("09", "per_channel_vs_g32")
@@ -135,8 +136,10 @@ print_table(split, {k: ".5f" for k in split[0] if k.startswith("err")} | {k: ".2
 
 # %% [markdown]
 # L3.output is left out: half the paragraphs hold fewer tokens (1,097) than its 1,536 inputs,
-# too few to fit it. On the other five layers GPTQ's error grows mostly from fit: 1.93x on
-# paragraphs it never saw (RTN g32's 1.01x); the sentences add 1.30x (RTN's 1.05x).
+# too few to fit it. The table averages the other five layers, so RTN g32's held-out error is not
+# section 2's. Fitted on half the paragraphs, about half of section 2's tokens, GPTQ's error on
+# those five layers grows mostly from fit: 1.93x on paragraphs it never saw (RTN g32's 1.01x); the
+# sentences add 1.30x (RTN's 1.05x).
 #
 # ## 4. Calibrating on single-sentence inputs
 #
@@ -273,9 +276,9 @@ for i, n in enumerate((100, 200)):
 #
 # ### Which weights matter? AWQ's 1% experiment
 #
-# The AWQ paper (Lin et al., 2023, its Table 1, OPT models at int3 with groups of 128) keeps 1%
-# of each layer's input channels in fp16 and rounds the rest. We repeat it on MiniLM's
-# `L3.intermediate` (384 inputs, so 4 channels), int3, groups of 128. Which 4 channels should
+# The AWQ paper (Lin et al., 2023, its Table 1, OPT models at int3 with groups of 128) keeps 0.1%
+# to 3% of each layer's input channels in fp16 (we take 1%) and rounds the rest. We repeat it on
+# MiniLM's `L3.intermediate` (384 inputs, so 4 channels), int3, groups of 128. Which 4 channels should
 # stay in fp16? The table measures each choice on the held-out tokens, with a paired 95%
 # interval over the 240 sentences against plain RTN (lesson 03's bootstrap).
 

@@ -21,14 +21,15 @@
 #
 # **The answer**: On MiniLM's short sentences at 2 bits, keys do better with one ruler per
 # channel, thanks to their structure, not only smaller groups. Values do better per token
-# while the tiny, heavily attended `[CLS]` is quantized; keep it in fp16 and per channel wins,
-# but the bit it costs, spent as a third per-token code bit, leaves a quarter of the error.
+# unless the tiny, heavily attended `[CLS]` is kept in fp16; here that costs about a bit per
+# value, and spent instead on a third per-token code bit, that bit gives a quarter of the error.
 #
 # **What you will do**: compare per-token and per-channel rulers on MiniLM's keys and values
 # against shuffled controls and one token kept exact, then count the bits.
 #
 # **What you need**: lessons 02 (granularity), 05 (activations) and 09 (intervals over
 # sentence pairs); nothing to download.
+#
 # **Time**: about 15 minutes, plus about 41 for the exercise (*Going deeper*: about 24 more).
 
 # %% tags=["nbval-ignore-output"]
@@ -93,10 +94,11 @@ print_table(
 print("\n".join(key_lines))
 
 # %% [markdown]
-# Each line: a ratio of mean errors, with lesson 09's paired 95% interval. Shuffled keys still
-# win 1.9x: a ruler over a dozen values fits a tighter range than one over 32, on any numbers,
-# at 4.56 bits per value against 3. At equal metadata the shuffled keys keep only 1.06x, the
-# real keys 1.7x: that is their structure (*Going deeper* finds which).
+# Each line: the ratio of mean errors, then their difference with lesson 09's paired 95%
+# interval. On shuffled keys per channel still wins 1.9x: a ruler over a dozen values fits a
+# tighter range than one over 32, on any numbers, at 4.56 bits per value against 3. At equal
+# metadata the shuffled keys keep only 1.06x, the real keys 1.7x: that is their structure
+# (*Going deeper* finds which).
 #
 # ## 4. Values: does one token decide?
 #

@@ -267,7 +267,12 @@ WRONG = {
         (6.0, "ggml_half is 2 bytes"),
         (5.25, "None"),
     ],
-    "04.budget_prediction": [(((4, 128), (4, 128)), "outlier"), (((4, 256), (4, 256)), "None")],
+    "04.budget_prediction": [
+        (((4, 128), (4, 128)), "outlier"),
+        (((4, 256), (4, 256)), "largest group"),
+        (((4, 128), (4, 256)), "255 of them"),
+        (((4, 256), (4, 128)), "None"),
+    ],
     "05.asymmetric_roundtrip": [
         (lambda x, bits: _roundtrip(x, bits, x.min(), x.max()), "did not widen"),
         (lambda x, bits: _roundtrip(x, bits, min(x.min(), 0), x.max()) if x.any() else x.clone(), "only one end"),
@@ -348,6 +353,8 @@ WRONG = {
         (lambda w, xc, xh, ns, b: next(n for n in ns if n >= w.shape[1]), "rule of thumb"),
         (lambda w, xc, xh, ns, b: _fewest_09(w, xc, ns, b, lambda n: xh, group=32), "compared with RTN g32"),
         (lambda w, xc, xh, ns, b: ns[len(ns) // 2], "None"),
+        # calibrated on all of x_cal at every count, judged on x_held
+        (lambda w, xc, xh, ns, b: _fewest_09(w, xc, [ns[0]], b, lambda n: xh), "all of x_cal"),
     ],
     "09.calib_text": [
         (lambda w, a, b, h, bits: _calib_09(w, a, b, h, bits, judge="cal"), "own calibration set"),
@@ -364,10 +371,12 @@ WRONG = {
         # the set whose normalised input correlation is nearest x_held's, with no GPTQ fit to choose
         (lambda w, a, b, h, bits: _loudness_09(w, a, b, h, bits, lambda x: (_corr_09(x) - _corr_09(h)).norm()), "None"),
         (lambda *args: _gap_09(*args), "None"),  # the set whose GPTQ error grows least from calibration to x_held
+        (lambda *args: _margin_09(*args), "margin over groups of 32"),
     ],
     "09.pick": [
         (lambda w, xc, xh, b: ("gptq", b + 16 / w.shape[1]), "per-channel GPTQ, on every layer"),
         (lambda w, xc, xh, b: ("rtn_g32", b + 0.5), "groups of 32, on every layer"),
+        (lambda w, xc, xh, b: _pick_09(w, xh, xh, b), "after calibrating on it"),
     ],
     "03.erased_channels": [
         (lambda w, bits: int((torch.round(w / (w.abs().max() / (2 ** (bits - 1) - 1))) == 0).all(dim=1).sum()), "rows"),
@@ -413,6 +422,10 @@ WRONG = {
             "no minimum",
         ),
         (lambda b, g, t, r: b + 32 / g, "share of a ruler"),
+        (
+            lambda b, g, t, r: (_kv_quantized(t, r, g) * (b + 32) + (t - _kv_quantized(t, r, g)) * 16) / t,
+            "a whole ruler's 32 bits",
+        ),
         (
             lambda b, g, t, r: (_kv_quantized(t, r, g) * (b + 64 / g) + (t - _kv_quantized(t, r, g)) * 16) / t,
             "32-bit floats",
@@ -537,6 +550,31 @@ def _gap_09(w, x_a, x_b, x_held, bits):
     name = min(fits, key=lambda n: rel(x_held, fits[n][1]) - rel(*fits[n]))
     g32 = ql.quantize(w, bits, granularity=ql.PerGroup(32)).dequantize()
     return name, rel(x_held, fits[name][1]) < rel(x_held, g32)
+
+
+def _margin_09(w, x_a, x_b, x_held, bits):
+    """Lesson 09's calib_text choosing the set where GPTQ beats groups of 32 by most on that set's own tokens."""
+    import qlesson as ql
+
+    def rel(x, w_hat):
+        return float((x @ (w - w_hat).T).square().sum() / (x @ w.T).square().sum())
+
+    g32 = ql.quantize(w, bits, granularity=ql.PerGroup(32)).dequantize()
+    fits = {n: (x, ql.gptq(w, x, bits).dequantize()) for n, x in (("a", x_a), ("b", x_b))}
+    name = min(fits, key=lambda n: rel(fits[n][0], fits[n][1]) - rel(fits[n][0], g32))
+    return name, rel(x_held, fits[name][1]) < rel(x_held, g32)
+
+
+def _pick_09(w, x_fit, x_judge, bits):
+    """Lesson 09's pick with GPTQ calibrated on ``x_fit`` and both judged on ``x_judge`` (for wrong answers)."""
+    import qlesson as ql
+
+    def rel(w_hat):
+        return float((x_judge @ (w - w_hat).T).square().sum() / (x_judge @ w.T).square().sum())
+
+    gptq = rel(ql.gptq(w, x_fit, bits).dequantize())
+    g32 = rel(ql.quantize(w, bits, granularity=ql.PerGroup(32)).dequantize())
+    return ("gptq", bits + 16 / w.shape[1]) if gptq < g32 else ("rtn_g32", bits + 16 / 32)
 
 
 def _profile_09(x):
@@ -761,6 +799,13 @@ WRONG_04 = {
         (lambda w, budget, s: min((x for x in s if x[0] <= budget), key=lambda x: _mse_04(w, *x)), "left out"),
         (lambda w, budget, s: max((x for x in s if x[0] + 16 / x[1] <= budget), key=lambda x: _mse_04(w, *x)), "None"),
         (lambda w, budget, s: min(s, key=lambda x: abs(x[0] + 16 / x[1] - budget)), "without measuring"),
+        (  # the error of the integer codes against w, the scales never applied
+            lambda w, budget, s: min(
+                (x for x in s if x[0] + 16 / x[1] <= budget),
+                key=lambda x: float((_good("04.quantize_per_group")(w, *x)[0] - w).pow(2).mean()),
+            ),
+            "integer codes",
+        ),
     ],
 }
 WRONG |= WRONG_04
@@ -876,6 +921,7 @@ WRONG_05 = {
     "05.loudest_after_smoothing": [
         (lambda x, w, a: int(x.abs().max(dim=0).values.argmax()), "loudest feature before smoothing"),
         (lambda x, w, a: int(w.abs().max(dim=0).values.argmax()), "weight column is loudest"),
+        (lambda x, w, a: int((x.abs().amax(0) / w.abs().amax(0)).argmax()), "what s_j grows with"),
         (
             lambda x, w, a: int((x * (x.abs().amax(0) ** a / w.abs().amax(0) ** (1 - a))).abs().amax(0).argmax()),
             "multiplied x by s",

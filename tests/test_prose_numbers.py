@@ -36,6 +36,8 @@ DERIVED: dict[str, dict[str, str]] = {
         "6.5": "the control's SQNR minus per-tensor's (the granularity table)",
         "0.94": "the hand example's channel range [-1.70, -0.94]",
         "4.4": "the weights' SQNR before minus after smoothing feature 99 alone",
+        "4.6": "63's median |x| on ordinary tokens over the typical feature's (profile table, unrounded: 4.57)",
+        "7.7": "267's median |x| on ordinary tokens over the typical feature's (profile table, unrounded: 7.70)",
     },
     "06": {"4.125": "Q4_0-style fp16 scale per 128: 4 + 16 / 128", "4.16": "4 + (16 + 4) / 128, GPTQ's packed zero"},
     "07": {

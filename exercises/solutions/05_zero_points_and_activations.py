@@ -136,8 +136,9 @@ recall.answer("05", 4, recall_4)
 # SmoothQuant smooths activations `x [T, K]` feeding a Linear `w [N, K]` with the factors of
 # Task 3 at this `alpha`; the smoothed activations then get one static per-tensor int8 scale.
 # Write `loudest_after_smoothing(x, w, alpha)`: the index of the input feature that sets that
-# scale. Before you run the check, guess the first case from its description: is it still the
-# feature that set the scale before smoothing? Some cases are hidden.
+# scale. The first case: alpha 0.5; feature 2 reaches 20 and has a quiet weight column, feature 5
+# reaches 6 and its weight column is 8 times louder. Guess before you run the check: which one
+# sets the scale? Some cases are hidden.
 
 
 # %% tags=["solution"]

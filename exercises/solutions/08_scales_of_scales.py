@@ -140,7 +140,7 @@ check("08.floor_top", floor_rule_top)
 # <details><summary>The prediction: amax 1.9</summary>
 #
 # The floor rule puts 1.9 at 4 x 1.9 = 7.6 ticks. int4 rounds it to 8 and clips to 7, storing
-# 1.75 (8% low); FP4 has nothing between 4 and 6 and stores 1.5 (21% low). FP4 loses more.
+# 1.75 (8% low); FP4 stops at 6, so it stores 6 x 0.25 = 1.5 (21% low). FP4 loses more.
 #
 # </details>
 

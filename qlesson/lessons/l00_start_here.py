@@ -1,4 +1,4 @@
-"""Lesson 00 · Start here: one practice prediction, and nothing else (no exercise, no recall).
+"""Lesson 00 · Start here: two practice predictions, and nothing else (no exercise, no recall).
 
 Source: ``notebooks/00_start_here.py``.
 """
@@ -46,11 +46,16 @@ PREDICT = {
             "and a channel is an output row.",
         ),
         ("1,536", True, "The weight is stored [out, in] = [1536, 384]: one scale per output row."),
-        ("1", False, "One scale for the whole weight is per-tensor, not per-channel."),
+        (
+            "4,608",
+            False,
+            "That is 1536 × 384 / 128: per-group with groups of 128. Per-channel gives each whole row one scale.",
+        ),
         (
             "589,824",
             False,
-            "That is one scale per weight (1536 × 384): nothing shared, and every scale as large as its weight.",
+            "That is one scale per weight (1536 × 384): nothing shared, and each scale takes as many bytes as the "
+            "float weight it was meant to shrink.",
         ),
     ),
 }

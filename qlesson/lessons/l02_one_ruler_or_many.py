@@ -192,8 +192,8 @@ _WORSE_MISTAKES = (
     ([3], "the row you listed is the quiet row the shared scale erases: its own scale helps it most"),
     (
         [1, 2, 5],
-        "row 2 has the others' codes but not their luck: its 2.5 and -1.5 sit half-way between shared ticks, so the "
-        "shared ruler already costs it much; compare that with its own ruler's error",
+        "row 2's 2.5 and -1.5 sit half-way between shared ticks, so the shared ruler already costs it much; compare "
+        "that with its own ruler's error",
     ),
 )
 

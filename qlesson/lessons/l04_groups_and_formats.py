@@ -233,6 +233,16 @@ def _by_mae(w: torch.Tensor, budget: float, settings: list) -> tuple[int, int]:
     return min([(b, g) for b, g in settings if b + 16 / g <= budget + 1e-12], key=lambda s: mae(*s))
 
 
+def _by_codes_error(w: torch.Tensor, budget: float, settings: list) -> tuple[int, int]:
+    """The error measured between the integer codes and w, without multiplying the codes by their scales."""
+
+    def codes_mse(bits: int, g: int) -> float:
+        q, _ = _quantize_per_group(w, bits, g)
+        return float((q - w).double().square().mean())
+
+    return min([(b, g) for b, g in settings if b + 16 / g <= budget + 1e-12], key=lambda s: codes_mse(*s))
+
+
 def _best_setting(w: torch.Tensor, budget: float, settings: list) -> tuple[int, int]:
     """The (bits, group_size) that fits ``budget`` bits per weight with fp16 scales and has the smallest MSE."""
     return _pick(w, budget, settings, lambda b, g: b + 16 / g)
@@ -509,6 +519,19 @@ TASKS: list[Task] = [
                 "(4, 256) fits, but so does (4, 128) at 4.125 bits: a smaller group that still fits is a finer ruler",
                 lambda: ((4, 256), (3, 16)),
             ),
+            Mistake(
+                "on the spiked weights the largest group lets each outlier coarsen the most weights, 255 of them; "
+                "and on the plain ones (4, 128) fits too, a finer ruler",
+                lambda: ((4, 256), (4, 256)),
+            ),
+            *(
+                Mistake(
+                    "on the spiked weights the largest group lets each outlier coarsen the most weights, 255 of "
+                    "them: weigh what a scale shared by fewer weights does",
+                    lambda pair=pair: pair,
+                )
+                for pair in (((4, 128), (4, 256)), ((3, 16), (4, 256)))
+            ),
         ],
         is_value=True,
     ),
@@ -560,6 +583,10 @@ TASKS: list[Task] = [
                 lambda w, b, s: _pick(w, b, s, lambda bits, g: bits + 20 / g),
             ),
             Mistake("treated a setting that exactly meets the budget as over it", _strictly_under),
+            Mistake(
+                "compared the integer codes with w; multiply each code by its group's scale before measuring the error",
+                _by_codes_error,
+            ),
             Mistake("ranked the settings by their worst error; rank them by mean squared error", _by_worst_error),
             Mistake("ranked the settings by mean absolute error; rank them by mean squared error", _by_mae),
             Mistake(

@@ -552,13 +552,21 @@ TASKS: list[Task] = [
         "which feature sets the static scale after smoothing",
         _loudest_after_smoothing,
         _cases_loudest_after_smoothing(),
-        "smooth x with alpha; one static per-tensor scale is set by the largest |value| left, and a feature is "
-        "divided by its own factor, which depends on its weight column too",
+        "a feature is divided by its own factor, which depends on its weight column too",
         [
             Mistake(
-                "returned the loudest feature before smoothing: each feature is divided by its own factor, so the "
-                "order can change",
+                "ranked features by max|x_j| / max|w_j|, which is what s_j grows with; the feature is divided by "
+                "s_j, so a loud weight column keeps it loud",
+                lambda x, w, a: int((x.abs().amax(0) / w.abs().amax(0)).argmax()),
+            ),
+            Mistake(
+                "returned the loudest feature before smoothing (or computed s without the weights): each feature "
+                "is divided by its own factor, so the order can change",
                 lambda x, w, a: int(x.abs().amax(0).argmax()),
+            ),
+            Mistake(
+                "returned a token index: reduce over the tokens (dim 0), then pick the loudest feature",
+                lambda x, w, a: int((x / _smooth_factors(x, w, a)).abs().amax(1).argmax()),
             ),
             Mistake(
                 "returned the feature whose weight column is loudest",
@@ -706,8 +714,7 @@ TASKS: list[Task] = [
                 _choose_one_sided,
             ),
             Mistake(
-                "chose asymmetric when one side is under half the other: compare the steps; the asymmetric step "
-                "is 1.5 times smaller only while the smaller side is under a third of the larger",
+                "chose asymmetric when one side is under half the other: compare the two steps, not the sides",
                 _choose_half_side,
             ),
             Mistake("chose per-token whenever the tokens' ranges differ at all", _choose_any_spread),
@@ -831,13 +838,15 @@ RECALL: tuple[Question, ...] = (
         (
             "Feature 63",
             False,
-            "63 is divided by its own s_j too and lies below 2: the largest value left, 157's 3.1, sets the scale.",
+            "Tempting, since 63 took over when 99 alone was smoothed (section 4). But 63 is divided by its own "
+            "s_j, 4.4, and lies at 1.3: the largest value left, 157's 3.1, sets the scale.",
         ),
         (
             "None: smoothing makes every feature equal",
             False,
-            "Only 99 and 63 were smoothed here; the other features keep their values, and the largest of them, "
-            "157's 3.1, sets the scale.",
+            "Tempting: SmoothQuant is said to balance the features, but only those it smooths. Only 99 and 63 "
+            "were smoothed here; the other features keep their values, and the largest of them, 157's 3.1, sets "
+            "the scale.",
         ),
     ),
     Numeric(

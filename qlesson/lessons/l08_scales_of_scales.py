@@ -224,7 +224,8 @@ TASKS: list[Task] = [
             Case((4, 1, 0.11), "int4 codes, r = 1, 0.11 tick", hidden=True),
         ],
         "all blocks of a super-block share one super-scale, the step of their integers: how many of those steps "
-        "make up the quiet block's scale? Count the worst rounding, then what that does to the block's largest code",
+        "make up the quiet block's scale? Count the worst rounding, then what that does to the block's largest code. "
+        "When r is 1 the block is the lesson's own case: compare with section 2's bound",
         [
             Mistake(
                 "that is the answer for a block about as loud as the loudest: a block r times quieter has r times "
@@ -409,32 +410,64 @@ PREDICT = {
         ),
     ),
     "six_bit_codes": choice(
-        "Now 6-bit codes (-31..31) on the same layer, in the same blocks of 32 under super-blocks of 8. How much "
-        "SQNR do the same 6-bit sub-scales lose against fp32 scales here?",
+        "Now 6-bit codes (-31..31) on the same layer, in the same blocks of 32 under super-blocks of 8, with the "
+        "same 6-bit sub-scales. By about what factor does the bound grow against int4 codes (the most a "
+        "near-loudest block's top code can move, in ticks)?",
         (
-            "under a hundredth of a dB, as with int4 codes",
+            "1: the same sub-scale has the same relative error, so the same move",
             False,
             "Tempting: the sub-scale is the same number, as precise as before. But its error is relative, and the "
             "largest code moves by qmax times it: 31 ticks out instead of 7.",
         ),
         (
-            "less than with int4 codes: finer codes make up for a coarser scale",
+            "2: two more code bits",
             False,
-            "Tempting if more code bits feel like more slack; but finer ticks turn the same scale error into more "
-            "ticks.",
+            "Tempting: two more bits. But each code bit about doubles the ticks, so the top code sits 31 ticks "
+            "out instead of 7, over 4 times as far.",
         ),
         (
-            "several hundredths of a dB, about what a 4- or 5-bit sub-scale costs int4 codes",
+            "about 4.4: the top code sits 31 ticks out instead of 7",
             True,
-            "The largest code sits 31 ticks out instead of 7, so the same relative error moves it 31/7, about 4.4 "
-            "times as far: as far as a sub-scale with 4.4 times fewer steps (about 14, a 4-bit one) moves int4's. "
-            "The loss grows with the move.",
+            "The bound is qmax / (2m): 31/126 against 7/126, so 31/7, about 4.4 times as far. That is as far as a "
+            "sub-scale with 4.4 times fewer steps (about 14, a 4-bit one) moves int4's top code, so expect a loss "
+            "of several hundredths of a dB.",
         ),
         (
-            "several dB: the scale is now far too coarse and the codes clip",
+            "about 16: four times finer codes, squared",
             False,
-            "Tempting, since the move grew 4.4 times; but the bound gives at most a quarter tick near the loudest "
-            "block, and a code clips only past half a tick.",
+            "Tempting if the move and the loss blur: the loss grows about as the square of the move (section 2). "
+            "The move itself grows only as the top code's distance, 31/7.",
+        ),
+    ),
+    "pow2_scale": choice(
+        "The floor rule costs int4 codes 2.33 dB over MiniLM's 36 layers (the answer above). If each block "
+        "instead took the better of the two powers of two around its ideal scale, how much SQNR would int4 codes "
+        "(-7..7) lose against exact fp32 scales?",
+        (
+            "almost nothing: the floor rule was written for FP4",
+            False,
+            "Tempting, since the rule aims at FP4's grid; but a power of two still has no steps between one power "
+            "and the next, so even the better power can leave a block's top code whole ticks from 7.",
+        ),
+        (
+            "about 1.5 dB: most of the loss is the missing steps between powers",
+            True,
+            "The better power per block wins back under a dB. The rest is a bare power of two: the ideal scale "
+            "lies anywhere between two powers, and a block's top code lands up to a few whole ticks from 7.",
+        ),
+        (
+            "the same 2.33 dB: the rule already picks the best power",
+            False,
+            "Tempting, since it is the specification's rule; but it picks from amax alone, aiming at FP4's grid, so "
+            "on int4's grid it puts the top code 4 to 8 ticks out and clips past 7.5, where the other power "
+            "is often better.",
+        ),
+        (
+            "more than 2.33 dB",
+            False,
+            "Tempting if a second power feels like a second chance to go wrong; but the floor rule's power is "
+            "always one of the two around the ideal scale, so taking the better of the two per block never loses "
+            "more.",
         ),
     ),
     "top_weight": choice(
@@ -471,8 +504,8 @@ PREDICT = {
 RECALL: tuple[Question, ...] = (
     choice(
         "An E8M0 block scale (MX's) and a 6-bit sub-scale under an fp16 super-scale both cost 0.25 bits per weight "
-        "in blocks of 32. Why does E8M0 cost int4 codes over 2 dB, where the 6-bit sub-scale costs under a "
-        "hundredth of a dB?",
+        "in blocks of 32. On int4 codes, E8M0 under the floor rule lost over 2 dB over MiniLM's 36 layers; the "
+        "6-bit sub-scale lost 0.003 dB over the same 36 layers. Why the difference?",
         (
             "The byte holds only an exponent: the scale moves in factors of 2, so the block's top code moves by "
             "whole ticks",
@@ -506,7 +539,11 @@ RECALL: tuple[Question, ...] = (
         "2**(floor(log2 5) - 2) = 2**(2 - 2) = 1: 5.0 / 1 = 5 lies in [4, 8).",
         tol=0.0001,
         mistakes=(
-            (2.0, "that is torchao's ceil rule, which rounds log2 amax up; the OCP rule rounds it down"),
+            (
+                2.0,
+                "that is the ceil rule (one of torchao's options), which rounds log2 amax up; the OCP rule "
+                "rounds it down",
+            ),
             (
                 4.0,
                 "that is 2**floor(log2 5), the power of two at or below amax: 5 would land at 1.25, at the bottom "
@@ -521,29 +558,32 @@ RECALL: tuple[Question, ...] = (
         ),
     ),
     choice(
-        "Lesson 04 revisited: int4 codes with one fp16 scale per group; the group shrinks from 32 to 16 weights. "
-        "What happens to the bits per weight?",
+        "Lesson 04 revisited: at about 4 bits per weight on MiniLM, with restricted rulers, int3 codes with one "
+        "fp16 scale per 16 weights against int4 codes with one scale per channel. Which wins on most layers?",
         (
-            "they grow by 0.5",
+            "int4 per-channel, by 2 to 4 dB: fp16 scales per 16 weights cost a whole bit, more than the finer "
+            "groups buy",
             True,
-            "The scales cost 16 / g bits per weight: 0.5 at g = 32, 1 at g = 16. That growth is what small-block "
-            "formats avoid with cheaper scales.",
+            "Lesson 04 measured it: the code bit won by 2 to 4 dB on the layers outside the six FFN outputs. A bit "
+            "per weight of fp16 scales is dear; that is the price this lesson's cheaper scales cut.",
         ),
         (
-            "they grow by 1",
+            "int3 g16: finer groups always win",
             False,
-            "1 bit per weight is the scales' whole cost at g = 16; at g = 32 they already cost 0.5, so the growth is "
-            "0.5.",
+            "Tempting, since at the same int4 codes groups of 128 beat per-channel on every layer; but here the "
+            "groups cost a code bit, and int3's ruler has 3 ticks a side where int4's has 7.",
         ),
         (
-            "they grow by 0.25",
+            "they tie everywhere: the same bits buy the same SQNR",
             False,
-            "That is the growth with one-byte scales (MXFP4's E8M0: 8/16 - 8/32); fp16 scales are 16 bits.",
+            "Tempting: 4.000 against 4.01 to 4.04 bits per weight. But they tie only on the six FFN outputs, "
+            "whose rows often hold a weight far above their rms; on the other layers the code bit wins.",
         ),
         (
-            "they stay the same: the same scale bits are shared by fewer weights",
+            "int3 g16, because an outlier stays inside its group",
             False,
-            "Tempting if one pictures the same scales; but halving the group doubles the number of scales.",
+            "Tempting: a group's own scale does confine an outlier, which is why the two tie on the six FFN "
+            "outputs. Most layers' rows hold few such weights, so the code bit wins there.",
         ),
         source=LESSON,
     ),

@@ -288,8 +288,8 @@ TASKS.append(
             ),
             Mistake(
                 "GPTQ 'won' at the first count in every case: judged on its own calibration tokens (there it beats "
-                "RTN with almost any count), or not per-channel like RTN (groups win at once)? Judge like with like, "
-                "on tokens GPTQ never saw",
+                "RTN with almost any count), calibrated on all of x_cal at every count (take its first n tokens), or "
+                "not per-channel like RTN (groups win at once)? Judge like with like, on tokens GPTQ never saw",
                 lambda w, xc, xh, ns, b: _fewest_tokens(w, xc, xh, ns, b, score_on="calib"),
             ),
             Mistake(
@@ -384,7 +384,8 @@ TASKS.append(
         "judge the two as lesson 09 judged them, on the layer's output; count the codes and the fp16 scales",
         [
             Mistake(
-                "judged on the calibration tokens, where GPTQ's fit flatters it",
+                "judged GPTQ on the tokens it was calibrated on, where its fit flatters it: on x_cal, or on x_held "
+                "after calibrating on it? Calibrate on x_cal, and judge on text GPTQ never saw",
                 lambda w, xc, xh, b: _pick(w, xc, xh, b, judge="cal"),
             ),
             Mistake(
@@ -461,6 +462,10 @@ def _calib_text(
         errs = {}
     if judge == "energy":  # the set with the larger total energy x.square().sum(), judged on x_held
         errs = {n: -float(x.square().sum()) for n, x in cal.items()}
+        judge = "held"
+    if judge == "margin":  # the set where GPTQ beats groups of 32 by most on its own tokens, judged on x_held
+        g32 = fake_quantize(w, bits, granularity=PerGroup(32))
+        errs = {n: _relative_output_error(x, w, fits[n]) - _relative_output_error(x, w, g32) for n, x in cal.items()}
         judge = "held"
     if judge == "cov":  # the set whose input covariance is nearest x_held's, judged on x_held
         c_held = x_held.T @ x_held / len(x_held)
@@ -550,8 +555,7 @@ TASKS.append(
                 hidden=True,
             ),
         ],
-        "fit GPTQ on each set and choose by its error on the validation sample x_held, then answer the lesson's "
-        "question for this layer on x_held",
+        "judge each choice where the layer will serve, not where GPTQ was fitted",
         [
             Mistake(
                 "judged each GPTQ on its own calibration set: the set GPTQ fits best there is not the one that "
@@ -588,6 +592,10 @@ TASKS.append(
                 "calibrated GPTQ on x_held, or on anything but the set you chose, to decide whether it beats groups "
                 "of 32? x_held is for judging; a deployed GPTQ is calibrated on the set you chose",
                 lambda w, a, b, h, bits: _calib_text(w, a, b, h, bits, judge="fitheld"),
+            ),
+            Mistake(
+                "chose by GPTQ's margin over groups of 32 on each set's own tokens: its fit flatters it there",
+                lambda w, a, b, h, bits: _calib_text(w, a, b, h, bits, judge="margin"),
             ),
         ],
         minutes=5,

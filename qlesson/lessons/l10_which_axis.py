@@ -514,6 +514,11 @@ TASKS: list[Task] = [
                 "charged every key a share of a ruler: the window and any incomplete group stay in fp16",
                 lambda b, g, t, r: b + 32 / g,
             ),
+            Mistake(
+                "charged each quantized key a whole ruler's 32 bits: one scale and minimum serve the group's keys "
+                "together",
+                lambda b, g, t, r: (_quantized_tokens(t, r, g) * (b + 32) + (t - _quantized_tokens(t, r, g)) * 16) / t,
+            ),
         ],
         minutes=5,
     ),

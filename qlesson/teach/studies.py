@@ -253,12 +253,13 @@ def split_rows(
     return [dict(r) for r in rows] + [mirror_row], share
 
 
-def split_report(scores: Mapping[str, EmbeddingScores], mirror: Mapping[str, Any]) -> None:
+def split_report(scores: Mapping[str, EmbeddingScores], mirror: Mapping[str, Any], *, unrelated: bool = False) -> None:
     """Print lesson 03's section 4: the table of ``scores`` (all per-tensor, all per-channel, one split) and the
     ``mirror`` split's row (lesson 03 passes the stored run's, ``python -m qlesson.bench lesson03``), the shares of the
     per-channel minus per-tensor gap in mean cosine that the split recovers and the mirror loses (:func:`split_rows`),
     and a yardstick: the mean cosine between the two FP32 embeddings of each paraphrase pair (sentences 0 and 1,
-    2 and 3, ...).
+    2 and 3, ...). ``unrelated=True`` adds a second yardstick: the mean cosine between FP32 embeddings of
+    sentences from different pairs.
 
     >>> fp32 = np.array([[1.0, 0.0], [0.6, 0.8], [0.0, 1.0], [0.0, 1.0]])  # two pairs: cosines 0.6 and 1
     >>> scores = {
@@ -274,6 +275,10 @@ def split_report(scores: Mapping[str, EmbeddingScores], mirror: Mapping[str, Any
     mirror  |       4.250 |      0.3750
     split: recovers 50% of the gap, loses 50%; mirror loses 75%
     FP32 paraphrase pairs: mean cosine 0.80
+    >>> split_report(scores, {"weights": "mirror", "bits/weight": 4.25, "mean cosine": 0.375}, unrelated=True)
+    ... # doctest: +ELLIPSIS
+    weights | ...
+    FP32 paraphrase pairs: mean cosine 0.80; sentences from different pairs: 0.40
     """
     cols = ("weights", "bits/weight", "mean cosine")
     rows, share = split_rows([s.row(cols) for s in scores.values()], mirror, cols)
@@ -282,7 +287,11 @@ def split_report(scores: Mapping[str, EmbeddingScores], mirror: Mapping[str, Any
     print(f"{rows[2]['weights']}: recovers {r:.0%} of the gap, loses {1 - r:.0%};", end=" ")
     print(f"{mirror['weights']} loses {share['mirror loses']:.0%}")
     fp32 = next(iter(scores.values())).embeddings[0]  # every setting keeps the same FP32 embeddings first
-    print(f"FP32 paraphrase pairs: mean cosine {(fp32[0::2] * fp32[1::2]).sum(1).mean():.2f}")
+    line = f"FP32 paraphrase pairs: mean cosine {(fp32[0::2] * fp32[1::2]).sum(1).mean():.2f}"
+    if unrelated:
+        pair = np.arange(len(fp32)) // 2
+        line += f"; sentences from different pairs: {(fp32 @ fp32.T)[pair[:, None] != pair[None, :]].mean():.2f}"
+    print(line)
 
 
 def embedding_quality(
