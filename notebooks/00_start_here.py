@@ -97,14 +97,14 @@ print("weight shape:", tuple(w.shape), "  per-channel scales:", ql.scale_shape(q
 # | `01_the_ruler` | How does a quantizer turn a real number into a small integer, and where does its error come from? | 15 + 22 min |
 # | `02_one_ruler_or_many` | When the rows of a weight matrix have very different magnitudes, what does giving each row its own scale buy over one shared scale? | 18 + 25 min |
 # | `03_per_channel_on_real_weights` | How much does one scale per output channel, rather than one per tensor, matter on a real transformer's weights, and why the output axis? | 18 + 24 min |
-# | `04_groups_and_formats` | When one scale per channel is still too coarse at 4 bits, what does one scale per run of `g` weights buy, and what does it cost? | 15 + 33 min |
-# | `05_zero_points_and_activations` | How should the activations of a transformer, which arrive at run time, be quantized to int8? | 16 + 35 min |
+# | `04_groups_and_formats` | When one scale per channel is still too coarse at 4 bits, what does one scale per run of `g` weights buy, and what does it cost? | 16 + 33 min |
+# | `05_zero_points_and_activations` | How should the activations of a transformer, which arrive at run time, be quantized to int8? | 17 + 35 min |
 # | `06_dequant_in_gemm` | When does a weight-only quantized weight make a matrix multiply faster than float weights do? | 17 + 40 min |
 # | `07_calculator` | What do a ruler's 4 bytes buy? | 16 + 29 min |
-# | `08_scales_of_scales` | Small blocks make fp16 scales expensive; how many bits does a block's scale really need? | 16 + 29 min |
+# | `08_scales_of_scales` | Small blocks make fp16 scales expensive; how many bits does a block's scale really need? | 17 + 29 min |
 # | `09_smarter_rounding` | Can smarter rounding (GPTQ) stand in for a finer granularity? | 17 + 40 min |
 # | `10_which_axis` | When a transformer's cached keys and values are quantized, should each scale cover one token or one channel? | 15 + 41 min |
-# | `11_your_model_in_an_engine` | Does the granularity you chose survive a real engine's file format, and what does it cost there? | 26 + 30 min |
+# | `11_your_model_in_an_engine` | Does the granularity you chose survive a real engine's file format, and what does it cost there? | 18 + 30 min |
 #
 # In all: about 3 hours of lessons and 6 hours of exercises.
 #

@@ -29,7 +29,7 @@
 #
 # **What you need**: lessons 02 and 03; nothing to download (MiniLM comes with the course).
 #
-# **Time**: about 15 minutes, plus about 33 for the exercise; *Going deeper*: about 18 more.
+# **Time**: about 16 minutes, plus about 33 for the exercise; *Going deeper*: about 18 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql

@@ -27,7 +27,7 @@
 #
 # **What you need**: lessons 01 to 03 (nothing to download).
 #
-# **Time**: about 16 minutes, plus about 35 for the exercise; *Going deeper*: about 16 more.
+# **Time**: about 17 minutes, plus about 35 for the exercise; *Going deeper*: about 16 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -84,8 +84,8 @@ print(f"lowest token minimum {float(x.amin(1).min()):+.2f}, highest {float(x.ami
 # ## 2. Per-token scales: one outlier token
 #
 # FC1's input (`L0.intermediate`) comes out of a LayerNorm. The plot shows each of its 384
-# features' largest |value|. The table shows the three loudest features overall, each on the `[CLS]`
-# tokens and on the others:
+# features' largest |value|. Can the plot tell which of its three dots is loud on one token and
+# which on many? The table shows each on the `[CLS]` tokens and on the others:
 
 # %%
 xi = evals["L0.intermediate"]
@@ -113,9 +113,9 @@ print_table(activations.granularity_control_rows(xi, labels, bits=8), {"activati
 #
 # ## 3. Smoothing: move a loud feature's range into the weights
 #
-# Features 63 and 267 are loud on ordinary tokens too: their medians are about 4.6 and 7.7 times
-# the typical feature's. A per-feature scale would fit them, but it changes along K, inside the
-# sum, so it cannot multiply the int32 result.
+# Features 63 and 267 are loud on ordinary tokens too: their medians there are about 4.6 and 7.7
+# times the typical feature's (last row: the median over all features). A per-feature scale would
+# fit them, but it changes along K, inside the sum, so it cannot multiply the int32 result.
 #
 # **SmoothQuant** divides feature `j` by `s_j` and multiplies weight column `j` by `s_j`:
 # `(x / s) @ (w * s).T` equals `x @ w.T` up to float rounding. With
@@ -169,11 +169,12 @@ for name, xc, _, w in cases:  # the static absmax each smoothing leaves, and the
 # FC1's input the spike sets the scale first: smoothing 99 alone gains 7.2 dB, and 99 and 63
 # together 10.4.
 #
-# Smoothing every feature instead of 99 and 63 lowers the static absmax, and with it the step, only
-# 1.6 times on QKV (3.11 to 1.92) and 1.8 times on FC1's input (7.00 to 3.98). But every `s_j` is
-# above 1. Each smoothed feature's rounding error reaches the output through its weight column,
-# grown by `s_j`: at the median 2.0 and 2.4. The column grows more than the step shrinks, so the
-# gain falls: 3.5 against 3.8 dB on QKV, 9.1 against 10.4 on FC1's input.
+# Smoothing every feature lowers the static absmax, and with it the step, more than smoothing 99
+# and 63 does: 1.6 times on QKV (3.11 to 1.92). On FC1's input it is 1.8 times (7.00 to 3.98).
+# So why does it gain less? Every `s_j` is above 1. Each smoothed feature's rounding error reaches
+# the output through its weight column, grown by `s_j`: at the median 2.0 and 2.4. The column grows
+# more than the step shrinks, so the activations' error grows. The weights' error shrinks, but wins
+# only part of that back: the gain is 3.5 against 3.8 dB on QKV, 9.1 against 10.4 on FC1's input.
 #
 # ## Summary
 #

@@ -29,7 +29,7 @@
 #
 # **What you need**: lessons 02 to 04; nothing to download.
 #
-# **Time**: about 16 minutes, plus about 29 for the exercise; *Going deeper*: about 23 more.
+# **Time**: about 17 minutes, plus about 29 for the exercise; *Going deeper*: about 23 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -66,11 +66,11 @@ print_table([r | {"bits per weight": 4 + r[col]} for r in rows], {col: ".4f", "b
 # block's largest weight on code `qmax`; a scale off by a fraction `e` moves it about `e x qmax`
 # ticks.
 #
-# Each block stores an integer `sc = round(s / d)`, from 1 to m. Here `d` is the super-block's
-# largest `s` divided by m (63 for 6 bits). Rounding is off by at most half a step. Near the
-# loudest block that is `1/(2m)` of the scale. So the top code moves at most `qmax / (2m)` ticks:
-# 7/126 = 0.056, the **bound**. Quieter blocks have a smaller `sc`, so a half step is a larger
-# part of their scale: over a quarter of the blocks move past the bound (`past bound %`).
+# In this lesson each block stores an integer `sc = round(s / d)`, from 1 to m. Here `d` is the
+# super-block's largest `s` divided by m (63 for 6 bits). Rounding is off by at most half a step.
+# Near the loudest block that is `1/(2m)` of the scale. So the top code moves at most `qmax / (2m)`
+# ticks: 7/126 = 0.056, the **bound**. Quieter blocks have a smaller `sc`, so a half step is a
+# larger part of their scale: over a quarter of the blocks move past the bound (`past bound %`).
 #
 # Symmetric int4 codes, the loss counted against exact fp32 scales:
 
@@ -120,10 +120,10 @@ _ = format_plots.grids()
 
 # %% [markdown]
 # The OCP **floor rule** picks `2**(floor(log2 amax) - 2)`. The 2 is the exponent of 4, FP4's
-# largest power of two. Here we apply it to int4's grid too. Two controls: section 2's `6-bit x
-# fp16` sub-scale, at the same 0.25 bits per weight, and `E8M0 best of 2`, which keeps per block the
-# better of the two powers of two around the ideal scale. All against exact `fp32` scales, on all
-# 36 layers in blocks of 32:
+# largest power of two. Here we apply it to int4's grid too. Two controls share the table.
+# Section 2's `6-bit x fp16` sub-scale costs the same 0.25 bits per weight. `E8M0 best of 2` keeps,
+# per block, the better of the two powers of two around the ideal scale. All against exact `fp32`
+# scales, on all 36 layers in blocks of 32:
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("08", "pow2_scale")
@@ -140,16 +140,17 @@ for name in ("6-bit x fp16", "E8M0 floor", "E8M0 best of 2"):
     print(f"{name}: int4 codes lose {lost[i4]:.3f} dB, FP4 codes {lost[fp4]:.3f} dB")
 
 # %% [markdown]
-# The floor rule puts a block's largest weight anywhere from 4 to 8 times the scale, where the
-# ideal puts it on int4's top code, 7: the top code moves by whole ticks, and past the
-# top it clips. Even the best power of two per block loses int4 codes 1.55 dB: most of the 2.33 dB
+# The floor rule puts a block's largest weight anywhere from 4 to 8 times the scale; the ideal puts
+# it on int4's top code, 7. So the top code lands up to 3 ticks below 7, and a weight from 7.5 up
+# clips to 7. Even the best power of two per block loses int4 codes 1.55 dB: most of the 2.33 dB
 # is the missing steps. The 6-bit sub-scale, with 63 steps, loses 0.003 dB. FP4 codes under the
-# floor rule *are* MXFP4; they lose about a dB less.
+# floor rule *are* MXFP4; they lose about a dB less. *Going deeper* shows why.
 #
 # ## Summary
 #
 # * A `b`-bit unsigned sub-scale has `m = 2**b - 1` steps; rounding it moves a near-loudest block's top
-#   code by up to `qmax / (2m)` ticks, and the SQNR lost grows about as the square of the move.
+#   code by up to `qmax / (2m)` ticks; on `L0.output` each doubling of the move multiplies the SQNR
+#   lost by 3 to 4.
 # * Under 0.1 dB on `L0.output`: 4-bit sub-scales for int4 codes, 6-bit for 6-bit codes.
 # * A power of two has no steps between powers: the floor rule costs int4 codes 2.33 dB on the 36
 #   layers, the best power of two per block 1.55.

@@ -19,25 +19,21 @@
 # **The question**: Does the granularity you chose survive a real engine's file format, and
 # what does it cost there?
 #
-# **The answer**: It survives: written in ONNX Runtime's format, qlesson's own codes give
-# embeddings equal to qlesson's simulation of the file up to float32 noise, so the quality the
-# course measured is the quality ORT delivers when it runs the file as written (weight-only,
-# in float32 arithmetic, as `run_onnx` asks; ORT's default rounds int8 activations too);
-# llama.cpp also rounds the activations, and a simulation that rounds them too reproduces its
-# loss. The cost shows up elsewhere: the float32 word-embedding table, which no Linear plan
-# touches, decides most of the file's size, and on this CPU weight-only int4 runs no faster
-# than fp32: only kernels that round the activations too gain, at batch 1.
+# **The answer**: On MiniLM in ONNX Runtime it survives: the engine gives the embeddings that
+# qlesson's simulation of the file gives, so the granularities rank as the course measured them.
+# The cost lies elsewhere: a float32 table that no Linear plan touches stays in the file, and in
+# the stored one-thread CPU timing int4 weights bought no speed.
 #
 # **What you will do**:
 # * pack MiniLM at a per-layer plan with real codes, and find what its file is made of;
-# * write it in ONNX Runtime's and llama.cpp's formats, run it there, and check the engine
-#   against the simulation;
-# * compare the granularities' quality and speed inside the engine.
+# * write it in ONNX Runtime's formats, run it, and check the engine against the simulation;
+# * compare the formats' quality and speed inside the engine.
 #
 # **What you need**: lessons 03 (MiniLM's quality table), 04 (bytes and formats) and 06 (why
-# fewer bytes need not run faster); no model or data to download. Section 3 needs `make
-# engines` once (5 to 13 minutes on 2 cores), or skip that section.
-# **Time**: about 26 minutes, plus about 30 for the exercise; *Going deeper*: about 7 more.
+# fewer bytes need not run faster); nothing to download. *Going deeper* also runs llama.cpp,
+# which needs `make engines` once.
+#
+# **Time**: about 18 minutes, plus about 30 for the exercise; *Going deeper*: about 13 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -49,13 +45,12 @@ ql.show_environment()
 # %% [markdown]
 # ## 1. One plan, real codes
 #
-# Every lesson so far quantized a weight and dequantized it at once: fake quantization. An
-# engine needs the codes and scales themselves, packed the way its kernels read them.
-# `qlesson.quant.packed` does that for a whole model. A *plan* names a scheme for each Linear
-# layer by pattern, first match wins: here, as an example, int4 with groups of 32 for the six
-# FFN up-projections and groups of 128 for the rest (the exercise asks you for a better plan).
-# `quantize_model` swaps each planned `nn.Linear` for a `QuantLinear` holding 4-bit codes, two
-# to a byte, and one fp16 scale per group.
+# Every lesson so far quantized a weight and dequantized it at once. An engine needs the codes
+# and scales themselves. `qlesson.quant.packed` stores them for a whole model. A *plan* names a
+# scheme for each Linear layer by pattern; the first match wins. Here: int4 with groups of 32
+# for the six FFN up-projections, groups of 128 for the rest. `quantize_model` swaps each
+# planned `nn.Linear` for a `QuantLinear` that holds 4-bit codes, two to a byte, and one fp16
+# scale per group.
 
 # %%
 from qlesson.quant import packed
@@ -67,20 +62,6 @@ qmodel = packed.quantize_model(model, plan)
 layers = packed.quant_layers(qmodel)
 print(f"{len(layers)} Linear layers packed; L0.intermediate: {layers['L0.intermediate'][1]}")
 print(f"bits per Linear weight, scales included: {packed.plan_bits(model, plan):.4f}")
-
-# %% [markdown]
-# The packed layers hold exactly what lesson 04's footprint counts from the shapes alone:
-
-# %%
-by_scheme: dict[str, list] = {}
-for _, layer in layers.values():
-    by_scheme.setdefault(str(layer.scheme), []).append((layer.out_features, layer.in_features))
-counted = sum(
-    ql.total_footprint(shapes, 4, ql.PerGroup(int(name.split("-g")[1]))).total_bytes
-    for name, shapes in by_scheme.items()
-)
-stored = sum(m.nbytes()["codes"] + m.nbytes()["scales"] for _, m in layers.values())
-print(f"stored codes + scales: {stored:,} bytes; lesson 04's footprint: {counted:,} bytes")
 
 # %% [markdown]
 # Those are the Linear layers. A checkpoint holds every other tensor of the model too, in
@@ -105,28 +86,26 @@ print_table([{"part": k, "MB": v / 1e6, "share": f"{v / total:.1%}"} for k, v in
 print(f"total {total / 1e6:.2f} MB; the float32 model: {4 * sum(p.numel() for p in model.parameters()) / 1e6:.2f} MB")
 
 # %% [markdown]
-# The word-embedding table, 30,522 tokens times 384 values times 4 bytes, is about 47 MB:
-# 88% of the file. A granularity plan touches only the Linear layers, which int4 shrinks
-# from 43 MB to under 6. The embedding table is a lookup, not a matrix product, so a plan for
-# the Linear layers leaves it in float32, and so do this lesson's engine files; llama.cpp's
-# quantizer and ORT's `quantize_dynamic` quantize it by default (Going deeper).
+# The word-embedding table, 30,522 tokens times 384 values times 4 bytes, is about 47 MB: 88%
+# of the file. The plan shrinks the Linear layers from 43 MB to under 6. It leaves the table in
+# float32: the table is a lookup, not a matrix product, and a granularity plan covers only the
+# products.
 #
 # ## 2. The same codes in ONNX Runtime
 #
-# `qlesson.engines.onnx_bert` writes MiniLM as an ONNX graph node by node and stores each Linear
-# weight in one of ONNX Runtime's formats:
+# `qlesson.engines.onnx_bert` writes MiniLM as an ONNX graph and stores each Linear weight in
+# one of ONNX Runtime's formats:
 # * **int8 per-tensor or per-channel**: the int8 codes feed a `DequantizeLinear` node with
 #   their scales. ONNX's `MatMul` multiplies by the transposed weight `[in, out]`, so one
 #   scale per output channel means `axis=1` there.
 # * **int4 per-group**: ORT's `MatMulNBits`, blocks of 32 or 128 codes along the input axis,
-#   a scale per block. Two codes share a byte, neighbours: element `2j` in the low nibble,
-#   `2j + 1` in the high one (llama.cpp's Q4_0, lesson 04, pairs `j` with `j + 16` instead).
-#   Without a `zero_points` input the op's zero point is 8, so qlesson's codes -7..7 are
-#   stored as 1..15.
+#   one scale per block. Two codes share a byte, neighbours: element `2j` in the low nibble,
+#   `2j + 1` in the high one. llama.cpp's Q4_0 (lesson 04) pairs `j` with `j + 16` instead.
+#   Without a `zero_points` input the zero point is 8: each nibble holds the code plus 8.
 #
 # The check: ORT's embeddings of 24 sentences against qlesson's float64 simulation of the
-# weights read back from the file, and against the float model (lesson 03's measure: the mean
-# cosine of each sentence's embedding to its float one).
+# weights read back from the file. Both are also scored against the float model with lesson
+# 03's measure, the mean cosine of each sentence's embedding to its float one.
 
 # %%
 import tempfile
@@ -157,13 +136,12 @@ rows = [
 print_table(rows, {"file MB": ".1f", "simulation vs float": ".4f", "engine vs float": ".4f"})
 
 # %% [markdown]
-# On every format the engine's embeddings match the simulation to a cosine above 1 - 1e-9:
-# ORT runs float32, the simulation float64, and nothing else differs. So the quality columns
-# agree to four decimals, and the granularity verdicts of lessons 02 to 04 hold in the engine:
-# per-channel int8 is far closer to float than per-tensor, and groups of 32 beat groups of 128
-# at int4. The files' sizes tell section 1's story again: the word-embedding table is most
-# of every file. (ORT's own quantizers pick other codes for the same weights; *Going deeper*
-# compares them. Only the simulation of the file you run predicts the engine.)
+# On every format the engine matches the simulation to a cosine above 1 - 1e-9. ORT computes in
+# float32, the simulation in float64, and the match leaves no room for any other difference. So
+# the verdicts of lessons 02 to 04 hold in the engine. Per-channel int8 is far closer to float
+# than per-tensor: 0.9996 against 0.9716. At int4, groups of 32 beat groups of 128: 0.9606
+# against 0.9394. The files' sizes repeat section 1: the word-embedding table is most of every
+# file.
 
 # %%
 import matplotlib.pyplot as plt
@@ -182,36 +160,7 @@ plt.tight_layout()
 plt.show()
 
 # %% [markdown]
-# ## 3. The same check in llama.cpp
-#
-# `qlesson.engines.gguf_bert` writes MiniLM as llama.cpp's BERT GGUF file with the Linear
-# weights in qlesson's own Q8_0 and Q4_0 bytes (lesson 04: blocks of 32 with an fp16 scale),
-# and runs it through llama-cpp-python. An F32 file is the control: the same engine with the
-# weights unquantized. That package compiles llama.cpp from source, so it is
-# not part of the set-up: run `make engines` once (5 to 13 minutes on 2 cores; it needs cmake
-# and a C++ compiler). Without it the next cell stops with a message that says so, and
-# section 4 still runs.
-
-# %%
-from qlesson.engines import gguf_bert
-
-rows = [gguf_bert.losses(model, fmt, tmp, float_emb) for fmt in ("F32", "Q8_0", "Q4_0")]
-print("1 - mean cosine to the float model (0: the float model's embeddings)")
-num = {"file MB": ".1f", "simulation: weights": ".1e", "+ activations to Q8_0": ".1e", "engine": ".1e"}
-print_table(rows, {**num, "engine / weights": ".1f"})
-
-# %% [markdown]
-# With float weights (F32) the engine lands on the float model. With Q8_0 or Q4_0 weights it
-# loses more than the weight-only simulation: on a CPU, llama.cpp rounds each *activation* row
-# to Q8_0 blocks too and multiplies integers. Put that rounding into the simulation (the
-# fourth column, `round_activations=True`) and it comes within a few percent of the engine's
-# loss. At Q4_0 the
-# activations' rounding is small next to the weights' own error; at Q8_0, whose weights lose
-# little, it is most of what the engine loses. Q4_0 is groups of 32 with all 16 codes (lesson
-# 04 measured what that 16th code buys).
-
-# %% [markdown]
-# ## 4. What it costs at run time
+# ## 3. What it costs at run time
 #
 # Lesson 06 found that fewer weight bytes need not mean a faster matrix product on a CPU. Here
 # the whole model runs in ONNX Runtime.
@@ -220,43 +169,42 @@ print_table(rows, {**num, "engine / weights": ".1f"})
 recall.predict("11", "faster")
 
 # %% [markdown]
-# `python -m qlesson.bench engines` times every format on all 24 sentences with one thread:
-# 24 calls of one sentence each (batch 1), and one call of all 24 (batch 24), in interleaved
-# rounds; each time is also given over the fp32 time of the same engine. Its stored reading:
+# `python -m qlesson.bench engines` timed each format on the 24 sentences with one thread: one
+# sentence per call (batch 1), and all 24 in one call (batch 24). Its stored reading, each time
+# over fp32's:
 
 # %%
 from qlesson.bench import engines as bench_engines
 
-print(bench_engines.format_reading(bench_engines.stored_reading()))
+reading = bench_engines.stored_reading()
+one, all24 = (bench_engines.table(reading, batch, "onnxruntime") for batch in ("batch 1", "batch 24"))
+rows = [
+    {"format": a["format"], "batch 1": a["time / fp32"], "batch 24": b["time / fp32"]}
+    for a, b in zip(one, all24, strict=True)
+    if "default" not in a["format"]
+]
+print_table(rows, {"batch 1": ".2f", "batch 24": ".2f"})
 
 # %% [markdown]
-# In ORT, the int4 graphs run within about 20% of fp32, though their Linear weights are about
-# an eighth of fp32's bytes: the CPU kernel unpacks each block and multiplies in float32, and
-# attention, LayerNorm and the embedding lookup cost the same in every format. The int8 QDQ
-# graphs, run in float32 arithmetic so that the engine computes what the simulation computes,
-# are slower: ORT 1.32 rewrites each int8 weight and its `MatMul` into an 8-bit kernel whose
-# float32 path is less tuned. ORT's default setting for that kernel (the `acc 4` row) rounds
-# the activations to int8 too and ties fp32. What gains at batch 1 is integer arithmetic:
-# llama.cpp's formats and ORT's `quantize_dynamic` round the activations to 8 bits and take
-# 0.62 to 0.72 of fp32's time there. At batch 24 no format beats its engine's fp32. So a
-# weight format buys a smaller file; speed on this CPU comes from integer kernels, which
-# compute something other than the file's weights times float activations.
+# The int4 graphs run within about 20% of fp32, though their Linear weights take about an eighth
+# of fp32's bytes. Their kernel unpacks each block and multiplies in float32. Attention,
+# LayerNorm and the embedding lookup cost the same in every format. The int8 graphs are the
+# slowest at batch 1: ORT rewrites them into an 8-bit kernel, and `run_onnx` asks it for float32
+# arithmetic, a less tuned path. Only `quantize_dynamic` gains, at 0.62 of fp32's time. It
+# rounds the activations to 8 bits too and multiplies integers. At batch 24 no format beats
+# fp32. So in this reading a weight format buys a smaller file, not speed. The one gain, at
+# batch 1, came from an integer kernel, which computes something other than the file's weights
+# times float activations.
 #
 # ## Summary
 #
-# * `qlesson.quant.packed` stores a plan's real codes and fp16 scales; their bytes are exactly
-#   lesson 04's footprint.
-# * MiniLM's file is mostly its float32 word-embedding table (47 MB, 88% at int4), which a
+# * `qlesson.quant.packed` stores a plan's real codes and fp16 scales.
+# * MiniLM's int4 file is mostly its float32 word-embedding table, 47 MB or 88%, which a
 #   Linear plan does not touch.
-# * In ONNX Runtime's QDQ and MatMulNBits formats, qlesson's codes give embeddings equal to
-#   the simulation's up to float32 noise; in llama.cpp's Q8_0 and Q4_0, up to its activation
-#   rounding, which a simulation can include. In ORT the granularities rank as they did in the
-#   course's own code.
-# * A simulation predicts one file: ORT's own quantizers pick other codes for the same weights.
-# * On this CPU, ORT's weight-only int4 runs within about 20% of fp32 and its int8 QDQ
-#   (float32 arithmetic) slower; llama.cpp's formats and ORT's `quantize_dynamic`, which
-#   round the activations too, take 0.62 to 0.72 of fp32's time at batch 1, and no format
-#   gains at batch 24.
+# * In ONNX Runtime's QDQ and MatMulNBits formats, qlesson's codes give the simulation's
+#   embeddings up to float32 noise, so the granularities rank as in the course's own code.
+# * In the stored CPU timing, weight-only int4 runs within about 20% of fp32 and int8 QDQ
+#   slower. Only an integer kernel that rounds the activations too gains, at batch 1.
 #
 # ## Pause and recall
 
@@ -274,6 +222,23 @@ recall.show("11")
 # %% [markdown]
 # ## Going deeper
 #
+# ### The packed bytes are lesson 04's footprint
+#
+# The packed layers of section 1 hold exactly what lesson 04's footprint counts from the
+# shapes alone:
+
+# %%
+by_scheme: dict[str, list] = {}
+for _, layer in layers.values():
+    by_scheme.setdefault(str(layer.scheme), []).append((layer.out_features, layer.in_features))
+counted = sum(
+    ql.total_footprint(shapes, 4, ql.PerGroup(int(name.split("-g")[1]))).total_bytes
+    for name, shapes in by_scheme.items()
+)
+stored = sum(m.nbytes()["codes"] + m.nbytes()["scales"] for _, m in layers.values())
+print(f"stored codes + scales: {stored:,} bytes; lesson 04's footprint: {counted:,} bytes")
+
+# %% [markdown]
 # ### What the engine files hold, and the embedding table
 #
 # The ONNX and GGUF files keep the word-embedding table, the LayerNorms and the biases in
@@ -291,6 +256,25 @@ print(f"word-embedding table: {4 * word.numel() / 1e6:.2f} MB float32, {table_q4
 # error, not through a matrix product: a question of its own, which this course does not
 # measure.
 #
+# ### The whole timing reading
+#
+# Section 3 printed ONNX Runtime's ratios. The stored reading holds more: the medians and their
+# spreads, ORT's default setting for the int8 kernel (the `acc 4` row), and llama.cpp's formats.
+
+# %%
+print(bench_engines.format_reading(reading))
+
+# %% [markdown]
+# ORT's default for the int8 kernel rounds the activations to int8 too: it ties fp32 at batch 1
+# and is the slowest at batch 24. llama.cpp's formats also round the activations, to Q8_0
+# blocks, and take 0.66 to 0.72 of fp32's time at batch 1; at batch 24 they tie it.
+#
+# `python -m qlesson.bench engines --store` writes this reading
+# (`notebooks/results/engines_cpu.json`), with the machine, its load and the library's
+# version. The formats run in interleaved rounds, so a change of load hits them alike; on a
+# busy machine the spreads are wide, so re-measure on a quiet one before comparing ratios
+# closer than the spreads. Batch 1 runs 24 calls of one sentence each, batch 24 one call.
+#
 # ### ORT's accuracy level, and its own int8 quantizer
 #
 # ONNX Runtime's graph optimizer turns a `DequantizeLinear` on an int8 weight followed by
@@ -307,8 +291,9 @@ print(f"word-embedding table: {4 * word.numel() / 1e6:.2f} MB float32, {table_q4
 #
 # ### ORT's own int4 quantizer
 #
-# On the first block of `L0.query`, ORT's int4 quantizer against qlesson's codes
-# (`qlesson.engines.onnx_ort`):
+# `MatMulNBits` without a `zero_points` input takes 8 as the zero point, so section 2's files
+# store qlesson's codes -7..7 as 1..15. On the first block of `L0.query`, ORT's int4 quantizer
+# against qlesson's codes (`qlesson.engines.onnx_ort`):
 
 # %%
 from qlesson.engines import onnx_ort
@@ -323,7 +308,8 @@ for scheme in ("int4-g32", "int4-g32-asym"):
 # Asymmetric, the two agree code for code. Symmetric, they differ by convention, not by
 # error: ORT uses all 16 codes, with the value of largest magnitude landing exactly on -8
 # (llama.cpp's Q4_0 rule), where qlesson keeps the course's [-7, 7]. Either file is honest
-# about its own codes.
+# about its own codes. ORT's quantizers pick other codes for the same weights, so only the
+# simulation of the file you run predicts the engine.
 #
 # ### compressed-tensors
 #
@@ -351,20 +337,39 @@ print(f"{group['codes_differ']} of 128 codes differ")
 # Its own quantizer divides the largest |value| by 7.5 and uses codes -8 to 7; qlesson's
 # codes, -7 to 7, fit the format, so the file holds them as they are.
 #
+# ### The same check in llama.cpp
+#
+# `qlesson.engines.gguf_bert` writes MiniLM as llama.cpp's BERT GGUF file with the Linear
+# weights in qlesson's own Q8_0 and Q4_0 bytes (lesson 04: blocks of 32 with an fp16 scale),
+# and runs it through llama-cpp-python. An F32 file is the control: the same engine with the
+# weights unquantized. That package compiles llama.cpp from source, so it is not part of the
+# set-up: run `make engines` once (5 to 13 minutes on 2 cores; it needs cmake and a C++
+# compiler). Without it the next cell stops with a message that says so; nothing above needs it.
+
+# %%
+from qlesson.engines import gguf_bert
+
+rows = [gguf_bert.losses(model, fmt, tmp, float_emb) for fmt in ("F32", "Q8_0", "Q4_0")]
+print("1 - mean cosine to the float model (0: the float model's embeddings)")
+num = {"file MB": ".1f", "simulation: weights": ".1e", "+ activations to Q8_0": ".1e", "engine": ".1e"}
+print_table(rows, {**num, "engine / weights": ".1f"})
+
+# %% [markdown]
+# With float weights (F32) the engine lands on the float model. With Q8_0 or Q4_0 weights it
+# loses more than the weight-only simulation: on a CPU, llama.cpp rounds each *activation* row
+# to Q8_0 blocks too and multiplies integers. Put that rounding into the simulation (the
+# fourth column, `round_activations=True`) and it comes within a few percent of the engine's
+# loss. At Q4_0 the activations' rounding is small next to the weights' own error; at Q8_0,
+# whose weights lose little, it is most of what the engine loses. Q4_0 is groups of 32 with all
+# 16 codes (lesson 04 measured what that 16th code buys).
+#
 # ### Q4_K in llama.cpp
 #
 # Q4_K packs super-blocks of 256 weights (lesson 08), so it fits only rows whose length is a
 # multiple of 256: MiniLM's FFN down-projections (1536 inputs). `gguf_bert.plan_for("Q4_K")`
 # writes those in Q4_K and the 384-wide layers in Q4_0. llama.cpp's own quantizer falls back
-# too, but to Q5_0, which qlesson does not write (Q4_0 keeps 4.5 bits). Run it as section 3 runs Q8_0 and Q4_0.
-#
-# ### Measuring the engines
-#
-# `python -m qlesson.bench engines --store` writes the reading section 4 prints
-# (`notebooks/results/engines_cpu.json`), with the machine, its load and the library's
-# version. The formats run in interleaved rounds, so a change of load hits them alike; on a
-# busy machine the spreads are wide, so re-measure on a quiet one before comparing ratios
-# closer than the spreads. Batch 1 runs 24 calls of one sentence each, batch 24 one call.
+# too, but to Q5_0, which qlesson does not write (Q4_0 keeps 4.5 bits). Run it as the cell
+# above runs Q8_0 and Q4_0.
 #
 # ### The lesson's files
 #

@@ -182,7 +182,7 @@ recall.answer("05", 5, recall_5)
 # An activation `x [tokens, features]` has outliers: a few values far louder than the rest.
 # Write `which_tool(x)`: return `"per-token"` when per-token scales would keep the loud values
 # out of a typical token's ruler, and `"smooth"` when they would not, so the loud range must
-# move into the weights. Count a value as loud when it is at least 5 times what the typical
+# move into the weights. Count a value as loud when it is at least 4 times what the typical
 # feature holds on a typical token. Every case is a two-sided (LayerNorm-like) activation with
 # outliers of one kind; the rule is not meant for a one-sided GELU output. Some cases are hidden.
 
@@ -192,7 +192,7 @@ def which_tool(x):
     ...  # STUB
     # BEGIN SOLUTION
     typical = x.abs().median(dim=0).values  # each feature's |x| on a typical token
-    return "smooth" if typical.max() >= 5 * typical.median() else "per-token"
+    return "smooth" if typical.max() >= 4 * typical.median() else "per-token"
     # END SOLUTION
 
 

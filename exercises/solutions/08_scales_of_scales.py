@@ -114,10 +114,11 @@ check("08.quiet_block_bits", quiet_block_bits)
 # Write `floor_rule_top(amax, grid)`: a block's largest magnitude is `amax` (positive), its
 # scale is the power of two MXFP4's floor rule picks for it (section 4 of the lesson), and its
 # codes lie on `grid`: `"FP4"` (E2M1) or `"int4"` (-7 to 7, under the same rule, as section 4
-# applies it). Return the value the block stores for that weight, the nearest code (ties to even)
-# times the scale: it may come back larger than `amax`, smaller, or clipped. Before you write it,
-# predict: on which grid does a block whose `amax` is 1.9 (or 1.9 times any power of two) lose
-# more of that weight? Some cases are hidden.
+# applies it). Return the value the block stores for that weight, the nearest code (ties to even;
+# on FP4, 5 units of the scale go to 4, E2M1's even code, not 6) times the scale: it may come back
+# larger than `amax`, smaller, or clipped. Before you write it, predict: on which grid does a block
+# whose `amax` is 1.9 (or 1.9 times any power of two) lose more of that weight? Some cases are
+# hidden.
 
 
 # %% tags=["solution"]

@@ -303,17 +303,17 @@ def _cases_loudest_after_smoothing() -> list[Case]:
 
 def _which_tool(x: torch.Tensor) -> str:
     typical = x.abs().median(dim=0).values  # each feature on a typical token
-    return "smooth" if float(typical.max()) >= 5 * float(typical.median()) else "per-token"
+    return "smooth" if float(typical.max()) >= 4 * float(typical.median()) else "per-token"
 
 
 def _which_by_column_absmax(x: torch.Tensor) -> str:
     a = x.abs().amax(dim=0)
-    return "smooth" if float(a.max()) >= 5 * float(a.median()) else "per-token"
+    return "smooth" if float(a.max()) >= 4 * float(a.median()) else "per-token"
 
 
 def _which_by_column_mean(x: torch.Tensor) -> str:
     m = x.abs().mean(dim=0)
-    return "smooth" if float(m.max()) >= 5 * float(m.median()) else "per-token"
+    return "smooth" if float(m.max()) >= 4 * float(m.median()) else "per-token"
 
 
 def _acts(tokens: int, features: int) -> torch.Tensor:
@@ -357,6 +357,11 @@ def _choose_one_sided(tmin: torch.Tensor, tmax: torch.Tensor) -> tuple[str, str]
     lo, hi = float(tmin.min()), float(tmax.max())
     one_sided = max(-lo, 0.0) < 0.1 * max(hi, 0.0) or max(hi, 0.0) < 0.1 * max(-lo, 0.0)
     return ("asymmetric" if one_sided else "symmetric", _choose_ruler(tmin, tmax)[1])
+
+
+def _choose_strictly_one_sided(tmin: torch.Tensor, tmax: torch.Tensor) -> tuple[str, str]:
+    lo, hi = float(tmin.min()), float(tmax.max())
+    return ("asymmetric" if lo >= 0 or hi <= 0 else "symmetric", _choose_ruler(tmin, tmax)[1])
 
 
 def _token_stats(n: int, lo: tuple[float, float], hi: tuple[float, float], loud: dict[int, tuple[float, float]]):
@@ -552,12 +557,17 @@ TASKS: list[Task] = [
         "which feature sets the static scale after smoothing",
         _loudest_after_smoothing,
         _cases_loudest_after_smoothing(),
-        "a feature is divided by its own factor, which depends on its weight column too",
+        "one static scale is set by the single largest |value| left once each feature is divided by its own "
+        "factor, which depends on its weight column too",
         [
             Mistake(
                 "ranked features by max|x_j| / max|w_j|, which is what s_j grows with; the feature is divided by "
                 "s_j, so a loud weight column keeps it loud",
                 lambda x, w, a: int((x.abs().amax(0) / w.abs().amax(0)).argmax()),
+            ),
+            Mistake(
+                "ranked features by their mean |x_j| / s_j: one static scale is set by the single largest |value|",
+                lambda x, w, a: int((x.abs().mean(0) / _smooth_factors(x, w, a)).argmax()),
             ),
             Mistake(
                 "returned the loudest feature before smoothing (or computed s without the weights): each feature "
@@ -712,6 +722,11 @@ TASKS: list[Task] = [
                 "chose asymmetric only where the data is (nearly) one-sided: a small negative side still nearly "
                 "halves the step; compare the steps, not the signs",
                 _choose_one_sided,
+            ),
+            Mistake(
+                "chose asymmetric only where no value is negative (or none positive): a small negative side, like "
+                "GELU's -0.17, still leaves the negative codes nearly empty; compare the steps, not the signs",
+                _choose_strictly_one_sided,
             ),
             Mistake(
                 "chose asymmetric when one side is under half the other: compare the two steps, not the sides",

@@ -111,6 +111,7 @@ def _floor_top(
     codes_only: bool = False,
     truncate: bool = False,
     half_up: bool = False,
+    fp4_tie_up: bool = False,
 ) -> float:
     """The value a block stores for its largest magnitude ``amax`` under an E8M0 scale, on FP4's grid or int4's."""
     top = 6.0 if grid == "FP4" else 7.0
@@ -126,7 +127,8 @@ def _floor_top(
     v = amax / 2.0**e
     if grid == "FP4" and not even:
         ticks = np.append(FP4, 8.0) if not clip else FP4
-        q = float(ticks[np.argmin(np.abs(ticks - v))])
+        dist = np.abs(ticks - v)
+        q = float(ticks[len(ticks) - 1 - np.argmin(dist[::-1])] if fp4_tie_up else ticks[np.argmin(dist)])
     else:
         q = float(np.floor(v) if truncate else np.floor(v + 0.5) if half_up else np.round(v))
         q = min(q, top) if clip else q
@@ -301,6 +303,7 @@ TASKS: list[Task] = [
             Case((35.2, "int4"), "int4, a large amax", hidden=True),
             Case((0.8, "int4"), "int4, amax 0.8", hidden=True),
             Case((1.125, "int4"), "int4, amax 1.125: a tie between two codes", hidden=True),
+            Case((1.25, "FP4"), "FP4, amax 1.25: a tie between 4 and 6", hidden=True),
         ],
         "the floor rule's power of two puts amax between 4 and 8 times the scale; the block stores the grid's "
         "nearest value to amax / scale (FP4's values are not evenly spaced), and a grid holds nothing past its top",
@@ -368,6 +371,11 @@ TASKS: list[Task] = [
                 "rounded a tie (4.5 ticks) up: like `round` and `np.round` everywhere in this course, a tie goes "
                 "to the even code",
                 lambda amax, grid: _floor_top(amax, grid, half_up=True),
+            ),
+            Mistake(
+                "rounded FP4's tie up: 5 units of the scale lie halfway between 4 and 6, and a tie goes to the even "
+                "code, 4 (E2M1 code 0110; 6 is 0111)",
+                lambda amax, grid: _floor_top(amax, grid, fp4_tie_up=True),
             ),
             Mistake(
                 "returned the code (in ticks): the task asks for the value stored, the code times the scale",
@@ -507,17 +515,17 @@ RECALL: tuple[Question, ...] = (
         "in blocks of 32. On int4 codes, E8M0 under the floor rule lost over 2 dB over MiniLM's 36 layers; the "
         "6-bit sub-scale lost 0.003 dB over the same 36 layers. Why the difference?",
         (
-            "The byte holds only an exponent: the scale moves in factors of 2, so the block's top code moves by "
-            "whole ticks",
+            "The byte holds only an exponent: the scale moves in factors of 2, so the block's top code can land "
+            "up to 3 ticks from 7",
             True,
             "A 6-bit sub-scale is off by at most 1/126 near the loudest block (7/126 of a tick); a power of two can "
-            "be off by up to 1.75 times int4's ideal, putting the top code anywhere from 4 to 8 ticks out.",
+            "be off by up to 1.75 times int4's ideal, putting the largest weight anywhere from 4 to 8 ticks out.",
         ),
         (
             "The floor rule rounds every scale down, so every block's largest weight clips",
             False,
             "Tempting, since the rule rounds down; but it puts a block's largest weight 4 to 8 ticks out, and "
-            "int4 clips it only past 7.5. Below that, the top code moves inward by whole ticks.",
+            "int4 clips it only from 7.5 up. Below that, the top code lands up to 3 ticks inward.",
         ),
         (
             "The floor rule is written for FP4; the best power of two for int4 would lose almost nothing",

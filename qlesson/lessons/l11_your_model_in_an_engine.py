@@ -133,7 +133,7 @@ RECALL: tuple[Question, ...] = (
             "The engine used another granularity than the one written",
             False,
             "It tempts because the granularity is what the course varied. But the block size is in the file "
-            "(MatMulNBits' block_size); a wrong one would move the cosine far more than 1e-5.",
+            "(MatMulNBits' block_size); a wrong one would move the cosine far more than 1e-9.",
         ),
     ),
     choice(
@@ -175,6 +175,10 @@ RECALL: tuple[Question, ...] = (
             "It tempts after reading Q4_0. MatMulNBits packs neighbours: a reader built for one misreads the other.",
         ),
     ),
+)
+
+# asked in the exercise only, numbered after RECALL: llama.cpp is a Going deeper section, and lesson 04's rate
+EXERCISE_RECALL: tuple[Question, ...] = (
     choice(
         "llama.cpp's Q4_0 MiniLM matches the simulation of its file less closely than ORT's int4 file matches "
         "its own. Why?",
