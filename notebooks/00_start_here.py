@@ -104,7 +104,7 @@ print("weight shape:", tuple(w.shape), "  per-channel scales:", ql.scale_shape(q
 # | `08_scales_of_scales` | Small blocks make fp16 scales expensive; how many bits does a block's scale really need? | 17 + 29 min |
 # | `09_smarter_rounding` | Can smarter rounding (GPTQ) stand in for a finer granularity? | 17 + 40 min |
 # | `10_which_axis` | When a transformer's cached keys and values are quantized, should each scale cover one token or one channel? | 15 + 41 min |
-# | `11_your_model_in_an_engine` | Does the granularity you chose survive a real engine's file format, and what does it cost there? | 18 + 30 min |
+# | `11_your_model_in_an_engine` | Does the granularity you chose survive a real engine's file format, and what does it cost there? | 19 + 30 min |
 #
 # In all: about 3 hours of lessons and 6 hours of exercises.
 #

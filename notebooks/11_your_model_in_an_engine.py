@@ -33,7 +33,7 @@
 # fewer bytes need not run faster); nothing to download. *Going deeper* also runs llama.cpp,
 # which needs `make engines` once.
 #
-# **Time**: about 18 minutes, plus about 30 for the exercise; *Going deeper*: about 13 more.
+# **Time**: about 19 minutes, plus about 30 for the exercise; *Going deeper*: about 13 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -186,15 +186,16 @@ rows = [
 print_table(rows, {"batch 1": ".2f", "batch 24": ".2f"})
 
 # %% [markdown]
-# The int4 graphs run within about 20% of fp32, though their Linear weights take about an eighth
-# of fp32's bytes. Their kernel unpacks each block and multiplies in float32. Attention,
-# LayerNorm and the embedding lookup cost the same in every format. The int8 graphs are the
-# slowest at batch 1: ORT rewrites them into an 8-bit kernel, and `run_onnx` asks it for float32
-# arithmetic, a less tuned path. Only `quantize_dynamic` gains, at 0.62 of fp32's time. It
-# rounds the activations to 8 bits too and multiplies integers. At batch 24 no format beats
-# fp32. So in this reading a weight format buys a smaller file, not speed. The one gain, at
-# batch 1, came from an integer kernel, which computes something other than the file's weights
-# times float activations.
+# The int4 graphs run within about 20% of fp32, though their Linear weights take a seventh to an
+# eighth of fp32's bytes (4.5 and 4.125 bits). Their kernel unpacks each block and multiplies in
+# float32. Attention, LayerNorm and the embedding lookup cost the same in every format. The int8
+# graphs are the slowest at batch 1: ORT rewrites them into an 8-bit kernel, and `run_onnx` asks
+# it for float32 arithmetic; at ORT's default setting the same kernel ties fp32 at batch 1
+# (*Going deeper*). Only `quantize_dynamic` gains, at 0.62 of fp32's time. It rounds the
+# activations to 8 bits too and multiplies integers. At batch 24 no format beats fp32. So in
+# this reading a weight format buys a smaller file, not speed. The one gain, at batch 1, came
+# from an integer kernel, which computes something other than the file's weights times float
+# activations.
 #
 # ## Summary
 #
@@ -266,8 +267,9 @@ print(bench_engines.format_reading(reading))
 
 # %% [markdown]
 # ORT's default for the int8 kernel rounds the activations to int8 too: it ties fp32 at batch 1
-# and is the slowest at batch 24. llama.cpp's formats also round the activations, to Q8_0
-# blocks, and take 0.66 to 0.72 of fp32's time at batch 1; at batch 24 they tie it.
+# and is the slowest at batch 24. llama.cpp's formats also round the activations, to Q8_0 blocks
+# (Q8_K, blocks of 256, for the Q4_K layers), and take 0.66 to 0.72 of fp32's time at batch 1;
+# at batch 24 they tie it.
 #
 # `python -m qlesson.bench engines --store` writes this reading
 # (`notebooks/results/engines_cpu.json`), with the machine, its load and the library's

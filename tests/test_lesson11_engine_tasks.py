@@ -101,6 +101,8 @@ def test_the_signed_nibble_and_the_fp16_float_layer_are_named():
     t = next(t for t in l11.TASKS if t.task_id == "11.read_matmulnbits")
     v = checking.evaluate(t, lambda B, s, g: l11._read_matmulnbits(B, s, g, signed=True))
     assert v.mistake and "signed int4" in v.mistake
+    v = checking.evaluate(t, lambda B, s, g: l11._read_matmulnbits(B, s, g, zero_point=7))
+    assert v.mistake and v.mistake.startswith("subtracted 7")
     t = next(t for t in l11.TASKS if t.task_id == "11.file_bytes")
     v = checking.evaluate(t, lambda a, b, p: l11._file_bytes(a, b, p, float16=True))
     assert v.mistake and "16 bits" in v.mistake

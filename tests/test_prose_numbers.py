@@ -53,7 +53,10 @@ DERIVED: dict[str, dict[str, str]] = {
     },
     "08": {"4.4": "31 / 7: 6-bit codes' top code against int4's (the bound columns, 0.246 / 0.056)"},
     "09": {"7.5": "AutoGPTQ's divisor, (qmax - qmin) / 2 for codes -8 .. 7"},
-    "11": {"7.5": "the engine's divisor, (qmax - qmin) / 2 for codes -8 .. 7"},
+    "11": {
+        "7.5": "the engine's divisor, (qmax - qmin) / 2 for codes -8 .. 7",
+        "4.125": "4 + 16 / 128: int4-g128's bits per Linear weight, 4-bit codes and one fp16 scale per 128",
+    },
 }
 
 

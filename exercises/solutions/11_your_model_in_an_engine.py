@@ -175,7 +175,7 @@ recall.answer("11", 1, recall_1)
 #
 # ORT's int4 MiniLM: cosines above 1 - 1e-9 to qlesson's float64 simulation of its codes. What does the gap say?
 #
-# - **a)** The engine used another granularity than the one written
+# - **a)** The engine also rounded the activations to 8 bits
 # - **b)** The engine re-quantized the weights with its own rounding
 # - **c)** The engine computes in float32; the codes and scales are the same
 #
@@ -233,11 +233,11 @@ recall.answer("11", 4, recall_4)
 # %% [markdown]
 # ### Recall 11.5
 #
-# llama.cpp's Q4_0 MiniLM matches the simulation of its file less closely than ORT's int4 file matches its own. Why?
+# Lesson 06: where can a weight-only int4 weight make a matrix product faster than float32 weights?
 #
-# - **a)** llama.cpp re-quantizes the weights with its own rule when it loads the file
-# - **b)** llama.cpp stores its scales in fp16, and the simulation uses float32 scales
-# - **c)** On a CPU, llama.cpp also rounds each activation row to 8-bit blocks and multiplies integers
+# - **a)** Always: it reads about an eighth of the bytes
+# - **b)** At large batches, where there is the most arithmetic to save
+# - **c)** At small batches, where reading the weight sets the time
 #
 # Answer with the option's letter as a string (in quotes).
 
@@ -253,14 +253,18 @@ recall.answer("11", 5, recall_5)
 # %% [markdown]
 # ### Recall 11.6
 #
-# Lesson 04: int4 codes with one fp16 scale per group of 128 weights. Bits per weight?
+# llama.cpp's Q4_0 MiniLM matches the simulation of its file less closely than ORT's int4 file matches its own. Why?
 #
-# Answer with a number.
+# - **a)** On a CPU, llama.cpp also rounds each activation row to 8-bit blocks and multiplies integers
+# - **b)** llama.cpp re-quantizes the weights with its own rule when it loads the file
+# - **c)** llama.cpp stores its scales in fp16, and the simulation uses float32 scales
+#
+# Answer with the option's letter as a string (in quotes).
 
 # %% tags=["solution"]
 recall_6 = ...  # STUB
 # BEGIN SOLUTION
-recall_6 = 4.125
+recall_6 = "a"
 # END SOLUTION
 
 # %% qlesson={"task": "recall 11.6"} tags=["check"]

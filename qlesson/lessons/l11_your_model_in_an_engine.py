@@ -130,10 +130,11 @@ RECALL: tuple[Question, ...] = (
             "the engine only reads them; a re-quantization would show as a gap the size of the quantization error.",
         ),
         (
-            "The engine used another granularity than the one written",
+            "The engine also rounded the activations to 8 bits",
             False,
-            "It tempts because the granularity is what the course varied. But the block size is in the file "
-            "(MatMulNBits' block_size); a wrong one would move the cosine far more than 1e-9.",
+            "It tempts because ORT's default accuracy level and llama.cpp do that. But that rounding shows: in "
+            "Going deeper it takes llama.cpp's Q8_0 loss from 1.2e-4 to 3.5e-4, far above 1e-9; `run_onnx` asks "
+            "ORT for float32 arithmetic.",
         ),
     ),
     choice(
@@ -175,9 +176,32 @@ RECALL: tuple[Question, ...] = (
             "It tempts after reading Q4_0. MatMulNBits packs neighbours: a reader built for one misreads the other.",
         ),
     ),
+    choice(
+        "Lesson 06: where can a weight-only int4 weight make a matrix product faster than float32 weights?",
+        (
+            "At small batches, where reading the weight sets the time",
+            True,
+            "Fewer bytes help only where bytes set the time; at large batches arithmetic does, and weight-only "
+            "int4 still multiplies in float. Can is not will: this lesson's int4 graphs ran within about 20% of "
+            "fp32 even at batch 1.",
+        ),
+        (
+            "At large batches, where there is the most arithmetic to save",
+            False,
+            "It tempts because int4 looks like cheaper arithmetic. But a weight-only kernel dequantizes and "
+            "multiplies in float.",
+        ),
+        (
+            "Always: it reads about an eighth of the bytes",
+            False,
+            "It tempts because bytes are the obvious cost. But this lesson's batch-24 column shows no format "
+            "beating fp32 once arithmetic sets the time.",
+        ),
+        source=LESSON,
+    ),
 )
 
-# asked in the exercise only, numbered after RECALL: llama.cpp is a Going deeper section, and lesson 04's rate
+# asked in the exercise only, numbered after RECALL: llama.cpp is a Going deeper section
 EXERCISE_RECALL: tuple[Question, ...] = (
     choice(
         "llama.cpp's Q4_0 MiniLM matches the simulation of its file less closely than ORT's int4 file matches "
@@ -202,17 +226,6 @@ EXERCISE_RECALL: tuple[Question, ...] = (
         ),
         source=LESSON,
     ),
-    Numeric(
-        "Lesson 04: int4 codes with one fp16 scale per group of 128 weights. Bits per weight?",
-        4.125,
-        "4 bits of code plus 16 bits of scale shared by 128 weights: 4 + 16 / 128.",
-        tol=0.001,
-        mistakes=(
-            (4.25, "that counts the scale as fp32 (32 / 128); this scale is fp16"),
-            (4.0, "that forgets the scales"),
-            (4.5, "that is groups of 32 with fp16 scales (Q4_0's rate)"),
-        ),
-    ),
 )
 
 
@@ -229,7 +242,7 @@ def _read_matmulnbits(B: np.ndarray, scales: np.ndarray, block_size: int, **how)
         u = np.stack([B & 0x0F, B >> 4], axis=-1).reshape(n, n_blocks, 2 * half)
     if how.get("signed"):  # two's complement int4, the way ONNX's INT4 type stores a nibble
         u = np.where(u >= 8, u.astype(np.int16) - 16, u)
-    q = u.astype(np.float32) - (0 if how.get("no_offset") or how.get("signed") else 8)
+    q = u.astype(np.float32) - (0 if how.get("no_offset") or how.get("signed") else how.get("zero_point", 8))
     s = scales.reshape(n_blocks, n).T if how.get("block_major") else scales.reshape(n, n_blocks)
     return torch.from_numpy((q * s[..., None]).reshape(n, n_blocks * block_size).astype(np.float32))
 
@@ -439,6 +452,10 @@ TASKS: list[Task] = [
             Mistake(
                 "forgot the zero point: without a zero_points input every nibble holds the code plus 8",
                 lambda B, s, g: _read_matmulnbits(B, s, g, no_offset=True),
+            ),
+            Mistake(
+                "subtracted 7: without a zero_points input the stored codes sit around 8 (-7..7 as 1..15)",
+                lambda B, s, g: _read_matmulnbits(B, s, g, zero_point=7),
             ),
             Mistake(
                 "read the nibble as a signed int4: MatMulNBits stores unsigned 0..15 around the zero point 8",
