@@ -99,8 +99,8 @@ print(f"total {total / 1e6:.2f} MB; the float32 model: {4 * sum(p.numel() for p 
 #   their scales. ONNX's `MatMul` multiplies by the transposed weight `[in, out]`, so one
 #   scale per output channel means `axis=1` there.
 # * **int4 per-group**: ORT's `MatMulNBits`, blocks of 32 or 128 codes along the input axis,
-#   one scale per block. Two codes share a byte, neighbours: element `2j` in the low nibble,
-#   `2j + 1` in the high one. llama.cpp's Q4_0 (lesson 04) pairs `j` with `j + 16` instead.
+#   one float32 scale per block. Two codes share a byte, neighbours: element `2j` in the low
+#   nibble, `2j + 1` in the high one. llama.cpp's Q4_0 (lesson 04) pairs `j` with `j + 16` instead.
 #   Without a `zero_points` input the zero point is 8: each nibble holds the code plus 8.
 #
 # The check: ORT's embeddings of 24 sentences against qlesson's float64 simulation of the
@@ -138,10 +138,10 @@ print_table(rows, {"file MB": ".1f", "simulation vs float": ".4f", "engine vs fl
 # %% [markdown]
 # On every format the engine matches the simulation to a cosine above 1 - 1e-9. ORT computes in
 # float32, the simulation in float64, and the match leaves no room for any other difference. So
-# the verdicts of lessons 02 to 04 hold in the engine. Per-channel int8 is far closer to float
-# than per-tensor: 0.9996 against 0.9716. At int4, groups of 32 beat groups of 128: 0.9606
-# against 0.9394. The files' sizes repeat section 1: the word-embedding table is most of every
-# file.
+# on MiniLM the engine ranks these granularities as lessons 02 to 04 did. Per-channel int8 is
+# far closer to float than per-tensor: 0.9996 against 0.9716. At int4, groups of 32 beat groups
+# of 128: 0.9606 against 0.9394. The files' sizes repeat section 1: the word-embedding table is
+# most of every file.
 
 # %%
 import matplotlib.pyplot as plt
@@ -186,16 +186,15 @@ rows = [
 print_table(rows, {"batch 1": ".2f", "batch 24": ".2f"})
 
 # %% [markdown]
-# The int4 graphs run within about 20% of fp32, though their Linear weights take a seventh to an
-# eighth of fp32's bytes (4.5 and 4.125 bits). Their kernel unpacks each block and multiplies in
-# float32. Attention, LayerNorm and the embedding lookup cost the same in every format. The int8
-# graphs are the slowest at batch 1: ORT rewrites them into an 8-bit kernel, and `run_onnx` asks
-# it for float32 arithmetic; at ORT's default setting the same kernel ties fp32 at batch 1
-# (*Going deeper*). Only `quantize_dynamic` gains, at 0.62 of fp32's time. It rounds the
-# activations to 8 bits too and multiplies integers. At batch 24 no format beats fp32. So in
-# this reading a weight format buys a smaller file, not speed. The one gain, at batch 1, came
-# from an integer kernel, which computes something other than the file's weights times float
-# activations.
+# The int4 graphs run within about 20% of fp32, though their Linear weights take about a sixth to
+# a seventh of fp32's bytes: 5 and 4.25 bits, since in a float32 graph `MatMulNBits` stores
+# float32 scales. Their kernel unpacks each block and multiplies in float32. Attention,
+# LayerNorm and the embedding lookup cost the same in every format. The int8 graphs are the
+# slowest at batch 1. ORT rewrites them into an 8-bit kernel, and `run_onnx` asks it for float32
+# arithmetic. Only `quantize_dynamic` gains, at 0.62 of fp32's time. It rounds the activations to
+# 8 bits too and multiplies integers. At batch 24 no format beats fp32. So in this reading a
+# weight format buys a smaller file, not speed. The one gain came from an integer kernel. It
+# computes something other than the file's weights times float activations.
 #
 # ## Summary
 #

@@ -55,7 +55,8 @@ DERIVED: dict[str, dict[str, str]] = {
     "09": {"7.5": "AutoGPTQ's divisor, (qmax - qmin) / 2 for codes -8 .. 7"},
     "11": {
         "7.5": "the engine's divisor, (qmax - qmin) / 2 for codes -8 .. 7",
-        "4.125": "4 + 16 / 128: int4-g128's bits per Linear weight, 4-bit codes and one fp16 scale per 128",
+        "4.25": "4 + 32 / 128: int4-g128's bits per Linear weight in the ONNX file, 4-bit codes and one float32 "
+        "scale per 128",
     },
 }
 
