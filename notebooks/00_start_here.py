@@ -94,7 +94,7 @@ print("weight shape:", tuple(w.shape), "  per-channel scales:", ql.scale_shape(q
 #
 # | lesson | the question it answers | time |
 # |---|---|---|
-# | `01_the_ruler` | How does a quantizer turn a real number into a small integer, and where does its error come from? | 15 + 22 min |
+# | `01_the_ruler` | How does a quantizer turn a real number into a small integer, and where does its error come from? | 15 + 23 min |
 # | `02_one_ruler_or_many` | When the rows of a weight matrix have very different magnitudes, what does giving each row its own scale buy over one shared scale? | 18 + 25 min |
 # | `03_per_channel_on_real_weights` | How much does one scale per output channel, rather than one per tensor, matter on a real transformer's weights, and why the output axis? | 18 + 24 min |
 # | `04_groups_and_formats` | When one scale per channel is still too coarse at 4 bits, what does one scale per run of `g` weights buy, and what does it cost? | 16 + 33 min |

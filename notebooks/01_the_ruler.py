@@ -29,7 +29,7 @@
 #
 # **What you need**: lesson 00.
 #
-# **Time**: about 15 minutes, plus about 22 for the exercise; *Going deeper*: about 6 more.
+# **Time**: about 15 minutes, plus about 23 for the exercise; *Going deeper*: about 6 more.
 
 # %% tags=["nbval-ignore-output"]
 import qlesson as ql
@@ -100,8 +100,9 @@ _ = plots.ruler(values + [1.6], bits=3, scale=fixed_scale)
 # %% [markdown]
 # ## 4. Try it: a value and a bit width
 #
-# The sliders move one extra value on that ruler. Is 1.0 clipped at 3 bits? At 4 bits? Predict,
-# then set it to 1.0 at each width, and slide it up from 0.91 until the readout says **clipped**.
+# One slider moves an extra value; the other sets the bit width of the six values' ruler. Is 1.0
+# clipped at 3 bits? At 4 bits? Predict, then set it to 1.0 at each width, and slide it up from
+# 0.91 until the readout says **clipped**.
 
 # %% tags=["nbval-ignore-output"]
 widgets.ruler_explorer(tuple(values))
@@ -132,8 +133,8 @@ print_table(ruler.compare_modes(gelu_like, bits=4, modes=two_modes), {"scale": "
 # %% [markdown]
 # The symmetric ruler spends its negative codes down to -2.0, which these values barely enter:
 # its ticks are about twice as coarse. The zero point rounds from 1.175 to 1, which moves the
-# ruler's ends off -0.17 and 2.0 (last column). Half the tick, half the error: the mean error
-# falls from 0.052 to 0.025.
+# ruler's ends off -0.17 and 2.0 (last column). Here the mean error halves with the tick: 0.052
+# to 0.025.
 #
 # ## Summary
 #

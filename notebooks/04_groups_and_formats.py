@@ -114,7 +114,7 @@ print_table(rows, {"bits/weight": ".4f"})
 #
 # ## 3. The trade-off on real weights
 #
-# MiniLM's six FFN output layers (`[384, 1536]`, one per encoder layer), with lesson 02's
+# MiniLM's six FFN output layers (`[384, 1536]`, one per encoder layer), with lesson 01's
 # restricted rulers (`[-7, 7]` at int4, `[-3, 3]` at int3).
 #
 # There are two ways to spend a fourth bit. A code bit: int4 per-channel, 4.010 bits per
@@ -137,8 +137,8 @@ _ = plots.pareto_zoom(points, labels, xlim=(3.95, 4.3))
 # Over these six layers pooled, the two ways land about 0.2 dB apart. Both sit about 3.5 dB below
 # int4 g128, which stores 4.125 bits per weight.
 #
-# The same comparison on four single weights. The last is L0.output with every weight clipped to
-# 3.3 times its row's rms: on the other 31 layers, that is where a typical row's largest |w| sits.
+# The same comparison on four single weights. The last is L0.output clipped at 3.3 times each
+# row's rms. On the other 31 layers, a typical row's largest |w| sits there.
 
 # %% tags=["nbval-ignore-output"]
 recall.predict("04", "control")
@@ -163,11 +163,12 @@ for name, w_layer in controls.items():
 print_table(rows, {"int3 g16 dB": ".2f", "int4 per-channel dB": ".2f"})
 
 # %% [markdown]
-# What moves is int4 per-channel; int3 g16 stays near 14 dB on all four. The cause: a few
-# weights in some rows far above the row's rms (last column) stretch that row's one ruler.
+# What moves is int4 per-channel; int3 g16 stays near 14 dB on all four. The suspect: a few
+# weights far above their row's rms (last column), which stretch that row's one ruler.
 #
 # First test: give the Gaussian two such weights per row, and the code bit's 2.6 dB lead is gone.
-# Second test: clip them from L0.output, and its lead grows from 0.3 to 3.5 dB. Every MiniLM
+# Second test: clip them from L0.output, and its lead grows from 0.3 to 3.5 dB. So those few
+# weights, not the layer, decide the tie. Every MiniLM
 # layer, each column a range over its layers:
 
 # %%

@@ -21,8 +21,8 @@
 #
 # **The answer**: its fewer bytes help only where reading the weight sets the time (small
 # batches); at large batches each kernel's own arithmetic sets it, and PyTorch's weight-only
-# kernels lost to float weights there in both of this lesson's stored runs (a 2-core Xeon, an
-# H200). They help only in a kernel that never writes a dequantized copy, and no scale forces
+# kernels lost to float weights there in every stored run (a 2-core Xeon here; an H100 and an
+# H200 in *Going deeper*). They help only in a kernel that never writes a dequantized copy, and no scale forces
 # one: an output-channel scale goes after the product, an input-channel scale onto the
 # activations, a group scale inside the reduction.
 #

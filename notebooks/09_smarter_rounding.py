@@ -138,8 +138,8 @@ print_table(split, {k: ".5f" for k in split[0] if k.startswith("err")} | {k: ".2
 # L3.output is left out: half the paragraphs hold fewer tokens (1,097) than its 1,536 inputs,
 # too few to fit it. The table averages the other five layers, so RTN g32's held-out error is not
 # section 2's. Fitted on half the paragraphs, about half of section 2's tokens, GPTQ's error on
-# those five layers grows mostly from fit: 1.93x on paragraphs it never saw (RTN g32's 1.01x); the
-# sentences add 1.30x (RTN's 1.05x).
+# those five layers grows 1.93x on paragraphs it never saw (RTN g32's 1.01x); the sentences add
+# 1.30x (RTN's 1.05x). At this calibration size most of GPTQ's growth is fit, not text.
 #
 # ## 4. Calibrating on single-sentence inputs
 #

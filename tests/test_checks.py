@@ -972,7 +972,14 @@ def _nbits_by_hand_11(B, scales, g, *, halves=False, offset=8):
     return torch.from_numpy(((u.astype(np.float32) - offset) * scales.reshape(n, blocks, 1)).reshape(n, -1))
 
 
-def _bytes_by_hand_11(linears, others, plan, scale_bytes=2):
+def _nbits_uint8_minus_8_11(B, scales, g):
+    n, blocks, _ = B.shape
+    lo, hi = (B & 0x0F) - 8, (B >> 4) - 8  # still uint8: a code below 8 wraps to 248 and up
+    q = np.stack([lo, hi], axis=-1).reshape(n, blocks, g)
+    return torch.from_numpy((q * scales.reshape(n, blocks, 1)).reshape(n, -1).astype(np.float32))
+
+
+def _bytes_by_hand_11(linears, others, plan, scale_bytes=2, tensor_scales_per_row=False):
     total = 4 * sum(math.prod(s) for s in others.values())
     for name, (out, inp) in linears.items():
         s = plan.get(name, "float")
@@ -980,7 +987,13 @@ def _bytes_by_hand_11(linears, others, plan, scale_bytes=2):
             total += 4 * out * inp + 4 * out
             continue
         bits = int(s[3])
-        groups = 1 if "tensor" in s else out if "channel" in s else out * inp // int(s.split("-g")[1].split("-")[0])
+        groups = (
+            (out if tensor_scales_per_row else 1)
+            if "tensor" in s
+            else out
+            if "channel" in s
+            else out * inp // int(s.split("-g")[1].split("-")[0])
+        )
         total += out * math.ceil(inp * bits / 8) + scale_bytes * groups + (groups if "asym" in s else 0) + 4 * out
     return total
 
@@ -990,10 +1003,12 @@ WRONG_11 = {
         (lambda B, s, g: _nbits_by_hand_11(B, s, g, halves=True), "Q4_0 order"),
         (lambda B, s, g: _nbits_by_hand_11(B, s, g, offset=0), "plus 8"),
         (lambda B, s, g: _nbits_by_hand_11(B, s, g).T.contiguous(), "None"),
+        (_nbits_uint8_minus_8_11, "uint8 arithmetic"),
     ],
     "11.file_bytes": [
         (lambda a, b, p: _bytes_by_hand_11(a, b, p, scale_bytes=4), "fp32"),
         (lambda a, b, p: _bytes_by_hand_11(a, {}, p), "embedding table"),
+        (lambda a, b, p: _bytes_by_hand_11(a, b, p, tensor_scales_per_row=True), "one scale per row"),
     ],
     "11.plan": [
         ({"*": "int4-g32-asym"}, "over the budget"),

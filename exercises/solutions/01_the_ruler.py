@@ -201,3 +201,19 @@ recall_7 = "b"
 
 # %% qlesson={"task": "recall 01.7"} tags=["check"]
 recall.answer("01", 7, recall_7)
+
+# %% [markdown]
+# ### Recall 01.8
+#
+# Lesson 00 revisited: torch.nn.Linear(384, 1536) gets one symmetric int8 ruler per output channel. How many scales?
+#
+# Answer with a number.
+
+# %% tags=["solution"]
+recall_8 = ...  # STUB
+# BEGIN SOLUTION
+recall_8 = 1536
+# END SOLUTION
+
+# %% qlesson={"task": "recall 01.8"} tags=["check"]
+recall.answer("01", 8, recall_8)

@@ -46,7 +46,7 @@ from qlesson.course.tasks import check
 #
 # Write `quantize_per_group(w, bits, group_size)` for `w [N, K]`: codes `[N, K]` and scales
 # `[N, K // group_size]`, groups being contiguous runs along K. Use the lessons' restricted
-# symmetric ruler (as many codes above 0 as below, as in lesson 02) and round with
+# symmetric ruler (as many codes above 0 as below, as in lesson 01) and round with
 # `torch.round`. A group of zeros has scale 0: give it codes 0.
 
 

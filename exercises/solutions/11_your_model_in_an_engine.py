@@ -129,7 +129,8 @@ check("11.file_bytes", file_bytes)
 #
 # * **Pass**: within the budget, and the embeddings of 24 held-out sentences (not in any
 #   lesson) are closer to the float model's than uniform `int4-g32`'s (the finest uniform
-#   symmetric plan within the budget), by the lesson's measure (mean cosine to float).
+#   symmetric plan within the budget) by at least 0.001, by the lesson's measure (mean cosine
+#   to float).
 # * **Stretch**: a mean cosine of 0.975 or more on the held-out sentences.
 #
 # `try_plan(plan)` prints a plan's bits per weight, counted as the grader counts them, and its
@@ -193,11 +194,11 @@ recall.answer("11", 2, recall_2)
 # %% [markdown]
 # ### Recall 11.3
 #
-# ONNX's MatMul takes W^T [in, out]. Per-output-channel int8 scales on W^T in DequantizeLinear need which axis?
+# The lesson's graph feeds MatMul W^T [in, out]. Per-output-channel int8 scales on W^T in DequantizeLinear: which axis?
 #
 # - **a)** axis=1: the output channels are the columns of W^T
-# - **b)** Any axis: the scales are a vector either way
-# - **c)** axis=0, as in PyTorch's [out, in] layout
+# - **b)** axis=0, as in PyTorch's [out, in] layout
+# - **c)** Any axis: the scales are a vector either way
 #
 # Answer with the option's letter as a string (in quotes).
 

@@ -370,7 +370,7 @@ RECALL: tuple[Question, ...] = (
 
 # asked in the exercises, not in the quiz (numbered after it): 4 applies the clipping rule to an int4 ruler; 5 (the
 # asymmetric predict again) is 02's spaced recall; 6 (02-04's) recalls the lesson's first predict; 7 carries it
-# to a new pair of widths (exercise 01's own)
+# to a new pair of widths (exercise 01's own); 8 is lesson 00's spaced recall
 EXERCISE_RECALL: tuple[Question, ...] = (
     choice(
         "A fixed int4 ruler (scale 0.1, ticks -7..7) meets 0.74 and 2.0. Which of them does it clip?",
@@ -437,6 +437,21 @@ EXERCISE_RECALL: tuple[Question, ...] = (
             False,
             "Tempting because the codes grow from 15 to 255, and 255 / 15 is 17; but the tick follows the steps "
             "per side, 7 then 127, so 127 / 7.",
+        ),
+    ),
+    Numeric(
+        "Lesson 00 revisited: torch.nn.Linear(384, 1536) gets one symmetric int8 ruler per output channel. "
+        "How many scales?",
+        1536,
+        "Linear(in, out) stores its weight as [out, in] = [1536, 384]; a channel is an output row, so 1,536 rulers.",
+        tol=0.5,
+        mistakes=(
+            (384, "384 is in_features, the first argument; the weight is stored [out, in], one ruler per output row"),
+            (1, "one ruler for the whole weight is per-tensor, not per-channel"),
+            (
+                4608,
+                "that is 1536 x 384 / 128: per-group with groups of 128; per-channel gives each whole row one ruler",
+            ),
         ),
     ),
 )

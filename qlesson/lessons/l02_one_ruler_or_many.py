@@ -192,8 +192,8 @@ _WORSE_MISTAKES = (
     ([3], "the row you listed is the quiet row the shared scale erases: its own scale helps it most"),
     (
         [1, 2, 5],
-        "row 2's 2.5 and -1.5 sit half-way between shared ticks, so the shared ruler already costs it much; compare "
-        "that with its own ruler's error",
+        "one row you listed has values half-way between shared ticks, so the shared ruler already costs it much; "
+        "compare that with its own ruler's error",
     ),
 )
 
@@ -520,7 +520,7 @@ RECALL: tuple[Question, ...] = (
         "nonzero code?",
         3.44,
         "Row A's largest magnitude must pass half a shared tick: 0.15 m > (3.10 / 3) / 2, so m > 3.44.",
-        tol=0.04,  # a slider reading one or two steps past 3.44 is the same answer
+        tol=0.04,  # the slider's first step past 3.444 (3.47) is the same answer
         mistakes=(
             (6.89, "that is where 0.15 m reaches a whole shared tick; from just past half a tick it rounds to 1"),
             (2.58, "that uses the tick 3.10 / 4; the restricted int3 ruler ends at code 3, so the tick is 3.10 / 3"),

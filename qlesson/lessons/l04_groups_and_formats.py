@@ -689,7 +689,7 @@ EXERCISE_RECALL: tuple[Question, ...] = (
 
 PREDICT = {
     "equal_bits": choice(
-        "On MiniLM's six FFN output layers taken together, with lesson 02's restricted rulers ([-3, 3] and "
+        "On MiniLM's six FFN output layers taken together, with lesson 01's restricted rulers ([-3, 3] and "
         "[-7, 7]): int3 with groups of 16 (4.000 bits per weight) or int4 per-channel (4.010)? Which has the "
         "higher SQNR?",
         (
@@ -735,8 +735,8 @@ PREDICT = {
         ),
     ),
     "axis": choice(
-        "MiniLM's L0.intermediate is [1536, 384], at int4. Scheme A lets 128 consecutive output rows share one "
-        "scale; scheme B lets 128 consecutive inputs share one "
+        "MiniLM's L0.intermediate is [1536, 384], at int4. Scheme A lets 128 consecutive whole output rows "
+        "(128 × 384 weights) share one scale; scheme B lets 128 consecutive inputs share one "
         "(GPTQ/AWQ checkpoints). "
         "Against per-channel (one scale per row), which is right?",
         (
