@@ -133,8 +133,8 @@ print_table(ruler.compare_modes(gelu_like, bits=4, modes=two_modes), {"scale": "
 # %% [markdown]
 # The symmetric ruler spends its negative codes down to -2.0, which these values barely enter:
 # its ticks are about twice as coarse. The zero point rounds from 1.175 to 1, which moves the
-# ruler's ends off -0.17 and 2.0 (last column). Here the mean error halves with the tick: 0.052
-# to 0.025.
+# ruler's ends off -0.17 and 2.0 (last column). Here the mean absolute error (`mae`) halves with
+# the tick: 0.052 to 0.025.
 #
 # ## Summary
 #

@@ -191,12 +191,12 @@ print_table(rows, {"batch 1": ".2f", "batch 24": ".2f"})
 # scales. Its kernel unpacks each block and multiplies in float32. Attention, LayerNorm and the
 # embedding lookup cost the same in every format.
 #
-# The int8 graphs are the slowest at batch 1. ORT rewrites them into an 8-bit kernel. `run_onnx`
-# asks that kernel for float32 arithmetic. Only `quantize_dynamic` gains, at 0.62 of fp32's
-# time. It rounds the activations to 8 bits too and multiplies integers. At batch 24 no format
-# beats fp32. So in this reading a weight format buys a smaller file, not speed. The one gain
-# came from an integer kernel. That kernel computes something other than the file's weights
-# times float activations.
+# The int8 graphs are the slowest at batch 1: ORT rewrites them into an 8-bit kernel, which runs
+# here in float32 arithmetic, as `run_onnx` asks, at several times fp32's time. Only
+# `quantize_dynamic` gains, at 0.62 of fp32's time. It rounds the activations to 8 bits too and
+# multiplies integers. At batch 24 no format beats fp32. So in this reading a weight format buys
+# a smaller file, not speed. The one gain came from an integer kernel. That kernel computes
+# something other than the file's weights times float activations.
 #
 # ## Summary
 #

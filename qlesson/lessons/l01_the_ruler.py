@@ -343,8 +343,9 @@ RECALL: tuple[Question, ...] = (
         (
             "So +x and -x get mirror-image codes under one scale, absmax / 127",
             True,
-            "-128 has no positive partner. TFLite and ExecuTorch's XNNPACKQuantizer keep weights in [-127, 127]; "
-            "PyTorch's default observer and llama.cpp's Q4_0 do use the extra code.",
+            "-128 has no positive partner. TFLite, ExecuTorch's XNNPACKQuantizer and llama.cpp's Q8_0 "
+            "(d = amax / 127) keep int8 weights in [-127, 127]; PyTorch's default observer and llama.cpp's 4-bit "
+            "Q4_0 use the extra code.",
         ),
         (
             "Because -128 cannot be stored in 8 bits",
