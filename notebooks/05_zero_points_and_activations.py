@@ -105,7 +105,7 @@ print_table(activations.granularity_control_rows(xi, labels, bits=8), {"activati
 
 # %% [markdown]
 # Feature 99 is loud only on `[CLS]`, one token per sentence. Per-token scales gain about 9.5 dB
-# over per-tensor; the control recovers about 6.5 of it, and the rest comes from fitting each
+# over one dynamic per-tensor scale; the control recovers about 6.5 of it, and the rest comes from fitting each
 # ordinary token on its own.
 #
 # Per-token scales also fit an integer GEMM: a token's scale is constant along the reduction
@@ -181,8 +181,8 @@ for name, xc, _, w in cases:  # the static absmax each smoothing leaves, and the
 #
 # * A GELU output is one-sided: a zero point gains about 5.4 dB on it, per-tensor or per-token.
 # * An outlier *token* (`[CLS]`): per-token scales, which factor out of the integer GEMM, gain
-#   9.5 dB on FC1's input. About 6.5 of it comes from keeping the `[CLS]` rows out of the others'
-#   ruler.
+#   9.5 dB over a dynamic per-tensor scale on FC1's input. About 6.5 of it comes from keeping the
+#   `[CLS]` rows out of the others' ruler.
 # * Outlier *features* (63, 267), loud on ordinary rows, are SmoothQuant's target; with one static
 #   scale, smoothing them alone gains nothing (-0.2 dB).
 # * With one static scale, smoothing at alpha 0.5 helps only where it lowers the value that sets
